@@ -1,0 +1,18 @@
+"""fluidist: Paddle fluid's static graphs and DistributeTranspiler, in Python.
+
+``import fluidist as fluid`` gives the names a Paddle fluid 1.x user expects.
+"""
+from .framework import unique_name  # noqa: F401
+from .framework.dtypes import VarType  # noqa: F401
+from .framework.program import (Block, Operator, Parameter, Program, Variable,  # noqa: F401
+                                default_main_program, default_startup_program, name_scope, program_guard)
+from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope,  # noqa: F401
+                       SelectedRows, cpu_places, create_lod_tensor, cuda_places, global_scope,
+                       is_compiled_with_cuda, scope_guard)
+from .executor.compiler import CompiledProgram  # noqa: F401
+from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
+from .backward import append_backward, gradients  # noqa: F401
+from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
+from .layers.io import data  # noqa: F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,358 @@
+"""The Executor: plans a block once (a flat list of kernel calls), then runs it fast.
+
+Plans are cached per (program, block) and keyed on ``Program._version``, which every edit bumps,
+so an edit after the first run is always seen. The Executor never rewrites programs.
+"""
+import weakref
+import zlib
+
+import numpy as np
+
+from ..framework.program import Program, default_main_program
+from ..ops import registry
+from .place import CPUPlace, to_host
+from .scope import global_scope
+from .tensor import LoDTensor, SelectedRows
+
+
+class ExecContext:
+    """What a kernel sees besides its inputs: the array module, the scope, the op, the executor."""
+
+    __slots__ = ("xp", "place", "op", "executor", "program", "state", "opdef")
+
+    def __init__(self, xp, place, op, executor, program, state, opdef):
+        self.xp = xp
+        self.place = place
+        self.op = op
+        self.executor = executor
+        self.program = program
+        self.state = state
+        self.opdef = opdef
+
+    @property
+    def scope(self):
+        return self.state.scope
+
+    def lod(self, slot_or_name, i=0):
+        name = self.op.inputs[slot_or_name][i] if slot_or_name in self.op.inputs else slot_or_name
+        return self.state.scope._find_lod(name)
+
+    def set_lod(self, slot_or_name, lod, i=0):
+        name = self.op.outputs[slot_or_name][i] if slot_or_name in self.op.outputs else slot_or_name
+        self.state.scope._set_lod(name, lod)
+
+    def input_name(self, slot, i=0):
+        return self.op.inputs[slot][i]
+
+    def output_name(self, slot, i=0):
+        return self.op.outputs[slot][i]
+
+    def rng(self, seed=0, salt=""):
+        """A numpy RandomState: deterministic from (seed, salt) when seed != 0, else fresh entropy."""
+        seed = int(seed or 0)
+        if seed == 0:
+            return np.random.RandomState()
+        mixed = zlib.crc32(("%d/%s" % (seed, salt)).encode()) & 0x7FFFFFFF
+        return np.random.RandomState(mixed)
+
+    def run_block(self, block, scope=None):
+        """Run a sub-block (conditional_block, while, listen_and_serv's optimize blocks)."""
+        return self.executor._run_block(self.program, block.idx, scope or self.state.scope)
+
+
+class _RunState:
+    __slots__ = ("scope",)
+
+    def __init__(self):
+        self.scope = None
+
+
+class _Step:
+    __slots__ = ("kernel", "ctx", "attrs", "ins", "outs", "op", "index", "share_lod", "single_in",
+                 "single_out")
+
+    def __init__(self, kernel, ctx, attrs, ins, outs, op, index, share_lod):
+        self.kernel = kernel
+        self.ctx = ctx
+        self.attrs = attrs
+        self.ins = ins
+        self.outs = outs
+        self.op = op
+        self.index = index
+        self.share_lod = share_lod
+
+
+class Plan:
+    """A block turned into kernel calls with resolved names."""
+
+    def __init__(self, executor, program, block_idx):
+        self.program = program
+        self.version = program._version
+        self.block = program.block(block_idx)
+        self.state = _RunState()
+        place = executor.place
+        xp = place.xp
+        self.steps = []
+        written = set()
+        self.external = []  # (name, op type) read before any op of this block writes it
+        seen_external = set()
+        for i, op in enumerate(self.block.ops):
+            opdef = registry.lookup(op.type)
+            if opdef is None:
+                raise ValueError("block %d op %d: unknown op type %r (no kernel registered)"
+                                 % (block_idx, i, op.type))
+            if opdef.kernel is None:
+                raise ValueError("block %d op %d: op type %r has no kernel" % (block_idx, i, op.type))
+            ins = []
+            for slot, names in op.inputs.items():
+                if not names:
+                    continue
+                ins.append((slot, tuple(names), slot in opdef.duplicable))
+                for n in names:
+                    if n not in written and n not in seen_external:
+                        seen_external.add(n)
+                        self.external.append((n, op.type))
+            outs = []
+            for slot, names in op.outputs.items():
+                if not names:
+                    continue
+                outs.append((slot, tuple(names), slot in opdef.duplicable))
+                written.update(names)
+            share = None
+            if opdef.share_lod:
+                si, so = opdef.share_lod
+                if op.inputs.get(si) and op.outputs.get(so):
+                    share = (op.inputs[si][0], op.outputs[so][0])
+            ctx = ExecContext(xp, place, op, executor, program, self.state, opdef)
+            self.steps.append(_Step(opdef.kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
+                                    share))
+        self.written = written
+
+    def run(self, scope):
+        self.state.scope = scope
+        vals = scope.vals
+        lods = scope.lods
+        for step in self.steps:
+            ins = {}
+            try:
+                for slot, names, dup in step.ins:
+                    if dup:
+                        ins[slot] = [vals[n] for n in names]
+                    else:
+                        ins[slot] = vals[names[0]]
+            except KeyError as e:
+                ins = self._slow_inputs(step, scope, e.args[0])
+            try:
+                outs = step.kernel(step.ctx, ins, step.attrs)
+            except Exception as e:
+                _annotate(e, step)
+                raise
+            if outs:
+                for slot, names, dup in step.outs:
+                    v = outs.get(slot)
+                    if v is None:
+                        continue
+                    if dup:
+                        for n, x in zip(names, v):
+                            vals[n] = x
+                    else:
+                        vals[names[0]] = v
+            if step.share_lod is not None and lods:
+                src, dst = step.share_lod
+                lod = lods.get(src)
+                if lod is not None:
+                    lods[dst] = lod
+
+    def _slow_inputs(self, step, scope, missing):
+        """Inputs that live in a parent scope, or a clear error naming the missing one."""
+        ins = {}
+        for slot, names, dup in step.ins:
+            got = []
+            for n in names:
+                owner = scope._owner(n)
+                if owner is None:
+                    raise _missing_value_error(self.block, n, step.op)
+                got.append(owner.vals[n])
+            ins[slot] = got if dup else got[0]
+        return ins
+
+
+def _annotate(e, step):
+    note = "(in op %d %r of block %d)" % (step.index, step.op.type, step.op.block.idx)
+    if e.args and isinstance(e.args[0], str) and note not in e.args[0]:
+        e.args = ("%s %s" % (e.args[0], note),) + e.args[1:]
+
+
+def _missing_value_error(block, name, op):
+    v = block._find_var_recursive(name)
+    if v is not None and v.is_data:
+        return ValueError("feed variable %r is required by op %r but was not fed" % (name, op.type))
+    if v is not None and v.persistable:
+        return ValueError("variable %r (read by op %r) has no value in the scope: "
+                          "run the startup program first" % (name, op.type))
+    return ValueError("variable %r read by op %r has no value: no earlier op writes it and it was "
+                      "not fed" % (name, op.type))
+
+
+def _as_fetch_names(fetch_list):
+    from ..framework.program import Variable
+    if fetch_list is None:
+        return []
+    if isinstance(fetch_list, (Variable, str)):
+        fetch_list = [fetch_list]
+    if not isinstance(fetch_list, (list, tuple)):
+        raise TypeError("fetch_list must be a list of Variables or names, got %r" % type(fetch_list).__name__)
+    names = []
+    for i, f in enumerate(fetch_list):
+        if isinstance(f, Variable):
+            names.append(f.name)
+        elif isinstance(f, str):
+            names.append(f)
+        else:
+            raise TypeError("fetch_list[%d] must be a Variable or a name, got %r" % (i, type(f).__name__))
+    return names
+
+
+def check_feed_value(var, name, value):
+    """Turn a fed value into (array, lod), checked against the declared variable."""
+    lod = None
+    if isinstance(value, LoDTensor):
+        lod = value.lod()
+        value = np.asarray(value)
+    elif not isinstance(value, np.ndarray) and not hasattr(value, "__cuda_array_interface__"):
+        value = np.asarray(value)
+    if var is None:
+        return value, lod
+    if var.dtype is not None and value.dtype.name != var.dtype:
+        if var.need_check_feed:
+            raise ValueError("feed variable %r expects dtype %s but got %s"
+                             % (name, var.dtype, value.dtype.name))
+        value = value.astype(var.dtype)
+    if var.shape is not None and (var.need_check_feed or var.is_data):
+        shape = tuple(value.shape)
+        want = var.shape
+        ok = len(shape) == len(want) and all(w < 0 or w == s for w, s in zip(want, shape))
+        if not ok:
+            raise ValueError("feed variable %r expects shape %s but got %s"
+                             % (name, list(want), list(shape)))
+    if var.lod_level and lod:
+        if lod[-1][-1] != value.shape[0]:
+            raise ValueError("feed variable %r: its LoD ends at %d but it has %d rows"
+                             % (name, lod[-1][-1], value.shape[0]))
+    return value, lod
+
+
+class Executor:
+    """Runs Programs on a place: ``Executor(CPUPlace()).run(program, feed, fetch_list)``."""
+
+    def __init__(self, place=None):
+        self.place = place if place is not None else CPUPlace()
+        self._closed = False
+        self._plans = weakref.WeakKeyDictionary()
+        self._close_hooks = []   # called by close(): rpc clients notify their pservers
+
+    # ------------------------------------------------------------------ planning
+    def _plan(self, program, block_idx):
+        per_prog = self._plans.get(program)
+        if per_prog is None:
+            per_prog = self._plans[program] = {}
+        plan = per_prog.get(block_idx)
+        if plan is None or plan.version != program._version:
+            plan = per_prog[block_idx] = Plan(self, program, block_idx)
+        return plan
+
+    def _run_block(self, program, block_idx, scope):
+        self._plan(program, block_idx).run(scope)
+
+    # ------------------------------------------------------------------ running
+    def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed", fetch_var_name="fetch",
+            scope=None, return_numpy=True, use_program_cache=False, return_merged=True, use_prune=False):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Executor")
+        if program is None:
+            program = default_main_program()
+        from .compiler import CompiledProgram
+        if isinstance(program, CompiledProgram):
+            return program._run(self, feed, fetch_list, scope, return_numpy, return_merged)
+        if not isinstance(program, Program):
+            raise TypeError("Executor.run expects a Program or CompiledProgram, got %r" % type(program).__name__)
+        if scope is None:
+            scope = global_scope()
+        if feed is None:
+            feed = {}
+        if isinstance(feed, (list, tuple)) and len(feed) == 1 and isinstance(feed[0], dict):
+            feed = feed[0]
+        if not isinstance(feed, dict):
+            raise TypeError("feed must be a dict of {name: array} for a Program, got %r" % type(feed).__name__)
+        fetch_names = _as_fetch_names(fetch_list)
+        plan = self._plan(program, 0)
+        self._feed(program, scope, feed)
+        self._check_inputs(plan, scope)
+        with self.place.device_context():
+            plan.run(scope)
+        return self._fetch(plan, scope, fetch_names, return_numpy)
+
+    def _feed(self, program, scope, feed):
+        block = program.global_block()
+        vals, lods = scope.vals, scope.lods
+        xp = self.place.xp
+        for name, value in feed.items():
+            var = block.vars.get(name)
+            if var is None:
+                raise ValueError("feed variable %r is not a variable of the program" % name)
+            arr, lod = check_feed_value(var, name, value)
+            if xp is not np:
+                arr = xp.asarray(arr)
+            vals[name] = arr
+            if lod:
+                lods[name] = lod
+            elif name in lods:
+                del lods[name]
+
+    def _check_inputs(self, plan, scope):
+        vals = scope.vals
+        for name, op_type in plan.external:
+            if name not in vals:
+                if scope.parent is not None and scope._owner(name) is not None:
+                    continue
+                var = plan.block._find_var_recursive(name)
+                if var is not None and var.is_data:
+                    raise ValueError("feed variable %r is required by op %r but was not fed" % (name, op_type))
+                raise _missing_value_error(plan.block, name,
+                                           next(s.op for s in plan.steps if name in s.op.input_arg_names))
+
+    def _fetch(self, plan, scope, names, return_numpy):
+        out = []
+        for name in names:
+            owner = scope._owner(name)
+            value = owner.vals.get(name) if owner is not None else None
+            if value is None:
+                if plan.block._find_var_recursive(name) is None:
+                    raise ValueError("fetch variable %r is not a variable of the program" % name)
+                raise ValueError("fetch variable %r has no value: no op of the program produces it and "
+                                 "it was neither fed nor set in the scope" % name)
+            if return_numpy:
+                if isinstance(value, SelectedRows):
+                    value = value.value
+                out.append(np.array(to_host(value), copy=True))
+            else:
+                if isinstance(value, SelectedRows):
+                    out.append(value)
+                else:
+                    out.append(LoDTensor(np.array(to_host(value), copy=True), owner._find_lod(name)))
+        return out
+
+    def close(self):
+        """Tell every parameter server this trainer talked to that it is done; the executor is then closed."""
+        if self._closed:
+            return
+        errors = []
+        for hook in list(self._close_hooks):
+            try:
+                hook()
+            except Exception as e:  # report every failure, after trying all
+                errors.append(e)
+        self._close_hooks = []
+        self._closed = True
+        if errors:
+            raise RuntimeError("Executor.close: %s" % "; ".join(str(e) for e in errors))

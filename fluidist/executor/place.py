@@ -1,0 +1,91 @@
+"""Places: where kernels run. Each place knows its array module (numpy or cupy)."""
+import numpy as np
+
+
+class CPUPlace:
+    xp = np
+
+    def __eq__(self, other):
+        return isinstance(other, CPUPlace)
+
+    def __hash__(self):
+        return hash("cpu")
+
+    def __repr__(self):
+        return "CPUPlace"
+
+    def device_context(self):
+        import contextlib
+        return contextlib.nullcontext()
+
+
+class CUDAPlace:
+    """A GPU. Kernels run through CuPy; ``pip install fluidist[gpu]`` brings it."""
+
+    def __init__(self, device_id=0):
+        self.device_id = int(device_id)
+
+    @property
+    def xp(self):
+        return cupy_module()
+
+    def __eq__(self, other):
+        return isinstance(other, CUDAPlace) and other.device_id == self.device_id
+
+    def __hash__(self):
+        return hash(("cuda", self.device_id))
+
+    def __repr__(self):
+        return "CUDAPlace(%d)" % self.device_id
+
+    def device_context(self):
+        return cupy_module().cuda.Device(self.device_id)
+
+
+class CUDAPinnedPlace(CPUPlace):
+    def __repr__(self):
+        return "CUDAPinnedPlace"
+
+
+def cupy_module():
+    try:
+        import cupy
+    except ImportError as e:
+        raise RuntimeError("CUDAPlace needs CuPy (pip install fluidist[gpu]): %s" % e) from None
+    return cupy
+
+
+def is_compiled_with_cuda():
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def cuda_places(device_ids=None):
+    if device_ids is None:
+        import os
+        sel = os.environ.get("FLAGS_selected_gpus")
+        if sel:
+            device_ids = [int(s) for s in sel.split(",") if s.strip()]
+        else:
+            device_ids = list(range(cupy_module().cuda.runtime.getDeviceCount()))
+    return [CUDAPlace(i) for i in device_ids]
+
+
+def cpu_places(device_count=None):
+    if device_count is None:
+        import os
+        device_count = int(os.environ.get("CPU_NUM", "1"))
+    return [CPUPlace() for _ in range(device_count)]
+
+
+def to_host(value):
+    """A numpy array for a numpy or cupy array (other values unchanged)."""
+    if isinstance(value, np.ndarray) or value is None:
+        return value
+    get = getattr(value, "get", None)
+    if get is not None and type(value).__module__.startswith("cupy"):
+        return get()
+    return value

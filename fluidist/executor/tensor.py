@@ -1,0 +1,155 @@
+"""Runtime values: LoDTensor (an array plus level-of-detail offsets) and SelectedRows."""
+import numpy as np
+
+from .place import to_host
+
+
+class SelectedRows:
+    """A row-sparse tensor: ``value[i]`` is row ``rows[i]`` of a ``height`` x width tensor.
+
+    Rows may repeat (gradients of repeated ids); ``merged()`` sums duplicates.
+    """
+
+    __slots__ = ("rows", "value", "height")
+
+    def __init__(self, rows=None, value=None, height=0):
+        self.rows = rows
+        self.value = value
+        self.height = int(height)
+
+    def get_tensor(self):
+        return LoDTensor(self.value)
+
+    def set_rows(self, rows):
+        self.rows = np.asarray(rows, dtype=np.int64)
+
+    def set_height(self, h):
+        self.height = int(h)
+
+    def merged(self, xp=np):
+        if self.rows is None or len(self.rows) == 0:
+            return self
+        uniq, inv = xp.unique(self.rows, return_inverse=True)
+        if len(uniq) == len(self.rows):
+            return self
+        out = xp.zeros((len(uniq),) + tuple(self.value.shape[1:]), dtype=self.value.dtype)
+        xp.add.at(out, inv.reshape(-1), self.value) if xp is np else out.scatter_add(inv.reshape(-1), self.value)
+        return SelectedRows(uniq, out, self.height)
+
+    def to_dense(self, xp=np):
+        out = xp.zeros((self.height,) + tuple(self.value.shape[1:]), dtype=self.value.dtype)
+        if xp is np:
+            np.add.at(out, self.rows, self.value)
+        else:
+            out.scatter_add(self.rows, self.value)
+        return out
+
+    def __repr__(self):
+        return "SelectedRows(height=%d, rows=%s, value shape=%s)" % (
+            self.height, None if self.rows is None else list(to_host(self.rows)),
+            None if self.value is None else tuple(self.value.shape))
+
+
+def lengths_to_offsets(lengths):
+    off = [0]
+    for n in lengths:
+        off.append(off[-1] + int(n))
+    return off
+
+
+def offsets_to_lengths(offsets):
+    return [offsets[i + 1] - offsets[i] for i in range(len(offsets) - 1)]
+
+
+class LoDTensor:
+    """An array with optional LoD (offsets per level). ``np.array(t)`` gives the data.
+
+    A LoDTensor obtained from ``scope.find_var(name).get_tensor()`` is a live view: reading it reads
+    the scope, ``set()`` writes the scope.
+    """
+
+    def __init__(self, array=None, lod=None, _scope=None, _name=None):
+        self._array = array
+        self._lod = [list(l) for l in lod] if lod else []
+        self._scope = _scope
+        self._name = _name
+
+    # storage
+    def _get(self):
+        if self._scope is not None:
+            return self._scope._find_value(self._name)
+        return self._array
+
+    def _get_lod(self):
+        if self._scope is not None:
+            return self._scope._find_lod(self._name)
+        return self._lod
+
+    def set(self, array, place=None):
+        arr = np.array(to_host(array), copy=True)
+        if place is not None and not isinstance(place.xp, type(np)) and place.xp is not np:
+            with place.device_context():
+                arr = place.xp.asarray(arr)
+        if self._scope is not None:
+            self._scope._set_value(self._name, arr)
+        else:
+            self._array = arr
+
+    def set_lod(self, lod):
+        lod = [list(map(int, l)) for l in lod]
+        if self._scope is not None:
+            self._scope._set_lod(self._name, lod)
+        else:
+            self._lod = lod
+
+    def lod(self):
+        return [list(l) for l in (self._get_lod() or [])]
+
+    def set_recursive_sequence_lengths(self, lengths):
+        self.set_lod([lengths_to_offsets(l) for l in lengths])
+
+    def recursive_sequence_lengths(self):
+        return [offsets_to_lengths(l) for l in self.lod()]
+
+    def has_valid_recursive_sequence_lengths(self):
+        lod = self.lod()
+        arr = self._get()
+        if not lod:
+            return True
+        return lod[-1][-1] == (arr.shape[0] if arr is not None else 0)
+
+    def shape(self):
+        a = self._get()
+        return list(a.shape) if a is not None else []
+
+    def _dtype(self):
+        a = self._get()
+        return a.dtype if a is not None else None
+
+    def __array__(self, dtype=None, copy=None):
+        a = to_host(self._get())
+        if a is None:
+            raise ValueError("tensor %r holds no value yet" % (self._name or "<tensor>"))
+        if isinstance(a, SelectedRows):
+            a = to_host(a.value)
+        return np.array(a, dtype=dtype, copy=True)
+
+    def __repr__(self):
+        return "LoDTensor(%s%s)" % (self.shape(), ", lod=%s" % self.lod() if self.lod() else "")
+
+
+def create_lod_tensor(data, recursive_seq_lens, place=None):
+    """A LoDTensor from an array (or a list of sequences) and sequence lengths per level."""
+    if isinstance(data, LoDTensor):
+        t = LoDTensor(np.array(data))
+    elif isinstance(data, list):
+        flat = np.concatenate([np.asarray(seq).reshape(len(seq), -1) for seq in data]).astype(np.int64)
+        t = LoDTensor(flat)
+    else:
+        t = LoDTensor(np.asarray(data))
+    if recursive_seq_lens:
+        t.set_recursive_sequence_lengths(recursive_seq_lens)
+        if not t.has_valid_recursive_sequence_lengths():
+            raise ValueError("sequence lengths %s do not add up to the %d rows of the data"
+                             % (recursive_seq_lens, t.shape()[0]))
+    return t

@@ -1,0 +1,47 @@
+"""Op roles: the bit flags every operator carries in its ``op_role`` attribute.
+
+Passes (backward, optimizer, transpiler) find what they need through these attributes only.
+"""
+
+
+class OpRole:
+    Forward = 0x0000
+    Backward = 0x0001
+    Optimize = 0x0002
+    RPC = 0x0004
+    Dist = 0x0008
+    LRSched = 0x0010
+    Collective = 0x0020
+    Loss = 0x0100
+    NotSpecified = 0x1000
+
+
+OP_ROLE_ATTR = "op_role"
+OP_ROLE_VAR_ATTR = "op_role_var"
+OP_NAMESCOPE_ATTR = "op_namescope"
+
+
+def has_role(op, bit):
+    """True when ``op``'s role has ``bit`` set (Forward, being 0, is 'no other bit')."""
+    role = int(op.attr(OP_ROLE_ATTR) or 0)
+    if bit == OpRole.Forward:
+        return role & (OpRole.Backward | OpRole.Optimize | OpRole.LRSched) == 0
+    return role & bit == bit
+
+
+def is_optimize_op(op):
+    return int(op.attr(OP_ROLE_ATTR) or 0) == OpRole.Optimize
+
+
+def is_lr_sched_op(op):
+    role = int(op.attr(OP_ROLE_ATTR) or 0)
+    return role in (OpRole.LRSched, OpRole.LRSched | OpRole.Optimize)
+
+
+def is_backward_op(op):
+    return int(op.attr(OP_ROLE_ATTR) or 0) & OpRole.Backward != 0
+
+
+def is_loss_grad_op(op):
+    role = int(op.attr(OP_ROLE_ATTR) or 0)
+    return role & (OpRole.Backward | OpRole.Loss) == (OpRole.Backward | OpRole.Loss)

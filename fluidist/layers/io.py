@@ -1,0 +1,25 @@
+"""Data layers: ``fluid.data`` (exact shape, checked at feed time) and ``layers.data``."""
+from ..framework.dtypes import VarType, convert_dtype
+from ..framework.program import default_main_program
+
+
+def data(name, shape, dtype="float32", lod_level=0):
+    """A variable fed at run time; ``None`` or -1 in ``shape`` is any size. Feeds are checked for
+    dtype and shape against it."""
+    shape = [-1 if d is None else int(d) for d in shape]
+    return default_main_program().global_block().create_var(
+        name=name, shape=shape, dtype=convert_dtype(dtype), type=VarType.LOD_TENSOR, lod_level=lod_level,
+        stop_gradient=True, is_data=True, need_check_feed=True)
+
+
+def layers_data(name, shape, append_batch_size=True, dtype="float32", lod_level=0, type=VarType.LOD_TENSOR,
+                stop_gradient=True):
+    """Paddle's ``layers.data``: prepends a batch dimension (-1) unless ``shape`` has one already."""
+    shape = [-1 if d is None else int(d) for d in shape]
+    if any(d < 0 for d in shape):
+        append_batch_size = False
+    if append_batch_size:
+        shape = [-1] + shape
+    return default_main_program().global_block().create_var(
+        name=name, shape=shape, dtype=convert_dtype(dtype), type=type, lod_level=lod_level,
+        stop_gradient=stop_gradient, is_data=True, need_check_feed=False)

@@ -1,0 +1,131 @@
+"""LayerHelper: what every layer uses to create parameters, temporaries and ops."""
+from ..framework import unique_name
+from ..framework.dtypes import convert_dtype
+from ..framework.program import Variable, default_main_program, default_startup_program
+from ..initializer import ConstantInitializer, XavierInitializer
+from ..param_attr import ParamAttr
+
+
+class LayerHelper:
+    def __init__(self, layer_type, **kwargs):
+        self.kwargs = kwargs
+        self.layer_type = layer_type
+        name = kwargs.get("name")
+        self.name = name if name is not None else unique_name.generate(layer_type)
+
+    @property
+    def main_program(self):
+        return default_main_program()
+
+    @property
+    def startup_program(self):
+        return default_startup_program()
+
+    @property
+    def param_attr(self):
+        return ParamAttr._to_attr(self.kwargs.get("param_attr"))
+
+    @property
+    def bias_attr(self):
+        return ParamAttr._to_attr(self.kwargs.get("bias_attr"))
+
+    def input(self, name="input"):
+        v = self.kwargs.get(name)
+        if isinstance(v, (list, tuple)):
+            if len(v) != 1:
+                raise ValueError("%s: %r takes one Variable, got %d" % (self.layer_type, name, len(v)))
+            v = v[0]
+        if not isinstance(v, Variable):
+            raise TypeError("%s: %r must be a Variable, got %r" % (self.layer_type, name, type(v).__name__))
+        return v
+
+    def multiple_input(self, name="input"):
+        v = self.kwargs.get(name)
+        if isinstance(v, Variable):
+            return [v]
+        if not isinstance(v, (list, tuple)) or not all(isinstance(x, Variable) for x in v):
+            raise TypeError("%s: %r must be a Variable or a list of Variables" % (self.layer_type, name))
+        return list(v)
+
+    def input_dtype(self, name="input"):
+        dtypes = {v.dtype for v in self.multiple_input(name)}
+        if len(dtypes) != 1:
+            raise ValueError("%s: inputs of %r have different dtypes %s" % (self.layer_type, name, sorted(dtypes)))
+        return dtypes.pop()
+
+    def create_parameter(self, attr, shape, dtype="float32", is_bias=False, default_initializer=None,
+                         stop_gradient=False, type=None):
+        """A Parameter in the main program's global block, initialised in the startup program."""
+        if attr is False:
+            return None
+        attr = ParamAttr._to_attr(attr)
+        if attr.name is None:
+            attr.name = unique_name.generate(".".join([self.name, "b" if is_bias else "w"]))
+        init = attr.initializer or default_initializer or (
+            ConstantInitializer(0.0) if is_bias else XavierInitializer())
+        dtype = convert_dtype(dtype)
+        shape = [int(d) for d in shape]
+        kw = attr._to_kwargs()
+        startup_block = self.startup_program.global_block()
+        if not startup_block.has_var(attr.name):
+            sp = startup_block.create_parameter(shape=shape, dtype=dtype, **kw)
+            init(sp, startup_block)
+        main_block = self.main_program.global_block()
+        if main_block.has_var(attr.name):
+            return main_block.var(attr.name)
+        p = main_block.create_parameter(shape=shape, dtype=dtype, **kw)
+        p.stop_gradient = stop_gradient or not p.trainable
+        if type is not None:
+            p.type = type
+        return p
+
+    def create_variable_for_type_inference(self, dtype=None, stop_gradient=False, shape=None, type=None):
+        kw = {}
+        if type is not None:
+            kw["type"] = type
+        return self.main_program.current_block().create_var(
+            name=unique_name.generate_with_ignorable_key(".".join([self.name, "tmp"])),
+            dtype=convert_dtype(dtype) if dtype is not None else None, shape=shape, persistable=False,
+            stop_gradient=stop_gradient, **kw)
+
+    create_tmp_variable = create_variable_for_type_inference
+
+    def create_variable(self, **kwargs):
+        return self.main_program.current_block().create_var(**kwargs)
+
+    def create_global_variable(self, persistable=False, **kwargs):
+        return self.main_program.global_block().create_var(persistable=persistable, **kwargs)
+
+    def set_variable_initializer(self, var, initializer):
+        """Also create ``var`` in the startup program and initialise it there."""
+        sb = self.startup_program.global_block()
+        sv = sb.create_var(name=var.name, shape=var.shape, dtype=var.dtype, type=var.type,
+                           persistable=True)
+        initializer(sv, sb)
+        return sv
+
+    def append_op(self, *args, **kwargs):
+        return self.main_program.current_block().append_op(*args, **kwargs)
+
+    def append_bias_op(self, input_var, dim_start=1, dim_end=None):
+        size = list(input_var.shape[dim_start:dim_end])
+        bias_attr = self.bias_attr
+        if not bias_attr:
+            return input_var
+        b = self.create_parameter(attr=bias_attr, shape=size, dtype=input_var.dtype, is_bias=True)
+        tmp = self.create_variable_for_type_inference(dtype=input_var.dtype)
+        self.append_op("elementwise_add", inputs={"X": [input_var], "Y": [b]}, outputs={"Out": [tmp]},
+                       attrs={"axis": dim_start})
+        return tmp
+
+    def append_activation(self, input_var, act=None):
+        act = act if act is not None else self.kwargs.get("act")
+        if act is None:
+            return input_var
+        attrs = {}
+        if isinstance(act, dict):
+            attrs = {k: v for k, v in act.items() if k != "type"}
+            act = act["type"]
+        tmp = self.create_variable_for_type_inference(dtype=input_var.dtype)
+        self.append_op(act, inputs={"X": [input_var]}, outputs={"Out": [tmp]}, attrs=attrs)
+        return tmp

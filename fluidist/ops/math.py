@@ -1,0 +1,416 @@
+"""Math ops: elementwise (with Paddle's ``axis`` broadcasting), mul, matmul, scale, mean,
+reductions and activations, each with its gradient."""
+import numpy as np
+
+from .registry import register_op, same_shape
+
+
+# ------------------------------------------------------------------ broadcasting helpers
+def _y_view_shape(xshape, yshape, axis):
+    """The shape Y is viewed with to broadcast against X, per Paddle's ``axis`` rule."""
+    rx, ry = len(xshape), len(yshape)
+    if tuple(xshape) == tuple(yshape) or ry > rx:
+        return tuple(yshape)
+    # Paddle drops trailing 1-dims of Y before aligning it at ``axis``
+    ys = list(yshape)
+    while len(ys) > 1 and ys[-1] == 1 and (axis == -1 or axis + len(ys) > rx):
+        ys.pop()
+    ry = len(ys)
+    if axis == -1 or axis is None:
+        axis = rx - ry
+    if axis < 0 or axis + ry > rx:
+        raise ValueError("elementwise: Y of shape %s cannot be aligned with X of shape %s at axis %d"
+                         % (list(yshape), list(xshape), axis))
+    return (1,) * axis + tuple(ys) + (1,) * (rx - axis - ry)
+
+
+def _bcast(x, y, axis):
+    ys = _y_view_shape(x.shape, y.shape, axis)
+    return y if ys == y.shape else y.reshape(ys)
+
+
+def _reduce_grad(g, target_shape, view_shape):
+    """Sum ``g`` down to ``view_shape`` (the broadcast view) and reshape to ``target_shape``."""
+    if tuple(g.shape) == tuple(target_shape):
+        return g
+    nd = g.ndim
+    vs = (1,) * (nd - len(view_shape)) + tuple(view_shape)
+    axes = tuple(i for i in range(nd) if vs[i] == 1 and g.shape[i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(target_shape)
+
+
+def _elementwise_infer(ctx):
+    xs, ys = ctx.input_shape("X"), ctx.input_shape("Y")
+    out = xs
+    if xs is not None and ys is not None and len(ys) > len(xs):
+        out = ys
+    ctx.set_output("Out", out, ctx.input_dtype("X"), ctx.input_lod_level("X"))
+
+
+_EW_ATTRS = {"axis": -1}
+
+
+def _ew(type, fwd, grad_fn, grad_inputs=("X", "Y", "Out@GRAD")):
+    register_op(type, inputs=["X", "Y"], outputs=["Out"], attrs=_EW_ATTRS, infer=_elementwise_infer,
+                grad="default", grad_inputs=list(grad_inputs), share_lod=("X", "Out"))(
+        lambda ctx, ins, attrs: {"Out": fwd(ctx.xp, ins["X"], _bcast(ins["X"], ins["Y"], attrs["axis"]))})
+
+    def grad_kernel(ctx, ins, attrs):
+        x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
+        vs = _y_view_shape(x.shape, y.shape, attrs["axis"])
+        yb = y.reshape(vs) if vs != y.shape else y
+        dx, dy = grad_fn(ctx.xp, x, yb, dout, ins.get("Out"))
+        res = {}
+        if dx is not None:
+            res["X@GRAD"] = _reduce_grad(dx, x.shape, x.shape)
+        if dy is not None:
+            res["Y@GRAD"] = _reduce_grad(dy, y.shape, vs)
+        return res
+
+    register_op(type + "_grad", inputs=list(grad_inputs), outputs=["X@GRAD?", "Y@GRAD?"],
+                attrs=_EW_ATTRS)(grad_kernel)
+
+
+_ew("elementwise_add", lambda xp, x, y: x + y, lambda xp, x, y, d, o: (d, d))
+_ew("elementwise_sub", lambda xp, x, y: x - y, lambda xp, x, y, d, o: (d, -d))
+_ew("elementwise_mul", lambda xp, x, y: x * y, lambda xp, x, y, d, o: (d * y, d * x))
+_ew("elementwise_div", lambda xp, x, y: x / y, lambda xp, x, y, d, o: (d / y, -d * x / (y * y)))
+_ew("elementwise_max", lambda xp, x, y: xp.maximum(x, y),
+    lambda xp, x, y, d, o: (d * (x >= y), d * (x < y)))
+_ew("elementwise_min", lambda xp, x, y: xp.minimum(x, y),
+    lambda xp, x, y, d, o: (d * (x <= y), d * (x > y)))
+_ew("elementwise_pow", lambda xp, x, y: xp.power(x, y),
+    lambda xp, x, y, d, o: (d * y * xp.power(x, y - 1),
+                            d * xp.power(x, y) * xp.log(xp.where(x > 0, x, 1))))
+
+
+def _no_grad_ew(type, fn):
+    register_op(type, inputs=["X", "Y"], outputs=["Out"], attrs=_EW_ATTRS, infer=_elementwise_infer)(
+        lambda ctx, ins, attrs: {"Out": fn(ctx.xp, ins["X"], _bcast(ins["X"], ins["Y"], attrs["axis"]))})
+
+
+_no_grad_ew("elementwise_floordiv", lambda xp, x, y: xp.floor_divide(x, y))
+_no_grad_ew("elementwise_mod", lambda xp, x, y: xp.mod(x, y))
+
+
+# ------------------------------------------------------------------ mul / matmul
+def _flatten2(a, k):
+    rows = int(np.prod(a.shape[:k])) if k else 1
+    return a.reshape(rows, -1)
+
+
+def _mul_infer(ctx):
+    xs, ys = ctx.input_shape("X"), ctx.input_shape("Y")
+    if xs is None or ys is None:
+        return
+    xn, yn = ctx.attr("x_num_col_dims"), ctx.attr("y_num_col_dims")
+    xk = int(np.prod(xs[xn:])) if all(d >= 0 for d in xs[xn:]) else -1
+    yk = int(np.prod(ys[:yn]))
+    if xk >= 0 and yk >= 0 and xk != yk:
+        raise ValueError("mul: X of shape %s (flattened at %d: inner size %d) does not match Y of shape %s "
+                         "(inner size %d)" % (list(xs), xn, xk, list(ys), yk))
+    ctx.set_output("Out", tuple(xs[:xn]) + tuple(ys[yn:]), ctx.input_dtype("X"), ctx.input_lod_level("X"))
+
+
+@register_op("mul", inputs=["X", "Y"], outputs=["Out"], attrs={"x_num_col_dims": 1, "y_num_col_dims": 1},
+             infer=_mul_infer, grad="default", grad_inputs=["X", "Y", "Out@GRAD"], share_lod=("X", "Out"))
+def mul(ctx, ins, attrs):
+    x, y = ins["X"], ins["Y"]
+    xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
+    if x.ndim == 2 and y.ndim == 2:
+        return {"Out": x @ y}
+    out = _flatten2(x, xn) @ _flatten2(y, yn)
+    return {"Out": out.reshape(tuple(x.shape[:xn]) + tuple(y.shape[yn:]))}
+
+
+@register_op("mul_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
+             attrs={"x_num_col_dims": 1, "y_num_col_dims": 1})
+def mul_grad(ctx, ins, attrs):
+    x, y, d = ins["X"], ins["Y"], ins["Out@GRAD"]
+    xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
+    x2, y2 = _flatten2(x, xn), _flatten2(y, yn)
+    d2 = d.reshape(x2.shape[0], y2.shape[1])
+    res = {}
+    if ctx.op.outputs.get("X@GRAD"):
+        res["X@GRAD"] = (d2 @ y2.T).reshape(x.shape)
+    if ctx.op.outputs.get("Y@GRAD"):
+        res["Y@GRAD"] = (x2.T @ d2).reshape(y.shape)
+    return res
+
+
+def _matmul_infer(ctx):
+    xs, ys = ctx.input_shape("X"), ctx.input_shape("Y")
+    if xs is None or ys is None:
+        return
+    xs, ys = list(xs), list(ys)
+    if len(xs) == 1:
+        xs = [1] + xs
+    if len(ys) == 1:
+        ys = ys + [1]
+    if ctx.attr("transpose_X"):
+        xs[-2], xs[-1] = xs[-1], xs[-2]
+    if ctx.attr("transpose_Y"):
+        ys[-2], ys[-1] = ys[-1], ys[-2]
+    if xs[-1] >= 0 and ys[-2] >= 0 and xs[-1] != ys[-2]:
+        raise ValueError("matmul: inner dimensions differ: X %s vs Y %s" % (xs, ys))
+    batch = xs[:-2] if len(xs) >= len(ys) else ys[:-2]
+    out = batch + [xs[-2], ys[-1]]
+    if len(ctx.input_shape("Y")) == 1:
+        out = out[:-1]
+    if len(ctx.input_shape("X")) == 1:
+        out = out[:-2] + out[-1:] if len(ctx.input_shape("Y")) > 1 else out[:-1]
+    ctx.set_output("Out", out, ctx.input_dtype("X"))
+
+
+def _t(a):
+    return a.swapaxes(-1, -2)
+
+
+@register_op("matmul", inputs=["X", "Y"], outputs=["Out"],
+             attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0},
+             infer=_matmul_infer, grad="default", grad_inputs=["X", "Y", "Out@GRAD"])
+def matmul(ctx, ins, attrs):
+    x, y = ins["X"], ins["Y"]
+    if attrs["transpose_X"] and x.ndim > 1:
+        x = _t(x)
+    if attrs["transpose_Y"] and y.ndim > 1:
+        y = _t(y)
+    out = ctx.xp.matmul(x, y)
+    if attrs["alpha"] != 1.0:
+        out = out * attrs["alpha"]
+    return {"Out": out}
+
+
+@register_op("matmul_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
+             attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
+def matmul_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    x, y, d = ins["X"], ins["Y"], ins["Out@GRAD"]
+    x0, y0 = x, y
+    if x.ndim == 1:
+        x = x.reshape(1, -1)
+        d = xp.expand_dims(d, -2)
+    if y.ndim == 1:
+        y = y.reshape(-1, 1)
+        d = xp.expand_dims(d, -1)
+    d = d * attrs["alpha"] if attrs["alpha"] != 1.0 else d
+    tx, ty = attrs["transpose_X"], attrs["transpose_Y"]
+    if not tx and not ty:
+        dx, dy = xp.matmul(d, _t(y)), xp.matmul(_t(x), d)
+    elif tx and not ty:
+        dx, dy = xp.matmul(y, _t(d)), xp.matmul(x, d)
+    elif not tx and ty:
+        dx, dy = xp.matmul(d, y), xp.matmul(_t(d), x)
+    else:
+        dx, dy = xp.matmul(_t(y), _t(d)), xp.matmul(_t(d), _t(x))
+    # sum over broadcast batch dims
+    dx = _reduce_grad(dx, x.shape, x.shape) if dx.shape != x.shape else dx
+    dy = _reduce_grad(dy, y.shape, y.shape) if dy.shape != y.shape else dy
+    return {"X@GRAD": dx.reshape(x0.shape), "Y@GRAD": dy.reshape(y0.shape)}
+
+
+# ------------------------------------------------------------------ scale, mean, sum-likes
+def _scale_grad_maker(op):
+    return [{"type": "scale", "inputs": {"X": [n + "@GRAD" for n in op.outputs["Out"]]},
+             "outputs": {"Out": [n + "@GRAD" for n in op.inputs["X"]]},
+             "attrs": {"scale": op.attrs["scale"], "bias": 0.0, "bias_after_scale": True}}]
+
+
+@register_op("scale", inputs=["X"], outputs=["Out"], attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
+             infer=same_shape(), grad=_scale_grad_maker, share_lod=("X", "Out"))
+def scale(ctx, ins, attrs):
+    x = ins["X"]
+    s, b = attrs["scale"], attrs["bias"]
+    if b == 0.0:
+        out = x * s if s != 1.0 else x.copy()
+    elif attrs["bias_after_scale"]:
+        out = x * s + b
+    else:
+        out = (x + b) * s
+    return {"Out": out.astype(x.dtype, copy=False)}
+
+
+@register_op("mean", inputs=["X"], outputs=["Out"], infer=lambda c: c.set_output("Out", (1,), c.input_dtype("X")),
+             grad="default", grad_inputs=["X", "Out@GRAD"])
+def mean(ctx, ins, attrs):
+    x = ins["X"]
+    return {"Out": x.mean().reshape(1).astype(x.dtype, copy=False)}
+
+
+@register_op("mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
+def mean_grad(ctx, ins, attrs):
+    x, d = ins["X"], ins["Out@GRAD"]
+    return {"X@GRAD": ctx.xp.full(x.shape, d.reshape(()) / max(x.size, 1), dtype=x.dtype)}
+
+
+def _reduce_axes(attrs, ndim):
+    if attrs["reduce_all"]:
+        return tuple(range(ndim))
+    dims = attrs["dim"]
+    if isinstance(dims, int):
+        dims = [dims]
+    return tuple(d + ndim if d < 0 else d for d in dims)
+
+
+def _reduce_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None:
+        return
+    attrs = {"reduce_all": ctx.attr("reduce_all"), "dim": ctx.attr("dim")}
+    axes = _reduce_axes(attrs, len(xs))
+    if ctx.attr("keep_dim"):
+        out = [1 if i in axes else d for i, d in enumerate(xs)]
+    else:
+        out = [d for i, d in enumerate(xs) if i not in axes] or [1]
+    ctx.set_output("Out", out, ctx.input_dtype("X"))
+
+
+_RED_ATTRS = {"dim": [0], "keep_dim": False, "reduce_all": False}
+
+
+def _reduce(type, fwd, bwd):
+    register_op(type, inputs=["X"], outputs=["Out"], attrs=_RED_ATTRS, infer=_reduce_infer, grad="default",
+                grad_inputs=["X", "Out", "Out@GRAD"])(
+        lambda ctx, ins, attrs: {"Out": _reduce_out(fwd(ctx.xp, ins["X"], _reduce_axes(attrs, ins["X"].ndim),
+                                                        attrs["keep_dim"]), attrs)})
+
+    def grad(ctx, ins, attrs):
+        x, out, d = ins["X"], ins["Out"], ins["Out@GRAD"]
+        axes = _reduce_axes(attrs, x.ndim)
+        keep = [1 if i in axes else s for i, s in enumerate(x.shape)]
+        return {"X@GRAD": bwd(ctx.xp, x, out.reshape(keep), d.reshape(keep), axes).astype(x.dtype, copy=False)}
+
+    register_op(type + "_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_RED_ATTRS)(grad)
+
+
+def _reduce_out(v, attrs):
+    if v.ndim == 0:
+        v = v.reshape(1)
+    return v
+
+
+def _count(x, axes):
+    return int(np.prod([x.shape[a] for a in axes])) if axes else 1
+
+
+_reduce("reduce_sum", lambda xp, x, a, k: x.sum(axis=a, keepdims=k),
+        lambda xp, x, o, d, a: xp.broadcast_to(d, x.shape).copy())
+_reduce("reduce_mean", lambda xp, x, a, k: x.mean(axis=a, keepdims=k),
+        lambda xp, x, o, d, a: xp.broadcast_to(d / _count(x, a), x.shape).copy())
+_reduce("reduce_max", lambda xp, x, a, k: x.max(axis=a, keepdims=k),
+        lambda xp, x, o, d, a: d * (x == o))
+_reduce("reduce_min", lambda xp, x, a, k: x.min(axis=a, keepdims=k),
+        lambda xp, x, o, d, a: d * (x == o))
+_reduce("reduce_prod", lambda xp, x, a, k: x.prod(axis=a, keepdims=k),
+        lambda xp, x, o, d, a: d * o / x)
+
+
+# ------------------------------------------------------------------ activations
+def _act(type, fwd, bwd, uses="Out", attrs=None):
+    """Activation ``type``: Out = fwd(X); dX = bwd(X or Out, dOut) (``uses`` says which)."""
+    attrs = attrs or {}
+    register_op(type, inputs=["X"], outputs=["Out"], attrs=attrs, infer=same_shape(), grad="default",
+                grad_inputs=[uses, "Out@GRAD"], share_lod=("X", "Out"))(
+        lambda ctx, ins, a: {"Out": fwd(ctx.xp, ins["X"], a)})
+    register_op(type + "_grad", inputs=[uses, "Out@GRAD"], outputs=["X@GRAD"], attrs=attrs)(
+        lambda ctx, ins, a: {"X@GRAD": bwd(ctx.xp, ins[uses], ins["Out@GRAD"], a)})
+
+
+def _sigmoid(xp, x, a):
+    return (1.0 / (1.0 + xp.exp(-x))).astype(x.dtype, copy=False)
+
+
+_act("relu", lambda xp, x, a: xp.maximum(x, 0), lambda xp, o, d, a: d * (o > 0))
+_act("sigmoid", _sigmoid, lambda xp, o, d, a: d * o * (1 - o))
+_act("tanh", lambda xp, x, a: xp.tanh(x), lambda xp, o, d, a: d * (1 - o * o))
+_act("exp", lambda xp, x, a: xp.exp(x), lambda xp, o, d, a: d * o)
+_act("log", lambda xp, x, a: xp.log(x), lambda xp, x, d, a: d / x, uses="X")
+_act("sqrt", lambda xp, x, a: xp.sqrt(x), lambda xp, o, d, a: d * 0.5 / o)
+_act("rsqrt", lambda xp, x, a: 1.0 / xp.sqrt(x), lambda xp, o, d, a: -0.5 * d * o * o * o)
+_act("square", lambda xp, x, a: x * x, lambda xp, x, d, a: d * 2 * x, uses="X")
+_act("abs", lambda xp, x, a: xp.abs(x), lambda xp, x, d, a: d * xp.sign(x), uses="X")
+_act("reciprocal", lambda xp, x, a: 1.0 / x, lambda xp, o, d, a: -d * o * o)
+_act("softplus", lambda xp, x, a: xp.logaddexp(0, x),
+     lambda xp, x, d, a: d * _sigmoid(xp, x, a), uses="X")
+_act("softsign", lambda xp, x, a: x / (1 + xp.abs(x)), lambda xp, x, d, a: d / (1 + xp.abs(x)) ** 2, uses="X")
+_act("leaky_relu", lambda xp, x, a: xp.where(x > 0, x, x * a["alpha"]),
+     lambda xp, x, d, a: d * xp.where(x > 0, 1.0, a["alpha"]).astype(d.dtype), uses="X", attrs={"alpha": 0.02})
+_act("elu", lambda xp, x, a: xp.where(x > 0, x, a["alpha"] * (xp.exp(x) - 1)),
+     lambda xp, x, d, a: d * xp.where(x > 0, 1.0, a["alpha"] * xp.exp(x)).astype(d.dtype), uses="X",
+     attrs={"alpha": 1.0})
+_act("relu6", lambda xp, x, a: xp.clip(x, 0, a["threshold"]),
+     lambda xp, o, d, a: d * ((o > 0) & (o < a["threshold"])), attrs={"threshold": 6.0})
+_act("hard_sigmoid", lambda xp, x, a: xp.clip(x * a["slope"] + a["offset"], 0, 1),
+     lambda xp, o, d, a: d * a["slope"] * ((o > 0) & (o < 1)), attrs={"slope": 0.2, "offset": 0.5})
+_act("swish", lambda xp, x, a: x * _sigmoid(xp, x * a["beta"], a),
+     lambda xp, x, d, a: d * (_sigmoid(xp, a["beta"] * x, a) * (1 + a["beta"] * x * (1 - _sigmoid(xp, a["beta"] * x, a)))),
+     uses="X", attrs={"beta": 1.0})
+
+
+def _gelu(xp, x, a):
+    from math import sqrt
+    erf = _erf(xp)
+    return 0.5 * x * (1 + erf(x / sqrt(2.0)))
+
+
+def _erf(xp):
+    if xp is np:
+        from scipy.special import erf  # noqa: WPS433 (scipy is optional; only gelu needs it)
+        return erf
+    import cupyx.scipy.special as cs
+    return cs.erf
+
+
+def _gelu_grad(xp, x, d, a):
+    from math import pi, sqrt
+    cdf = 0.5 * (1 + _erf(xp)(x / sqrt(2.0)))
+    pdf = xp.exp(-0.5 * x * x) / sqrt(2 * pi)
+    return d * (cdf + x * pdf)
+
+
+_act("gelu", _gelu, _gelu_grad, uses="X")
+
+
+@register_op("softmax", inputs=["X"], outputs=["Out"], attrs={"axis": -1}, infer=same_shape(),
+             grad="default", grad_inputs=["Out", "Out@GRAD"])
+def softmax(ctx, ins, attrs):
+    x = ins["X"]
+    e = ctx.xp.exp(x - x.max(axis=attrs["axis"], keepdims=True))
+    return {"Out": e / e.sum(axis=attrs["axis"], keepdims=True)}
+
+
+@register_op("softmax_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"], attrs={"axis": -1})
+def softmax_grad(ctx, ins, attrs):
+    o, d = ins["Out"], ins["Out@GRAD"]
+    return {"X@GRAD": o * (d - (d * o).sum(axis=attrs["axis"], keepdims=True))}
+
+
+@register_op("clip", inputs=["X"], outputs=["Out"], attrs={"min": -1.0, "max": 1.0}, infer=same_shape(),
+             grad="default", grad_inputs=["X", "Out@GRAD"])
+def clip(ctx, ins, attrs):
+    return {"Out": ctx.xp.clip(ins["X"], attrs["min"], attrs["max"])}
+
+
+@register_op("clip_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs={"min": -1.0, "max": 1.0})
+def clip_grad(ctx, ins, attrs):
+    x = ins["X"]
+    return {"X@GRAD": ins["Out@GRAD"] * ((x > attrs["min"]) & (x < attrs["max"]))}
+
+
+@register_op("pow", inputs=["X"], outputs=["Out"], attrs={"factor": 1.0}, infer=same_shape(), grad="default",
+             grad_inputs=["X", "Out@GRAD"])
+def pow_(ctx, ins, attrs):
+    return {"Out": ctx.xp.power(ins["X"], attrs["factor"]).astype(ins["X"].dtype, copy=False)}
+
+
+@register_op("pow_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs={"factor": 1.0})
+def pow_grad(ctx, ins, attrs):
+    x, f = ins["X"], attrs["factor"]
+    return {"X@GRAD": ins["Out@GRAD"] * f * ctx.xp.power(x, f - 1)}
+
+
+for _name, _fn in (("floor", np.floor), ("ceil", np.ceil), ("round", np.round), ("sign", np.sign)):
+    register_op(_name, inputs=["X"], outputs=["Out"], infer=same_shape())(
+        (lambda f: lambda ctx, ins, a: {"Out": getattr(ctx.xp, f.__name__)(ins["X"])})(_fn))

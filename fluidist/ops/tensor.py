@@ -1,0 +1,322 @@
+"""Tensor ops: constants and random initialisers, assign, cast, sum, concat, split, reshape,
+transpose, and the small integer ops LR schedules need."""
+import numpy as np
+
+from .registry import register_op, same_shape
+from ..executor.tensor import SelectedRows
+
+
+def _shape_attr_infer(ctx):
+    ctx.set_output("Out", ctx.attr("shape"), ctx.attr("dtype"))
+
+
+_RANDOM_SALT_ATTR = "salt"
+
+
+def _rng(ctx, attrs):
+    """Initialisers draw from (seed, salt): the salt defaults to the output name, so two params with the
+    same shape and the same program seed still get different values, the same in every run."""
+    salt = attrs.get(_RANDOM_SALT_ATTR) or ctx.op.outputs["Out"][0]
+    return ctx.rng(attrs["seed"], salt)
+
+
+def _finish_random(ctx, attrs, host):
+    """Cut out the rows ``[row_begin, row_end)`` when set (a parameter block on a pserver gets exactly
+    the rows it has in the whole parameter), then move to the place."""
+    rb, re_ = attrs.get("row_begin", -1), attrs.get("row_end", -1)
+    if rb is not None and rb >= 0:
+        host = host[rb:re_]
+    return {"Out": ctx.xp.asarray(host.astype(attrs["dtype"], copy=False))}
+
+
+def _full_shape(attrs):
+    return tuple(attrs.get("full_shape") or attrs["shape"])
+
+
+_RAND_COMMON = {"shape": [], "seed": 0, "dtype": "float32", "salt": "", "full_shape": [],
+                "row_begin": -1, "row_end": -1}
+
+
+@register_op("uniform_random", outputs=["Out"], attrs=dict(_RAND_COMMON, min=-1.0, max=1.0),
+             infer=_shape_attr_infer)
+def uniform_random(ctx, ins, attrs):
+    r = _rng(ctx, attrs)
+    return _finish_random(ctx, attrs, r.uniform(attrs["min"], attrs["max"], _full_shape(attrs)))
+
+
+@register_op("gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
+             infer=_shape_attr_infer)
+def gaussian_random(ctx, ins, attrs):
+    r = _rng(ctx, attrs)
+    return _finish_random(ctx, attrs, r.normal(attrs["mean"], attrs["std"], _full_shape(attrs)))
+
+
+@register_op("truncated_gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
+             infer=_shape_attr_infer)
+def truncated_gaussian_random(ctx, ins, attrs):
+    r = _rng(ctx, attrs)
+    shape = _full_shape(attrs)
+    n = int(np.prod(shape))
+    out = np.empty(0)
+    while out.size < n:  # resample outside two standard deviations
+        z = r.normal(0.0, 1.0, max(n * 2, 16))
+        out = np.concatenate([out, z[np.abs(z) <= 2.0]])
+    host = out[:n].reshape(shape) * attrs["std"] + attrs["mean"]
+    return _finish_random(ctx, attrs, host)
+
+
+@register_op("fill_constant", outputs=["Out"],
+             attrs={"shape": [], "value": 0.0, "dtype": "float32", "force_cpu": False, "str_value": ""},
+             infer=_shape_attr_infer)
+def fill_constant(ctx, ins, attrs):
+    value = float(attrs["str_value"]) if attrs.get("str_value") else attrs["value"]
+    return {"Out": ctx.xp.full(tuple(attrs["shape"]), value, dtype=attrs["dtype"])}
+
+
+def _bsl_infer(ctx):
+    shape = list(ctx.attr("shape"))
+    xs = ctx.input_shape("Input")
+    if xs is not None:
+        shape[ctx.attr("output_dim_idx")] = xs[ctx.attr("input_dim_idx")]
+    ctx.set_output("Out", shape, ctx.attr("dtype"))
+
+
+@register_op("fill_constant_batch_size_like", inputs=["Input"], outputs=["Out"],
+             attrs={"shape": [], "value": 0.0, "dtype": "float32", "input_dim_idx": 0, "output_dim_idx": 0},
+             infer=_bsl_infer)
+def fill_constant_batch_size_like(ctx, ins, attrs):
+    shape = list(attrs["shape"])
+    shape[attrs["output_dim_idx"]] = ins["Input"].shape[attrs["input_dim_idx"]]
+    return {"Out": ctx.xp.full(tuple(shape), attrs["value"], dtype=attrs["dtype"])}
+
+
+@register_op("fill_zeros_like", inputs=["X"], outputs=["Out"], infer=same_shape())
+def fill_zeros_like(ctx, ins, attrs):
+    return {"Out": ctx.xp.zeros_like(ins["X"])}
+
+
+def _assign_infer(ctx):
+    ctx.share("Out", "X")
+
+
+@register_op("assign", inputs=["X"], outputs=["Out"], infer=_assign_infer, grad="default",
+             grad_inputs=["Out@GRAD"], share_lod=("X", "Out"))
+def assign(ctx, ins, attrs):
+    x = ins["X"]
+    if isinstance(x, SelectedRows):
+        return {"Out": SelectedRows(x.rows.copy(), x.value.copy(), x.height)}
+    return {"Out": x.copy()}
+
+
+@register_op("assign_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"])
+def assign_grad(ctx, ins, attrs):
+    return {"X@GRAD": ins["Out@GRAD"]}
+
+
+@register_op("assign_value", outputs=["Out"],
+             attrs={"shape": [], "dtype": "float32", "fp32_values": [], "int32_values": [],
+                    "int64_values": [], "bool_values": []}, infer=_shape_attr_infer)
+def assign_value(ctx, ins, attrs):
+    dt = attrs["dtype"]
+    key = {"float32": "fp32_values", "float64": "fp32_values", "int32": "int32_values",
+           "int64": "int64_values", "bool": "bool_values"}[dt]
+    return {"Out": ctx.xp.asarray(np.array(attrs[key], dtype=dt).reshape(attrs["shape"]))}
+
+
+def _cast_infer(ctx):
+    ctx.set_output("Out", ctx.input_shape("X"), ctx.attr("out_dtype"), ctx.input_lod_level("X"))
+
+
+def _cast_grad_maker(op):
+    return [{"type": "cast", "inputs": {"X": [n + "@GRAD" for n in op.outputs["Out"]]},
+             "outputs": {"Out": [n + "@GRAD" for n in op.inputs["X"]]},
+             "attrs": {"in_dtype": op.attrs["out_dtype"], "out_dtype": op.attrs["in_dtype"]}}]
+
+
+@register_op("cast", inputs=["X"], outputs=["Out"], attrs={"in_dtype": "float32", "out_dtype": "float32"},
+             infer=_cast_infer, grad=_cast_grad_maker, share_lod=("X", "Out"))
+def cast(ctx, ins, attrs):
+    return {"Out": ins["X"].astype(attrs["out_dtype"])}
+
+
+def _sum_infer(ctx):
+    v = ctx.input_var("X")
+    if v is not None:
+        ctx.set_output("Out", v.shape, v.dtype, type=v.type)
+
+
+def _sum_grad_maker(op):
+    out_g = op.outputs["Out"][0] + "@GRAD"
+    return [{"type": "scale", "inputs": {"X": [out_g]}, "outputs": {"Out": [n + "@GRAD"]},
+             "attrs": {"scale": 1.0, "bias": 0.0, "bias_after_scale": True}} for n in op.inputs["X"]]
+
+
+@register_op("sum", inputs=["X*"], outputs=["Out"], attrs={"use_mkldnn": False}, infer=_sum_infer,
+             grad=_sum_grad_maker)
+def sum_(ctx, ins, attrs):
+    """Sum of dense tensors; of SelectedRows it concatenates rows (duplicates kept); mixed gives dense."""
+    xs = [x for x in ins["X"] if x is not None]
+    xp = ctx.xp
+    if all(isinstance(x, SelectedRows) for x in xs):
+        xs = [x for x in xs if x.rows is not None and len(x.rows)]
+        if not xs:
+            return {"Out": SelectedRows(xp.zeros(0, dtype=np.int64), None, ins["X"][0].height)}
+        return {"Out": SelectedRows(xp.concatenate([x.rows for x in xs]),
+                                    xp.concatenate([x.value for x in xs]), xs[0].height)}
+    dense = [x for x in xs if not isinstance(x, SelectedRows)]
+    out = dense[0].copy()
+    for x in dense[1:]:
+        out += x
+    for x in xs:
+        if isinstance(x, SelectedRows) and x.rows is not None and len(x.rows):
+            if xp is np:
+                np.add.at(out, x.rows, x.value)
+            else:
+                out.scatter_add(x.rows, x.value)
+    return {"Out": out}
+
+
+def _concat_infer(ctx):
+    shapes = [v.shape for v in ctx.input_vars("X")]
+    if not shapes or any(s is None for s in shapes):
+        return
+    axis = ctx.attr("axis")
+    axis = axis + len(shapes[0]) if axis < 0 else axis
+    out = list(shapes[0])
+    out[axis] = -1 if any(s[axis] < 0 for s in shapes) else sum(s[axis] for s in shapes)
+    ctx.set_output("Out", out, ctx.input_dtype("X"))
+
+
+def _concat_grad_maker(op):
+    return [{"type": "concat_grad", "inputs": {"X": list(op.inputs["X"]),
+                                               "Out@GRAD": [op.outputs["Out"][0] + "@GRAD"]},
+             "outputs": {"X@GRAD": [n + "@GRAD" for n in op.inputs["X"]]}, "attrs": {"axis": op.attrs["axis"]}}]
+
+
+@register_op("concat", inputs=["X*"], outputs=["Out"], attrs={"axis": 0}, infer=_concat_infer,
+             grad=_concat_grad_maker)
+def concat(ctx, ins, attrs):
+    return {"Out": ctx.xp.concatenate(ins["X"], axis=attrs["axis"])}
+
+
+@register_op("concat_grad", inputs=["X*", "Out@GRAD"], outputs=["X@GRAD*"], attrs={"axis": 0})
+def concat_grad(ctx, ins, attrs):
+    xs, d = ins["X"], ins["Out@GRAD"]
+    axis = attrs["axis"] % d.ndim
+    idx = np.cumsum([x.shape[axis] for x in xs])[:-1]
+    return {"X@GRAD": ctx.xp.split(d, idx, axis=axis)}
+
+
+def _split_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None:
+        return
+    axis = ctx.attr("axis") % len(xs)
+    sections = ctx.attr("sections") or []
+    n = len(ctx.op.outputs.get("Out", []))
+    for i in range(n):
+        s = list(xs)
+        if sections:
+            s[axis] = sections[i]
+        elif xs[axis] >= 0:
+            s[axis] = xs[axis] // n
+        ctx.set_output("Out", s, ctx.input_dtype("X"), i=i)
+
+
+def _split_kernel(ctx, ins, attrs):
+    x = ins["X"]
+    axis = attrs["axis"] % x.ndim
+    n = len(ctx.op.outputs["Out"])
+    if attrs["sections"]:
+        idx = np.cumsum(attrs["sections"])[:-1]
+        parts = ctx.xp.split(x, idx, axis=axis)
+    else:
+        parts = ctx.xp.split(x, n, axis=axis)
+    return {"Out": [p.copy() for p in parts]}
+
+
+def _split_grad_maker(op):
+    return [{"type": "concat", "inputs": {"X": [n + "@GRAD" for n in op.outputs["Out"]]},
+             "outputs": {"Out": [op.inputs["X"][0] + "@GRAD"]}, "attrs": {"axis": op.attrs["axis"]}}]
+
+
+register_op("split", inputs=["X"], outputs=["Out*"], attrs={"axis": 0, "num": 0, "sections": []},
+            infer=_split_infer, grad=_split_grad_maker)(_split_kernel)
+
+
+def _reshape_target(xshape, shape):
+    shape = list(shape)
+    for i, d in enumerate(shape):
+        if d == 0:
+            shape[i] = xshape[i]
+    return shape
+
+
+def _reshape_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None:
+        return
+    shape = _reshape_target(xs, ctx.attr("shape"))
+    if shape.count(-1) == 1 and all(d >= 0 for d in xs):
+        known = int(np.prod([d for d in shape if d != -1]))
+        shape[shape.index(-1)] = int(np.prod(xs)) // max(known, 1)
+    ctx.set_output("Out", shape, ctx.input_dtype("X"))
+    ctx.set_output("XShape", (0,) + tuple(xs), ctx.input_dtype("X"))
+
+
+def _reshape_grad_maker(op):
+    return [{"type": "reshape2_grad", "inputs": {"XShape": list(op.outputs["XShape"]),
+                                                 "Out@GRAD": [op.outputs["Out"][0] + "@GRAD"]},
+             "outputs": {"X@GRAD": [op.inputs["X"][0] + "@GRAD"]}, "attrs": {}}]
+
+
+@register_op("reshape2", inputs=["X", "Shape?"], outputs=["Out", "XShape?"], attrs={"shape": []},
+             infer=_reshape_infer, grad=_reshape_grad_maker)
+def reshape2(ctx, ins, attrs):
+    x = ins["X"]
+    shape = _reshape_target(x.shape, attrs["shape"])
+    return {"Out": x.reshape(shape), "XShape": np.array(x.shape, dtype=np.int64)}
+
+
+@register_op("reshape2_grad", inputs=["XShape", "Out@GRAD"], outputs=["X@GRAD"])
+def reshape2_grad(ctx, ins, attrs):
+    return {"X@GRAD": ins["Out@GRAD"].reshape(tuple(int(d) for d in ins["XShape"]))}
+
+
+def _transpose_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None:
+        return
+    ctx.set_output("Out", [xs[a] for a in ctx.attr("axis")], ctx.input_dtype("X"))
+    ctx.set_output("XShape", (0,) + tuple(xs), ctx.input_dtype("X"))
+
+
+def _transpose_grad_maker(op):
+    return [{"type": "transpose2_grad", "inputs": {"Out@GRAD": [op.outputs["Out"][0] + "@GRAD"]},
+             "outputs": {"X@GRAD": [op.inputs["X"][0] + "@GRAD"]}, "attrs": {"axis": op.attrs["axis"]}}]
+
+
+@register_op("transpose2", inputs=["X"], outputs=["Out", "XShape?"], attrs={"axis": []},
+             infer=_transpose_infer, grad=_transpose_grad_maker)
+def transpose2(ctx, ins, attrs):
+    x = ins["X"]
+    return {"Out": ctx.xp.ascontiguousarray(x.transpose(attrs["axis"])),
+            "XShape": np.array(x.shape, dtype=np.int64)}
+
+
+@register_op("transpose2_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"], attrs={"axis": []})
+def transpose2_grad(ctx, ins, attrs):
+    inv = np.argsort(attrs["axis"])
+    return {"X@GRAD": ctx.xp.ascontiguousarray(ins["Out@GRAD"].transpose(inv))}
+
+
+@register_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": 1.0}, infer=same_shape())
+def increment(ctx, ins, attrs):
+    x = ins["X"]
+    return {"Out": (x + attrs["step"]).astype(x.dtype, copy=False)}
+
+
+@register_op("shape", inputs=["Input"], outputs=["Out"],
+             infer=lambda c: c.set_output("Out", [len(c.input_shape("Input") or [])], "int32"))
+def shape_op(ctx, ins, attrs):
+    return {"Out": ctx.xp.asarray(np.array(ins["Input"].shape, dtype=np.int32))}
