@@ -1,0 +1,22 @@
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+@pytest.fixture(autouse=True)
+def fresh_names_and_programs():
+    """Each test starts with fresh default programs, a fresh global scope and fresh unique names."""
+    import fluidist as fluid
+    from fluidist.framework import program as prog_mod, unique_name
+    from fluidist.executor import scope as scope_mod
+    old_main = prog_mod.switch_main_program(fluid.Program())
+    old_start = prog_mod.switch_startup_program(fluid.Program())
+    old_scope = scope_mod._switch_scope(scope_mod.Scope())
+    with unique_name.guard():
+        yield
+    prog_mod.switch_main_program(old_main)
+    prog_mod.switch_startup_program(old_start)
+    scope_mod._switch_scope(old_scope)
