@@ -35,7 +35,8 @@ def _ops_on_path(block, loss_idx, target_names, no_grad):
     for i in range(len(ops) - 1, -1, -1):
         if wanted.intersection(ops[i].output_arg_names):
             relevant.add(i)
-            wanted.update(ops[i].input_arg_names)
+            # gradients do not flow through stop_gradient / no_grad variables
+            wanted.update(n for n in ops[i].input_arg_names if n not in no_grad)
     # forward propagation of "requires grad"
     requires = set()
     for i, op in enumerate(ops):

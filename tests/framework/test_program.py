@@ -1,0 +1,169 @@
+import json
+
+import numpy as np
+import pytest
+
+import fluidist as fluid
+from fluidist.framework import unique_name
+from fluidist.framework.op_role import OpRole
+
+
+def build_regression():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[None, 13], dtype="float32")
+        y = fluid.data(name="y", shape=[None, 1], dtype="float32")
+        pred = fluid.layers.fc(input=x, size=1, act=None)
+        avg_cost = fluid.layers.mean(fluid.layers.square_error_cost(input=pred, label=y))
+        test_program = main.clone(for_test=True)
+        fluid.optimizer.SGD(learning_rate=0.01).minimize(avg_cost)
+    return main, startup, test_program, avg_cost
+
+
+def test_unique_name_generate_and_guard():
+    assert unique_name.generate("fc") == "fc_0"
+    assert unique_name.generate("fc") == "fc_1"
+    with unique_name.guard():
+        assert unique_name.generate("fc") == "fc_0"
+    assert unique_name.generate("fc") == "fc_2"
+    with unique_name.guard("p_"):
+        assert unique_name.generate("fc") == "p_fc_0"
+
+
+def test_program_guard_and_defaults():
+    main, startup = fluid.Program(), fluid.Program()
+    assert fluid.default_main_program() is not main
+    with fluid.program_guard(main, startup):
+        assert fluid.default_main_program() is main
+        assert fluid.default_startup_program() is startup
+        fluid.layers.fc(fluid.data("a", [None, 4]), size=3)
+    assert fluid.default_main_program() is not main
+    assert [op.type for op in main.global_block().ops] == ["mul", "elementwise_add"]
+    assert [op.type for op in startup.global_block().ops] == ["fill_constant", "uniform_random"]
+    with pytest.raises(TypeError):
+        with fluid.program_guard("not a program"):
+            pass
+
+
+def test_op_types_roles_and_names():
+    main, startup, test_program, loss = build_regression()
+    ops = main.global_block().ops
+    assert [op.type for op in ops] == [
+        "mul", "elementwise_add", "elementwise_sub", "square", "mean", "fill_constant", "mean_grad",
+        "square_grad", "elementwise_sub_grad", "elementwise_add_grad", "mul_grad", "sgd", "sgd"]
+    roles = [op.attr("op_role") for op in ops]
+    assert roles == [0, 0, 0, 0, OpRole.Loss, OpRole.Backward | OpRole.Loss] + [OpRole.Backward] * 5 + \
+        [OpRole.Optimize] * 2
+    assert ops[9].attr("op_role_var") == ["fc_0.b_0", "fc_0.b_0@GRAD"]
+    assert ops[10].attr("op_role_var") == ["fc_0.w_0", "fc_0.w_0@GRAD"]
+    # optimizer visits params sorted by name
+    assert [op.input("Param")[0] for op in ops[-2:]] == ["fc_0.b_0", "fc_0.w_0"]
+    assert ops[-1].attr("op_role_var") == ["fc_0.w_0", "fc_0.w_0@GRAD"]
+    # initialisers are prepended: the last created comes first
+    assert [op.type for op in startup.global_block().ops] == ["fill_constant", "fill_constant", "uniform_random"]
+    assert startup.global_block().ops[0].output("Out") == ["learning_rate_0"]
+
+
+def test_block_and_operator_api():
+    main, _, _, _ = build_regression()
+    b = main.global_block()
+    assert main.num_blocks == 1 and main.block(0) is b
+    assert b.has_var("x") and not b.has_var("nope")
+    with pytest.raises(ValueError, match="nope"):
+        b.var("nope")
+    assert [p.name for p in b.all_parameters()] == ["fc_0.w_0", "fc_0.b_0"]
+    assert [p.name for p in b.iter_parameters()] == ["fc_0.w_0", "fc_0.b_0"]
+    mul = b.ops[0]
+    assert mul.input("X") == ["x"] and mul.output("Out") == ["fc_0.tmp_0"]
+    assert mul.input_arg_names == ["x", "fc_0.w_0"]
+    assert mul.has_attr("x_num_col_dims") and mul.attr("x_num_col_dims") == 1
+    v0 = main._version
+    mul._set_attr("x_num_col_dims", 1)
+    assert main._version > v0
+    # insert / remove
+    op = b._insert_op(1, "scale", inputs={"X": ["fc_0.tmp_0"]}, outputs={"Out": ["fc_0.tmp_0"]}, attrs={"scale": 1.0})
+    assert b.ops[1] is op and op.idx == 1
+    b._remove_op(1)
+    assert b.ops[1].type == "elementwise_add"
+    after = b.insert_after(b.ops[0], "scale", inputs={"X": ["fc_0.tmp_0"]}, outputs={"Out": ["fc_0.tmp_0"]})
+    assert b.ops[1] is after
+    with pytest.raises(ValueError, match="unknown op type 'no_such_op'"):
+        b.append_op("no_such_op")
+
+
+def test_sub_blocks():
+    p = fluid.Program()
+    sub = p._create_block()
+    assert sub.idx == 1 and sub.parent_idx == 0 and p.current_block() is sub
+    sub2 = p._create_block()
+    assert sub2.parent_idx == 1
+    p._rollback()
+    assert p.current_block() is sub
+    p._rollback()
+    assert p.current_block_idx == 0
+    p.global_block().create_var(name="g", shape=[1], dtype="float32")
+    assert sub2._find_var_recursive("g") is p.global_block().var("g")
+
+
+def test_clone_for_test_drops_training_ops_and_sets_test_mode():
+    main, _, test_program, _ = build_regression()
+    assert [op.type for op in test_program.global_block().ops] == [
+        "mul", "elementwise_add", "elementwise_sub", "square", "mean"]
+    clone = main.clone(for_test=True)
+    assert [op.type for op in clone.global_block().ops] == [
+        "mul", "elementwise_add", "elementwise_sub", "square", "mean"]
+    full = main.clone()
+    assert str(full) == str(main)
+    assert full.global_block().var("fc_0.w_0").__class__.__name__ == "Parameter"
+
+
+def test_json_round_trip_is_exact():
+    main, startup, _, _ = build_regression()
+    main.random_seed = 7
+    sub = main._create_block()
+    sub.append_op("scale", inputs={"X": ["x"]}, outputs={"Out": ["x"]}, attrs={"scale": 0.5})
+    main._rollback()
+    main.global_block().append_op("conditional_block" if False else "scale", inputs={"X": ["x"]},
+                                  outputs={"Out": ["x"]}, attrs={"sub_block": sub, "scale": 1.0})
+    text = main.to_json()
+    back = fluid.Program.from_json(text)
+    assert back.to_json() == text
+    assert str(back) == str(main)
+    assert back.random_seed == 7
+    assert back.global_block().ops[-1].attr("sub_block") is back.block(1)
+    assert json.loads(text)["blocks"][0]["ops"][-1]["attrs"]["sub_block"] == {"__block__": 1}
+    with pytest.raises(ValueError):
+        fluid.Program.from_json("{not json")
+
+
+def test_str_program_is_readable():
+    main, _, _, _ = build_regression()
+    s = str(main)
+    assert "{ // block 0" in s
+    assert "trainable param persist var fc_0.w_0 : LOD_TENSOR.shape(13, 1).dtype(float32)" in s
+    assert "= mul(inputs={X=['x'], Y=['fc_0.w_0']}" in s
+
+
+def test_lint():
+    main, _, _, _ = build_regression()
+    assert main.lint() is main
+    main.global_block().ops[0].inputs["X"] = ["ghost"]
+    with pytest.raises(ValueError, match="ghost"):
+        main.lint()
+
+
+def test_same_seed_same_parameters_different_params_differ():
+    def init(seed):
+        main, startup = fluid.Program(), fluid.Program()
+        startup.random_seed = seed
+        with fluid.program_guard(main, startup), unique_name.guard():
+            x = fluid.data("x", [None, 8])
+            fluid.layers.fc(fluid.layers.fc(x, 8), 8)
+        scope = fluid.Scope()
+        fluid.Executor().run(startup, scope=scope)
+        return [np.array(scope.find_var(p.name).get_tensor()) for p in main.all_parameters() if ".w_" in p.name]
+    a, b, c = init(5), init(5), init(6)
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    assert not np.allclose(a[0], c[0])
+    assert not np.allclose(a[0], a[1])   # same shape, same seed, different parameter: different values
