@@ -8,7 +8,7 @@ import zlib
 
 import numpy as np
 
-from ..framework.program import Program, default_main_program
+from ..framework.program import Program, Variable, default_main_program
 from ..ops import registry
 from .place import CPUPlace, to_host
 from .scope import global_scope
@@ -68,8 +68,7 @@ class _RunState:
 
 
 class _Step:
-    __slots__ = ("kernel", "ctx", "attrs", "ins", "outs", "op", "index", "share_lod", "single_in",
-                 "single_out")
+    __slots__ = ("kernel", "ctx", "attrs", "ins", "outs", "op", "index", "share_lod", "in_names")
 
     def __init__(self, kernel, ctx, attrs, ins, outs, op, index, share_lod):
         self.kernel = kernel
@@ -127,12 +126,69 @@ class Plan:
             self.steps.append(_Step(opdef.kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
                                     share))
         self.written = written
+        self.external_names = frozenset(n for n, _ in self.external)
+        self._fast = None
 
     def run(self, scope):
         self.state.scope = scope
+        if self._fast is None:
+            self._fast = self._compile()
+        failed_at = self._fast(scope.vals, scope.lods)
+        if failed_at is not None:
+            self._interpret(scope, failed_at)
+
+    def _compile(self):
+        """Straight-line Python for this plan: one kernel call per op with its names resolved.
+
+        Returns ``f(vals, lods)``; it returns None when done, or the index of the step whose input
+        was missing from ``vals`` (so the interpreter can look in parent scopes or report it)."""
+        env = {}
+        lines = ["def _run(vals, lods):", "    i = 0", "    try:"]
+        for i, st in enumerate(self.steps):
+            env["k%d" % i], env["c%d" % i], env["a%d" % i] = st.kernel, st.ctx, st.attrs
+            parts = []
+            for slot, names, dup in st.ins:
+                if dup:
+                    parts.append("%r: [%s]" % (slot, ", ".join("vals[%r]" % n for n in names)))
+                else:
+                    parts.append("%r: vals[%r]" % (slot, names[0]))
+            lines.append("        i = %d" % i)
+            lines.append("        _o = k%d(c%d, {%s}, a%d)" % (i, i, ", ".join(parts), i))
+            if st.outs:
+                lines.append("        if _o:")
+                for slot, names, dup in st.outs:
+                    lines.append("            _v = _o.get(%r)" % slot)
+                    lines.append("            if _v is not None:")
+                    if dup:
+                        for j, n in enumerate(names):
+                            lines.append("                vals[%r] = _v[%d]" % (n, j))
+                    else:
+                        lines.append("                vals[%r] = _v" % names[0])
+            if st.share_lod is not None:
+                lines.append("        if lods and %r in lods:" % st.share_lod[0])
+                lines.append("            lods[%r] = lods[%r]" % (st.share_lod[1], st.share_lod[0]))
+        lines.append("        return None")
+        lines.append("    except KeyError as e:")
+        lines.append("        if e.args and e.args[0] in steps[i].in_names:")
+        lines.append("            return i")
+        lines.append("        annotate(e, steps[i])")
+        lines.append("        raise")
+        lines.append("    except Exception as e:")
+        lines.append("        annotate(e, steps[i])")
+        lines.append("        raise")
+        env["steps"] = self.steps
+        env["annotate"] = _annotate
+        for st in self.steps:
+            st.in_names = {n for _, names, _ in st.ins for n in names}
+        code = compile("\n".join(lines), "<fluidist plan of block %d>" % self.block.idx, "exec")
+        exec(code, env)
+        return env["_run"]
+
+    def _interpret(self, scope, start=0):
+        """The general loop: handles values living in parent scopes and names missing ones."""
         vals = scope.vals
         lods = scope.lods
-        for step in self.steps:
+        for step in self.steps[start:]:
             ins = {}
             try:
                 for slot, names, dup in step.ins:
@@ -195,11 +251,12 @@ def _missing_value_error(block, name, op):
 
 
 def _as_fetch_names(fetch_list):
-    from ..framework.program import Variable
     if fetch_list is None:
         return []
     if isinstance(fetch_list, (Variable, str)):
         fetch_list = [fetch_list]
+    if isinstance(fetch_list, list) and all(type(f) is str for f in fetch_list):
+        return fetch_list
     if not isinstance(fetch_list, (list, tuple)):
         raise TypeError("fetch_list must be a list of Variables or names, got %r" % type(fetch_list).__name__)
     names = []
@@ -213,6 +270,10 @@ def _as_fetch_names(fetch_list):
     return names
 
 
+_NP_DTYPES = {n: np.dtype(n) for n in ("float16", "float32", "float64", "int8", "uint8", "int16", "int32",
+                                       "int64", "bool")}
+
+
 def check_feed_value(var, name, value):
     """Turn a fed value into (array, lod), checked against the declared variable."""
     lod = None
@@ -223,16 +284,16 @@ def check_feed_value(var, name, value):
         value = np.asarray(value)
     if var is None:
         return value, lod
-    if var.dtype is not None and value.dtype.name != var.dtype:
+    want_dtype = _NP_DTYPES.get(var.dtype)
+    if want_dtype is not None and value.dtype != want_dtype:
         if var.need_check_feed:
             raise ValueError("feed variable %r expects dtype %s but got %s"
                              % (name, var.dtype, value.dtype.name))
         value = value.astype(var.dtype)
     if var.shape is not None and (var.need_check_feed or var.is_data):
-        shape = tuple(value.shape)
+        shape = value.shape
         want = var.shape
-        ok = len(shape) == len(want) and all(w < 0 or w == s for w, s in zip(want, shape))
-        if not ok:
+        if len(shape) != len(want) or any(w != s and w >= 0 for w, s in zip(want, shape)):
             raise ValueError("feed variable %r expects shape %s but got %s"
                              % (name, list(want), list(shape)))
     if var.lod_level and lod:
@@ -271,10 +332,10 @@ class Executor:
             raise RuntimeError("Attempted to use a closed Executor")
         if program is None:
             program = default_main_program()
-        from .compiler import CompiledProgram
-        if isinstance(program, CompiledProgram):
-            return program._run(self, feed, fetch_list, scope, return_numpy, return_merged)
         if not isinstance(program, Program):
+            from .compiler import CompiledProgram
+            if isinstance(program, CompiledProgram):
+                return program._run(self, feed, fetch_list, scope, return_numpy, return_merged)
             raise TypeError("Executor.run expects a Program or CompiledProgram, got %r" % type(program).__name__)
         if scope is None:
             scope = global_scope()
@@ -311,6 +372,8 @@ class Executor:
 
     def _check_inputs(self, plan, scope):
         vals = scope.vals
+        if plan.external_names <= vals.keys():
+            return
         for name, op_type in plan.external:
             if name not in vals:
                 if scope.parent is not None and scope._owner(name) is not None:

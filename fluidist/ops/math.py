@@ -9,8 +9,10 @@ from .registry import register_op, same_shape
 def _y_view_shape(xshape, yshape, axis):
     """The shape Y is viewed with to broadcast against X, per Paddle's ``axis`` rule."""
     rx, ry = len(xshape), len(yshape)
-    if tuple(xshape) == tuple(yshape) or ry > rx:
-        return tuple(yshape)
+    if xshape == yshape or ry > rx:
+        return yshape
+    if ry == 1 and (axis == -1 or axis == rx - 1):
+        return (1,) * (rx - 1) + yshape
     # Paddle drops trailing 1-dims of Y before aligning it at ``axis``
     ys = list(yshape)
     while len(ys) > 1 and ys[-1] == 1 and (axis == -1 or axis + len(ys) > rx):
@@ -97,7 +99,11 @@ _no_grad_ew("elementwise_mod", lambda xp, x, y: xp.mod(x, y))
 
 # ------------------------------------------------------------------ mul / matmul
 def _flatten2(a, k):
-    rows = int(np.prod(a.shape[:k])) if k else 1
+    if a.ndim == 2 and k == 1:
+        return a
+    rows = 1
+    for d in a.shape[:k]:
+        rows *= d
     return a.reshape(rows, -1)
 
 
@@ -131,7 +137,7 @@ def mul_grad(ctx, ins, attrs):
     x, y, d = ins["X"], ins["Y"], ins["Out@GRAD"]
     xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
     x2, y2 = _flatten2(x, xn), _flatten2(y, yn)
-    d2 = d.reshape(x2.shape[0], y2.shape[1])
+    d2 = d if d.ndim == 2 else d.reshape(x2.shape[0], y2.shape[1])
     res = {}
     if ctx.op.outputs.get("X@GRAD"):
         res["X@GRAD"] = (d2 @ y2.T).reshape(x.shape)
