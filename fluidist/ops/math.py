@@ -7,23 +7,22 @@ from .registry import register_op, same_shape
 
 # ------------------------------------------------------------------ broadcasting helpers
 def _y_view_shape(xshape, yshape, axis):
-    """The shape Y is viewed with to broadcast against X, per Paddle's ``axis`` rule."""
+    """The shape Y is viewed with to broadcast against X, per Paddle's ``axis`` rule: Y's dims
+    (trailing 1s dropped) line up with X's starting at ``axis`` (default rank(X) - rank(Y))."""
     rx, ry = len(xshape), len(yshape)
     if xshape == yshape or ry > rx:
         return yshape
-    if ry == 1 and (axis == -1 or axis == rx - 1):
-        return (1,) * (rx - 1) + yshape
-    # Paddle drops trailing 1-dims of Y before aligning it at ``axis``
-    ys = list(yshape)
-    while len(ys) > 1 and ys[-1] == 1 and (axis == -1 or axis + len(ys) > rx):
-        ys.pop()
-    ry = len(ys)
-    if axis == -1 or axis is None:
+    if axis is None or axis == -1:
         axis = rx - ry
-    if axis < 0 or axis + ry > rx:
+    if ry == 1 and axis == rx - 1:
+        return (1,) * (rx - 1) + tuple(yshape)
+    ys = list(yshape)
+    while len(ys) > 1 and ys[-1] == 1:
+        ys.pop()
+    if axis < 0 or axis + len(ys) > rx:
         raise ValueError("elementwise: Y of shape %s cannot be aligned with X of shape %s at axis %d"
                          % (list(yshape), list(xshape), axis))
-    return (1,) * axis + tuple(ys) + (1,) * (rx - axis - ry)
+    return (1,) * axis + tuple(ys) + (1,) * (rx - axis - len(ys))
 
 
 def _bcast(x, y, axis):

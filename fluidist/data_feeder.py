@@ -1,0 +1,40 @@
+"""DataFeeder: a list of samples (tuples, one field per feed variable) -> a feed dict."""
+import numpy as np
+
+from .executor.tensor import create_lod_tensor
+from .framework.program import Variable, default_main_program
+
+
+class DataFeeder:
+    def __init__(self, feed_list, place, program=None):
+        program = program or default_main_program()
+        self.feed_vars = []
+        for v in feed_list:
+            if isinstance(v, str):
+                v = program.global_block().var(v)
+            if not isinstance(v, Variable):
+                raise TypeError("DataFeeder: feed_list holds Variables or names, got %r" % type(v).__name__)
+            self.feed_vars.append(v)
+        self.place = place
+
+    def feed(self, iterable):
+        columns = [[] for _ in self.feed_vars]
+        for i, sample in enumerate(iterable):
+            if len(sample) != len(self.feed_vars):
+                raise ValueError("DataFeeder: sample %d has %d fields for %d feed variables (%s)"
+                                 % (i, len(sample), len(self.feed_vars), [v.name for v in self.feed_vars]))
+            for col, value in zip(columns, sample):
+                col.append(value)
+        out = {}
+        for var, col in zip(self.feed_vars, columns):
+            if var.lod_level:
+                seqs = [np.asarray(s, dtype=var.dtype).reshape(len(s), -1) for s in col]
+                out[var.name] = create_lod_tensor(np.concatenate(seqs).astype(var.dtype),
+                                                  [[len(s) for s in seqs]], self.place)
+            else:
+                arr = np.asarray(col, dtype=var.dtype)
+                shape = [d if d >= 0 else -1 for d in var.shape] if var.shape else None
+                if shape and shape[0] == -1:
+                    arr = arr.reshape([len(col)] + [d if d >= 0 else -1 for d in shape[1:]])
+                out[var.name] = arr
+        return out

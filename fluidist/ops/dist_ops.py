@@ -1,0 +1,88 @@
+"""Compute ops the transpiler inserts around communication: splitting gradients into the blocks
+that go to each pserver, splitting ids over pservers and merging prefetched rows back."""
+import numpy as np
+
+from ..executor.tensor import SelectedRows
+from .registry import register_op
+
+
+def _split_byref_infer(ctx):
+    xs = ctx.input_shape("X")
+    sections = ctx.attr("sections") or []
+    if xs is None:
+        return
+    for i, rows in enumerate(sections):
+        ctx.set_output("Out", [rows] + list(xs[1:]), ctx.input_dtype("X"), i=i)
+
+
+@register_op("split_byref", inputs=["X"], outputs=["Out*"], attrs={"sections": [], "num": 0, "axis": 0},
+             infer=_split_byref_infer)
+def split_byref(ctx, ins, attrs):
+    """Rows of X cut into ``sections`` (views, no copy: the blocks are only read by ``send``)."""
+    x = ins["X"]
+    sections = attrs["sections"]
+    if sum(sections) != x.shape[0]:
+        raise ValueError("split_byref: sections %s do not add up to the %d rows of %r"
+                         % (sections, x.shape[0], ctx.op.inputs["X"][0]))
+    out, begin = [], 0
+    for rows in sections:
+        out.append(x[begin:begin + rows])
+        begin += rows
+    return {"Out": out}
+
+
+@register_op("split_selected_rows", inputs=["X"], outputs=["Out*"], attrs={"height_sections": []})
+def split_selected_rows(ctx, ins, attrs):
+    """A row-sparse gradient split by row ranges; each part's rows are relative to its range."""
+    x = ins["X"]
+    if not isinstance(x, SelectedRows):
+        raise TypeError("split_selected_rows: %r must be a SelectedRows (row-sparse) value"
+                        % ctx.op.inputs["X"][0])
+    xp = ctx.xp
+    rows = x.rows
+    out, begin = [], 0
+    for h in attrs["height_sections"]:
+        mask = (rows >= begin) & (rows < begin + h)
+        idx = xp.nonzero(mask)[0]
+        out.append(SelectedRows(rows[idx] - begin, x.value[idx], h))
+        begin += h
+    return {"Out": out}
+
+
+@register_op("split_ids", inputs=["Ids*"], outputs=["Out*"])
+def split_ids(ctx, ins, attrs):
+    """Ids (or a SelectedRows gradient) split over N pservers by ``id % N``, duplicates removed for ids."""
+    parts = len(ctx.op.outputs["Out"])
+    xs = ins["Ids"]
+    xp = ctx.xp
+    if len(xs) == 1 and isinstance(xs[0], SelectedRows):
+        g = xs[0].merged(xp)
+        out = []
+        for k in range(parts):
+            idx = xp.nonzero(g.rows % parts == k)[0]
+            out.append(SelectedRows(g.rows[idx], g.value[idx], g.height))
+        return {"Out": out}
+    ids = xp.unique(xp.concatenate([x.reshape(-1) for x in xs]).astype(np.int64))
+    return {"Out": [ids[ids % parts == k].reshape(-1, 1) for k in range(parts)]}
+
+
+@register_op("merge_ids", inputs=["Ids*", "Rows*", "X*"], outputs=["Out*"])
+def merge_ids(ctx, ins, attrs):
+    """For each Ids input, the rows of X (prefetched per pserver, in the order of Rows) it asks for."""
+    xp = ctx.xp
+    rows = xp.concatenate([r.reshape(-1) for r in ins["Rows"]])
+    values = xp.concatenate(ins["X"])
+    order = xp.argsort(rows)
+    sorted_rows = rows[order]
+    out = []
+    for ids in ins["Ids"]:
+        flat = ids.reshape(-1).astype(np.int64)
+        pos = xp.searchsorted(sorted_rows, flat)
+        out.append(values[order[pos]])
+    return {"Out": out}
+
+
+@register_op("fake_init", outputs=["Out"], attrs={"shape": []})
+def fake_init(ctx, ins, attrs):
+    """Stands in for a table's initialiser on trainers: the table lives on the pservers."""
+    return {"Out": ctx.xp.zeros((0,) + tuple(attrs["shape"][1:]), dtype=np.float32)}

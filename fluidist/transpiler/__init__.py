@@ -1,0 +1,5 @@
+"""The transpiler: rewrites a single-process program for pserver, nccl2 or collective training."""
+from .config import DistributeTranspilerConfig, DistributedMode, ServerRuntimeConfig  # noqa: F401
+from .dispatcher import HashName, PSDispatcher, RoundRobin  # noqa: F401
+from .distribute_transpiler import DistributeTranspiler  # noqa: F401
+from .slicing import slice_variable  # noqa: F401

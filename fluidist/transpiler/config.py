@@ -1,0 +1,105 @@
+"""DistributeTranspilerConfig: every field of Paddle 1.x's, validated with errors that name the field."""
+from .dispatcher import HashName, PSDispatcher, RoundRobin
+
+MODES = ("pserver", "nccl2", "collective")
+COLLECTIVE_MODES = (None, "grad_allreduce", "local_sgd", "single_process_multi_thread")
+
+
+class DistributedMode:
+    SYNC = 0
+    ASYNC = 1
+    HALF_ASYNC = 2
+    GEO = 3
+
+
+class DistributeTranspilerConfig:
+    slice_var_up = True
+    split_method = None
+    min_block_size = 8192
+    enable_dc_asgd = False
+    mode = "pserver"
+    print_log = False
+    wait_port = True
+    half_async = False
+    completely_not_async = False
+    geo_sgd_mode = False
+    geo_sgd_need_push_nums = 100
+    nccl_comm_num = 1
+    use_hierarchical_allreduce = False
+    hierarchical_allreduce_inter_nranks = 0
+    collective_mode = None
+    local_sgd_steps = 1
+
+    def __init__(self):
+        self._sync_mode = True
+        self._runtime_split_send_recv = False
+
+    @property
+    def sync_mode(self):
+        return self._sync_mode
+
+    @sync_mode.setter
+    def sync_mode(self, value):
+        if value is None:
+            raise ValueError("DistributeTranspilerConfig.sync_mode must be True or False, got None")
+        if value and self._runtime_split_send_recv:
+            raise ValueError("DistributeTranspilerConfig.sync_mode cannot be True while "
+                             "runtime_split_send_recv is True")
+        self._sync_mode = bool(value)
+
+    @property
+    def runtime_split_send_recv(self):
+        return self._runtime_split_send_recv
+
+    @runtime_split_send_recv.setter
+    def runtime_split_send_recv(self, value):
+        if value is None:
+            raise ValueError("DistributeTranspilerConfig.runtime_split_send_recv must be True or False, got None")
+        if value and self._sync_mode:
+            raise ValueError("DistributeTranspilerConfig.runtime_split_send_recv cannot be True while "
+                             "sync_mode is True: set sync_mode = False first")
+        self._runtime_split_send_recv = bool(value)
+
+    def validate(self):
+        """Raise ValueError naming the first misconfigured field."""
+        if self.mode not in MODES:
+            raise ValueError("DistributeTranspilerConfig.mode must be one of %s, got %r" % (MODES, self.mode))
+        if self.collective_mode not in COLLECTIVE_MODES:
+            raise ValueError("DistributeTranspilerConfig.collective_mode must be one of %s, got %r"
+                             % (COLLECTIVE_MODES, self.collective_mode))
+        if not isinstance(self.min_block_size, int) or self.min_block_size < 8192:
+            raise ValueError("DistributeTranspilerConfig.min_block_size must be an int >= 8192, got %r"
+                             % (self.min_block_size,))
+        method = self.split_method or RoundRobin
+        if not (isinstance(method, type) and issubclass(method, PSDispatcher)):
+            raise ValueError("DistributeTranspilerConfig.split_method must be RoundRobin or HashName "
+                             "(a PSDispatcher class), got %r" % (method,))
+        if self.enable_dc_asgd and self.sync_mode:
+            raise ValueError("DistributeTranspilerConfig.enable_dc_asgd needs sync_mode = False")
+        if not isinstance(self.nccl_comm_num, int) or self.nccl_comm_num < 1:
+            raise ValueError("DistributeTranspilerConfig.nccl_comm_num must be an int >= 1, got %r"
+                             % (self.nccl_comm_num,))
+        if not isinstance(self.local_sgd_steps, int) or self.local_sgd_steps < 1:
+            raise ValueError("DistributeTranspilerConfig.local_sgd_steps must be an int >= 1, got %r"
+                             % (self.local_sgd_steps,))
+        if self.geo_sgd_mode:
+            raise ValueError("DistributeTranspilerConfig.geo_sgd_mode: GEO-SGD is not supported by fluidist")
+        return self
+
+    def distributed_mode(self):
+        if self.sync_mode or self.completely_not_async:
+            return DistributedMode.SYNC
+        if self.runtime_split_send_recv:
+            return DistributedMode.ASYNC
+        return DistributedMode.HALF_ASYNC
+
+
+class ServerRuntimeConfig:
+    def __init__(self):
+        import os
+        self._rpc_send_thread_num = int(os.getenv("FLAGS_rpc_send_thread_num", "12"))
+        self._rpc_get_thread_num = int(os.getenv("FLAGS_rpc_get_thread_num", "12"))
+        self._rpc_prefetch_thread_num = int(os.getenv("FLAGS_rpc_prefetch_thread_num", "12"))
+
+
+__all__ = ["DistributeTranspilerConfig", "DistributedMode", "ServerRuntimeConfig", "RoundRobin", "HashName"]

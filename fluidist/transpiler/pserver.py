@@ -1,0 +1,510 @@
+"""pserver mode as functions over Programs.
+
+``plan_pserver(...)`` reads the origin programs and decides everything once: which parameters and
+gradients are split into which blocks, and which pserver holds each block. ``rewrite_trainer``
+applies that plan to the trainer's main and startup programs (in place, as Paddle did);
+``build_pserver_program`` and ``build_pserver_startup`` compute a pserver's programs from it.
+"""
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..framework import unique_name
+from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole, is_lr_sched_op, is_optimize_op
+from ..framework.program import Parameter, Program
+from .config import DistributedMode
+from .dispatcher import RoundRobin
+from .slicing import block_shape, orig_varname, slice_variable
+
+RPC = OpRole.RPC
+DIST = OpRole.Dist
+
+# Optimizer inputs that are shaped like the parameter (so they are sliced with it).
+_ACCUMULATORS_LIKE_PARAM = {
+    "adam": ("Moment1", "Moment2"), "adamax": ("Moment", "InfNorm"), "adagrad": ("Moment",),
+    "decayed_adagrad": ("Moment",), "momentum": ("Velocity",), "lars_momentum": ("Velocity",),
+    "rmsprop": ("Moment", "MeanSquare", "MeanGrad"), "ftrl": ("SquaredAccumulator", "LinearAccumulator"),
+    "sgd": (),
+}
+_RANDOM_INIT_OPS = ("uniform_random", "gaussian_random", "truncated_gaussian_random")
+_SHAPED_INIT_OPS = _RANDOM_INIT_OPS + ("fill_constant",)
+
+
+@dataclass
+class Block:
+    """One block of a parameter or gradient and where it lives."""
+    orig: str           # the whole variable's name
+    name: str           # name in the trainer program (may carry .block<i> and .trainer_<k>)
+    server_name: str    # name on the pserver (no trainer suffix)
+    index: int
+    rows: int
+    row_begin: int
+    shape: list
+    endpoint: str = ""
+
+
+@dataclass
+class PServerPlan:
+    endpoints: List[str]
+    trainer_id: int
+    trainers: int
+    sync: bool
+    distributed_mode: int
+    origin_main: Program
+    origin_startup: Program
+    params: List[str]                       # parameter names, in optimizer order
+    grad_of: Dict[str, str]                 # param -> grad
+    param_blocks: Dict[str, List[Block]]
+    grad_blocks: Dict[str, List[Block]]     # by grad name
+    sparse_grads: set = field(default_factory=set)
+    lr_op_indices: List[int] = field(default_factory=list)
+    opt_op_indices: List[int] = field(default_factory=list)
+    send_dummies: Dict[str, str] = field(default_factory=dict)
+    table: Optional[str] = None
+
+    def param_of(self, grad):
+        for p, g in self.grad_of.items():
+            if g == grad:
+                return p
+        return None
+
+    def blocks_on(self, endpoint):
+        """(param block, grad block) pairs held by ``endpoint``, in dispatch order."""
+        out = []
+        for p in self.params:
+            g = self.grad_of[p]
+            for pb, gb in zip(self.param_blocks[p], self.grad_blocks[g]):
+                if pb.endpoint == endpoint:
+                    out.append((pb, gb))
+        return out
+
+
+def optimize_pass(program):
+    """(indices of optimize ops, [(param name, grad name)]) found through op_role / op_role_var."""
+    opt, pairs, seen = [], [], set()
+    for i, op in enumerate(program.global_block().ops):
+        if not is_optimize_op(op):
+            continue
+        opt.append(i)
+        rv = op.attr(OP_ROLE_VAR_ATTR) or []
+        if len(rv) >= 2 and rv[0] not in seen:
+            seen.add(rv[0])
+            pairs.append((rv[0], rv[1]))
+    return opt, pairs
+
+
+def lr_op_indices(program):
+    return [i for i, op in enumerate(program.global_block().ops) if is_lr_sched_op(op)]
+
+
+def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config):
+    block = program.global_block()
+    opt_idx, pairs = optimize_pass(program)
+    if not pairs:
+        raise ValueError("transpile: the program has no optimize ops (op_role Optimize with op_role_var); "
+                         "call optimizer.minimize(loss) before transpiling")
+    params, grad_of = [], {}
+    for p, g in pairs:
+        pv = block._find_var_recursive(p)
+        if isinstance(pv, Parameter) and not pv.trainable:
+            continue
+        if p in grad_of:
+            continue
+        params.append(p)
+        grad_of[p] = g
+    count = len(endpoints) if config.slice_var_up else 1
+    min_block = config.min_block_size
+    param_blocks, grad_blocks, sparse = {}, {}, set()
+    suffix = ".trainer_%d" % trainer_id if (sync and trainers > 1) else ""
+    for p in params:
+        g = grad_of[p]
+        pv, gv = block.var(p), block.var(g)
+        if gv.type == "SELECTED_ROWS":
+            sparse.add(g)
+        pbs = slice_variable([pv], count, min_block)
+        gbs = slice_variable([_shape_like(gv, pv)], count, min_block)
+        if len(pbs) != len(gbs):
+            raise ValueError("parameter %r and its gradient %r slice differently" % (p, g))
+        if len(pbs) == 1:
+            param_blocks[p] = [Block(p, p, p, 0, pbs[0].rows, 0, list(pv.shape))]
+            grad_blocks[g] = [Block(g, g + suffix, g, 0, gbs[0].rows, 0, list(pv.shape))]
+        else:
+            param_blocks[p] = [Block(p, "%s.block%d" % (p, b.index), "%s.block%d" % (p, b.index), b.index,
+                                     b.rows, b.row_begin, block_shape(pv, b)) for b in pbs]
+            grad_blocks[g] = [Block(g, "%s.block%d%s" % (g, b.index, suffix), "%s.block%d" % (g, b.index),
+                                    b.index, b.rows, b.row_begin, block_shape(pv, b)) for b in gbs]
+    # dispatch: gradients in optimizer order (shuffled when not slicing), param block k with grad block k
+    dispatcher = (config.split_method or RoundRobin)(endpoints)
+    order = [grad_of[p] for p in params]
+    if not config.slice_var_up:
+        np.random.RandomState(program.random_seed).shuffle(order)
+    for g in order:
+        eps = dispatcher.dispatch([b.name for b in grad_blocks[g]])
+        for b, ep in zip(grad_blocks[g], eps):
+            b.endpoint = ep
+    for p in params:
+        for pb, gb in zip(param_blocks[p], grad_blocks[grad_of[p]]):
+            pb.endpoint = gb.endpoint
+    return PServerPlan(endpoints=list(endpoints), trainer_id=trainer_id, trainers=trainers, sync=sync,
+                       distributed_mode=config.distributed_mode() if sync == config.sync_mode else
+                       (DistributedMode.SYNC if sync else DistributedMode.ASYNC),
+                       origin_main=program.clone(), origin_startup=startup.clone(), params=params,
+                       grad_of=grad_of, param_blocks=param_blocks, grad_blocks=grad_blocks, sparse_grads=sparse,
+                       lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx)
+
+
+class _ShapeOf:
+    def __init__(self, name, shape):
+        self.name, self.shape = name, shape
+
+
+def _shape_like(grad_var, param_var):
+    # a row-sparse gradient is declared with the table's shape
+    return _ShapeOf(grad_var.name, list(param_var.shape))
+
+
+def _last_writer(block, name):
+    for i in range(len(block.ops) - 1, -1, -1):
+        if name in block.ops[i].output_arg_names:
+            return i
+    return -1
+
+
+def _ctrl_var(block):
+    return block.create_var(name=unique_name.generate("@CTRL_DEP@send"), type="RAW")
+
+
+# ---------------------------------------------------------------------------------------- trainer
+def rewrite_trainer(plan, program, startup):
+    """Insert split/send/send_barrier/recv/fetch_barrier/concat into ``program`` and recv/concat
+    into ``startup`` (in place). Optimize and LR ops are removed later by ``finish_trainer``."""
+    block = program.global_block()
+    tid = plan.trainer_id
+    # create block vars / rename single-block grads
+    for p in plan.params:
+        g = plan.grad_of[p]
+        gv = block.var(g)
+        gbs = plan.grad_blocks[g]
+        if len(gbs) == 1:
+            if gbs[0].name != g:
+                block._rename_var(g, gbs[0].name)
+        else:
+            for b in gbs:
+                block.create_var(name=b.name, shape=b.shape, dtype=gv.dtype, type=gv.type)
+            pv = block.var(p)
+            for b in plan.param_blocks[p]:
+                block.create_var(name=b.name, shape=b.shape, dtype=pv.dtype, type=pv.type)
+    send_dummies = []
+    order = [plan.grad_of[p] for p in plan.params]
+    for g in order:
+        gbs = plan.grad_blocks[g]
+        p = plan.param_of(g)
+        sent_name = gbs[0].name if len(gbs) == 1 else g
+        idx = _last_writer(block, sent_name)
+        if idx < 0:
+            raise ValueError("transpile: no op of the program writes gradient %r" % sent_name)
+        if len(gbs) > 1:
+            if g in plan.sparse_grads:
+                block._insert_op(idx + 1, "split_selected_rows", inputs={"X": [g]},
+                                 outputs={"Out": [b.name for b in gbs]},
+                                 attrs={"height_sections": [b.rows for b in gbs], OP_ROLE_ATTR: DIST})
+            else:
+                block._insert_op(idx + 1, "split_byref", inputs={"X": [g]}, outputs={"Out": [b.name for b in gbs]},
+                                 attrs={"sections": [b.rows for b in gbs], OP_ROLE_ATTR: DIST})
+            idx += 1
+        dummy = _ctrl_var(block)
+        block._insert_op(idx + 1, "send", inputs={"X": [b.name for b in gbs]}, outputs={"Out": [dummy.name]},
+                         attrs={"epmap": [b.endpoint for b in gbs], "sections": [], "send_varnames": [],
+                                "trainer_id": tid, "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
+                                OP_ROLE_VAR_ATTR: [p, sent_name]})
+        plan.send_dummies[g] = dummy.name
+        send_dummies.append(dummy.name)
+    barrier_out = None
+    if plan.sync:
+        barrier_out = _ctrl_var(block).name
+        block.append_op("send_barrier", inputs={"X": send_dummies}, outputs={"Out": [barrier_out]},
+                        attrs={"endpoints": plan.endpoints, "trainer_id": tid, "half_async": False,
+                               OP_ROLE_ATTR: RPC})
+    recv_outs = []
+    for p in plan.params:
+        g = plan.grad_of[p]
+        pbs = plan.param_blocks[p]
+        outs = [b.name for b in pbs]
+        recv_outs.extend(outs)
+        dep = barrier_out if plan.sync else plan.send_dummies[g]
+        block.append_op("recv", inputs={"X": [dep]}, outputs={"Out": outs},
+                        attrs={"epmap": [b.endpoint for b in pbs], "recv_varnames": [], "trainer_id": tid,
+                               "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
+                               OP_ROLE_VAR_ATTR: [p, plan.grad_blocks[g][0].name if len(pbs) == 1 else g]})
+    if plan.sync:
+        block.append_op("fetch_barrier", inputs={"X": [barrier_out]}, outputs={"Out": recv_outs},
+                        attrs={"endpoints": plan.endpoints, "trainer_id": tid, OP_ROLE_ATTR: RPC})
+    for p in plan.params:
+        pbs = plan.param_blocks[p]
+        if len(pbs) > 1:
+            block.append_op("concat", inputs={"X": [b.name for b in pbs]}, outputs={"Out": [p]},
+                            attrs={"axis": 0, OP_ROLE_ATTR: DIST})
+    _rewrite_trainer_startup(plan, program, startup)
+    _mark_distributed(plan, program)
+
+
+def _rewrite_trainer_startup(plan, program, startup):
+    sb = startup.global_block()
+    main_block = program.global_block()
+    tid = plan.trainer_id
+    for p in plan.params:
+        pbs = plan.param_blocks[p]
+        pv = main_block.var(p)
+        for b in pbs:
+            if not sb.has_var(b.name):
+                sb.create_var(name=b.name, shape=b.shape, dtype=pv.dtype, type=pv.type)
+        sb.append_op("recv", inputs={"X": []}, outputs={"Out": [b.name for b in pbs]},
+                     attrs={"epmap": [b.endpoint for b in pbs], "recv_varnames": [], "trainer_id": tid,
+                            "sync_mode": plan.sync, OP_ROLE_ATTR: RPC})
+    dummy = sb.create_var(name=unique_name.generate("@CTRL_DEP@fetch_barrier"), type="RAW")
+    sb.append_op("fetch_barrier", inputs={"X": []}, outputs={"Out": [dummy.name]},
+                 attrs={"endpoints": plan.endpoints, "trainer_id": tid, OP_ROLE_ATTR: RPC})
+    for p in plan.params:
+        pbs = plan.param_blocks[p]
+        if len(pbs) > 1:
+            if not sb.has_var(p):
+                sb._clone_variable(main_block.var(p))
+            sb.append_op("concat", inputs={"X": [b.name for b in pbs]}, outputs={"Out": [p]},
+                         attrs={"axis": 0, OP_ROLE_ATTR: DIST})
+
+
+def _mark_distributed(plan, program):
+    program._is_distributed = True
+    program._endpoints = list(plan.endpoints)
+    program._is_chief = plan.trainer_id == 0
+    program._distributed_lookup_table = plan.table
+
+
+def finish_trainer(plan, program):
+    """Remove optimize and LR-schedule ops (they run on the pservers)."""
+    block = program.global_block()
+    block.ops = [op for op in block.ops if not (is_optimize_op(op) or is_lr_sched_op(op))]
+    program._version += 1
+    return program
+
+
+# ---------------------------------------------------------------------------------------- pserver
+def _pserver_var(block, src, name=None, shape=None, persistable=True):
+    if name is None:
+        name = src.name
+    if block.has_var(name):
+        return block.var(name)
+    return block.create_var(name=name, shape=shape if shape is not None else src.shape, dtype=src.dtype,
+                            type=src.type, lod_level=src.lod_level, persistable=persistable)
+
+
+def build_pserver_program(plan, endpoint, config):
+    if endpoint not in plan.endpoints:
+        raise ValueError("get_pserver_program: endpoint %r is not one of the pservers %s"
+                         % (endpoint, plan.endpoints))
+    origin = plan.origin_main
+    ob = origin.global_block()
+    prog = Program()
+    prog.random_seed = origin.random_seed
+    gb = prog.global_block()
+    pairs = plan.blocks_on(endpoint)
+    multi = plan.sync and plan.trainers > 1
+    recv_inputs = []
+    for pb, gb_ in pairs:
+        pv = ob.var(pb.orig)
+        _pserver_var(gb, pv, pb.server_name, pb.shape)
+        gv = ob.var(gb_.orig)
+        _pserver_var(gb, gv, gb_.server_name, gb_.shape)
+        if multi:
+            for k in range(plan.trainers):
+                v = _pserver_var(gb, gv, "%s.trainer_%d" % (gb_.server_name, k), gb_.shape, persistable=False)
+                recv_inputs.append(v.name)
+        else:
+            recv_inputs.append(gb_.server_name)
+
+    optimize_blocks = []
+    lr_block_id = -1
+    if plan.lr_op_indices:
+        lr_block = prog._create_block(0)
+        for i in plan.lr_op_indices:
+            _clone_op_into(lr_block, ob.ops[i], origin, prog)
+        prog._rollback()
+        lr_block_id = lr_block.idx
+        optimize_blocks.append(lr_block)
+
+    grad_to_block, sparse_to_param = [], []
+    per_param_count = {}
+    for pb, _ in pairs:
+        per_param_count[pb.orig] = per_param_count.get(pb.orig, 0) + 1
+    opt_ops = [ob.ops[i] for i in plan.opt_op_indices]
+    for pb, gblk in pairs:
+        param = pb.orig
+        ops_for_param = [op for op in opt_ops if (op.attr(OP_ROLE_VAR_ATTR) or [None])[0] == param]
+        if not ops_for_param:
+            continue
+        blk = prog._create_block(0)
+        merged = gblk.server_name
+        grad_to_block.append("%s:%d" % (merged, blk.idx))
+        if multi:
+            blk.append_op("sum", inputs={"X": ["%s.trainer_%d" % (merged, k) for k in range(plan.trainers)]},
+                          outputs={"Out": [merged]}, attrs={"use_mkldnn": False, OP_ROLE_ATTR: OpRole.Optimize})
+            if gblk.orig not in plan.sparse_grads:
+                blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
+                              attrs={"scale": 1.0 / plan.trainers, OP_ROLE_ATTR: OpRole.Optimize})
+        rename = _block_renames(plan, pb, gblk, ob, per_param_count[param] > 1)
+        for op in ops_for_param:
+            _append_block_op(blk, op, rename, pb, ob, prog)
+            if op.type in _ACCUMULATORS_LIKE_PARAM and gblk.orig in plan.sparse_grads:
+                sparse_to_param.append("%s:%s" % (merged, pb.server_name))
+        prog._rollback()
+        optimize_blocks.append(blk)
+    if not optimize_blocks:
+        blk = prog._create_block(0)
+        prog._rollback()
+        optimize_blocks.append(blk)
+    gb.append_op("listen_and_serv", inputs={"X": recv_inputs}, outputs={},
+                 attrs={"endpoint": endpoint, "pserver_id": plan.endpoints.index(endpoint),
+                        "Fanin": plan.trainers, "optimize_blocks": optimize_blocks,
+                        "distributed_mode": plan.distributed_mode,
+                        "grad_to_block_id": list(dict.fromkeys(grad_to_block)),
+                        "sparse_grad_to_param": sparse_to_param, "lr_decay_block_id": lr_block_id,
+                        "rpc_get_thread_num": 12, "rpc_send_thread_num": 12, "rpc_prefetch_thread_num": 12,
+                        OP_ROLE_ATTR: RPC})
+    prog._is_distributed = True
+    prog._ps_endpoint = endpoint
+    prog._endpoints = list(plan.endpoints)
+    return prog
+
+
+def _block_renames(plan, pb, gblk, ob, several_blocks_here):
+    """Names of the origin program -> names on this pserver for one param block's optimize ops."""
+    param, grad = pb.orig, gblk.orig
+    rename = {param: pb.server_name, grad: gblk.server_name}
+    rows_scale = {param: pb.shape, grad: gblk.shape}
+    # accumulators: same name (a block suffix only if two blocks of this param live here)
+    acc_shape = {}
+    for op in ob.ops:
+        if op.input("Param") == [param] and op.type in _ACCUMULATORS_LIKE_PARAM:
+            for slot in _ACCUMULATORS_LIKE_PARAM[op.type]:
+                for n in op.input(slot):
+                    rename[n] = n + (".block%d" % pb.index if several_blocks_here else "")
+                    acc_shape[rename[n]] = pb.shape
+    return {"names": rename, "shapes": rows_scale, "acc_shape": acc_shape}
+
+
+def _append_block_op(blk, op, rename, pb, ob, prog):
+    names = rename["names"]
+    gb = prog.global_block()
+
+    def mapped(n):
+        new = names.get(n)
+        if new is None:
+            # vars derived from the param or grad (fc_w@GRAD@CLIP, fc_w@L2DECAY) follow the block's shape
+            base = n.split("@")[0]
+            shape = None
+            for orig, s in rename["shapes"].items():
+                if n != orig and (n.startswith(orig + "@") or base == orig):
+                    shape = s
+            src = ob._find_var_recursive(n)
+            if src is not None and not gb.has_var(n):
+                _pserver_var(gb, src, n, shape, persistable=src.persistable)
+            return n
+        src = ob._find_var_recursive(n)
+        if src is not None and not gb.has_var(new):
+            shape = rename["acc_shape"].get(new)
+            _pserver_var(gb, src, new, shape, persistable=True)
+        return new
+
+    inputs = {slot: [mapped(n) for n in ns] for slot, ns in op.inputs.items()}
+    outputs = {slot: [mapped(n) for n in ns] for slot, ns in op.outputs.items()}
+    attrs = dict(op.attrs)
+    if attrs.get(OP_ROLE_VAR_ATTR):
+        attrs[OP_ROLE_VAR_ATTR] = [names.get(n, n) for n in attrs[OP_ROLE_VAR_ATTR]]
+    blk.append_op(op.type, inputs=inputs, outputs=outputs, attrs=attrs)
+
+
+def _clone_op_into(block, op, origin, prog):
+    """Copy an op (and the vars it names, and its sub-blocks) from ``origin`` into ``block``."""
+    gb = prog.global_block()
+    ob = op.block
+    for n in op.input_arg_names + op.output_arg_names:
+        src = ob._find_var_recursive(n)
+        if src is not None and not gb.has_var(n) and not block.has_var(n):
+            target = gb if src.block.idx == 0 else block
+            _pserver_var(target, src, n, persistable=src.persistable)
+    attrs = dict(op.attrs)
+    for k, v in op.attrs.items():
+        if hasattr(v, "ops") and hasattr(v, "idx"):
+            sub = prog._create_block(block.idx)
+            for sop in v.ops:
+                _clone_op_into(sub, sop, origin, prog)
+            prog._rollback()
+            attrs[k] = sub
+    block.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
+
+
+def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
+    """The pserver's startup: origin init ops for what lives here, renamed to its blocks. A block of
+    a randomly initialised parameter gets exactly the rows the whole parameter has under the origin
+    startup program and seed (fluidist; Paddle drew a fresh random block)."""
+    origin_startup = startup or plan.origin_startup
+    prog = Program()
+    prog.random_seed = origin_startup.random_seed
+    sb = prog.global_block()
+    pgb = pserver_program.global_block()
+    for v in pgb.vars.values():
+        sb._clone_variable(v, force_persistable=v.persistable)
+    blocks_here = {}
+    for p in plan.params:
+        for b in plan.param_blocks[p]:
+            if b.endpoint == endpoint and b.name != p:
+                blocks_here.setdefault(p, []).append(b)
+    for op in origin_startup.global_block().ops:
+        if op.type in ("recv", "fetch_barrier", "concat"):
+            continue
+        outs = op.output_arg_names
+        if len(outs) != 1:
+            continue
+        out = outs[0]
+        if out in blocks_here:
+            for b in blocks_here[out]:
+                _append_block_init(sb, op, out, b)
+        elif pgb.has_var(out):
+            attrs = dict(op.attrs)
+            if op.type in _SHAPED_INIT_OPS and pgb.var(out).shape is not None:
+                full = list(op.attrs.get("shape") or [])
+                attrs["shape"] = list(pgb.var(out).shape)
+                if op.type in _RANDOM_INIT_OPS and full != attrs["shape"]:
+                    attrs["salt"] = attrs.get("salt") or out
+            sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
+        else:
+            # accumulators renamed per block (two blocks of one param on this pserver)
+            for name in pgb.vars:
+                if name.startswith(out + ".block") and orig_varname(name) == out:
+                    attrs = dict(op.attrs)
+                    attrs["shape"] = list(pgb.var(name).shape)
+                    sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
+    return prog
+
+
+def _append_block_init(sb, op, whole, b):
+    attrs = dict(op.attrs)
+    if op.type in _RANDOM_INIT_OPS:
+        attrs["full_shape"] = list(op.attrs["shape"])
+        attrs["shape"] = list(b.shape)
+        attrs["row_begin"], attrs["row_end"] = b.row_begin, b.row_begin + b.rows
+        attrs["salt"] = op.attrs.get("salt") or whole
+    elif op.type == "fill_constant":
+        attrs["shape"] = list(b.shape)
+    elif op.type == "assign_value":
+        width = int(np.prod(op.attrs["shape"][1:])) if len(op.attrs["shape"]) > 1 else 1
+        for key in ("fp32_values", "int32_values", "int64_values", "bool_values"):
+            vals = op.attrs.get(key) or []
+            if vals:
+                attrs[key] = vals[b.row_begin * width:(b.row_begin + b.rows) * width]
+        attrs["shape"] = list(b.shape)
+    else:
+        raise ValueError("cannot initialise block %r of %r: its init op %r is not a fill or random op"
+                         % (b.name, whole, op.type))
+    sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [b.name]}, attrs=attrs)

@@ -1,0 +1,72 @@
+"""Models and data shared by the distributed equivalence tests and their local references."""
+import numpy as np
+
+import fluidist as fluid
+
+SEED = 7
+
+
+def build(model="fc", optimizer="sgd", lr_decay=False):
+    """Returns (main, startup, loss, parameter names)."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = SEED
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        if model == "fc":
+            x = fluid.data(name="x", shape=[None, 64], dtype="float32")
+            y = fluid.data(name="y", shape=[None, 1], dtype="float32")
+            # fc_w is 64 x 256 = 16384 elements: sliced over two pservers with min_block_size 8192
+            h = fluid.layers.fc(x, 256, act="tanh", param_attr=fluid.ParamAttr(name="fc_w"),
+                                bias_attr=fluid.ParamAttr(name="fc_b"))
+            pred = fluid.layers.fc(h, 1, param_attr=fluid.ParamAttr(name="out_w"),
+                                   bias_attr=fluid.ParamAttr(name="out_b"))
+            loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        elif model == "emb":
+            ids = fluid.data(name="ids", shape=[None, 1], dtype="int64")
+            y = fluid.data(name="y", shape=[None, 1], dtype="float32")
+            # 2048 x 8 = 16384 elements: the table's row-sparse gradient is split over both pservers
+            emb = fluid.layers.embedding(ids, size=[2048, 8], is_sparse=True,
+                                         param_attr=fluid.ParamAttr(name="emb_w"))
+            pred = fluid.layers.fc(emb, 1, param_attr=fluid.ParamAttr(name="out_w"),
+                                   bias_attr=fluid.ParamAttr(name="out_b"))
+            loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        else:
+            raise ValueError("unknown model %r" % model)
+        lr = 0.05
+        if lr_decay:
+            lr = fluid.layers.exponential_decay(learning_rate=0.05, decay_steps=1, decay_rate=0.5, staircase=True)
+        opt = {"sgd": lambda: fluid.optimizer.SGD(learning_rate=lr),
+               "momentum": lambda: fluid.optimizer.Momentum(learning_rate=lr, momentum=0.9),
+               "adam": lambda: fluid.optimizer.Adam(learning_rate=lr)}[optimizer]()
+        opt.minimize(loss)
+    params = sorted(p.name for p in main.global_block().all_parameters())
+    return main, startup, loss, params
+
+
+def global_batch(model, step, n):
+    rng = np.random.RandomState(1000 + step)
+    if model == "fc":
+        x = rng.uniform(-1, 1, (n, 64)).astype("float32")
+        return {"x": x, "y": np.sin(x.sum(1, keepdims=True)).astype("float32")}
+    ids = rng.randint(0, 2048, (n, 1)).astype("int64")
+    ids[: n // 2] = rng.randint(0, 16, (n // 2, 1))  # repeated ids across trainers
+    return {"ids": ids, "y": (ids % 7).astype("float32") / 7.0}
+
+
+def batch_for(model, step, n, trainer_id, trainers):
+    full = global_batch(model, step, n)
+    per = n // trainers
+    return {k: v[trainer_id * per:(trainer_id + 1) * per] for k, v in full.items()}
+
+
+def local_history(model, optimizer, lr_decay, steps, n):
+    main, startup, loss, params = build(model, optimizer, lr_decay)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    out = {}
+    for step in range(steps):
+        res = exe.run(main, feed=global_batch(model, step, n), fetch_list=[loss] + params, scope=scope)
+        out["loss_%d" % step] = res[0]
+        for name, v in zip(params, res[1:]):
+            out["%s_%d" % (name, step)] = v
+    return out, params

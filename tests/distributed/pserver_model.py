@@ -1,0 +1,57 @@
+"""One role of a pserver-mode run (pserver or trainer), started as its own process by the tests.
+
+Every trainer writes the parameters it holds after each step to ``--out`` (an .npz), so the test can
+compare each step with a local run on the concatenated batches."""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import fluidist as fluid  # noqa: E402
+from dist_models import build, batch_for  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--role", choices=["pserver", "trainer"], required=True)
+    ap.add_argument("--endpoints", required=True)
+    ap.add_argument("--current_endpoint", default="")
+    ap.add_argument("--trainer_id", type=int, default=0)
+    ap.add_argument("--trainers", type=int, default=2)
+    ap.add_argument("--model", default="fc")
+    ap.add_argument("--optimizer", default="sgd")
+    ap.add_argument("--lr_decay", action="store_true")
+    ap.add_argument("--async_mode", action="store_true")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    main_prog, startup, loss, params = build(a.model, a.optimizer, a.lr_decay)
+    t = fluid.DistributeTranspiler()
+    t.transpile(a.trainer_id, program=main_prog, pservers=a.endpoints, trainers=a.trainers,
+                sync_mode=not a.async_mode, startup_program=startup, current_endpoint=a.current_endpoint)
+    exe = fluid.Executor(fluid.CPUPlace())
+    if a.role == "pserver":
+        prog = t.get_pserver_program(a.current_endpoint)
+        exe.run(t.get_startup_program(a.current_endpoint, prog))
+        exe.run(prog)
+        return
+    trainer = t.get_trainer_program(wait_port=True)
+    exe.run(startup)
+    history = {}
+    for step in range(a.steps):
+        feed = batch_for(a.model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
+        out = exe.run(trainer, feed=feed, fetch_list=[loss] + params)
+        history["loss_%d" % step] = out[0]
+        for name, v in zip(params, out[1:]):
+            history["%s_%d" % (name, step)] = v
+    exe.close()
+    if a.out:
+        np.savez(a.out, **history)
+
+
+if __name__ == "__main__":
+    main()

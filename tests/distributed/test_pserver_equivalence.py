@@ -1,0 +1,47 @@
+"""2 pservers x 2 trainers over real processes and sockets equal one process on the whole batch."""
+import numpy as np
+import pytest
+
+from cluster import Cluster, free_ports
+from dist_models import local_history
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def run_cluster(tmp_path, model, optimizer, lr_decay=False, steps=3, batch=4, async_mode=False, trainers=2):
+    ports = free_ports(2)
+    eps = ",".join("127.0.0.1:%d" % p for p in ports)
+    common = ["--endpoints", eps, "--trainers", trainers, "--model", model, "--optimizer", optimizer,
+              "--steps", steps, "--batch", batch]
+    if lr_decay:
+        common.append("--lr_decay")
+    if async_mode:
+        common.append("--async_mode")
+    outs = []
+    with Cluster(tmp_path) as c:
+        for i, ep in enumerate(eps.split(",")):
+            c.start("ps%d" % i, "pserver_model.py", ["--role", "pserver", "--current_endpoint", ep] + common)
+        for k in range(trainers):
+            out = str(tmp_path / ("trainer%d.npz" % k))
+            outs.append(out)
+            c.start("tr%d" % k, "pserver_model.py", ["--role", "trainer", "--trainer_id", k, "--out", out] + common)
+        codes = c.wait(timeout=150)
+        for name, code in codes.items():
+            assert code == 0, "%s exited with %s:\n%s" % (name, code, c.log(name))
+    return [dict(np.load(o)) for o in outs]
+
+
+@pytest.mark.parametrize("model,optimizer,lr_decay", [
+    ("fc", "sgd", False), ("fc", "momentum", False), ("fc", "adam", False), ("fc", "sgd", True),
+    ("emb", "sgd", False)])
+def test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, lr_decay):
+    steps, batch = 3, 4
+    results = run_cluster(tmp_path, model, optimizer, lr_decay, steps, batch)
+    ref, params = local_history(model, optimizer, lr_decay, steps, batch * 2)
+    for step in range(steps):
+        for name in params:
+            want = ref["%s_%d" % (name, step)]
+            for r in results:
+                got = r["%s_%d" % (name, step)]
+                err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)
+                assert err < 1e-5, "step %d param %s: relative error %g" % (step, name, err)

@@ -1,0 +1,204 @@
+"""Op lists and attributes of transpiled programs, against the spec's worked examples."""
+import numpy as np
+import pytest
+
+import fluidist as fluid
+from fluidist.framework.op_role import OpRole
+
+from models import fc_model, op_types, transpile
+
+EP0, EP1 = "127.0.0.1:6174", "127.0.0.1:6175"
+
+
+def test_worked_example_sgd_two_pservers_two_trainers():
+    main, startup, _ = fc_model()
+    t = transpile(main, startup)
+    trainer = t.get_trainer_program(wait_port=False)
+    assert op_types(trainer.global_block()) == [
+        "mul", "elementwise_add", "elementwise_sub", "square", "mean", "fill_constant", "mean_grad",
+        "square_grad", "elementwise_sub_grad", "elementwise_add_grad", "send", "mul_grad", "split_byref", "send",
+        "send_barrier", "recv", "recv", "fetch_barrier", "concat"]
+    assert op_types(startup.global_block()) == [
+        "fill_constant", "fill_constant", "uniform_random", "recv", "recv", "fetch_barrier", "concat"]
+    ops = trainer.global_block().ops
+    send_b, split, send_w = ops[10], ops[12], ops[13]
+    assert send_b.input("X") == ["fc_b@GRAD.trainer_0"] and send_b.attr("epmap") == [EP0]
+    assert split.attr("sections") == [500, 500] and split.attr("op_role") == OpRole.Dist
+    assert send_w.input("X") == ["fc_w@GRAD.block0.trainer_0", "fc_w@GRAD.block1.trainer_0"]
+    assert send_w.attr("epmap") == [EP1, EP0]
+    assert send_w.attr("op_role") == OpRole.RPC and send_w.attr("op_role_var") == ["fc_w", "fc_w@GRAD"]
+    recv_w = ops[16]
+    assert recv_w.output("Out") == ["fc_w.block0", "fc_w.block1"] and recv_w.attr("epmap") == [EP1, EP0]
+    assert ops[-1].input("X") == ["fc_w.block0", "fc_w.block1"] and ops[-1].output("Out") == ["fc_w"]
+    assert trainer.global_block().var("fc_w.block0").shape == (500, 1000)
+    assert "fc_w.block0" in startup.global_block().vars
+
+    ps0 = t.get_pserver_program(EP0)
+    assert ps0.num_blocks == 3
+    assert op_types(ps0.global_block()) == ["listen_and_serv"]
+    assert op_types(ps0.block(1)) == ["sum", "scale", "sgd"]
+    las = ps0.global_block().ops[0]
+    assert las.attr("Fanin") == 2 and las.attr("endpoint") == EP0 and las.attr("pserver_id") == 0
+    assert [b.idx for b in las.attr("optimize_blocks")] == [1, 2]
+    assert las.attr("grad_to_block_id") == ["fc_b@GRAD:1", "fc_w@GRAD.block1:2"]
+    assert las.attr("lr_decay_block_id") == -1 and las.attr("distributed_mode") == 0
+    assert las.input("X") == ["fc_b@GRAD.trainer_0", "fc_b@GRAD.trainer_1",
+                              "fc_w@GRAD.block1.trainer_0", "fc_w@GRAD.block1.trainer_1"]
+    assert ps0.block(1).ops[1].attr("scale") == 0.5
+    sgd = ps0.block(2).ops[2]
+    assert sgd.input("Param") == ["fc_w.block1"] and sgd.input("Grad") == ["fc_w@GRAD.block1"]
+    ps0_startup = t.get_startup_program(EP0, ps0)
+    assert op_types(ps0_startup.global_block()) == ["fill_constant", "fill_constant", "uniform_random"]
+    assert ps0_startup.global_block().var("fc_w.block1").shape == (500, 1000)
+    assert ps0_startup.global_block().ops[2].attr("shape") == [500, 1000]
+    ps1 = t.get_pserver_program(EP1)
+    assert op_types(ps1.block(1)) == ["sum", "scale", "sgd"] and ps1.num_blocks == 2
+
+
+def test_pserver_startup_gives_each_block_the_rows_of_the_whole_parameter():
+    main, startup, _ = fc_model()
+    local = fluid.Scope()
+    fluid.Executor().run(startup.clone(), scope=local)
+    whole = np.array(local.find_var("fc_w").get_tensor())
+    t = transpile(main, startup)
+    for ep, rows in ((EP1, slice(0, 500)), (EP0, slice(500, 1000))):
+        prog = t.get_pserver_program(ep)
+        scope = fluid.Scope()
+        fluid.Executor().run(t.get_startup_program(ep, prog), scope=scope)
+        name = "fc_w.block0" if ep == EP1 else "fc_w.block1"
+        np.testing.assert_array_equal(np.array(scope.find_var(name).get_tensor()), whole[rows])
+
+
+def test_large_min_block_size_keeps_params_whole():
+    main, startup, _ = fc_model()
+    config = fluid.DistributeTranspilerConfig()
+    config.min_block_size = 1048576
+    t = transpile(main, startup, config=config)
+    trainer = t.get_trainer_program(wait_port=False)
+    types = op_types(trainer.global_block())
+    assert "split_byref" not in types and "concat" not in types
+    assert types.count("send") == 2 and types.count("recv") == 2
+    # fc_b -> 6174, fc_w -> 6175
+    ps1 = t.get_pserver_program(EP1)
+    assert ps1.global_block().ops[0].attr("grad_to_block_id") == ["fc_w@GRAD:1"]
+    assert ps1.global_block().var("fc_w").shape == (1000, 1000)
+
+
+def test_slice_var_up_false_shuffles_with_program_seed():
+    main, startup, _ = fc_model()
+    config = fluid.DistributeTranspilerConfig()
+    config.slice_var_up = False
+    t = transpile(main, startup, config=config)
+    order = ["fc_b@GRAD", "fc_w@GRAD"]
+    np.random.RandomState(main.random_seed).shuffle(order)
+    eps = {g: [EP0, EP1][i] for i, g in enumerate(order)}
+    trainer = t.get_trainer_program(wait_port=False)
+    sends = [op for op in trainer.global_block().ops if op.type == "send"]
+    for s in sends:
+        g = s.attr("op_role_var")[1].split(".trainer_")[0]
+        assert s.attr("epmap") == [eps[g]]
+
+
+def test_async_mode_has_no_barriers_and_no_trainer_suffix():
+    main, startup, _ = fc_model()
+    t = transpile(main, startup, sync=False)
+    trainer = t.get_trainer_program(wait_port=False)
+    types = op_types(trainer.global_block())
+    assert "send_barrier" not in types and "fetch_barrier" not in types
+    assert types[-3:] == ["recv", "recv", "concat"]
+    assert trainer.global_block().ops[10].input("X") == ["fc_b@GRAD"]
+    ps0 = t.get_pserver_program(EP0)
+    assert op_types(ps0.block(1)) == ["sgd"]
+    assert ps0.global_block().ops[0].input("X") == ["fc_b@GRAD", "fc_w@GRAD.block1"]
+
+
+def test_exponential_lr_decay_moves_to_pserver_lr_block():
+    main, startup, _ = fc_model(lr_decay=True)
+    t = transpile(main, startup)
+    trainer = t.get_trainer_program(wait_port=False)
+    assert "increment" not in op_types(trainer.global_block())
+    ps0 = t.get_pserver_program(EP0)
+    las = ps0.global_block().ops[0]
+    assert las.attr("lr_decay_block_id") == 1
+    assert op_types(ps0.block(1)) == ["increment", "cast", "fill_constant", "elementwise_div", "floor",
+                                      "fill_constant", "elementwise_pow", "fill_constant", "elementwise_mul"]
+    assert op_types(ps0.block(2)) == ["sum", "scale", "sgd"]
+    assert [b.idx for b in las.attr("optimize_blocks")] == [1, 2, 3]
+
+
+def test_l2decay_with_value_clip_runs_on_pserver():
+    main, startup, _ = fc_model(regularizer=fluid.regularizer.L2Decay(1e-4),
+                                clip=fluid.clip.GradientClipByValue(10.0, -10.0))
+    t = transpile(main, startup)
+    t.get_trainer_program(wait_port=False)
+    ps0 = t.get_pserver_program(EP0)
+    assert op_types(ps0.block(1)) == ["sum", "scale", "sgd"]
+    assert op_types(ps0.block(2)) == ["sum", "scale", "clip", "scale", "elementwise_add", "sgd"]
+    clip, scale, add, sgd = ps0.block(2).ops[2:]
+    assert clip.input("X") == ["fc_w@GRAD.block1"]
+    assert scale.input("X") == ["fc_w.block1"]
+    assert sgd.input("Grad") == add.output("Out")
+
+
+def test_rmsprop_accumulators_are_sliced_with_their_parameter():
+    main, startup, _ = fc_model(optimizer=lambda lr: fluid.optimizer.RMSProp(learning_rate=lr))
+    t = transpile(main, startup)
+    t.get_trainer_program(wait_port=False)
+    ps0 = t.get_pserver_program(EP0)
+    assert op_types(ps0.block(2)) == ["sum", "scale", "rmsprop"]
+    rms = ps0.block(2).ops[2]
+    for slot in ("Moment", "MeanSquare"):
+        name = rms.input(slot)[0]
+        assert ps0.global_block().var(name).shape == (500, 1000)
+    ps0_startup = t.get_startup_program(EP0, ps0)
+    shapes = {op.output("Out")[0]: op.attr("shape") for op in ps0_startup.global_block().ops}
+    assert shapes[rms.input("Moment")[0]] == [500, 1000]
+
+
+def test_adam_beta_pow_updates_follow_their_parameter():
+    main, startup, _ = fc_model(optimizer=lambda lr: fluid.optimizer.Adam(learning_rate=lr))
+    t = transpile(main, startup)
+    t.get_trainer_program(wait_port=False)
+    ps0 = t.get_pserver_program(EP0)
+    assert op_types(ps0.block(1)) == ["sum", "scale", "adam", "scale", "scale"]
+    assert op_types(ps0.block(2)) == ["sum", "scale", "adam", "scale", "scale"]
+
+
+def test_config_errors_name_the_field():
+    c = fluid.DistributeTranspilerConfig()
+    c.min_block_size = 100
+    with pytest.raises(ValueError, match="min_block_size"):
+        fluid.DistributeTranspiler(c)
+    c = fluid.DistributeTranspilerConfig()
+    with pytest.raises(ValueError, match="runtime_split_send_recv"):
+        c.runtime_split_send_recv = True
+    c.sync_mode = False
+    c.runtime_split_send_recv = True
+    with pytest.raises(ValueError, match="sync_mode"):
+        c.sync_mode = True
+    main, startup, _ = fc_model()
+    with pytest.raises(ValueError, match="not an ip:port"):
+        transpile(main, startup, pservers="127.0.0.1")
+    with pytest.raises(ValueError, match="not one of the pservers"):
+        transpile(main, startup).get_pserver_program("127.0.0.1:1")
+
+
+def test_hashname_is_stable():
+    from fluidist.transpiler import HashName
+    d = HashName([EP0, EP1])
+    assert d.dispatch(["fc_w.block0", "fc_w.block1", "fc_b"]) == d.dispatch(["fc_w.block0", "fc_w.block1", "fc_b"])
+    import zlib
+    assert d.dispatch(["abc"]) == [[EP0, EP1][zlib.crc32(b"abc") % 2]]
+
+
+def test_slice_variable_rules():
+    from fluidist.transpiler.slicing import slice_variable
+
+    class V:
+        def __init__(self, name, shape):
+            self.name, self.shape = name, shape
+    blocks = slice_variable([V("a", [1000, 1000]), V("b", [1000]), V("c", [1000, 64])], 2, 8192)
+    assert [str(b) for b in blocks] == ["a:0:500000", "a:1:500000", "b:0:1000", "c:0:32000", "c:1:32000"]
+    blocks = slice_variable([V("d", [10, 3001])], 3, 8192)
+    assert [b.rows for b in blocks] == [4, 4, 2]
+    assert [str(b) for b in slice_variable([V("a", [1000, 1000])], 2, 1048576)] == ["a:0:1000000"]
