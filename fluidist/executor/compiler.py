@@ -1,11 +1,307 @@
-"""CompiledProgram placeholder module; filled in by the data-parallel work."""
+"""CompiledProgram.with_data_parallel: one process drives several places; gradients are
+all-reduced across the places (threads) and, with ``num_trainers > 1``, across processes.
+
+The program is cut at its first optimize op: every place runs forward and backward on its slice of
+the batch in its own scope, the runner sums the gradients (the loss gradient having been scaled by
+1/(places * trainers)), and every place then applies the same update. Place 0 uses the caller's
+scope, so parameters are read where users expect them.
+"""
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from ..framework.program import Program
+from .place import CPUPlace, CUDAPlace, cpu_places, cuda_places, to_host
+from .scope import Scope, global_scope
+from .tensor import LoDTensor, SelectedRows
+
+
+class BuildStrategy:
+    class ReduceStrategy:
+        AllReduce = 0
+        Reduce = 1
+
+    class GradientScaleStrategy:
+        CoeffNumDevice = 0
+        One = 1
+        Customized = 2
+
+    def __init__(self):
+        self.reduce_strategy = BuildStrategy.ReduceStrategy.AllReduce
+        self.gradient_scale_strategy = BuildStrategy.GradientScaleStrategy.CoeffNumDevice
+        self.num_trainers = 1
+        self.trainer_id = 0
+        self.trainers_endpoints = []
+        self.nccl_comm_num = 1
+        self.use_hierarchical_allreduce = False
+        self.hierarchical_allreduce_inter_nranks = 0
+        self.fuse_all_reduce_ops = False
+        self.fuse_elewise_add_act_ops = False
+        self.fuse_all_optimizer_ops = False
+        self.enable_inplace = False
+        self.memory_optimize = False
+        self.sync_batch_norm = False
+        self.enable_backward_optimizer_op_deps = False
+        self.enable_sequential_execution = False
+        self.debug_graphviz_path = ""
+        self.is_distribution = False
+
+
+class ExecutionStrategy:
+    def __init__(self):
+        self.num_threads = 0
+        self.num_iteration_per_drop_scope = 100
+        self.num_iteration_per_run = 1
+        self.use_thread_barrier = False
+        self.allow_op_delay = False
 
 
 class CompiledProgram:
     def __init__(self, program_or_graph, build_strategy=None):
+        if not isinstance(program_or_graph, Program):
+            raise TypeError("CompiledProgram takes a Program, got %r" % type(program_or_graph).__name__)
         self._program = program_or_graph
         self._build_strategy = build_strategy
+        self._exec_strategy = None
+        self._data_parallel = False
+        self._loss_name = None
+        self._places = None
+        self._share_vars_from = None
+        self._runner = None
+        self._compiled_with = None
+
+    def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None, share_vars_from=None,
+                           places=None):
+        if self._data_parallel:
+            raise RuntimeError("with_data_parallel can be called only once on a CompiledProgram")
+        has_backward = any(int(op.attr(OP_ROLE_ATTR) or 0) & OpRole.Backward for op in self._program.global_block().ops)
+        if has_backward and not loss_name:
+            raise ValueError("with_data_parallel: loss_name is required for a program with backward ops")
+        if share_vars_from is not None:
+            if not isinstance(share_vars_from, CompiledProgram) or not share_vars_from._data_parallel:
+                raise ValueError("share_vars_from must be a data-parallel CompiledProgram")
+        self._data_parallel = True
+        self._loss_name = loss_name.name if hasattr(loss_name, "name") else loss_name
+        self._build_strategy = build_strategy or self._build_strategy or BuildStrategy()
+        self._exec_strategy = exec_strategy or ExecutionStrategy()
+        self._share_vars_from = share_vars_from
+        self._places = list(places) if places is not None else None
+        return self
 
     def _run(self, executor, feed, fetch_list, scope, return_numpy, return_merged):
-        return executor.run(self._program, feed=feed, fetch_list=fetch_list, scope=scope,
-                            return_numpy=return_numpy)
+        from .executor import _as_fetch_names
+        scope = scope if scope is not None else global_scope()
+        if not self._data_parallel:
+            return executor.run(self._program, feed=feed, fetch_list=fetch_list, scope=scope,
+                                return_numpy=return_numpy)
+        key = (id(scope), executor.place)
+        if self._compiled_with is None:
+            if self._share_vars_from is not None:
+                if self._share_vars_from._runner is None:
+                    raise ValueError("share_vars_from: the CompiledProgram it names has not run yet")
+            self._compiled_with = key
+            self._runner = _DataParallelRunner(self, executor, scope)
+        elif self._compiled_with != key:
+            raise ValueError("Cannot compile program with different scope/place: a CompiledProgram runs with "
+                             "the scope and place of its first run")
+        return self._runner.run(feed, _as_fetch_names(fetch_list), return_numpy, return_merged)
+
+
+def _split_feed(feed, n, names_lod):
+    """A dict feed split along dim 0 over ``n`` places; the last place takes the remainder."""
+    per_place = [dict() for _ in range(n)]
+    for name, value in feed.items():
+        lod = None
+        if isinstance(value, LoDTensor):
+            lod = value.lod()
+            arr = np.asarray(value)
+        else:
+            arr = value if hasattr(value, "shape") else np.asarray(value)
+        if lod:
+            offsets = lod[-1]
+            nseq = len(offsets) - 1
+            if nseq < n:
+                raise ValueError("feed %r has %d sequences for %d places: each place needs at least one"
+                                 % (name, nseq, n))
+            base = nseq // n
+            bounds = [i * base for i in range(n)] + [nseq]
+            for i in range(n):
+                s0, s1 = bounds[i], bounds[i + 1]
+                r0, r1 = offsets[s0], offsets[s1]
+                t = LoDTensor(arr[r0:r1])
+                t.set_lod([[o - r0 for o in offsets[s0:s1 + 1]]])
+                per_place[i][name] = t
+            continue
+        rows = arr.shape[0] if arr.ndim else 0
+        if rows < n:
+            raise ValueError("feed %r has %d samples for %d places: each place needs at least one" % (name, rows, n))
+        base = rows // n
+        for i in range(n):
+            end = (i + 1) * base if i < n - 1 else rows
+            per_place[i][name] = arr[i * base:end]
+    return per_place
+
+
+class _DataParallelRunner:
+    def __init__(self, compiled, executor, scope):
+        from .executor import Executor
+        prog = compiled._program
+        bs = compiled._build_strategy
+        place = executor.place
+        places = compiled._places
+        if places is None:
+            places = cuda_places() if isinstance(place, CUDAPlace) else cpu_places()
+        self.places = places
+        self.nplaces = len(places)
+        self.num_trainers = int(bs.num_trainers or 1)
+        self.trainer_id = int(bs.trainer_id or 0)
+        if self.num_trainers > 1:
+            eps = bs.trainers_endpoints or prog._trainers_endpoints
+            if eps and len(eps) != self.num_trainers:
+                raise ValueError("BuildStrategy.num_trainers is %d but the program lists %d trainer endpoints"
+                                 % (self.num_trainers, len(eps)))
+        self.loss_name = compiled._loss_name
+        self.fwd_bwd, self.update, self.pairs = self._cut(prog)
+        self.scopes = [scope] + [Scope() for _ in range(self.nplaces - 1)]
+        self.executors = [Executor(p) for p in places]
+        self.pool = ThreadPoolExecutor(max_workers=self.nplaces) if self.nplaces > 1 else None
+        self.comm = None
+        if self.num_trainers > 1:
+            from ..distributed.collective.registry import init_comms_from_nccl_id
+            comms = init_comms_from_nccl_id(scope, places[0], self.num_trainers, self.trainer_id,
+                                            max(1, prog._nccl_comm_num or 1))
+            self.comm = comms[0] if isinstance(comms, (list, tuple)) else comms
+        self._broadcast_persistables(prog, scope)
+
+    def _cut(self, prog):
+        """(forward+backward program, update program, [(param, grad)]) with the loss grad scaled."""
+        p = prog.clone()
+        block = p.global_block()
+        cut = len(block.ops)
+        for i, op in enumerate(block.ops):
+            if int(op.attr(OP_ROLE_ATTR) or 0) & OpRole.Optimize and not int(op.attr(OP_ROLE_ATTR)) & OpRole.LRSched:
+                cut = i
+                break
+        pairs, seen = [], set()
+        for op in block.ops[:cut]:
+            rv = op.attr(OP_ROLE_VAR_ATTR) or []
+            if int(op.attr(OP_ROLE_ATTR) or 0) & OpRole.Backward:
+                for j in range(0, len(rv) - 1, 2):
+                    if rv[j + 1] not in seen:
+                        seen.add(rv[j + 1])
+                        pairs.append((rv[j], rv[j + 1]))
+        total = self.nplaces * self.num_trainers
+        if total > 1 and self.loss_name:
+            loss_grad = self.loss_name + "@GRAD"
+            for op in list(block.ops[:cut]):
+                role = int(op.attr(OP_ROLE_ATTR) or 0)
+                if role & (OpRole.Backward | OpRole.Loss) == (OpRole.Backward | OpRole.Loss) and \
+                        loss_grad in op.output_arg_names:
+                    block.insert_after(op, "scale", inputs={"X": [loss_grad]}, outputs={"Out": [loss_grad]},
+                                       attrs={"scale": 1.0 / total, OP_ROLE_ATTR: OpRole.Backward})
+                    cut += 1
+                    break
+        update = p.clone()
+        ub = update.global_block()
+        ub.ops = ub.ops[cut:]
+        block.ops = block.ops[:cut]
+        p._version += 1
+        update._version += 1
+        return p, update, pairs
+
+    def _broadcast_persistables(self, prog, scope):
+        names = sorted(v.name for v in prog.list_vars() if v.persistable and v.type != "RAW")
+        for name in names:
+            value = scope.vals.get(name)
+            if value is None:
+                continue
+            if self.comm is not None and isinstance(value, np.ndarray) or (self.comm is not None and
+                                                                           hasattr(value, "__cuda_array_interface__")):
+                value = self.comm.broadcast(value, 0)
+                scope.vals[name] = value
+            for i in range(1, self.nplaces):
+                xp = self.places[i].xp
+                with self.places[i].device_context():
+                    self.scopes[i].vals[name] = xp.array(to_host(value)) if xp is not np else np.array(value, copy=True)
+
+    def _each_place(self, fn):
+        if self.pool is None:
+            return [fn(0)]
+        futures = [self.pool.submit(fn, i) for i in range(self.nplaces)]
+        return [f.result() for f in futures]
+
+    def _allreduce_grads(self):
+        for _, g in self.pairs:
+            vals = [s.vals.get(g) for s in self.scopes]
+            if any(v is None for v in vals):
+                continue
+            if isinstance(vals[0], SelectedRows):
+                total = _concat_rows(vals)
+                if self.comm is not None:
+                    total = self.comm.allreduce(total.to_dense(self.places[0].xp), "sum")
+            else:
+                total = vals[0]
+                if self.nplaces > 1:
+                    total = sum((to_host(v) if not isinstance(self.places[0], CUDAPlace) else v) for v in vals[1:])
+                    total = vals[0] + total
+                if self.comm is not None:
+                    total = self.comm.allreduce(total, "sum")
+            for i, s in enumerate(self.scopes):
+                s.vals[g] = total if i == 0 else (total.copy() if hasattr(total, "copy") else total)
+
+    def run(self, feed, fetch_names, return_numpy, return_merged):
+        if isinstance(feed, dict):
+            feeds = _split_feed(feed, self.nplaces, None) if self.nplaces > 1 else [feed]
+        elif isinstance(feed, (list, tuple)):
+            if len(feed) != self.nplaces:
+                raise ValueError("a list feed needs one dict per place: got %d dicts for %d places"
+                                 % (len(feed), self.nplaces))
+            for i, f in enumerate(feed):
+                if not isinstance(f, dict):
+                    raise TypeError("feed[%d] must be a dict, got %r" % (i, type(f).__name__))
+            feeds = list(feed)
+        elif feed is None:
+            feeds = [{} for _ in range(self.nplaces)]
+        else:
+            raise TypeError("feed must be a dict or a list of dicts, got %r" % type(feed).__name__)
+
+        def phase1(i):
+            self.executors[i].run(self.fwd_bwd, feed=feeds[i], scope=self.scopes[i])
+
+        def phase2(i):
+            self.executors[i].run(self.update, scope=self.scopes[i])
+
+        self._each_place(phase1)
+        self._allreduce_grads()
+        if self.update.global_block().ops:
+            self._each_place(phase2)
+        per_place = []
+        for i in range(self.nplaces):
+            row = []
+            for name in fetch_names:
+                v = self.scopes[i]._find_value(name)
+                if v is None:
+                    raise ValueError("fetch variable %r has no value on place %d" % (name, i))
+                if isinstance(v, SelectedRows):
+                    v = v.value
+                row.append(np.array(to_host(v), copy=True))
+            per_place.append(row)
+        if not return_merged:
+            return per_place
+        merged = []
+        for j in range(len(fetch_names)):
+            parts = [per_place[i][j] for i in range(self.nplaces)]
+            merged.append(np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts], axis=0))
+        return merged
+
+
+def _concat_rows(vals):
+    rows = np.concatenate([to_host(v.rows) for v in vals])
+    value = np.concatenate([to_host(v.value) for v in vals])
+    return SelectedRows(rows, value, vals[0].height)
+
+
+__all__ = ["CompiledProgram", "BuildStrategy", "ExecutionStrategy"]
+_lock = threading.Lock()

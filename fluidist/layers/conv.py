@@ -1,0 +1,215 @@
+"""Image layers with Paddle 1.x signatures: conv2d, pool2d, adaptive_pool2d, batch_norm, dropout."""
+from ..framework.program import Variable
+from ..initializer import Constant, Normal
+from ..param_attr import ParamAttr
+from .layer_helper import LayerHelper
+
+__all__ = ["conv2d", "pool2d", "adaptive_pool2d", "batch_norm", "dropout"]
+
+
+def _check_input(x, layer, arg="input", rank=None):
+    if not isinstance(x, Variable):
+        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+    if rank is not None and (x.shape is None or len(x.shape) != rank):
+        raise ValueError("%s: %r (variable %r) must be a %d-D tensor, got shape %s"
+                         % (layer, arg, x.name, rank, None if x.shape is None else list(x.shape)))
+
+
+def _int_list(v, n, what, layer):
+    """An int or a list of ``n`` ints, as a list of ``n`` ints."""
+    if isinstance(v, bool):
+        raise TypeError("%s: %s must be an int or a list of %d ints, got %r" % (layer, what, n, v))
+    if isinstance(v, int):
+        return [v] * n
+    try:
+        out = [int(x) for x in v]
+    except (TypeError, ValueError):
+        raise TypeError("%s: %s must be an int or a list of %d ints, got %r" % (layer, what, n, v)) from None
+    if len(out) != n:
+        raise ValueError("%s: %s must have %d elements, got %r" % (layer, what, n, v))
+    return out
+
+
+def _padding(padding, channel_last, layer):
+    """Paddle 1.8's padding forms -> (paddings attr, padding_algorithm).
+
+    Accepts "SAME"/"VALID", an int, [ph, pw], [top, bottom, left, right], or the per-dimension form
+    [[0, 0], [0, 0], [top, bottom], [left, right]] (NCHW; NHWC puts the zero pairs first and last)."""
+    if isinstance(padding, str):
+        algo = padding.upper()
+        if algo not in ("SAME", "VALID"):
+            raise ValueError("%s: padding must be 'SAME', 'VALID', an int or a list, got %r" % (layer, padding))
+        return [0, 0], algo
+    if isinstance(padding, (list, tuple)) and padding and isinstance(padding[0], (list, tuple)):
+        if len(padding) != 4 or any(len(p) != 2 for p in padding):
+            raise ValueError("%s: per-dimension padding must be 4 pairs, got %r" % (layer, padding))
+        batch_ch = (padding[0], padding[3]) if channel_last else (padding[0], padding[1])
+        if any(list(p) != [0, 0] for p in batch_ch):
+            raise ValueError("%s: padding of the batch and channel dimensions must be 0, got %r" % (layer, padding))
+        hw = padding[1:3] if channel_last else padding[2:4]
+        padding = [int(hw[0][0]), int(hw[0][1]), int(hw[1][0]), int(hw[1][1])]
+    elif isinstance(padding, (list, tuple)) and len(padding) == 4:
+        padding = [int(p) for p in padding]
+    else:
+        return _int_list(padding, 2, "padding", layer), "EXPLICIT"
+    if padding[0] == padding[1] and padding[2] == padding[3]:
+        return [padding[0], padding[2]], "EXPLICIT"
+    return padding, "EXPLICIT"
+
+
+def _data_format(fmt, layer, key="data_format"):
+    if fmt not in ("NCHW", "NHWC"):
+        raise ValueError("%s: %s must be 'NCHW' or 'NHWC', got %r" % (layer, key, fmt))
+    return fmt == "NHWC"
+
+
+def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None, param_attr=None,
+           bias_attr=None, use_cudnn=True, act=None, name=None, data_format="NCHW"):
+    """2-D convolution: a ``conv2d`` op (``depthwise_conv2d`` when groups == channels, num_filters is a
+    multiple of it and cuDNN is off, as Paddle picks), then the bias (``elementwise_add`` on axis 1)
+    and the activation. The filter defaults to Normal(0, sqrt(2 / (kh * kw * channels)))."""
+    _check_input(input, "conv2d", rank=4)
+    last = _data_format(data_format, "conv2d")
+    num_channels = input.shape[3] if last else input.shape[1]
+    if num_channels is None or num_channels < 0:
+        raise ValueError("conv2d: the channel dimension of input %r (shape %s) must be known"
+                         % (input.name, list(input.shape)))
+    if groups is None:
+        groups = 1
+    groups = int(groups)
+    if groups <= 0 or num_channels % groups:
+        raise ValueError("conv2d: input %r has %d channels, which groups=%d does not divide"
+                         % (input.name, num_channels, groups))
+    num_filter_channels = num_channels // groups
+    if int(num_filters) % groups:
+        raise ValueError("conv2d: num_filters=%d is not a multiple of groups=%d" % (num_filters, groups))
+    op_type = "conv2d"
+    if num_channels == groups and num_filters % num_channels == 0 and not use_cudnn:
+        op_type = "depthwise_conv2d"
+    helper = LayerHelper(op_type, input=input, param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
+    dtype = helper.input_dtype()
+    filter_size = _int_list(filter_size, 2, "filter_size", "conv2d")
+    stride = _int_list(stride, 2, "stride", "conv2d")
+    dilation = _int_list(dilation, 2, "dilation", "conv2d")
+    paddings, algorithm = _padding(padding, last, "conv2d")
+    filter_shape = [int(num_filters), num_filter_channels] + filter_size
+    std = (2.0 / (filter_size[0] * filter_size[1] * num_channels)) ** 0.5
+    w = helper.create_parameter(attr=helper.param_attr, shape=filter_shape, dtype=dtype,
+                                default_initializer=Normal(0.0, std, 0))
+    pre_bias = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(op_type, inputs={"Input": [input], "Filter": [w]}, outputs={"Output": [pre_bias]},
+                     attrs={"strides": stride, "paddings": paddings, "dilations": dilation, "groups": groups,
+                            "use_cudnn": use_cudnn, "use_mkldnn": False, "fuse_relu_before_depthwise_conv": False,
+                            "padding_algorithm": algorithm, "data_format": data_format})
+    if last:
+        pre_act = helper.append_bias_op(pre_bias, dim_start=3, dim_end=4)
+    else:
+        pre_act = helper.append_bias_op(pre_bias, dim_start=1, dim_end=2)
+    return helper.append_activation(pre_act)
+
+
+def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
+           use_cudnn=True, ceil_mode=False, name=None, exclusive=True, data_format="NCHW"):
+    """Max or average pooling (``pool2d`` op). ``exclusive`` average pooling leaves padding out of the
+    divisor; ``ceil_mode`` rounds the output size up."""
+    if pool_type not in ("max", "avg"):
+        raise ValueError("pool2d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
+    if not global_pooling and (pool_size == -1 or pool_size is None):
+        raise ValueError("pool2d: pool_size must be given when global_pooling is False")
+    _check_input(input, "pool2d", rank=4)
+    last = _data_format(data_format, "pool2d")
+    ksize = _int_list(pool_size, 2, "pool_size", "pool2d") if pool_size not in (-1, None) else [-1, -1]
+    stride = _int_list(pool_stride, 2, "pool_stride", "pool2d")
+    paddings, algorithm = _padding(pool_padding, last, "pool2d")
+    if algorithm == "VALID" and ceil_mode:
+        raise ValueError("pool2d: ceil_mode must be False when pool_padding is 'VALID'")
+    helper = LayerHelper("pool2d", name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("pool2d", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"pooling_type": pool_type, "ksize": ksize, "global_pooling": global_pooling,
+                            "strides": stride, "paddings": paddings, "padding_algorithm": algorithm,
+                            "use_cudnn": use_cudnn, "ceil_mode": ceil_mode, "use_mkldnn": False,
+                            "exclusive": exclusive, "data_format": data_format})
+    return out
+
+
+def adaptive_pool2d(input, pool_size, pool_type="max", require_index=False, name=None):
+    """Pooling to a fixed output size (``pool2d`` with ``adaptive=True``): output cell i covers rows
+    floor(i * H / out) .. ceil((i + 1) * H / out)."""
+    if pool_type not in ("max", "avg"):
+        raise ValueError("adaptive_pool2d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
+    if require_index:
+        raise ValueError("adaptive_pool2d: require_index=True (max_pool2d_with_index) is not supported")
+    _check_input(input, "adaptive_pool2d", rank=4)
+    ksize = _int_list(pool_size, 2, "pool_size", "adaptive_pool2d")
+    helper = LayerHelper("pool2d", name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("pool2d", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"pooling_type": pool_type, "ksize": ksize, "adaptive": True})
+    return out
+
+
+def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None, bias_attr=None,
+               data_layout="NCHW", in_place=False, name=None, moving_mean_name=None, moving_variance_name=None,
+               do_model_average_for_mean_and_var=False, use_global_stats=False):
+    """Batch normalisation. Scale starts at 1 and Bias at 0; the moving mean and variance are
+    persistable, non-trainable parameters (initialised to 0 and 1) that the op updates in training."""
+    _check_input(input, "batch_norm")
+    last = _data_format(data_layout, "batch_norm", "data_layout")
+    if input.shape is None or len(input.shape) < 2:
+        raise ValueError("batch_norm: input %r must have rank >= 2, got shape %s"
+                         % (input.name, None if input.shape is None else list(input.shape)))
+    channels = input.shape[-1] if last else input.shape[1]
+    if channels < 0:
+        raise ValueError("batch_norm: the channel dimension of input %r (shape %s) must be known"
+                         % (input.name, list(input.shape)))
+    helper = LayerHelper("batch_norm", input=input, param_attr=param_attr, bias_attr=bias_attr, act=act,
+                         name=name)
+    dtype = helper.input_dtype()
+    if dtype == "float16":
+        dtype = "float32"  # Paddle keeps the statistics and affine parameters in float32
+    shape = [channels]
+    scale = helper.create_parameter(attr=helper.param_attr, shape=shape, dtype=dtype,
+                                    default_initializer=Constant(1.0))
+    bias = helper.create_parameter(attr=helper.bias_attr, shape=shape, dtype=dtype, is_bias=True)
+    mean = helper.create_parameter(
+        attr=ParamAttr(name=moving_mean_name, initializer=Constant(0.0), trainable=False,
+                       do_model_average=do_model_average_for_mean_and_var), shape=shape, dtype=dtype)
+    mean.stop_gradient = True
+    variance = helper.create_parameter(
+        attr=ParamAttr(name=moving_variance_name, initializer=Constant(1.0), trainable=False,
+                       do_model_average=do_model_average_for_mean_and_var), shape=shape, dtype=dtype)
+    variance.stop_gradient = True
+    saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    saved_variance = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    y = input if in_place else helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("batch_norm",
+                     inputs={"X": [input], "Scale": [scale], "Bias": [bias], "Mean": [mean], "Variance": [variance]},
+                     outputs={"Y": [y], "MeanOut": [mean], "VarianceOut": [variance], "SavedMean": [saved_mean],
+                              "SavedVariance": [saved_variance]},
+                     attrs={"momentum": float(momentum), "epsilon": float(epsilon), "is_test": is_test,
+                            "data_layout": data_layout, "use_mkldnn": False, "fuse_with_relu": False,
+                            "use_global_stats": use_global_stats})
+    return helper.append_activation(y)
+
+
+def dropout(x, dropout_prob, is_test=False, seed=None, name=None, dropout_implementation="downgrade_in_infer"):
+    """Dropout. As in Paddle 1.x, a ``seed`` (or, when none is given, a non-zero
+    ``Program.random_seed``) fixes the mask: the same mask is then drawn at every run."""
+    _check_input(x, "dropout", "x")
+    if not 0.0 <= float(dropout_prob) <= 1.0:
+        raise ValueError("dropout: dropout_prob must be in [0, 1], got %r" % (dropout_prob,))
+    if dropout_implementation not in ("downgrade_in_infer", "upscale_in_train"):
+        raise ValueError("dropout: dropout_implementation must be 'downgrade_in_infer' or 'upscale_in_train', "
+                         "got %r" % (dropout_implementation,))
+    helper = LayerHelper("dropout", name=name)
+    prog = helper.main_program
+    if not seed and prog.random_seed:
+        seed = prog.random_seed
+    out = helper.create_variable_for_type_inference(x.dtype)
+    mask = helper.create_variable_for_type_inference("uint8", stop_gradient=True)
+    helper.append_op("dropout", inputs={"X": [x]}, outputs={"Out": [out], "Mask": [mask]},
+                     attrs={"dropout_prob": float(dropout_prob), "is_test": is_test, "fix_seed": seed is not None,
+                            "seed": int(seed) if seed is not None else 0,
+                            "dropout_implementation": dropout_implementation})
+    return out
