@@ -9,10 +9,19 @@ from .framework.program import (Block, Operator, Parameter, Program, Variable,  
 from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope,  # noqa: F401
                        SelectedRows, cpu_places, create_lod_tensor, cuda_places, global_scope,
                        is_compiled_with_cuda, scope_guard)
-from .executor.compiler import CompiledProgram  # noqa: F401
+from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
+from . import io  # noqa: F401
 from .backward import append_backward, gradients  # noqa: F401
 from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
 from .layers.io import data  # noqa: F401
+from .transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
+from . import transpiler  # noqa: F401
+
+from . import core  # noqa: F401
+from .data_feeder import DataFeeder  # noqa: F401
+from .layers.math_op_patch import monkey_patch_variable as _patch
+
+_patch()
 
 __version__ = "0.1.0"

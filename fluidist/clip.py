@@ -1,15 +1,73 @@
-"""Gradient clipping (per ParamAttr ``gradient_clip`` or global); the clip ops run under each
-parameter's optimize guard, so the transpiler moves them to the pserver with the update."""
+"""Gradient clipping.
+
+A clip is given per parameter (``ParamAttr(gradient_clip=...)``, or for many at once with
+``set_gradient_clip(clip, param_list)``), or to the optimizer (``Optimizer(grad_clip=...)`` or
+``minimize(grad_clip=...)``, Paddle 1.8's form), which then applies to every parameter and takes
+precedence over the per-parameter ones. The clip ops run under each parameter's optimize guard
+(op_role Optimize, op_role_var [param, grad]) and name scope ``gradient_clip``, before
+regularization.
+
+- ``GradientClipByValue(max, min)``: ``clip`` each element into [min, max];
+- ``GradientClipByNorm(clip_norm)``: ``clip_by_norm``, each gradient scaled to an L2 norm of at
+  most ``clip_norm``;
+- ``GradientClipByGlobalNorm(clip_norm, group_name)``: all gradients of a group scaled by
+  ``clip_norm / max(clip_norm, global_norm)``, global_norm = sqrt(sum of ``squared_l2_norm``).
+
+A row-sparse gradient stays row-sparse: its merged rows are clipped (and counted once in norms).
+"""
+import copy
+
+from .framework.program import Parameter, default_main_program, name_scope
 from .framework.serialization import serializable
+
+__all__ = ["BaseGradientClipAttr", "NullGradientClipAttr", "GradientClipByValue", "GradientClipByNorm",
+           "GradientClipByGlobalNorm", "set_gradient_clip", "append_gradient_clip_ops"]
 
 
 class BaseGradientClipAttr:
+    """A clip: ``_create_operators(param, grad) -> (param, new_grad)`` appends its ops.
+
+    Clips that need to see every gradient first (global norm) also implement
+    ``_process_context(context, param, grad)``, called for all pairs before any
+    ``_create_operators``; they get the shared ``context`` dict in ``_create_operators_in(context, ...)``.
+    Clip objects hang on Parameters and travel in a program's JSON form, so they hold plain values only.
+    """
+
+    def _process_context(self, context, param, grad):
+        pass
+
     def _create_operators(self, param, grad):
         raise NotImplementedError
+
+    def _create_operators_in(self, context, param, grad):
+        return self._create_operators(param, grad)
+
+    def __call__(self, params_grads):
+        """Clip every (param, grad) pair with this clip (the optimizer's ``grad_clip``)."""
+        return append_gradient_clip_ops(params_grads, self, override=True)
+
+    def __str__(self):
+        return "%s(%s)" % (type(self).__name__, ", ".join("%s=%s" % kv for kv in sorted(vars(self).items())))
+
+
+def _out_var(grad):
+    block = grad.block
+    return block.create_var(name=grad.name + "@CLIP", dtype=grad.dtype, shape=grad.shape,
+                            lod_level=grad.lod_level, type=grad.type)
+
+
+@serializable
+class NullGradientClipAttr(BaseGradientClipAttr):
+    """No clipping."""
+
+    def _create_operators(self, param, grad):
+        return param, grad
 
 
 @serializable
 class GradientClipByValue(BaseGradientClipAttr):
+    """Clip each gradient element into ``[min, max]`` (``min`` defaults to ``-max``)."""
+
     def __init__(self, max, min=None):
         max = float(max)
         min = -max if min is None else float(min)
@@ -18,19 +76,134 @@ class GradientClipByValue(BaseGradientClipAttr):
         self.max, self.min = max, min
 
     def _create_operators(self, param, grad):
-        block = grad.block
-        out = block.create_var(name=grad.name + "@CLIP", dtype=grad.dtype, shape=grad.shape)
-        block.append_op("clip", inputs={"X": [grad]}, outputs={"Out": [out]}, attrs={"min": self.min, "max": self.max})
+        out = _out_var(grad)
+        grad.block.append_op("clip", inputs={"X": [grad]}, outputs={"Out": [out]},
+                             attrs={"min": self.min, "max": self.max})
         return param, out
 
 
-def append_gradient_clip_ops(params_grads, global_clip=None):
+@serializable
+class GradientClipByNorm(BaseGradientClipAttr):
+    """Scale each gradient so that its L2 norm is at most ``clip_norm``."""
+
+    def __init__(self, clip_norm):
+        if float(clip_norm) <= 0:
+            raise ValueError("GradientClipByNorm: clip_norm must be > 0, got %r" % (clip_norm,))
+        self.clip_norm = float(clip_norm)
+
+    def _create_operators(self, param, grad):
+        out = _out_var(grad)
+        grad.block.append_op("clip_by_norm", inputs={"X": [grad]}, outputs={"Out": [out]},
+                             attrs={"max_norm": self.clip_norm})
+        return param, out
+
+
+@serializable
+class GradientClipByGlobalNorm(BaseGradientClipAttr):
+    """Scale all gradients of ``group_name`` by ``clip_norm / max(clip_norm, global_norm)``.
+
+    Ops: per gradient a ``squared_l2_norm``; under the first parameter's guard the ``fill_constant``
+    of ``clip_norm`` and, once, ``sum``, ``sqrt``, ``elementwise_max``, ``elementwise_div`` giving the
+    scale; then per gradient an ``elementwise_mul`` by the scale."""
+
+    def __init__(self, clip_norm, group_name="default_group"):
+        if float(clip_norm) <= 0:
+            raise ValueError("GradientClipByGlobalNorm: clip_norm must be > 0, got %r" % (clip_norm,))
+        if not isinstance(group_name, str):
+            raise TypeError("GradientClipByGlobalNorm: group_name must be a string, got %r"
+                            % type(group_name).__name__)
+        self.clip_norm = float(clip_norm)
+        self.group_name = group_name
+
+    def _process_context(self, context, param, grad):
+        block = grad.block
+        group = context.get(self.group_name)
+        if group is None:
+            clip_var = block.create_var(name="%s@CLIP_NORM" % self.group_name, shape=[1], dtype=grad.dtype,
+                                        stop_gradient=True)
+            block.append_op("fill_constant", outputs={"Out": [clip_var]},
+                            attrs={"shape": [1], "dtype": grad.dtype or "float32", "value": self.clip_norm})
+            group = context[self.group_name] = {"clip_norm": self.clip_norm, "clip_var": clip_var,
+                                                "squares": [], "scale": None}
+        elif group["clip_norm"] != self.clip_norm:
+            raise ValueError("GradientClipByGlobalNorm: all parameters of group %r must have the same "
+                             "clip_norm; %r has %s, an earlier one %s"
+                             % (self.group_name, param.name, self.clip_norm, group["clip_norm"]))
+        sq = block.create_var(name=grad.name + "@SQUARED_L2_NORM", shape=[1], dtype=grad.dtype,
+                              stop_gradient=True)
+        block.append_op("squared_l2_norm", inputs={"X": [grad]}, outputs={"Out": [sq]})
+        group["squares"].append(sq)
+
+    def _create_operators_in(self, context, param, grad):
+        block = grad.block
+        group = context[self.group_name]
+        if group["scale"] is None:
+            prefix = self.group_name + "@CLIP"
+            total = block.create_var(name=prefix + "_SUM", shape=[1], dtype=grad.dtype, stop_gradient=True)
+            norm = block.create_var(name=prefix + "_GLOBAL_NORM", shape=[1], dtype=grad.dtype,
+                                    stop_gradient=True)
+            bigger = block.create_var(name=prefix + "_MAX", shape=[1], dtype=grad.dtype, stop_gradient=True)
+            scale = block.create_var(name=prefix + "_SCALE", shape=[1], dtype=grad.dtype, stop_gradient=True)
+            block.append_op("sum", inputs={"X": group["squares"]}, outputs={"Out": [total]})
+            block.append_op("sqrt", inputs={"X": [total]}, outputs={"Out": [norm]})
+            block.append_op("elementwise_max", inputs={"X": [group["clip_var"]], "Y": [norm]},
+                            outputs={"Out": [bigger]})
+            block.append_op("elementwise_div", inputs={"X": [group["clip_var"]], "Y": [bigger]},
+                            outputs={"Out": [scale]})
+            group["scale"] = scale
+        out = _out_var(grad)
+        block.append_op("elementwise_mul", inputs={"X": [grad], "Y": [group["scale"]]}, outputs={"Out": [out]})
+        return param, out
+
+    def _create_operators(self, param, grad):
+        raise ValueError("GradientClipByGlobalNorm needs every gradient of its group: use it through "
+                         "append_gradient_clip_ops / the optimizer")
+
+
+def set_gradient_clip(clip, param_list=None, program=None):
+    """Give ``clip`` (a copy each) to the parameters in ``param_list`` (names or Parameters; default:
+    all parameters of ``program``, the default main program)."""
+    if not isinstance(clip, BaseGradientClipAttr):
+        raise TypeError("set_gradient_clip: clip must be a GradientClip* object, got %r" % type(clip).__name__)
+    program = program if program is not None else default_main_program()
+    block = program.global_block()
+    if param_list is None:
+        params = block.all_parameters()
+    else:
+        params = []
+        for p in param_list:
+            if isinstance(p, str):
+                p = block.var(p)
+            if not isinstance(p, Parameter):
+                raise TypeError("set_gradient_clip: param_list holds %r, which is not a Parameter" % (p,))
+            params.append(p)
+    for p in params:
+        p.gradient_clip_attr = copy.deepcopy(clip)
+
+
+def append_gradient_clip_ops(params_grads, global_clip=None, override=False):
+    """Clip each gradient by its parameter's ``gradient_clip_attr`` (or ``global_clip`` where it has
+    none; with ``override`` ``global_clip`` is used for all). Returns the new (param, grad) pairs."""
+    def clip_of(p):
+        c = global_clip if override else (getattr(p, "gradient_clip_attr", None) or global_clip)
+        if c is not None and not isinstance(c, BaseGradientClipAttr):
+            raise TypeError("the gradient clip of parameter %r must be a GradientClip* object, got %r"
+                            % (p.name, type(c).__name__))
+        return c
+
+    context = {}
+    for p, g in params_grads:
+        c = clip_of(p)
+        if g is None or c is None:
+            continue
+        with p.block.program._optimized_guard([p, g]), name_scope("gradient_clip"):
+            c._process_context(context, p, g)
     out = []
     for p, g in params_grads:
-        clip = getattr(p, "gradient_clip_attr", None) or global_clip
-        if g is None or clip is None:
+        c = clip_of(p)
+        if g is None or c is None:
             out.append((p, g))
             continue
-        with p.block.program._optimized_guard([p, g]):
-            out.append(clip._create_operators(p, g))
+        with p.block.program._optimized_guard([p, g]), name_scope("gradient_clip"):
+            out.append(c._create_operators_in(context, p, g))
     return out

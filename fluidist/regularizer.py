@@ -1,38 +1,115 @@
-"""Weight decay, per optimizer or per ParamAttr (the ParamAttr's wins)."""
-from .framework.op_role import OpRole  # noqa: F401
+"""Weight decay: ``grad += coeff * param`` (L2) or ``grad += coeff * sign(param)`` (L1).
+
+Given per optimizer (``Optimizer(regularization=...)``) or per parameter
+(``ParamAttr(regularizer=...)``, which wins). The ops run under the parameter's optimize guard
+(op_role Optimize, op_role_var [param, grad]) so the transpiler moves them with the update:
+
+- dense gradient: ``scale`` (L1: ``sign`` + ``scale``) of the parameter, then ``elementwise_add``
+  into the gradient itself (same name);
+- row-sparse gradient (``SelectedRows``, from ``embedding(is_sparse=True)``): the decay term is the
+  whole parameter, so the sum is dense: ``sum([grad, decay])`` into a new dense variable
+  ``<grad>@NEWGRAD`` (Paddle's name for it), which the optimizer then uses. Every row decays every
+  step, exactly as with a dense embedding. (Paddle decayed only the rows present in the batch; that
+  made sparse and dense training differ, and we chose the exact gradient instead.)
+"""
+from .framework.dtypes import VarType
+from .framework.program import name_scope
 from .framework.serialization import serializable
+
+__all__ = ["L1Decay", "L2Decay", "L1DecayRegularizer", "L2DecayRegularizer", "WeightDecayRegularizer",
+           "append_regularization_ops"]
+
+NEW_GRAD_SUFFIX = "@NEWGRAD"
 
 
 class WeightDecayRegularizer:
+    """Base class: ``__call__(param, grad, block)`` appends the ops computing the decay term and
+    returns its variable."""
+
     def __call__(self, param, grad, block):
         raise NotImplementedError
 
+    def __str__(self):
+        return "%s, regularization_coeff=%f" % (type(self).__name__.replace("Regularizer", ""),
+                                                self._regularization_coeff)
+
+
+# ops whose output is row-sparse exactly when their X input is
+_SPARSE_PRESERVING = ("assign", "scale", "clip", "clip_by_norm", "elementwise_mul")
+
+
+def is_selected_rows_grad(grad):
+    """True when ``grad`` holds a SelectedRows at run time, judged from the op that last writes it:
+    a sparse lookup's gradient (``is_sparse`` set), a ``sum`` of row-sparse parts only, or an op that
+    keeps its input row-sparse (clip, scale, ...); else (or with no producer) from its var type."""
+    block = grad.block
+
+    def declared(name):
+        var = block._find_var_recursive(name)
+        return var is not None and var.type == VarType.SELECTED_ROWS
+
+    def sparse(name, limit):
+        for i in range(limit - 1, -1, -1):
+            op = block.ops[i]
+            if name not in op.output_arg_names:
+                continue
+            if op.type.endswith("_grad") and op.has_attr("is_sparse"):
+                return bool(op.attr("is_sparse"))
+            if op.type == "sum":
+                xs = op.input("X")
+                return bool(xs) and all(sparse(x, i) for x in xs)
+            if op.type in _SPARSE_PRESERVING and op.input("X"):
+                return sparse(op.input("X")[0], i)
+            return declared(name)
+        return declared(name)
+
+    return sparse(grad.name, len(block.ops))
+
 
 def append_regularization_ops(params_grads, regularization=None):
-    """For each (param, grad): grad += regularization term, under the param's optimize guard."""
+    """For each (param, grad) with a regularizer, append the decay ops; returns the new pairs."""
     out = []
     for param, grad in params_grads:
-        reg = getattr(param, "regularizer", None) or regularization
+        reg = getattr(param, "regularizer", None)
+        if reg is None:
+            reg = regularization
         if grad is None or reg is None:
             out.append((param, grad))
             continue
-        program = param.block.program
-        with program._optimized_guard([param, grad]):
-            term = reg(param, grad, grad.block)
-            new_grad = grad
-            grad.block.append_op("elementwise_add", inputs={"X": [grad], "Y": [term]},
-                                 outputs={"Out": [new_grad]})
+        if not isinstance(reg, WeightDecayRegularizer):
+            raise TypeError("the regularizer of parameter %r must be a WeightDecayRegularizer (L1Decay, "
+                            "L2Decay), got %r" % (param.name, type(reg).__name__))
+        block = grad.block
+        with param.block.program._optimized_guard([param, grad]), name_scope("regularization"):
+            term = reg(param, grad, block)
+            if is_selected_rows_grad(grad):
+                new_grad = block.create_var(name=grad.name + NEW_GRAD_SUFFIX, dtype=param.dtype,
+                                            shape=param.shape, lod_level=param.lod_level,
+                                            type=VarType.LOD_TENSOR)
+                block.append_op("sum", inputs={"X": [grad, term]}, outputs={"Out": [new_grad]})
+                new_grad.type = VarType.LOD_TENSOR   # row-sparse + dense is dense
+            else:
+                new_grad = grad
+                block.append_op("elementwise_add", inputs={"X": [grad], "Y": [term]},
+                                outputs={"Out": [new_grad]})
         out.append((param, new_grad))
     return out
 
 
+def _decay_var(block, param, suffix):
+    return block.create_var(name=param.name + suffix, dtype=param.dtype, shape=param.shape,
+                            lod_level=param.lod_level)
+
+
 @serializable
 class L2DecayRegularizer(WeightDecayRegularizer):
+    """``grad += coeff * param``."""
+
     def __init__(self, regularization_coeff=0.0):
         self._regularization_coeff = float(regularization_coeff)
 
     def __call__(self, param, grad, block):
-        decay = block.create_var(name=param.name + "@L2DECAY", dtype=param.dtype, shape=param.shape)
+        decay = _decay_var(block, param, "@L2DECAY")
         block.append_op("scale", inputs={"X": [param]}, outputs={"Out": [decay]},
                         attrs={"scale": self._regularization_coeff})
         return decay
@@ -40,12 +117,14 @@ class L2DecayRegularizer(WeightDecayRegularizer):
 
 @serializable
 class L1DecayRegularizer(WeightDecayRegularizer):
+    """``grad += coeff * sign(param)``."""
+
     def __init__(self, regularization_coeff=0.0):
         self._regularization_coeff = float(regularization_coeff)
 
     def __call__(self, param, grad, block):
-        sign = block.create_var(name=param.name + "@L1SIGN", dtype=param.dtype, shape=param.shape)
-        decay = block.create_var(name=param.name + "@L1DECAY", dtype=param.dtype, shape=param.shape)
+        sign = _decay_var(block, param, "@L1SIGN")
+        decay = _decay_var(block, param, "@L1DECAY")
         block.append_op("sign", inputs={"X": [param]}, outputs={"Out": [sign]})
         block.append_op("scale", inputs={"X": [sign]}, outputs={"Out": [decay]},
                         attrs={"scale": self._regularization_coeff})

@@ -14,6 +14,11 @@ from .place import CPUPlace, to_host
 from .scope import global_scope
 from .tensor import LoDTensor, SelectedRows
 
+# fluidist.profiler sets _kernel_hook(kernel, op) -> kernel while it is on and drops the cached plans
+# of every live executor when it turns on or off; when off, plans hold the plain kernels (no cost).
+_kernel_hook = None
+_executors = weakref.WeakSet()
+
 
 class ExecContext:
     """What a kernel sees besides its inputs: the array module, the scope, the op, the executor."""
@@ -123,7 +128,8 @@ class Plan:
                 if op.inputs.get(si) and op.outputs.get(so):
                     share = (op.inputs[si][0], op.outputs[so][0])
             ctx = ExecContext(xp, place, op, executor, program, self.state, opdef)
-            self.steps.append(_Step(opdef.kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
+            kernel = opdef.kernel if _kernel_hook is None else _kernel_hook(opdef.kernel, op)
+            self.steps.append(_Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
                                     share))
         self.written = written
         self.external_names = frozenset(n for n, _ in self.external)
@@ -311,6 +317,7 @@ class Executor:
         self._closed = False
         self._plans = weakref.WeakKeyDictionary()
         self._close_hooks = []   # called by close(): rpc clients notify their pservers
+        _executors.add(self)
 
     # ------------------------------------------------------------------ planning
     def _plan(self, program, block_idx):

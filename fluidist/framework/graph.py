@@ -24,16 +24,19 @@ def dependency_graph(block):
     return g
 
 
-def ops_needed_for(block, targets):
-    """Indices of the ops ``targets`` (names) depend on, in block order (pruning by fetch list)."""
-    targets = set(targets)
+def ops_needed_for(block, targets, feeds=()):
+    """Indices of the ops ``targets`` (names) depend on, in block order (pruning by fetch list).
+
+    Names in ``feeds`` are given from outside, so the ops that would compute them are not needed.
+    """
+    feeds = set(feeds)
     needed = []
-    wanted = set(targets)
+    wanted = set(targets) - feeds
     for i in range(len(block.ops) - 1, -1, -1):
         op = block.ops[i]
         if wanted.intersection(op.output_arg_names):
             needed.append(i)
-            wanted.update(op.input_arg_names)
+            wanted.update(n for n in op.input_arg_names if n not in feeds)
     return sorted(needed)
 
 

@@ -3,6 +3,13 @@ from .io import data, layers_data  # noqa: F401
 from .nn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .layer_helper import LayerHelper  # noqa: F401
+from .conv import *  # noqa: F401,F403
+from .learning_rate_scheduler import *  # noqa: F401,F403
+from .control_flow import *  # noqa: F401,F403
+from .embedding import *  # noqa: F401,F403
+from .sequence import *  # noqa: F401,F403
+from .metric_op import *  # noqa: F401,F403
+from .tensor import *  # noqa: F401,F403
 
 from . import io as _io
 

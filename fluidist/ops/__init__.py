@@ -1,3 +1,8 @@
 """Op families; importing this package registers every op type."""
 from . import registry  # noqa: F401
 from . import math, tensor, optimizer_ops  # noqa: F401
+from . import dist_ops  # noqa: F401
+from . import conv  # noqa: F401
+from . import control_flow  # noqa: F401
+from . import nn, loss, metric  # noqa: F401
+from . import collective_ops  # noqa: F401

@@ -3,6 +3,7 @@ reductions and activations, each with its gradient."""
 import numpy as np
 
 from .registry import register_op, same_shape
+from ..executor.tensor import SelectedRows
 
 
 # ------------------------------------------------------------------ broadcasting helpers
@@ -53,10 +54,21 @@ def _elementwise_infer(ctx):
 _EW_ATTRS = {"axis": -1}
 
 
+def _rows_times_scalar(ctx, ins):
+    """A row-sparse X (a sparse gradient under global-norm clipping) times a one-element Y stays
+    row-sparse; only ``elementwise_mul`` accepts a SelectedRows X."""
+    x, y = ins["X"], ins["Y"]
+    if ctx.op.type != "elementwise_mul" or y.size != 1:
+        raise ValueError("op %r: a SelectedRows X is only supported by elementwise_mul with a one-element Y"
+                         % ctx.op.type)
+    return SelectedRows(x.rows, x.value * y.reshape(()), x.height)
+
+
 def _ew(type, fwd, grad_fn, grad_inputs=("X", "Y", "Out@GRAD")):
     register_op(type, inputs=["X", "Y"], outputs=["Out"], attrs=_EW_ATTRS, infer=_elementwise_infer,
                 grad="default", grad_inputs=list(grad_inputs), share_lod=("X", "Out"))(
-        lambda ctx, ins, attrs: {"Out": fwd(ctx.xp, ins["X"], _bcast(ins["X"], ins["Y"], attrs["axis"]))})
+        lambda ctx, ins, attrs: {"Out": _rows_times_scalar(ctx, ins) if isinstance(ins["X"], SelectedRows)
+                                 else fwd(ctx.xp, ins["X"], _bcast(ins["X"], ins["Y"], attrs["axis"]))})
 
     def grad_kernel(ctx, ins, attrs):
         x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
@@ -395,7 +407,11 @@ def softmax_grad(ctx, ins, attrs):
 @register_op("clip", inputs=["X"], outputs=["Out"], attrs={"min": -1.0, "max": 1.0}, infer=same_shape(),
              grad="default", grad_inputs=["X", "Out@GRAD"])
 def clip(ctx, ins, attrs):
-    return {"Out": ctx.xp.clip(ins["X"], attrs["min"], attrs["max"])}
+    x = ins["X"]
+    if isinstance(x, SelectedRows):  # a sparse gradient: clip its merged rows, stay row-sparse
+        m = x.merged(ctx.xp)
+        return {"Out": SelectedRows(m.rows, ctx.xp.clip(m.value, attrs["min"], attrs["max"]), m.height)}
+    return {"Out": ctx.xp.clip(x, attrs["min"], attrs["max"])}
 
 
 @register_op("clip_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs={"min": -1.0, "max": 1.0})

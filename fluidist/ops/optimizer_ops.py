@@ -1,20 +1,290 @@
-"""Optimizer update ops. Dense updates are in place on the parameter's array (cheap for big models);
-SelectedRows gradients update only their rows."""
-from .registry import register_op
+"""Optimizer update ops, and the norm ops gradient clipping uses.
+
+Each optimizer is one pure update rule ``rule(xp, p, g, accs, scalars, lr, attrs) -> {slot: new}``
+(``accs``: the param-shaped accumulators, ``scalars``: the ``[1]``-shaped ones such as ``Beta1Pow``)
+wrapped by one kernel maker that handles the two gradient kinds:
+
+- a dense gradient updates the parameter and its accumulators in place (the kernel returns the same
+  arrays: cheap for big models, and the scope keeps pointing at them);
+- a ``SelectedRows`` gradient (from ``embedding(is_sparse=True)``) is merged first (duplicate rows
+  summed). Then either only its rows are gathered, updated and scattered back (``rows`` mode), or it
+  is made dense and the dense rule runs (``dense`` mode). Which one is a per-op fact:
+
+  ===============================  =====  ===============================================
+  op                               mode   why
+  ===============================  =====  ===============================================
+  sgd, adagrad                     rows   a zero gradient row changes nothing: same as dense
+  adam (lazy_mode=True), ftrl      rows   Paddle's lazy / sparse semantics: absent rows wait
+  adam (lazy_mode=False),          dense  absent rows still decay their moments / velocity,
+  momentum, lars_momentum,                exactly as Paddle's sparse kernels do (and as the
+  rmsprop, decayed_adagrad,               same model with a dense embedding would)
+  adamax, lamb
+  ===============================  =====  ===============================================
+"""
+import numpy as np
+
+from .registry import no_infer, register_op
 from ..executor.tensor import SelectedRows
 
 
-def _lr(ins):
-    return ins["LearningRate"].reshape(()) if ins["LearningRate"].ndim else ins["LearningRate"]
+def _lr(ctx, ins, dtype):
+    lr = ins["LearningRate"]
+    if lr.size != 1:
+        raise ValueError("op %r: LearningRate %r must hold one value, got shape %s"
+                         % (ctx.op.type, ctx.op.inputs["LearningRate"][0], list(lr.shape)))
+    return lr.reshape(()).astype(dtype, copy=False)
 
 
-@register_op("sgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"])
+def _check_same_shape(ctx, what, arr, p):
+    if tuple(arr.shape) != tuple(p.shape):
+        raise ValueError("op %r: %s %r has shape %s but parameter %r has shape %s"
+                         % (ctx.op.type, what, ctx.op.inputs[what][0], list(arr.shape),
+                            ctx.op.inputs["Param"][0], list(p.shape)))
+
+
+def _merged_rows(ctx, g, p):
+    if g.height and g.height != p.shape[0]:
+        raise ValueError("op %r: SelectedRows gradient %r has height %d but parameter %r has %d rows"
+                         % (ctx.op.type, ctx.op.inputs["Grad"][0], g.height, ctx.op.inputs["Param"][0],
+                            p.shape[0]))
+    g = g.merged(ctx.xp)
+    if g.rows is None or len(g.rows) == 0:
+        return None
+    return g
+
+
+def _densify(ctx, g, p):
+    xp = ctx.xp
+    out = xp.zeros(p.shape, dtype=p.dtype)
+    if g is not None:
+        out[g.rows] = g.value.reshape((len(g.rows),) + tuple(p.shape[1:]))
+    return out
+
+
+def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc):
+    """Register ``type`` with inputs Param, Grad, LearningRate, the accumulator and scalar slots,
+    and outputs ``<slot>Out`` for Param and every accumulator (names from ``accumulators``:
+    {input slot: output slot})."""
+    out_slots = {"Param": "ParamOut"}
+    out_slots.update(accumulators)
+    inputs = ["Param", "Grad", "LearningRate"] + list(accumulators) + list(scalars)
+
+    def kernel(ctx, ins, a):
+        p, g = ins["Param"], ins["Grad"]
+        lr = _lr(ctx, ins, p.dtype)
+        accs = {s: ins[s] for s in accumulators}
+        for s, acc in accs.items():
+            _check_same_shape(ctx, s, acc, p)
+        sc = {s: ins[s].reshape(()).astype(p.dtype, copy=False) for s in scalars}
+        if isinstance(g, SelectedRows):
+            g = _merged_rows(ctx, g, p)
+            if rows_only(a):
+                if g is not None:
+                    rows = g.rows
+                    new = rule(ctx.xp, p[rows], g.value.reshape((len(rows),) + tuple(p.shape[1:])),
+                               {s: acc[rows] for s, acc in accs.items()}, sc, lr, a)
+                    p[rows] = new["Param"]
+                    for s, acc in accs.items():
+                        acc[rows] = new[s]
+                return _outs(out_slots, p, accs)
+            g = _densify(ctx, g, p)
+        else:
+            _check_same_shape(ctx, "Grad", g, p)
+        new = rule(ctx.xp, p, g, accs, sc, lr, a)
+        p[...] = new["Param"]
+        for s, acc in accs.items():
+            acc[...] = new[s]
+        return _outs(out_slots, p, accs)
+
+    kernel.__doc__ = doc
+    register_op(type, inputs=inputs, outputs=list(out_slots.values()), attrs=attrs, infer=no_infer)(kernel)
+
+
+def _outs(out_slots, p, accs):
+    res = {"ParamOut": p}
+    for s, acc in accs.items():
+        res[out_slots[s]] = acc
+    return res
+
+
+def _never(attrs):
+    return False
+
+
+def _always(attrs):
+    return True
+
+
+# ------------------------------------------------------------------ the rules
+def _momentum(xp, p, g, accs, sc, lr, a):
+    mu = a["mu"]
+    v = mu * accs["Velocity"] + g
+    if a["use_nesterov"]:
+        p = p - (g + mu * v) * lr
+    else:
+        p = p - lr * v
+    return {"Param": p, "Velocity": v}
+
+
+def _lars_momentum(xp, p, g, accs, sc, lr, a):
+    mu, coeff, wd = a["mu"], a["lars_coeff"], a["lars_weight_decay"]
+    p_norm = xp.sqrt((p * p).sum())
+    g_norm = xp.sqrt((g * g).sum())
+    ok = (p_norm > 0) & (g_norm > 0)
+    local_lr = xp.where(ok, lr * coeff * p_norm / xp.where(ok, g_norm + wd * p_norm, 1), lr)
+    v = mu * accs["Velocity"] + local_lr * (g + wd * p)
+    return {"Param": p - v, "Velocity": v}
+
+
+def _adam(xp, p, g, accs, sc, lr, a):
+    b1, b2, eps = a["beta1"], a["beta2"], a["epsilon"]
+    b1p, b2p = sc["Beta1Pow"], sc["Beta2Pow"]
+    m1 = b1 * accs["Moment1"] + (1 - b1) * g
+    m2 = b2 * accs["Moment2"] + (1 - b2) * g * g
+    lr_t = lr * xp.sqrt(1 - b2p) / (1 - b1p)
+    p = p - lr_t * (m1 / (xp.sqrt(m2) + eps * xp.sqrt(1 - b2p)))
+    return {"Param": p, "Moment1": m1, "Moment2": m2}
+
+
+def _adamax(xp, p, g, accs, sc, lr, a):
+    b1, b2, eps = a["beta1"], a["beta2"], a["epsilon"]
+    m = b1 * accs["Moment"] + (1 - b1) * g
+    inf = xp.maximum(b2 * accs["InfNorm"] + eps, xp.abs(g))
+    p = p - (lr / (1 - sc["Beta1Pow"])) * (m / inf)
+    return {"Param": p, "Moment": m, "InfNorm": inf}
+
+
+def _adagrad(xp, p, g, accs, sc, lr, a):
+    m = accs["Moment"] + g * g
+    return {"Param": p - lr * g / (xp.sqrt(m) + a["epsilon"]), "Moment": m}
+
+
+def _decayed_adagrad(xp, p, g, accs, sc, lr, a):
+    d = a["decay"]
+    m = d * accs["Moment"] + (1 - d) * g * g
+    return {"Param": p - lr * g / (xp.sqrt(m) + a["epsilon"]), "Moment": m}
+
+
+def _rmsprop(xp, p, g, accs, sc, lr, a):
+    rho, eps, mom = a["decay"], a["epsilon"], a["momentum"]
+    ms = rho * accs["MeanSquare"] + (1 - rho) * g * g
+    mg = accs["MeanGrad"]
+    if a["centered"]:
+        mg = rho * mg + (1 - rho) * g
+        denom = xp.sqrt(ms - mg * mg + eps)
+    else:
+        denom = xp.sqrt(ms + eps)
+    m = mom * accs["Moment"] + lr * g / denom
+    return {"Param": p - m, "Moment": m, "MeanSquare": ms, "MeanGrad": mg}
+
+
+def _ftrl(xp, p, g, accs, sc, lr, a):
+    l1, l2, power = a["l1"], a["l2"], a["lr_power"]
+    sq, lin = accs["SquaredAccumulator"], accs["LinearAccumulator"]
+    new_sq = sq + g * g
+    if power == -0.5:
+        new_pow, old_pow = xp.sqrt(new_sq), xp.sqrt(sq)
+    else:
+        new_pow, old_pow = xp.power(new_sq, -power), xp.power(sq, -power)
+    lin = lin + g - (new_pow - old_pow) / lr * p
+    x = l1 * xp.sign(lin) - lin
+    y = new_pow / lr + 2 * l2
+    p = xp.where(xp.abs(lin) > l1, x / y, 0)
+    return {"Param": p, "SquaredAccumulator": new_sq, "LinearAccumulator": lin}
+
+
+def _lamb(xp, p, g, accs, sc, lr, a):
+    b1, b2, eps, wd = a["beta1"], a["beta2"], a["epsilon"], a["weight_decay"]
+    m1 = b1 * accs["Moment1"] + (1 - b1) * g
+    m2 = b2 * accs["Moment2"] + (1 - b2) * g * g
+    r = (m1 / (1 - sc["Beta1Pow"])) / (xp.sqrt(m2 / (1 - sc["Beta2Pow"])) + eps) + wd * p
+    p_norm = xp.sqrt((p * p).sum())
+    r_norm = xp.sqrt((r * r).sum())
+    ok = (p_norm > 0) & (r_norm > 0)
+    trust = xp.where(ok, p_norm / xp.where(ok, r_norm, 1), 1)
+    return {"Param": p - lr * trust * r, "Moment1": m1, "Moment2": m2}
+
+
+@register_op("sgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"], infer=no_infer)
 def sgd(ctx, ins, attrs):
+    """ParamOut = Param - lr * Grad (in place; a row-sparse Grad touches only its rows). Written out
+    rather than through ``_optimizer_op``: it is the hot path of the benchmarks."""
     p, g = ins["Param"], ins["Grad"]
-    lr = _lr(ins)
+    lr = _lr(ctx, ins, p.dtype)
     if isinstance(g, SelectedRows):
-        g = g.merged(ctx.xp)
-        p[g.rows] -= (lr * g.value).astype(p.dtype, copy=False)
+        g = _merged_rows(ctx, g, p)
+        if g is not None:
+            p[g.rows] -= lr * g.value.reshape((len(g.rows),) + tuple(p.shape[1:]))
         return {"ParamOut": p}
-    p -= (lr * g).astype(p.dtype, copy=False)
+    if g.shape != p.shape:
+        _check_same_shape(ctx, "Grad", g, p)
+    p -= lr * g
     return {"ParamOut": p}
+
+
+_optimizer_op("momentum", {"Velocity": "VelocityOut"}, (), _momentum, _never,
+              {"mu": 0.0, "use_nesterov": False},
+              "v = mu * v + g; p -= lr * v, or with Nesterov p -= lr * (g + mu * v).")
+_optimizer_op("lars_momentum", {"Velocity": "VelocityOut"}, (), _lars_momentum, _never,
+              {"mu": 0.0, "lars_coeff": 0.001, "lars_weight_decay": 0.0005},
+              "Momentum with the layer-wise rate lr * coeff * |p| / (|g| + wd * |p|).")
+_optimizer_op("adam", {"Moment1": "Moment1Out", "Moment2": "Moment2Out"}, ("Beta1Pow", "Beta2Pow"), _adam,
+              lambda a: bool(a["lazy_mode"]),
+              {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lazy_mode": False,
+               "min_row_size_to_use_multithread": 0},
+              "Adam with Paddle's bias correction: lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t); "
+              "p -= lr_t * m1 / (sqrt(m2) + eps * sqrt(1 - b2^t)). Beta pows are updated by scale ops.")
+_optimizer_op("adamax", {"Moment": "MomentOut", "InfNorm": "InfNormOut"}, ("Beta1Pow",), _adamax, _never,
+              {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8},
+              "m = b1 m + (1-b1) g; u = max(b2 u + eps, |g|); p -= lr / (1 - b1^t) * m / u.")
+_optimizer_op("adagrad", {"Moment": "MomentOut"}, (), _adagrad, _always, {"epsilon": 1e-6},
+              "m += g^2; p -= lr * g / (sqrt(m) + eps).")
+_optimizer_op("decayed_adagrad", {"Moment": "MomentOut"}, (), _decayed_adagrad, _never,
+              {"decay": 0.95, "epsilon": 1e-6},
+              "m = decay m + (1 - decay) g^2; p -= lr * g / (sqrt(m) + eps).")
+_optimizer_op("rmsprop", {"Moment": "MomentOut", "MeanSquare": "MeanSquareOut", "MeanGrad": "MeanGradOut"}, (),
+              _rmsprop, _never, {"epsilon": 1e-10, "decay": 0.9, "momentum": 0.0, "centered": False},
+              "ms = rho ms + (1-rho) g^2; [mg = rho mg + (1-rho) g]; "
+              "mom = momentum mom + lr g / sqrt(ms [- mg^2] + eps); p -= mom.")
+_optimizer_op("ftrl", {"SquaredAccumulator": "SquaredAccumOut", "LinearAccumulator": "LinearAccumOut"}, (),
+              _ftrl, _always, {"l1": 0.0, "l2": 0.0, "lr_power": -0.5},
+              "FTRL-proximal (McMahan et al.), Paddle's form.")
+_optimizer_op("lamb", {"Moment1": "Moment1Out", "Moment2": "Moment2Out"}, ("Beta1Pow", "Beta2Pow"), _lamb,
+              _never, {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-6, "weight_decay": 0.01},
+              "LAMB: r = m1_hat / (sqrt(m2_hat) + eps) + wd p; p -= lr * (|p| / |r|) * r.")
+
+
+# ------------------------------------------------------------------ norms for gradient clipping
+def _values(ctx, x):
+    """The array whose norm is wanted: a SelectedRows counts its merged rows once."""
+    if isinstance(x, SelectedRows):
+        m = x.merged(ctx.xp)
+        return m.value if m.value is not None else ctx.xp.zeros((0,), dtype=np.float32)
+    return x
+
+
+@register_op("squared_l2_norm", inputs=["X"], outputs=["Out"],
+             infer=lambda c: c.set_output("Out", (1,), c.input_dtype("X")))
+def squared_l2_norm(ctx, ins, attrs):
+    """Out = sum(X^2), shape [1]."""
+    v = _values(ctx, ins["X"])
+    return {"Out": (v * v).sum().reshape(1).astype(v.dtype, copy=False)}
+
+
+@register_op("clip_by_norm", inputs=["X"], outputs=["Out"], attrs={"max_norm": 1.0},
+             infer=lambda c: c.share("Out", "X"))
+def clip_by_norm(ctx, ins, attrs):
+    """Out = X * max_norm / max(|X|_2, max_norm); a SelectedRows X is merged and stays row-sparse."""
+    x = ins["X"]
+    if isinstance(x, SelectedRows):
+        m = x.merged(ctx.xp)
+        if m.value is None or len(m.rows) == 0:
+            return {"Out": SelectedRows(m.rows, m.value, m.height)}
+        return {"Out": SelectedRows(m.rows.copy(), _clip_norm(ctx.xp, m.value, attrs["max_norm"]), m.height)}
+    return {"Out": _clip_norm(ctx.xp, x, attrs["max_norm"])}
+
+
+def _clip_norm(xp, x, max_norm):
+    norm = xp.sqrt((x * x).sum())
+    scale = xp.where(norm > max_norm, max_norm / xp.where(norm > 0, norm, 1), 1.0)
+    return (x * scale).astype(x.dtype, copy=False)

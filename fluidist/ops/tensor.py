@@ -69,8 +69,20 @@ def truncated_gaussian_random(ctx, ins, attrs):
              attrs={"shape": [], "value": 0.0, "dtype": "float32", "force_cpu": False, "str_value": ""},
              infer=_shape_attr_infer)
 def fill_constant(ctx, ins, attrs):
-    value = float(attrs["str_value"]) if attrs.get("str_value") else attrs["value"]
-    return {"Out": ctx.xp.full(tuple(attrs["shape"]), value, dtype=attrs["dtype"])}
+    return {"Out": ctx.xp.full(tuple(attrs["shape"]), _fill_value(attrs), dtype=attrs["dtype"])}
+
+
+def _fill_value(attrs):
+    """``str_value`` (when set) wins over the float ``value``: it keeps big int64 values exact."""
+    sv = attrs.get("str_value")
+    if not sv:
+        return attrs["value"]
+    if np.dtype(attrs["dtype"]).kind in "iu":
+        try:
+            return int(sv)
+        except ValueError:
+            return int(float(sv))
+    return float(sv)
 
 
 def _bsl_infer(ctx):
@@ -82,12 +94,13 @@ def _bsl_infer(ctx):
 
 
 @register_op("fill_constant_batch_size_like", inputs=["Input"], outputs=["Out"],
-             attrs={"shape": [], "value": 0.0, "dtype": "float32", "input_dim_idx": 0, "output_dim_idx": 0},
+             attrs={"shape": [], "value": 0.0, "dtype": "float32", "input_dim_idx": 0, "output_dim_idx": 0,
+                    "force_cpu": False, "str_value": ""},
              infer=_bsl_infer)
 def fill_constant_batch_size_like(ctx, ins, attrs):
     shape = list(attrs["shape"])
     shape[attrs["output_dim_idx"]] = ins["Input"].shape[attrs["input_dim_idx"]]
-    return {"Out": ctx.xp.full(tuple(shape), attrs["value"], dtype=attrs["dtype"])}
+    return {"Out": ctx.xp.full(tuple(shape), _fill_value(attrs), dtype=attrs["dtype"])}
 
 
 @register_op("fill_zeros_like", inputs=["X"], outputs=["Out"], infer=same_shape())
@@ -212,7 +225,7 @@ def _split_infer(ctx):
     if xs is None:
         return
     axis = ctx.attr("axis") % len(xs)
-    sections = ctx.attr("sections") or []
+    sections = _resolve_sections(ctx.attr("sections") or [], xs[axis])
     n = len(ctx.op.outputs.get("Out", []))
     for i in range(n):
         s = list(xs)
@@ -223,12 +236,26 @@ def _split_infer(ctx):
         ctx.set_output("Out", s, ctx.input_dtype("X"), i=i)
 
 
+def _resolve_sections(sections, total):
+    """Paddle lets one entry of ``sections`` be -1: the rest of the axis (once its size is known)."""
+    sections = list(sections)
+    if sections.count(-1) > 1:
+        raise ValueError("split: at most one entry of sections may be -1, got %s" % sections)
+    if -1 in sections and total is not None and total >= 0:
+        sections[sections.index(-1)] = total - sum(s for s in sections if s != -1)
+    return sections
+
+
 def _split_kernel(ctx, ins, attrs):
     x = ins["X"]
     axis = attrs["axis"] % x.ndim
     n = len(ctx.op.outputs["Out"])
     if attrs["sections"]:
-        idx = np.cumsum(attrs["sections"])[:-1]
+        sections = _resolve_sections(attrs["sections"], x.shape[axis])
+        if sum(sections) != x.shape[axis] or any(s < 0 for s in sections):
+            raise ValueError("split: sections %s do not add up to %d, the size of axis %d of X %r"
+                             % (attrs["sections"], x.shape[axis], axis, ctx.op.inputs["X"][0]))
+        idx = np.cumsum(sections)[:-1]
         parts = ctx.xp.split(x, idx, axis=axis)
     else:
         parts = ctx.xp.split(x, n, axis=axis)
@@ -256,10 +283,14 @@ def _reshape_infer(ctx):
     xs = ctx.input_shape("X")
     if xs is None:
         return
-    shape = _reshape_target(xs, ctx.attr("shape"))
-    if shape.count(-1) == 1 and all(d >= 0 for d in xs):
-        known = int(np.prod([d for d in shape if d != -1]))
-        shape[shape.index(-1)] = int(np.prod(xs)) // max(known, 1)
+    attr = list(ctx.attr("shape"))
+    shape = _reshape_target(xs, attr)
+    unknown = [i for i, d in enumerate(attr) if d == -1]
+    copied = {i for i, d in enumerate(attr) if d == 0}  # same size in and out: they cancel out
+    rest_in = [d for i, d in enumerate(xs) if i not in copied]
+    if len(unknown) == 1 and all(d >= 0 for d in rest_in):
+        known = int(np.prod([d for i, d in enumerate(shape) if i not in copied and i != unknown[0]]))
+        shape[unknown[0]] = int(np.prod(rest_in)) // max(known, 1)
     ctx.set_output("Out", shape, ctx.input_dtype("X"))
     ctx.set_output("XShape", (0,) + tuple(xs), ctx.input_dtype("X"))
 
@@ -274,7 +305,10 @@ def _reshape_grad_maker(op):
              infer=_reshape_infer, grad=_reshape_grad_maker)
 def reshape2(ctx, ins, attrs):
     x = ins["X"]
-    shape = _reshape_target(x.shape, attrs["shape"])
+    target = attrs["shape"]
+    if ins.get("Shape") is not None:  # a run-time shape tensor has priority over the attr
+        target = [int(d) for d in ins["Shape"].reshape(-1).tolist()]
+    shape = _reshape_target(x.shape, target)
     return {"Out": x.reshape(shape), "XShape": np.array(x.shape, dtype=np.int64)}
 
 

@@ -1,0 +1,335 @@
+"""All-reduce between 2 processes on this machine: fluidist's collective backend against PyTorch's
+gloo (CPU) or, with ``--gpu``, fluidist's NCCL through CuPy against torch.distributed's NCCL.
+
+    python benchmarks/allreduce.py                          # table + bench_results/allreduce.json
+    python benchmarks/allreduce.py --transport zmq          # force fluidist's ZeroMQ path
+    python benchmarks/allreduce.py --gpu                    # one rank per GPU (needs 2 GPUs)
+
+Sizes: float32 tensors of 4 KB, 256 KB, 4 MB and 64 MB (``--sizes`` in bytes to change). For each,
+both ranks run ``iters`` all-reduces back to back, several times; the table gives the median time
+per all-reduce (rank 0's clock) and the bus bandwidth ``busbw = 2*(n-1)/n * bytes / time`` (nccl-tests'
+definition; for n = 2 it is bytes / time). fluidist is timed two ways: ``comm.allreduce(x, out=x)``
+(in place, as torch.distributed.all_reduce works) and ``comm.allreduce(x)`` (a new result array each
+call, as the ``c_allreduce_sum`` kernel does, so it also pays for a fresh allocation). The machine's
+memory-copy bandwidth (``np.copyto`` of 64 MB into a preallocated array) is printed for reference.
+Results are checked (the sum of the ranks' tensors) before anything is timed.
+"""
+import argparse
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+
+SIZES = [4 << 10, 256 << 10, 4 << 20, 64 << 20]
+NRANKS = 2
+
+
+def free_ports(n):
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def plan(nbytes):
+    """(iterations per timed block, blocks): about 0.2-0.5 s of work per implementation and size."""
+    if nbytes <= 64 << 10:
+        return 1000, 5
+    if nbytes <= 1 << 20:
+        return 200, 5
+    if nbytes <= 16 << 20:
+        return 40, 5
+    return 10, 5
+
+
+def time_blocks(fn, barrier, iters, blocks, warmup):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(blocks):
+        barrier()
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        times.append((time.perf_counter() - t) / iters)
+    return times
+
+
+# ---------------------------------------------------------------- fluidist
+def fluidist_comm(rank, endpoints, gpu):
+    from fluidist.distributed.collective.rendezvous import CommId, new_comm_id, receive_on_endpoint, \
+        send_to_endpoints
+    from fluidist.distributed.collective.registry import create_communicator
+    from fluidist.executor.place import CPUPlace, CUDAPlace
+    place = CUDAPlace(rank) if gpu else CPUPlace()
+    what = "benchmark id (rank %d)" % rank
+    if rank == 0:
+        nid = None
+        if gpu:
+            from fluidist.distributed.collective.nccl import new_unique_id
+            import cupy
+            with cupy.cuda.Device(0):
+                nid = new_unique_id()
+        cid = new_comm_id(0, "nccl" if gpu else "cpu", endpoints[0], nid)
+        send_to_endpoints({"kind": "bench", "id": cid.to_json()}, endpoints[1:], what)
+    else:
+        cid = CommId.from_json(receive_on_endpoint(endpoints[rank], what, {"kind": "bench"})["id"])
+    cid.endpoint = endpoints[rank]
+    return create_communicator(cid, len(endpoints), rank, place)
+
+
+def run_fluidist(rank, endpoints, sizes, gpu):
+    comm = fluidist_comm(rank, endpoints, gpu)
+    res = {"transport": comm.transport}
+    if gpu:
+        import cupy as xp
+        xp.cuda.Device(rank).use()
+
+        def sync():
+            xp.cuda.get_current_stream().synchronize()
+    else:
+        xp = np
+
+        def sync():
+            pass
+
+    def barrier():
+        sync()
+        comm.barrier()
+
+    for nbytes in sizes:
+        n = nbytes // 4
+        x = xp.arange(n, dtype=xp.float32) % 97 + rank
+        want = (np.arange(n, dtype=np.float32) % 97) * NRANKS + sum(range(NRANKS))
+        got = comm.allreduce(x, "sum")
+        if not np.array_equal(got.get() if gpu else got, want):
+            raise AssertionError("fluidist all-reduce of %d bytes gave a wrong sum" % nbytes)
+        iters, blocks = plan(nbytes)
+        buf = x * 0     # stays zero under repeated in-place sums
+
+        def inplace():
+            comm.allreduce(buf, "sum", out=buf)
+            sync()
+
+        def fresh():
+            comm.allreduce(x, "sum")
+            sync()
+
+        res[str(nbytes)] = {
+            "inplace": time_blocks(inplace, barrier, iters, blocks, max(2, iters // 10)),
+            "fresh": time_blocks(fresh, barrier, iters, blocks, max(2, iters // 10)),
+        }
+    comm.close()
+    return res
+
+
+# ---------------------------------------------------------------- torch.distributed
+def run_torch(rank, port, sizes, gpu):
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as e:
+        return {"error": "torch is not installed (%s)" % e}
+    torch.set_num_threads(1)
+    backend = "nccl" if gpu else "gloo"
+    dist.init_process_group(backend, init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=NRANKS)
+    device = torch.device("cuda", rank) if gpu else torch.device("cpu")
+    if gpu:
+        torch.cuda.set_device(rank)
+
+    def sync():
+        if gpu:
+            torch.cuda.synchronize()
+
+    def barrier():
+        sync()
+        dist.barrier()
+
+    res = {"backend": backend, "version": torch.__version__}
+    for nbytes in sizes:
+        n = nbytes // 4
+        x = (torch.arange(n, dtype=torch.float32) % 97 + rank).to(device)
+        check = x.clone()
+        dist.all_reduce(check)
+        want = (torch.arange(n, dtype=torch.float32) % 97) * NRANKS + sum(range(NRANKS))
+        if not torch.equal(check.cpu(), want):
+            raise AssertionError("torch all-reduce of %d bytes gave a wrong sum" % nbytes)
+        iters, blocks = plan(nbytes)
+
+        def inplace():
+            dist.all_reduce(x)
+            sync()
+
+        res[str(nbytes)] = {"inplace": time_blocks(inplace, barrier, iters, blocks, max(2, iters // 10))}
+    dist.destroy_process_group()
+    return res
+
+
+def worker(args):
+    endpoints = args.endpoints.split(",")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    out = {"fluidist": run_fluidist(args.rank, endpoints, sizes, args.gpu)}
+    if not args.no_torch:
+        out["torch"] = run_torch(args.rank, args.torch_port, sizes, args.gpu)
+    if args.rank == 0:
+        with open(args.result, "w") as f:
+            json.dump(out, f)
+
+
+# ---------------------------------------------------------------- driver
+def memcpy_bandwidth(nbytes=64 << 20, reps=20):
+    a = np.ones(nbytes // 4, np.float32)
+    b = np.empty_like(a)
+    best = min(_timed(lambda: np.copyto(b, a)) for _ in range(reps))
+    fresh = min(_timed(lambda: a.copy()) for _ in range(reps // 2))
+    return {"bytes": nbytes, "copyto_s": best, "copyto_GBps": nbytes / best / 1e9,
+            "copy_with_alloc_s": fresh, "copy_with_alloc_GBps": nbytes / fresh / 1e9}
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def busbw(nbytes, seconds):
+    return 2 * (NRANKS - 1) / NRANKS * nbytes / seconds / 1e9
+
+
+def human(nbytes):
+    for unit, k in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if nbytes >= k and nbytes % k == 0:
+            return "%d %s" % (nbytes // k, unit)
+    return "%d B" % nbytes
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default=",".join(str(s) for s in SIZES), help="bytes, comma separated")
+    p.add_argument("--gpu", action="store_true", help="NCCL through CuPy against torch NCCL, one rank per GPU")
+    p.add_argument("--transport", choices=["auto", "shm", "zmq"], default="auto",
+                   help="fluidist's CPU transport (FLUIDIST_COLLECTIVE_TRANSPORT)")
+    p.add_argument("--no-torch", action="store_true", help="time fluidist only")
+    p.add_argument("--out", default=os.path.join("bench_results", "allreduce.json"),
+                   help="JSON results file ('' for none)")
+    p.add_argument("--timeout", type=float, default=600)
+    # worker mode (internal)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--endpoints", default="", help=argparse.SUPPRESS)
+    p.add_argument("--torch-port", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--result", default="", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        return worker(args)
+
+    no_torch = args.no_torch
+    if not no_torch:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            print("torch is not installed: timing fluidist only (pip install torch==2.13.0 for the comparison)")
+            no_torch = True
+    ports = free_ports(NRANKS + 1)
+    endpoints = ",".join("127.0.0.1:%d" % q for q in ports[:NRANKS])
+    env = dict(os.environ, FLUIDIST_COLLECTIVE_TRANSPORT=args.transport, OMP_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with tempfile.TemporaryDirectory() as tmp:
+        result = os.path.join(tmp, "result.json")
+        procs = []
+        for r in range(NRANKS):
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--rank", str(r), "--endpoints", endpoints,
+                   "--torch-port", str(ports[-1]), "--result", result, "--sizes", args.sizes]
+            if args.gpu:
+                cmd.append("--gpu")
+            if no_torch:
+                cmd.append("--no-torch")
+            procs.append(subprocess.Popen(cmd, env=env, start_new_session=True))
+        deadline = time.monotonic() + args.timeout
+        try:
+            for pr in procs:
+                pr.wait(max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            for pr in procs:
+                if pr.poll() is None:
+                    pr.kill()
+                    pr.wait()
+        codes = [pr.returncode for pr in procs]
+        if any(codes) or not os.path.exists(result):
+            sys.exit("benchmark workers failed (exit codes %s)" % codes)
+        with open(result) as f:
+            data = json.load(f)
+
+    mem = memcpy_bandwidth()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    theirs = "torch NCCL" if args.gpu else "torch gloo"
+    ours = "fluidist NCCL" if args.gpu else "fluidist (%s)" % data["fluidist"]["transport"]
+    rows = []
+    for nbytes in sizes:
+        f = data["fluidist"][str(nbytes)]
+        row = {"bytes": nbytes,
+               "fluidist_inplace_s": statistics.median(f["inplace"]),
+               "fluidist_fresh_s": statistics.median(f["fresh"])}
+        t = data.get("torch", {}).get(str(nbytes))
+        if t:
+            row["torch_s"] = statistics.median(t["inplace"])
+        for k in list(row):
+            if k.endswith("_s"):
+                row[k[:-2] + "_busbw_GBps"] = busbw(nbytes, row[k])
+        if "torch_s" in row:
+            row["busbw_ratio_vs_torch"] = row["fluidist_inplace_busbw_GBps"] / row["torch_busbw_GBps"]
+        rows.append(row)
+
+    print()
+    print("all-reduce, float32, %d processes on %s (%d CPUs); %s vs %s" % (
+        NRANKS, platform.node() or "this machine", os.cpu_count(), ours, theirs))
+    head = "%-7s | %-21s | %-21s | %-21s | %s" % ("size", ours + " in place", ours + " new array", theirs,
+                                                   "busbw ratio")
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        def cell(k):
+            if k + "_s" not in row:
+                return "%-21s" % "-"
+            return "%8.1f us %6.2f GB/s" % (row[k + "_s"] * 1e6, row[k + "_busbw_GBps"])
+        ratio = "%.2fx" % row["busbw_ratio_vs_torch"] if "busbw_ratio_vs_torch" in row else "-"
+        print("%-7s | %s | %s | %s | %s" % (human(row["bytes"]), cell("fluidist_inplace"), cell("fluidist_fresh"),
+                                             cell("torch"), ratio))
+    print("memory copy (np.copyto, 64 MB): %.2f ms, %.2f GB/s (with a fresh allocation: %.2f GB/s)"
+          % (mem["copyto_s"] * 1e3, mem["copyto_GBps"], mem["copy_with_alloc_GBps"]))
+    big = next((r for r in rows if r["bytes"] == 64 << 20), None)
+    if big is not None and not args.gpu:
+        print("64 MB: fluidist in place busbw / memcpy bandwidth = %.2f (goal >= 0.5); vs %s = %s (goal >= 2)"
+              % (big["fluidist_inplace_busbw_GBps"] / mem["copyto_GBps"], theirs,
+                 "%.2fx" % big["busbw_ratio_vs_torch"] if "busbw_ratio_vs_torch" in big else "-"))
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        doc = {"benchmark": "allreduce", "nranks": NRANKS, "gpu": args.gpu, "dtype": "float32",
+               "fluidist_transport": data["fluidist"]["transport"], "compared_with": theirs,
+               "torch": data.get("torch", {}).get("version") or data.get("torch", {}).get("error"),
+               "numpy": np.__version__, "python": platform.python_version(), "cpus": os.cpu_count(),
+               "memcpy": mem, "rows": rows, "raw": data}
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
+        print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()

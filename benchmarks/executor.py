@@ -1,0 +1,261 @@
+"""One training step (forward, backward, SGD update) timed three ways: the fluidist Executor, PyTorch
+eager on the CPU, and the same step written by hand in NumPy.
+
+    python benchmarks/executor.py                      # table + bench_results/executor.json
+    python benchmarks/executor.py --reps 50 --threads 1
+
+Cases: an MLP 13-64-1 (relu, MSE) at batch 32, where per-step overhead dominates, and an MLP
+784-1024-1024-10 (relu, softmax cross entropy) at batch 64, where the matrix products dominate.
+All three start from the same parameters (copied from fluidist's startup program) and their first
+two losses are checked to agree before anything is timed, so they really run the same step.
+
+Threads: NumPy's BLAS and PyTorch are given the same number of threads (``--threads``, default: what
+NumPy's BLAS uses already, as reported by threadpoolctl), through threadpoolctl for NumPy and
+``torch.set_num_threads`` for PyTorch. Every step fetches the loss as a host number (fluidist fetches
+it as a NumPy array, PyTorch calls ``.item()``), so no implementation skips work by being lazy.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import fluidist as fluid  # noqa: E402
+
+LR = 0.01
+CASES = [
+    {"name": "mlp_13_64_1", "sizes": [13, 64, 1], "batch": 32, "loss": "mse"},
+    {"name": "mlp_784_1024_1024_10", "sizes": [784, 1024, 1024, 10], "batch": 64, "loss": "softmax_ce"},
+]
+
+
+def make_batch(case, seed=0):
+    r = np.random.RandomState(seed)
+    x = r.randn(case["batch"], case["sizes"][0]).astype(np.float32)
+    if case["loss"] == "mse":
+        y = r.randn(case["batch"], case["sizes"][-1]).astype(np.float32)
+    else:
+        y = r.randint(0, case["sizes"][-1], size=(case["batch"], 1)).astype(np.int64)
+    return x, y
+
+
+# ---------------------------------------------------------------- fluidist
+class FluidistStep:
+    def __init__(self, case):
+        sizes = case["sizes"]
+        self.scope = fluid.Scope()
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = 7
+        with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+            x = fluid.data(name="x", shape=[None, sizes[0]], dtype="float32")
+            if case["loss"] == "mse":
+                y = fluid.data(name="y", shape=[None, sizes[-1]], dtype="float32")
+            else:
+                y = fluid.data(name="y", shape=[None, 1], dtype="int64")
+            h = x
+            for n in sizes[1:-1]:
+                h = fluid.layers.fc(input=h, size=n, act="relu")
+            out = fluid.layers.fc(input=h, size=sizes[-1])
+            if case["loss"] == "mse":
+                loss = fluid.layers.mean(fluid.layers.square_error_cost(input=out, label=y))
+            else:
+                loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits=out, label=y))
+            fluid.optimizer.SGD(learning_rate=LR).minimize(loss)
+        self.main, self.loss = main, loss
+        self.exe = fluid.Executor(fluid.CPUPlace())
+        self.exe.run(startup, scope=self.scope)
+        # (weight, bias) names per layer, in layer order
+        self.param_names = [("fc_%d.w_0" % i, "fc_%d.b_0" % i) for i in range(len(sizes) - 1)]
+
+    def params(self):
+        get = lambda n: np.array(self.scope.find_var(n).get_tensor())  # noqa: E731
+        return [(get(w), get(b)) for w, b in self.param_names]
+
+    def __call__(self, x, y):
+        loss, = self.exe.run(self.main, feed={"x": x, "y": y}, fetch_list=[self.loss], scope=self.scope,
+                             use_program_cache=True)
+        return float(loss.reshape(-1)[0])
+
+
+# ---------------------------------------------------------------- NumPy by hand
+class NumpyStep:
+    """The same step in plain NumPy: fc = x @ W + b, relu, loss, hand-written backward, SGD."""
+
+    def __init__(self, case, params):
+        self.loss_kind = case["loss"]
+        self.params = [(w.copy(), b.copy()) for w, b in params]
+
+    def __call__(self, x, y):
+        acts = [x]
+        h = x
+        last = len(self.params) - 1
+        for i, (w, b) in enumerate(self.params):
+            h = h @ w + b
+            if i < last:
+                h = np.maximum(h, 0)
+            acts.append(h)
+        out = acts[-1]
+        n = out.shape[0]
+        if self.loss_kind == "mse":
+            diff = out - y
+            loss = float(np.mean(diff * diff))
+            d = diff * (np.float32(2.0) / diff.size)
+        else:
+            z = out - out.max(axis=1, keepdims=True)
+            e = np.exp(z)
+            p = e / e.sum(axis=1, keepdims=True)
+            rows = np.arange(n)
+            loss = float(-np.mean(np.log(p[rows, y[:, 0]])))
+            d = p
+            d[rows, y[:, 0]] -= 1
+            d *= np.float32(1.0 / n)
+        for i in range(last, -1, -1):
+            w, b = self.params[i]
+            a = acts[i]
+            dw = a.T @ d
+            db = d.sum(axis=0)
+            if i > 0:
+                d = (d @ w.T) * (a > 0)
+            w -= np.float32(LR) * dw
+            b -= np.float32(LR) * db
+        return loss
+
+
+# ---------------------------------------------------------------- PyTorch eager
+class TorchStep:
+    def __init__(self, case, params, torch):
+        self.torch = torch
+        layers = []
+        for i, (w, b) in enumerate(params):
+            lin = torch.nn.Linear(w.shape[0], w.shape[1])
+            with torch.no_grad():
+                lin.weight.copy_(torch.from_numpy(w.T.copy()))
+                lin.bias.copy_(torch.from_numpy(b.copy()))
+            layers.append(lin)
+            if i < len(params) - 1:
+                layers.append(torch.nn.ReLU())
+        self.model = torch.nn.Sequential(*layers)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=LR)
+        self.loss_fn = torch.nn.MSELoss() if case["loss"] == "mse" else torch.nn.CrossEntropyLoss()
+        self.loss_kind = case["loss"]
+
+    def convert(self, x, y):
+        tx = self.torch.from_numpy(x)
+        ty = self.torch.from_numpy(y) if self.loss_kind == "mse" else self.torch.from_numpy(y[:, 0])
+        return tx, ty
+
+    def __call__(self, x, y):
+        self.opt.zero_grad()
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        self.opt.step()
+        return loss.item()
+
+
+# ---------------------------------------------------------------- timing
+def time_steps(step, x, y, warmup, reps):
+    for _ in range(warmup):
+        step(x, y)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        step(x, y)
+        times.append(time.perf_counter() - t0)
+    return {"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3,
+            "mean_ms": statistics.fmean(times) * 1e3, "reps": reps}
+
+
+def check_same_losses(case_name, steps, x, y):
+    """Two steps from the same parameters must give the same losses in every implementation."""
+    got = {name: [f(*args), f(*args)] for name, (f, args) in steps.items()}
+    ref = got["numpy"]
+    for name, losses in got.items():
+        if not np.allclose(losses, ref, rtol=2e-4, atol=1e-6):
+            raise AssertionError("%s: %s losses %s differ from numpy's %s" % (case_name, name, losses, ref))
+    return got
+
+
+def blas_threads():
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return info[0]["num_threads"] if info else None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=0, help="timed steps per case (default: 300 small, 60 large)")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="threads for NumPy's BLAS and PyTorch (default: NumPy's current setting)")
+    ap.add_argument("--out", default="bench_results/executor.json")
+    args = ap.parse_args(argv)
+
+    threads = args.threads or blas_threads() or os.cpu_count()
+    limiter = None
+    try:
+        from threadpoolctl import threadpool_limits
+        limiter = threadpool_limits(limits=threads, user_api="blas")
+    except ImportError:
+        print("threadpoolctl is missing: NumPy keeps its own thread setting (set OMP_NUM_THREADS)")
+    try:
+        import torch
+        torch.set_num_threads(threads)
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: timing fluidist and NumPy only "
+              "(pip install torch, a CPU wheel, to compare with PyTorch eager)")
+
+    env = {"python": platform.python_version(), "numpy": np.__version__, "fluidist": fluid.__version__,
+           "torch": torch.__version__ if torch is not None else None, "threads": threads,
+           "cpu_count": os.cpu_count(), "machine": platform.machine(), "platform": platform.platform()}
+    results = []
+    for case in CASES:
+        reps = args.reps or (300 if case["batch"] <= 32 else 60)
+        x, y = make_batch(case)
+        fl = FluidistStep(case)
+        params = fl.params()
+        steps = {"fluidist": (fl, (x, y)), "numpy": (NumpyStep(case, params), (x, y))}
+        if torch is not None:
+            ts = TorchStep(case, params, torch)
+            steps["torch"] = (ts, ts.convert(x, y))
+        check_same_losses(case["name"], steps, x, y)
+        row = {"case": case["name"], "sizes": case["sizes"], "batch": case["batch"], "loss": case["loss"]}
+        for name, (f, fargs) in steps.items():
+            row[name] = time_steps(f, *fargs, warmup=args.warmup, reps=reps)
+        med = lambda k: row[k]["median_ms"] if k in row else None  # noqa: E731
+        row["ratio_fluidist_numpy"] = med("fluidist") / med("numpy")
+        row["ratio_fluidist_torch"] = med("fluidist") / med("torch") if torch is not None else None
+        results.append(row)
+    if limiter is not None:
+        limiter.restore_original_limits()
+
+    print("\none training step (forward, backward, SGD), median over repetitions; %d thread(s)" % threads)
+    head = "%-24s %12s %12s %12s %16s %16s" % ("case", "fluidist ms", "torch ms", "numpy ms",
+                                                "fluidist/torch", "fluidist/numpy")
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        print("%-24s %12.3f %12s %12.3f %16s %16.2f" % (
+            r["case"], r["fluidist"]["median_ms"],
+            "%.3f" % r["torch"]["median_ms"] if "torch" in r else "-",
+            r["numpy"]["median_ms"],
+            "%.2f" % r["ratio_fluidist_torch"] if r["ratio_fluidist_torch"] is not None else "-",
+            r["ratio_fluidist_numpy"]))
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump({"env": env, "results": results}, f, indent=1)
+        print("\nwrote %s" % args.out)
+    return results
+
+
+if __name__ == "__main__":
+    main()

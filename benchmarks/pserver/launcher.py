@@ -1,0 +1,317 @@
+"""Parameter-server benchmark: fluidist's DistributeTranspiler (pserver mode) and ZeroMQ runtime,
+optionally against PyTorch's RPC parameter server on the same model, data and counts.
+
+    python benchmarks/pserver/launcher.py --ntrainer 2 --nserver 2 --batch-size 32 --epochs 1 \
+        --data synthetic_3160 --model mlp_10m --sync --compare torch --out bench_results/pserver.json
+
+Every role is a local process on 127.0.0.1 (free ports): first a bare ZeroMQ exchange of one
+trainer's step (the bytes-per-second reference, zmq_reference.py), then fluidist's pservers and
+trainers (fluidist_roles.py), then, with ``--compare torch``, PyTorch's trainers, servers and master
+(torch_rpc.py). The three run one after the other, never at the same time. Per-trainer and
+per-server metrics are printed as tables and written as JSON; see README.md for what each column
+means. Ids of ``--data`` and ``--model`` are looked up in configs/*.json (as PyTorch's launcher
+does).
+"""
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+
+import metrics  # noqa: E402
+import workload  # noqa: E402
+
+GOAL_SPEEDUP_VS_TORCH = 2.0       # fluidist steps/s >= 2x PyTorch's (stated for the 10M model)
+GOAL_ZMQ_FACTOR = 2.0             # fluidist bytes/s within 2x of bare ZeroMQ
+
+
+def free_ports(n):
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def child_env():
+    """One BLAS/OpenMP thread per process: 2 trainers and 2 servers share this machine's cores."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = "1"
+    env.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
+    return env
+
+
+class Processes:
+    """Children in their own process groups, with logs; failures end in one root-cause line."""
+
+    def __init__(self, log_dir):
+        self.log_dir = log_dir
+        self.procs = []    # (name, Popen, log path, log file)
+
+    def start(self, name, argv):
+        path = os.path.join(self.log_dir, name + ".log")
+        log = open(path, "w")
+        p = subprocess.Popen([sys.executable] + [str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT,
+                             env=child_env(), cwd=ROOT, start_new_session=True)
+        self.procs.append((name, p, path, log))
+        return p
+
+    def wait(self, names, deadline):
+        """Wait for ``names`` until the monotonic ``deadline``; raise naming the first that failed."""
+        for name, p, path, _ in self.procs:
+            if name not in names:
+                continue
+            try:
+                code = p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(self._root_cause(name, p, path, "still running at the deadline")) from None
+            if code != 0:
+                how = "killed by signal %d" % -code if code < 0 else "exited with code %d" % code
+                raise RuntimeError(self._root_cause(name, p, path, how))
+
+    def _root_cause(self, name, p, path, how):
+        tail = ""
+        try:
+            with open(path) as f:
+                lines = [ln.rstrip() for ln in f.readlines() if ln.strip()]
+            tail = " | ".join(lines[-4:])
+        except OSError:
+            pass
+        return "%s (pid %d) %s; log %s; last lines: %s" % (name, p.pid, how, path, tail or "(empty)")
+
+    def stop_all(self, grace=5.0):
+        """SIGTERM to every live child's group, a grace period, then SIGKILL."""
+        live = [(n, p) for n, p, _, _ in self.procs if p.poll() is None]
+        for _, p in live:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        end = time.monotonic() + grace
+        for _, p in live:
+            try:
+                p.wait(max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+        for _, _, _, log in self.procs:
+            log.close()
+
+
+def config_args(args):
+    return ["--data-config-path", args.data_config_path, "--model-config-path", args.model_config_path]
+
+
+def run_fluidist(args, log_dir, steps_per_trainer):
+    eps = ",".join("127.0.0.1:%d" % p for p in free_ports(args.nserver))
+    script = os.path.join(HERE, "fluidist_roles.py")
+    common = ["--endpoints", eps, "--trainers", args.ntrainer, "--model", args.model, "--data", args.data,
+              "--batch-size", args.batch_size, "--epochs", args.epochs, "--warmup", args.warmup,
+              "--steps-hint", steps_per_trainer] + config_args(args) + (["--async-mode"] if args.async_mode else [])
+    out = {}
+    procs = Processes(log_dir)
+    try:
+        for i, ep in enumerate(eps.split(",")):
+            out["fluidist_pserver%d" % i] = os.path.join(log_dir, "fluidist_pserver%d.json" % i)
+            procs.start("fluidist_pserver%d" % i, [script, "--role", "pserver", "--current-endpoint", ep,
+                                                   "--server-id", i, "--metrics-out",
+                                                   out["fluidist_pserver%d" % i]] + common)
+        for k in range(args.ntrainer):
+            out["fluidist_trainer%d" % k] = os.path.join(log_dir, "fluidist_trainer%d.json" % k)
+            procs.start("fluidist_trainer%d" % k, [script, "--role", "trainer", "--trainer-id", k, "--metrics-out",
+                                                   out["fluidist_trainer%d" % k]] + common)
+        deadline = time.monotonic() + args.timeout
+        procs.wait(["fluidist_trainer%d" % k for k in range(args.ntrainer)], deadline)
+        # pservers stop serving once every trainer has closed
+        procs.wait(["fluidist_pserver%d" % i for i in range(args.nserver)], time.monotonic() + 60)
+    finally:
+        procs.stop_all()
+    trainers = [json.load(open(out["fluidist_trainer%d" % k])) for k in range(args.ntrainer)]
+    servers = [json.load(open(out["fluidist_pserver%d" % i])) for i in range(args.nserver)]
+    return {"endpoints": eps, "trainers": trainers, "servers": servers}
+
+
+def run_torch(args, log_dir):
+    out = os.path.join(log_dir, "torch.json")
+    argv = [os.path.join(HERE, "torch_rpc.py"), "--ntrainer", args.ntrainer, "--nserver", args.nserver,
+            "--model", args.model, "--data", args.data, "--batch-size", args.batch_size, "--epochs", args.epochs,
+            "--warmup", args.warmup, "--out", out, "--run-timeout", args.timeout] + config_args(args)
+    if args.async_mode:
+        argv.append("--async-mode")
+    procs = Processes(log_dir)
+    try:
+        procs.start("torch", argv)
+        procs.wait(["torch"], time.monotonic() + args.timeout + 60)
+    finally:
+        procs.stop_all()
+    with open(out) as f:
+        return json.load(f)
+
+
+def environment():
+    import numpy
+    import zmq
+    env = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+           "numpy": numpy.__version__, "pyzmq": zmq.__version__, "libzmq": zmq.zmq_version(),
+           "threads_per_process": 1}
+    try:
+        import fluidist
+        env["fluidist"] = fluidist.__version__
+    except Exception:  # the benchmark still reports what it can
+        pass
+    return env
+
+
+def torch_available():
+    if importlib.util.find_spec("torch") is None:
+        return None
+    try:
+        import torch
+        return torch.__version__
+    except Exception:
+        return None
+
+
+def goals(result, num_params):
+    g = {}
+    f = result["fluidist"]["summary"]
+    t = result.get("torch", {}).get("summary")
+    if t and t.get("steps_per_sec") and f.get("steps_per_sec"):
+        ratio = f["steps_per_sec"] / t["steps_per_sec"]
+        g["speedup_vs_torch"] = {"value": ratio, "goal": ">= %.1fx (stated for the 10M-parameter model)"
+                                 % GOAL_SPEEDUP_VS_TORCH, "met": ratio >= GOAL_SPEEDUP_VS_TORCH,
+                                 "num_params": num_params}
+    z = result.get("zmq_reference")
+    if z and f.get("comm_bytes_per_sec"):
+        factor = z["bytes_per_sec"] / f["comm_bytes_per_sec"]
+        g["zmq_over_fluidist_bytes_per_sec"] = {"value": factor, "goal": "<= %.1fx" % GOAL_ZMQ_FACTOR,
+                                                "met": factor <= GOAL_ZMQ_FACTOR}
+    return g
+
+
+def print_report(result):
+    cfg = result["config"]
+    print()
+    print("parameter-server benchmark: model %s (%d float32 parameters), data %s, %d trainers, %d servers, "
+          "batch %d, %s, %d timed steps per trainer (after %d warmup)"
+          % (cfg["model"], cfg["num_params"], cfg["data"], cfg["ntrainer"], cfg["nserver"], cfg["batch_size"],
+             "async" if cfg["async_mode"] else "sync", cfg["steps_per_trainer"] - cfg["warmup"], cfg["warmup"]))
+    z = result.get("zmq_reference")
+    if z:
+        print("bare ZeroMQ reference (DEALER/ROUTER, copy=False, %d frames, %.1f MB there and back): "
+              "median %.2f ms per round, %.1f MB/s"
+              % (len(z["frames"]), z["bytes_per_round"] / 1e6, z["round_time"]["median"] * 1e3,
+                 z["bytes_per_sec"] / 1e6))
+    impls = [("fluidist", result["fluidist"])]
+    if "trainers" in result.get("torch", {}):
+        impls.append(("torch", result["torch"]))
+    print()
+    print(metrics.trainer_table_multi(impls))
+    print()
+    print(metrics.server_table_multi(impls))
+    print()
+    for name, side in impls:
+        s = side["summary"]
+        print("%-8s steps/s %.2f (slowest trainer), step median %.2f ms, comm %.1f MB/s per trainer"
+              % (name, s["steps_per_sec"], s["step_median"] * 1e3, (s["comm_bytes_per_sec"] or 0) / 1e6))
+    if "skipped" in result.get("torch", {}):
+        print("torch: skipped (%s)" % result["torch"]["skipped"])
+    for k, g in result.get("goals", {}).items():
+        print("goal %-34s %6.2f  (%s): %s" % (k, g["value"], g["goal"], "met" if g["met"] else "NOT met"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ntrainer", type=int, default=2, help="trainer count")
+    ap.add_argument("--nserver", type=int, default=2, help="parameter-server count")
+    ap.add_argument("--batch-size", "--batch_size", type=int, default=32, help="examples per trainer step")
+    ap.add_argument("--epochs", type=int, default=1, help="passes over the data")
+    ap.add_argument("--data", required=True, help="id in the data configuration file")
+    ap.add_argument("--model", required=True, help="id in the model configuration file")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--sync", dest="async_mode", action="store_false", help="synchronous SGD (default)")
+    mode.add_argument("--async", dest="async_mode", action="store_true", help="each gradient applied as it arrives")
+    ap.add_argument("--compare", choices=["torch", "none"], default="none", help="also run PyTorch's RPC pserver")
+    ap.add_argument("--warmup", type=int, default=2, help="first steps of each trainer left out of the metrics")
+    ap.add_argument("--zmq-rounds", type=int, default=30, help="timed rounds of the bare ZeroMQ reference (0: skip)")
+    ap.add_argument("--data-config-path", default=workload.DATA_CONFIGS)
+    ap.add_argument("--model-config-path", default=workload.MODEL_CONFIGS)
+    ap.add_argument("--timeout", type=float, default=600, help="deadline of each implementation's run (s)")
+    ap.add_argument("--log-dir", default="", help="where the roles' logs and JSON go (default: a temp dir)")
+    ap.add_argument("--out", default="bench_results/pserver.json", help="JSON results ('' writes none)")
+    args = ap.parse_args(argv)
+    if args.ntrainer < 1 or args.nserver < 1:
+        ap.error("--ntrainer and --nserver must be at least 1")
+    args.data_config_path = os.path.abspath(args.data_config_path)
+    args.model_config_path = os.path.abspath(args.model_config_path)
+
+    data = workload.load_data(args.data, args.data_config_path)
+    model = workload.load_model(args.model, args.model_config_path)
+    workload.check_compatible(data, model, args.data, args.model)
+    steps = len(workload.trainer_batches(data, args.batch_size, args.ntrainer, 0, args.epochs))
+    if steps <= args.warmup:
+        ap.error("data %r gives each trainer %d steps at batch %d over %d epochs: not more than --warmup %d"
+                 % (args.data, steps, args.batch_size, args.epochs, args.warmup))
+    del data
+    log_dir = args.log_dir or tempfile.mkdtemp(prefix="pserver_bench_")
+    os.makedirs(log_dir, exist_ok=True)
+    plan = workload.shard_plan(model, args.nserver)
+    result = {"config": {"ntrainer": args.ntrainer, "nserver": args.nserver, "batch_size": args.batch_size,
+                         "epochs": args.epochs, "data": args.data, "model": args.model,
+                         "num_params": model.num_params(), "async_mode": args.async_mode,
+                         "warmup": args.warmup, "steps_per_trainer": steps,
+                         "blocks": [{k: b[k] for k in ("block", "shape", "server")} for b in plan],
+                         "log_dir": log_dir},
+              "environment": environment()}
+    print("logs in %s" % log_dir, flush=True)
+
+    if args.zmq_rounds > 0:
+        import zmq_reference
+        result["zmq_reference"] = zmq_reference.measure([4 * int(workload.np.prod(b["shape"])) for b in plan],
+                                                        rounds=args.zmq_rounds)
+    fl = run_fluidist(args, log_dir, steps)
+    fl["summary"] = metrics.side_summary(fl["trainers"])
+    result["fluidist"] = fl
+    if args.compare == "torch":
+        version = torch_available()
+        if version is None:
+            print("torch is not installed (pip install torch==2.13.0, a CPU wheel): running fluidist only",
+                  flush=True)
+            result["torch"] = {"skipped": "torch is not installed"}
+        else:
+            result["environment"]["torch"] = version
+            tr = run_torch(args, log_dir)
+            tr["summary"] = metrics.side_summary(tr["trainers"])
+            result["torch"] = tr
+    result["goals"] = goals(result, model.num_params())
+    print_report(result)
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+        print("wrote %s" % args.out)
+    return result
+
+
+if __name__ == "__main__":
+    main()

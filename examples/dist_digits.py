@@ -1,0 +1,138 @@
+"""Digits trained by 2 parameter servers and 2 trainers, on this machine, over loopback.
+
+    python examples/dist_digits.py                 # starts the whole local cluster and reports
+    python examples/dist_digits.py --async_mode    # trainers apply gradients without barriers
+
+Run without ``--role``, the script starts two pserver processes and two trainer processes (itself,
+with ``--role``), on free 127.0.0.1 ports, waits for them and prints each trainer's test accuracy.
+Under ``python -m fluidist.distributed.launch --server_num 2 --worker_num 2`` the launcher sets
+TRAINING_ROLE and the PADDLE_* variables instead, and each process takes its role from them.
+
+Each trainer reads its own half of every batch; in sync mode the pservers average the two halves'
+gradients, which is one step of training on the whole batch.
+"""
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import fluidist as fluid  # noqa: E402
+from digits import build, load_data  # noqa: E402
+
+
+def free_ports(n):
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def run_role(args):
+    main, startup, test_program, avg_loss, acc = build(args.model, args.optimizer, args.lr, seed=1)
+    t = fluid.DistributeTranspiler()
+    t.transpile(args.trainer_id, program=main, pservers=args.endpoints, trainers=args.trainers,
+                sync_mode=not args.async_mode, startup_program=startup, current_endpoint=args.current_endpoint)
+    exe = fluid.Executor(fluid.CPUPlace())
+    if args.role == "pserver":
+        prog = t.get_pserver_program(args.current_endpoint)
+        exe.run(t.get_startup_program(args.current_endpoint, prog))
+        exe.run(prog)           # serves until both trainers have closed
+        return
+    trainer = t.get_trainer_program()
+    exe.run(startup)            # receives the initial parameters from the pservers
+    x_train, y_train, x_test, y_test = load_data()
+    rng = np.random.RandomState(0)
+    half = args.batch_size // args.trainers
+    t0 = time.time()
+    for epoch in range(args.epochs):
+        order = rng.permutation(len(x_train))
+        losses = []
+        for i in range(0, len(order) - args.batch_size + 1, args.batch_size):
+            idx = order[i:i + args.batch_size][args.trainer_id * half:(args.trainer_id + 1) * half]
+            loss, = exe.run(trainer, feed={"img": x_train[idx], "label": y_train[idx]}, fetch_list=[avg_loss],
+                            use_program_cache=True)
+            losses.append(float(loss[0]))
+        test_acc, = exe.run(test_program, feed={"img": x_test, "label": y_test}, fetch_list=[acc])
+        print("trainer %d epoch %2d  loss %.4f  test accuracy %.4f" % (args.trainer_id, epoch, np.mean(losses),
+                                                                      test_acc[0]), flush=True)
+    exe.close()                 # tells the pservers this trainer is done
+    print("trainer %d test accuracy: %.4f (%.1f s)" % (args.trainer_id, test_acc[0], time.time() - t0), flush=True)
+
+
+def from_env(args):
+    """Take the role from the launcher's environment variables, when it set them."""
+    role = os.environ.get("TRAINING_ROLE")
+    if not role:
+        return False
+    args.endpoints = os.environ["PADDLE_PSERVERS_IP_PORT_LIST"]
+    args.trainers = int(os.environ["PADDLE_TRAINERS_NUM"])
+    if role == "PSERVER":
+        args.role = "pserver"
+        args.current_endpoint = "%s:%s" % (os.environ["POD_IP"], os.environ["PADDLE_PORT"])
+    else:
+        args.role = "trainer"
+        args.trainer_id = int(os.environ["PADDLE_TRAINER_ID"])
+    return True
+
+
+def local_cluster(args):
+    """Start 2 pservers and 2 trainers as child processes; return the trainers' exit codes."""
+    eps = ",".join("127.0.0.1:%d" % p for p in free_ports(args.pservers))
+    me = os.path.abspath(__file__)
+    common = ["--endpoints", eps, "--trainers", str(args.trainers), "--epochs", str(args.epochs),
+              "--model", args.model, "--optimizer", args.optimizer, "--lr", str(args.lr),
+              "--batch_size", str(args.batch_size)] + (["--async_mode"] if args.async_mode else [])
+    procs = []
+    try:
+        for ep in eps.split(","):
+            procs.append(subprocess.Popen([sys.executable, me, "--role", "pserver", "--current_endpoint", ep] + common))
+        trainers = [subprocess.Popen([sys.executable, me, "--role", "trainer", "--trainer_id", str(k)] + common)
+                    for k in range(args.trainers)]
+        procs += trainers
+        codes = [p.wait(timeout=args.timeout) for p in trainers]
+        for p in procs[:args.pservers]:
+            p.wait(timeout=60)
+        return codes + [p.returncode for p in procs[:args.pservers]]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--role", choices=["pserver", "trainer"])
+    ap.add_argument("--endpoints", default="")
+    ap.add_argument("--current_endpoint", default="")
+    ap.add_argument("--trainer_id", type=int, default=0)
+    ap.add_argument("--trainers", type=int, default=2)
+    ap.add_argument("--pservers", type=int, default=2)
+    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    ap.add_argument("--optimizer", choices=["adam", "momentum", "sgd"], default="adam")
+    ap.add_argument("--lr", type=float, default=0.003)
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--batch_size", type=int, default=64)
+    ap.add_argument("--async_mode", action="store_true")
+    ap.add_argument("--timeout", type=float, default=600)
+    args = ap.parse_args()
+    if args.role or from_env(args):
+        run_role(args)
+        return
+    codes = local_cluster(args)
+    if any(codes):
+        sys.exit("local cluster failed: exit codes %s" % codes)
+
+
+if __name__ == "__main__":
+    main()

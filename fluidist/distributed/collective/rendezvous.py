@@ -1,0 +1,383 @@
+"""How the ranks of a ring find each other, over ZeroMQ, with a deadline on every wait.
+
+Two steps, as in Paddle (``c_gen_nccl_id`` then ``c_comm_init``):
+
+1. **Id broadcast.** Rank 0 makes a :class:`CommId` (a fresh session token, the address of a
+   rendezvous socket it binds now, and for NCCL the unique id) and sends it to every other rank's
+   ``endpoint``; each of those listens on its own endpoint until the id arrives and acknowledges it
+   (:func:`send_to_endpoints`, :func:`receive_on_endpoint`).
+2. **Rendezvous.** Every rank registers with rank 0's rendezvous socket (host id, pid, device, its
+   data address); rank 0 checks the group (distinct GPUs, one token) and answers everyone with the
+   table of all ranks (:class:`RendezvousServer`, :class:`RendezvousClient`).
+
+Messages are JSON over DEALER/ROUTER sockets (never pickle, never bare REQ/REP). Every wait ends
+after ``FLUIDIST_COLLECTIVE_TIMEOUT`` seconds (default 300) with an error naming the ring, the
+ranks or endpoints that were missing and what was awaited.
+"""
+import json
+import os
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import zmq
+
+DEFAULT_TIMEOUT = 300.0
+PROTOCOL = 1
+
+
+def collective_timeout():
+    """Seconds any collective wait may take (env ``FLUIDIST_COLLECTIVE_TIMEOUT``, default 300)."""
+    raw = os.environ.get("FLUIDIST_COLLECTIVE_TIMEOUT")
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("FLUIDIST_COLLECTIVE_TIMEOUT must be a number of seconds, got %r" % raw) from None
+    if value <= 0:
+        raise ValueError("FLUIDIST_COLLECTIVE_TIMEOUT must be > 0, got %r" % raw)
+    return value
+
+
+class CollectiveTimeout(TimeoutError):
+    """A rank, endpoint or rendezvous did not answer within the collective deadline."""
+
+
+_ctx_lock = threading.Lock()
+_ctx = None
+_ctx_pid = None
+
+
+def zmq_context():
+    """The collective runtime's own ZeroMQ context (one per process, re-made after a fork)."""
+    global _ctx, _ctx_pid
+    with _ctx_lock:
+        if _ctx is None or _ctx_pid != os.getpid():
+            _ctx = zmq.Context(io_threads=1)
+            _ctx_pid = os.getpid()
+        return _ctx
+
+
+_host_id = None
+
+
+def host_id():
+    """Names this machine (hostname and kernel boot id): equal host ids mean one kernel, so
+    shared memory may be possible (the rendezvous still proves it with a token in the segment)."""
+    global _host_id
+    if _host_id is None:
+        boot = ""
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                boot = f.read().strip()
+        except OSError:
+            pass
+        _host_id = "%s/%s" % (socket.gethostname(), boot)
+    return _host_id
+
+
+def split_endpoint(endpoint, what="endpoint"):
+    host, sep, port = str(endpoint).rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError("%s %r is not of the form ip:port" % (what, endpoint))
+    return host, int(port)
+
+
+def _bind_random(sock, host):
+    """Bind ``sock`` to a free port on ``host`` (or on every interface when ``host`` is not one of
+    ours); returns the address the others should connect to."""
+    try:
+        port = sock.bind_to_random_port("tcp://%s" % host)
+    except zmq.ZMQError:
+        port = sock.bind_to_random_port("tcp://*")
+    return "tcp://%s:%d" % (host, port)
+
+
+def _new_socket(kind, linger=0):
+    s = zmq_context().socket(kind)
+    s.setsockopt(zmq.LINGER, linger)
+    return s
+
+
+# ---------------------------------------------------------------- the id
+@dataclass
+class CommId:
+    """What rank 0 creates for one ring and sends to the others (the value of the RAW ``nccl_id``
+    variable in the scope). Rank 0's copy also holds the bound rendezvous socket."""
+    ring_id: int
+    backend: str               # "cpu" or "nccl"
+    token: str                 # fresh per ring: a rank of another session cannot join by mistake
+    rendezvous: str            # tcp://ip:port of rank 0's rendezvous socket
+    nccl_id: object = None     # NCCL unique id (bytes or tuple, as CuPy gives it), or None
+    # local only, never sent: rank 0's bound rendezvous socket, and this rank's own endpoint
+    server: object = field(default=None, repr=False, compare=False)
+    endpoint: Optional[str] = field(default=None, compare=False)
+
+    def to_json(self):
+        nid = self.nccl_id
+        if isinstance(nid, (bytes, bytearray)):
+            nid = {"bytes": bytes(nid).hex()}
+        elif nid is not None:
+            nid = {"tuple": [int(v) for v in nid]}
+        return {"ring_id": self.ring_id, "backend": self.backend, "token": self.token,
+                "rendezvous": self.rendezvous, "nccl_id": nid}
+
+    @classmethod
+    def from_json(cls, d):
+        nid = d.get("nccl_id")
+        if isinstance(nid, dict):
+            nid = bytes.fromhex(nid["bytes"]) if "bytes" in nid else tuple(nid["tuple"])
+        return cls(ring_id=int(d["ring_id"]), backend=str(d["backend"]), token=str(d["token"]),
+                   rendezvous=str(d["rendezvous"]), nccl_id=nid)
+
+    def close(self):
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+
+def new_comm_id(ring_id, backend, endpoint, nccl_id=None):
+    """Rank 0's id for ``ring_id``: binds the rendezvous socket now (on ``endpoint``'s host, a free
+    port) so that it already exists when the other ranks come to register."""
+    host, _ = split_endpoint(endpoint, "endpoint of rank 0")
+    server = _new_socket(zmq.ROUTER)
+    try:
+        addr = _bind_random(server, host)
+    except Exception:
+        server.close()
+        raise
+    cid = CommId(ring_id=int(ring_id), backend=backend, token=secrets.token_hex(8), rendezvous=addr,
+                 nccl_id=nccl_id)
+    cid.server = server
+    return cid
+
+
+# ---------------------------------------------------------------- id broadcast
+def send_to_endpoints(payload, endpoints, what, timeout=None):
+    """Rank 0: send the JSON ``payload`` to every endpoint and wait until each acknowledged it.
+
+    Raises :class:`CollectiveTimeout` naming the endpoints that never took it, or RuntimeError
+    with the reason an endpoint refused it."""
+    timeout = collective_timeout() if timeout is None else timeout
+    if not endpoints:
+        return
+    data = json.dumps(dict(payload, protocol=PROTOCOL)).encode()
+    socks = {}
+    try:
+        poller = zmq.Poller()
+        for ep in endpoints:
+            host, port = split_endpoint(ep, "%s: endpoint" % what)
+            s = _new_socket(zmq.DEALER)
+            s.connect("tcp://%s:%d" % (host, port))
+            s.send(data)
+            socks[s] = ep
+            poller.register(s, zmq.POLLIN)
+        pending = dict(socks)
+        deadline = time.monotonic() + timeout
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CollectiveTimeout(
+                    "%s: %s did not take the id within %g s (is that trainer running and listening on "
+                    "its endpoint?)" % (what, _plural("endpoint", [e for e in endpoints if e in pending.values()]), timeout))
+            for s, _ in poller.poll(min(left, 0.5) * 1000):
+                reply = _loads(s.recv(), "%s: reply from %s" % (what, socks[s]))
+                if reply.get("error"):
+                    raise RuntimeError("%s: endpoint %s refused the id: %s" % (what, socks[s], reply["error"]))
+                pending.pop(s, None)
+                poller.unregister(s)
+    finally:
+        for s in socks:
+            s.close()
+
+
+def receive_on_endpoint(endpoint, what, expect, sender="rank 0", timeout=None):
+    """Rank k: listen on ``endpoint`` until rank 0's message whose fields include ``expect`` arrives;
+    acknowledge it and return it. Other messages are answered with an error and ignored."""
+    timeout = collective_timeout() if timeout is None else timeout
+    host, port = split_endpoint(endpoint, "%s: endpoint" % what)
+    s = _new_socket(zmq.ROUTER, linger=2000)
+    try:
+        _bind_endpoint(s, host, port, endpoint, what, min(timeout, 5.0))
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CollectiveTimeout("%s: nothing arrived on %s from %s within %g s (%s never sent the id)"
+                                        % (what, endpoint, sender, timeout, sender))
+            if not s.poll(min(left, 0.5) * 1000):
+                continue
+            frames = s.recv_multipart()
+            if len(frames) != 2:
+                continue
+            ident, raw = frames
+            try:
+                msg = json.loads(raw)
+                if not isinstance(msg, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                s.send_multipart([ident, json.dumps({"error": "malformed message"}).encode()])
+                continue
+            wrong = {k: msg.get(k) for k, v in expect.items() if msg.get(k) != v}
+            if wrong:
+                s.send_multipart([ident, json.dumps(
+                    {"error": "%s expected %s but got %s" % (endpoint, expect, wrong)}).encode()])
+                continue
+            s.send_multipart([ident, b'{"ok": true}'])
+            return msg
+    finally:
+        s.close()
+
+
+def _bind_endpoint(sock, host, port, endpoint, what, patience):
+    """Bind to ``host:port`` (every interface when ``host`` is not ours). A port that is still held
+    for a moment (ZeroMQ closes sockets in the background: the previous ring's listener) is tried
+    again for up to ``patience`` seconds."""
+    give_up = time.monotonic() + patience
+    addr = "tcp://%s:%d" % (host, port)
+    while True:
+        try:
+            sock.bind(addr)
+            return
+        except zmq.ZMQError as e:
+            if e.errno == zmq.EADDRNOTAVAIL and not addr.startswith("tcp://*"):
+                addr = "tcp://*:%d" % port
+                continue
+            if e.errno == zmq.EADDRINUSE and time.monotonic() < give_up:
+                time.sleep(0.05)
+                continue
+            raise RuntimeError("%s: cannot listen on endpoint %s: %s" % (what, endpoint, e)) from None
+
+
+# ---------------------------------------------------------------- rendezvous
+class RendezvousServer:
+    """Rank 0's side: gather one message per rank, answer all of them."""
+
+    def __init__(self, comm_id, nranks, what):
+        if comm_id.server is None:
+            raise RuntimeError("%s: this id was not created by this process's rank 0 (or was already used); "
+                               "run c_gen_nccl_id again" % what)
+        self.sock = comm_id.server
+        self.cid = comm_id
+        self.nranks = nranks
+        self.what = what
+        self.idents = {}
+
+    def gather(self, phase, own, timeout=None):
+        """{rank: message} of every rank for ``phase`` (rank 0's own message is ``own``)."""
+        timeout = collective_timeout() if timeout is None else timeout
+        got = {0: own}
+        deadline = time.monotonic() + timeout
+        while len(got) < self.nranks:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                missing = [r for r in range(self.nranks) if r not in got]
+                raise CollectiveTimeout("%s: %s of ring %d did not reach the rendezvous (%s) at %s within %g s"
+                                        % (self.what, _plural("rank", missing), self.cid.ring_id, phase,
+                                           self.cid.rendezvous, timeout))
+            if not self.sock.poll(min(left, 0.5) * 1000):
+                continue
+            frames = self.sock.recv_multipart()
+            if len(frames) != 2:
+                continue
+            ident, raw = frames
+            try:
+                msg = json.loads(raw)
+                rank = int(msg["rank"])
+            except (ValueError, KeyError, TypeError):
+                self._send(ident, {"error": "malformed rendezvous message"})
+                continue
+            if msg.get("token") != self.cid.token:
+                self._send(ident, {"error": "rank %d holds the id of another session (token %r, expected %r)"
+                                   % (rank, msg.get("token"), self.cid.token)})
+                continue
+            if msg.get("phase") != phase:
+                self._send(ident, {"error": "rendezvous is in phase %r, got %r" % (phase, msg.get("phase"))})
+                continue
+            if not 0 < rank < self.nranks:
+                self._send(ident, {"error": "rank %d is out of range for %d ranks" % (rank, self.nranks)})
+                continue
+            if rank in got:
+                self._send(ident, {"error": "rank %d registered twice" % rank})
+                continue
+            got[rank] = msg
+            self.idents[rank] = ident
+        return got
+
+    def _send(self, ident, msg):
+        self.sock.send_multipart([ident, json.dumps(msg).encode()])
+
+    def reply_all(self, msg):
+        for ident in self.idents.values():
+            self._send(ident, msg)
+
+    def fail(self, error):
+        """Tell every registered rank why the set-up failed."""
+        self.reply_all({"error": error})
+
+    def close(self):
+        # give the last replies a moment to leave, then release the port
+        self.sock.setsockopt(zmq.LINGER, 2000)
+        self.cid.close()
+
+
+class RendezvousClient:
+    """Rank k's side: send one message per phase to rank 0 and wait for its answer."""
+
+    def __init__(self, comm_id, rank, what):
+        self.cid = comm_id
+        self.rank = rank
+        self.what = what
+        self.sock = _new_socket(zmq.DEALER)
+        self.sock.connect(comm_id.rendezvous)
+
+    def exchange(self, phase, msg, timeout=None):
+        timeout = collective_timeout() if timeout is None else timeout
+        self.sock.send(json.dumps(dict(msg, rank=self.rank, token=self.cid.token, phase=phase)).encode())
+        if not self.sock.poll(timeout * 1000):
+            raise CollectiveTimeout("%s: rank 0 of ring %d did not answer the rendezvous (%s) at %s within %g s"
+                                    % (self.what, self.cid.ring_id, phase, self.cid.rendezvous, timeout))
+        reply = _loads(self.sock.recv(), "%s: rendezvous answer" % self.what)
+        if reply.get("error"):
+            raise RuntimeError("%s: set-up of ring %d failed: %s" % (self.what, self.cid.ring_id, reply["error"]))
+        return reply
+
+    def close(self):
+        self.sock.close()
+
+
+def _loads(raw, what):
+    try:
+        msg = json.loads(raw)
+    except ValueError:
+        raise RuntimeError("%s is not JSON: %r" % (what, raw[:80])) from None
+    if not isinstance(msg, dict):
+        raise RuntimeError("%s is not a JSON object: %r" % (what, raw[:80]))
+    return msg
+
+
+def _plural(word, items):
+    items = list(items)
+    if len(items) == 1:
+        return "%s %s" % (word, items[0])
+    return "%ss %s" % (word, ", ".join(str(i) for i in items))
+
+
+def pid_alive(pid):
+    """False once process ``pid`` (on this host) has exited, also while it is an unreaped zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, IndexError):
+        return True

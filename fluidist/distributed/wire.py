@@ -1,0 +1,273 @@
+"""The message format between trainers and parameter servers: data, never code.
+
+A message is a list of ZeroMQ frames::
+
+    [header, *buffers]
+
+``header`` is a small JSON object (UTF-8)::
+
+    {"v": 1, "kind": "send", "id": 7, "name": "fc_w@GRAD.block1.trainer_0",
+     "trainer": 0, "step": 3,
+     "value": {"t": "dense", "dtype": "float32", "shape": [500, 1000]}}
+
+and the buffers are the raw bytes of the value, little-endian, C order: one buffer for a dense
+array, two (``rows`` as int64, then the values) for a row-sparse ``SelectedRows``, whose header
+also carries ``height``. The buffers travel without copies: ``encode`` hands ZeroMQ views of the
+arrays (``send_multipart(..., copy=False)``) and ``decode`` builds arrays on the received frames'
+memory (``np.frombuffer``), so an array payload is copied only by the kernel's socket I/O.
+
+Nothing here ever unpickles or evaluates anything: ``decode`` checks every field (protocol version,
+kind, types, dtype against an allow-list, shape against the buffer length, the number of frames,
+row indices against the height) and raises ``WireError`` saying what is wrong.
+"""
+import json
+
+import numpy as np
+
+from ..executor.place import to_host
+from ..executor.tensor import SelectedRows
+
+PROTOCOL_VERSION = 1
+
+# Requests (trainer -> pserver) and replies (pserver -> trainer).
+KINDS = frozenset(["send", "get", "send_barrier", "fetch_barrier", "complete", "prefetch", "checkpoint",
+                   "ok", "error"])
+
+DTYPES = frozenset(["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                    "float16", "float32", "float64", "complex64", "complex128"])
+_WIRE_DTYPE = {n: np.dtype(n).newbyteorder("<") for n in DTYPES}
+
+# Optional string fields of the header: prefetch output var, checkpoint dir and table, error text.
+_STR_FIELDS = ("out", "dir", "table", "msg")
+_KNOWN_FIELDS = frozenset(["v", "kind", "id", "name", "trainer", "step", "value", "lod"]) | frozenset(_STR_FIELDS)
+
+MAX_HEADER_BYTES = 1 << 20
+MAX_RANK = 32
+
+
+class WireError(ValueError):
+    """A message that cannot be encoded, or a received one that is malformed."""
+
+
+class Message:
+    """A decoded message. ``value`` is None, a numpy array or a SelectedRows of numpy arrays."""
+
+    __slots__ = ("kind", "rid", "name", "trainer", "step", "value", "lod", "extra")
+
+    def __init__(self, kind, rid=0, name=None, trainer=0, step=0, value=None, lod=None, extra=None):
+        self.kind = kind
+        self.rid = rid
+        self.name = name
+        self.trainer = trainer
+        self.step = step
+        self.value = value
+        self.lod = lod
+        self.extra = extra or {}
+
+    def get(self, field, default=None):
+        return self.extra.get(field, default)
+
+    def __repr__(self):
+        return "Message(%s id=%d name=%r trainer=%d step=%d value=%s)" % (
+            self.kind, self.rid, self.name, self.trainer, self.step, _describe(self.value))
+
+
+def _describe(value):
+    if value is None:
+        return "None"
+    if isinstance(value, SelectedRows):
+        return "SelectedRows(%d rows of %s, height %d)" % (len(value.rows), value.value.shape[1:], value.height)
+    return "%s%s" % (value.dtype, list(value.shape))
+
+
+# ------------------------------------------------------------------------------------------ encode
+def _wire_array(arr, what):
+    """``arr`` on the host, C-contiguous and little-endian (no copy when it already is)."""
+    arr = to_host(arr)
+    if not isinstance(arr, np.ndarray):
+        arr = np.asarray(arr)
+    name = arr.dtype.name
+    if name not in DTYPES:
+        raise WireError("%s: dtype %s cannot be sent (allowed: %s)" % (what, arr.dtype, ", ".join(sorted(DTYPES))))
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(_WIRE_DTYPE[name])
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr).reshape(arr.shape)
+    return arr
+
+
+def _buffer(arr):
+    # a flat uint8 view: any dtype (bool, float16, 0-d) is then a plain byte buffer for ZeroMQ
+    return arr.reshape(-1).view(np.uint8)
+
+
+def encode(kind, rid=0, name=None, value=None, trainer=0, step=0, lod=None, **fields):
+    """The frames of one message: ``[header bytes, *array buffers]`` (buffers are views, not copies).
+
+    ``fields`` are the optional strings ``out``, ``dir``, ``table`` and ``msg``."""
+    if kind not in KINDS:
+        raise WireError("unknown message kind %r" % (kind,))
+    header = {"v": PROTOCOL_VERSION, "kind": kind, "id": int(rid), "name": name,
+              "trainer": int(trainer), "step": int(step)}
+    for k, v in fields.items():
+        if k not in _STR_FIELDS:
+            raise WireError("unknown header field %r" % k)
+        if v is not None:
+            header[k] = str(v)
+    what = "value of %r" % name
+    frames = []
+    if value is not None:
+        if isinstance(value, SelectedRows):
+            if value.rows is None or value.value is None:
+                raise WireError("%s: a SelectedRows without rows or values cannot be sent" % what)
+            rows = _wire_array(value.rows, what + " (rows)")
+            if rows.dtype != np.int64:
+                rows = rows.astype(np.int64)
+            vals = _wire_array(value.value, what)
+            if rows.ndim != 1 or vals.ndim < 1 or vals.shape[0] != rows.shape[0]:
+                raise WireError("%s: SelectedRows with %s rows but values of shape %s"
+                                % (what, list(rows.shape), list(vals.shape)))
+            header["value"] = {"t": "rows", "dtype": vals.dtype.name, "shape": list(vals.shape),
+                               "height": int(value.height)}
+            frames = [_buffer(rows), _buffer(vals)]
+        elif isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__"):
+            arr = _wire_array(value, what)
+            header["value"] = {"t": "dense", "dtype": arr.dtype.name, "shape": list(arr.shape)}
+            frames = [_buffer(arr)]
+        else:
+            raise WireError("%s: a %s cannot be sent (only arrays and SelectedRows travel)"
+                            % (what, type(value).__name__))
+    if lod:
+        header["lod"] = [[int(x) for x in level] for level in lod]
+    return [json.dumps(header, separators=(",", ":")).encode()] + frames
+
+
+# ------------------------------------------------------------------------------------------ decode
+def _int(header, key, lo=None):
+    v = header.get(key)
+    if type(v) is not int:
+        raise WireError("header field %r must be an integer, got %r" % (key, v))
+    if lo is not None and v < lo:
+        raise WireError("header field %r must be >= %d, got %d" % (key, lo, v))
+    return v
+
+
+def _view(frame):
+    buf = getattr(frame, "buffer", None)
+    return buf if buf is not None else memoryview(frame)
+
+
+def _array(frame, dtype_name, shape, what):
+    dt = _WIRE_DTYPE[dtype_name]
+    count = 1
+    for d in shape:
+        count *= d
+    buf = _view(frame)
+    if buf.nbytes != count * dt.itemsize:
+        raise WireError("%s: shape %s of %s needs %d bytes but its frame holds %d"
+                        % (what, shape, dtype_name, count * dt.itemsize, buf.nbytes))
+    return np.frombuffer(buf, dtype=dt, count=count).reshape(shape)
+
+
+def _value_meta(meta):
+    if not isinstance(meta, dict):
+        raise WireError("header field 'value' must be an object, got %r" % (meta,))
+    t = meta.get("t")
+    if t not in ("dense", "rows"):
+        raise WireError("unknown value type %r (expected 'dense' or 'rows')" % (t,))
+    dtype = meta.get("dtype")
+    if dtype not in DTYPES:
+        raise WireError("dtype %r is not allowed (allowed: %s)" % (dtype, ", ".join(sorted(DTYPES))))
+    shape = meta.get("shape")
+    if (not isinstance(shape, list) or len(shape) > MAX_RANK
+            or any(type(d) is not int or d < 0 for d in shape)):
+        raise WireError("shape must be a list of at most %d non-negative integers, got %r" % (MAX_RANK, shape))
+    extra = set(meta) - {"t", "dtype", "shape", "height"}
+    if extra:
+        raise WireError("unknown value fields %s" % sorted(extra))
+    if t == "rows":
+        h = meta.get("height")
+        if type(h) is not int or h < 0:
+            raise WireError("a row-sparse value needs a non-negative integer 'height', got %r" % (h,))
+        if not shape:
+            raise WireError("a row-sparse value needs a shape of rank >= 1")
+    return t, dtype, shape
+
+
+def _lod(lod):
+    if (not isinstance(lod, list) or
+            any(not isinstance(level, list) or any(type(x) is not int or x < 0 for x in level) for level in lod)):
+        raise WireError("'lod' must be a list of lists of non-negative integers")
+    return lod
+
+
+def decode(frames):
+    """A ``Message`` from received frames (``zmq.Frame``, bytes or memoryviews); never trusts them."""
+    if not frames:
+        raise WireError("empty message: no header frame")
+    raw = frames[0]
+    head = raw.bytes if hasattr(raw, "bytes") else bytes(raw)
+    if len(head) > MAX_HEADER_BYTES:
+        raise WireError("header of %d bytes is larger than the %d allowed" % (len(head), MAX_HEADER_BYTES))
+    try:
+        header = json.loads(head.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise WireError("header is not valid UTF-8 JSON: %s" % e) from None
+    if not isinstance(header, dict):
+        raise WireError("header must be a JSON object, got %s" % type(header).__name__)
+    v = header.get("v")
+    if v != PROTOCOL_VERSION:
+        raise WireError("protocol version %r is not supported (this side speaks %d)" % (v, PROTOCOL_VERSION))
+    unknown = set(header) - _KNOWN_FIELDS
+    if unknown:
+        raise WireError("unknown header fields %s" % sorted(unknown))
+    kind = header.get("kind")
+    if kind not in KINDS:
+        raise WireError("unknown message kind %r (known: %s)" % (kind, ", ".join(sorted(KINDS))))
+    rid = _int(header, "id")
+    trainer = _int(header, "trainer")
+    step = _int(header, "step")
+    name = header.get("name")
+    if name is not None and not isinstance(name, str):
+        raise WireError("header field 'name' must be a string or null, got %r" % (name,))
+    extra = {}
+    for k in _STR_FIELDS:
+        if k in header:
+            if not isinstance(header[k], str):
+                raise WireError("header field %r must be a string, got %r" % (k, header[k]))
+            extra[k] = header[k]
+    lod = _lod(header["lod"]) if header.get("lod") is not None else None
+    meta = header.get("value")
+    what = "value of %r" % name
+    if meta is None:
+        if len(frames) != 1:
+            raise WireError("a %r message without a value must be 1 frame, got %d" % (kind, len(frames)))
+        value = None
+    else:
+        t, dtype, shape = _value_meta(meta)
+        want = 2 if t == "dense" else 3
+        if len(frames) != want:
+            raise WireError("a %r message with a %s value must be %d frames, got %d"
+                            % (kind, t, want, len(frames)))
+        if t == "dense":
+            value = _array(frames[1], dtype, shape, what)
+        else:
+            rows = _array(frames[1], "int64", [shape[0]], what + " (rows)")
+            vals = _array(frames[2], dtype, shape, what)
+            height = meta["height"]
+            if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= height):
+                raise WireError("%s: row indices must lie in [0, %d), got [%d, %d]"
+                                % (what, height, int(rows.min()), int(rows.max())))
+            value = SelectedRows(rows, vals, height)
+    return Message(kind, rid, name, trainer, step, value, lod, extra)
+
+
+def peek_request_id(frames):
+    """The request id of a (possibly malformed) message, or -1: lets an error reply name the request."""
+    try:
+        raw = frames[0]
+        header = json.loads((raw.bytes if hasattr(raw, "bytes") else bytes(raw))[:MAX_HEADER_BYTES])
+        rid = header.get("id") if isinstance(header, dict) else None
+        return rid if type(rid) is int else -1
+    except Exception:
+        return -1

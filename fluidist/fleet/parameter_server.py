@@ -1,0 +1,281 @@
+"""The parameter-server fleet, backed by the DistributeTranspiler (Paddle 1.x
+``incubate.fleet.parameter_server.distribute_transpiler``).
+
+::
+
+    fleet.init(role_maker.PaddleCloudRoleMaker())
+    opt = fleet.distributed_optimizer(fluid.optimizer.SGD(0.1), StrategyFactory.create_sync_strategy())
+    opt.minimize(loss)                       # on servers and workers alike
+    if fleet.is_server():
+        fleet.init_server(model_dir)         # model_dir optional: a directory save_persistables wrote
+        fleet.run_server()                   # serves until every worker has stopped
+    else:
+        exe.run(fleet.startup_program)       # receives the parameters from the servers
+        fleet.init_worker()
+        for batch in ...: exe.run(fleet.main_program, feed=..., fetch_list=[loss])
+        if fleet.is_first_worker(): fleet.save_persistables(exe, dirname)
+        fleet.stop_worker()
+
+``minimize`` transpiles the program: a worker's ``main_program`` is the trainer program (forward,
+backward, send gradients, receive parameters) and its ``startup_program`` the default startup
+program (which ends by receiving the servers' parameters); a server's are its pserver program
+(``listen_and_serv`` with the optimize blocks) and that program's startup.
+
+**What save_persistables saves.** The trainer receives every whole parameter from the servers
+each step, so after training its scope holds the parameters the servers hold; fleet.save_persistables
+writes those parameters (whole, under their own names). Optimizer accumulators (momentum
+velocities, Adam moments and beta powers) and the learning-rate state live on the servers and are
+not saved. ``init_server(model_dir)`` loads each server's share of the saved parameters (the rows of
+its blocks); variables the directory does not hold (accumulators, learning rate) keep their startup
+values. So a reloaded job continues from exactly the saved parameters, with fresh optimizer state.
+"""
+import os
+
+import numpy as np
+
+from .. import io
+from ..executor.compiler import CompiledProgram
+from ..executor.executor import Executor
+from ..executor.scope import Scope, global_scope
+from ..framework.program import Program, default_startup_program
+from ..optimizer import Optimizer
+from ..role_maker import MPIRoleMaker
+from ..transpiler import DistributeTranspiler, DistributeTranspilerConfig
+from ..transpiler.details import wait_server_ready
+from .base import DistributedOptimizer, Fleet, Mode
+from .strategy import (AsyncStrategy, GeoStrategy, HalfAsyncStrategy, PSDistributedStrategy, StrategyFactory,
+                       SyncStrategy, TrainerRuntimeConfig, strategy_from_config)
+
+DistributedStrategy = PSDistributedStrategy
+
+__all__ = ["fleet", "DistributedTranspiler", "TranspilerOptimizer", "DistributedStrategy", "StrategyFactory",
+           "SyncStrategy", "AsyncStrategy", "HalfAsyncStrategy", "GeoStrategy", "TrainerRuntimeConfig"]
+
+
+class DistributedTranspiler(Fleet):
+    def __init__(self):
+        super().__init__(Mode.TRANSPILER)
+        self._transpiler = None
+        self._strategy = None
+        self._transpile_config = None
+
+    # ---------------------------------------------------------------- set-up
+    def distributed_optimizer(self, optimizer, strategy=None):
+        if not isinstance(optimizer, Optimizer):
+            raise ValueError("optimizer must be an instance of Optimizer, got %r" % type(optimizer).__name__)
+        if not self._is_initialized:
+            raise ValueError("use fleet.init(role) to initialize the role of current node before "
+                             "optimizer.minimize(loss)")
+        self._optimizer = TranspilerOptimizer(optimizer, strategy, fleet=self)
+        return self._optimizer
+
+    def _is_mpi(self):
+        return isinstance(self._role_maker, MPIRoleMaker)
+
+    def _transpile(self, strategy, loss, startup_program=None):
+        """Rewrite ``loss``'s program (in place, as Paddle did) for this process's role."""
+        config = strategy.get_program_config()
+        main = loss.block.program
+        startup = startup_program if startup_program is not None else default_startup_program()
+        self._strategy = strategy
+        self._transpile_config = config
+        self._origin_program = main.clone()
+        servers = self.server_endpoints()
+        if not servers:
+            raise ValueError("the parameter-server fleet needs server endpoints, but the role maker %s gives none "
+                             "(PADDLE_PSERVERS_IP_PORT_LIST for PaddleCloudRoleMaker)" % type(self._role_maker).__name__)
+        t = DistributeTranspiler(config)
+        t._set_server_config(strategy.get_server_runtime_config())
+        if self.is_worker():
+            t.transpile(trainer_id=self.worker_index(), program=main, pservers=",".join(servers),
+                        trainers=self.worker_num(), sync_mode=config.sync_mode, startup_program=startup)
+            # Paddle waited for the servers here; under MPI init_worker waits instead.
+            self.main_program = t.get_trainer_program(wait_port=config.wait_port and not self._is_mpi())
+            self.startup_program = startup
+        else:
+            ep = servers[self.server_index()]
+            t.transpile(trainer_id=0, program=main, pservers=",".join(servers), trainers=self.worker_num(),
+                        sync_mode=config.sync_mode, startup_program=startup, current_endpoint=ep)
+            self._server_endpoint = ep
+            self.main_program, self.startup_program = t.get_pserver_programs(ep)
+        self._transpiler = t
+
+    # ---------------------------------------------------------------- workers
+    def init_worker(self):
+        """Wait (with a deadline: ``FLUIDIST_WAIT_PORT_TIMEOUT`` seconds, default 300) until every
+        server accepts connections. The trainer program's send/recv ops then talk to them; there is
+        no background communicator to start."""
+        if not self.is_worker():
+            raise RuntimeError("fleet.init_worker runs on workers; this process is a server")
+        wait_server_ready(self.server_endpoints())
+
+    def stop_worker(self):
+        """Tell the servers this worker is done (they stop once every worker has), then, under MPI,
+        finalize MPI."""
+        if not self.is_worker():
+            raise RuntimeError("fleet.stop_worker runs on workers; this process is a server")
+        _close_rpc_clients()
+        self._executor.close()
+        if self._is_mpi():
+            self._role_maker._finalize()
+
+    # ---------------------------------------------------------------- servers
+    def init_server(self, model_dir=None):
+        """Run the server's startup program; with ``model_dir`` (written by save_persistables),
+        then load this server's share of the saved variables."""
+        if self.startup_program is None:
+            raise ValueError("startup_program is None, need invoke DistributedOptimizer.minimize first")
+        if not self.is_server():
+            raise RuntimeError("fleet.init_server runs on servers; this process is a worker")
+        self._executor.run(self.startup_program)
+        if model_dir:
+            if not os.path.isdir(model_dir):
+                raise ValueError("fleet.init_server: there is no directory named %r" % (model_dir,))
+            self._load_server_vars(model_dir)
+
+    def run_server(self):
+        """Serve (blocks until every worker has stopped)."""
+        if self.main_program is None:
+            raise ValueError("main_program is None, need invoke DistributedOptimizer.minimize first")
+        if not self.is_server():
+            raise RuntimeError("fleet.run_server runs on servers; this process is a worker")
+        self._executor.run(self.main_program)
+
+    def _server_var_sources(self):
+        """{server variable: (saved variable, (row_begin, rows) or None for all rows)} for the
+        parameters and parameter-shaped accumulators held by this server."""
+        from ..transpiler.pserver import _ACCUMULATORS_LIKE_PARAM
+        plan = self._transpiler._plan
+        ep = self._server_endpoint
+        here = plan.blocks_on(ep)
+        count = {}
+        for pb, _ in here:
+            count[pb.orig] = count.get(pb.orig, 0) + 1
+        ops = plan.origin_main.global_block().ops
+        out = {}
+        for pb, _ in here:
+            rows = None if len(plan.param_blocks[pb.orig]) == 1 else (pb.row_begin, pb.rows)
+            out[pb.server_name] = (pb.orig, rows)
+            for op in ops:
+                if op.type in _ACCUMULATORS_LIKE_PARAM and op.input("Param") == [pb.orig]:
+                    for slot in _ACCUMULATORS_LIKE_PARAM[op.type]:
+                        for n in op.input(slot):
+                            server = n + (".block%d" % pb.index if count[pb.orig] > 1 else "")
+                            out[server] = (n, rows)
+        return out
+
+    def _load_server_vars(self, model_dir):
+        sources = self._server_var_sources()
+        params = {pb.server_name for pb, _ in self._transpiler._plan.blocks_on(self._server_endpoint)}
+        scope = global_scope()
+        staged = {}
+        for var in io.get_program_persistable_vars(self.main_program):
+            saved, rows = sources.get(var.name, (var.name, None))
+            value = _load_one(self._executor, model_dir, saved)
+            if value is None:
+                if var.name in params:
+                    raise ValueError("fleet.init_server(%r): the directory holds no value for parameter %r (server "
+                                     "variable %r); was it written by fleet.save_persistables for this model?"
+                                     % (model_dir, saved, var.name))
+                continue
+            if rows is not None:
+                value = value[rows[0]:rows[0] + rows[1]]
+            want = [d for d in (var.shape or [])]
+            if want and (len(want) != value.ndim or any(w >= 0 and w != s for w, s in zip(want, value.shape))):
+                raise ValueError("fleet.init_server(%r): saved %r gives shape %s for server variable %r, which is "
+                                 "declared %s" % (model_dir, saved, list(value.shape), var.name, want))
+            staged[var.name] = value.astype(var.dtype, copy=False) if var.dtype else value
+        for name, value in staged.items():
+            scope.var(name).set_value(np.array(value, copy=True))
+
+    # ---------------------------------------------------------------- saving (on a worker)
+    def _check_saver(self, executor, main_program, what):
+        if isinstance(executor, CompiledProgram) or not isinstance(executor, Executor):
+            raise TypeError("in fleet.%s() function, executor must be as Executor type, got %r"
+                            % (what, type(executor).__name__))
+        if isinstance(main_program, CompiledProgram):
+            raise TypeError("in fleet.%s() function, main_program must be as Program type, CompiledProgram is "
+                            "not allowed" % what)
+        if not self.is_worker():
+            raise RuntimeError("fleet.%s runs on a worker (usually the first: fleet.is_first_worker()); "
+                               "this process is a server" % what)
+
+    def save_persistables(self, executor, dirname, main_program=None, **kwargs):
+        """The parameters, as the last received from the servers (see the module docstring for what
+        is and is not saved). Call it on one worker, after training."""
+        self._check_saver(executor, main_program, "save_persistables")
+        if main_program is None:
+            main_program = self.main_program
+        if not isinstance(main_program, Program):
+            raise TypeError("fleet.save_persistables: main_program must be a Program, got %r"
+                            % type(main_program).__name__)
+        if not main_program._is_distributed:
+            raise ValueError("main_program is for local, may not use fleet.save_persistables")
+        io.save_vars(executor, dirname, main_program, predicate=io.is_parameter, filename=kwargs.get("filename"))
+
+    def save_inference_model(self, executor, dirname, feeded_var_names, target_vars, main_program=None,
+                             export_for_deployment=True):
+        """The inference part of ``main_program`` (default: the program before distribution) with
+        the parameters last received from the servers."""
+        self._check_saver(executor, main_program, "save_inference_model")
+        if main_program is None:
+            main_program = self._origin_program
+        return io.save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program, None, None,
+                                       export_for_deployment)
+
+
+def _load_one(executor, dirname, name):
+    """The array saved for ``name`` in ``dirname``, or None when it holds none."""
+    tmp = Scope()
+    try:
+        io.load_vars(executor, dirname, vars=[name], scope=tmp)
+    except (FileNotFoundError, KeyError):
+        return None
+    value = tmp._find_value(name)
+    return None if value is None else np.asarray(value)
+
+
+def _close_rpc_clients():
+    """Make this process's rpc clients tell their pservers that this trainer is done."""
+    try:
+        from ..distributed import rpc
+    except ImportError:
+        return
+    closer = getattr(rpc, "close_all_clients", None)
+    if closer is not None:
+        closer()
+
+
+class TranspilerOptimizer(DistributedOptimizer):
+    """Wraps an optimizer for the parameter-server fleet. ``strategy``: a
+    ``DistributeTranspilerConfig`` or a parameter-server strategy (default: SyncStrategy)."""
+
+    def __init__(self, optimizer, strategy=None, fleet=None):
+        super().__init__(optimizer, strategy)
+        if strategy is None:
+            strategy = StrategyFactory.create_sync_strategy()
+        elif isinstance(strategy, DistributeTranspilerConfig):
+            strategy = strategy_from_config(strategy)
+        elif not isinstance(strategy, PSDistributedStrategy):
+            raise TypeError("In TranspilerOptimizer, strategy must be an instance of DistributeTranspilerConfig or "
+                            "DistributedStrategy (StrategyFactory.create_*_strategy()), got %r"
+                            % type(strategy).__name__)
+        if isinstance(strategy, GeoStrategy) or strategy.get_program_config().geo_sgd_mode:
+            raise NotImplementedError("GeoStrategy (Geo-SGD) is not supported by fluidist; use "
+                                      "StrategyFactory.create_sync_strategy(), create_async_strategy() or "
+                                      "create_half_async_strategy()")
+        strategy.get_program_config().validate()
+        self._strategy = strategy
+        self._fleet = fleet if fleet is not None else globals()["fleet"]
+
+    def minimize(self, loss, scopes=None, startup_program=None, parameter_list=None, no_grad_set=None):
+        if isinstance(loss, list):
+            raise TypeError("DistributedTranspiler's minimize can not accept loss with list")
+        if isinstance(startup_program, list):
+            raise TypeError("DistributedTranspiler's minimize can not accept program with list")
+        optimize_ops, params_grads = self._optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
+        self._fleet._transpile(self._strategy, loss, startup_program)
+        return optimize_ops, params_grads
+
+
+fleet = DistributedTranspiler()

@@ -1,0 +1,1 @@
+"""Paddle 1.x's ``paddle.fluid.incubate`` import paths, leading to fluidist's modules."""

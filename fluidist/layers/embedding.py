@@ -1,0 +1,40 @@
+"""``embedding``: a ``lookup_table`` op over a ``[vocab, width]`` parameter."""
+from ..framework.program import Variable
+from .layer_helper import LayerHelper
+
+__all__ = ["embedding"]
+
+
+def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None, param_attr=None,
+              dtype="float32"):
+    """Look up the rows of a ``size = [vocab, width]`` table for the int64 ids in ``input`` (shape
+    ``[N, 1]``; a LoD is passed on). ``is_sparse``: the table's gradient is a SelectedRows holding only
+    the looked-up rows. ``padding_idx``: that id gives a zero row and no gradient (negative counts from
+    the end, ``None`` means none).
+
+    ``remote_prefetch`` is left False: fluidist's transpiler sends a sparse table's gradient with
+    ``split_selected_rows`` (Paddle 1.x's plain sparse path), not by remote prefetch."""
+    if not isinstance(input, Variable):
+        raise TypeError("embedding: 'input' must be a Variable, got %r" % type(input).__name__)
+    if len(size) != 2 or any(int(s) <= 0 for s in size):
+        raise ValueError("embedding: size must be [vocab_size, embedding_width] with both > 0, got %s"
+                         % (list(size),))
+    size = [int(s) for s in size]
+    if input.dtype is not None and input.dtype not in ("int64", "int32"):
+        raise TypeError("embedding: input %r must hold int64 ids, got dtype %s" % (input.name, input.dtype))
+    if padding_idx is None:
+        padding_idx = -1
+    else:
+        padding_idx = int(padding_idx)
+        if not -size[0] <= padding_idx < size[0]:
+            raise ValueError("embedding: padding_idx %d is out of range for a table of %d rows"
+                             % (padding_idx, size[0]))
+        if padding_idx < 0:
+            padding_idx += size[0]
+    helper = LayerHelper("embedding", param_attr=param_attr)
+    w = helper.create_parameter(attr=helper.param_attr, shape=size, dtype=dtype, is_bias=False)
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op("lookup_table", inputs={"Ids": [input], "W": [w]}, outputs={"Out": [out]},
+                     attrs={"is_sparse": bool(is_sparse), "is_distributed": bool(is_distributed),
+                            "remote_prefetch": False, "padding_idx": padding_idx})
+    return out

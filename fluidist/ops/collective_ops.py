@@ -1,0 +1,250 @@
+"""Collective ops (Paddle's ``c_*`` family, ``gen_nccl_id`` and ``barrier``): communicator set-up
+in the startup program, all-reduce / broadcast / all-gather / reduce-scatter in the main program.
+
+Set-up: ``c_gen_nccl_id`` (rank 0 makes the ring's id and sends it to the other ranks' endpoints)
+then ``c_comm_init`` (every rank joins the ring) -- or ``c_comm_init_all`` for one process driving
+several places as threads; in nccl2 mode ``gen_nccl_id`` makes the ids of ``nccl_comm_num`` rings
+and ``CompiledProgram`` creates them (``registry.init_comms_from_nccl_id``). The backend follows the
+executor's place: NCCL through CuPy on a CUDAPlace, fluidist's CPU backend on a CPUPlace.
+
+Every op here has a side effect (never pruned). Kernels return new arrays; ``use_calc_stream``
+only matters on the GPU (see ``distributed/collective/nccl.py``).
+"""
+import os
+import warnings
+
+from ..distributed.collective import registry
+from ..distributed.collective.rendezvous import (CommId, new_comm_id, receive_on_endpoint, send_to_endpoints,
+                                                 split_endpoint)
+from ..executor.tensor import SelectedRows
+from .registry import register_op, same_shape
+
+
+def _is_cuda(ctx):
+    return registry.backend_for(ctx.place) == "nccl"
+
+
+def _new_id(ctx, ring_id, endpoint):
+    """Rank 0's id for a ring on this executor's place (with an NCCL unique id on a GPU)."""
+    if _is_cuda(ctx):
+        from ..distributed.collective.nccl import new_unique_id
+        return new_comm_id(ring_id, "nccl", endpoint, new_unique_id())
+    return new_comm_id(ring_id, "cpu", endpoint)
+
+
+# ---------------------------------------------------------------- set-up
+@register_op("c_gen_nccl_id", outputs=["Out"],
+             attrs={"rank": 0, "endpoint": "", "other_endpoints": [], "ring_id": 0}, side_effect=True)
+def c_gen_nccl_id(ctx, ins, attrs):
+    """Rank 0 creates the ring's id and sends it to ``other_endpoints``; every other rank listens on
+    its ``endpoint`` until it arrives. Out (a RAW variable) holds the id."""
+    rank, ring_id = int(attrs["rank"]), int(attrs["ring_id"])
+    endpoint = attrs["endpoint"]
+    others = list(attrs["other_endpoints"] or [])
+    what = "c_gen_nccl_id (ring %d, rank %d)" % (ring_id, rank)
+    if not endpoint:
+        raise ValueError("%s: attr endpoint (this rank's ip:port) is required" % what)
+    split_endpoint(endpoint, "%s: attr endpoint" % what)
+    if rank == 0:
+        cid = _new_id(ctx, ring_id, endpoint)
+        try:
+            send_to_endpoints({"kind": "c_gen_nccl_id", "ring_id": ring_id, "id": cid.to_json()}, others, what)
+        except BaseException:
+            cid.close()
+            raise
+    else:
+        sender = "rank 0 (%s)" % others[0] if others else "rank 0"
+        msg = receive_on_endpoint(endpoint, what, {"kind": "c_gen_nccl_id", "ring_id": ring_id}, sender)
+        cid = CommId.from_json(msg["id"])
+    cid.endpoint = endpoint
+    return {"Out": cid}
+
+
+@register_op("c_comm_init", inputs=["X"], attrs={"nranks": 0, "rank": 0, "ring_id": 0, "device_id": -1},
+             side_effect=True)
+def c_comm_init(ctx, ins, attrs):
+    """Join ring ``ring_id`` as ``rank`` of ``nranks`` with the id in X; registers the communicator."""
+    cid = ins["X"]
+    name = ctx.input_name("X")
+    nranks, rank, ring_id = int(attrs["nranks"]), int(attrs["rank"]), int(attrs["ring_id"])
+    if not isinstance(cid, CommId):
+        raise TypeError("c_comm_init: input %r should hold the id written by c_gen_nccl_id, got %s"
+                        % (name, type(cid).__name__))
+    if nranks < 1 or not 0 <= rank < nranks:
+        raise ValueError("c_comm_init: attrs nranks=%d, rank=%d are not a valid rank of a ring" % (nranks, rank))
+    cid.ring_id = ring_id
+    comm = registry.create_communicator(cid, nranks, rank, ctx.place, attrs.get("device_id", -1))
+    registry.register(ring_id, comm)
+    return {}
+
+
+@register_op("c_comm_init_all", attrs={"ring_id": 0, "devices": []}, side_effect=True)
+def c_comm_init_all(ctx, ins, attrs):
+    """One process, several places as threads: a communicator per place for ring ``ring_id``. On
+    GPUs ``devices`` are the GPU ids (default: all); on the CPU, ``len(devices)`` threads (default
+    ``CPU_NUM``). Each thread then finds its own via ``thread_rank(i)`` or its CUDAPlace."""
+    ring_id = int(attrs["ring_id"])
+    devices = [int(d) for d in attrs.get("devices") or []]
+    if _is_cuda(ctx):
+        from ..distributed.collective.nccl import _cupy, nccl_thread_group
+        if not devices:
+            devices = list(range(_cupy()[0].cuda.runtime.getDeviceCount()))
+        registry.register_group(ring_id, nccl_thread_group(ring_id, devices), devices)
+    else:
+        from ..distributed.collective.cpu import thread_group
+        n = len(devices) or int(os.environ.get("CPU_NUM", "1"))
+        registry.register_group(ring_id, thread_group(n, ring_id), None)
+    return {}
+
+
+@register_op("gen_nccl_id", outputs=["NCCLID"],
+             attrs={"trainers": [], "trainer_id": 0, "nccl_comm_num": 1, "use_hierarchical_allreduce": False,
+                    "hierarchical_allreduce_inter_nranks": 0},
+             side_effect=True)
+def gen_nccl_id(ctx, ins, attrs):
+    """nccl2 mode: trainer 0 makes the ids of ``nccl_comm_num`` rings and sends them to every other
+    trainer endpoint; NCCLID holds ring 0's id, ``NCCLID_<i>`` (written to the scope) ring i's."""
+    trainers = list(attrs["trainers"] or [])
+    tid, num = int(attrs["trainer_id"]), int(attrs["nccl_comm_num"])
+    what = "gen_nccl_id (trainer %d)" % tid
+    if not 0 <= tid < len(trainers):
+        raise ValueError("%s: trainer_id %d is out of range for trainers %s" % (what, tid, trainers))
+    if num < 1:
+        raise ValueError("%s: nccl_comm_num must be >= 1, got %d" % (what, num))
+    if attrs.get("use_hierarchical_allreduce"):
+        warnings.warn("gen_nccl_id: hierarchical all-reduce is not implemented; flat rings are used")
+    endpoint = trainers[tid]
+    if tid == 0:
+        ids = []
+        try:
+            for i in range(num):
+                ids.append(_new_id(ctx, i, endpoint))
+            send_to_endpoints({"kind": "gen_nccl_id", "nccl_comm_num": num, "ids": [c.to_json() for c in ids]},
+                              trainers[1:], what)
+        except BaseException:
+            for c in ids:
+                c.close()
+            raise
+    else:
+        msg = receive_on_endpoint(endpoint, what, {"kind": "gen_nccl_id", "nccl_comm_num": num},
+                                  "trainer 0 (%s)" % trainers[0])
+        ids = [CommId.from_json(d) for d in msg["ids"]]
+    for c in ids:
+        c.endpoint = endpoint
+    base = ctx.output_name("NCCLID")
+    for i in range(1, num):
+        ctx.scope._set_value("%s_%d" % (base, i), ids[i])
+    return {"NCCLID": ids[0]}
+
+
+# ---------------------------------------------------------------- collectives
+def _dense(ctx, x, op):
+    if isinstance(x, SelectedRows):
+        raise TypeError("%s: %r is a SelectedRows (row-sparse) value; collectives take dense tensors"
+                        % (op, ctx.input_name("X")))
+    if x is None:
+        raise ValueError("%s: input %r has no value" % (op, ctx.input_name("X")))
+    return x
+
+
+def _make_allreduce(red):
+    def kernel(ctx, ins, attrs):
+        op = "c_allreduce_" + red
+        x = _dense(ctx, ins["X"], op)
+        comm = registry.get_communicator(attrs["ring_id"], ctx.place)
+        return {"Out": comm.allreduce(x, red, use_calc_stream=bool(attrs["use_calc_stream"]))}
+    kernel.__name__ = "c_allreduce_" + red
+    kernel.__doc__ = "Out = the element-wise %s of X over the ranks of ring ``ring_id``." % red
+    return kernel
+
+
+for _red in ("sum", "max", "min", "prod"):
+    register_op("c_allreduce_" + _red, inputs=["X"], outputs=["Out"],
+                attrs={"ring_id": 0, "use_calc_stream": False}, infer=same_shape("X", "Out"),
+                side_effect=True, share_lod=("X", "Out"))(_make_allreduce(_red))
+
+
+@register_op("c_broadcast", inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "root": 0, "use_calc_stream": False},
+             infer=same_shape("X", "Out"), side_effect=True, share_lod=("X", "Out"))
+def c_broadcast(ctx, ins, attrs):
+    """Out = rank ``root``'s X on every rank of ring ``ring_id``."""
+    x = _dense(ctx, ins["X"], "c_broadcast")
+    comm = registry.get_communicator(attrs["ring_id"], ctx.place)
+    return {"Out": comm.broadcast(x, int(attrs["root"]), use_calc_stream=bool(attrs["use_calc_stream"]))}
+
+
+def _check_nranks(op, attrs, comm):
+    n = int(attrs.get("nranks") or 0)
+    if n and n != comm.nranks:
+        raise ValueError("%s: attr nranks=%d but ring %d has %d ranks" % (op, n, comm.ring_id, comm.nranks))
+
+
+def _allgather_infer(ctx):
+    shape, n = ctx.input_shape("X"), int(ctx.attr("nranks") or 0)
+    if shape is None or n <= 0:
+        return
+    if not shape:
+        ctx.set_output("Out", [n], ctx.input_dtype("X"))
+        return
+    d0 = shape[0] * n if shape[0] >= 0 else -1
+    ctx.set_output("Out", [d0] + list(shape[1:]), ctx.input_dtype("X"))
+
+
+@register_op("c_allgather", inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False},
+             infer=_allgather_infer, side_effect=True)
+def c_allgather(ctx, ins, attrs):
+    """Out = the X of every rank, concatenated along dim 0 in rank order."""
+    x = _dense(ctx, ins["X"], "c_allgather")
+    comm = registry.get_communicator(attrs["ring_id"], ctx.place)
+    _check_nranks("c_allgather", attrs, comm)
+    return {"Out": comm.allgather(x, use_calc_stream=bool(attrs["use_calc_stream"]))}
+
+
+def _reducescatter_infer(ctx):
+    shape, n = ctx.input_shape("X"), int(ctx.attr("nranks") or 0)
+    if shape is None or n <= 0:
+        return
+    if not shape:
+        raise ValueError("X is a scalar: reduce-scatter cuts dim 0 over the ranks")
+    if shape[0] >= 0 and shape[0] % n:
+        raise ValueError("dim 0 of X's shape %s is not divisible by nranks %d" % (list(shape), n))
+    d0 = shape[0] // n if shape[0] >= 0 else -1
+    ctx.set_output("Out", [d0] + list(shape[1:]), ctx.input_dtype("X"))
+
+
+@register_op("c_reducescatter", inputs=["X"], outputs=["Out"],
+             attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False}, infer=_reducescatter_infer,
+             side_effect=True)
+def c_reducescatter(ctx, ins, attrs):
+    """Out = this rank's 1/nranks (along dim 0) of the sum of X over the ranks."""
+    x = _dense(ctx, ins["X"], "c_reducescatter")
+    comm = registry.get_communicator(attrs["ring_id"], ctx.place)
+    _check_nranks("c_reducescatter", attrs, comm)
+    return {"Out": comm.reducescatter(x, "sum", use_calc_stream=bool(attrs["use_calc_stream"]))}
+
+
+@register_op("barrier", inputs=["X?"], outputs=["Out?"], attrs={"ring_id": 0}, side_effect=True)
+def barrier(ctx, ins, attrs):
+    """Wait until every rank of ring ``ring_id`` got here; Out = X."""
+    registry.get_communicator(attrs["ring_id"], ctx.place).barrier()
+    return {"Out": ins.get("X")}
+
+
+@register_op("c_sync_calc_stream", inputs=["X"], outputs=["Out"], attrs={"ring_id": 0},
+             infer=same_shape("X", "Out"), side_effect=True, share_lod=("X", "Out"))
+def c_sync_calc_stream(ctx, ins, attrs):
+    """GPU: wait for the calc stream (the work producing X). CPU: nothing to wait for. Out = X."""
+    if _is_cuda(ctx):
+        from ..distributed.collective.nccl import _cupy
+        with ctx.place.device_context():
+            _cupy()[0].cuda.get_current_stream().synchronize()
+    return {"Out": ins["X"]}
+
+
+@register_op("c_sync_comm_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": 0}, side_effect=True)
+def c_sync_comm_stream(ctx, ins, attrs):
+    """GPU: wait for ring ``ring_id``'s comm stream (the collectives writing X). CPU: collectives are
+    complete when they return, nothing to wait for. Out = X."""
+    if _is_cuda(ctx):
+        registry.get_communicator(attrs["ring_id"], ctx.place).sync_comm_stream()
+    return {"Out": list(ins["X"])}

@@ -1,0 +1,273 @@
+"""Loss ops: ``cross_entropy`` (hard or soft labels), ``cross_entropy2`` (the hard-label form Paddle's
+``layers.cross_entropy`` builds), ``softmax_with_cross_entropy``, ``sigmoid_cross_entropy_with_logits``
+and ``log_loss``. Labels never get a gradient."""
+import numpy as np
+
+from .registry import register_op
+
+_LOSS_CLAMP = 1e20  # Paddle's TolerableValue: -log(0) is reported as 1e20, not inf
+
+
+def _neg_log(xp, p):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return xp.clip(-xp.log(p), -_LOSS_CLAMP, _LOSS_CLAMP)
+
+
+def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
+    """Flat int64 labels, checked to be class ids in ``[0, classes)`` or ``ignore_index``; and the
+    mask of ignored ones."""
+    name = ctx.op.inputs[slot][0]
+    if label.dtype.kind not in "iu":
+        raise ValueError("op %r: hard Label %r must be an integer tensor (int64), got %s; set soft_label=True "
+                         "for probability labels" % (ctx.op.type, name, label.dtype))
+    flat = label.reshape(-1).astype(np.int64, copy=False)
+    ignore = flat == ignore_index
+    if flat.size:
+        live = flat[~ignore]
+        if live.size and (int(live.min()) < 0 or int(live.max()) >= classes):
+            bad = int(live.min()) if int(live.min()) < 0 else int(live.max())
+            raise ValueError("op %r: label %d in Label %r is out of range for %d classes"
+                             % (ctx.op.type, bad, name, classes))
+    return flat, ignore
+
+
+def _check_label_shape(ctx, x, label, soft, slot_x="X"):
+    want = tuple(x.shape[:-1]) + ((x.shape[-1],) if soft else (1,))
+    if tuple(label.shape) != want and not (not soft and tuple(label.shape) == tuple(x.shape[:-1])):
+        raise ValueError("op %r: Label %r has shape %s but %s %r of shape %s needs %s"
+                         % (ctx.op.type, ctx.op.inputs["Label"][0], list(label.shape), slot_x,
+                            ctx.op.inputs[slot_x][0], list(x.shape), list(want)))
+
+
+def _rows_infer(in_slot, out_slot):
+    """Out is ``X.shape[:-1] + [1]`` (one loss per row)."""
+    def infer(ctx):
+        xs = ctx.input_shape(in_slot)
+        if xs is not None:
+            ctx.set_output(out_slot, tuple(xs[:-1]) + (1,), ctx.input_dtype(in_slot), ctx.input_lod_level(in_slot))
+    return infer
+
+
+# ------------------------------------------------------------------ cross_entropy
+_CE_ATTRS = {"soft_label": False, "ignore_index": -100}
+
+
+@register_op("cross_entropy", inputs=["X", "Label"], outputs=["Y"], attrs=_CE_ATTRS, infer=_rows_infer("X", "Y"),
+             grad="default", grad_inputs=["X", "Label", "Y@GRAD"], no_grad=("Label",), share_lod=("X", "Y"))
+def cross_entropy(ctx, ins, attrs):
+    """``Y = -log(X[label])`` per row (0 for ``ignore_index``), or ``-sum(Label * log(X))`` for soft labels;
+    X holds probabilities."""
+    xp = ctx.xp
+    x, label = ins["X"], ins["Label"]
+    soft = attrs["soft_label"]
+    _check_label_shape(ctx, x, label, soft)
+    d = x.shape[-1]
+    x2 = x.reshape(-1, d)
+    if soft:
+        y = (label.reshape(-1, d) * _neg_log(xp, x2)).sum(axis=1)
+    else:
+        lab, ignore = _hard_labels(ctx, label, d, attrs["ignore_index"])
+        p = x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]
+        y = xp.where(ignore, 0, _neg_log(xp, p))
+    return {"Y": y.astype(x.dtype, copy=False).reshape(tuple(x.shape[:-1]) + (1,))}
+
+
+@register_op("cross_entropy_grad", inputs=["X", "Label", "Y@GRAD"], outputs=["X@GRAD"], attrs=_CE_ATTRS)
+def cross_entropy_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    x, label, dy = ins["X"], ins["Label"], ins["Y@GRAD"]
+    d = x.shape[-1]
+    x2, dy2 = x.reshape(-1, d), dy.reshape(-1, 1)
+    if attrs["soft_label"]:
+        dx = -dy2 * label.reshape(-1, d) / x2
+    else:
+        lab, ignore = _hard_labels(ctx, label, d, attrs["ignore_index"])
+        rows = xp.arange(x2.shape[0])
+        safe = xp.where(ignore, 0, lab)
+        dx = xp.zeros_like(x2)
+        dx[rows, safe] = xp.where(ignore, 0, -dy2[:, 0] / x2[rows, safe])
+    return {"X@GRAD": dx.reshape(x.shape)}
+
+
+def _ce2_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None:
+        return
+    rows = tuple(xs[:-1]) + (1,)
+    dt = ctx.input_dtype("X")
+    ctx.set_output("Y", rows, dt, ctx.input_lod_level("X"))
+    ctx.set_output("MatchX", rows, dt)
+    ctx.set_output("XShape", (0,) + tuple(xs), dt)
+
+
+def _ce2_grad_maker(op):
+    return [{"type": "cross_entropy_grad2",
+             "inputs": {"Label": list(op.inputs["Label"]), "MatchX": list(op.outputs["MatchX"]),
+                        "XShape": list(op.outputs["XShape"]), "Y@GRAD": [n + "@GRAD" for n in op.outputs["Y"]]},
+             "outputs": {"X@GRAD": [n + "@GRAD" for n in op.inputs["X"]]},
+             "attrs": {"ignore_index": op.attrs["ignore_index"]}}]
+
+
+@register_op("cross_entropy2", inputs=["X", "Label"], outputs=["Y", "MatchX", "XShape"],
+             attrs={"ignore_index": -100}, infer=_ce2_infer, grad=_ce2_grad_maker, share_lod=("X", "Y"))
+def cross_entropy2(ctx, ins, attrs):
+    """Hard-label cross entropy that keeps ``MatchX = X[label]`` (and X's shape) for its gradient,
+    so the backward pass needs not hold on to X."""
+    xp = ctx.xp
+    x, label = ins["X"], ins["Label"]
+    _check_label_shape(ctx, x, label, False)
+    d = x.shape[-1]
+    x2 = x.reshape(-1, d)
+    lab, ignore = _hard_labels(ctx, label, d, attrs["ignore_index"])
+    match = xp.where(ignore, 0, x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]).astype(x.dtype)
+    y = xp.where(ignore, 0, _neg_log(xp, match)).astype(x.dtype)
+    rows = tuple(x.shape[:-1]) + (1,)
+    return {"Y": y.reshape(rows), "MatchX": match.reshape(rows), "XShape": np.array(x.shape, dtype=np.int64)}
+
+
+@register_op("cross_entropy_grad2", inputs=["Label", "MatchX", "XShape", "Y@GRAD"], outputs=["X@GRAD"],
+             attrs={"ignore_index": -100})
+def cross_entropy_grad2(ctx, ins, attrs):
+    xp = ctx.xp
+    label, match, dy = ins["Label"], ins["MatchX"], ins["Y@GRAD"]
+    shape = tuple(int(s) for s in ins["XShape"])
+    d = shape[-1]
+    lab, ignore = _hard_labels(ctx, label, d, attrs["ignore_index"])
+    m, dy1 = match.reshape(-1), dy.reshape(-1)
+    dx = xp.zeros((m.shape[0], d), dtype=dy.dtype)
+    safe_m = xp.where(ignore, 1, m)
+    dx[xp.arange(m.shape[0]), xp.where(ignore, 0, lab)] = xp.where(ignore, 0, -dy1 / safe_m)
+    return {"X@GRAD": dx.reshape(shape)}
+
+
+# ------------------------------------------------------------------ softmax_with_cross_entropy
+_SWCE_ATTRS = {"soft_label": False, "ignore_index": -100, "numeric_stable_mode": True, "axis": -1}
+
+
+def _swce_infer(ctx):
+    xs = ctx.input_shape("Logits")
+    if xs is None:
+        return
+    axis = ctx.attr("axis") % len(xs)
+    loss = list(xs)
+    loss[axis] = 1
+    dt = ctx.input_dtype("Logits")
+    ctx.set_output("Softmax", xs, dt, ctx.input_lod_level("Logits"))
+    ctx.set_output("Loss", loss, dt, ctx.input_lod_level("Logits"))
+
+
+@register_op("softmax_with_cross_entropy", inputs=["Logits", "Label"], outputs=["Softmax", "Loss"],
+             attrs=_SWCE_ATTRS, infer=_swce_infer, grad="default", grad_inputs=["Label", "Softmax", "Loss@GRAD"],
+             no_grad=("Label",), share_lod=("Logits", "Loss"))
+def softmax_with_cross_entropy(ctx, ins, attrs):
+    """Softmax over ``axis`` and the cross entropy against Label, computed as ``logsumexp(z) - z[label]``
+    (always the numerically stable form, whatever ``numeric_stable_mode`` says)."""
+    xp = ctx.xp
+    logits, label = ins["Logits"], ins["Label"]
+    axis = attrs["axis"] % logits.ndim
+    z = xp.moveaxis(logits, axis, -1)
+    lab = xp.moveaxis(label, axis, -1) if label.ndim == logits.ndim else label
+    soft = attrs["soft_label"]
+    _check_label_shape(ctx, z, lab, soft, slot_x="Logits")
+    shifted = z - z.max(axis=-1, keepdims=True)
+    e = xp.exp(shifted)
+    s = e.sum(axis=-1, keepdims=True)
+    softmax = e / s
+    log_s = xp.log(s)
+    d = z.shape[-1]
+    if soft:
+        loss = -(lab * (shifted - log_s)).sum(axis=-1, keepdims=True)
+    else:
+        flat, ignore = _hard_labels(ctx, lab, d, attrs["ignore_index"])
+        sh2 = shifted.reshape(-1, d)
+        picked = sh2[xp.arange(sh2.shape[0]), xp.where(ignore, 0, flat)]
+        loss = xp.where(ignore, 0, log_s.reshape(-1) - picked).reshape(tuple(z.shape[:-1]) + (1,))
+    return {"Softmax": xp.moveaxis(softmax, -1, axis).astype(logits.dtype, copy=False),
+            "Loss": xp.moveaxis(loss, -1, axis).astype(logits.dtype, copy=False)}
+
+
+@register_op("softmax_with_cross_entropy_grad", inputs=["Label", "Softmax", "Loss@GRAD"], outputs=["Logits@GRAD"],
+             attrs=_SWCE_ATTRS)
+def softmax_with_cross_entropy_grad(ctx, ins, attrs):
+    """``dLogits = (Softmax - onehot(label)) * dLoss``; 0 on rows whose label is ``ignore_index``."""
+    xp = ctx.xp
+    label, sm, dloss = ins["Label"], ins["Softmax"], ins["Loss@GRAD"]
+    axis = attrs["axis"] % sm.ndim
+    p = xp.moveaxis(sm, axis, -1)
+    lab = xp.moveaxis(label, axis, -1) if label.ndim == sm.ndim else label
+    dl = xp.moveaxis(dloss, axis, -1) if dloss.ndim == sm.ndim else dloss.reshape(tuple(p.shape[:-1]) + (1,))
+    d = p.shape[-1]
+    if attrs["soft_label"]:
+        dz = (p - lab) * dl
+    else:
+        flat, ignore = _hard_labels(ctx, lab, d, attrs["ignore_index"])
+        dz = p.reshape(-1, d).copy()
+        rows = xp.arange(dz.shape[0])
+        dz[rows, xp.where(ignore, 0, flat)] -= xp.where(ignore, 0, 1).astype(dz.dtype)
+        dz = dz * xp.where(ignore, 0, dl.reshape(-1)).astype(dz.dtype)[:, None]
+        dz = dz.reshape(p.shape)
+    return {"Logits@GRAD": xp.moveaxis(dz, -1, axis)}
+
+
+# ------------------------------------------------------------------ sigmoid_cross_entropy_with_logits
+_SCE_ATTRS = {"ignore_index": -100, "normalize": False}
+
+
+def _sce_norm(xp, label, attrs):
+    """The divisor: 1, or the number of labels that are not ``ignore_index`` when ``normalize``."""
+    if not attrs["normalize"]:
+        return 1.0
+    return xp.maximum((label != attrs["ignore_index"]).sum(), 1).astype(label.dtype)
+
+
+def _check_same(ctx, x, label):
+    if tuple(x.shape) != tuple(label.shape):
+        raise ValueError("op %r: Label %r has shape %s but X %r has shape %s; they must match"
+                         % (ctx.op.type, ctx.op.inputs["Label"][0], list(label.shape), ctx.op.inputs["X"][0],
+                            list(x.shape)))
+
+
+@register_op("sigmoid_cross_entropy_with_logits", inputs=["X", "Label"], outputs=["Out"], attrs=_SCE_ATTRS,
+             infer=lambda c: c.share("Out", "X"), grad="default", grad_inputs=["X", "Label", "Out@GRAD"],
+             no_grad=("Label",), share_lod=("X", "Out"))
+def sigmoid_cross_entropy_with_logits(ctx, ins, attrs):
+    """Elementwise ``max(x, 0) - x * label + log(1 + exp(-|x|))``; 0 where label is ``ignore_index``."""
+    xp = ctx.xp
+    x, label = ins["X"], ins["Label"]
+    _check_same(ctx, x, label)
+    out = xp.maximum(x, 0) - x * label + xp.log1p(xp.exp(-xp.abs(x)))
+    out = xp.where(label == attrs["ignore_index"], 0, out) / _sce_norm(xp, label, attrs)
+    return {"Out": out.astype(x.dtype, copy=False)}
+
+
+@register_op("sigmoid_cross_entropy_with_logits_grad", inputs=["X", "Label", "Out@GRAD"], outputs=["X@GRAD"],
+             attrs=_SCE_ATTRS)
+def sigmoid_cross_entropy_with_logits_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    x, label, d = ins["X"], ins["Label"], ins["Out@GRAD"]
+    sig = 1.0 / (1.0 + xp.exp(-x))
+    dx = xp.where(label == attrs["ignore_index"], 0, (sig - label) * d) / _sce_norm(xp, label, attrs)
+    return {"X@GRAD": dx.astype(x.dtype, copy=False)}
+
+
+# ------------------------------------------------------------------ log_loss
+@register_op("log_loss", inputs=["Predicted", "Labels"], outputs=["Loss"], attrs={"epsilon": 1e-4},
+             infer=lambda c: c.share("Loss", "Predicted"), grad="default",
+             grad_inputs=["Predicted", "Labels", "Loss@GRAD"], no_grad=("Labels",))
+def log_loss(ctx, ins, attrs):
+    """``-label * log(p + eps) - (1 - label) * log(1 - p + eps)`` elementwise."""
+    xp = ctx.xp
+    p, y = ins["Predicted"], ins["Labels"]
+    if tuple(p.shape) != tuple(y.shape):
+        raise ValueError("op 'log_loss': Labels %r has shape %s but Predicted %r has shape %s"
+                         % (ctx.op.inputs["Labels"][0], list(y.shape), ctx.op.inputs["Predicted"][0], list(p.shape)))
+    eps = attrs["epsilon"]
+    return {"Loss": (-y * xp.log(p + eps) - (1 - y) * xp.log(1 - p + eps)).astype(p.dtype, copy=False)}
+
+
+@register_op("log_loss_grad", inputs=["Predicted", "Labels", "Loss@GRAD"], outputs=["Predicted@GRAD"],
+             attrs={"epsilon": 1e-4})
+def log_loss_grad(ctx, ins, attrs):
+    p, y, d = ins["Predicted"], ins["Labels"], ins["Loss@GRAD"]
+    eps = attrs["epsilon"]
+    return {"Predicted@GRAD": (d * (-y / (p + eps) + (1 - y) / (1 - p + eps))).astype(p.dtype, copy=False)}

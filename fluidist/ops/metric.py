@@ -1,0 +1,121 @@
+"""Metric ops: ``top_k``, ``accuracy`` (over top-k indices, as Paddle 1.x computes it), ``arg_max`` and
+``arg_min``."""
+import numpy as np
+
+from .registry import register_op
+
+
+# ------------------------------------------------------------------ top_k
+def _top_k_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None:
+        return
+    k = ctx.attr("k")
+    if ctx.has_input("K"):
+        k = -1  # only known at run time
+    elif xs[-1] >= 0 and not 1 <= k <= xs[-1]:
+        raise ValueError("k = %d must be in [1, %d] (the last dimension of X %r)" % (k, xs[-1], ctx.op.inputs["X"][0]))
+    out = tuple(xs[:-1]) + (k,)
+    ctx.set_output("Out", out, ctx.input_dtype("X"), ctx.input_lod_level("X"))
+    ctx.set_output("Indices", out, "int64", ctx.input_lod_level("X"))
+
+
+def _rows(xp, n):
+    return xp.arange(n)[:, None]
+
+
+@register_op("top_k", inputs=["X", "K?"], outputs=["Out", "Indices"], attrs={"k": 1}, infer=_top_k_infer,
+             grad="default", grad_inputs=["X", "Indices", "Out@GRAD"], no_grad=("K",), share_lod=("X", "Out"))
+def top_k(ctx, ins, attrs):
+    """The ``k`` largest values along the last axis, largest first (ties: the lower index first)."""
+    xp = ctx.xp
+    x = ins["X"]
+    k = int(ins["K"].reshape(-1)[0]) if ins.get("K") is not None else int(attrs["k"])
+    d = x.shape[-1]
+    if not 1 <= k <= d:
+        raise ValueError("op 'top_k': k = %d must be in [1, %d] (the last dimension of X %r)"
+                         % (k, d, ctx.op.inputs["X"][0]))
+    x2 = x.reshape(-1, d)
+    order = np.argsort(-x2, axis=1, kind="stable") if xp is np else xp.argsort(-x2, axis=1)
+    idx = order[:, :k]
+    out = x2[_rows(xp, x2.shape[0]), idx]
+    shape = tuple(x.shape[:-1]) + (k,)
+    return {"Out": out.reshape(shape), "Indices": idx.astype(np.int64).reshape(shape)}
+
+
+@register_op("top_k_grad", inputs=["X", "Indices", "Out@GRAD"], outputs=["X@GRAD"], attrs={"k": 1})
+def top_k_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    x, idx, d = ins["X"], ins["Indices"], ins["Out@GRAD"]
+    width = x.shape[-1]
+    k = idx.shape[-1]
+    dx = xp.zeros((int(np.prod(x.shape[:-1])), width), dtype=d.dtype)
+    dx[_rows(xp, dx.shape[0]), idx.reshape(-1, k)] = d.reshape(-1, k)
+    return {"X@GRAD": dx.reshape(x.shape)}
+
+
+# ------------------------------------------------------------------ accuracy
+def _accuracy_infer(ctx):
+    ctx.set_output("Accuracy", (1,), "float32")
+    ctx.set_output("Correct", (1,), "int32")
+    ctx.set_output("Total", (1,), "int32")
+
+
+@register_op("accuracy", inputs=["Out", "Indices", "Label"], outputs=["Accuracy", "Correct", "Total"],
+             infer=_accuracy_infer)
+def accuracy(ctx, ins, attrs):
+    """A row is correct when its label is among its top-k ``Indices``; Accuracy = Correct / Total
+    (0 for an empty batch)."""
+    xp = ctx.xp
+    idx, label = ins["Indices"], ins["Label"]
+    n = idx.shape[0]
+    if label.shape[0] != n or label.size != n:
+        raise ValueError("op 'accuracy': Label %r has shape %s but Indices %r has %d rows; Label must be [%d, 1]"
+                         % (ctx.op.inputs["Label"][0], list(label.shape), ctx.op.inputs["Indices"][0], n, n))
+    hit = (idx.reshape(n, -1) == label.reshape(n, 1).astype(idx.dtype)).any(axis=1)
+    correct = hit.sum().astype(np.int32).reshape(1)
+    total = xp.full((1,), n, dtype=np.int32)
+    acc = (correct.astype(np.float32) / np.float32(max(n, 1))).astype(np.float32)
+    return {"Accuracy": acc, "Correct": correct, "Total": total}
+
+
+# ------------------------------------------------------------------ arg_max / arg_min
+_ARG_ATTRS = {"axis": -1, "keepdims": False, "flatten": False}
+
+
+def _arg_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None:
+        return
+    if ctx.attr("flatten"):
+        out = (1,)
+    else:
+        axis = ctx.attr("axis")
+        if not -len(xs) <= axis < len(xs):
+            raise ValueError("axis %d is out of range for X %r of rank %d" % (axis, ctx.op.inputs["X"][0], len(xs)))
+        axis %= len(xs)
+        out = tuple(1 if i == axis else d for i, d in enumerate(xs)) if ctx.attr("keepdims") else \
+            tuple(d for i, d in enumerate(xs) if i != axis) or (1,)
+    ctx.set_output("Out", out, "int64")
+
+
+def _arg_kernel(fn):
+    def kernel(ctx, ins, attrs):
+        x = ins["X"]
+        if attrs["flatten"]:
+            return {"Out": getattr(x.reshape(-1), fn)().astype(np.int64).reshape(1)}
+        axis = attrs["axis"]
+        if not -x.ndim <= axis < x.ndim:
+            raise ValueError("op %r: axis %d is out of range for X %r of rank %d"
+                             % (ctx.op.type, axis, ctx.op.inputs["X"][0], x.ndim))
+        out = getattr(x, fn)(axis=axis).astype(np.int64)
+        if attrs["keepdims"]:
+            out = ctx.xp.expand_dims(out, axis % x.ndim)
+        elif out.ndim == 0:
+            out = out.reshape(1)
+        return {"Out": out}
+    return kernel
+
+
+register_op("arg_max", inputs=["X"], outputs=["Out"], attrs=_ARG_ATTRS, infer=_arg_infer)(_arg_kernel("argmax"))
+register_op("arg_min", inputs=["X"], outputs=["Out"], attrs=_ARG_ATTRS, infer=_arg_infer)(_arg_kernel("argmin"))

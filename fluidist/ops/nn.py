@@ -1,0 +1,254 @@
+"""Embedding and sequence ops: ``lookup_table`` (and ``lookup_table_v2``) with dense or row-sparse
+gradients, and ``sequence_pool`` over the last LoD level of its input."""
+import numpy as np
+
+from .registry import register_op
+from ..executor.tensor import SelectedRows
+
+
+def scatter_add(xp, out, idx, val):
+    """``out[idx] += val`` with repeated indices accumulated, on numpy or cupy."""
+    if xp is np:
+        np.add.at(out, idx, val)
+    else:
+        import cupyx
+        cupyx.scatter_add(out, idx, val)
+    return out
+
+
+# ------------------------------------------------------------------ lookup_table
+_LOOKUP_ATTRS = {"is_sparse": False, "is_distributed": False, "padding_idx": -1, "remote_prefetch": False,
+                 "height_sections": [], "epmap": [], "table_names": []}
+
+
+def _lookup_out_shape(ids_shape, width, v2):
+    """Paddle's rule: ``lookup_table`` drops the trailing 1 of Ids ([N, 1] -> [N, width]);
+    ``lookup_table_v2`` appends the width to the whole Ids shape. A rank-1 Ids works for both."""
+    ids_shape = tuple(ids_shape)
+    if v2 or len(ids_shape) == 1:
+        return ids_shape + (width,)
+    if ids_shape[-1] != 1:
+        raise ValueError("lookup_table: Ids must have a trailing dimension of 1 (shape [N, 1]), got shape %s; "
+                         "use lookup_table_v2 for ids without it" % list(ids_shape))
+    return ids_shape[:-1] + (width,)
+
+
+def _lookup_infer(v2):
+    def infer(ctx):
+        ws, ids = ctx.input_shape("W"), ctx.input_shape("Ids")
+        if ws is None or ids is None:
+            return
+        if len(ws) != 2:
+            raise ValueError("W %r must be a 2-D table [rows, width], got shape %s"
+                             % (ctx.op.inputs["W"][0], list(ws)))
+        ctx.set_output("Out", _lookup_out_shape(ids, ws[1], v2), ctx.input_dtype("W"), ctx.input_lod_level("Ids"))
+    return infer
+
+
+def _flat_ids(ctx, ids, height):
+    """Ids as a flat int64 vector, checked to lie in ``[0, height)`` (the padding id is in range too)."""
+    if ids.dtype.kind not in "iu":
+        raise ValueError("op %r: Ids %r must be an integer tensor (int64), got %s"
+                         % (ctx.op.type, ctx.op.inputs["Ids"][0], ids.dtype))
+    flat = ids.reshape(-1).astype(np.int64, copy=False)
+    if flat.size:
+        lo, hi = int(flat.min()), int(flat.max())
+        if lo < 0 or hi >= height:
+            bad = lo if lo < 0 else hi
+            raise ValueError("op %r: id %d in Ids %r is out of range for table %r with %d rows"
+                             % (ctx.op.type, bad, ctx.op.inputs["Ids"][0], ctx.op.inputs["W"][0], height))
+    return flat
+
+
+def _padding_idx(attrs, height):
+    p = attrs["padding_idx"]
+    if p is None or p == -1:
+        return None
+    return p + height if p < 0 else p
+
+
+def _lookup_kernel(v2):
+    def kernel(ctx, ins, attrs):
+        w, ids = ins["W"], ins["Ids"]
+        if isinstance(w, SelectedRows):
+            raise ValueError("op %r: a SelectedRows table W %r is not supported here (it is a pserver-side "
+                             "table; use the prefetch path)" % (ctx.op.type, ctx.op.inputs["W"][0]))
+        flat = _flat_ids(ctx, ids, w.shape[0])
+        out = w[flat]  # fancy indexing copies: W is never aliased
+        pad = _padding_idx(attrs, w.shape[0])
+        if pad is not None:
+            out[flat == pad] = 0
+        return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.shape[1], v2))}
+    return kernel
+
+
+def _lookup_grad_infer(ctx):
+    w = ctx.input_var("W")
+    if w is None:
+        return
+    ctx.set_output("W@GRAD", w.shape, w.dtype,
+                   type="SELECTED_ROWS" if ctx.attr("is_sparse") else "LOD_TENSOR")
+
+
+def _lookup_grad_kernel(ctx, ins, attrs):
+    """Sparse: ``SelectedRows(rows=ids, value=dOut rows, height=rows of W)``, repeated ids kept;
+    dense: ``dOut`` rows added into a zero table. Padding ids get no gradient in either form."""
+    xp = ctx.xp
+    w, ids, d = ins["W"], ins["Ids"], ins["Out@GRAD"]
+    height, width = w.shape[0], w.shape[1]
+    flat = _flat_ids(ctx, ids, height)
+    d2 = d.reshape(flat.shape[0], width)
+    pad = _padding_idx(attrs, height)
+    if attrs["is_sparse"]:
+        if pad is not None:
+            keep = flat != pad
+            flat, d2 = flat[keep], d2[keep]
+        return {"W@GRAD": SelectedRows(flat.copy(), d2.copy(), height)}
+    out = xp.zeros(w.shape, dtype=d.dtype)
+    scatter_add(xp, out, flat, d2)
+    if pad is not None:
+        out[pad] = 0
+    return {"W@GRAD": out}
+
+
+for _type, _v2 in (("lookup_table", False), ("lookup_table_v2", True)):
+    register_op(_type, inputs=["W", "Ids"], outputs=["Out"], attrs=_LOOKUP_ATTRS, infer=_lookup_infer(_v2),
+                grad="default", grad_inputs=["W", "Ids", "Out@GRAD"], no_grad=("Ids",),
+                share_lod=("Ids", "Out"))(_lookup_kernel(_v2))
+    register_op(_type + "_grad", inputs=["W", "Ids", "Out@GRAD"], outputs=["W@GRAD"], attrs=_LOOKUP_ATTRS,
+                infer=_lookup_grad_infer)(_lookup_grad_kernel)
+
+
+# ------------------------------------------------------------------ sequence_pool
+_POOL_TYPES = ("AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST")
+_SEQ_POOL_ATTRS = {"pooltype": "AVERAGE", "is_test": False, "pad_value": 0.0}
+
+
+def _pooltype(ctx, attrs):
+    t = str(attrs["pooltype"]).upper()
+    if t not in _POOL_TYPES:
+        raise ValueError("op %r: pooltype %r is not one of %s" % (ctx.op.type, attrs["pooltype"], list(_POOL_TYPES)))
+    return t
+
+
+def _seq_offsets(ctx, x):
+    """The last LoD level of X as an offsets vector (host ints), checked against X's rows."""
+    lod = ctx.lod("X")
+    name = ctx.op.inputs["X"][0]
+    if not lod:
+        raise ValueError("op %r: input X %r has no LoD; feed it as a LoDTensor with sequence lengths "
+                         "(fluid.create_lod_tensor)" % (ctx.op.type, name))
+    offsets = [int(o) for o in lod[-1]]
+    if offsets[0] != 0 or offsets[-1] != x.shape[0] or any(b < a for a, b in zip(offsets, offsets[1:])):
+        raise ValueError("op %r: the LoD %s of X %r does not match its %d rows"
+                         % (ctx.op.type, offsets, name, x.shape[0]))
+    return lod, np.asarray(offsets, dtype=np.int64)
+
+
+def _segments(xp, offsets):
+    """(sequence id of each row, position of each row inside its sequence, lengths), on ``xp``."""
+    lengths = np.diff(offsets)
+    seg = np.repeat(np.arange(len(lengths)), lengths)
+    pos = np.arange(int(offsets[-1])) - offsets[seg]
+    return xp.asarray(seg), xp.asarray(pos), lengths
+
+
+def _seq_pool_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None:
+        return
+    out = (-1,) + tuple(xs[1:])
+    level = max(ctx.input_lod_level("X") - 1, 0)
+    ctx.set_output("Out", out, ctx.input_dtype("X"), level)
+    ctx.set_output("MaxIndex", out, "int32", level)
+
+
+def _seq_pool_grad_maker(op):
+    """X (for its shape and LoD) and Out@GRAD; MaxIndex too when max-pooling."""
+    inputs = {"X": list(op.inputs["X"]), "Out@GRAD": [n + "@GRAD" for n in op.outputs["Out"]]}
+    if str(op.attrs.get("pooltype", "AVERAGE")).upper() == "MAX":
+        if not op.outputs.get("MaxIndex"):
+            raise ValueError("sequence_pool with pooltype MAX needs its MaxIndex output for the gradient")
+        inputs["MaxIndex"] = list(op.outputs["MaxIndex"])
+    attrs = {k: v for k, v in op.attrs.items() if k not in ("op_role", "op_role_var", "op_namescope")}
+    return [{"type": "sequence_pool_grad", "inputs": inputs,
+             "outputs": {"X@GRAD": [n + "@GRAD" for n in op.inputs["X"]]}, "attrs": attrs}]
+
+
+@register_op("sequence_pool", inputs=["X"], outputs=["Out", "MaxIndex?"], attrs=_SEQ_POOL_ATTRS,
+             infer=_seq_pool_infer, needs_lod=True, grad=_seq_pool_grad_maker)
+def sequence_pool(ctx, ins, attrs):
+    """Pool each sequence of the last LoD level to one row; an empty sequence gives ``pad_value``
+    (and MaxIndex -1). Out keeps the LoD levels above the pooled one."""
+    xp = ctx.xp
+    x = ins["X"]
+    kind = _pooltype(ctx, attrs)
+    lod, offsets = _seq_offsets(ctx, x)
+    n = len(offsets) - 1
+    seg, pos, lengths = _segments(xp, offsets)
+    rest = tuple(x.shape[1:])
+    empty = xp.asarray(lengths == 0)
+    bshape = (n,) + (1,) * len(rest)
+    res = {}
+    if kind in ("AVERAGE", "SUM", "SQRT"):
+        out = scatter_add(xp, xp.zeros((n,) + rest, dtype=x.dtype), seg, x)
+        if kind != "SUM":
+            denom = np.maximum(lengths, 1).astype(np.float64)
+            denom = denom if kind == "AVERAGE" else np.sqrt(denom)
+            out = out / xp.asarray(denom.astype(x.dtype)).reshape(bshape)
+    elif kind in ("FIRST", "LAST"):
+        rows = offsets[:-1] if kind == "FIRST" else offsets[1:] - 1
+        out = x[xp.asarray(np.clip(rows, 0, max(x.shape[0] - 1, 0)))] if x.shape[0] else \
+            xp.zeros((n,) + rest, dtype=x.dtype)
+    else:  # MAX: lay sequences out padded with -inf, argmax over the time axis
+        lmax = int(lengths.max()) if n else 0
+        low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+        padded = xp.full((n, max(lmax, 1)) + rest, low, dtype=x.dtype)
+        padded[seg, pos] = x
+        arg = padded.argmax(axis=1)
+        out = xp.take_along_axis(padded, arg[:, None], axis=1)[:, 0]
+        index = (arg + xp.asarray(offsets[:-1]).reshape(bshape)).astype(np.int32)
+        res["MaxIndex"] = xp.where(empty.reshape(bshape), -1, index).astype(np.int32)
+    out = xp.where(empty.reshape(bshape), xp.asarray(attrs["pad_value"], dtype=x.dtype), out).astype(x.dtype)
+    res["Out"] = out
+    ctx.set_lod("Out", lod[:-1])  # an empty LoD clears one left from an earlier run
+    if "MaxIndex" in res:
+        ctx.set_lod("MaxIndex", lod[:-1])
+    return res
+
+
+@register_op("sequence_pool_grad", inputs=["X", "MaxIndex?", "Out@GRAD"], outputs=["X@GRAD"],
+             attrs=_SEQ_POOL_ATTRS, needs_lod=True)
+def sequence_pool_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    x, d = ins["X"], ins["Out@GRAD"]
+    kind = _pooltype(ctx, attrs)
+    lod, offsets = _seq_offsets(ctx, x)
+    n = len(offsets) - 1
+    seg, pos, lengths = _segments(xp, offsets)
+    rest = tuple(x.shape[1:])
+    dx = xp.zeros(x.shape, dtype=d.dtype)
+    if kind in ("AVERAGE", "SUM", "SQRT"):
+        scale = np.ones(n)
+        if kind == "AVERAGE":
+            scale = 1.0 / np.maximum(lengths, 1)
+        elif kind == "SQRT":
+            scale = 1.0 / np.sqrt(np.maximum(lengths, 1))
+        dx = (d * xp.asarray(scale.astype(d.dtype)).reshape((n,) + (1,) * len(rest)))[seg]
+    elif kind in ("FIRST", "LAST"):
+        nonempty = np.nonzero(lengths)[0]
+        rows = (offsets[:-1] if kind == "FIRST" else offsets[1:] - 1)[nonempty]
+        dx[xp.asarray(rows)] = d[xp.asarray(nonempty)]
+    else:
+        index = ins.get("MaxIndex")
+        if index is None:
+            raise ValueError("op %r: pooltype MAX needs the MaxIndex input" % ctx.op.type)
+        width = int(np.prod(rest)) if rest else 1
+        idx = index.reshape(n, width).astype(np.int64)
+        cols = xp.broadcast_to(xp.arange(width)[None, :], idx.shape)
+        valid = idx >= 0
+        flat = dx.reshape(x.shape[0], width)
+        flat[idx[valid], cols[valid]] = d.reshape(n, width)[valid]
+        dx = flat.reshape(x.shape)
+    ctx.set_lod("X@GRAD", lod)
+    return {"X@GRAD": dx}

@@ -1,0 +1,178 @@
+"""Per-op timing, with Paddle fluid 1.x's names: ``profiler()``, ``start_profiler``, ``stop_profiler``,
+``reset_profiler``.
+
+    import fluidist.profiler as profiler
+    with profiler.profiler("CPU", sorted_key="total"):
+        for batch in batches:
+            exe.run(main, feed=batch, fetch_list=[loss])
+    # prints a table of op types: calls, total, min, max, average (ms), ratio
+
+While the profiler is on, every plan the Executor builds calls each kernel through a timing wrapper;
+turning it on or off drops the executors' cached plans so that the next run plans again with or
+without the wrappers. When it is off the Executor runs exactly the plain kernels: the profiler costs
+nothing unless it is on. Timings are kept per (op type, op_role), since the same op type can be
+compute in one place and communication in another (``concat`` after ``recv``, say);
+``op_stats()`` returns them for programs that want the numbers rather than the table, and
+``op_events()`` each call (op type, op_role, start, seconds) for per-step breakdowns.
+
+Differences from Paddle: the report is a Python table (and a JSON file at ``profile_path``), not
+Paddle's protobuf timeline; ``state="GPU"``/``"All"`` synchronizes the device after each kernel so
+that the time of its asynchronous launches is counted (there is no per-kernel CUDA event trace).
+Nested ops are timed inclusively: ``listen_and_serv`` counts its whole serving loop, the ops of
+the optimize blocks it runs are counted again on their own lines.
+"""
+import collections
+import contextlib
+import json
+import threading
+import time
+
+from .executor import executor as _executor_mod
+
+_STATES = ("CPU", "GPU", "All")
+_SORT_KEYS = (None, "calls", "total", "max", "min", "ave")
+
+_lock = threading.Lock()
+_stats = {}          # (op type, op_role) -> [calls, total s, min s, max s]
+_MAX_EVENTS = 200000
+_events = collections.deque(maxlen=_MAX_EVENTS)   # (op type, op_role, start, seconds), the latest ones
+_active_state = None
+
+
+def _record(key, t0, dt):
+    with _lock:
+        _events.append((key[0], key[1], t0, dt))
+        s = _stats.get(key)
+        if s is None:
+            _stats[key] = [1, dt, dt, dt]
+        else:
+            s[0] += 1
+            s[1] += dt
+            if dt < s[2]:
+                s[2] = dt
+            if dt > s[3]:
+                s[3] = dt
+
+
+def _device_sync(xp):
+    cuda = getattr(xp, "cuda", None)
+    if cuda is not None:
+        cuda.Device().synchronize()
+
+
+def _timed_kernel(kernel, op):
+    """``kernel`` wrapped to add its wall time to the (op type, op_role) line of the report."""
+    key = (op.type, int(op.attrs.get("op_role", 0) or 0))
+    sync = _active_state in ("GPU", "All")
+    perf = time.perf_counter
+
+    def timed(ctx, ins, attrs):
+        t0 = perf()
+        try:
+            out = kernel(ctx, ins, attrs)
+            if sync:
+                _device_sync(ctx.xp)
+            return out
+        finally:
+            _record(key, t0, perf() - t0)
+
+    timed.__wrapped__ = kernel
+    return timed
+
+
+def _set_hook(hook):
+    _executor_mod._kernel_hook = hook
+    for exe in list(_executor_mod._executors):
+        exe._plans.clear()
+
+
+def is_profiler_enabled():
+    return _active_state is not None
+
+
+def start_profiler(state="CPU", tracer_option="Default"):
+    """Start timing kernels, from a clean slate (no-op when already on). ``state``: "CPU", "GPU" or
+    "All"; ``tracer_option`` is accepted for Paddle's signature and changes nothing here."""
+    global _active_state
+    if state not in _STATES:
+        raise ValueError("start_profiler: state must be one of %s, got %r" % (list(_STATES), state))
+    if tracer_option not in ("Default", "OpDetail", "AllOpDetail"):
+        raise ValueError("start_profiler: tracer_option must be 'Default', 'OpDetail' or 'AllOpDetail', "
+                         "got %r" % (tracer_option,))
+    if _active_state is not None:
+        return
+    reset_profiler()
+    _active_state = state
+    _set_hook(_timed_kernel)
+
+
+def reset_profiler():
+    """Forget what has been timed so far (the profiler stays on if it was)."""
+    with _lock:
+        _stats.clear()
+        _events.clear()
+
+
+def op_stats():
+    """The timings so far: a list of dicts with op_type, op_role, calls, total, min, max, ave (seconds)."""
+    with _lock:
+        items = [(k, list(v)) for k, v in _stats.items()]
+    return [{"op_type": t, "op_role": r, "calls": c, "total": tot, "min": mn, "max": mx, "ave": tot / c}
+            for (t, r), (c, tot, mn, mx) in items]
+
+
+def op_events():
+    """Each timed call (the latest 200000): a list of (op type, op_role, start, seconds), start being
+    ``time.perf_counter()`` when the kernel was called, in the order the calls ended."""
+    with _lock:
+        return list(_events)
+
+
+def _report(sorted_key):
+    by_type = {}
+    for s in op_stats():
+        d = by_type.setdefault(s["op_type"], {"calls": 0, "total": 0.0, "min": float("inf"), "max": 0.0})
+        d["calls"] += s["calls"]
+        d["total"] += s["total"]
+        d["min"] = min(d["min"], s["min"])
+        d["max"] = max(d["max"], s["max"])
+    rows = [dict(event=t, ave=d["total"] / d["calls"], **d) for t, d in by_type.items()]
+    if sorted_key is not None:
+        rows.sort(key=lambda r: r[sorted_key], reverse=sorted_key != "min")
+    return rows
+
+
+def stop_profiler(sorted_key=None, profile_path="/tmp/profile"):
+    """Stop timing, print the report (sorted by ``sorted_key``: None keeps first-seen order, or
+    "calls", "total", "max", "min", "ave") and write it as JSON to ``profile_path`` (None or ""
+    writes nothing). The timings stay readable through ``op_stats()`` until the next start or reset."""
+    global _active_state
+    if sorted_key not in _SORT_KEYS:
+        raise ValueError("stop_profiler: sorted_key must be one of %s, got %r" % (list(_SORT_KEYS), sorted_key))
+    if _active_state is None:
+        return
+    _active_state = None
+    _set_hook(None)
+    rows = _report(sorted_key)
+    grand = sum(r["total"] for r in rows) or 1.0
+    print("------------------------->     Profiling Report     <-------------------------")
+    print("%-28s %8s %12s %10s %10s %10s %8s" % ("Event", "Calls", "Total(ms)", "Min.", "Max.", "Ave.", "Ratio."))
+    for r in rows:
+        print("%-28s %8d %12.4f %10.4f %10.4f %10.4f %8.4f"
+              % (r["event"], r["calls"], r["total"] * 1e3, r["min"] * 1e3, r["max"] * 1e3, r["ave"] * 1e3,
+                 r["total"] / grand))
+    if profile_path:
+        with open(profile_path, "w") as f:
+            json.dump({"events": rows, "by_role": op_stats()}, f, indent=1)
+
+
+@contextlib.contextmanager
+def profiler(state="CPU", sorted_key=None, profile_path="/tmp/profile", tracer_option="Default"):
+    """``with profiler.profiler("CPU", "total"):`` times the kernels run inside and reports at the end."""
+    if sorted_key not in _SORT_KEYS:
+        raise ValueError("profiler: sorted_key must be one of %s, got %r" % (list(_SORT_KEYS), sorted_key))
+    start_profiler(state, tracer_option)
+    try:
+        yield
+    finally:
+        stop_profiler(sorted_key, profile_path)

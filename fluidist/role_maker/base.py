@@ -1,0 +1,95 @@
+"""Role, RoleMakerBase and MockBarrier: what every role maker shares (Paddle 1.x names)."""
+import sys
+
+
+class Role:
+    """The role of a process: plain class attributes, as in Paddle 1.x (not an ``enum.Enum``)."""
+    WORKER = 1
+    SERVER = 2
+
+
+class MockBarrier:
+    """Stands in for a communicator when none is wanted: barriers return at once, reductions and
+    gathers see only this process's value."""
+
+    def barrier(self):
+        pass
+
+    def barrier_all(self):
+        pass
+
+    def all_reduce(self, obj):
+        return obj
+
+    def all_gather(self, obj):
+        return [obj]
+
+
+class RoleMakerBase:
+    """What a role maker answers: who this process is (worker or server, which index) and where
+    everyone is (``ip:port`` endpoints). Subclasses implement ``generate_role`` and the getters.
+
+    The communication methods (``all_gather``, ``all_reduce_worker``, ``barrier_worker``,
+    ``barrier_all``) only warn here; the MPI and General role makers implement them.
+    """
+
+    def __init__(self):
+        self._worker_endpoints = []
+        self._server_endpoints = []
+        self._role_is_generated = False
+        self._role = None
+        self._current_id = -1
+
+    def generate_role(self):
+        raise NotImplementedError("Please implement this method in child class")
+
+    def is_worker(self):
+        raise NotImplementedError("Please implement this method in child class")
+
+    def is_server(self):
+        raise NotImplementedError("Please implement this method in child class")
+
+    def is_first_worker(self):
+        raise NotImplementedError("Please implement this method in child class")
+
+    def worker_num(self):
+        raise NotImplementedError("Please implement this method in child class")
+
+    def worker_index(self):
+        raise NotImplementedError("Please implement this method in child class")
+
+    def server_index(self):
+        raise NotImplementedError("Please implement this method in child class")
+
+    def role_id(self):
+        return self.worker_index() if self.is_worker() else self.server_index()
+
+    def get_trainer_endpoints(self):
+        return self._worker_endpoints
+
+    def get_pserver_endpoints(self):
+        return self._server_endpoints
+
+    def to_string(self):
+        return "role: {}, current_id: {}, worker_endpoints: {}, server_endpoints: {}".format(
+            self._role, self._current_id, self._worker_endpoints, self._server_endpoints)
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self.to_string())
+
+    def _warn(self, what):
+        sys.stderr.write("warning: %s: %s is not supported by this role maker; use MPISymetricRoleMaker "
+                         "or GeneralRoleMaker\n" % (type(self).__name__, what))
+
+    def all_gather(self, input):
+        self._warn("all_gather")
+        return None
+
+    def all_reduce_worker(self, input, output, mode="sum"):
+        self._warn("all_reduce_worker")
+
+    def barrier_worker(self):
+        self._warn("barrier_worker")
+
+    def barrier_all(self):
+        self._warn("barrier_all")

@@ -1,0 +1,117 @@
+"""Role makers whose roles the user states in code (Paddle 1.8's argument checks, in its order)."""
+from .base import Role, RoleMakerBase
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_endpoint_list(eps, what):
+    if not isinstance(eps, list):
+        raise TypeError("%s must be as string list" % what)
+    if len(eps) <= 0:
+        raise ValueError("the length of %s list must be greater than 0" % what)
+    if len(set(eps)) != len(eps):
+        raise ValueError("%s can't have duplicate elements" % what)
+    for ep in eps:
+        if not isinstance(ep, str):
+            raise TypeError("every element in %s list must be as string" % what)
+
+
+class UserDefinedRoleMaker(RoleMakerBase):
+    """A parameter-server job's role given in code: this process is worker ``current_id`` of
+    ``worker_num`` or server ``current_id`` of ``server_endpoints``."""
+
+    def __init__(self, current_id=0, role=Role.WORKER, worker_num=0, server_endpoints=None):
+        super().__init__()
+        _check_endpoint_list(server_endpoints, "server_endpoints")
+        if role not in (Role.WORKER, Role.SERVER) or isinstance(role, bool):
+            raise TypeError("role must be as Role")
+        if not _is_int(current_id):
+            raise TypeError("current_id must be as int")
+        if current_id < 0:
+            raise ValueError("current_id must be greater than or equal to 0")
+        if role == Role.SERVER and current_id >= len(server_endpoints):
+            raise ValueError("if role is Role.SERVER, current_id must be less than or equal to "
+                             "len(server_endpoints) - 1 = %d, got %d" % (len(server_endpoints) - 1, current_id))
+        if not _is_int(worker_num):
+            raise TypeError("worker_num must be as int")
+        if worker_num <= 0:
+            raise ValueError("worker_num must be greater than 0")
+        if role == Role.WORKER and current_id >= worker_num:
+            # fluidist: Paddle 1.8 accepted a worker index past worker_num
+            raise ValueError("if role is Role.WORKER, current_id must be less than worker_num = %d, got %d"
+                             % (worker_num, current_id))
+        self._current_id = current_id
+        self._role = role
+        self._worker_num = worker_num
+        self._server_endpoints = list(server_endpoints)
+
+    def generate_role(self):
+        self._role_is_generated = True
+
+    def is_worker(self):
+        return self._role == Role.WORKER
+
+    def is_server(self):
+        return self._role == Role.SERVER
+
+    def is_first_worker(self):
+        return self._role == Role.WORKER and self._current_id == 0
+
+    def worker_index(self):
+        return self._current_id
+
+    def server_index(self):
+        return self._current_id
+
+    def worker_num(self):
+        return self._worker_num
+
+    def server_num(self):
+        return len(self._server_endpoints)
+
+
+class UserDefinedCollectiveRoleMaker(RoleMakerBase):
+    """A collective job's role given in code: this process is trainer ``current_id`` of
+    ``worker_endpoints``. Every process is a worker."""
+
+    def __init__(self, current_id=0, worker_endpoints=None):
+        super().__init__()
+        _check_endpoint_list(worker_endpoints, "worker_endpoints")
+        if not _is_int(current_id):
+            raise TypeError("current_id must be as int")
+        if current_id < 0:
+            raise ValueError("current_id must be greater than or equal to 0")
+        if current_id >= len(worker_endpoints):
+            raise ValueError("current_id must be less than or equal to len(worker_endpoints) - 1 = %d, got %d"
+                             % (len(worker_endpoints) - 1, current_id))
+        self._current_id = current_id
+        self._worker_endpoints = list(worker_endpoints)
+        self._worker_num = len(worker_endpoints)
+        self._role = Role.WORKER
+
+    def generate_role(self):
+        self._role_is_generated = True
+
+    def is_worker(self):
+        return True
+
+    def is_server(self):
+        # Paddle 1.8 raised NotImplementedError; in a collective job no process is a server.
+        return False
+
+    def is_first_worker(self):
+        return self._current_id == 0
+
+    def worker_index(self):
+        return self._current_id
+
+    def worker_num(self):
+        return self._worker_num
+
+    def server_num(self):
+        return 0
+
+    def get_local_endpoint(self):
+        return self._worker_endpoints[self._current_id]

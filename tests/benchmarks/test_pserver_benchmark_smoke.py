@@ -1,0 +1,128 @@
+"""benchmarks/pserver: the metrics helpers, the shared workload, and a tiny real run of fluidist's side
+(1M-parameter MLP, 2 pservers, 2 trainers, 4 steps each) whose JSON must hold every metric."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(ROOT, "benchmarks", "pserver")
+sys.path.insert(0, BENCH)
+
+import metrics  # noqa: E402
+import workload  # noqa: E402
+
+PHASES = ("compute", "send", "wait", "recv", "other", "step")
+
+
+def test_percentile_matches_numpy():
+    rng = np.random.RandomState(0)
+    for n in (1, 2, 7, 50):
+        v = list(rng.rand(n))
+        for q in (0, 50, 90, 100):
+            assert metrics.percentile(v, q) == pytest.approx(np.percentile(v, q))
+    s = metrics.summarize([3.0, 1.0, 2.0])
+    assert (s["n"], s["median"], s["min"], s["max"], s["mean"]) == (3, 2.0, 1.0, 3.0, 2.0)
+
+
+def test_fluidist_ops_fall_into_phases():
+    assert metrics.fluidist_phase("mul", 0) == "compute"
+    assert metrics.fluidist_phase("mul_grad", 1) == "compute"
+    assert metrics.fluidist_phase("split_byref", 1) == "send"
+    assert metrics.fluidist_phase("send", 4) == "send"
+    assert metrics.fluidist_phase("send_barrier", 4) == "wait"
+    assert metrics.fluidist_phase("fetch_barrier", 4) == "wait"
+    assert metrics.fluidist_phase("recv", 4) == "recv"
+    assert metrics.fluidist_phase("concat", 8) == "recv"       # joins received blocks (Dist role)
+    assert metrics.fluidist_phase("concat", 0) == "compute"    # a concat of the model itself
+    events = [("mul", 0, 0.0, 0.004), ("send", 4, 0.0, 0.002), ("send_barrier", 4, 0.0, 0.001),
+              ("recv", 4, 0.0, 0.003), ("concat", 8, 0.0, 0.0005)]
+    p = metrics.fluidist_step_phases(events, 0.0125)
+    assert p["compute"] == 0.004 and p["send"] == 0.002 and p["wait"] == 0.001
+    assert p["recv"] == pytest.approx(0.0035) and p["other"] == pytest.approx(0.002) and p["step"] == 0.0125
+
+
+def test_configs_give_the_advertised_sizes():
+    m1, m10 = workload.load_model("mlp_1m"), workload.load_model("mlp_10m")
+    assert 0.99e6 <= m1.num_params() <= 1.01e6
+    assert 9.9e6 <= m10.num_params() <= 10.1e6
+    workload.check_compatible(workload.load_data("synthetic_1000_small"), m1, "synthetic_1000_small", "mlp_1m")
+    with pytest.raises(ValueError, match="mlp_10m"):
+        workload.check_compatible(workload.load_data("synthetic_1000_small"), m10, "synthetic_1000_small", "mlp_10m")
+    with pytest.raises(ValueError, match="no configuration 'nope'.*mlp_1m"):
+        workload.load_model("nope")
+
+
+def test_trainers_get_equal_disjoint_batches():
+    data = workload.load_data("synthetic_1000_small")          # 256 samples
+    b0 = workload.trainer_batches(data, 32, 3, 0, 2)
+    b2 = workload.trainer_batches(data, 32, 3, 2, 2)
+    assert len(b0) == len(b2) == 2 * 2                           # 8 batches // 3 trainers, 2 epochs
+    np.testing.assert_array_equal(b0[0][0], data.x[0:32])        # batch 0 -> trainer 0
+    np.testing.assert_array_equal(b2[0][0], data.x[64:96])       # batch 2 -> trainer 2
+    np.testing.assert_array_equal(b0[2][0], b0[0][0])            # the second epoch repeats the first
+    with pytest.raises(ValueError, match="fewer than the 9 trainers"):
+        workload.trainer_batches(data, 32, 9, 0, 1)
+
+
+def test_torch_side_blocks_are_the_transpilers_blocks():
+    """PyTorch's servers must hold exactly the blocks fluidist's pservers hold."""
+    import fluidist as fluid
+    import fluidist_roles
+    model = workload.load_model("mlp_1m")
+    main, startup, _ = fluidist_roles.build_program(model)
+    eps = ["127.0.0.1:1", "127.0.0.1:2"]
+    t = fluid.DistributeTranspiler()
+    t.transpile(0, program=main, pservers=",".join(eps), trainers=2, startup_program=startup,
+                current_endpoint=eps[0])
+    for s, ep in enumerate(eps):
+        prog = t.get_pserver_program(ep)
+        got = sorted((op.inputs["Param"][0], tuple(prog.block(i).var(op.inputs["Param"][0]).shape))
+                     for i in range(1, prog.num_blocks) for op in prog.block(i).ops if op.type == "sgd")
+        want = sorted((b["block"], tuple(b["shape"])) for b in workload.shard_plan(model, 2) if b["server"] == s)
+        assert got == want
+    sent, recv = fluidist_roles.trainer_bytes_per_step(t.get_trainer_program())
+    assert sent == recv == 4 * model.num_params()
+
+
+@pytest.mark.timeout(90)
+def test_tiny_fluidist_run_writes_every_metric(tmp_path):
+    out = tmp_path / "pserver.json"
+    cmd = [sys.executable, os.path.join(BENCH, "launcher.py"), "--ntrainer", "2", "--nserver", "2",
+           "--batch-size", "32", "--epochs", "1", "--warmup", "1", "--data", "synthetic_1000_small",
+           "--model", "mlp_1m", "--sync", "--zmq-rounds", "3", "--log-dir", str(tmp_path / "logs"),
+           "--timeout", "60", "--out", str(out)]
+    env = dict(os.environ, FLAGS_rpc_deadline="30000", PYTHONPATH=ROOT)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=85, env=env, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "trainers (times in ms)" in p.stdout and "servers" in p.stdout
+    r = json.loads(out.read_text())
+    n_params = workload.load_model("mlp_1m").num_params()
+    assert r["config"]["num_params"] == n_params and r["config"]["steps_per_trainer"] == 4
+    fl = r["fluidist"]
+    assert len(fl["trainers"]) == 2 and len(fl["servers"]) == 2
+    for t in fl["trainers"]:
+        assert t["steps"] == 3                                   # 4 steps, 1 of warmup
+        for p_ in PHASES:
+            ph = t["phases"][p_]
+            assert ph["n"] == 3 and 0 <= ph["median"] <= ph["p90"] <= ph["max"]
+            assert len(t["per_step"][p_]) == 3
+        for p_ in ("compute", "send", "recv"):
+            assert t["phases"][p_]["median"] > 0, p_
+        for k in range(3):                                       # the phases add up to the step
+            total = sum(t["per_step"][p_][k] for p_ in PHASES[:-1])
+            assert total == pytest.approx(t["per_step"]["step"][k], rel=1e-6)
+        assert t["bytes_sent_per_step"] == t["bytes_recv_per_step"] == 4 * n_params
+        assert t["steps_per_sec"] > 0 and t["comm_bytes_per_sec"] > 0
+        assert np.isfinite(t["loss_first"]) and np.isfinite(t["loss_last"])
+    assert sum(s["bytes_recv_per_step"] for s in fl["servers"]) == 2 * 4 * n_params
+    for s in fl["servers"]:
+        assert s["steps"] == 4 and s["optimize"]["n"] == 3 and s["optimize"]["median"] > 0
+        assert 0 < s["busy_fraction"] < 1 and s["serve_seconds"] > 0
+    z = r["zmq_reference"]
+    assert z["bytes_per_round"] == 2 * 4 * n_params and z["bytes_per_sec"] > 0
+    assert "zmq_over_fluidist_bytes_per_sec" in r["goals"]
+    assert fl["summary"]["steps_per_sec"] == min(t["steps_per_sec"] for t in fl["trainers"])

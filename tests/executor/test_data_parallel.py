@@ -1,0 +1,79 @@
+"""with_data_parallel over several CPU places in one process equals one place on the whole batch."""
+import numpy as np
+import pytest
+
+import fluidist as fluid
+
+
+def model(optimizer="sgd"):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 8])
+        y = fluid.data("y", [None, 1])
+        h = fluid.layers.fc(x, 16, act="relu")
+        pred = fluid.layers.fc(h, 1)
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        opt = fluid.optimizer.SGD(0.1) if optimizer == "sgd" else fluid.optimizer.Adam(0.01)
+        opt.minimize(loss)
+    return main, startup, loss
+
+
+def batches(steps, n):
+    r = np.random.RandomState(0)
+    for _ in range(steps):
+        x = r.randn(n, 8).astype("float32")
+        yield {"x": x, "y": x.sum(1, keepdims=True).astype("float32")}
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("nplaces", [2, 3])
+def test_places_equal_single_place(optimizer, nplaces):
+    main, startup, loss = model(optimizer)
+    exe = fluid.Executor(fluid.CPUPlace())
+    ref_scope = fluid.Scope()
+    exe.run(startup, scope=ref_scope)
+    ref_losses = [exe.run(main, feed=b, fetch_list=[loss], scope=ref_scope)[0] for b in batches(4, 12)]
+
+    main2, startup2, loss2 = model(optimizer)
+    scope = fluid.Scope()
+    exe.run(startup2, scope=scope)
+    compiled = fluid.CompiledProgram(main2).with_data_parallel(loss_name=loss2.name,
+                                                                places=fluid.cpu_places(nplaces))
+    for b, ref in zip(batches(4, 12), ref_losses):
+        out, = exe.run(compiled, feed=b, fetch_list=[loss2], scope=scope)
+        assert out.shape == (nplaces,)
+        np.testing.assert_allclose(out.mean(), ref[0], rtol=1e-5)
+    for p in main.global_block().all_parameters():
+        np.testing.assert_allclose(np.array(scope.find_var(p.name).get_tensor()),
+                                   np.array(ref_scope.find_var(p.name).get_tensor()), rtol=1e-5, atol=1e-7)
+
+
+def test_feed_splitting_rules_and_errors():
+    main, startup, loss = model()
+    exe = fluid.Executor()
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, places=fluid.cpu_places(2))
+    b = next(batches(1, 3))
+    # 3 samples on 2 places: [1], [2]
+    out = exe.run(compiled, feed=b, fetch_list=["x"], scope=scope, return_merged=False)
+    assert [o[0].shape[0] for o in out] == [1, 2]
+    with pytest.raises(ValueError, match="1 samples for 2 places"):
+        exe.run(compiled, feed={k: v[:1] for k, v in b.items()}, fetch_list=[loss], scope=scope)
+    with pytest.raises(ValueError, match="one dict per place"):
+        exe.run(compiled, feed=[b], fetch_list=[loss], scope=scope)
+    out, = exe.run(compiled, feed=[{k: v[:1] for k, v in b.items()}, {k: v[1:] for k, v in b.items()}],
+                   fetch_list=[loss], scope=scope)
+    assert out.shape == (2,)
+    with pytest.raises(ValueError, match="different scope/place"):
+        exe.run(compiled, feed=b, fetch_list=[loss], scope=fluid.Scope())
+
+
+def test_loss_name_required_and_called_once():
+    main, startup, loss = model()
+    with pytest.raises(ValueError, match="loss_name"):
+        fluid.CompiledProgram(main).with_data_parallel()
+    c = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
+    with pytest.raises(RuntimeError, match="only once"):
+        c.with_data_parallel(loss_name=loss.name)
