@@ -2,7 +2,7 @@
 import fluidist as fluid
 
 
-def fc_model(optimizer=None, lr_decay=False, regularizer=None, clip=None, size=1000):
+def fc_model(optimizer=None, lr_decay=False, regularizer=None, clip=None, size=1000, global_clip=None):
     """fc(size->size) with params fc_w / fc_b, square_error_cost, mean, and an optimizer."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 1
@@ -19,6 +19,8 @@ def fc_model(optimizer=None, lr_decay=False, regularizer=None, clip=None, size=1
                                                 staircase=True)
         else:
             lr = 0.1
+        if global_clip is not None:
+            fluid.clip.set_gradient_clip(global_clip)
         opt = optimizer(lr) if optimizer else fluid.optimizer.SGD(learning_rate=lr)
         opt.minimize(avg_cost)
     return main, startup, avg_cost

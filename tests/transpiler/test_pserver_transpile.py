@@ -128,16 +128,18 @@ def test_exponential_lr_decay_moves_to_pserver_lr_block():
 
 def test_l2decay_with_value_clip_runs_on_pserver():
     main, startup, _ = fc_model(regularizer=fluid.regularizer.L2Decay(1e-4),
-                                clip=fluid.clip.GradientClipByValue(10.0, -10.0))
+                                global_clip=fluid.clip.GradientClipByValue(10.0, -10.0))
     t = transpile(main, startup)
     t.get_trainer_program(wait_port=False)
     ps0 = t.get_pserver_program(EP0)
-    assert op_types(ps0.block(1)) == ["sum", "scale", "sgd"]
+    assert ps0.num_blocks == 3
+    assert op_types(ps0.block(1)) == ["sum", "scale", "clip", "sgd"]
     assert op_types(ps0.block(2)) == ["sum", "scale", "clip", "scale", "elementwise_add", "sgd"]
     clip, scale, add, sgd = ps0.block(2).ops[2:]
     assert clip.input("X") == ["fc_w@GRAD.block1"]
     assert scale.input("X") == ["fc_w.block1"]
-    assert sgd.input("Grad") == add.output("Out")
+    # fluidist: the pserver's optimizer reads the clipped, regularised gradient
+    assert sgd.input("Grad") == add.output("Out") == clip.output("Out")
 
 
 def test_rmsprop_accumulators_are_sliced_with_their_parameter():
