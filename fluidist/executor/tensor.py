@@ -4,6 +4,16 @@ import numpy as np
 from .place import to_host
 
 
+def scatter_add(xp, out, idx, val):
+    """``out[idx] += val`` with repeated indices accumulated (numpy's add.at, cupyx's scatter_add)."""
+    if xp is np:
+        np.add.at(out, idx, val)
+    else:
+        import cupyx
+        cupyx.scatter_add(out, idx, val)
+    return out
+
+
 class SelectedRows:
     """A row-sparse tensor: ``value[i]`` is row ``rows[i]`` of a ``height`` x width tensor.
 
@@ -33,16 +43,12 @@ class SelectedRows:
         if len(uniq) == len(self.rows):
             return self
         out = xp.zeros((len(uniq),) + tuple(self.value.shape[1:]), dtype=self.value.dtype)
-        xp.add.at(out, inv.reshape(-1), self.value) if xp is np else out.scatter_add(inv.reshape(-1), self.value)
+        scatter_add(xp, out, inv.reshape(-1), self.value)
         return SelectedRows(uniq, out, self.height)
 
     def to_dense(self, xp=np):
         out = xp.zeros((self.height,) + tuple(self.value.shape[1:]), dtype=self.value.dtype)
-        if xp is np:
-            np.add.at(out, self.rows, self.value)
-        else:
-            out.scatter_add(self.rows, self.value)
-        return out
+        return scatter_add(xp, out, self.rows, self.value)
 
     def __repr__(self):
         return "SelectedRows(height=%d, rows=%s, value shape=%s)" % (

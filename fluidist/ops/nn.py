@@ -3,17 +3,7 @@ gradients, and ``sequence_pool`` over the last LoD level of its input."""
 import numpy as np
 
 from .registry import register_op
-from ..executor.tensor import SelectedRows
-
-
-def scatter_add(xp, out, idx, val):
-    """``out[idx] += val`` with repeated indices accumulated, on numpy or cupy."""
-    if xp is np:
-        np.add.at(out, idx, val)
-    else:
-        import cupyx
-        cupyx.scatter_add(out, idx, val)
-    return out
+from ..executor.tensor import SelectedRows, scatter_add
 
 
 # ------------------------------------------------------------------ lookup_table

@@ -3,7 +3,7 @@ transpose, and the small integer ops LR schedules need."""
 import numpy as np
 
 from .registry import register_op, same_shape
-from ..executor.tensor import SelectedRows
+from ..executor.tensor import SelectedRows, scatter_add
 
 
 def _shape_attr_infer(ctx):
@@ -182,10 +182,7 @@ def sum_(ctx, ins, attrs):
         out += x
     for x in xs:
         if isinstance(x, SelectedRows) and x.rows is not None and len(x.rows):
-            if xp is np:
-                np.add.at(out, x.rows, x.value)
-            else:
-                out.scatter_add(x.rows, x.value)
+            scatter_add(xp, out, x.rows, x.value)
     return {"Out": out}
 
 
