@@ -27,6 +27,7 @@ _ACCUMULATORS_LIKE_PARAM = {
     "rmsprop": ("Moment", "MeanSquare", "MeanGrad"), "ftrl": ("SquaredAccumulator", "LinearAccumulator"),
     "sgd": (),
 }
+_NORM_CLIP_OPS = ("clip_by_norm", "squared_l2_norm")
 _RANDOM_INIT_OPS = ("uniform_random", "gaussian_random", "truncated_gaussian_random")
 _SHAPED_INIT_OPS = _RANDOM_INIT_OPS + ("fill_constant",)
 
@@ -104,6 +105,11 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
     if not pairs:
         raise ValueError("transpile: the program has no optimize ops (op_role Optimize with op_role_var); "
                          "call optimizer.minimize(loss) before transpiling")
+    for i in opt_idx:
+        if block.ops[i].type in _NORM_CLIP_OPS:
+            raise ValueError("transpile: %r (gradient clipping by norm) is not supported in pserver mode: each "
+                             "pserver would compute the norm of its own slice of the gradients. Clip by value, "
+                             "or use the collective mode" % block.ops[i].type)
     params, grad_of = [], {}
     for p, g in pairs:
         pv = block._find_var_recursive(p)

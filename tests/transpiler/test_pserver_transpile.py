@@ -204,3 +204,9 @@ def test_slice_variable_rules():
     blocks = slice_variable([V("d", [10, 3001])], 3, 8192)
     assert [b.rows for b in blocks] == [4, 4, 2]
     assert [str(b) for b in slice_variable([V("a", [1000, 1000])], 2, 1048576)] == ["a:0:1000000"]
+
+
+def test_clip_by_norm_is_refused_in_pserver_mode():
+    main, startup, _ = fc_model(global_clip=fluid.clip.GradientClipByGlobalNorm(1.0))
+    with pytest.raises(ValueError, match="clipping by norm"):
+        transpile(main, startup)
