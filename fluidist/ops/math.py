@@ -240,6 +240,10 @@ def _scale_grad_maker(op):
 def scale(ctx, ins, attrs):
     x = ins["X"]
     s, b = attrs["scale"], attrs["bias"]
+    if isinstance(x, SelectedRows):  # a row-sparse gradient scaled on a pserver: its rows only
+        if b != 0.0:
+            raise ValueError("scale: a SelectedRows input %r takes no bias" % ctx.op.inputs["X"][0])
+        return {"Out": SelectedRows(x.rows, (x.value * s).astype(x.value.dtype, copy=False), x.height)}
     if b == 0.0:
         out = x * s if s != 1.0 else x.copy()
     elif attrs["bias_after_scale"]:

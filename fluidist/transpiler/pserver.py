@@ -355,9 +355,10 @@ def build_pserver_program(plan, endpoint, config):
         if multi:
             blk.append_op("sum", inputs={"X": ["%s.trainer_%d" % (merged, k) for k in range(plan.trainers)]},
                           outputs={"Out": [merged]}, attrs={"use_mkldnn": False, OP_ROLE_ATTR: OpRole.Optimize})
-            if gblk.orig not in plan.sparse_grads:
-                blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
-                              attrs={"scale": 1.0 / plan.trainers, OP_ROLE_ATTR: OpRole.Optimize})
+            # fluidist: row-sparse gradients are averaged too (Paddle only summed them, so a sparse
+            # table learned `trainers` times faster than the local run it should equal)
+            blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
+                          attrs={"scale": 1.0 / plan.trainers, OP_ROLE_ATTR: OpRole.Optimize})
         rename = _block_renames(plan, pb, gblk, ob, per_param_count[param] > 1)
         for op in ops_for_param:
             _append_block_op(blk, op, rename, pb, ob, prog)

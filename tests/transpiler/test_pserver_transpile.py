@@ -210,3 +210,23 @@ def test_clip_by_norm_is_refused_in_pserver_mode():
     main, startup, _ = fc_model(global_clip=fluid.clip.GradientClipByGlobalNorm(1.0))
     with pytest.raises(ValueError, match="clipping by norm"):
         transpile(main, startup)
+
+
+def test_sparse_embedding_gradient_is_split_by_rows():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        ids = fluid.data("ids", [None, 1], dtype="int64")
+        emb = fluid.layers.embedding(ids, size=[2048, 8], is_sparse=True, param_attr=fluid.ParamAttr(name="emb_w"))
+        loss = fluid.layers.mean(fluid.layers.fc(emb, 1, param_attr=fluid.ParamAttr(name="out_w"),
+                                                 bias_attr=False))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    t = transpile(main, startup)
+    trainer = t.get_trainer_program(wait_port=False)
+    split = [op for op in trainer.global_block().ops if op.type == "split_selected_rows"]
+    assert len(split) == 1 and split[0].attr("height_sections") == [1024, 1024]
+    assert split[0].output("Out") == ["emb_w@GRAD.block0.trainer_0", "emb_w@GRAD.block1.trainer_0"]
+    ps = t.get_pserver_program(EP0)
+    las = ps.global_block().ops[0]
+    blocks = {b.idx: op_types(b) for b in las.attr("optimize_blocks")}
+    assert ["sum", "scale", "sgd"] in blocks.values()
+    assert any(s.startswith("emb_w@GRAD.block") for s in las.attr("sparse_grad_to_param"))
