@@ -158,16 +158,28 @@ class TorchStep:
 
 
 # ---------------------------------------------------------------- timing
-def time_steps(step, x, y, warmup, reps):
-    for _ in range(warmup):
-        step(x, y)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        step(x, y)
-        times.append(time.perf_counter() - t0)
-    return {"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3,
-            "mean_ms": statistics.fmean(times) * 1e3, "reps": reps}
+def time_interleaved(steps, warmup, reps, block=10):
+    """Median and friends of single steps per implementation. The implementations take turns in
+    blocks of ``block`` steps (the first of a round rotating), so that a burst of load from elsewhere
+    hits them all alike rather than whichever happened to be running; within a block the caches
+    are as warm as in a training loop, and the median ignores each block's first, colder step."""
+    names = list(steps)
+    for name in names:
+        f, args = steps[name]
+        for _ in range(warmup):
+            f(*args)
+    times = {name: [] for name in names}
+    rounds = (reps + block - 1) // block
+    for r in range(rounds):
+        for k in range(len(names)):
+            name = names[(r + k) % len(names)]
+            f, args = steps[name]
+            for _ in range(min(block, reps - r * block)):
+                t0 = time.perf_counter()
+                f(*args)
+                times[name].append(time.perf_counter() - t0)
+    return {name: {"median_ms": statistics.median(t) * 1e3, "min_ms": min(t) * 1e3,
+                   "mean_ms": statistics.fmean(t) * 1e3, "reps": len(t)} for name, t in times.items()}
 
 
 def check_same_losses(case_name, steps, x, y):
@@ -228,8 +240,7 @@ def main(argv=None):
             steps["torch"] = (ts, ts.convert(x, y))
         check_same_losses(case["name"], steps, x, y)
         row = {"case": case["name"], "sizes": case["sizes"], "batch": case["batch"], "loss": case["loss"]}
-        for name, (f, fargs) in steps.items():
-            row[name] = time_steps(f, *fargs, warmup=args.warmup, reps=reps)
+        row.update(time_interleaved(steps, args.warmup, reps))
         med = lambda k: row[k]["median_ms"] if k in row else None  # noqa: E731
         row["ratio_fluidist_numpy"] = med("fluidist") / med("numpy")
         row["ratio_fluidist_torch"] = med("fluidist") / med("torch") if torch is not None else None

@@ -251,6 +251,7 @@ def main(argv=None):
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--sync", dest="async_mode", action="store_false", help="synchronous SGD (default)")
     mode.add_argument("--async", dest="async_mode", action="store_true", help="each gradient applied as it arrives")
+    ap.set_defaults(async_mode=False)
     ap.add_argument("--compare", choices=["torch", "none"], default="none", help="also run PyTorch's RPC pserver")
     ap.add_argument("--warmup", type=int, default=2, help="first steps of each trainer left out of the metrics")
     ap.add_argument("--zmq-rounds", type=int, default=30, help="timed rounds of the bare ZeroMQ reference (0: skip)")

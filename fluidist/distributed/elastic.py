@@ -278,7 +278,7 @@ class ElasticNode:
         return check
 
     def run(self):
-        from .launch import _log_path, collective_specs
+        from .launch import collective_specs
         args = self.args
         self.register()
         restarts, gen = 0, 0

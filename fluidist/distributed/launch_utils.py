@@ -490,8 +490,8 @@ class LocalJob:
 
     # -- start ------------------------------------------------------------------------------------
     def start(self, specs, log_mode="a"):
-        """Start every spec in order (each in its own session). An interrupt between starts stops
-        what was started and re-raises."""
+        """Start every spec in order, each in its own session. A signal between starts raises
+        LaunchInterrupted; the caller then stops what was started (``terminate`` / ``close``)."""
         preexec = _pdeathsig_preexec()
         for spec in specs:
             if self.catcher is not None:

@@ -112,9 +112,14 @@ class Client:
     def __init__(self, endpoint, deadline_ms=None):
         self.endpoint = endpoint
         self.deadline_ms = deadline_ms
+        addr = _tcp(endpoint)
         self._sock = context().socket(zmq.DEALER)
         self._sock.linger = 0          # every request waits for its reply: nothing is worth lingering for
-        self._sock.connect(_tcp(endpoint))
+        try:
+            self._sock.connect(addr)
+        except zmq.ZMQError as e:
+            self._sock.close(0)
+            raise RPCError("cannot connect to pserver %s: %s" % (endpoint, e)) from None
         self._ids = itertools.count(1)
         self._pending = {}             # rid -> description, for requests sent and not yet answered
         self._early = {}               # rid -> Message that arrived while waiting for another rid
@@ -214,37 +219,71 @@ def call_all(requests, timeout_s=None):
     """Send every request first, then wait for all replies under one deadline.
 
     ``requests``: a list of ``(endpoint, kwargs for Client.request)``. Returns the replies in order.
-    Sending all before waiting lets the pservers work in parallel (one round trip, not N)."""
+    Sending all before waiting lets the pservers work in parallel (one round trip, not N). The
+    acknowledgements of this thread's ``post``-ed requests are awaited here too (first)."""
     sent = []
     for endpoint, kw in requests:
         c = get_client(endpoint)
         sent.append((c, c.request(**kw)))
     until = time.monotonic() + (timeout_s if timeout_s is not None else deadline_seconds())
+    posted = _take_posted()
+    waits = [(c, rid, t) for c, rid, t in posted] + [(c, rid, until) for c, rid in sent]
     out, first_error = [], None
-    for c, rid in sent:
+    for c, rid, t in waits:
         try:
-            out.append(c.wait(rid, until=until))
+            out.append(c.wait(rid, until=t))
         except RPCError as e:
-            # keep draining the other replies so they do not linger as stale
+            # keep draining the other replies (briefly) so they do not linger as stale
             if first_error is None:
                 first_error = e
                 until = min(until, time.monotonic() + 1.0)
             out.append(None)
     if first_error is not None:
         raise first_error
-    return out
+    return out[len(posted):]
+
+
+MAX_POSTED = 256
+
+
+def post(requests):
+    """Send requests whose replies are mere acknowledgements without waiting for them: the next
+    ``call_all`` (or ``flush``) of this thread waits for them, each under the deadline it had when
+    sent. ``send`` ops use this so that gradients travel while the backward pass goes on; the
+    arrays must not change afterwards (kernels never write their inputs in place)."""
+    if getattr(_local, "posted", None) is None or _local.posted_pid != os.getpid():
+        _local.posted = []
+        _local.posted_pid = os.getpid()
+    until = time.monotonic() + deadline_seconds()
+    for endpoint, kw in requests:
+        c = get_client(endpoint)
+        _local.posted.append((c, c.request(**kw), until))
+    if len(_local.posted) > MAX_POSTED:
+        flush()
+
+
+def _take_posted():
+    posted = getattr(_local, "posted", None)
+    if not posted or _local.posted_pid != os.getpid():
+        return []
+    _local.posted = []
+    return posted
+
+
+def flush():
+    """Wait for the acknowledgements of every request this thread ``post``-ed."""
+    call_all([])
 
 
 # ------------------------------------------------------------------------------------ server
 class Request:
     """A received request: the peer's routing identity and the decoded message."""
 
-    __slots__ = ("peer", "msg", "received")
+    __slots__ = ("peer", "msg")
 
     def __init__(self, peer, msg):
         self.peer = peer
         self.msg = msg
-        self.received = time.monotonic()
 
 
 class Server:
@@ -253,12 +292,17 @@ class Server:
 
     def __init__(self, endpoint, deadline_ms=None):
         self.deadline_ms = deadline_ms
-        self._sock = context().socket(zmq.ROUTER)
+        addr = _tcp(endpoint, for_bind=True)
+        # a context of its own: close() terms it, which returns once the last replies have left
+        # (or SERVER_LINGER_MS passed), so a pserver that exits right after serving loses no reply
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.ROUTER)
         self._sock.linger = SERVER_LINGER_MS
         try:
-            self._sock.bind(_tcp(endpoint, for_bind=True))
+            self._sock.bind(addr)
         except zmq.ZMQError as e:
             self._sock.close(0)
+            self._ctx.term()
             why = "address already in use" if e.errno == zmq.EADDRINUSE else str(e)
             raise RPCError("pserver cannot listen on %s: %s" % (endpoint, why)) from None
         host, port = split_endpoint(endpoint)
@@ -319,3 +363,4 @@ class Server:
         if not self.closed:
             self.closed = True
             self._sock.close(SERVER_LINGER_MS if linger_ms is None else linger_ms)
+            self._ctx.term()

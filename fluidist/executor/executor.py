@@ -109,7 +109,7 @@ class Plan:
                 raise ValueError("block %d op %d: op type %r has no kernel" % (block_idx, i, op.type))
             ins = []
             for slot, names in op.inputs.items():
-                if not names:
+                if not names or opdef.extra.get("inputs_are_names"):  # e.g. listen_and_serv's receive vars
                     continue
                 ins.append((slot, tuple(names), slot in opdef.duplicable))
                 for n in names:

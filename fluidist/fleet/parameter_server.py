@@ -21,13 +21,15 @@ backward, send gradients, receive parameters) and its ``startup_program`` the de
 program (which ends by receiving the servers' parameters); a server's are its pserver program
 (``listen_and_serv`` with the optimize blocks) and that program's startup.
 
-**What save_persistables saves.** The trainer receives every whole parameter from the servers
-each step, so after training its scope holds the parameters the servers hold; fleet.save_persistables
-writes those parameters (whole, under their own names). Optimizer accumulators (momentum
-velocities, Adam moments and beta powers) and the learning-rate state live on the servers and are
-not saved. ``init_server(model_dir)`` loads each server's share of the saved parameters (the rows of
-its blocks); variables the directory does not hold (accumulators, learning rate) keep their startup
-values. So a reloaded job continues from exactly the saved parameters, with fresh optimizer state.
+**What save_persistables saves.** Every persistable variable of the program as it was before
+distribution, whole and under its own name: the parameters from the worker's scope (the trainer
+receives every whole parameter from the servers each step) and the optimizer state that lives on
+the servers (momentum velocities, Adam moments and beta powers, the learning rate and its decay
+counter), received from them: a parameter-shaped accumulator is received block by block from the
+servers holding its parameter's blocks and concatenated. ``init_server(model_dir)`` loads each
+server's share back (the rows of its blocks), so a reloaded job continues exactly where the saved
+one stopped. A directory holding only parameters (``fluid.io.save_params``) loads too: what it
+lacks keeps its startup value.
 """
 import os
 
@@ -83,13 +85,15 @@ class DistributedTranspiler(Fleet):
         servers = self.server_endpoints()
         if not servers:
             raise ValueError("the parameter-server fleet needs server endpoints, but the role maker %s gives none "
-                             "(PADDLE_PSERVERS_IP_PORT_LIST for PaddleCloudRoleMaker)" % type(self._role_maker).__name__)
+                             "(PADDLE_PSERVERS_IP_PORT_LIST for PaddleCloudRoleMaker)"
+                             % type(self._role_maker).__name__)
         t = DistributeTranspiler(config)
         t._set_server_config(strategy.get_server_runtime_config())
         if self.is_worker():
             t.transpile(trainer_id=self.worker_index(), program=main, pservers=",".join(servers),
                         trainers=self.worker_num(), sync_mode=config.sync_mode, startup_program=startup)
-            # Paddle waited for the servers here; under MPI init_worker waits instead.
+            # Paddle waited for the servers here, except under MPI (their ports are not open yet):
+            # there the startup program's recv waits for them within the rpc deadline.
             self.main_program = t.get_trainer_program(wait_port=config.wait_port and not self._is_mpi())
             self.startup_program = startup
         else:
@@ -201,8 +205,8 @@ class DistributedTranspiler(Fleet):
                                "this process is a server" % what)
 
     def save_persistables(self, executor, dirname, main_program=None, **kwargs):
-        """The parameters, as the last received from the servers (see the module docstring for what
-        is and is not saved). Call it on one worker, after training."""
+        """The parameters and the servers' optimizer state (see the module docstring). Call it on
+        one worker (``fleet.is_first_worker()``) after training, before ``stop_worker``."""
         self._check_saver(executor, main_program, "save_persistables")
         if main_program is None:
             main_program = self.main_program
@@ -211,7 +215,62 @@ class DistributedTranspiler(Fleet):
                             % type(main_program).__name__)
         if not main_program._is_distributed:
             raise ValueError("main_program is for local, may not use fleet.save_persistables")
-        io.save_vars(executor, dirname, main_program, predicate=io.is_parameter, filename=kwargs.get("filename"))
+        tmp = Scope()
+        self._pull_server_state(executor, tmp)
+        scope = global_scope()
+        names = []
+        for var in io.get_program_persistable_vars(self._origin_program):
+            if tmp._find_value(var.name) is None:
+                value = scope._find_value(var.name)
+                if value is None:
+                    continue        # neither on the servers nor here (e.g. a startup-only variable)
+                tmp.var(var.name).set_value(value)
+            names.append(var.name)
+        missing = [p.name for p in io.get_program_parameter(self._origin_program) if p.name not in names]
+        if missing:
+            raise ValueError("fleet.save_persistables: parameters %s have no value in this worker's scope: run "
+                             "fleet.startup_program (and train) with this executor first" % missing)
+        io.save_vars(executor, dirname, self._origin_program, vars=names, filename=kwargs.get("filename"), scope=tmp)
+
+    def _pull_server_state(self, executor, scope):
+        """Receive into ``scope`` every persistable non-parameter variable the servers hold: block
+        by block (concatenated) for parameter-shaped accumulators, from the first server holding it
+        for the others."""
+        from ..transpiler.pserver import _ACCUMULATORS_LIKE_PARAM
+        plan = self._transpiler._plan
+        origin = plan.origin_main.global_block()
+        sources = {}            # variable -> [(endpoint, name on that server)] in row order
+        for p in plan.params:
+            blocks = plan.param_blocks[p]
+            per_ep = {}
+            for b in blocks:
+                per_ep[b.endpoint] = per_ep.get(b.endpoint, 0) + 1
+            for op in origin.ops:
+                if op.type in _ACCUMULATORS_LIKE_PARAM and op.input("Param") == [p]:
+                    for slot in _ACCUMULATORS_LIKE_PARAM[op.type]:
+                        for n in op.input(slot):
+                            sources[n] = [(b.endpoint, n + (".block%d" % b.index if per_ep[b.endpoint] > 1 else ""))
+                                          for b in blocks]
+        held = {ep: self._transpiler.get_pserver_program(ep).global_block().vars for ep in plan.endpoints}
+        for var in io.get_program_persistable_vars(plan.origin_main):
+            if io.is_parameter(var) or var.name in sources:
+                continue
+            for ep in plan.endpoints:
+                if var.name in held[ep] and held[ep][var.name].persistable:
+                    sources[var.name] = [(ep, var.name)]
+                    break
+        if not sources:
+            return
+        prog = Program()
+        block = prog.global_block()
+        for name, where in sources.items():
+            src = origin._find_var_recursive(name)
+            block.create_var(name=name, shape=src.shape if src is not None else None,
+                             dtype=src.dtype if src is not None else None, persistable=False)
+            block.append_op("recv", inputs={"X": []}, outputs={"Out": [name]},
+                            attrs={"epmap": [ep for ep, _ in where], "recv_varnames": [n for _, n in where],
+                                   "trainer_id": self.worker_index(), "sync_mode": plan.sync})
+        executor.run(prog, scope=scope)
 
     def save_inference_model(self, executor, dirname, feeded_var_names, target_vars, main_program=None,
                              export_for_deployment=True):
@@ -236,14 +295,19 @@ def _load_one(executor, dirname, name):
 
 
 def _close_rpc_clients():
-    """Make this process's rpc clients tell their pservers that this trainer is done."""
+    """Tell every pserver that any executor of this process talked to that this trainer is done
+    (Paddle's RPC client was one per process, so closing any executor did that; fluidist's
+    executors each remember their pservers, and the user trains with their own executor)."""
     try:
-        from ..distributed import rpc
+        from ..ops import rpc_ops
     except ImportError:
         return
-    closer = getattr(rpc, "close_all_clients", None)
-    if closer is not None:
-        closer()
+    notify_all = getattr(rpc_ops, "notify_all_complete", None)
+    if notify_all is not None:
+        notify_all()
+        return
+    for targets in list(rpc_ops._close_targets.values()):
+        rpc_ops._notify_complete(targets)
 
 
 class TranspilerOptimizer(DistributedOptimizer):

@@ -104,7 +104,8 @@ def c_comm_init_all(ctx, ins, attrs):
 def gen_nccl_id(ctx, ins, attrs):
     """nccl2 mode: trainer 0 makes the ids of ``nccl_comm_num`` rings and sends them to every other
     trainer endpoint; NCCLID holds ring 0's id, ``NCCLID_<i>`` (written to the scope) ring i's."""
-    trainers = list(attrs["trainers"] or [])
+    trainers = attrs["trainers"] or []
+    trainers = trainers.split(",") if isinstance(trainers, str) else list(trainers)
     tid, num = int(attrs["trainer_id"]), int(attrs["nccl_comm_num"])
     what = "gen_nccl_id (trainer %d)" % tid
     if not 0 <= tid < len(trainers):

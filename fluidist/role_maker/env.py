@@ -29,7 +29,8 @@ def env_error(owner, name, value, expected, hint=None):
     state = "is missing" if value is None else "is malformed"
     shown = "unset" if value is None else repr(value)
     msg = ("%s: environment variable %s %s (value: %s); expected %s. `%s` sets it for every process it "
-           "starts; when you start the processes yourself, export it." % (owner, name, state, shown, expected, LAUNCHER))
+           "starts; when you start the processes yourself, export it."
+           % (owner, name, state, shown, expected, LAUNCHER))
     if hint:
         msg += " " + hint
     return EnvVarError(msg, name, value)

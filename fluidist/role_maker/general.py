@@ -157,9 +157,11 @@ class FsGroup:
         _write_atomic(os.path.join(here, str(self.rank)), json.dumps({"v": _encode(value)}))
         if self.round > 2:
             # everyone finished reading round r-2 before writing round r-1, which we have read
+            old = os.path.join(base, str(self.round - 2))
             try:
-                os.remove(os.path.join(base, str(self.round - 2), str(self.rank)))
-            except FileNotFoundError:
+                os.remove(os.path.join(old, str(self.rank)))
+                os.rmdir(old)           # the last rank to leave removes the folder
+            except OSError:
                 pass
         deadline = time.monotonic() + self.run_timeout
         got = [None] * self.size
@@ -218,7 +220,6 @@ class GeneralRoleMaker(RoleMakerBase):
         self._run_timeout_seconds = float(kwargs.get("run_timeout_seconds", 9999999))
         if self._init_timeout_seconds <= 0 or self._run_timeout_seconds <= 0:
             raise ValueError("GeneralRoleMaker: init_timeout_seconds and run_timeout_seconds must be > 0")
-        self._iteration = 0
         self._worker_comm = None
         self._server_comm = None
         self._all_comm = None

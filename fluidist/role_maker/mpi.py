@@ -58,16 +58,19 @@ class MPIRoleMaker(RoleMakerBase):
         MPI = _import_mpi()
         self.MPI = MPI
         self._comm = MPI.COMM_WORLD
+        # kept, so that the getters still answer after _finalize (fleet.stop_worker) has run
+        self._rank = self._comm.Get_rank()
+        self._size = self._comm.Get_size()
         self._node_type_comm = None
         self._ips = None
         self._endpoints = None
 
     # ---------------------------------------------------------------- MPI helpers (Paddle's names)
     def _get_rank(self):
-        return self._comm.Get_rank()
+        return self._rank
 
     def _get_size(self):
-        return self._comm.Get_size()
+        return self._size
 
     def _barrier_all(self):
         self._comm.barrier()
@@ -151,7 +154,8 @@ class MPIRoleMaker(RoleMakerBase):
         return self._server_endpoints
 
     def get_local_endpoint(self):
-        return self._gather_endpoints()[self._get_rank()]
+        self._check_role_generation()
+        return self._endpoints[self._get_rank()]
 
     # ---------------------------------------------------------------- communication
     def barrier_worker(self):

@@ -80,7 +80,7 @@ def test_torch_side_blocks_are_the_transpilers_blocks():
                 current_endpoint=eps[0])
     for s, ep in enumerate(eps):
         prog = t.get_pserver_program(ep)
-        got = sorted((op.inputs["Param"][0], tuple(prog.block(i).var(op.inputs["Param"][0]).shape))
+        got = sorted((op.inputs["Param"][0], tuple(prog.global_block().var(op.inputs["Param"][0]).shape))
                      for i in range(1, prog.num_blocks) for op in prog.block(i).ops if op.type == "sgd")
         want = sorted((b["block"], tuple(b["shape"])) for b in workload.shard_plan(model, 2) if b["server"] == s)
         assert got == want

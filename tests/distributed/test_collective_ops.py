@@ -360,6 +360,22 @@ def test_ops_without_a_ring_and_bad_inputs_explain_themselves():
         exe.run(prog, scope=scope)
 
 
+def test_single_rank_ring_through_ops():
+    """A ring of one rank (no other endpoints): every collective returns its input."""
+    from fluidist.distributed.collective import registry
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(_startup(0, ["127.0.0.1:%d" % free_ports(1)[0]], 1), scope=scope)
+    try:
+        assert registry.get_communicator(0).transport == "solo"
+        x = _inputs(0, (4, 3), "float32", "sum", 0)
+        for op_type, attrs in [("c_allreduce_prod", {}), ("c_broadcast", {"root": 0}), ("c_allgather", {"nranks": 1}),
+                               ("c_reducescatter", {"nranks": 1})]:
+            np.testing.assert_array_equal(_run_one(exe, scope, op_type, dict(attrs, ring_id=0), x), x)
+    finally:
+        registry.destroy(0)
+
+
 def test_sync_ops_on_cpu_pass_values_through():
     exe = fluid.Executor(fluid.CPUPlace())
     x = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -19,6 +19,7 @@ def net():
 
 
 PARAMS = ["fc_b", "fc_w", "out_b", "out_w"]
+TRUE_W = np.random.RandomState(3).normal(0, 0.25, (FEATURES, 1)).astype("float32")   # the target: tanh(x w)
 
 
 def base_optimizer(name, lr=0.05):
@@ -44,7 +45,7 @@ def build(minimize):
 def global_batch(step, n):
     rng = np.random.RandomState(500 + step)
     x = rng.uniform(-1, 1, (n, FEATURES)).astype("float32")
-    return {"x": x, "y": np.sin(x.sum(1, keepdims=True)).astype("float32")}
+    return {"x": x, "y": np.tanh(x @ TRUE_W).astype("float32")}
 
 
 def batch_for(step, n, trainer_id, trainers):
@@ -80,3 +81,14 @@ def initial_params():
 
 def rel_err(got, want):
     return float(np.abs(np.asarray(got) - np.asarray(want)).max() / max(np.abs(want).max(), 1e-12))
+
+
+def eval_loss(params, n=256, step=999):
+    """The loss of the net with ``params`` on a held-out batch."""
+    main, startup, loss = build(lambda l: None)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    for name, value in params.items():
+        scope.var(name).set_value(np.array(value))
+    return float(exe.run(main, feed=global_batch(step, n), fetch_list=[loss], scope=scope)[0][0])

@@ -13,7 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MPIRUN = shutil.which("mpirun")
 
 try:
-    import mpi4py  # noqa: F401
+    import mpi4py  # noqa: F401  (only whether it is there: MPI itself starts in the child processes)
     HAVE_MPI4PY = True
 except ImportError:
     HAVE_MPI4PY = False
@@ -94,3 +94,24 @@ def test_mpi_symetric_role_maker_needs_even_size(tmp_path):
     out = p.stdout.decode(errors="replace")
     assert p.returncode != 0
     assert "needs an even number of MPI processes, got 1" in out
+
+
+def test_parameter_server_fleet_under_mpirun(tmp_path):
+    """mpirun -np 4 with MPISymetricRoleMaker: ranks 0 and 2 serve, ranks 1 and 3 train (sync);
+    the workers end every step with one process's parameters on the whole batch."""
+    pytest.importorskip("fluidist.ops.rpc_ops", reason="the parameter-server runtime is not there yet")
+    import numpy as np
+    from fleet_models import PARAMS, local_history, rel_err
+    out = str(tmp_path / "worker{}.npz")
+    cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "4", sys.executable,
+           os.path.join(HERE, "fleet_ps_child.py"), "--role_maker", "mpi", "--optimizer", "momentum",
+           "--steps", "3", "--batch", "8", "--out", out]
+    p = subprocess.run(cmd, env=mpi_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=200)
+    assert p.returncode == 0, p.stdout.decode(errors="replace")[-5000:]
+    ref = local_history("momentum", 3, 8)
+    for k in range(2):
+        r = dict(np.load(out.format(k)))
+        for step in range(3):
+            for name in PARAMS:
+                key = "%s_%d" % (name, step)
+                assert rel_err(r[key], ref[key]) < 1e-5, (k, key)

@@ -67,6 +67,7 @@ def test_failing_child_stops_the_job_with_its_exit_code(tmp_path, how):
     assert r.returncode == want, (r.returncode, r.stderr)
     err = r.stderr
     assert "ABORT: trainer rank 1 (local 1, endpoint 127.0.0.1:" in err
+    assert "stopped the other 2 local processes" in err
     assert ("exit code 7" if how == "exit" else "killed by signal SIGKILL") in err
     assert os.path.join("log", "workerlog.1") in err
     if how == "exit":
@@ -193,3 +194,47 @@ def test_two_nodes_with_different_process_counts_fail_clearly(tmp_path):
         assert "node 127.0.0.2 runs 1 processes but node 127.0.0.1 runs 2; every node must use the same number " \
                "of GPUs" in n.stderr()
     assert not os.path.exists(out / "trainer_0.json")
+
+
+def test_empty_log_dir_sends_every_child_to_the_console(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run_launcher(["--log_dir", "", "--nproc_per_node", "2", script("env_check.py")], cwd=tmp_path,
+                     env=base_env(out_dir=out))
+    assert r.returncode == 0, r.stderr
+    assert "rank 0 of 2 says hello" in r.stdout and "rank 1 of 2 says hello" in r.stdout
+    assert not (tmp_path / "log").exists()
+
+
+def _visible_gpus(env):
+    import subprocess
+    import sys
+    code = "from fluidist.distributed.launch_utils import cuda_device_count as c; print(c() or 0)"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    return int(r.stdout.strip() or 0)
+
+
+@pytest.mark.gpu
+def test_gpu_node_one_process_per_gpu_and_physical_ids(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    env = base_env(out_dir=out)
+    env.pop("CUDA_VISIBLE_DEVICES")
+    n = _visible_gpus(env)
+    if n == 0:
+        pytest.skip("no CUDA device visible (needs CuPy or nvidia-smi and a GPU)")
+    r = run_launcher([script("env_check.py")], cwd=tmp_path, env=env)  # no --gpus: every visible GPU
+    assert r.returncode == 0, r.stderr
+    for rank in range(n):
+        g = read_json(out / ("trainer_%d.json" % rank))
+        assert g["FLAGS_selected_gpus"] == str(rank) and g["PADDLE_TRAINERS_NUM"] == str(n)
+        assert g["PADDLE_DISTRI_BACKEND"] == "nccl"
+    # a physical id is mapped to its position in CUDA_VISIBLE_DEVICES; the children keep that CVD
+    last = str(n - 1)
+    env["CUDA_VISIBLE_DEVICES"] = last
+    r = run_launcher(["--gpus", last, "--log_dir", "log2", script("env_check.py")], cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    g = read_json(out / "trainer_0.json")
+    assert g["FLAGS_selected_gpus"] == "0" and g["CUDA_VISIBLE_DEVICES"] == last and g["PADDLE_TRAINERS_NUM"] == "1"
+    r = run_launcher(["--gpus", str(n), script("env_check.py")], cwd=tmp_path, env=env)
+    assert r.returncode == 1 and "Can't find your selected_gpus %d in CUDA_VISIBLE_DEVICES" % n in r.stderr

@@ -13,6 +13,7 @@ import pytest
 
 from fluidist.distributed.etcd_client import EtcdClient, EtcdError, Lease
 from launch_testlib import Launcher, base_env, free_port, pid_alive, read, read_json, run_launcher, script, wait_until
+from launch_testlib import script as _script
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -134,10 +135,10 @@ def _elastic_env(out, ttl=2):
                                         "FLUIDIST_ELASTIC_SETTLE": "1"})
 
 
-def _node(tmp_path, out, etcd, job, name, np="2", extra=(), ttl=2, script_args=()):
+def _node(tmp_path, out, etcd, job, name, np="2", extra=(), ttl=2, script_args=(), script="elastic_check.py"):
     args = ["--elastic_server", etcd, "--job_id", job, "--np", np, "--host", "127.0.0.1", "--elastic_timeout", "60",
-            "--log_dir", "log_" + name, "--grace_period", "1"] + list(extra) + [script("elastic_check.py")] + \
-        list(script_args)
+            "--log_dir", "log_" + name, "--grace_period", "1"] + list(extra) + [_script(script)] + \
+        [str(x) for x in script_args]
     return Launcher(args, cwd=tmp_path, env=_elastic_env(out, ttl), name=name)
 
 

@@ -2,16 +2,17 @@
 concatenated batches (the equivalence references of tests/distributed/dist_models.py).
 
 The training scripts (scripts/collective_train.py, scripts/ps_train.py) learn everything from the
-environment the launcher sets, as users' scripts do. The parameter-server case needs the rpc runtime
-(``fluidist.ops.rpc_ops``) and is skipped, saying so, while that module is missing."""
-import importlib.util
+environment the launcher sets, as users' scripts do; they run on the rpc runtime (parameter server)
+and the CPU collective backend."""
 import os
 import sys
+import uuid
 
 import numpy as np
 import pytest
 
-from launch_testlib import ROOT, base_env, run_launcher, script
+from launch_testlib import ROOT, base_env, run_launcher, script, wait_until
+from test_launch_elastic import etcd  # noqa: F401  (a real etcd server)
 from test_launch_two_hosts import two_hosts  # noqa: F401  (the namespace pair fixture)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "distributed"))
@@ -20,13 +21,6 @@ from dist_models import local_history  # noqa: E402
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 STEPS, BATCH = 3, 4
-
-
-def _have(module):
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:
-        return False
 
 
 def _compare(out, n, model, optimizer):
@@ -41,7 +35,6 @@ def _compare(out, n, model, optimizer):
                 assert err < 1e-5, "trainer %d step %d param %s: relative error %g" % (r, step, name, err)
 
 
-@pytest.mark.skipif(not _have("fluidist.ops.collective_ops"), reason="fluidist.ops.collective_ops is not there yet")
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_collective_nproc_per_node_2_equals_local(tmp_path, optimizer):
     out = tmp_path / "out"
@@ -53,8 +46,6 @@ def test_collective_nproc_per_node_2_equals_local(tmp_path, optimizer):
     _compare(out, 2, "fc", optimizer)
 
 
-@pytest.mark.skipif(not _have("fluidist.ops.rpc_ops"),
-                    reason="fluidist.ops.rpc_ops (the parameter-server runtime) is not there yet")
 def test_ps_server_num_2_worker_num_2_equals_local(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -68,7 +59,6 @@ def test_ps_server_num_2_worker_num_2_equals_local(tmp_path):
     _compare(out, 2, "fc", "sgd")
 
 
-@pytest.mark.skipif(not _have("fluidist.ops.collective_ops"), reason="fluidist.ops.collective_ops is not there yet")
 def test_collective_across_two_hosts_equals_local(tmp_path, two_hosts):
     from test_launch_two_hosts import HOSTS, _run_both
     out = tmp_path / "out"
@@ -80,8 +70,6 @@ def test_collective_across_two_hosts_equals_local(tmp_path, two_hosts):
     _compare(out, 2, "fc", "sgd")
 
 
-@pytest.mark.skipif(not _have("fluidist.ops.rpc_ops"),
-                    reason="fluidist.ops.rpc_ops (the parameter-server runtime) is not there yet")
 def test_ps_across_two_hosts_equals_local(tmp_path, two_hosts):
     from test_launch_two_hosts import HOSTS, _run_both
     out = tmp_path / "out"
@@ -92,3 +80,40 @@ def test_ps_across_two_hosts_equals_local(tmp_path, two_hosts):
         "--steps", STEPS, "--batch", BATCH], out)
     assert codes == [0, 0], [n.stderr() for n in nodes]
     _compare(out, 2, "fc", "sgd")
+
+
+def test_elastic_training_resumes_with_the_new_membership(tmp_path, etcd):
+    """Generation 1 (nodes A, B) trains 3 steps and checkpoints; B is killed, C joins; generation 2
+    (A, C) loads the checkpoint and trains 3 more: every step equals one process on the whole batches."""
+    from test_launch_elastic import _node
+    out = tmp_path / "out"
+    out.mkdir()
+    job = "train-" + uuid.uuid4().hex[:8]
+    nodes = {}
+    try:
+        for name in ("A", "B"):
+            nodes[name] = _node(tmp_path, out, etcd, job, name, script="elastic_train.py",
+                                script_args=["--steps", STEPS, "--batch", BATCH])
+        wait_until(lambda: all((out / ("g1_trainer_%d.npz" % r)).exists() for r in range(2)), 120,
+                   "generation 1 to train")
+        nodes["B"].proc.kill()
+        nodes["C"] = _node(tmp_path, out, etcd, job, "C", script="elastic_train.py",
+                           script_args=["--steps", STEPS, "--batch", BATCH])
+        assert nodes["A"].wait(120) == 0 and nodes["C"].wait(120) == 0, nodes["A"].stderr()
+    finally:
+        for n in nodes.values():
+            n.close()
+    gens = sorted({int(f.split("_")[0][1:]) for f in os.listdir(out) if f.startswith("g") and f.endswith(".npz")})
+    last = gens[-1]
+    assert last >= 2
+    ref, params = local_history("fc", "sgd", False, 2 * STEPS, BATCH * 2)
+    for gen, steps in ((1, range(STEPS)), (last, range(STEPS, 2 * STEPS))):
+        for r in range(2):
+            got = dict(np.load(str(out / ("g%d_trainer_%d.npz" % (gen, r)))))
+            assert int(got["first_step"]) == steps[0]
+            for step in steps:
+                for name in params:
+                    want = ref["%s_%d" % (name, step)]
+                    err = np.abs(got["%s_%d" % (name, step)] - want).max() / max(np.abs(want).max(), 1e-12)
+                    assert err < 1e-5, "generation %d trainer %d step %d %s: relative error %g" % (
+                        gen, r, step, name, err)

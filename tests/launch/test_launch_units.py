@@ -184,6 +184,13 @@ def test_pick_node_ip():
         pick_node_ip(["127.0.0.1", "127.0.0.2"], None, env={})
 
 
+def test_find_free_ports():
+    ports = launch_utils.find_free_ports(3)
+    assert len(set(ports)) == 3
+    with pytest.raises(LaunchError, match="cannot find 1 free port.* on 10.123.0.77.*not an address of this machine"):
+        launch_utils.find_free_ports(1, "10.123.0.77")
+
+
 def test_check_ports_free_names_the_port_in_use():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -151,7 +151,8 @@ def init_comms_from_nccl_id(scope, place, nranks, rank, nccl_comm_num=1):
             raise RuntimeError("variable %r holds no NCCL id: run the startup program (its gen_nccl_id op) before "
                                "CompiledProgram with num_trainers > 1" % name)
         if not isinstance(cid, CommId):
-            raise TypeError("variable %r should hold the id written by gen_nccl_id, got %s" % (name, type(cid).__name__))
+            raise TypeError("variable %r should hold the id written by gen_nccl_id, got %s"
+                            % (name, type(cid).__name__))
         if cid.ring_id != i:
             cid.ring_id = i
         existing = _rings.get(i)

@@ -181,9 +181,10 @@ def send_to_endpoints(payload, endpoints, what, timeout=None):
         while pending:
             left = deadline - time.monotonic()
             if left <= 0:
+                late = [e for e in endpoints if e in pending.values()]
                 raise CollectiveTimeout(
                     "%s: %s did not take the id within %g s (is that trainer running and listening on "
-                    "its endpoint?)" % (what, _plural("endpoint", [e for e in endpoints if e in pending.values()]), timeout))
+                    "its endpoint?)" % (what, _plural("endpoint", late), timeout))
             for s, _ in poller.poll(min(left, 0.5) * 1000):
                 reply = _loads(s.recv(), "%s: reply from %s" % (what, socks[s]))
                 if reply.get("error"):

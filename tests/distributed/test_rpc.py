@@ -1,0 +1,246 @@
+"""The ZeroMQ transport over real sockets on 127.0.0.1: replies, errors, deadlines, the client pool."""
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+from fluidist.distributed import rpc, wire
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class EchoServer:
+    """A Server in a thread: 'get' replies with the value last sent under that name; 'send' stores."""
+
+    def __init__(self, endpoint="127.0.0.1:0", deadline_ms=None, silent=False):
+        self.server = rpc.Server(endpoint, deadline_ms)
+        self.endpoint = self.server.endpoint
+        self.store = {}
+        self.silent = silent
+        self.seen = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while not self.stop.is_set():
+            req = self.server.recv(0.05)
+            if req is None:
+                continue
+            m = req.msg
+            self.seen.append((m.kind, m.name, m.trainer, m.step))
+            if self.silent:
+                continue
+            if m.kind == "send":
+                self.store[m.name] = np.array(m.value)
+                self.server.reply(req)
+            elif m.kind == "get":
+                if m.name not in self.store:
+                    self.server.error(req, "no variable %r" % m.name)
+                else:
+                    self.server.reply(req, value=self.store[m.name])
+            else:
+                self.server.reply(req)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        self.server.close(0)
+
+
+@pytest.fixture
+def echo():
+    s = EchoServer()
+    yield s
+    s.close()
+
+
+def test_send_then_get_round_trip(echo):
+    c = rpc.Client(echo.endpoint)
+    try:
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        assert c.call("send", "w", x, trainer=1, step=2).kind == "ok"
+        got = c.call("get", "w", trainer=1, step=2).value
+        np.testing.assert_array_equal(got, x)
+        assert ("send", "w", 1, 2) in echo.seen
+    finally:
+        c.close()
+
+
+def test_error_reply_raises_rpc_error_naming_endpoint_and_request(echo):
+    c = rpc.Client(echo.endpoint)
+    try:
+        with pytest.raises(rpc.RPCError) as e:
+            c.call("get", "missing", trainer=3, step=4, what="recv missing")
+        msg = str(e.value)
+        assert echo.endpoint in msg and "'recv missing' (trainer 3, step 4)" in msg and "no variable" in msg
+    finally:
+        c.close()
+
+
+def test_garbage_gets_an_error_reply_and_the_server_keeps_serving(echo):
+    ctx = zmq.Context()
+    raw = ctx.socket(zmq.DEALER)
+    raw.linger = 0
+    raw.connect("tcp://" + echo.endpoint)
+    try:
+        bad = [
+            [b"not json at all"],
+            [b'{"v": 1, "kind": "get", "id": 17, "name": "w", "trainer": 0, "step": 0, "value": '
+             b'{"t": "dense", "dtype": "float32", "shape": [1000]}}', b"short"],
+            [b'{"v": 1, "kind": "rm -rf", "id": 18, "trainer": 0, "step": 0}'],
+            [b'{"v": 1, "kind": "ok", "id": 19, "trainer": 0, "step": 0}'],
+        ]
+        for frames in bad:
+            raw.send_multipart(frames)
+            assert raw.poll(5000), "the server did not answer a malformed message"
+            reply = wire.decode(raw.recv_multipart())
+            assert reply.kind == "error" and "malformed request rejected" in reply.get("msg")
+        # the ids it could read are echoed back
+        raw.send_multipart(bad[2])
+        assert raw.poll(5000)
+        assert wire.decode(raw.recv_multipart()).rid == 18
+        assert echo.server.malformed == 5
+        # and it still serves well-formed requests
+        c = rpc.Client(echo.endpoint)
+        try:
+            c.call("send", "v", np.ones(3))
+            np.testing.assert_array_equal(c.call("get", "v").value, np.ones(3))
+        finally:
+            c.close()
+    finally:
+        raw.close(0)
+        ctx.term()
+
+
+def test_nothing_listening_ends_in_a_deadline_error_naming_the_endpoint(monkeypatch):
+    ep = "127.0.0.1:%d" % free_port()
+    monkeypatch.setenv("FLAGS_rpc_deadline", "300")    # read at call time
+    c = rpc.Client(ep)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(rpc.RPCTimeout) as e:
+            c.call("get", "fc_w.block1", trainer=0, step=3, what="recv fc_w.block1")
+        took = time.monotonic() - t0
+        assert 0.25 < took < 3.0
+        msg = str(e.value)
+        assert ("pserver %s is unreachable or not answering" % ep) in msg
+        assert "'recv fc_w.block1' (trainer 0, step 3)" in msg and "0.3 s" in msg
+    finally:
+        c.close()
+
+
+def test_a_server_that_stops_answering_times_out_with_did_not_answer():
+    s = EchoServer()
+    c = rpc.Client(s.endpoint, deadline_ms=400)
+    try:
+        c.call("send", "w", np.zeros(2))
+        s.silent = True
+        with pytest.raises(rpc.RPCTimeout, match=r"pserver %s did not answer 'recv w' \(trainer 1, step 5\) "
+                                                 r"within 0.4 s" % s.endpoint):
+            c.call("get", "w", trainer=1, step=5, what="recv w")
+        # a late reply to the timed-out request is dropped, not taken for the next one
+        s.silent = False
+        c.call("send", "w", np.full(2, 3.0))
+        np.testing.assert_array_equal(c.call("get", "w").value, np.full(2, 3.0))
+    finally:
+        c.close()
+        s.close()
+
+
+def test_deadline_flag_validation(monkeypatch):
+    monkeypatch.setenv("FLAGS_rpc_deadline", "abc")
+    with pytest.raises(ValueError, match="FLAGS_rpc_deadline"):
+        rpc.deadline_seconds()
+    monkeypatch.setenv("FLAGS_rpc_deadline", "2500")
+    assert rpc.deadline_seconds() == 2.5
+    assert rpc.deadline_seconds(100) == 0.1
+    monkeypatch.delenv("FLAGS_rpc_deadline")
+    assert rpc.deadline_seconds() == 180.0
+
+
+def test_port_in_use_is_an_error_naming_it():
+    s = rpc.Server("127.0.0.1:0")
+    try:
+        with pytest.raises(rpc.RPCError, match="cannot listen on %s: address already in use" % s.endpoint):
+            rpc.Server(s.endpoint)
+    finally:
+        s.close(0)
+
+
+@pytest.mark.parametrize("bad", ["127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000", ":80", 6174])
+def test_malformed_endpoints(bad):
+    with pytest.raises(ValueError, match="endpoint"):
+        rpc.split_endpoint(bad)
+
+
+def test_pool_reuses_one_client_per_endpoint_and_thread(echo):
+    a = rpc.get_client(echo.endpoint)
+    assert rpc.get_client(echo.endpoint) is a
+    other = []
+    t = threading.Thread(target=lambda: other.append(rpc.get_client(echo.endpoint)))
+    t.start()
+    t.join()
+    assert other[0] is not a
+
+
+def test_call_all_pipelines_requests_to_several_servers():
+    servers = [EchoServer() for _ in range(3)]
+    try:
+        reqs = [(s.endpoint, dict(kind="send", name="x%d" % i, value=np.full(4, float(i))))
+                for i, s in enumerate(servers)]
+        assert [r.kind for r in rpc.call_all(reqs)] == ["ok"] * 3
+        got = rpc.call_all([(s.endpoint, dict(kind="get", name="x%d" % i)) for i, s in enumerate(servers)])
+        for i, r in enumerate(got):
+            np.testing.assert_array_equal(r.value, np.full(4, float(i)))
+        with pytest.raises(rpc.RPCError, match="no variable 'nope'"):
+            rpc.call_all([(servers[0].endpoint, dict(kind="get", name="x0")),
+                          (servers[1].endpoint, dict(kind="get", name="nope"))])
+    finally:
+        for s in servers:
+            s.close()
+
+
+def test_threads_sharing_an_endpoint_get_their_own_replies(echo):
+    errors = []
+
+    def worker(k):
+        try:
+            for i in range(50):
+                v = np.full(8, k * 1000 + i, dtype=np.int64)
+                rpc.call_all([(echo.endpoint, dict(kind="send", name="t%d" % k, value=v))])
+                got = rpc.call_all([(echo.endpoint, dict(kind="get", name="t%d" % k))])[0].value
+                assert (got == v).all()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    assert not errors, errors
+
+
+def test_posted_requests_are_acknowledged_by_the_next_call_of_the_thread(echo):
+    rpc.post([(echo.endpoint, dict(kind="send", name="p", value=np.arange(3.0)))])
+    rpc.post([(echo.endpoint, dict(kind="get", name="absent", what="send absent"))])
+    with pytest.raises(rpc.RPCError, match="'send absent' .* no variable 'absent'"):
+        rpc.call_all([(echo.endpoint, dict(kind="send_barrier"))])
+    np.testing.assert_array_equal(rpc.call_all([(echo.endpoint, dict(kind="get", name="p"))])[0].value,
+                                  np.arange(3.0))
+    rpc.post([(echo.endpoint, dict(kind="send", name="q", value=np.ones(1)))])
+    rpc.flush()
+    assert "q" in echo.store
+    rpc.flush()   # nothing left: returns at once

@@ -1,0 +1,163 @@
+"""The wire format: round trips of every dtype and shape, SelectedRows, and rejection of bad frames."""
+import json
+
+import numpy as np
+import pytest
+import zmq
+
+from fluidist.distributed import wire
+from fluidist.distributed.wire import WireError, decode, encode
+from fluidist.executor.tensor import SelectedRows
+
+pytestmark = pytest.mark.timeout(60)
+
+ALL_DTYPES = sorted(wire.DTYPES)
+
+
+def _sample(dtype, shape):
+    rng = np.random.RandomState(0)
+    n = int(np.prod(shape))
+    if dtype == "bool":
+        return (rng.rand(n) > 0.5).reshape(shape)
+    if dtype.startswith("complex"):
+        return (rng.randn(n) + 1j * rng.randn(n)).astype(dtype).reshape(shape)
+    if dtype.startswith(("int", "uint")):
+        return rng.randint(0, 100, size=n).astype(dtype).reshape(shape)
+    return rng.randn(n).astype(dtype).reshape(shape)
+
+
+def _as_bytes(frames):
+    return [bytes(memoryview(f)) for f in frames]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0, 2), (7,), (4, 5)])
+def test_dense_round_trip_every_dtype(dtype, shape):
+    x = _sample(dtype, shape)
+    m = decode(_as_bytes(encode("send", 5, "w@GRAD", x, trainer=1, step=3)))
+    assert (m.kind, m.rid, m.name, m.trainer, m.step) == ("send", 5, "w@GRAD", 1, 3)
+    assert m.value.dtype == np.dtype(dtype) and m.value.shape == shape
+    np.testing.assert_array_equal(m.value, x)
+
+
+def test_non_contiguous_and_big_endian_arrays_are_sent_as_their_values():
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)[:, ::2]
+    m = decode(_as_bytes(encode("send", 1, "a", x)))
+    np.testing.assert_array_equal(m.value, x)
+    y = np.arange(5, dtype=">i8")
+    m = decode(_as_bytes(encode("send", 1, "b", y)))
+    assert m.value.dtype == np.int64
+    np.testing.assert_array_equal(m.value, y)
+
+
+def test_encode_does_not_copy_contiguous_payloads():
+    x = np.arange(100000, dtype=np.float32).reshape(1000, 100)
+    frames = encode("send", 1, "w", x)
+    assert len(frames) == 2 and np.shares_memory(frames[1], x)
+
+
+def test_selected_rows_round_trip_and_empty_selected_rows():
+    sr = SelectedRows(np.array([3, 0, 3], dtype=np.int64), np.arange(6, dtype=np.float32).reshape(3, 2), 5)
+    m = decode(_as_bytes(encode("send", 2, "emb@GRAD", sr)))
+    assert isinstance(m.value, SelectedRows) and m.value.height == 5
+    np.testing.assert_array_equal(m.value.rows, [3, 0, 3])
+    np.testing.assert_array_equal(m.value.value, sr.value)
+    empty = SelectedRows(np.zeros(0, dtype=np.int64), np.zeros((0, 4), dtype=np.float64), 10)
+    m = decode(_as_bytes(encode("send", 3, "e", empty)))
+    assert m.value.rows.shape == (0,) and m.value.value.shape == (0, 4) and m.value.height == 10
+
+
+def test_message_without_value_and_extra_fields_and_lod():
+    m = decode(_as_bytes(encode("prefetch", 9, "ids", np.array([[1], [2]]), out="rows_out", lod=[[0, 1, 2]])))
+    assert m.get("out") == "rows_out" and m.lod == [[0, 1, 2]]
+    m = decode(_as_bytes(encode("send_barrier", 4, trainer=2, step=7)))
+    assert m.value is None and m.name is None and (m.trainer, m.step) == (2, 7)
+    m = decode(_as_bytes(encode("error", 4, msg="boom")))
+    assert m.kind == "error" and m.get("msg") == "boom"
+
+
+def test_zero_copy_receive_over_a_real_socket_gives_writable_arrays():
+    ctx = zmq.Context()
+    a, b = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
+    try:
+        port = a.bind_to_random_port("tcp://127.0.0.1")
+        b.connect("tcp://127.0.0.1:%d" % port)
+        x = np.random.RandomState(1).randn(300, 400).astype(np.float32)
+        sr = SelectedRows(np.array([1, 2], dtype=np.int64), np.ones((2, 3), np.float16), 4)
+        a.send_multipart(encode("send", 1, "x", x), copy=False)
+        a.send_multipart(encode("send", 2, "sr", sr), copy=False)
+        m = decode(b.recv_multipart(copy=False))
+        np.testing.assert_array_equal(m.value, x)
+        m.value[0, 0] = 7.0   # the received memory belongs to us
+        m2 = decode(b.recv_multipart(copy=False))
+        np.testing.assert_array_equal(m2.value.value, sr.value)
+    finally:
+        a.close(0)
+        b.close(0)
+        ctx.term()
+
+
+def _header(**over):
+    h = {"v": 1, "kind": "send", "id": 1, "name": "x", "trainer": 0, "step": 0,
+         "value": {"t": "dense", "dtype": "float32", "shape": [2, 3]}}
+    h.update(over)
+    return json.dumps(h).encode()
+
+
+BUF = np.zeros((2, 3), np.float32).tobytes()
+
+
+@pytest.mark.parametrize("frames,why", [
+    ([], "no header"),
+    ([b"\xff\xfe not json"], "not valid UTF-8 JSON"),
+    ([b"{not json"], "not valid UTF-8 JSON"),
+    ([b"[1, 2]"], "must be a JSON object"),
+    ([_header(v=2), BUF], "protocol version"),
+    ([_header(kind="exec"), BUF], "unknown message kind"),
+    ([_header(id="1"), BUF], "'id' must be an integer"),
+    ([_header(trainer=True), BUF], "'trainer' must be an integer"),
+    ([_header(name=3), BUF], "'name' must be a string"),
+    ([_header(pickle="x"), BUF], "unknown header fields"),
+    ([_header(value={"t": "dense", "dtype": "object", "shape": [2, 3]}), BUF], "dtype 'object' is not allowed"),
+    ([_header(value={"t": "dense", "dtype": "float32", "shape": [2, -3]}), BUF], "non-negative"),
+    ([_header(value={"t": "blob", "dtype": "float32", "shape": [2]}), BUF], "unknown value type"),
+    ([_header(), BUF[:-4]], "needs 24 bytes but its frame holds 20"),
+    ([_header(), BUF + b"\0\0\0\0"], "needs 24 bytes but its frame holds 28"),
+    ([_header()], "must be 2 frames, got 1"),
+    ([_header(), BUF, BUF], "must be 2 frames, got 3"),
+    ([_header(value=None), BUF], "without a value must be 1 frame"),
+    ([_header(value={"t": "rows", "dtype": "float32", "shape": [2, 3]}), BUF], "height"),
+    ([_header(value={"t": "rows", "dtype": "float32", "shape": [2, 3], "height": 4}),
+      np.array([0, 1], np.int64).tobytes(), BUF[:8]], "needs 24 bytes"),
+    ([_header(value={"t": "rows", "dtype": "float32", "shape": [2, 3], "height": 4}),
+      np.array([0, 4], np.int64).tobytes(), BUF], "row indices must lie in [0, 4)"),
+    ([_header(value={"t": "rows", "dtype": "float32", "shape": [2, 3], "height": 4}),
+      np.array([0], np.int64).tobytes(), BUF], "(rows): shape [2] of int64 needs 16 bytes"),
+    ([_header(lod=[[0, "a"]]), BUF], "'lod' must be a list"),
+    ([_header(msg=5), BUF], "'msg' must be a string"),
+])
+def test_malformed_messages_are_rejected_with_a_clear_wire_error(frames, why):
+    with pytest.raises(WireError) as e:
+        decode(frames)
+    assert why in str(e.value)
+
+
+def test_huge_header_is_rejected():
+    with pytest.raises(WireError, match="larger than"):
+        decode([b" " * (wire.MAX_HEADER_BYTES + 1)])
+
+
+def test_values_that_cannot_travel_are_refused_at_encode():
+    with pytest.raises(WireError, match="dtype object cannot be sent"):
+        encode("send", 1, "x", np.array(["a", None], dtype=object))
+    with pytest.raises(WireError, match="a str cannot be sent"):
+        encode("send", 1, "x", "/some/dir")
+    with pytest.raises(WireError, match="unknown message kind"):
+        encode("run_python", 1)
+    with pytest.raises(WireError, match="unknown header field"):
+        encode("send", 1, code="print(1)")
+
+
+def test_peek_request_id():
+    assert wire.peek_request_id([_header(id=42, kind="bogus")]) == 42
+    assert wire.peek_request_id([b"garbage"]) == -1

@@ -1,0 +1,43 @@
+"""The Fleet digits examples run as local jobs (processes on 127.0.0.1) and learn."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from fleet_cluster import ROOT, child_env
+
+pytest.importorskip("sklearn")
+pytestmark = [pytest.mark.timeout(400), pytest.mark.slow]
+
+
+def run_example(name, args, tmp_path):
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name)] + [str(a) for a in args],
+                       env=child_env(), cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=360)
+    out = p.stdout.decode(errors="replace")
+    assert p.returncode == 0, out[-5000:]
+    return out
+
+
+def accuracies(out):
+    return {int(w): float(a) for w, a in re.findall(r"worker (\d+) test accuracy: ([0-9.]+)", out)}
+
+
+def test_collective_digits_example(tmp_path):
+    out = run_example("fleet_digits_collective.py", ["--epochs", 4, "--save_dir", tmp_path / "model"], tmp_path)
+    acc = accuracies(out)
+    assert sorted(acc) == [0, 1] and acc[0] == acc[1] and acc[0] > 0.9, out[-3000:]
+    assert os.path.exists(os.path.join(str(tmp_path / "model"), "__model__"))
+
+
+def test_parameter_server_digits_example_saves_and_resumes(tmp_path):
+    pytest.importorskip("fluidist.ops.rpc_ops", reason="the parameter-server runtime is not there yet")
+    save = tmp_path / "ps_model"
+    out = run_example("fleet_digits_ps.py", ["--epochs", 4, "--save_dir", save], tmp_path)
+    acc = accuracies(out)
+    assert sorted(acc) == [0, 1] and min(acc.values()) > 0.85, out[-3000:]
+    out = run_example("fleet_digits_ps.py", ["--epochs", 1, "--model_dir", save, "--strategy", "async"], tmp_path)
+    resumed = accuracies(out)
+    assert sorted(resumed) == [0, 1] and min(resumed.values()) > 0.85, out[-3000:]

@@ -1,0 +1,110 @@
+"""The parameter-server fleet over real processes on 127.0.0.1: 2 servers + 2 workers; sync equals
+one process on the concatenated batch, async converges, and a model saved by worker 0 and reloaded
+by init_server(model_dir) in a fresh cluster continues from exactly the saved parameters."""
+import os
+
+import numpy as np
+import pytest
+
+from fleet_cluster import Procs, endpoints
+from fleet_models import PARAMS, eval_loss, global_batch, initial_params, local_history, rel_err
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def rpc_runtime():
+    pytest.importorskip("fluidist.ops.rpc_ops", reason="the parameter-server runtime (fluidist.ops.rpc_ops) "
+                                                       "is not there yet")
+
+
+def run_cluster(tmp_path, args, workers=2, servers=2, server_args=(), worker_args=(), tag=""):
+    eps = endpoints(servers)
+    common = {"PADDLE_PSERVERS_IP_PORT_LIST": ",".join(eps), "PADDLE_TRAINERS_NUM": workers}
+    outs = []
+    with Procs(tmp_path) as procs:
+        for i, ep in enumerate(eps):
+            ip, port = ep.split(":")
+            procs.start("%sps%d" % (tag, i), "fleet_ps_child.py", list(args) + list(server_args),
+                        dict(common, TRAINING_ROLE="PSERVER", POD_IP=ip, PADDLE_PORT=port))
+        for k in range(workers):
+            out = str(tmp_path / ("%sworker%d.npz" % (tag, k)))
+            outs.append(out)
+            procs.start("%sw%d" % (tag, k), "fleet_ps_child.py", list(args) + list(worker_args) + ["--out", out],
+                        dict(common, TRAINING_ROLE="TRAINER", PADDLE_TRAINER_ID=k))
+        procs.check(timeout=200)       # workers and servers: the servers stop once both workers stopped
+    return [dict(np.load(o)) for o in outs]
+
+
+def assert_equal_history(results, ref, steps, first_step=0):
+    for step in range(first_step, first_step + steps):
+        for name in PARAMS:
+            key = "%s_%d" % (name, step)
+            for k, r in enumerate(results):
+                err = rel_err(r[key], ref[key])
+                assert err < 1e-5, "worker %d step %d param %s: relative error %g" % (k, step, name, err)
+
+
+@pytest.mark.parametrize("strategy,optimizer", [("sync", "sgd"), ("sync", "adam"), ("config_sync", "momentum")])
+def test_sync_two_servers_two_workers_equal_local(tmp_path, strategy, optimizer):
+    steps, batch = 3, 8
+    results = run_cluster(tmp_path, ["--strategy", strategy, "--optimizer", optimizer, "--steps", steps,
+                                     "--batch", batch])
+    assert_equal_history(results, local_history(optimizer, steps, batch), steps)
+
+
+def test_async_converges(tmp_path):
+    steps = 30
+    results = run_cluster(tmp_path, ["--strategy", "async", "--optimizer", "sgd", "--steps", steps, "--batch", 32])
+    before = eval_loss(initial_params())
+    for r in results:
+        after = eval_loss({p: r["%s_%d" % (p, steps - 1)] for p in PARAMS})
+        assert np.isfinite(after) and after < 0.3 * before, (before, after)
+
+
+@pytest.mark.parametrize("optimizer", ["momentum", "adam"])
+def test_save_on_worker0_then_reload_in_a_fresh_cluster(tmp_path, optimizer):
+    """3 steps; worker 0 saves the parameters and the servers' optimizer state; a new cluster's
+    servers load the directory, and its 2 steps equal steps 3 and 4 of one process training all 5."""
+    batch = 8
+    save_dir = str(tmp_path / "saved")
+    infer_dir = str(tmp_path / "infer")
+    first = run_cluster(tmp_path, ["--optimizer", optimizer, "--steps", 3, "--batch", batch],
+                        worker_args=["--save_dir", save_dir, "--infer_dir", infer_dir], tag="a")
+    ref = local_history(optimizer, 5, batch)
+    assert_equal_history(first, ref, 3)
+    import fluidist as fluid
+    scope = fluid.Scope()
+    fluid.io.load_vars(fluid.Executor(fluid.CPUPlace()), save_dir, vars=PARAMS, scope=scope)
+    for p in PARAMS:
+        np.testing.assert_array_equal(np.array(scope.find_var(p).get_tensor()), first[0]["%s_2" % p])
+    # the inference model saved by worker 0 computes the loss with the trained parameters
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        program, feeds, fetches = fluid.io.load_inference_model(infer_dir, exe)
+        assert feeds == ["x", "y"]
+        got = exe.run(program, feed=global_batch(999, 256), fetch_list=fetches)[0]
+    want = eval_loss({p: first[0]["%s_2" % p] for p in PARAMS})
+    assert rel_err(got, want) < 1e-5
+    index = open(os.path.join(save_dir, "__index__.json")).read()
+    for acc in {"momentum": ["velocity_"], "adam": ["moment1_", "moment2_", "beta1_pow_acc_"]}[optimizer]:
+        assert '"%s' % acc in index, "%s not saved: %s" % (acc, index)
+    second = run_cluster(tmp_path, ["--optimizer", optimizer, "--steps", 2, "--first_step", 3, "--batch", batch],
+                         server_args=["--model_dir", save_dir], tag="b")
+    assert_equal_history(second, ref, 2, first_step=3)
+
+
+def test_reload_from_parameters_only(tmp_path):
+    """A directory with only the parameters (fluid.io.save_params): the servers start from them with
+    fresh optimizer state."""
+    import fluidist as fluid
+    batch = 8
+    start = {p: v + 0.25 for p, v in initial_params().items()}
+    scope = fluid.Scope()
+    for p, v in start.items():
+        scope.var(p).set_value(v)
+    model_dir = str(tmp_path / "params_only")
+    fluid.io.save_vars(fluid.Executor(fluid.CPUPlace()), model_dir, vars=PARAMS, scope=scope)
+    results = run_cluster(tmp_path, ["--optimizer", "momentum", "--steps", 2, "--batch", batch],
+                          server_args=["--model_dir", model_dir])
+    assert_equal_history(results, local_history("momentum", 2, batch, start_params=start), 2)
