@@ -27,6 +27,7 @@ It serves until each of the ``Fanin`` trainers has sent "complete", then returns
 import functools
 import re
 import threading
+import os
 import time
 import weakref
 
@@ -333,6 +334,9 @@ class ParameterServer:
         self.deferred = []            # requests waiting for a round
         self.wait_since = None        # when the first barrier of the next round arrived
         self.server = None
+        # a trainer that sends nothing for this long and never closed is taken for dead
+        self.idle_limit = float(os.environ.get("FLUIDIST_TRAINER_IDLE_TIMEOUT", "600"))
+        self.last_seen = [time.monotonic()] * self.fanin
 
     # -------------------------------------------------------------- loop
     def serve(self):
@@ -366,6 +370,12 @@ class ParameterServer:
         return min(1.0, max(0.0, left) + 0.001)
 
     def _check_deadline(self):
+        now = time.monotonic()
+        silent = [k for k in range(self.fanin)
+                  if k not in self.completed and now - self.last_seen[k] > self.idle_limit]
+        if silent:
+            raise _Fatal("%s sent nothing for %.1f s and never closed (Executor.close()); a trainer died or "
+                         "hangs (FLUIDIST_TRAINER_IDLE_TIMEOUT)" % (_plural(silent), self.idle_limit))
         if self.wait_since is None:
             return
         waited = time.monotonic() - self.wait_since
@@ -387,6 +397,7 @@ class ParameterServer:
         if k in self.completed:
             raise _BadRequest("trainer %d already sent 'complete' to pserver %s; it cannot send %r"
                               % (k, self.endpoint, m.kind))
+        self.last_seen[k] = time.monotonic()
         kind = m.kind
         if kind == "send":
             self._store(m)

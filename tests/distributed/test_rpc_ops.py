@@ -578,3 +578,16 @@ def test_op_attr_mismatches_are_named(monkeypatch):
     gb.append_op("send", inputs={"X": ["a"]}, attrs={"epmap": ["127.0.0.1:1", "127.0.0.1:2"]})
     with pytest.raises(ValueError, match="attr 'epmap' has 2 endpoints but the op has 1 variables"):
         fluid.Executor(fluid.CPUPlace()).run(prog, feed={"a": np.zeros(2, np.float32)}, scope=fluid.Scope())
+
+
+def test_trainers_that_vanish_without_closing_fail_the_pserver_after_the_idle_limit(pservers, monkeypatch):
+    """Async: trainer 0 trains and closes, trainer 1 never shows up; the pserver does not wait forever."""
+    monkeypatch.setenv("FLAGS_rpc_deadline", "20000")
+    monkeypatch.setenv("FLUIDIST_TRAINER_IDLE_TIMEOUT", "2")
+    (ep,) = endpoints(1)
+    shapes = {"w": (2, 2)}
+    ps = pservers({"endpoint": ep, "fanin": 2, "mode": 1, "params": shapes})
+    run_trainer(0, 2, {"w": ep}, shapes, 2, False, False)
+    rc, out, err = ps.finish(timeout=20)
+    assert rc != 0
+    assert "trainer 1 sent nothing for 2.0 s and never closed" in err
