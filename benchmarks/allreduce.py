@@ -10,9 +10,10 @@ both ranks run ``iters`` all-reduces back to back, several times; the table give
 per all-reduce (rank 0's clock) and the bus bandwidth ``busbw = 2*(n-1)/n * bytes / time`` (nccl-tests'
 definition; for n = 2 it is bytes / time). fluidist is timed two ways: ``comm.allreduce(x, out=x)``
 (in place, as torch.distributed.all_reduce works) and ``comm.allreduce(x)`` (a new result array each
-call, as the ``c_allreduce_sum`` kernel does, so it also pays for a fresh allocation). The machine's
-memory-copy bandwidth (``np.copyto`` of 64 MB into a preallocated array) is printed for reference.
-Results are checked (the sum of the ranks' tensors) before anything is timed.
+call, as the ``c_allreduce_sum`` kernel does). The machine's memory-copy bandwidth (rank 0's
+``np.copyto`` of the same size into a preallocated array) is given for reference. All of them are
+timed in turns, one block each, so that a change in the machine's load touches them alike. Results
+are checked (the sum of the ranks' tensors) before anything is timed.
 """
 import argparse
 import json
@@ -93,33 +94,35 @@ def fluidist_comm(rank, endpoints, gpu):
     return create_communicator(cid, len(endpoints), rank, place)
 
 
-def run_fluidist(rank, endpoints, sizes, gpu):
-    comm = fluidist_comm(rank, endpoints, gpu)
-    res = {"transport": comm.transport}
-    if gpu:
-        import cupy as xp
-        xp.cuda.Device(rank).use()
+def _array_module(gpu, rank):
+    if not gpu:
+        return np, (lambda: None)
+    import cupy
+    cupy.cuda.Device(rank).use()
+    return cupy, (lambda: cupy.cuda.get_current_stream().synchronize())
 
-        def sync():
-            xp.cuda.get_current_stream().synchronize()
-    else:
-        xp = np
 
-        def sync():
-            pass
+def _expected_sum(n):
+    return (np.arange(n, dtype=np.float32) % 97) * NRANKS + sum(range(NRANKS))
 
-    def barrier():
-        sync()
-        comm.barrier()
 
-    for nbytes in sizes:
+class Fluidist:
+    name = "fluidist"
+
+    def __init__(self, rank, endpoints, gpu):
+        self.comm = fluidist_comm(rank, endpoints, gpu)
+        self.rank = rank
+        self.xp, self.sync = _array_module(gpu, rank)
+        self.gpu = gpu
+
+    def variants(self, nbytes):
+        """{variant: callable doing one all-reduce}, after checking the result once."""
+        xp, comm, sync = self.xp, self.comm, self.sync
         n = nbytes // 4
-        x = xp.arange(n, dtype=xp.float32) % 97 + rank
-        want = (np.arange(n, dtype=np.float32) % 97) * NRANKS + sum(range(NRANKS))
+        x = xp.arange(n, dtype=xp.float32) % 97 + self.rank
         got = comm.allreduce(x, "sum")
-        if not np.array_equal(got.get() if gpu else got, want):
+        if not np.array_equal(got.get() if self.gpu else got, _expected_sum(n)):
             raise AssertionError("fluidist all-reduce of %d bytes gave a wrong sum" % nbytes)
-        iters, blocks = plan(nbytes)
         buf = x * 0     # stays zero under repeated in-place sums
 
         def inplace():
@@ -129,84 +132,112 @@ def run_fluidist(rank, endpoints, sizes, gpu):
         def fresh():
             comm.allreduce(x, "sum")
             sync()
+        return {"inplace": inplace, "fresh": fresh}
 
-        res[str(nbytes)] = {
-            "inplace": time_blocks(inplace, barrier, iters, blocks, max(2, iters // 10)),
-            "fresh": time_blocks(fresh, barrier, iters, blocks, max(2, iters // 10)),
-        }
-    comm.close()
-    return res
+    def barrier(self):
+        self.sync()
+        self.comm.barrier()
+
+    def close(self):
+        self.comm.close()
 
 
-# ---------------------------------------------------------------- torch.distributed
-def run_torch(rank, port, sizes, gpu):
-    try:
+class Torch:
+    name = "torch"
+
+    def __init__(self, rank, port, gpu):
         import torch
         import torch.distributed as dist
-    except ImportError as e:
-        return {"error": "torch is not installed (%s)" % e}
-    torch.set_num_threads(1)
-    backend = "nccl" if gpu else "gloo"
-    dist.init_process_group(backend, init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=NRANKS)
-    device = torch.device("cuda", rank) if gpu else torch.device("cpu")
-    if gpu:
-        torch.cuda.set_device(rank)
-
-    def sync():
+        torch.set_num_threads(1)
+        self.torch, self.dist, self.gpu, self.rank = torch, dist, gpu, rank
+        self.backend = "nccl" if gpu else "gloo"
         if gpu:
-            torch.cuda.synchronize()
+            torch.cuda.set_device(rank)
+        dist.init_process_group(self.backend, init_method="tcp://127.0.0.1:%d" % port, rank=rank,
+                                world_size=NRANKS)
+        self.device = torch.device("cuda", rank) if gpu else torch.device("cpu")
 
-    def barrier():
-        sync()
-        dist.barrier()
+    def sync(self):
+        if self.gpu:
+            self.torch.cuda.synchronize()
 
-    res = {"backend": backend, "version": torch.__version__}
-    for nbytes in sizes:
+    def variants(self, nbytes):
+        torch, dist = self.torch, self.dist
         n = nbytes // 4
-        x = (torch.arange(n, dtype=torch.float32) % 97 + rank).to(device)
+        x = (torch.arange(n, dtype=torch.float32) % 97 + self.rank).to(self.device)
         check = x.clone()
         dist.all_reduce(check)
-        want = (torch.arange(n, dtype=torch.float32) % 97) * NRANKS + sum(range(NRANKS))
-        if not torch.equal(check.cpu(), want):
+        if not torch.equal(check.cpu(), torch.from_numpy(_expected_sum(n))):
             raise AssertionError("torch all-reduce of %d bytes gave a wrong sum" % nbytes)
-        iters, blocks = plan(nbytes)
+        buf = x * 0
 
         def inplace():
-            dist.all_reduce(x)
-            sync()
+            dist.all_reduce(buf)
+            self.sync()
+        return {"inplace": inplace}
 
-        res[str(nbytes)] = {"inplace": time_blocks(inplace, barrier, iters, blocks, max(2, iters // 10))}
-    dist.destroy_process_group()
-    return res
+    def close(self):
+        self.dist.destroy_process_group()
+
+
+class MemCopy:
+    """The reference: rank 0 copies ``nbytes`` into a preallocated array (rank 1 waits)."""
+
+    name = "memcpy"
+
+    def __init__(self, rank, gpu):
+        self.rank = rank
+        self.xp, self.sync = _array_module(gpu, rank)
+
+    def variants(self, nbytes):
+        xp = self.xp
+        a = xp.ones(nbytes // 4, xp.float32)
+        b = xp.empty_like(a)
+
+        def copy():
+            if self.rank == 0:
+                xp.copyto(b, a)
+                self.sync()
+        return {"copy": copy}
+
+    def close(self):
+        pass
 
 
 def worker(args):
+    """Every implementation is timed in turns, block by block, so that a change in the machine's
+    load during the run touches them alike."""
     endpoints = args.endpoints.split(",")
     sizes = [int(s) for s in args.sizes.split(",")]
-    out = {"fluidist": run_fluidist(args.rank, endpoints, sizes, args.gpu)}
+    ours = Fluidist(args.rank, endpoints, args.gpu)
+    impls = [ours, MemCopy(args.rank, args.gpu)]
+    out = {"fluidist": {"transport": ours.comm.transport}}
     if not args.no_torch:
-        out["torch"] = run_torch(args.rank, args.torch_port, sizes, args.gpu)
+        try:
+            impls.append(Torch(args.rank, args.torch_port, args.gpu))
+            out["torch"] = {"backend": impls[-1].backend, "version": impls[-1].torch.__version__}
+        except ImportError as e:
+            out["torch"] = {"error": "torch is not installed (%s)" % e}
+    out["memcpy"] = {}
+    for nbytes in sizes:
+        iters, blocks = plan(nbytes)
+        fns = [(impl.name, v, fn) for impl in impls for v, fn in impl.variants(nbytes).items()]
+        times = {(name, v): [] for name, v, _ in fns}
+        for name, v, fn in fns:
+            time_blocks(fn, ours.barrier, 0, 0, max(2, iters // 10))   # warm up
+        for _ in range(blocks):
+            for name, v, fn in fns:
+                times[(name, v)] += time_blocks(fn, ours.barrier, iters, 1, 0)
+        for (name, v), ts in times.items():
+            out.setdefault(name, {}).setdefault(str(nbytes), {})[v] = ts
+    for impl in reversed(impls):
+        impl.close()
     if args.rank == 0:
         with open(args.result, "w") as f:
             json.dump(out, f)
 
 
 # ---------------------------------------------------------------- driver
-def memcpy_bandwidth(nbytes=64 << 20, reps=20):
-    a = np.ones(nbytes // 4, np.float32)
-    b = np.empty_like(a)
-    best = min(_timed(lambda: np.copyto(b, a)) for _ in range(reps))
-    fresh = min(_timed(lambda: a.copy()) for _ in range(reps // 2))
-    return {"bytes": nbytes, "copyto_s": best, "copyto_GBps": nbytes / best / 1e9,
-            "copy_with_alloc_s": fresh, "copy_with_alloc_GBps": nbytes / fresh / 1e9}
-
-
-def _timed(fn):
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
-
-
 def busbw(nbytes, seconds):
     return 2 * (NRANKS - 1) / NRANKS * nbytes / seconds / 1e9
 
@@ -277,47 +308,51 @@ def main():
         with open(result) as f:
             data = json.load(f)
 
-    mem = memcpy_bandwidth()
     sizes = [int(s) for s in args.sizes.split(",")]
     theirs = "torch NCCL" if args.gpu else "torch gloo"
     ours = "fluidist NCCL" if args.gpu else "fluidist (%s)" % data["fluidist"]["transport"]
+    copy_name = "cupy copy (GPU 0)" if args.gpu else "np.copyto"
     rows = []
     for nbytes in sizes:
         f = data["fluidist"][str(nbytes)]
         row = {"bytes": nbytes,
                "fluidist_inplace_s": statistics.median(f["inplace"]),
-               "fluidist_fresh_s": statistics.median(f["fresh"])}
+               "fluidist_fresh_s": statistics.median(f["fresh"]),
+               "memcpy_s": statistics.median(data["memcpy"][str(nbytes)]["copy"])}
         t = data.get("torch", {}).get(str(nbytes))
         if t:
             row["torch_s"] = statistics.median(t["inplace"])
         for k in list(row):
             if k.endswith("_s"):
                 row[k[:-2] + "_busbw_GBps"] = busbw(nbytes, row[k])
+        row["memcpy_GBps"] = nbytes / row.pop("memcpy_s") / 1e9
+        row.pop("memcpy_busbw_GBps")
         if "torch_s" in row:
             row["busbw_ratio_vs_torch"] = row["fluidist_inplace_busbw_GBps"] / row["torch_busbw_GBps"]
+        row["busbw_over_memcpy"] = row["fluidist_inplace_busbw_GBps"] / row["memcpy_GBps"]
         rows.append(row)
 
     print()
-    print("all-reduce, float32, %d processes on %s (%d CPUs); %s vs %s" % (
-        NRANKS, platform.node() or "this machine", os.cpu_count(), ours, theirs))
-    head = "%-7s | %-21s | %-21s | %-21s | %s" % ("size", ours + " in place", ours + " new array", theirs,
-                                                   "busbw ratio")
+    print("all-reduce, float32, %d processes on %s (%d CPUs); %s vs %s; median of %s" % (
+        NRANKS, platform.node() or "this machine", os.cpu_count(), ours, theirs, "blocks taken in turns"))
+    w = 24
+    head = "%-7s | %-*s | %-*s | %-*s | %-9s | %s" % ("size", w, ours + " in place", w, ours + " new array", w, theirs,
+                                                     "ours/them", copy_name + " GB/s")
     print(head)
     print("-" * len(head))
     for row in rows:
         def cell(k):
             if k + "_s" not in row:
-                return "%-21s" % "-"
-            return "%8.1f us %6.2f GB/s" % (row[k + "_s"] * 1e6, row[k + "_busbw_GBps"])
+                return "%-*s" % (w, "-")
+            return "%9.1f us %7.2f GB/s" % (row[k + "_s"] * 1e6, row[k + "_busbw_GBps"])
         ratio = "%.2fx" % row["busbw_ratio_vs_torch"] if "busbw_ratio_vs_torch" in row else "-"
-        print("%-7s | %s | %s | %s | %s" % (human(row["bytes"]), cell("fluidist_inplace"), cell("fluidist_fresh"),
-                                             cell("torch"), ratio))
-    print("memory copy (np.copyto, 64 MB): %.2f ms, %.2f GB/s (with a fresh allocation: %.2f GB/s)"
-          % (mem["copyto_s"] * 1e3, mem["copyto_GBps"], mem["copy_with_alloc_GBps"]))
+        print("%-7s | %s | %s | %s | %-9s | %.2f" % (human(row["bytes"]), cell("fluidist_inplace"),
+                                                     cell("fluidist_fresh"), cell("torch"), ratio, row["memcpy_GBps"]))
+    print("(times: per all-reduce; GB/s: bus bandwidth 2*(n-1)/n*bytes/time; the copy column: bytes/time of one copy)")
     big = next((r for r in rows if r["bytes"] == 64 << 20), None)
-    if big is not None and not args.gpu:
-        print("64 MB: fluidist in place busbw / memcpy bandwidth = %.2f (goal >= 0.5); vs %s = %s (goal >= 2)"
-              % (big["fluidist_inplace_busbw_GBps"] / mem["copyto_GBps"], theirs,
+    if big is not None:
+        print("64 MB: fluidist in-place busbw / copy bandwidth = %.2f (goal >= 0.5); busbw vs %s = %s (goal >= 2)"
+              % (big["busbw_over_memcpy"], theirs,
                  "%.2fx" % big["busbw_ratio_vs_torch"] if "busbw_ratio_vs_torch" in big else "-"))
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
@@ -325,7 +360,7 @@ def main():
                "fluidist_transport": data["fluidist"]["transport"], "compared_with": theirs,
                "torch": data.get("torch", {}).get("version") or data.get("torch", {}).get("error"),
                "numpy": np.__version__, "python": platform.python_version(), "cpus": os.cpu_count(),
-               "memcpy": mem, "rows": rows, "raw": data}
+               "rows": rows, "raw": data}
         with open(args.out, "w") as f:
             json.dump(doc, f, indent=1)
         print("wrote", args.out)

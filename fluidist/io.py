@@ -143,7 +143,8 @@ def _collect(scope, selected):
             arr = _host_array(name, value)
             arrays[stem] = arr
             index[name] = {"kind": "tensor", "stem": stem, "dtype": arr.dtype.name,
-                           "shape": list(arr.shape), "lod": scope._find_lod(name)}
+                           "shape": list(arr.shape),
+                           "lod": [[int(o) for o in level] for level in scope._find_lod(name)]}
     return arrays, index
 
 

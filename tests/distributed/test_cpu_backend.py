@@ -128,13 +128,19 @@ def test_allreduce_every_op_dtype_and_size(groups, n):
 @pytest.mark.parametrize("n", [2, 3])
 def test_allreduce_in_place_and_into_out(groups, n):
     comms = groups(n)
-    xs = [_data(r, (300001,), "float64") for r in range(n)]
-    want = _reference(xs, "sum")
-    bufs = [x.copy() for x in xs]
-    outs = _threads(n, lambda r: comms[r].allreduce(bufs[r], "sum", out=bufs[r]))
-    for r in range(n):
-        assert outs[r] is bufs[r]
-        _close(bufs[r], want, "float64")
+    for size in (5, 3001, 300001):      # the direct and the chunked paths
+        xs = [_data(r, (size,), "float64") for r in range(n)]
+        want = _reference(xs, "sum")
+        bufs = [x.copy() for x in xs]
+        outs = _threads(n, lambda r: comms[r].allreduce(bufs[r], "sum", out=bufs[r]))
+        for r in range(n):
+            assert outs[r] is bufs[r]
+            _close(bufs[r], want, "float64")
+        given = [np.empty_like(x) for x in xs]
+        outs = _threads(n, lambda r: comms[r].allreduce(xs[r], "max", out=given[r]))
+        for r in range(n):
+            assert outs[r] is given[r]
+            _close(given[r], _reference(xs, "max"), "float64")
 
 
 @pytest.mark.parametrize("n", [2, 3])

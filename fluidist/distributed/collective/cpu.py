@@ -135,7 +135,13 @@ def _contiguous(x):
 
 
 def _reduce_into(uf, srcs, dst):
-    """dst = srcs[0] op srcs[1] op ... in that order (dst may alias a source at the same place)."""
+    """dst = srcs[0] op srcs[1] op ... in that order. dst may be one of the sources (an in-place
+    all-reduce): when it is not among the first two, the sum is built aside so it is read first."""
+    if len(srcs) > 2 and any(np.may_share_memory(s, dst) for s in srcs[2:]):
+        tmp = np.empty_like(dst)
+        _reduce_into(uf, srcs, tmp)
+        np.copyto(dst, tmp)
+        return
     uf(srcs[0], srcs[1], out=dst)
     for s in srcs[2:]:
         uf(dst, s, out=dst)
@@ -281,7 +287,7 @@ class SoloCommunicator(_CPUCommunicator):
 
 
 # ====================================================================== shared memory
-_S = 4                      # slots in flight per rank (pipelining depth)
+_S = 4                      # slots in flight per rank (pipelining depth; 8 measured no better)
 _CTRL = 1024                # control bytes per rank
 _POSTED, _REDUCED, _GATHERED, _ABORT, _PID = 0, 8, 16, 24, 32   # int64 word offsets in a rank's control
 _HDR = 40                   # headers: 8 words per slot from word 40
@@ -494,6 +500,7 @@ class ShmCommunicator(_CPUCommunicator):
         dtype = x.dtype
         t0 = self._t + 1
         name = "reducescatter" if scatter_only else "allreduce"
+        in_place = np.may_share_memory(x, out)
 
         def piece(j, k):
             a = bounds[j] + k * ce
@@ -519,14 +526,18 @@ class ShmCommunicator(_CPUCommunicator):
             a, b = piece(r, k)
             if b > a:
                 m = b - a
-                if scatter_only:
-                    dst = out[a - bounds[r]:b - bounds[r]]
-                else:
-                    dst = self._slot(r, slot, dtype)[r * ce:r * ce + m]
                 srcs = [x[a:b] if j == r else self._slot(j, slot, dtype)[r * ce:r * ce + m] for j in range(n)]
-                _reduce_into(uf, srcs, dst)
-                if not scatter_only:
+                if scatter_only:
+                    _reduce_into(uf, srcs, out[a - bounds[r]:b - bounds[r]])
+                elif in_place and r >= 2:    # out[a:b] is x[a:b], needed after the first two sources
+                    dst = self._slot(r, slot, dtype)[r * ce:r * ce + m]
+                    _reduce_into(uf, srcs, dst)
                     out[a:b] = dst
+                else:
+                    # reduce into this rank's own memory, then publish: writing the shared slot in
+                    # one copy is cheaper than from inside the reduction (the peers hold its lines)
+                    _reduce_into(uf, srcs, out[a:b])
+                    self._slot(r, slot, dtype)[r * ce:r * ce + m] = out[a:b]
             if scatter_only:
                 self._post_done(t)
             else:
