@@ -1,7 +1,7 @@
 """Op families; importing this package registers every op type."""
 from . import registry  # noqa: F401
 from . import math, tensor, optimizer_ops  # noqa: F401
-from . import dist_ops  # noqa: F401
+from . import dist_ops, io_ops  # noqa: F401
 from . import conv  # noqa: F401
 from . import control_flow  # noqa: F401
 from . import nn, loss, metric  # noqa: F401

@@ -51,7 +51,9 @@ def split_selected_rows(ctx, ins, attrs):
 
 @register_op("split_ids", inputs=["Ids*"], outputs=["Out*"])
 def split_ids(ctx, ins, attrs):
-    """Ids (or a SelectedRows gradient) split over N pservers by ``id % N``, duplicates removed for ids."""
+    """Ids split over N pservers by ``id % N`` (duplicates removed). A SelectedRows gradient of the
+    distributed table is split the same way, its rows turned into row indices of pserver ``id % N``'s
+    shard (``id // N``)."""
     parts = len(ctx.op.outputs["Out"])
     xs = ins["Ids"]
     xp = ctx.xp
@@ -60,7 +62,7 @@ def split_ids(ctx, ins, attrs):
         out = []
         for k in range(parts):
             idx = xp.nonzero(g.rows % parts == k)[0]
-            out.append(SelectedRows(g.rows[idx], g.value[idx], g.height))
+            out.append(SelectedRows(g.rows[idx] // parts, g.value[idx], len(range(k, g.height, parts))))
         return {"Out": out}
     ids = xp.unique(xp.concatenate([x.reshape(-1) for x in xs]).astype(np.int64))
     return {"Out": [ids[ids % parts == k].reshape(-1, 1) for k in range(parts)]}
@@ -84,5 +86,23 @@ def merge_ids(ctx, ins, attrs):
 
 @register_op("fake_init", outputs=["Out"], attrs={"shape": []})
 def fake_init(ctx, ins, attrs):
-    """Stands in for a table's initialiser on trainers: the table lives on the pservers."""
-    return {"Out": ctx.xp.zeros((0,) + tuple(attrs["shape"][1:]), dtype=np.float32)}
+    """Stands in for a table's initialiser on trainers: the table lives on the pservers. The value has
+    the table's shape (gradient ops read it) but no memory: a read-only broadcast of one zero."""
+    return {"Out": ctx.xp.broadcast_to(ctx.xp.zeros((), dtype=np.float32), tuple(attrs["shape"]))}
+
+
+@register_op("lookup_sparse_table", inputs=["W", "Ids"], outputs=["Out"],
+             attrs={"is_sparse": True, "is_distributed": True, "padding_idx": -1, "shard_num": 1})
+def lookup_sparse_table(ctx, ins, attrs):
+    """Rows of this pserver's shard of a distributed table: id ``i`` is row ``i // shard_num``."""
+    w, ids = ins["W"], ins["Ids"].reshape(-1).astype(np.int64)
+    local = ids // int(attrs["shard_num"])
+    if local.size and (local.min() < 0 or local.max() >= w.shape[0]):
+        raise ValueError("lookup_sparse_table: ids %s are outside table %r's shard of %d rows"
+                         % (ids[(local < 0) | (local >= w.shape[0])][:5].tolist(), ctx.op.inputs["W"][0],
+                            w.shape[0]))
+    out = w[local]
+    pad = attrs["padding_idx"]
+    if pad is not None and pad >= 0:
+        out[ids == pad] = 0
+    return {"Out": out}

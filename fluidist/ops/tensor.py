@@ -25,7 +25,7 @@ def _finish_random(ctx, attrs, host):
     the rows it has in the whole parameter), then move to the place."""
     rb, re_ = attrs.get("row_begin", -1), attrs.get("row_end", -1)
     if rb is not None and rb >= 0:
-        host = host[rb:re_]
+        host = host[rb:re_:attrs.get("row_step") or 1]
     return {"Out": ctx.xp.asarray(host.astype(attrs["dtype"], copy=False))}
 
 
@@ -34,7 +34,7 @@ def _full_shape(attrs):
 
 
 _RAND_COMMON = {"shape": [], "seed": 0, "dtype": "float32", "salt": "", "full_shape": [],
-                "row_begin": -1, "row_end": -1}
+                "row_begin": -1, "row_end": -1, "row_step": 1}
 
 
 @register_op("uniform_random", outputs=["Out"], attrs=dict(_RAND_COMMON, min=-1.0, max=1.0),

@@ -46,6 +46,29 @@ class Block:
 
 
 @dataclass
+class DistributedTable:
+    """An ``embedding(is_distributed=True)`` table: row ``i`` lives on pserver ``i % N`` as its row ``i // N``."""
+    name: str
+    grad: str
+    rows: int
+    width: int
+    dtype: str
+    lr: str                  # the learning-rate variable its update uses
+    optimizer: str           # the op type the user chose (the pservers apply SGD)
+
+    def shard_rows(self, k, n):
+        return len(range(k, self.rows, n))
+
+    def trainer_grad(self, trainer_id, k, sync, trainers):
+        if sync and trainers > 1:
+            return "%s.trainer_%d.pserver_%d" % (self.grad, trainer_id, k)
+        return "%s.pserver_%d" % (self.grad, k)
+
+    def merged_grad(self, k):
+        return "%s.pserver_%d" % (self.grad, k)
+
+
+@dataclass
 class PServerPlan:
     endpoints: List[str]
     trainer_id: int
@@ -62,7 +85,7 @@ class PServerPlan:
     lr_op_indices: List[int] = field(default_factory=list)
     opt_op_indices: List[int] = field(default_factory=list)
     send_dummies: Dict[str, str] = field(default_factory=dict)
-    table: Optional[str] = None
+    table: Optional["DistributedTable"] = None
 
     def param_of(self, grad):
         for p, g in self.grad_of.items():
@@ -95,6 +118,37 @@ def optimize_pass(program):
     return opt, pairs
 
 
+LOOKUP_OPS = ("lookup_table", "lookup_table_v2")
+
+
+def find_distributed_table(program, pairs, opt_ops):
+    """The one ``embedding(is_distributed=True)`` table of the program, or None."""
+    block = program.global_block()
+    names = []
+    for op in block.ops:
+        if op.type in LOOKUP_OPS and op.attr("is_distributed"):
+            w = op.input("W")[0]
+            if w not in names:
+                names.append(w)
+    if not names:
+        return None
+    if len(names) > 1:
+        raise ValueError("transpile: only one distributed lookup table is supported, found %s" % names)
+    name = names[0]
+    grad = dict(pairs).get(name)
+    if grad is None:
+        raise ValueError("transpile: the distributed table %r has no optimize op" % name)
+    if block.var(grad).type != "SELECTED_ROWS":
+        raise ValueError("transpile: the distributed table %r needs a row-sparse gradient: build it with "
+                         "embedding(..., is_sparse=True, is_distributed=True)" % name)
+    update = [op for op in opt_ops if op.input("Param") == [name] and "LearningRate" in op.inputs]
+    if not update:
+        raise ValueError("transpile: no optimizer op updates the distributed table %r" % name)
+    w = block.var(name)
+    return DistributedTable(name, grad, int(w.shape[0]), int(w.shape[1]), w.dtype,
+                            update[0].input("LearningRate")[0], update[0].type)
+
+
 def lr_op_indices(program):
     return [i for i, op in enumerate(program.global_block().ops) if is_lr_sched_op(op)]
 
@@ -110,8 +164,11 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
             raise ValueError("transpile: %r (gradient clipping by norm) is not supported in pserver mode: each "
                              "pserver would compute the norm of its own slice of the gradients. Clip by value, "
                              "or use the collective mode" % block.ops[i].type)
+    table = find_distributed_table(program, pairs, [block.ops[i] for i in opt_idx])
     params, grad_of = [], {}
     for p, g in pairs:
+        if table is not None and p == table.name:
+            continue
         pv = block._find_var_recursive(p)
         if isinstance(pv, Parameter) and not pv.trainable:
             continue
@@ -157,7 +214,7 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
                        (DistributedMode.SYNC if sync else DistributedMode.ASYNC),
                        origin_main=program.clone(), origin_startup=startup.clone(), params=params,
                        grad_of=grad_of, param_blocks=param_blocks, grad_blocks=grad_blocks, sparse_grads=sparse,
-                       lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx)
+                       lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx, table=table)
 
 
 class _ShapeOf:
@@ -251,12 +308,74 @@ def rewrite_trainer(plan, program, startup):
         if len(pbs) > 1:
             block.append_op("concat", inputs={"X": [b.name for b in pbs]}, outputs={"Out": [p]},
                             attrs={"axis": 0, OP_ROLE_ATTR: DIST})
+    if plan.table is not None:
+        _rewrite_table_trainer(plan, program, barrier_out)
     _rewrite_trainer_startup(plan, program, startup)
     _mark_distributed(plan, program)
 
 
+def _prefetch_names(k):
+    return "prefetch_compress_in_tmp_%d" % k, "prefetch_compress_out_tmp_%d" % k
+
+
+def _rewrite_table_trainer(plan, program, barrier_out):
+    """Lookups of the distributed table become split_ids / prefetch / merge_ids; its row-sparse
+    gradient goes out through split_ids / send, one part per pserver."""
+    t = plan.table
+    block = program.global_block()
+    n = len(plan.endpoints)
+    lookups = [op for op in block.ops if op.type in LOOKUP_OPS and op.input("W") == [t.name]]
+    for op in lookups:
+        if not op.attr("is_distributed"):
+            raise RuntimeError("lookup of the distributed table %r by op %r without is_distributed"
+                               % (t.name, op.type))
+    ids = [op.input("Ids")[0] for op in lookups]
+    outs = [op.output("Out")[0] for op in lookups]
+    first = block._index_of(lookups[0])
+    block.remove_ops(lookups)
+    ins, pre = [], []
+    for k in range(n):
+        a, b = _prefetch_names(k)
+        block.create_var(name=a, shape=[-1, 1], dtype="int64")
+        block.create_var(name=b, shape=[-1, t.width], dtype=t.dtype)
+        ins.append(a)
+        pre.append(b)
+    block._insert_op(first, "split_ids", inputs={"Ids": ids}, outputs={"Out": ins}, attrs={OP_ROLE_ATTR: 0})
+    block._insert_op(first + 1, "prefetch", inputs={"X": ins}, outputs={"Out": pre},
+                     attrs={"epmap": plan.endpoints, "trainer_id": plan.trainer_id, OP_ROLE_ATTR: 0})
+    block._insert_op(first + 2, "merge_ids", inputs={"Ids": ids, "Rows": ins, "X": pre}, outputs={"Out": outs},
+                     attrs={OP_ROLE_ATTR: 0})
+    # backward: the gradient split over the pservers and sent
+    idx = _last_writer(block, t.grad)
+    if idx < 0:
+        raise ValueError("transpile: no op writes the gradient %r of the distributed table" % t.grad)
+    gv = block.var(t.grad)
+    parts = [t.trainer_grad(plan.trainer_id, k, plan.sync, plan.trainers) for k in range(n)]
+    for name in parts:
+        block.create_var(name=name, shape=[-1, t.width], dtype=gv.dtype, type="SELECTED_ROWS")
+    block._insert_op(idx + 1, "split_ids", inputs={"Ids": [t.grad]}, outputs={"Out": parts},
+                     attrs={OP_ROLE_ATTR: DIST})
+    dummy = _ctrl_var(block)
+    block._insert_op(idx + 2, "send", inputs={"X": parts}, outputs={"Out": [dummy.name]},
+                     attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [],
+                            "trainer_id": plan.trainer_id, "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
+                            OP_ROLE_VAR_ATTR: [t.name, t.grad]})
+    plan.send_dummies[t.grad] = dummy.name
+    if barrier_out is not None:
+        for op in block.ops:
+            if op.type == "send_barrier":
+                op.set_input("X", op.input("X") + [dummy.name])
+
+
 def _rewrite_trainer_startup(plan, program, startup):
     sb = startup.global_block()
+    if plan.table is not None:
+        for op in list(sb.ops):
+            if plan.table.name in op.output_arg_names:
+                i = sb._index_of(op)
+                sb._remove_op(i)
+                sb._insert_op(i, "fake_init", outputs={"Out": [plan.table.name]},
+                              attrs={"shape": [plan.table.rows, plan.table.width]})
     main_block = program.global_block()
     tid = plan.trainer_id
     for p in plan.params:
@@ -284,7 +403,7 @@ def _mark_distributed(plan, program):
     program._is_distributed = True
     program._endpoints = list(plan.endpoints)
     program._is_chief = plan.trainer_id == 0
-    program._distributed_lookup_table = plan.table
+    program._distributed_lookup_table = plan.table.name if plan.table is not None else None
 
 
 def finish_trainer(plan, program):
@@ -366,6 +485,13 @@ def build_pserver_program(plan, endpoint, config):
                 sparse_to_param.append("%s:%s" % (merged, pb.server_name))
         prog._rollback()
         optimize_blocks.append(blk)
+    prefetch_to_block, checkpoint_block = [], -1
+    if plan.table is not None:
+        tb, pb_, cb = _append_table_blocks(plan, endpoint, prog, ob, multi, recv_inputs)
+        optimize_blocks.append(tb)
+        grad_to_block.append("%s:%d" % (plan.table.merged_grad(plan.endpoints.index(endpoint)), tb.idx))
+        prefetch_to_block.append("%s:%d" % (_prefetch_names(plan.endpoints.index(endpoint))[0], pb_.idx))
+        checkpoint_block = cb.idx
     if not optimize_blocks:
         blk = prog._create_block(0)
         prog._rollback()
@@ -377,11 +503,58 @@ def build_pserver_program(plan, endpoint, config):
                         "grad_to_block_id": list(dict.fromkeys(grad_to_block)),
                         "sparse_grad_to_param": sparse_to_param, "lr_decay_block_id": lr_block_id,
                         "rpc_get_thread_num": 12, "rpc_send_thread_num": 12, "rpc_prefetch_thread_num": 12,
+                        "prefetch_var_name_to_block_id": prefetch_to_block, "checkpint_block_id": checkpoint_block,
                         OP_ROLE_ATTR: RPC})
     prog._is_distributed = True
+    prog._distributed_lookup_table = plan.table.name if plan.table is not None else None
     prog._ps_endpoint = endpoint
     prog._endpoints = list(plan.endpoints)
     return prog
+
+
+def _append_table_blocks(plan, endpoint, prog, ob, multi, recv_inputs):
+    """This pserver's shard of the distributed table: its update block, its prefetch block (ids in,
+    rows out) and its checkpoint block (``save`` into the directory a checkpoint request names)."""
+    t = plan.table
+    n = len(plan.endpoints)
+    k = plan.endpoints.index(endpoint)
+    gb = prog.global_block()
+    opt = {OP_ROLE_ATTR: OpRole.Optimize}
+    gb.create_var(name=t.name, shape=[t.shard_rows(k, n), t.width], dtype=t.dtype, persistable=True)
+    merged = t.merged_grad(k)
+    gb.create_var(name=merged, shape=[t.shard_rows(k, n), t.width], dtype=t.dtype, type="SELECTED_ROWS",
+                  persistable=True)
+    _pserver_var(gb, ob.var(t.lr), t.lr, persistable=True)
+    if t.optimizer != "sgd":
+        import warnings
+        warnings.warn("the distributed table %r is updated with SGD on the pservers (its optimizer %r is "
+                      "not used for it)" % (t.name, t.optimizer))
+    blk = prog._create_block(0)
+    if multi:
+        per_trainer = [t.trainer_grad(i, k, True, plan.trainers) for i in range(plan.trainers)]
+        for name in per_trainer:
+            gb.create_var(name=name, shape=[-1, t.width], dtype=t.dtype, type="SELECTED_ROWS")
+        recv_inputs.extend(per_trainer)
+        blk.append_op("sum", inputs={"X": per_trainer}, outputs={"Out": [merged]}, attrs=dict(opt, use_mkldnn=False))
+        blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
+                      attrs=dict(opt, scale=1.0 / plan.trainers))
+    else:
+        recv_inputs.append(merged)
+    blk.append_op("sgd", inputs={"Param": [t.name], "Grad": [merged], "LearningRate": [t.lr]},
+                  outputs={"ParamOut": [t.name]}, attrs=dict(opt, op_role_var=[t.name, merged]))
+    prog._rollback()
+    ids, rows = _prefetch_names(k)
+    gb.create_var(name=ids, shape=[-1, 1], dtype="int64")
+    gb.create_var(name=rows, shape=[-1, t.width], dtype=t.dtype)
+    pblk = prog._create_block(0)
+    pblk.append_op("lookup_sparse_table", inputs={"W": [t.name], "Ids": [ids]}, outputs={"Out": [rows]},
+                   attrs={"is_sparse": True, "is_distributed": True, "padding_idx": -1, "shard_num": n})
+    prog._rollback()
+    gb.create_var(name="kLookupTablePath", type="RAW", persistable=True)
+    cblk = prog._create_block(0)
+    cblk.append_op("save", inputs={"X": [t.name]}, attrs={"file_path": "none"})
+    prog._rollback()
+    return blk, pblk, cblk
 
 
 def _block_renames(plan, pb, gblk, ob, several_blocks_here):
@@ -467,8 +640,12 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
         for b in plan.param_blocks[p]:
             if b.endpoint == endpoint and b.name != p:
                 blocks_here.setdefault(p, []).append(b)
+    table = plan.table
     for op in origin_startup.global_block().ops:
         if op.type in ("recv", "fetch_barrier", "concat"):
+            continue
+        if table is not None and op.output_arg_names == [table.name]:
+            _append_table_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
             continue
         outs = op.output_arg_names
         if len(outs) != 1:
@@ -493,6 +670,21 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
                     attrs["shape"] = list(pgb.var(name).shape)
                     sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
     return prog
+
+
+def _append_table_init(sb, op, table, k, n):
+    """Shard ``k`` of the table gets rows k, k+n, ... of what the whole table gets locally."""
+    attrs = dict(op.attrs)
+    shape = [table.shard_rows(k, n), table.width]
+    if op.type in _RANDOM_INIT_OPS:
+        attrs.update(full_shape=list(op.attrs["shape"]), shape=shape, row_begin=k, row_end=table.rows,
+                     row_step=n, salt=op.attrs.get("salt") or table.name)
+    elif op.type == "fill_constant":
+        attrs["shape"] = shape
+    else:
+        raise ValueError("cannot initialise the distributed table %r on a pserver from a %r op"
+                         % (table.name, op.type))
+    sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
 
 
 def _append_block_init(sb, op, whole, b):

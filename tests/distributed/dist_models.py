@@ -20,11 +20,12 @@ def build(model="fc", optimizer="sgd", lr_decay=False):
             pred = fluid.layers.fc(h, 1, param_attr=fluid.ParamAttr(name="out_w"),
                                    bias_attr=fluid.ParamAttr(name="out_b"))
             loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
-        elif model == "emb":
+        elif model in ("emb", "dtable"):
             ids = fluid.data(name="ids", shape=[None, 1], dtype="int64")
             y = fluid.data(name="y", shape=[None, 1], dtype="float32")
-            # 2048 x 8 = 16384 elements: the table's row-sparse gradient is split over both pservers
-            emb = fluid.layers.embedding(ids, size=[2048, 8], is_sparse=True,
+            # 2048 x 8 = 16384 elements: the table's row-sparse gradient is split over both pservers;
+            # "dtable" makes it a distributed lookup table (rows i % 2 on pserver i % 2, prefetched)
+            emb = fluid.layers.embedding(ids, size=[2048, 8], is_sparse=True, is_distributed=model == "dtable",
                                          param_attr=fluid.ParamAttr(name="emb_w"))
             pred = fluid.layers.fc(emb, 1, param_attr=fluid.ParamAttr(name="out_w"),
                                    bias_attr=fluid.ParamAttr(name="out_b"))
@@ -38,7 +39,9 @@ def build(model="fc", optimizer="sgd", lr_decay=False):
                "momentum": lambda: fluid.optimizer.Momentum(learning_rate=lr, momentum=0.9),
                "adam": lambda: fluid.optimizer.Adam(learning_rate=lr)}[optimizer]()
         opt.minimize(loss)
-    params = sorted(p.name for p in main.global_block().all_parameters())
+    # a distributed table lives on the pservers only: trainers hold a stand-in without values
+    params = sorted(p.name for p in main.global_block().all_parameters() if not (model == "dtable" and
+                                                                              p.name == "emb_w"))
     return main, startup, loss, params
 
 

@@ -33,12 +33,15 @@ def run_cluster(tmp_path, model, optimizer, lr_decay=False, steps=3, batch=4, as
 
 @pytest.mark.parametrize("model,optimizer,lr_decay", [
     ("fc", "sgd", False), ("fc", "momentum", False), ("fc", "adam", False), ("fc", "sgd", True),
-    ("emb", "sgd", False)])
+    ("emb", "sgd", False), ("dtable", "sgd", False)])
 def test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, lr_decay):
     steps, batch = 3, 4
     results = run_cluster(tmp_path, model, optimizer, lr_decay, steps, batch)
     ref, params = local_history(model, optimizer, lr_decay, steps, batch * 2)
     for step in range(steps):
+        # equal batch halves: the mean of the trainers' losses is the loss of the whole batch
+        mean_loss = np.mean([r["loss_%d" % step] for r in results])
+        np.testing.assert_allclose(mean_loss, ref["loss_%d" % step][0], rtol=1e-5)
         for name in params:
             want = ref["%s_%d" % (name, step)]
             for r in results:

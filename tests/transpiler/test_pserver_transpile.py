@@ -230,3 +230,63 @@ def test_sparse_embedding_gradient_is_split_by_rows():
     blocks = {b.idx: op_types(b) for b in las.attr("optimize_blocks")}
     assert ["sum", "scale", "sgd"] in blocks.values()
     assert any(s.startswith("emb_w@GRAD.block") for s in las.attr("sparse_grad_to_param"))
+
+
+def _table_model(distributed, optimizer):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        ids = fluid.data("ids", [None, 1], dtype="int64")
+        emb = fluid.layers.embedding(ids, size=[1001, 8], is_sparse=True, is_distributed=distributed,
+                                     param_attr=fluid.ParamAttr(name="emb_w"))
+        pred = fluid.layers.fc(emb, 1, param_attr=fluid.ParamAttr(name="fc_w"), bias_attr=fluid.ParamAttr(name="fc_b"))
+        loss = fluid.layers.mean(pred)
+        optimizer().minimize(loss)
+    return main, startup
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_adam_with_a_sparse_local_table(sync):
+    main, startup = _table_model(False, lambda: fluid.optimizer.Adam(0.01))
+    t = transpile(main, startup, sync=sync)
+    trainer = t.get_trainer_program(wait_port=False)
+    assert "split_selected_rows" not in op_types(trainer.global_block())   # 8008 elements: one block
+    eps = {}
+    for ep in (EP0, EP1):
+        ps = t.get_pserver_program(ep)
+        for b in ps.global_block().ops[0].attr("optimize_blocks"):
+            adam = [op for op in b.ops if op.type == "adam"]
+            if adam:
+                eps[adam[0].input("Param")[0]] = op_types(b)
+    want = (["sum", "scale"] if sync else []) + ["adam", "scale", "scale"]
+    assert eps == {"emb_w": want, "fc_b": want, "fc_w": want}
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_distributed_table_prefetch_and_table_blocks(sync):
+    main, startup = _table_model(True, lambda: fluid.optimizer.Adam(0.01))
+    t = transpile(main, startup, sync=sync)
+    trainer = t.get_trainer_program(wait_port=False)
+    types = op_types(trainer.global_block())
+    assert types[:3] == ["split_ids", "prefetch", "merge_ids"] and "lookup_table" not in types
+    i = types.index("lookup_table_grad")
+    assert types[i + 1:i + 3] == ["split_ids", "send"]
+    send = trainer.global_block().ops[i + 2]
+    assert send.attr("epmap") == [EP0, EP1]
+    suffix = ".trainer_0" if sync else ""
+    assert send.input("X") == ["emb_w@GRAD%s.pserver_0" % suffix, "emb_w@GRAD%s.pserver_1" % suffix]
+    assert not [op for op in trainer.global_block().ops if op.type == "recv" and "emb_w" in op.output("Out")]
+    fake = [op for op in startup.global_block().ops if op.output("Out") == ["emb_w"]]
+    assert [op.type for op in fake] == ["fake_init"] and fake[0].attr("shape") == [1001, 8]
+    with pytest.warns(UserWarning, match="updated with SGD"):
+        ps = t.get_pserver_program(EP1)
+    las = ps.global_block().ops[0]
+    table_block = ps.block(int(las.attr("grad_to_block_id")[-1].split(":")[1]))
+    assert op_types(table_block) == (["sum", "scale", "sgd"] if sync else ["sgd"])
+    assert las.attr("prefetch_var_name_to_block_id") == ["prefetch_compress_in_tmp_1:%d" % (table_block.idx + 1)]
+    assert op_types(ps.block(table_block.idx + 1)) == ["lookup_sparse_table"]
+    assert op_types(ps.block(las.attr("checkpint_block_id"))) == ["save"]
+    assert ps.global_block().var("emb_w").shape == (500, 8)       # rows 1, 3, ..., 999 of 1001
+    with pytest.warns(UserWarning):
+        startup1 = t.get_startup_program(EP1)
+    init = [op for op in startup1.global_block().ops if op.output("Out") == ["emb_w"]][0]
+    assert (init.attr("row_begin"), init.attr("row_step"), init.attr("shape")) == (1, 2, [500, 8])
