@@ -261,8 +261,17 @@ def _as_fetch_names(fetch_list):
         return []
     if isinstance(fetch_list, (Variable, str)):
         fetch_list = [fetch_list]
-    if isinstance(fetch_list, list) and all(type(f) is str for f in fetch_list):
-        return fetch_list
+    if type(fetch_list) is list:
+        names = []
+        for f in fetch_list:
+            if type(f) is str:
+                names.append(f)
+            elif isinstance(f, Variable):
+                names.append(f.name)
+            else:
+                break   # the general path below names the bad element
+        else:
+            return names
     if not isinstance(fetch_list, (list, tuple)):
         raise TypeError("fetch_list must be a list of Variables or names, got %r" % type(fetch_list).__name__)
     names = []
@@ -278,6 +287,17 @@ def _as_fetch_names(fetch_list):
 
 _NP_DTYPES = {n: np.dtype(n) for n in ("float16", "float32", "float64", "int8", "uint8", "int16", "int32",
                                        "int64", "bool")}
+
+
+def _shape_ok(want, shape):
+    if want is None:
+        return True
+    if len(want) != len(shape):
+        return False
+    for w, d in zip(want, shape):
+        if w != d and w >= 0:
+            return False
+    return True
 
 
 def check_feed_value(var, name, value):
@@ -356,8 +376,11 @@ class Executor:
         plan = self._plan(program, 0)
         self._feed(program, scope, feed)
         self._check_inputs(plan, scope)
-        with self.place.device_context():
+        if self.place.xp is np:
             plan.run(scope)
+        else:
+            with self.place.device_context():
+                plan.run(scope)
         return self._fetch(plan, scope, fetch_names, return_numpy)
 
     def _feed(self, program, scope, feed):
@@ -368,6 +391,12 @@ class Executor:
             var = block.vars.get(name)
             if var is None:
                 raise ValueError("feed variable %r is not a variable of the program" % name)
+            if type(value) is np.ndarray and xp is np and var.lod_level == 0 and \
+                    value.dtype is _NP_DTYPES.get(var.dtype) and _shape_ok(var.shape, value.shape):
+                vals[name] = value
+                if lods and name in lods:
+                    del lods[name]
+                continue
             arr, lod = check_feed_value(var, name, value)
             if xp is not np:
                 arr = xp.asarray(arr)
@@ -393,7 +422,12 @@ class Executor:
 
     def _fetch(self, plan, scope, names, return_numpy):
         out = []
+        vals = scope.vals
         for name in names:
+            value = vals.get(name)
+            if type(value) is np.ndarray and return_numpy:
+                out.append(value.copy())
+                continue
             owner = scope._owner(name)
             value = owner.vals.get(name) if owner is not None else None
             if value is None:

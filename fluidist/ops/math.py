@@ -257,13 +257,17 @@ def scale(ctx, ins, attrs):
              grad="default", grad_inputs=["X", "Out@GRAD"])
 def mean(ctx, ins, attrs):
     x = ins["X"]
-    return {"Out": x.mean().reshape(1).astype(x.dtype, copy=False)}
+    # sum / size rather than ndarray.mean, whose Python-level wrapper costs more than the arithmetic
+    # for the small tensors losses usually are
+    return {"Out": (x.sum() / max(x.size, 1)).reshape(1).astype(x.dtype, copy=False)}
 
 
 @register_op("mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
 def mean_grad(ctx, ins, attrs):
     x, d = ins["X"], ins["Out@GRAD"]
-    return {"X@GRAD": ctx.xp.full(x.shape, d.reshape(()) / max(x.size, 1), dtype=x.dtype)}
+    out = ctx.xp.empty(x.shape, dtype=x.dtype)
+    out.fill(d.reshape(()) / max(x.size, 1))
+    return {"X@GRAD": out}
 
 
 def _reduce_axes(attrs, ndim):
