@@ -13,7 +13,6 @@ gradients, which is one step of training on the whole batch.
 """
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,19 +22,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fluidist as fluid  # noqa: E402
+from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 from digits import build, load_data  # noqa: E402
-
-
-def free_ports(n):
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def run_role(args):
@@ -97,13 +85,19 @@ def local_cluster(args):
     try:
         for ep in eps.split(","):
             procs.append(subprocess.Popen([sys.executable, me, "--role", "pserver", "--current_endpoint", ep] + common))
-        trainers = [subprocess.Popen([sys.executable, me, "--role", "trainer", "--trainer_id", str(k)] + common)
-                    for k in range(args.trainers)]
+        trainers = [subprocess.Popen([sys.executable, me, "--role", "trainer", "--trainer_id", str(k)] + common,
+                                     stdout=subprocess.PIPE, text=True) for k in range(args.trainers)]
         procs += trainers
-        codes = [p.wait(timeout=args.timeout) for p in trainers]
+        outputs = [p.communicate(timeout=args.timeout)[0] for p in trainers]
         for p in procs[:args.pservers]:
             p.wait(timeout=60)
-        return codes + [p.returncode for p in procs[:args.pservers]]
+        for out in outputs:
+            sys.stdout.write(out)
+        accs = [line.split("test accuracy:")[1].split()[0] for out in outputs for line in out.splitlines()
+                if "test accuracy:" in line]
+        print("test accuracy: %s (%d pservers, %d trainers, %s mode)"
+              % (" / ".join(accs), args.pservers, args.trainers, "async" if args.async_mode else "sync"))
+        return [p.returncode for p in trainers] + [p.returncode for p in procs[:args.pservers]]
     finally:
         for p in procs:
             if p.poll() is None:

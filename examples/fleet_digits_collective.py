@@ -14,7 +14,6 @@ saves the inference model to ``--save_dir`` when given.
 """
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import fluidist as fluid  # noqa: E402
 from digits import MODELS, load_data, make_optimizer  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.collective import DistributedStrategy, fleet  # noqa: E402
+from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 
 
 def build(args, strategy):
@@ -75,18 +75,6 @@ def worker(args):
         fleet.save_inference_model(exe, args.save_dir, [img.name], [logits])
         print("worker 0 saved the inference model to %s" % args.save_dir, flush=True)
     print("worker %d test accuracy: %.4f (%.1f s)" % (rank, test_acc[0], time.time() - t0), flush=True)
-
-
-def free_ports(n):
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def local_job(args, argv):

@@ -18,7 +18,6 @@ servers; the optimizer's accumulators live on the servers and are not saved, so 
 """
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ import fluidist as fluid  # noqa: E402
 from digits import MODELS, load_data, make_optimizer  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.parameter_server.distribute_transpiler import StrategyFactory, fleet  # noqa: E402
+from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 
 
 def build(args):
@@ -82,18 +82,6 @@ def run(args):
         print("worker 0 saved the parameters to %s" % args.save_dir, flush=True)
     fleet.stop_worker()
     print("worker %d test accuracy: %.4f (%.1f s)" % (rank, test_acc[0], time.time() - t0), flush=True)
-
-
-def free_ports(n):
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def local_job(args, argv):

@@ -1,24 +1,13 @@
 """Start pservers and trainers as real processes on 127.0.0.1 and collect what they wrote."""
 import os
-import socket
 import subprocess
 import sys
 import time
 
+from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: F401 (re-exported)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-def free_ports(n):
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
 
 
 def child_env(extra=None):

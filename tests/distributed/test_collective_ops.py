@@ -11,7 +11,6 @@ import glob
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ if __name__ == "__main__":
     sys.path.insert(0, ROOT)
 
 import fluidist as fluid  # noqa: E402
+from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 
 SHM_GLOB = "/dev/shm/fluidist-coll-*"
 
@@ -189,16 +189,6 @@ def worker(argv):
 
 
 # ====================================================================== test side
-def free_ports(k):
-    socks = []
-    for _ in range(k):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def launch(tmp_path, mode, n, transport="auto", timeout=None, ranks=None):

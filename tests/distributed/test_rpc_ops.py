@@ -4,7 +4,6 @@ hand-built trainer programs (send / send_barrier / recv / fetch_barrier / prefet
 run by trainer threads."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -16,24 +15,13 @@ import pytest
 import fluidist as fluid
 from fluidist.distributed import rpc
 from fluidist.executor.tensor import SelectedRows
+from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 LR = 0.1
-
-
-def free_ports(n):
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def endpoints(n):

@@ -1,9 +1,9 @@
 """Helpers of the fleet tests: free ports, child environments, processes with a time limit."""
 import os
-import socket
 import subprocess
 import sys
 import time
+from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -12,18 +12,6 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 LAUNCH_VARS = ("PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINER_ENDPOINTS", "PADDLE_TRAINERS_NUM", "TRAINING_ROLE",
                "PADDLE_TRAINER_ID", "PADDLE_PSERVER_ID", "POD_IP", "PADDLE_PORT", "PADDLE_CURRENT_ENDPOINT",
                "PADDLE_TRAINING_ROLE", "SYS_JOB_ID", "PADDLE_IS_BARRIER_ALL_ROLE")
-
-
-def free_ports(n):
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
 
 
 def endpoints(n):

@@ -1,0 +1,30 @@
+"""The README's main job: digits trained by 2 pservers and 2 trainers started as local processes."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cluster import ROOT, child_env
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def run_example(*args):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "dist_digits.py")] + list(args),
+                         capture_output=True, text=True, env=child_env(), timeout=200)
+    assert out.returncode == 0, out.stdout + out.stderr
+    m = re.search(r"^test accuracy: ([\d.]+) / ([\d.]+) \(2 pservers, 2 trainers, (\w+) mode\)$", out.stdout, re.M)
+    assert m, out.stdout
+    return float(m.group(1)), float(m.group(2)), m.group(3)
+
+
+def test_sync_local_cluster_trains_and_both_trainers_hold_the_same_model():
+    a, b, mode = run_example("--epochs", "4")
+    assert mode == "sync" and a == b and a > 0.9
+
+
+def test_async_local_cluster_converges():
+    a, b, mode = run_example("--epochs", "6", "--async_mode")
+    assert mode == "async" and a > 0.9 and b > 0.9
