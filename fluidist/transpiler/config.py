@@ -74,8 +74,9 @@ class DistributeTranspilerConfig:
         if not (isinstance(method, type) and issubclass(method, PSDispatcher)):
             raise ValueError("DistributeTranspilerConfig.split_method must be RoundRobin or HashName "
                              "(a PSDispatcher class), got %r" % (method,))
-        if self.enable_dc_asgd and self.sync_mode:
-            raise ValueError("DistributeTranspilerConfig.enable_dc_asgd needs sync_mode = False")
+        if self.enable_dc_asgd:
+            raise ValueError("DistributeTranspilerConfig.enable_dc_asgd: delay-compensated async SGD is not "
+                             "supported by fluidist's transpiler")
         if not isinstance(self.nccl_comm_num, int) or self.nccl_comm_num < 1:
             raise ValueError("DistributeTranspilerConfig.nccl_comm_num must be an int >= 1, got %r"
                              % (self.nccl_comm_num,))

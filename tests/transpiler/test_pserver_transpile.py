@@ -178,6 +178,10 @@ def test_config_errors_name_the_field():
     c.runtime_split_send_recv = True
     with pytest.raises(ValueError, match="sync_mode"):
         c.sync_mode = True
+    c = fluid.DistributeTranspilerConfig()
+    c.enable_dc_asgd = True
+    with pytest.raises(ValueError, match="enable_dc_asgd"):
+        fluid.DistributeTranspiler(c)
     main, startup, _ = fc_model()
     with pytest.raises(ValueError, match="not an ip:port"):
         transpile(main, startup, pservers="127.0.0.1")
