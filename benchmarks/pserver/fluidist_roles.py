@@ -10,7 +10,9 @@ A trainer reads the kernels' times after each step and sums them into phases (co
 recv; see metrics.py); what is left of the step's wall time is ``other``. A pserver's
 ``listen_and_serv`` runs the optimize blocks through the Executor, so their ops are timed too: the
 server's per-step ``optimize`` time is the sum of one step's optimize ops. Each role writes its
-metrics as JSON to ``--metrics-out``.
+metrics as JSON to ``--metrics-out``; with ``--keep-events`` they include every timed op call
+(start times are ``time.perf_counter()``, CLOCK_MONOTONIC on Linux, so the roles' events share one
+clock and the launcher can merge them into one timeline).
 """
 import argparse
 import contextlib
@@ -87,7 +89,7 @@ def pserver_param_bytes(pserver_program):
     return total
 
 
-def run_pserver(a, model, t):
+def run_pserver(a, t):
     prog = t.get_pserver_program(a.current_endpoint)
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(t.get_startup_program(a.current_endpoint, prog))
@@ -100,6 +102,8 @@ def run_pserver(a, model, t):
     with contextlib.redirect_stdout(io.StringIO()):
         profiler.stop_profiler(profile_path=None)
     opt_total = sum(e[3] for e in events)
+    if events:   # from the first optimize op to the end of the last: the rounds, not the start-up
+        serve = max(e[2] + e[3] for e in events) - min(e[2] for e in events)
     rec = {"rank": a.server_id, "endpoint": a.current_endpoint, "serve_seconds": serve,
            "optimize_ops_per_step": per_step, "optimize_seconds_total": opt_total,
            "busy_fraction": opt_total / serve if serve > 0 else None}
@@ -120,10 +124,12 @@ def run_pserver(a, model, t):
         d[0] += 1
         d[1] += dt
     rec["ops"] = {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()}
+    if a.keep_events:
+        rec["events"] = [[op_type, "optimize", t0, dt] for op_type, _, t0, dt in events]
     return rec
 
 
-def run_trainer(a, model, t, startup, loss):
+def run_trainer(a, t, startup, loss):
     prog = t.get_trainer_program()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup)                    # receives the initial parameters from the pservers
@@ -133,7 +139,7 @@ def run_trainer(a, model, t, startup, loss):
         raise ValueError("trainer %d has %d steps, not more than the %d warmup steps"
                          % (a.trainer_id, len(batches), a.warmup))
     sent, recv = trainer_bytes_per_step(prog)
-    steps, losses, by_op = [], [], {}
+    steps, losses, by_op, kept = [], [], {}, []
     profiler.start_profiler("CPU")
     perf = time.perf_counter
     t_first = None
@@ -149,6 +155,9 @@ def run_trainer(a, model, t, startup, loss):
         events = profiler.op_events()
         steps.append(metrics.fluidist_step_phases(events, t1 - t0))
         losses.append(float(np.asarray(out).reshape(-1)[0]))
+        if a.keep_events:
+            kept.append(["step", "step", t0, t1 - t0])
+            kept.extend([op_type, metrics.fluidist_phase(op_type, role), s0, dt] for op_type, role, s0, dt in events)
         for op_type, role, _, dt in events:
             key = "%s/%s" % (op_type, metrics.fluidist_phase(op_type, role))
             d = by_op.setdefault(key, [0, 0.0])
@@ -158,8 +167,10 @@ def run_trainer(a, model, t, startup, loss):
     with contextlib.redirect_stdout(io.StringIO()):
         profiler.stop_profiler(profile_path=None)
     exe.close()                         # tells the pservers this trainer is done
-    return metrics.trainer_record(a.trainer_id, steps, sent, recv, wall, losses,
-                                  extra={"ops": {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()}})
+    extra = {"ops": {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()}}
+    if a.keep_events:
+        extra["events"] = kept
+    return metrics.trainer_record(a.trainer_id, steps, sent, recv, wall, losses, extra=extra)
 
 
 def main():
@@ -179,6 +190,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps-hint", type=int, default=1, help="steps per trainer (the pserver's async mean)")
     ap.add_argument("--async-mode", action="store_true")
+    ap.add_argument("--keep-events", action="store_true",
+                    help="keep every timed op call (name, phase, start, seconds) in the metrics, for a timeline")
     ap.add_argument("--metrics-out", required=True)
     a = ap.parse_args()
     model = workload.load_model(a.model, a.model_config_path)
@@ -188,9 +201,9 @@ def main():
                 sync_mode=not a.async_mode, startup_program=startup,
                 current_endpoint=a.current_endpoint or a.endpoints.split(",")[0])
     if a.role == "pserver":
-        rec = run_pserver(a, model, t)
+        rec = run_pserver(a, t)
     else:
-        rec = run_trainer(a, model, t, startup, loss)
+        rec = run_trainer(a, t, startup, loss)
     with open(a.metrics_out, "w") as f:
         json.dump(rec, f)
 

@@ -18,7 +18,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,21 +30,10 @@ sys.path.insert(0, ROOT)
 
 import metrics  # noqa: E402
 import workload  # noqa: E402
+from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 
 GOAL_SPEEDUP_VS_TORCH = 2.0       # fluidist steps/s >= 2x PyTorch's (stated for the 10M model)
 GOAL_ZMQ_FACTOR = 2.0             # fluidist bytes/s within 2x of bare ZeroMQ
-
-
-def free_ports(n):
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
 
 
 def child_env():
@@ -122,12 +110,19 @@ def config_args(args):
     return ["--data-config-path", args.data_config_path, "--model-config-path", args.model_config_path]
 
 
+def _load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def run_fluidist(args, log_dir, steps_per_trainer):
     eps = ",".join("127.0.0.1:%d" % p for p in free_ports(args.nserver))
     script = os.path.join(HERE, "fluidist_roles.py")
     common = ["--endpoints", eps, "--trainers", args.ntrainer, "--model", args.model, "--data", args.data,
               "--batch-size", args.batch_size, "--epochs", args.epochs, "--warmup", args.warmup,
               "--steps-hint", steps_per_trainer] + config_args(args) + (["--async-mode"] if args.async_mode else [])
+    if args.timeline:
+        common.append("--keep-events")
     out = {}
     procs = Processes(log_dir)
     try:
@@ -146,8 +141,8 @@ def run_fluidist(args, log_dir, steps_per_trainer):
         procs.wait(["fluidist_pserver%d" % i for i in range(args.nserver)], time.monotonic() + 60)
     finally:
         procs.stop_all()
-    trainers = [json.load(open(out["fluidist_trainer%d" % k])) for k in range(args.ntrainer)]
-    servers = [json.load(open(out["fluidist_pserver%d" % i])) for i in range(args.nserver)]
+    trainers = [_load(out["fluidist_trainer%d" % k]) for k in range(args.ntrainer)]
+    servers = [_load(out["fluidist_pserver%d" % i]) for i in range(args.nserver)]
     return {"endpoints": eps, "trainers": trainers, "servers": servers}
 
 
@@ -158,14 +153,33 @@ def run_torch(args, log_dir):
             "--warmup", args.warmup, "--out", out, "--run-timeout", args.timeout] + config_args(args)
     if args.async_mode:
         argv.append("--async-mode")
+    if args.torch_transports:
+        argv += ["--transports", args.torch_transports]
+    if args.torch_channels:
+        argv += ["--channels", args.torch_channels]
     procs = Processes(log_dir)
     try:
         procs.start("torch", argv)
         procs.wait(["torch"], time.monotonic() + args.timeout + 60)
     finally:
         procs.stop_all()
-    with open(out) as f:
-        return json.load(f)
+    return _load(out)
+
+
+def write_timeline(path, fl):
+    """fluidist's timed op calls of every role as a Chrome trace (chrome://tracing, Perfetto)."""
+    events = []
+    roles = ([("trainer%d" % t["rank"], t) for t in fl["trainers"]]
+             + [("pserver%d" % s["rank"], s) for s in fl["servers"]])
+    t0 = min((e[2] for _, r in roles for e in r.get("events", [])), default=0.0)
+    for pid, (name, r) in enumerate(roles):
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
+        for op, phase, start, dur in r.pop("events", []):
+            events.append({"name": op, "cat": phase, "ph": "X", "pid": pid, "tid": 0 if op == "step" else 1,
+                           "ts": (start - t0) * 1e6, "dur": dur * 1e6})
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
 
 
 def environment():
@@ -209,6 +223,16 @@ def goals(result, num_params):
     return g
 
 
+def context(result):
+    """Ratios that are not goals but help read them: the ZeroMQ exchange in the job's shape."""
+    c = {}
+    f = result["fluidist"]["summary"]
+    zt = result.get("zmq_reference_topology")
+    if zt and f.get("comm_bytes_per_sec"):
+        c["zmq_topology_over_fluidist_bytes_per_sec"] = zt["bytes_per_sec"] / f["comm_bytes_per_sec"]
+    return c
+
+
 def print_report(result):
     cfg = result["config"]
     print()
@@ -222,6 +246,10 @@ def print_report(result):
               "median %.2f ms per round, %.1f MB/s"
               % (len(z["frames"]), z["bytes_per_round"] / 1e6, z["round_time"]["median"] * 1e3,
                  z["bytes_per_sec"] / 1e6))
+    zt = result.get("zmq_reference_topology")
+    if zt:
+        print("bare ZeroMQ in the job's shape (%d clients x %d servers at once, no barrier, no update): "
+              "%.1f MB/s per client" % (zt["ntrainer"], zt["nserver"], zt["bytes_per_sec"] / 1e6))
     impls = [("fluidist", result["fluidist"])]
     if "trainers" in result.get("torch", {}):
         impls.append(("torch", result["torch"]))
@@ -236,8 +264,12 @@ def print_report(result):
               % (name, s["steps_per_sec"], s["step_median"] * 1e3, (s["comm_bytes_per_sec"] or 0) / 1e6))
     if "skipped" in result.get("torch", {}):
         print("torch: skipped (%s)" % result["torch"]["skipped"])
+    if "failed" in result.get("torch", {}):
+        print("torch: failed (%s)" % result["torch"]["failed"])
     for k, g in result.get("goals", {}).items():
         print("goal %-34s %6.2f  (%s): %s" % (k, g["value"], g["goal"], "met" if g["met"] else "NOT met"))
+    for k, v in result.get("context", {}).items():
+        print("context %-31s %6.2f" % (k, v))
 
 
 def main(argv=None):
@@ -253,6 +285,9 @@ def main(argv=None):
     mode.add_argument("--async", dest="async_mode", action="store_true", help="each gradient applied as it arrives")
     ap.set_defaults(async_mode=False)
     ap.add_argument("--compare", choices=["torch", "none"], default="none", help="also run PyTorch's RPC pserver")
+    ap.add_argument("--torch-transports", default="",
+                    help="TensorPipe transports for --compare torch, e.g. 'uv' (default: TensorPipe's own)")
+    ap.add_argument("--torch-channels", default="", help="TensorPipe channels, e.g. 'basic' (default: its own)")
     ap.add_argument("--warmup", type=int, default=2, help="first steps of each trainer left out of the metrics")
     ap.add_argument("--zmq-rounds", type=int, default=30, help="timed rounds of the bare ZeroMQ reference (0: skip)")
     ap.add_argument("--data-config-path", default=workload.DATA_CONFIGS)
@@ -260,6 +295,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=600, help="deadline of each implementation's run (s)")
     ap.add_argument("--log-dir", default="", help="where the roles' logs and JSON go (default: a temp dir)")
     ap.add_argument("--out", default="bench_results/pserver.json", help="JSON results ('' writes none)")
+    ap.add_argument("--timeline", default="", help="also write fluidist's op calls of every role as a Chrome trace")
     args = ap.parse_args(argv)
     if args.ntrainer < 1 or args.nserver < 1:
         ap.error("--ntrainer and --nserver must be at least 1")
@@ -281,6 +317,8 @@ def main(argv=None):
                          "epochs": args.epochs, "data": args.data, "model": args.model,
                          "num_params": model.num_params(), "async_mode": args.async_mode,
                          "warmup": args.warmup, "steps_per_trainer": steps,
+                         "torch_transports": args.torch_transports or "default",
+                         "torch_channels": args.torch_channels or "default",
                          "blocks": [{k: b[k] for k in ("block", "shape", "server")} for b in plan],
                          "log_dir": log_dir},
               "environment": environment()}
@@ -288,10 +326,16 @@ def main(argv=None):
 
     if args.zmq_rounds > 0:
         import zmq_reference
-        result["zmq_reference"] = zmq_reference.measure([4 * int(workload.np.prod(b["shape"])) for b in plan],
-                                                        rounds=args.zmq_rounds)
+        nbytes = [4 * int(workload.np.prod(b["shape"])) for b in plan]
+        result["zmq_reference"] = zmq_reference.measure(nbytes, rounds=args.zmq_rounds)
+        per_server = [[n for n, b in zip(nbytes, plan) if b["server"] == s] for s in range(args.nserver)]
+        result["zmq_reference_topology"] = zmq_reference.measure_topology(
+            [sizes for sizes in per_server if sizes], args.ntrainer, rounds=args.zmq_rounds)
     fl = run_fluidist(args, log_dir, steps)
     fl["summary"] = metrics.side_summary(fl["trainers"])
+    if args.timeline:
+        write_timeline(args.timeline, fl)
+        print("fluidist timeline (Chrome trace) in %s" % args.timeline, flush=True)
     result["fluidist"] = fl
     if args.compare == "torch":
         version = torch_available()
@@ -301,10 +345,15 @@ def main(argv=None):
             result["torch"] = {"skipped": "torch is not installed"}
         else:
             result["environment"]["torch"] = version
-            tr = run_torch(args, log_dir)
-            tr["summary"] = metrics.side_summary(tr["trainers"])
-            result["torch"] = tr
+            try:
+                tr = run_torch(args, log_dir)
+                tr["summary"] = metrics.side_summary(tr["trainers"])
+                result["torch"] = tr
+            except RuntimeError as e:      # fluidist's results are still worth writing
+                print("torch run failed: %s" % e, flush=True)
+                result["torch"] = {"failed": str(e)}
     result["goals"] = goals(result, model.num_params())
+    result["context"] = context(result)
     print_report(result)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

@@ -66,6 +66,7 @@ def trainer_record(rank, steps, bytes_sent, bytes_recv, wall_seconds, losses, ex
     phases = {p: summarize([s[p] for s in steps]) for p in PHASES + ("step",)}
     comm = [s["send"] + s["wait"] + s["recv"] for s in steps]
     moved = bytes_sent + bytes_recv
+    comm_med = percentile(comm, 50) if n else 0.0
     rec = {
         "rank": rank, "steps": n, "wall_seconds": wall_seconds,
         "steps_per_sec": n / wall_seconds if wall_seconds > 0 else None,
@@ -73,7 +74,7 @@ def trainer_record(rank, steps, bytes_sent, bytes_recv, wall_seconds, losses, ex
         "comm": summarize(comm),
         "bytes_sent_per_step": bytes_sent, "bytes_recv_per_step": bytes_recv,
         # bytes moved per second of the step's communication phases (send + wait + recv), median step
-        "comm_bytes_per_sec": moved / phases_median(comm) if n and phases_median(comm) > 0 else None,
+        "comm_bytes_per_sec": moved / comm_med if comm_med > 0 else None,
         # bytes moved per second of wall time, compute included
         "wall_bytes_per_sec": moved * n / wall_seconds if wall_seconds > 0 else None,
         "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
@@ -82,10 +83,6 @@ def trainer_record(rank, steps, bytes_sent, bytes_recv, wall_seconds, losses, ex
     if extra:
         rec.update(extra)
     return rec
-
-
-def phases_median(values):
-    return percentile(values, 50)
 
 
 def side_summary(trainers):
@@ -137,15 +134,17 @@ def trainer_table_multi(impls):
 
 
 def server_table_multi(impls):
-    """One table of every server: optimize time per step, busy share of the serving time, bytes."""
-    headers = ["impl", "server", "steps", "optimize med", "p90", "serve s", "busy %", "MB in/step",
+    """One table of every server: optimize time per step (async: only the mean per trainer step, as
+    updates then run per arriving gradient), busy share of the serving time, bytes."""
+    headers = ["impl", "server", "steps", "optimize med", "p90", "mean", "serve s", "busy %", "MB in/step",
                "MB out/step"]
     rows = []
     for name, side in impls:
         for s in side["servers"]:
             opt = s.get("optimize", {})
             busy = s.get("busy_fraction")
-            rows.append([name, s["rank"], s.get("steps") or "-", _ms(opt.get("median")), _ms(opt.get("p90")),
+            mean = opt.get("mean", opt.get("mean_per_trainer_step"))
+            rows.append([name, s["rank"], s.get("steps") or "-", _ms(opt.get("median")), _ms(opt.get("p90")), _ms(mean),
                          "%.2f" % s["serve_seconds"] if s.get("serve_seconds") is not None else "-",
                          "%.1f" % (100 * busy) if busy is not None else "-",
                          _mb(s.get("bytes_recv_per_step")), _mb(s.get("bytes_sent_per_step"))])

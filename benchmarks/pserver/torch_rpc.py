@@ -20,14 +20,15 @@ trainers (which would make PyTorch look slower than it is).
 
 Each step of a trainer: forward and backward (compute), one ``rpc_async`` per server carrying that
 server's gradient blocks (send), waiting for all the futures (wait), copying the answered blocks
-into the model's parameters (recv). Gradient blocks that are views of part of a gradient are cloned
-before sending (PyTorch's RPC would clone them itself or send the whole storage). Every process
-uses one intra-op thread, as every fluidist process uses one BLAS thread.
+into the model's parameters (recv). The gradient blocks are row slices (views) of the gradients, as
+fluidist's ``split_byref`` makes them; PyTorch's RPC copies such views out of their storage while
+serializing (fluidist sends them without a copy). Every process uses one intra-op thread, as every
+fluidist process uses one BLAS thread. TensorPipe runs with its default transports and channels
+(shared memory on one machine) unless ``--transports``/``--channels`` say otherwise.
 """
 import argparse
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -45,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 import metrics  # noqa: E402
 import workload  # noqa: E402
+from fluidist.distributed.launch_utils import find_free_ports  # noqa: E402
 
 
 def get_name(rank, args):
@@ -159,13 +161,6 @@ class TorchMLP(torch.nn.Module):
         return h
 
 
-def _as_sendable(t):
-    """A block to send: cloned when it is a view of part of its storage (see the module doc)."""
-    if t.untyped_storage().nbytes() != t.numel() * t.element_size():
-        return t.clone()
-    return t
-
-
 def run_trainer(args, rank, server_rrefs):
     model_spec = workload.load_model(args.model, args.model_config_path)
     plan = workload.shard_plan(model_spec, args.nserver)
@@ -200,8 +195,7 @@ def run_trainer(args, rank, server_rrefs):
         t1 = perf()
         futs = []
         for s in range(args.nserver):
-            grads = [_as_sendable(model.param(b["param"]).grad[b["row_begin"]:b["row_begin"] + b["rows"]])
-                     for b in by_server[s]]
+            grads = [model.param(b["param"]).grad[b["row_begin"]:b["row_begin"] + b["rows"]] for b in by_server[s]]
             futs.append(rpc.rpc_async(names[s], BatchParameterServer.update_and_fetch,
                                       args=(server_rrefs[s], rank, i, grads), timeout=args.rpc_timeout))
         t2 = perf()
@@ -244,11 +238,13 @@ def run_master(args):
             per_step = [sum(opt[i:i + args.ntrainer]) for i in range(0, len(opt), args.ntrainer)]
             optimize = metrics.summarize(per_step[args.warmup:])
         else:
-            optimize = {"mean_per_trainer_step": sum(opt) / max(1, len(opt))}
+            optimize = {"mean_per_trainer_step": sum(opt) / max(1, len(opt))}   # one entry per gradient
         serve = m["serve_seconds"]
-        servers.append({"rank": s, "steps": n_steps, "optimize": optimize, "serve_seconds": serve,
+        servers.append({"rank": s, "steps": None if args.async_mode else n_steps, "optimize": optimize,
+                        "serve_seconds": serve,
                         "busy_fraction": sum(opt) / serve if serve else None,
-                        "bytes_recv_per_step": m["bytes_in"] / n_steps, "bytes_sent_per_step": m["bytes_out"] / n_steps})
+                        "bytes_recv_per_step": m["bytes_in"] / n_steps,
+                        "bytes_sent_per_step": m["bytes_out"] / n_steps})
     return {"trainers": trainers, "servers": servers}
 
 
@@ -257,21 +253,18 @@ def run_process(rank, args):
     world_size = args.ntrainer + args.nserver + 1
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(args.master_port)
-    options = TensorPipeRpcBackendOptions(rpc_timeout=args.rpc_timeout)
+    extra = {}
+    if args.transports:
+        extra["_transports"] = args.transports.split(",")
+    if args.channels:
+        extra["_channels"] = args.channels.split(",")
+    options = TensorPipeRpcBackendOptions(rpc_timeout=args.rpc_timeout, **extra)
     rpc.init_rpc(get_name(rank, args), rank=rank, world_size=world_size, rpc_backend_options=options)
     if rank == world_size - 1:
         result = run_master(args)
         with open(args.out, "w") as f:
             json.dump(result, f)
     rpc.shutdown()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def main():
@@ -288,9 +281,11 @@ def main():
     ap.add_argument("--async-mode", action="store_true")
     ap.add_argument("--rpc-timeout", type=float, default=120, help="deadline of each step's RPC (s)")
     ap.add_argument("--run-timeout", type=float, default=600, help="deadline of a trainer's whole run (s)")
+    ap.add_argument("--transports", default="", help="TensorPipe transports, e.g. 'uv' (default: TensorPipe's own)")
+    ap.add_argument("--channels", default="", help="TensorPipe channels, e.g. 'basic' (default: TensorPipe's own)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    args.master_port = free_port()
+    args.master_port, = find_free_ports(1)
     mp.spawn(run_process, args=(args,), nprocs=args.ntrainer + args.nserver + 1, join=True)
 
 

@@ -2,7 +2,6 @@
 (1M-parameter MLP, 2 pservers, 2 trainers, 4 steps each) whose JSON must hold every metric."""
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -89,17 +88,20 @@ def test_torch_side_blocks_are_the_transpilers_blocks():
 
 
 @pytest.mark.timeout(90)
-def test_tiny_fluidist_run_writes_every_metric(tmp_path):
+def test_tiny_fluidist_run_writes_every_metric(tmp_path, monkeypatch, capsys):
+    """Also: with --compare torch and no torch installed, fluidist still runs and the skip is said."""
+    import launcher
+    monkeypatch.setenv("FLAGS_rpc_deadline", "30000")
+    monkeypatch.setattr(launcher, "torch_available", lambda: None)
     out = tmp_path / "pserver.json"
-    cmd = [sys.executable, os.path.join(BENCH, "launcher.py"), "--ntrainer", "2", "--nserver", "2",
-           "--batch-size", "32", "--epochs", "1", "--warmup", "1", "--data", "synthetic_1000_small",
-           "--model", "mlp_1m", "--sync", "--zmq-rounds", "3", "--log-dir", str(tmp_path / "logs"),
-           "--timeout", "60", "--out", str(out)]
-    env = dict(os.environ, FLAGS_rpc_deadline="30000", PYTHONPATH=ROOT)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=85, env=env, cwd=str(tmp_path))
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    assert "trainers (times in ms)" in p.stdout and "servers" in p.stdout
+    launcher.main(["--ntrainer", "2", "--nserver", "2", "--batch-size", "32", "--epochs", "1", "--warmup", "1",
+                   "--data", "synthetic_1000_small", "--model", "mlp_1m", "--sync", "--compare", "torch",
+                   "--zmq-rounds", "3", "--log-dir", str(tmp_path / "logs"), "--timeout", "60", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "trainers (times in ms)" in printed and "servers" in printed
+    assert "torch is not installed" in printed and "torch: skipped" in printed
     r = json.loads(out.read_text())
+    assert r["torch"] == {"skipped": "torch is not installed"}
     n_params = workload.load_model("mlp_1m").num_params()
     assert r["config"]["num_params"] == n_params and r["config"]["steps_per_trainer"] == 4
     fl = r["fluidist"]
@@ -124,5 +126,9 @@ def test_tiny_fluidist_run_writes_every_metric(tmp_path):
         assert 0 < s["busy_fraction"] < 1 and s["serve_seconds"] > 0
     z = r["zmq_reference"]
     assert z["bytes_per_round"] == 2 * 4 * n_params and z["bytes_per_sec"] > 0
+    zt = r["zmq_reference_topology"]
+    assert (zt["ntrainer"], zt["nserver"], zt["bytes_per_round"]) == (2, 2, 2 * 4 * n_params)
+    assert len(zt["clients"]) == 2 and all(c["bytes_per_sec"] > 0 for c in zt["clients"])
     assert "zmq_over_fluidist_bytes_per_sec" in r["goals"]
+    assert r["context"]["zmq_topology_over_fluidist_bytes_per_sec"] > 0
     assert fl["summary"]["steps_per_sec"] == min(t["steps_per_sec"] for t in fl["trainers"])
