@@ -93,3 +93,43 @@ class RoleMakerBase:
 
     def barrier_all(self):
         self._warn("barrier_all")
+
+
+class LazyRoleGetters:
+    """The getters of role makers that read their role on first use (``generate_role`` fills
+    ``_role``, ``_current_id``, ``_trainers_num``, the endpoint lists and ``_current_endpoint``)."""
+
+    def _generated(self):
+        if not self._role_is_generated:
+            self.generate_role()
+        return self
+
+    def is_worker(self):
+        return self._generated()._role == Role.WORKER
+
+    def is_server(self):
+        return self._generated()._role == Role.SERVER
+
+    def is_first_worker(self):
+        return self.is_worker() and self._current_id == 0
+
+    def worker_index(self):
+        return self._generated()._current_id
+
+    def server_index(self):
+        return self._generated()._current_id
+
+    def worker_num(self):
+        return self._generated()._trainers_num
+
+    def server_num(self):
+        return len(self._generated()._server_endpoints)
+
+    def get_trainer_endpoints(self):
+        return self._generated()._worker_endpoints
+
+    def get_pserver_endpoints(self):
+        return self._generated()._server_endpoints
+
+    def get_local_endpoint(self):
+        return self._generated()._current_endpoint

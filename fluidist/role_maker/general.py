@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from .base import MockBarrier, Role, RoleMakerBase
+from .base import MockBarrier, Role, LazyRoleGetters, RoleMakerBase
 from .env import EnvReader
 from .paddle_cloud import PaddleCloudRoleMaker
 
@@ -198,7 +198,7 @@ class FsGroup:
         return reducers[mode](np.stack([np.asarray(p) for p in parts]), axis=0).astype(src.dtype, copy=False)
 
 
-class GeneralRoleMaker(RoleMakerBase):
+class GeneralRoleMaker(LazyRoleGetters, RoleMakerBase):
     """Roles from ``PADDLE_PSERVERS_IP_PORT_LIST`` (may be empty: no servers), ``TRAINING_ROLE``,
     ``PADDLE_TRAINER_ENDPOINTS``, ``PADDLE_TRAINER_ID`` (trainers), ``PADDLE_PSERVER_ID`` or
     ``POD_IP:PADDLE_PORT`` (servers), ``PADDLE_IS_BARRIER_ALL_ROLE`` (default 1) and ``SYS_JOB_ID``.
@@ -274,41 +274,6 @@ class GeneralRoleMaker(RoleMakerBase):
             self._all_comm = MockBarrier()
         self._role_is_generated = True
 
-    # ---------------------------------------------------------------- getters
-    def _generated(self):
-        if not self._role_is_generated:
-            self.generate_role()
-        return self
-
-    def is_worker(self):
-        return self._generated()._role == Role.WORKER
-
-    def is_server(self):
-        return self._generated()._role == Role.SERVER
-
-    def is_first_worker(self):
-        return self.is_worker() and self._current_id == 0
-
-    def worker_index(self):
-        return self._generated()._current_id
-
-    def server_index(self):
-        return self._generated()._current_id
-
-    def worker_num(self):
-        return self._generated()._trainers_num
-
-    def server_num(self):
-        return len(self._generated()._server_endpoints)
-
-    def get_trainer_endpoints(self):
-        return self._generated()._worker_endpoints
-
-    def get_pserver_endpoints(self):
-        return self._generated()._server_endpoints
-
-    def get_local_endpoint(self):
-        return self._generated()._current_endpoint
 
     # ---------------------------------------------------------------- communication
     def barrier_worker(self):

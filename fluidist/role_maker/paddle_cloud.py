@@ -24,11 +24,11 @@ fluidist differences from Paddle 1.8, all fixes: every process of a collective j
 (1.8 left the role unset, so ``is_worker()`` and ``is_first_worker()`` were False); a missing or
 malformed variable raises :class:`~fluidist.role_maker.env.EnvVarError` naming it.
 """
-from .base import Role, RoleMakerBase
+from .base import Role, LazyRoleGetters, RoleMakerBase
 from .env import EnvReader, env_error
 
 
-class PaddleCloudRoleMaker(RoleMakerBase):
+class PaddleCloudRoleMaker(LazyRoleGetters, RoleMakerBase):
     def __init__(self, is_collective=False, **kwargs):
         super().__init__()
         self._is_collective = bool(is_collective)
@@ -118,41 +118,6 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         self._current_endpoint = eps[current]
         self._role = Role.WORKER
 
-    # ---------------------------------------------------------------- getters
-    def _generated(self):
-        if not self._role_is_generated:
-            self.generate_role()
-        return self
-
-    def is_worker(self):
-        return self._generated()._role == Role.WORKER
-
-    def is_server(self):
-        return self._generated()._role == Role.SERVER
-
-    def is_first_worker(self):
-        return self._generated()._role == Role.WORKER and self._current_id == 0
-
-    def worker_index(self):
-        return self._generated()._current_id
-
-    def server_index(self):
-        return self._generated()._current_id
-
-    def worker_num(self):
-        return self._generated()._trainers_num
-
-    def server_num(self):
-        return len(self._generated()._server_endpoints)
-
-    def get_trainer_endpoints(self):
-        return self._generated()._worker_endpoints
-
-    def get_pserver_endpoints(self):
-        return self._generated()._server_endpoints
-
-    def get_local_endpoint(self):
-        return self._generated()._current_endpoint
 
     def _is_collective_mode(self):
         return self._is_collective
