@@ -6,7 +6,6 @@ the batch in its own scope, the runner sums the gradients (the loss gradient hav
 1/(places * trainers)), and every place then applies the same update. Place 0 uses the caller's
 scope, so parameters are read where users expect them.
 """
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -164,7 +163,14 @@ class _DataParallelRunner:
                                  % (self.num_trainers, len(eps)))
         self.loss_name = compiled._loss_name
         self.fwd_bwd, self.update, self.pairs = self._cut(prog)
-        self.scopes = [scope] + [Scope() for _ in range(self.nplaces - 1)]
+        shared = compiled._share_vars_from._runner if compiled._share_vars_from is not None else None
+        if shared is not None and shared.nplaces != self.nplaces:
+            raise ValueError("share_vars_from: the shared CompiledProgram runs on %d places, this one on %d"
+                             % (shared.nplaces, self.nplaces))
+        # sharing (a test program beside its training program): the same per-place scopes, so every
+        # place sees the current parameters
+        self.scopes = list(shared.scopes) if shared is not None else \
+            [scope] + [Scope() for _ in range(self.nplaces - 1)]
         self.executors = [Executor(p) for p in places]
         self.pool = ThreadPoolExecutor(max_workers=self.nplaces) if self.nplaces > 1 else None
         self.comm = None
@@ -173,7 +179,8 @@ class _DataParallelRunner:
             comms = init_comms_from_nccl_id(scope, places[0], self.num_trainers, self.trainer_id,
                                             max(1, prog._nccl_comm_num or 1))
             self.comm = comms[0] if isinstance(comms, (list, tuple)) else comms
-        self._broadcast_persistables(prog, scope)
+        if shared is None:
+            self._broadcast_persistables(prog, scope)
 
     def _cut(self, prog):
         """(forward+backward program, update program, [(param, grad)]) with the loss grad scaled."""
@@ -304,4 +311,3 @@ def _concat_rows(vals):
 
 
 __all__ = ["CompiledProgram", "BuildStrategy", "ExecutionStrategy"]
-_lock = threading.Lock()

@@ -77,3 +77,22 @@ def test_loss_name_required_and_called_once():
     c = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
     with pytest.raises(RuntimeError, match="only once"):
         c.with_data_parallel(loss_name=loss.name)
+
+
+def test_share_vars_from_sees_the_current_parameters_on_every_place():
+    main, startup, loss = model()
+    test_prog = main.clone(for_test=True)
+    exe = fluid.Executor()
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    places = fluid.cpu_places(2)
+    train = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, places=places)
+    test = fluid.CompiledProgram(test_prog).with_data_parallel(share_vars_from=train, places=places)
+    with pytest.raises(ValueError, match="has not run yet"):
+        exe.run(test, feed=next(batches(1, 4)), fetch_list=[loss], scope=scope)
+    b = next(batches(1, 4))
+    for _ in range(3):
+        exe.run(train, feed=b, fetch_list=[loss], scope=scope)
+        got, = exe.run(test, feed=b, fetch_list=[loss], scope=scope)
+        want, = exe.run(test_prog, feed=b, fetch_list=[loss], scope=scope)
+        np.testing.assert_allclose(got.mean(), want[0], rtol=1e-5)
