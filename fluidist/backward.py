@@ -138,10 +138,9 @@ def _append_specs(block, specs, fwd_block=None):
             produced.add(g)
             continue
         for slot, names in spec["inputs"].items():
-            if not slot.endswith(GRAD_SUFFIX):
-                continue
             for n in names:
-                if n not in produced and not block.has_var(n):
+                # a gradient input (by name: custom grad makers use plain slot names) nobody produced
+                if n.endswith(GRAD_SUFFIX) and n not in produced and not block.has_var(n):
                     # an output nobody differentiated through: its gradient is zero
                     fwd = _strip_grad(n)
                     _grad_var_like(block, n, fwd)
