@@ -310,8 +310,32 @@ def rewrite_trainer(plan, program, startup):
                             attrs={"axis": 0, OP_ROLE_ATTR: DIST})
     if plan.table is not None:
         _rewrite_table_trainer(plan, program, barrier_out)
+    if not plan.sync and plan.lr_op_indices:
+        _send_lr_steps(plan, program)
     _rewrite_trainer_startup(plan, program, startup)
     _mark_distributed(plan, program)
+
+
+LR_STEP_VAR = "@LR_STEP@"
+
+
+def _lr_step_name(trainer_id):
+    return "%s.trainer_%d" % (LR_STEP_VAR, trainer_id)
+
+
+def _send_lr_steps(plan, program):
+    """Async with an LR schedule: each trainer step first tells every pserver "one more step", and
+    the pserver runs its LR block on it, so the rate decays with the steps of all trainers (Paddle
+    sent a step counter to be summed; the LR block ran once at start-up otherwise)."""
+    block = program.global_block()
+    name = _lr_step_name(plan.trainer_id)
+    block.create_var(name=name, shape=[1], dtype="float32")
+    dummy = _ctrl_var(block)
+    block._insert_op(0, "fill_constant", outputs={"Out": [name]},
+                     attrs={"shape": [1], "value": 1.0, "dtype": "float32", OP_ROLE_ATTR: RPC})
+    block._insert_op(1, "send", inputs={"X": [name] * len(plan.endpoints)}, outputs={"Out": [dummy.name]},
+                     attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [],
+                            "trainer_id": plan.trainer_id, "sync_mode": False, OP_ROLE_ATTR: RPC})
 
 
 def _prefetch_names(k):
@@ -459,6 +483,11 @@ def build_pserver_program(plan, endpoint, config):
         optimize_blocks.append(lr_block)
 
     grad_to_block, sparse_to_param = [], []
+    if lr_block_id >= 0 and not plan.sync:
+        for k in range(plan.trainers):
+            v = gb.create_var(name=_lr_step_name(k), shape=[1], dtype="float32")
+            recv_inputs.append(v.name)
+        grad_to_block.append("%s:%d" % (LR_STEP_VAR, lr_block_id))
     per_param_count = {}
     for pb, _ in pairs:
         per_param_count[pb.orig] = per_param_count.get(pb.orig, 0) + 1

@@ -48,3 +48,16 @@ def test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, 
                 got = r["%s_%d" % (name, step)]
                 err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)
                 assert err < 1e-5, "step %d param %s: relative error %g" % (step, name, err)
+
+
+def test_async_one_trainer_with_lr_decay_equals_local(tmp_path):
+    """One trainer in async mode applies its gradients in order, so it must equal the local run,
+    LR schedule included (the pservers advance the schedule on every trainer step)."""
+    steps, batch = 3, 4
+    (result,) = run_cluster(tmp_path, "fc", "sgd", True, steps, batch, async_mode=True, trainers=1)
+    ref, params = local_history("fc", "sgd", True, steps, batch)
+    for step in range(steps):
+        for name in params:
+            want, got = ref["%s_%d" % (name, step)], result["%s_%d" % (name, step)]
+            err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)
+            assert err < 1e-5, "step %d param %s: relative error %g" % (step, name, err)

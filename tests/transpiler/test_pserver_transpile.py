@@ -294,3 +294,15 @@ def test_distributed_table_prefetch_and_table_blocks(sync):
         startup1 = t.get_startup_program(EP1)
     init = [op for op in startup1.global_block().ops if op.output("Out") == ["emb_w"]][0]
     assert (init.attr("row_begin"), init.attr("row_step"), init.attr("shape")) == (1, 2, [500, 8])
+
+
+def test_async_lr_decay_runs_the_lr_block_on_every_trainer_step():
+    main, startup, _ = fc_model(lr_decay=True)
+    t = transpile(main, startup, sync=False)
+    trainer = t.get_trainer_program(wait_port=False)
+    first = trainer.global_block().ops[:2]
+    assert [op.type for op in first] == ["fill_constant", "send"]
+    assert first[1].input("X") == ["@LR_STEP@.trainer_0"] * 2 and first[1].attr("epmap") == [EP0, EP1]
+    las = t.get_pserver_program(EP0).global_block().ops[0]
+    assert "@LR_STEP@:1" in las.attr("grad_to_block_id") and las.attr("lr_decay_block_id") == 1
+    assert "@LR_STEP@.trainer_1" in las.input("X")
