@@ -315,19 +315,17 @@ class Server:
     def deadline(self):
         return deadline_seconds(self.deadline_ms)
 
-    def recv(self, timeout_s=None):
-        """The next well-formed request, or None when ``timeout_s`` passes (None: wait forever)."""
-        until = None if timeout_s is None else time.monotonic() + timeout_s
+    def recv(self, timeout_s):
+        """The next well-formed request, or None when ``timeout_s`` passes (every wait has a deadline)."""
+        if timeout_s is None:
+            raise ValueError("Server.recv needs a timeout")
+        until = time.monotonic() + timeout_s
         while True:
-            if until is None:
-                ready = self._sock.poll(None, zmq.POLLIN)
-            else:
-                left = until - time.monotonic()
-                if left <= 0:
-                    return None
-                ready = self._sock.poll(max(1, int(left * 1000) + 1), zmq.POLLIN)
-            if not ready:
-                if until is not None and time.monotonic() >= until:
+            left = until - time.monotonic()
+            if left <= 0:
+                return None
+            if not self._sock.poll(max(1, int(left * 1000) + 1), zmq.POLLIN):
+                if time.monotonic() >= until:
                     return None
                 continue
             frames = self._sock.recv_multipart(copy=False)

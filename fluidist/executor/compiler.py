@@ -162,7 +162,7 @@ class _DataParallelRunner:
                 raise ValueError("BuildStrategy.num_trainers is %d but the program lists %d trainer endpoints"
                                  % (self.num_trainers, len(eps)))
         self.loss_name = compiled._loss_name
-        self.fwd_bwd, self.update, self.pairs = self._cut(prog)
+        self.fwd_bwd, self.update, self.pairs = self._cut(prog, compiled)
         shared = compiled._share_vars_from._runner if compiled._share_vars_from is not None else None
         if shared is not None and shared.nplaces != self.nplaces:
             raise ValueError("share_vars_from: the shared CompiledProgram runs on %d places, this one on %d"
@@ -182,7 +182,7 @@ class _DataParallelRunner:
         if shared is None:
             self._broadcast_persistables(prog, scope)
 
-    def _cut(self, prog):
+    def _cut(self, prog, compiled):
         """(forward+backward program, update program, [(param, grad)]) with the loss grad scaled."""
         p = prog.clone()
         block = p.global_block()
@@ -200,6 +200,12 @@ class _DataParallelRunner:
                         seen.add(rv[j + 1])
                         pairs.append((rv[j], rv[j + 1]))
         total = self.nplaces * self.num_trainers
+        scale = compiled._build_strategy.gradient_scale_strategy
+        if scale == BuildStrategy.GradientScaleStrategy.Customized:
+            raise ValueError("BuildStrategy.gradient_scale_strategy Customized is not supported: use "
+                             "CoeffNumDevice (the mean over all devices) or One (their sum)")
+        if scale == BuildStrategy.GradientScaleStrategy.One:
+            total = 1          # every device's loss gradient is 1: gradients are summed, not averaged
         if total > 1 and self.loss_name:
             loss_grad = self.loss_name + "@GRAD"
             for op in list(block.ops[:cut]):

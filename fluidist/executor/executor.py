@@ -357,6 +357,9 @@ class Executor:
             scope=None, return_numpy=True, use_program_cache=False, return_merged=True, use_prune=False):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")
+        if use_prune:
+            raise ValueError("Executor.run(use_prune=True) is not supported: fluidist runs every op of the "
+                             "program (prune it yourself, e.g. with program.clone(for_test=True))")
         if program is None:
             program = default_main_program()
         if not isinstance(program, Program):

@@ -14,6 +14,7 @@ by their count, which could be taken).
 MPI is initialised when the role maker is created (``mpi4py`` imports ``MPI`` then); that needs an
 MPI library (OpenMPI: ``apt-get install openmpi-bin libopenmpi-dev`` then ``pip install mpi4py``).
 """
+import json
 import os
 import socket
 
@@ -30,6 +31,24 @@ def _import_mpi():
                           "libopenmpi-dev && pip install mpi4py (or pip install fluidist[mpi]); "
                           "import failed: %s" % e) from e
     return MPI
+
+
+def allgather_json(comm, obj):
+    """``comm.allgather`` without pickle: each rank's value travels as JSON bytes through the
+    buffer-based ``Allgather``/``Allgatherv``. Values must be JSON-serialisable."""
+    try:
+        data = np.frombuffer(json.dumps(obj).encode(), dtype=np.uint8)
+    except TypeError as e:
+        raise TypeError("MPI role makers gather JSON-serialisable values only (no pickle): %s" % e) from None
+    sizes = np.empty(comm.Get_size(), dtype=np.int64)
+    comm.Allgather(np.array([data.size], dtype=np.int64), sizes)
+    out = np.empty(int(sizes.sum()), dtype=np.uint8)
+    comm.Allgatherv(data, [out, sizes])
+    values, off = [], 0
+    for n in sizes:
+        values.append(json.loads(out[off:off + int(n)].tobytes().decode()))
+        off += int(n)
+    return values
 
 
 def local_ip():
@@ -77,25 +96,25 @@ class MPIRoleMaker(RoleMakerBase):
 
     def _all_gather(self, obj):
         self._barrier_all()
-        return self._comm.allgather(obj)
+        return allgather_json(self._comm, obj)
 
     def _worker_gather(self, obj):
         self._check_role_generation()
         if not self.is_worker():
             return None
         self._node_type_comm.barrier()
-        return self._node_type_comm.allgather(obj)
+        return allgather_json(self._node_type_comm, obj)
 
     def _get_ips(self):
         if self._ips is None:
-            self._ips = self._comm.allgather(local_ip())
+            self._ips = allgather_json(self._comm, local_ip())
         return self._ips
 
     def _gather_endpoints(self, pick_port=True):
         """``ip:port`` of every rank, in rank order (each rank picks a free port of its own)."""
         if self._endpoints is None:
             ip = local_ip()
-            self._endpoints = self._comm.allgather("%s:%d" % (ip, free_port(ip)) if pick_port else ip)
+            self._endpoints = allgather_json(self._comm, "%s:%d" % (ip, free_port(ip)) if pick_port else ip)
         return self._endpoints
 
     def _finalize(self):

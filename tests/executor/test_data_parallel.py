@@ -96,3 +96,35 @@ def test_share_vars_from_sees_the_current_parameters_on_every_place():
         got, = exe.run(test, feed=b, fetch_list=[loss], scope=scope)
         want, = exe.run(test_prog, feed=b, fetch_list=[loss], scope=scope)
         np.testing.assert_allclose(got.mean(), want[0], rtol=1e-5)
+
+
+def test_gradient_scale_strategy_one_sums_the_places_gradients():
+    main, startup, loss = model()
+    exe = fluid.Executor()
+    ref_scope, scope = fluid.Scope(), fluid.Scope()
+    exe.run(startup, scope=ref_scope)
+    exe.run(startup, scope=scope)
+    b = next(batches(1, 4))
+    halves = [{k: v[:2] for k, v in b.items()}, {k: v[2:] for k, v in b.items()}]
+    w0 = np.array(scope.find_var("fc_0.w_0").get_tensor())
+    # reference: the sum of the two halves' gradients = 2 x the whole batch's mean gradient
+    g, = exe.run(main.clone(for_test=False), feed=b, fetch_list=["fc_0.w_0@GRAD"], scope=ref_scope)
+    bs = fluid.BuildStrategy()
+    bs.gradient_scale_strategy = fluid.BuildStrategy.GradientScaleStrategy.One
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=bs,
+                                                               places=fluid.cpu_places(2))
+    exe.run(compiled, feed=halves, fetch_list=[loss], scope=scope)
+    np.testing.assert_allclose(np.array(scope.find_var("fc_0.w_0").get_tensor()), w0 - 0.1 * 2 * g,
+                               rtol=1e-5, atol=1e-6)
+    bs2 = fluid.BuildStrategy()
+    bs2.gradient_scale_strategy = fluid.BuildStrategy.GradientScaleStrategy.Customized
+    c2 = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=bs2,
+                                                         places=fluid.cpu_places(2))
+    with pytest.raises(ValueError, match="Customized is not supported"):
+        exe.run(c2, feed=b, fetch_list=[loss], scope=fluid.Scope())
+
+
+def test_use_prune_is_refused_clearly():
+    main, startup, loss = model()
+    with pytest.raises(ValueError, match="use_prune"):
+        fluid.Executor().run(main, use_prune=True)

@@ -9,11 +9,6 @@ from fleet_models import PARAMS, local_history, rel_err
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 
-@pytest.fixture(autouse=True)
-def collective_runtime():
-    pytest.importorskip("fluidist.ops.collective_ops", reason="the collective runtime is not there yet")
-
-
 def run_workers(tmp_path, n, args):
     eps = endpoints(n)
     outs = []

@@ -33,7 +33,6 @@ def test_collective_digits_example(tmp_path):
 
 
 def test_parameter_server_digits_example_saves_and_resumes(tmp_path):
-    pytest.importorskip("fluidist.ops.rpc_ops", reason="the parameter-server runtime is not there yet")
     save = tmp_path / "ps_model"
     out = run_example("fleet_digits_ps.py", ["--epochs", 4, "--save_dir", save], tmp_path)
     acc = accuracies(out)

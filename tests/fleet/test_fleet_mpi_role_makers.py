@@ -99,7 +99,6 @@ def test_mpi_symetric_role_maker_needs_even_size(tmp_path):
 def test_parameter_server_fleet_under_mpirun(tmp_path):
     """mpirun -np 4 with MPISymetricRoleMaker: ranks 0 and 2 serve, ranks 1 and 3 train (sync);
     the workers end every step with one process's parameters on the whole batch."""
-    pytest.importorskip("fluidist.ops.rpc_ops", reason="the parameter-server runtime is not there yet")
     import numpy as np
     from fleet_models import PARAMS, local_history, rel_err
     out = str(tmp_path / "worker{}.npz")

@@ -12,12 +12,6 @@ from fleet_models import PARAMS, eval_loss, global_batch, initial_params, local_
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 
-@pytest.fixture(autouse=True)
-def rpc_runtime():
-    pytest.importorskip("fluidist.ops.rpc_ops", reason="the parameter-server runtime (fluidist.ops.rpc_ops) "
-                                                       "is not there yet")
-
-
 def run_cluster(tmp_path, args, workers=2, servers=2, server_args=(), worker_args=(), tag=""):
     eps = endpoints(servers)
     common = {"PADDLE_PSERVERS_IP_PORT_LIST": ",".join(eps), "PADDLE_TRAINERS_NUM": workers}

@@ -88,12 +88,13 @@ def split_endpoint(endpoint, what="endpoint"):
 
 
 def _bind_random(sock, host):
-    """Bind ``sock`` to a free port on ``host`` (or on every interface when ``host`` is not one of
-    ours); returns the address the others should connect to."""
+    """Bind ``sock`` to a free port on ``host``; returns the address the others should connect to.
+    A host that is not an address of this machine is an error (never a silent bind to every
+    interface)."""
     try:
         port = sock.bind_to_random_port("tcp://%s" % host)
-    except zmq.ZMQError:
-        port = sock.bind_to_random_port("tcp://*")
+    except zmq.ZMQError as e:
+        raise RuntimeError("cannot listen on %s (is it an address of this machine?): %s" % (host, e)) from None
     return "tcp://%s:%d" % (host, port)
 
 
@@ -245,9 +246,6 @@ def _bind_endpoint(sock, host, port, endpoint, what, patience):
             sock.bind(addr)
             return
         except zmq.ZMQError as e:
-            if e.errno == zmq.EADDRNOTAVAIL and not addr.startswith("tcp://*"):
-                addr = "tcp://*:%d" % port
-                continue
             if e.errno == zmq.EADDRINUSE and time.monotonic() < give_up:
                 time.sleep(0.05)
                 continue
