@@ -235,6 +235,12 @@ def _scale_grad_maker(op):
              "attrs": {"scale": op.attrs["scale"], "bias": 0.0, "bias_after_scale": True}}]
 
 
+def _is_fed(ctx, name):
+    """A data variable's array may be the caller's own (feeds are not copied): never write into it."""
+    v = ctx.op.block._find_var_recursive(name)
+    return v is None or v.is_data
+
+
 @register_op("scale", inputs=["X"], outputs=["Out"], attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
              infer=same_shape(), grad=_scale_grad_maker, share_lod=("X", "Out"))
 def scale(ctx, ins, attrs):
@@ -244,6 +250,12 @@ def scale(ctx, ins, attrs):
         if b != 0.0:
             raise ValueError("scale: a SelectedRows input %r takes no bias" % ctx.op.inputs["X"][0])
         return {"Out": SelectedRows(x.rows, (x.value * s).astype(x.value.dtype, copy=False), x.height)}
+    if b == 0.0 and ctx.op.inputs["X"] == ctx.op.outputs["Out"] and x.flags.writeable and x.base is None \
+            and x.dtype.kind == "f" and not _is_fed(ctx, ctx.op.inputs["X"][0]):
+        # scale in place of a variable onto itself (the pserver's 1/trainers on a freshly summed
+        # gradient): the variable is overwritten anyway, and the array is not a view of another
+        x *= s
+        return {"Out": x}
     if b == 0.0:
         out = x * s if s != 1.0 else x.copy()
     elif attrs["bias_after_scale"]:

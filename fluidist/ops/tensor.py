@@ -177,8 +177,8 @@ def sum_(ctx, ins, attrs):
         return {"Out": SelectedRows(xp.concatenate([x.rows for x in xs]),
                                     xp.concatenate([x.value for x in xs]), xs[0].height)}
     dense = [x for x in xs if not isinstance(x, SelectedRows)]
-    out = dense[0].copy()
-    for x in dense[1:]:
+    out = dense[0] + dense[1] if len(dense) > 1 else dense[0].copy()
+    for x in dense[2:]:
         out += x
     for x in xs:
         if isinstance(x, SelectedRows) and x.rows is not None and len(x.rows):
@@ -206,7 +206,20 @@ def _concat_grad_maker(op):
 @register_op("concat", inputs=["X*"], outputs=["Out"], attrs={"axis": 0}, infer=_concat_infer,
              grad=_concat_grad_maker)
 def concat(ctx, ins, attrs):
-    return {"Out": ctx.xp.concatenate(ins["X"], axis=attrs["axis"])}
+    xs = ins["X"]
+    if attrs.get("op_role") == _DIST_ROLE:
+        # the transpiler's concat of a parameter's received blocks: write into the parameter's
+        # previous buffer (a fresh multi-MB array every step costs page faults), when it is ours
+        prev = ctx.scope.vals.get(ctx.op.outputs["Out"][0])
+        xp = ctx.xp
+        if isinstance(prev, xp.ndarray) and prev.flags.writeable and prev.dtype == xs[0].dtype and \
+                prev.shape[0] == sum(x.shape[0] for x in xs) and prev.shape[1:] == xs[0].shape[1:] and \
+                not any(xp.may_share_memory(prev, x) for x in xs):
+            return {"Out": xp.concatenate(xs, axis=attrs["axis"], out=prev)}
+    return {"Out": ctx.xp.concatenate(xs, axis=attrs["axis"])}
+
+
+_DIST_ROLE = 0x0008   # OpRole.Dist
 
 
 @register_op("concat_grad", inputs=["X*", "Out@GRAD"], outputs=["X@GRAD*"], attrs={"axis": 0})

@@ -112,3 +112,15 @@ def test_clip_pow():
     xp = np.abs(x) + 1
     np.testing.assert_allclose(run_op("pow", {"X": xp}, {"factor": 3.0})["Out"][0], xp ** 3)
     check_grad("pow", {"X": xp}, ["X"], {"factor": 3.0})
+
+
+def test_scale_onto_itself_never_writes_into_a_fed_array():
+    import fluidist as fluid
+    prog = fluid.Program()
+    b = prog.global_block()
+    b.create_var(name="x", shape=[-1, 2], dtype="float32", is_data=True)
+    b.append_op("scale", inputs={"X": ["x"]}, outputs={"Out": ["x"]}, attrs={"scale": 2.0})
+    mine = np.ones((1, 2), dtype="float32")
+    out, = fluid.Executor().run(prog, feed={"x": mine}, fetch_list=["x"], scope=fluid.Scope())
+    np.testing.assert_array_equal(out, [[2.0, 2.0]])
+    np.testing.assert_array_equal(mine, [[1.0, 1.0]])
