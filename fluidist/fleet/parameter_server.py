@@ -298,16 +298,8 @@ def _close_rpc_clients():
     """Tell every pserver that any executor of this process talked to that this trainer is done
     (Paddle's RPC client was one per process, so closing any executor did that; fluidist's
     executors each remember their pservers, and the user trains with their own executor)."""
-    try:
-        from ..ops import rpc_ops
-    except ImportError:
-        return
-    notify_all = getattr(rpc_ops, "notify_all_complete", None)
-    if notify_all is not None:
-        notify_all()
-        return
-    for targets in list(rpc_ops._close_targets.values()):
-        rpc_ops._notify_complete(targets)
+    from ..ops import rpc_ops
+    rpc_ops.notify_all_complete()
 
 
 class TranspilerOptimizer(DistributedOptimizer):

@@ -78,6 +78,13 @@ def _notify_complete(targets):
             _steps.pop(key, None)
 
 
+def notify_all_complete():
+    """Tell every pserver that any executor of this process talked to that its trainer is done (what
+    ``fleet.stop_worker()`` does when the user trained with an executor of their own)."""
+    for targets in list(_close_targets.values()):
+        _notify_complete(targets)
+
+
 def _step(endpoint, trainer_id):
     return _steps.get((endpoint, trainer_id), 0)
 
