@@ -17,13 +17,11 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fluidist as fluid  # noqa: E402
 from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
-from digits import build, load_data  # noqa: E402
+from digits import build, train_share  # noqa: E402
 
 
 def run_role(args):
@@ -39,23 +37,11 @@ def run_role(args):
         return
     trainer = t.get_trainer_program()
     exe.run(startup)            # receives the initial parameters from the pservers
-    x_train, y_train, x_test, y_test = load_data()
-    rng = np.random.RandomState(0)
-    half = args.batch_size // args.trainers
     t0 = time.time()
-    for epoch in range(args.epochs):
-        order = rng.permutation(len(x_train))
-        losses = []
-        for i in range(0, len(order) - args.batch_size + 1, args.batch_size):
-            idx = order[i:i + args.batch_size][args.trainer_id * half:(args.trainer_id + 1) * half]
-            loss, = exe.run(trainer, feed={"img": x_train[idx], "label": y_train[idx]}, fetch_list=[avg_loss],
-                            use_program_cache=True)
-            losses.append(float(loss[0]))
-        test_acc, = exe.run(test_program, feed={"img": x_test, "label": y_test}, fetch_list=[acc])
-        print("trainer %d epoch %2d  loss %.4f  test accuracy %.4f" % (args.trainer_id, epoch, np.mean(losses),
-                                                                      test_acc[0]), flush=True)
+    test_acc = train_share(exe, trainer, test_program, avg_loss, acc, args.trainer_id, args.trainers, args.epochs,
+                           args.batch_size, seed=0, who="trainer")
     exe.close()                 # tells the pservers this trainer is done
-    print("trainer %d test accuracy: %.4f (%.1f s)" % (args.trainer_id, test_acc[0], time.time() - t0), flush=True)
+    print("trainer %d test accuracy: %.4f (%.1f s)" % (args.trainer_id, test_acc, time.time() - t0), flush=True)
 
 
 def from_env(args):

@@ -18,12 +18,10 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fluidist as fluid  # noqa: E402
-from digits import MODELS, load_data, make_optimizer  # noqa: E402
+from digits import MODELS, make_optimizer, train_share  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.collective import DistributedStrategy, fleet  # noqa: E402
 from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
@@ -56,25 +54,13 @@ def worker(args):
     rank, n = fleet.worker_index(), fleet.worker_num()
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(fleet.startup_program)
-    x_train, y_train, x_test, y_test = load_data()
-    rng = np.random.RandomState(args.seed)      # the same order on every worker
-    share = args.batch_size // n
     t0 = time.time()
-    for epoch in range(args.epochs):
-        order = rng.permutation(len(x_train))
-        losses = []
-        for i in range(0, len(order) - args.batch_size + 1, args.batch_size):
-            idx = order[i:i + args.batch_size][rank * share:(rank + 1) * share]
-            loss, = exe.run(fleet.main_program, feed={"img": x_train[idx], "label": y_train[idx]},
-                            fetch_list=[avg_loss])
-            losses.append(float(np.mean(loss)))
-        test_acc, = exe.run(test_program, feed={"img": x_test, "label": y_test}, fetch_list=[acc])
-        print("worker %d epoch %2d  loss %.4f  test accuracy %.4f" % (rank, epoch, np.mean(losses), test_acc[0]),
-              flush=True)
+    test_acc = train_share(exe, fleet.main_program, test_program, avg_loss, acc, rank, n, args.epochs,
+                           args.batch_size, seed=args.seed)
     if args.save_dir and fleet.is_first_worker():
         fleet.save_inference_model(exe, args.save_dir, [img.name], [logits])
         print("worker 0 saved the inference model to %s" % args.save_dir, flush=True)
-    print("worker %d test accuracy: %.4f (%.1f s)" % (rank, test_acc[0], time.time() - t0), flush=True)
+    print("worker %d test accuracy: %.4f (%.1f s)" % (rank, test_acc, time.time() - t0), flush=True)
 
 
 def local_job(args, argv):
