@@ -1,9 +1,8 @@
 """Helpers of the fleet tests: free ports, child environments, processes with a time limit."""
 import os
-import subprocess
-import sys
-import time
-from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+
+from child_procs import ChildProcesses
+from fluidist.distributed.launch_utils import find_free_ports as free_ports
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -30,53 +29,10 @@ def child_env(extra=None):
     return env
 
 
-class Procs:
+class Procs(ChildProcesses):
     """Child processes of one test, each logging to <tmp>/<name>.log; leftovers are killed."""
 
-    def __init__(self, tmp_path):
-        self.tmp = str(tmp_path)
-        self.procs = []
+    script_dir = HERE
 
-    def start(self, name, script, args=(), env=None):
-        log = open(os.path.join(self.tmp, name + ".log"), "w")
-        path = script if os.path.isabs(script) else os.path.join(HERE, script)
-        p = subprocess.Popen([sys.executable, "-u", path] + [str(a) for a in args], stdout=log,
-                             stderr=subprocess.STDOUT, env=child_env(env), cwd=self.tmp)
-        self.procs.append((name, p, log))
-        return p
-
-    def log(self, name):
-        with open(os.path.join(self.tmp, name + ".log")) as f:
-            return f.read()
-
-    def wait(self, names=None, timeout=120):
-        deadline = time.monotonic() + timeout
-        codes = {}
-        for name, p, _ in self.procs:
-            if names is not None and name not in names:
-                continue
-            try:
-                codes[name] = p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                codes[name] = None
-        return codes
-
-    def check(self, names=None, timeout=120):
-        codes = self.wait(names, timeout)
-        for name, code in codes.items():
-            assert code == 0, "%s exited with %s (None: still running after %d s):\n%s" % (
-                name, code, timeout, self.log(name)[-6000:])
-        return codes
-
-    def close(self):
-        for _, p, log in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            log.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def child_env(self, extra):
+        return child_env(extra)

@@ -1,0 +1,64 @@
+"""Child processes of one test, each logging to <tmp>/<name>.log, with a time limit; whatever is
+still running at the end is killed. Subclasses say where their scripts live and what env they get."""
+import os
+import subprocess
+import sys
+import time
+
+
+class ChildProcesses:
+    script_dir = os.path.dirname(os.path.abspath(__file__))
+
+    def __init__(self, tmp_path):
+        self.tmp = str(tmp_path)
+        self.procs = []
+
+    def child_env(self, extra):
+        env = dict(os.environ)
+        env.update({k: str(v) for k, v in (extra or {}).items()})
+        return env
+
+    def start(self, name, script, args=(), env=None):
+        log = open(os.path.join(self.tmp, name + ".log"), "w")
+        path = script if os.path.isabs(script) else os.path.join(self.script_dir, script)
+        p = subprocess.Popen([sys.executable, "-u", path] + [str(a) for a in args], stdout=log,
+                             stderr=subprocess.STDOUT, env=self.child_env(env), cwd=self.tmp)
+        self.procs.append((name, p, log))
+        return p
+
+    def log(self, name):
+        with open(os.path.join(self.tmp, name + ".log")) as f:
+            return f.read()
+
+    def wait(self, names=None, timeout=120):
+        """Exit codes by name (None: still running when the time was up)."""
+        deadline = time.monotonic() + timeout
+        codes = {}
+        for name, p, _ in self.procs:
+            if names is not None and name not in names:
+                continue
+            try:
+                codes[name] = p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                codes[name] = None
+        return codes
+
+    def check(self, names=None, timeout=120):
+        codes = self.wait(names, timeout)
+        for name, code in codes.items():
+            assert code == 0, "%s exited with %s (None: still running after %d s):\n%s" % (
+                name, code, timeout, self.log(name)[-6000:])
+        return codes
+
+    def close(self):
+        for _, p, log in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
