@@ -413,13 +413,10 @@ class Executor:
         vals = scope.vals
         if plan.external_names <= vals.keys():
             return
-        for name, op_type in plan.external:
+        for name, _ in plan.external:
             if name not in vals:
                 if scope.parent is not None and scope._owner(name) is not None:
                     continue
-                var = plan.block._find_var_recursive(name)
-                if var is not None and var.is_data:
-                    raise ValueError("feed variable %r is required by op %r but was not fed" % (name, op_type))
                 raise _missing_value_error(plan.block, name,
                                            next(s.op for s in plan.steps if name in s.op.input_arg_names))
 
