@@ -3,6 +3,7 @@
 ``import fluidist as fluid`` gives the names a Paddle fluid 1.x user expects.
 """
 from .framework import unique_name  # noqa: F401
+from . import ops  # noqa: F401  (fills the op registry)
 from .framework.dtypes import VarType  # noqa: F401
 from .framework.program import (Block, Operator, Parameter, Program, Variable,  # noqa: F401
                                 default_main_program, default_startup_program, name_scope, program_guard)

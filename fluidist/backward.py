@@ -6,7 +6,7 @@ The op that last writes a parameter's gradient carries ``op_role_var = [param, g
 """
 from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable
-from .ops import registry
+from .framework import registry
 
 
 def _strip_grad(name):

@@ -1,7 +1,7 @@
 """DataFeeder: a list of samples (tuples, one field per feed variable) -> a feed dict."""
 import numpy as np
 
-from .executor.tensor import create_lod_tensor
+from .core.tensor import create_lod_tensor
 from .framework.program import Variable, default_main_program
 
 

@@ -24,13 +24,13 @@ import zipfile
 
 import numpy as np
 
-from .executor.place import CPUPlace, to_host
-from .executor.scope import global_scope
-from .executor.tensor import SelectedRows
+from .core.place import CPUPlace, to_host
+from .core.scope import global_scope
+from .core.tensor import SelectedRows
 from .framework.dtypes import VarType
 from .framework.graph import ops_needed_for
 from .framework.program import Parameter, Program, Variable, default_main_program
-from .framework.serialization import program_from_dict, program_to_dict
+
 
 __all__ = ["save_vars", "save_params", "save_persistables", "load_vars", "load_params",
            "load_persistables", "save_inference_model", "load_inference_model", "save", "load",
@@ -375,7 +375,7 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
     params_filename = os.path.basename(params_filename) if params_filename else None
     if export_for_deployment:
         infer = _prune_for_inference(program.clone(for_test=True), list(feeded_var_names), targets)
-        d = program_to_dict(infer)
+        d = infer.to_dict()
         d["feed_target_names"] = list(feeded_var_names)
         d["fetch_target_names"] = targets
         text = json.dumps(d)
@@ -409,7 +409,7 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
     if "feed_target_names" not in d or "fetch_target_names" not in d:
         raise ValueError("%s holds a program but no feed/fetch target names: it was not written by "
                          "save_inference_model" % path)
-    program = program_from_dict(d)
+    program = Program.from_dict(d)
     load_persistables(executor, dirname, program,
                       os.path.basename(params_filename) if params_filename else None, scope=scope)
     fetch_targets = [program.global_block().var(n) for n in d["fetch_target_names"]]

@@ -11,7 +11,7 @@ def fresh_names_and_programs():
     """Each test starts with fresh default programs, a fresh global scope and fresh unique names."""
     import fluidist as fluid
     from fluidist.framework import program as prog_mod, unique_name
-    from fluidist.executor import scope as scope_mod
+    from fluidist.core import scope as scope_mod
     old_main = prog_mod.switch_main_program(fluid.Program())
     old_start = prog_mod.switch_startup_program(fluid.Program())
     old_scope = scope_mod._switch_scope(scope_mod.Scope())

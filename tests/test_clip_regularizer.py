@@ -6,7 +6,7 @@ import pytest
 import fluidist as fluid
 from fluidist import clip as C
 from fluidist import regularizer as R
-from fluidist.executor.tensor import SelectedRows
+from fluidist.core.tensor import SelectedRows
 from fluidist.framework.op_role import OpRole
 from op_test import run_op
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from fluidist.executor.tensor import SelectedRows
+from fluidist.core.tensor import SelectedRows
 from fluidist.framework.op_role import OpRole
 from fluidist.ops import registry
 

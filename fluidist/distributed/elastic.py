@@ -90,10 +90,12 @@ def _ip_towards(host, port):
 class ElasticNode:
     """One launcher's part in an elastic job."""
 
-    def __init__(self, args, catcher):
-        from .launch import collective_devices  # launch imports this module lazily
+    def __init__(self, args, catcher, collective_devices, collective_specs):
+        """``collective_devices(args)`` and ``collective_specs(args, cluster, pod, use_gpu, extra_env)``
+        are the launcher's (passed in: the launcher imports this module, not the other way)."""
         self.args = args
         self.catcher = catcher
+        self.collective_specs = collective_specs
         server = args.elastic_server.strip()
         if server.startswith(("http://", "https://")):
             server = server.split("://", 1)[1]
@@ -278,7 +280,6 @@ class ElasticNode:
         return check
 
     def run(self):
-        from .launch import collective_specs
         args = self.args
         self.register()
         restarts, gen = 0, 0
@@ -297,7 +298,7 @@ class ElasticNode:
                                    "trainer rank %d, endpoint %s" % (t.rank, t.endpoint)) for t in pod.trainers])
                 extra = {"FLUIDIST_ELASTIC_GENERATION": str(gen), "PADDLE_ELASTIC_JOB_ID": args.job_id,
                          "PADDLE_TRAINERS": ",".join(p.addr for p in cluster.pods)}
-                specs = collective_specs(args, cluster, pod, self.use_gpu, extra_env=extra)
+                specs = self.collective_specs(args, cluster, pod, self.use_gpu, extra_env=extra)
                 if args.log_dir:
                     os.makedirs(args.log_dir, exist_ok=True)
                     write_endpoints_log(args.log_dir, [("PADDLE_TRAINER_ENDPOINTS", cluster.trainers_endpoints())])
@@ -346,6 +347,6 @@ class ElasticNode:
             self.leave()
 
 
-def run_elastic(args, catcher):
+def run_elastic(args, catcher, collective_devices, collective_specs):
     """Run this node's part of an elastic job; returns the launcher's exit code."""
-    return ElasticNode(args, catcher).run()
+    return ElasticNode(args, catcher, collective_devices, collective_specs).run()

@@ -586,7 +586,7 @@ def run(args, mode=None):
         with SignalCatcher() as catcher:
             if mode == "elastic":
                 from .elastic import run_elastic
-                return run_elastic(args, catcher)
+                return run_elastic(args, catcher, collective_devices, collective_specs)
             if mode == "ps":
                 return run_ps(args, catcher)
             return run_collective(args, catcher)

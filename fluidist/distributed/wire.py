@@ -24,8 +24,8 @@ import json
 
 import numpy as np
 
-from ..executor.place import to_host
-from ..executor.tensor import SelectedRows
+from ..core.place import to_host
+from ..core.tensor import SelectedRows
 
 PROTOCOL_VERSION = 1
 

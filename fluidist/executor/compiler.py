@@ -12,9 +12,10 @@ import numpy as np
 
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import Program
-from .place import CPUPlace, CUDAPlace, cpu_places, cuda_places, to_host
-from .scope import Scope, global_scope
-from .tensor import LoDTensor, SelectedRows
+from .executor import Executor, _as_fetch_names
+from ..core.place import CPUPlace, CUDAPlace, cpu_places, cuda_places, to_host
+from ..core.scope import Scope, global_scope
+from ..core.tensor import LoDTensor, SelectedRows
 
 
 class BuildStrategy:
@@ -89,8 +90,7 @@ class CompiledProgram:
         self._places = list(places) if places is not None else None
         return self
 
-    def _run(self, executor, feed, fetch_list, scope, return_numpy, return_merged):
-        from .executor import _as_fetch_names
+    def _run_on(self, executor, feed, fetch_list, scope, return_numpy, return_merged):
         scope = scope if scope is not None else global_scope()
         if not self._data_parallel:
             return executor.run(self._program, feed=feed, fetch_list=fetch_list, scope=scope,
@@ -145,7 +145,6 @@ def _split_feed(feed, n, names_lod):
 
 class _DataParallelRunner:
     def __init__(self, compiled, executor, scope):
-        from .executor import Executor
         prog = compiled._program
         bs = compiled._build_strategy
         place = executor.place

@@ -9,10 +9,10 @@ import zlib
 import numpy as np
 
 from ..framework.program import Program, Variable, default_main_program
-from ..ops import registry
-from .place import CPUPlace, to_host
-from .scope import global_scope
-from .tensor import LoDTensor, SelectedRows
+from ..framework import registry
+from ..core.place import CPUPlace, to_host
+from ..core.scope import global_scope
+from ..core.tensor import LoDTensor, SelectedRows
 
 # fluidist.profiler sets _kernel_hook(kernel, op) -> kernel while it is on and drops the cached plans
 # of every live executor when it turns on or off; when off, plans hold the plain kernels (no cost).
@@ -109,7 +109,7 @@ class Plan:
                 raise ValueError("block %d op %d: op type %r has no kernel" % (block_idx, i, op.type))
             ins = []
             for slot, names in op.inputs.items():
-                if not names or opdef.extra.get("inputs_are_names"):  # e.g. listen_and_serv's receive vars
+                if not names or opdef.inputs_are_names:  # e.g. listen_and_serv's receive vars
                     continue
                 ins.append((slot, tuple(names), slot in opdef.duplicable))
                 for n in names:
@@ -363,9 +363,9 @@ class Executor:
         if program is None:
             program = default_main_program()
         if not isinstance(program, Program):
-            from .compiler import CompiledProgram
-            if isinstance(program, CompiledProgram):
-                return program._run(self, feed, fetch_list, scope, return_numpy, return_merged)
+            run_compiled = getattr(program, "_run_on", None)   # a CompiledProgram runs itself
+            if run_compiled is not None:
+                return run_compiled(self, feed, fetch_list, scope, return_numpy, return_merged)
             raise TypeError("Executor.run expects a Program or CompiledProgram, got %r" % type(program).__name__)
         if scope is None:
             scope = global_scope()

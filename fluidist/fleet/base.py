@@ -8,7 +8,7 @@ parameter server) is a module with a singleton ``fleet``.
 import sys
 
 from ..executor.executor import Executor
-from ..executor.place import CPUPlace
+from ..core.place import CPUPlace
 from ..optimizer import Optimizer
 from ..role_maker import RoleMakerBase
 

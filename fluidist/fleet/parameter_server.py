@@ -38,7 +38,7 @@ import numpy as np
 from .. import io
 from ..executor.compiler import CompiledProgram
 from ..executor.executor import Executor
-from ..executor.scope import Scope, global_scope
+from ..core.scope import Scope, global_scope
 from ..framework.program import Program, default_startup_program
 from ..optimizer import Optimizer
 from ..role_maker import MPIRoleMaker

@@ -6,12 +6,17 @@ these classes bumps ``Program._version`` so that executors can cache their plans
 """
 import contextlib
 import copy
+import json
 
 import numpy as np
 
-from . import unique_name
+from . import registry, unique_name
+from .defuse import DefUse
+from .graph import lint_program
 from .dtypes import VarType, convert_dtype
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from .serialization import (FORMAT_VERSION, PROGRAM_FIELDS, attr_from_json, attr_to_json, loads,
+                            object_from_json, object_to_json)
 
 GRAD_SUFFIX = "@GRAD"
 RENAME_INFIX = "@RENAME@"
@@ -130,10 +135,6 @@ class Variable:
 
     __repr__ = __str__
 
-    def astype(self, dtype):
-        from .. import layers
-        return layers.cast(self, dtype)
-
 
 class Parameter(Variable):
     """A persistable, trainable Variable of the global block, with its optimisation attributes."""
@@ -156,11 +157,9 @@ class Parameter(Variable):
         self.is_distributed = bool(is_distributed)
 
     def _meta(self):
-        from .serialization import object_to_json
         m = super()._meta()
         m.update({"parameter": True, "trainable": self.trainable, "optimize_attr": self.optimize_attr,
-                  "regularizer": object_to_json(self.regularizer),
-                  "gradient_clip_attr": object_to_json(self.gradient_clip_attr),
+                  "regularizer": self.regularizer, "gradient_clip_attr": self.gradient_clip_attr,
                   "do_model_average": self.do_model_average, "is_distributed": self.is_distributed})
         return m
 
@@ -234,34 +233,33 @@ class Operator:
     def _blocks_attr(self, name):
         return list(self.attrs[name])
 
-    def _rename_input(self, old, new):
-        for names in self.inputs.values():
-            for i, n in enumerate(names):
-                if n == old:
-                    names[i] = new
+    def _edit_names(self, edit):
+        """Change this op's variable names through ``edit()``, keeping its block's def-use index."""
+        index = self.block._defuse if self.block is not None else None
+        if index is not None:
+            index.discard(self)
+        edit()
+        if index is not None:
+            index.add(self)
         self._bump()
+
+    def _rename_input(self, old, new):
+        self._edit_names(lambda: _rename_in(self.inputs, old, new))
 
     def _rename_output(self, old, new):
-        for names in self.outputs.values():
-            for i, n in enumerate(names):
-                if n == old:
-                    names[i] = new
-        self._bump()
+        self._edit_names(lambda: _rename_in(self.outputs, old, new))
 
     def set_input(self, slot, names):
-        self.inputs[slot] = _names(names, "input %r" % slot)
-        self._bump()
+        names = _names(names, "input %r" % slot)
+        self._edit_names(lambda: self.inputs.__setitem__(slot, names))
 
     def set_output(self, slot, names):
-        self.outputs[slot] = _names(names, "output %r" % slot)
-        self._bump()
+        names = _names(names, "output %r" % slot)
+        self._edit_names(lambda: self.outputs.__setitem__(slot, names))
 
     @property
     def idx(self):
-        for i, op in enumerate(self.block.ops):
-            if op is self:
-                return i
-        raise ValueError("op %r is not in its block any more" % self.type)
+        return self.block._index_of(self)
 
     def to_string(self, throw_on_error=False):
         def slots(d):
@@ -283,6 +281,13 @@ class Operator:
     __repr__ = __str__
 
 
+def _rename_in(slots, old, new):
+    for names in slots.values():
+        for i, n in enumerate(names):
+            if n == old:
+                names[i] = new
+
+
 class Block:
     def __init__(self, program, idx, parent_idx=-1):
         self.program = program
@@ -290,7 +295,51 @@ class Block:
         self.parent_idx = parent_idx
         self.forward_block_idx = -1
         self.vars = {}
-        self.ops = []
+        self._ops = []
+        self._defuse = None
+
+    # ---- the op list; assigning a new list drops the def-use index (rebuilt when next asked)
+    @property
+    def ops(self):
+        return self._ops
+
+    @ops.setter
+    def ops(self, ops):
+        self._ops = list(ops)
+        self._defuse = None
+        if self.program is not None:
+            self.program._version += 1
+
+    # ---- def-use
+    def _index(self):
+        if self._defuse is None:
+            self._defuse = DefUse(self._ops)
+        return self._defuse
+
+    def writers_of(self, name):
+        """The ops of this block that write ``name``, in block order."""
+        return self._in_order(self._index().writers.get(name))
+
+    def readers_of(self, name):
+        """The ops of this block that read ``name``, in block order."""
+        return self._in_order(self._index().readers.get(name))
+
+    def last_writer(self, name):
+        """The last op of this block that writes ``name``, or None."""
+        ops = self._index().writers.get(name)
+        if not ops:
+            return None
+        if len(ops) == 1:
+            return next(iter(ops.values()))
+        return max(ops.values(), key=self._index_of)
+
+    def _in_order(self, ops):
+        if not ops:
+            return []
+        ops = list(ops.values())
+        if len(ops) > 1:
+            ops.sort(key=self._index_of)
+        return ops
 
     # ---- variables
     def var(self, name):
@@ -357,34 +406,30 @@ class Block:
             self.program._version += 1
 
     def _rename_var(self, old, new):
-        """Rename a variable and every reference to it in this block's ops."""
+        """Rename a variable and every reference to it in this block's ops, in O(its uses)."""
         if old not in self.vars:
             raise ValueError("variable %r is not in block %d" % (old, self.idx))
+        if new in self.vars and new != old:
+            raise ValueError("cannot rename %r to %r: block %d already has a variable %r"
+                             % (old, new, self.idx, new))
         v = self.vars.pop(old)
         v.name = new
         self.vars[new] = v
-        for op in self.ops:
-            op._rename_input(old, new)
-            op._rename_output(old, new)
+        index = self._index()
+        users = dict(index.readers.get(old, {}))
+        users.update(index.writers.get(old, {}))
+        for op in users.values():
+            op._edit_names(lambda op=op: (_rename_in(op.inputs, old, new), _rename_in(op.outputs, old, new)))
         self.program._version += 1
         return v
 
+    rename_var = _rename_var
+
     def _clone_variable(self, var, force_persistable=True):
         """Copy ``var`` (from any program) into this block, keeping its kind and attributes."""
-        meta = var._meta()
-        meta.pop("name")
-        if isinstance(var, Parameter):
-            v = Parameter(self, name=var.name, shape=var.shape, dtype=var.dtype, type=var.type,
-                          lod_level=var.lod_level, persistable=True if force_persistable else var.persistable,
-                          stop_gradient=var.stop_gradient, trainable=var.trainable,
-                          optimize_attr=var.optimize_attr, regularizer=var.regularizer,
-                          gradient_clip_attr=var.gradient_clip_attr, is_distributed=var.is_distributed)
-        else:
-            v = Variable(self, name=var.name, shape=var.shape, dtype=var.dtype, type=var.type,
-                         lod_level=var.lod_level,
-                         persistable=True if force_persistable else var.persistable,
-                         stop_gradient=var.stop_gradient, is_data=var.is_data,
-                         need_check_feed=var.need_check_feed)
+        v = _copy_var(var, self)
+        if force_persistable:
+            v.persistable = True
         self.vars[v.name] = v
         self.program._version += 1
         return v
@@ -397,14 +442,16 @@ class Block:
 
     # ---- operators
     def _make_op(self, type, inputs, outputs, attrs):
-        from ..ops import registry
         opdef = registry.lookup(type)
         if opdef is None:
             raise ValueError("unknown op type %r: no op of that type is registered" % type)
         attrs = dict(attrs or {})
         prog = self.program
         if OP_ROLE_ATTR not in attrs:
-            attrs[OP_ROLE_ATTR] = prog._current_role
+            role = prog._current_role
+            if role == OpRole.Forward and opdef.role is not None:
+                role = opdef.role   # no role guard active: the op type's own role
+            attrs[OP_ROLE_ATTR] = role
         if OP_ROLE_VAR_ATTR not in attrs:
             attrs[OP_ROLE_VAR_ATTR] = list(prog._op_role_var)
         if prog._name_scope and OP_NAMESCOPE_ATTR not in attrs:
@@ -418,15 +465,20 @@ class Block:
 
     def append_op(self, type, inputs=None, outputs=None, attrs=None, stop_gradient=False):
         op = self._make_op(type, inputs, outputs, attrs)
-        self.ops.append(op)
-        self.program._version += 1
+        self._ops.append(op)
+        self._added(op)
         return op
 
     def _insert_op(self, index, type, inputs=None, outputs=None, attrs=None):
         op = self._make_op(type, inputs, outputs, attrs)
-        self.ops.insert(index, op)
-        self.program._version += 1
+        self._ops.insert(index, op)
+        self._added(op)
         return op
+
+    def _added(self, op):
+        if self._defuse is not None:
+            self._defuse.add(op)
+        self.program._version += 1
 
     def _prepend_op(self, type, inputs=None, outputs=None, attrs=None):
         return self._insert_op(0, type, inputs, outputs, attrs)
@@ -439,22 +491,34 @@ class Block:
         return self._insert_op(self._index_of(anchor), type, inputs, outputs, attrs)
 
     def _index_of(self, op):
-        for i, o in enumerate(self.ops):
-            if o is op:
-                return i
-        raise ValueError("op %r is not in block %d" % (op.type, self.idx))
+        try:
+            return self._ops.index(op)      # by identity: Operator defines no __eq__
+        except ValueError:
+            raise ValueError("op %r is not in block %d" % (op.type, self.idx)) from None
 
     def _remove_op(self, index, end=None):
         if isinstance(index, Operator):
             index = self._index_of(index)
         if end is None:
             end = index + 1
-        del self.ops[index:end]
-        self.program._version += 1
+        gone = self._ops[index:end]
+        del self._ops[index:end]
+        self._removed(gone)
+
+    def remove_op(self, op):
+        """Remove ``op`` (an Operator of this block)."""
+        self._remove_op(self._index_of(op))
 
     def remove_ops(self, ops):
         ids = {id(o) for o in ops}
-        self.ops = [o for o in self.ops if id(o) not in ids]
+        gone = [o for o in self._ops if id(o) in ids]
+        self._ops = [o for o in self._ops if id(o) not in ids]
+        self._removed(gone)
+
+    def _removed(self, ops):
+        if self._defuse is not None:
+            for op in ops:
+                self._defuse.discard(op)
         self.program._version += 1
 
     def _sync_with_cpp(self):
@@ -563,23 +627,82 @@ class Program:
 
     # ---- copies and forms
     def clone(self, for_test=False):
-        from .serialization import program_from_dict, program_to_dict
-        p = program_from_dict(program_to_dict(self))
+        """A deep copy (blocks, variables, ops; attrs that are Blocks point into the copy). With
+        ``for_test``: without backward, optimize and LR-schedule ops, dropout/batch_norm in test mode."""
+        p = Program()
+        p.blocks = []
+        for b in self.blocks:
+            nb = Block(p, b.idx, b.parent_idx)
+            nb.forward_block_idx = b.forward_block_idx
+            p.blocks.append(nb)
+        for b, nb in zip(self.blocks, p.blocks):
+            for name, v in b.vars.items():
+                nb.vars[name] = _copy_var(v, nb)
+            nb._ops = [Operator(nb, op.type, op.inputs, op.outputs, _remap_blocks(op.attrs, p.blocks))
+                       for op in b.ops]
+        p._seed = self._seed
+        for k in PROGRAM_FIELDS:
+            setattr(p, k, copy.copy(getattr(self, k)))
         if for_test:
             _strip_training(p)
+        p._version = 0
+        return p
+
+    def to_dict(self):
+        """The lossless JSON-ready form (``to_json`` -> ``from_json`` -> ``to_json`` is exact)."""
+        blocks = []
+        for b in self.blocks:
+            blocks.append({
+                "idx": b.idx, "parent_idx": b.parent_idx, "forward_block_idx": b.forward_block_idx,
+                "vars": [_var_to_json(v) for v in b.vars.values()],
+                "ops": [{"type": op.type,
+                         "inputs": {k: list(v) for k, v in op.inputs.items()},
+                         "outputs": {k: list(v) for k, v in op.outputs.items()},
+                         "attrs": {k: attr_to_json(v) for k, v in op.attrs.items()}} for op in b.ops],
+            })
+        return {"fluidist_program": FORMAT_VERSION, "random_seed": self.random_seed,
+                "fields": {k: getattr(self, k) for k in PROGRAM_FIELDS}, "blocks": blocks}
+
+    @staticmethod
+    def from_dict(d):
+        if not isinstance(d, dict) or d.get("fluidist_program") != FORMAT_VERSION:
+            raise ValueError("not a fluidist program of format %d: %r"
+                             % (FORMAT_VERSION, d.get("fluidist_program") if isinstance(d, dict) else d))
+        p = Program()
+        p.blocks = []
+        for bd in d["blocks"]:
+            b = Block(p, bd["idx"], bd["parent_idx"])
+            b.forward_block_idx = bd.get("forward_block_idx", -1)
+            p.blocks.append(b)
+        for bd, b in zip(d["blocks"], p.blocks):
+            for vd in bd["vars"]:
+                vd = dict(vd)
+                if vd.pop("parameter", False):
+                    vd["regularizer"] = object_from_json(vd.get("regularizer"))
+                    vd["gradient_clip_attr"] = object_from_json(vd.get("gradient_clip_attr"))
+                    v = Parameter(b, **vd)
+                else:
+                    v = Variable(b, **vd)
+                b.vars[v.name] = v
+            b._ops = [Operator(b, od["type"], od["inputs"], od["outputs"],
+                               {k: attr_from_json(v, p.blocks) for k, v in od["attrs"].items()})
+                      for od in bd["ops"]]
+        p._seed = d.get("random_seed", 0)
+        for k, v in d.get("fields", {}).items():
+            if k in PROGRAM_FIELDS:
+                setattr(p, k, v)
+        p.current_block_idx = 0
+        p._version = 0
         return p
 
     def to_json(self, indent=None):
-        from .serialization import program_to_json
-        return program_to_json(self, indent=indent)
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     @staticmethod
     def from_json(text):
-        from .serialization import program_from_json
-        return program_from_json(text)
+        return Program.from_dict(loads(text))
 
     def lint(self):
-        from .graph import lint_program
         return lint_program(self)
 
     def to_string(self, throw_on_error=False, with_details=False):
@@ -597,13 +720,45 @@ class Program:
         return p
 
 
-_TEST_MODE_OPS = {"dropout", "batch_norm"}
+def _copy_var(v, block):
+    """``v`` (of any program) as a Variable/Parameter of ``block``: same kind and attributes."""
+    meta = v._meta()
+    if meta.pop("parameter", False):
+        nv = Parameter(block, **meta)
+    else:
+        nv = Variable(block, **meta)
+    nv.error_clip = v.error_clip
+    return nv
+
+
+def _var_to_json(v):
+    m = v._meta()
+    if m.get("parameter"):
+        m["regularizer"] = object_to_json(m["regularizer"])
+        m["gradient_clip_attr"] = object_to_json(m["gradient_clip_attr"])
+    return m
+
+
+def _remap_blocks(attrs, blocks):
+    """Attrs with Block values pointing at the same-index blocks of another program."""
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, Block):
+            v = blocks[v.idx]
+        elif isinstance(v, list) and v and isinstance(v[0], Block):
+            v = [blocks[b.idx] for b in v]
+        else:
+            v = copy.deepcopy(v) if isinstance(v, (list, dict)) else v
+        out[k] = v
+    return out
 
 
 def _set_test_mode(program):
+    """Ops with an ``is_test`` attr (dropout, batch_norm, ... as the registry says) run in test mode."""
     for b in program.blocks:
         for op in b.ops:
-            if "is_test" in op.attrs or op.type in _TEST_MODE_OPS:
+            opdef = registry.lookup(op.type)
+            if "is_test" in op.attrs or (opdef is not None and "is_test" in opdef.attrs):
                 op.attrs["is_test"] = True
     program._version += 1
 

@@ -69,6 +69,13 @@ def monkey_patch_variable():
                      ("__ge__", "greater_equal")):
         setattr(Variable, name, _compare(op))
     Variable.__hash__ = object.__hash__
+    Variable.astype = _astype
+
+
+def _astype(self, dtype):
+    """``x.astype("int64")``: a ``cast`` op, as in Paddle."""
+    from .tensor import cast
+    return cast(self, dtype)
 
 
 def _matmul(x, y):

@@ -16,8 +16,8 @@ import warnings
 from ..distributed.collective import registry
 from ..distributed.collective.rendezvous import (CommId, new_comm_id, receive_on_endpoint, send_to_endpoints,
                                                  split_endpoint)
-from ..executor.tensor import SelectedRows
-from .registry import register_op, same_shape
+from ..core.tensor import SelectedRows
+from ..framework.registry import register_op, same_shape
 
 
 def _is_cuda(ctx):

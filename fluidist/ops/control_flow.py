@@ -1,7 +1,7 @@
 """Control-flow ops: comparisons, logical ops and ``conditional_block`` (the op under
 ``layers.Switch``, ``layers.cond`` and ``piecewise_decay``)."""
 from .math import _bcast
-from .registry import _REGISTRY, register_op, same_shape
+from ..framework.registry import register_op
 
 
 def _cmp_infer(ctx):
@@ -71,12 +71,3 @@ def conditional_block(ctx, ins, attrs):
     if _cond_holds(ctx, ins["Cond"], attrs["is_scalar_condition"]):
         ctx.run_block(sub)
     return {}
-
-
-# ``cos`` is needed by ``cosine_decay``; registered here unless a math module already has it
-if "cos" not in _REGISTRY:
-    register_op("cos", inputs=["X"], outputs=["Out"], infer=same_shape(), grad="default",
-                grad_inputs=["X", "Out@GRAD"])(lambda ctx, ins, attrs: {"Out": ctx.xp.cos(ins["X"])})
-    register_op("cos_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])(
-        lambda ctx, ins, attrs: {"X@GRAD": -ins["Out@GRAD"] * ctx.xp.sin(ins["X"])})
-

@@ -7,7 +7,7 @@ transposing in and out.
 """
 import numpy as np
 
-from .registry import register_op
+from ..framework.registry import register_grad, register_op
 
 
 # ------------------------------------------------------------------ shared helpers
@@ -213,9 +213,9 @@ def _conv2d_grad_kernel(ctx, ins, attrs):
 
 for _type in ("conv2d", "depthwise_conv2d"):
     register_op(_type, inputs=["Input", "Filter", "Bias?"], outputs=["Output"], attrs=_CONV_ATTRS,
-                infer=_conv_infer, grad="default", grad_inputs=["Input", "Filter", "Output@GRAD"])(_conv2d_kernel)
-    register_op(_type + "_grad", inputs=["Input", "Filter", "Output@GRAD"],
-                outputs=["Input@GRAD?", "Filter@GRAD?", "Bias@GRAD?"], attrs=_CONV_ATTRS)(_conv2d_grad_kernel)
+                infer=_conv_infer)(_conv2d_kernel)
+    register_grad(_type, inputs=["Input", "Filter", "Output@GRAD"],
+                  outputs=["Input@GRAD?", "Filter@GRAD?", "Bias@GRAD?"])(_conv2d_grad_kernel)
 
 
 # ------------------------------------------------------------------ pool2d
@@ -373,10 +373,8 @@ def _pool2d_grad_kernel(ctx, ins, attrs):
     return {"X@GRAD": _from_nchw(dx, last, xp)}
 
 
-register_op("pool2d", inputs=["X"], outputs=["Out"], attrs=_POOL_ATTRS, infer=_pool_infer, grad="default",
-            grad_inputs=["X", "Out", "Out@GRAD"])(_pool2d_kernel)
-register_op("pool2d_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_POOL_ATTRS)(
-    _pool2d_grad_kernel)
+register_op("pool2d", inputs=["X"], outputs=["Out"], attrs=_POOL_ATTRS, infer=_pool_infer)(_pool2d_kernel)
+register_grad("pool2d", inputs=["X", "Out", "Out@GRAD"])(_pool2d_grad_kernel)
 
 
 # ------------------------------------------------------------------ batch_norm
@@ -415,8 +413,7 @@ def _bn_uses_running_stats(attrs):
 
 @register_op("batch_norm", inputs=["X", "Scale", "Bias", "Mean", "Variance"],
              outputs=["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"], attrs=_BN_ATTRS,
-             infer=_bn_infer, grad="default", no_grad=("Mean", "Variance"),
-             grad_inputs=["X", "Scale", "Bias", "Y", "SavedMean", "SavedVariance", "Y@GRAD"])
+             infer=_bn_infer, no_grad=("Mean", "Variance"))
 def batch_norm(ctx, ins, attrs):
     """Training: normalise with the batch statistics and update the running ones
     (``MeanOut = momentum * Mean + (1 - momentum) * batch_mean``, biased batch variance).
@@ -446,8 +443,7 @@ def batch_norm(ctx, ins, attrs):
             "SavedVariance": inv_std.astype(run_var.dtype, copy=False)}
 
 
-@register_op("batch_norm_grad", inputs=["X", "Scale", "Bias", "Y", "SavedMean", "SavedVariance", "Y@GRAD"],
-             outputs=["X@GRAD?", "Scale@GRAD?", "Bias@GRAD?"], attrs=_BN_ATTRS)
+@register_grad("batch_norm", inputs=["X", "Scale", "Bias", "Y", "SavedMean", "SavedVariance", "Y@GRAD"])
 def batch_norm_grad(ctx, ins, attrs):
     x, scale, dy = ins["X"], ins["Scale"], ins["Y@GRAD"]
     axes, ch = _bn_axes(x.ndim, attrs)
@@ -495,8 +491,7 @@ def _dropout_infer(ctx):
     ctx.set_output("Mask", xs, "uint8")
 
 
-@register_op("dropout", inputs=["X"], outputs=["Out", "Mask?"], attrs=_DROPOUT_ATTRS, infer=_dropout_infer,
-             grad="default", grad_inputs=["Mask", "Out@GRAD"], share_lod=("X", "Out"))
+@register_op("dropout", inputs=["X"], outputs=["Out", "Mask?"], attrs=_DROPOUT_ATTRS, infer=_dropout_infer, share_lod=("X", "Out"))
 def dropout(ctx, ins, attrs):
     """Training: Mask is 1 with probability 1 - p (uint8); Out = X * Mask, divided by 1 - p for
     ``upscale_in_train``. Test: Out = X * (1 - p) (``downgrade_in_infer``) or X, and no Mask.
@@ -517,7 +512,7 @@ def dropout(ctx, ins, attrs):
     return {"Out": out.astype(x.dtype, copy=False), "Mask": mask}
 
 
-@register_op("dropout_grad", inputs=["Mask", "Out@GRAD"], outputs=["X@GRAD"], attrs=_DROPOUT_ATTRS)
+@register_grad("dropout", inputs=["Mask", "Out@GRAD"])
 def dropout_grad(ctx, ins, attrs):
     if attrs.get("is_test"):
         raise ValueError("dropout_grad cannot run with is_test=True: in test mode dropout has no Mask")

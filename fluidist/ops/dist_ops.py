@@ -2,8 +2,9 @@
 that go to each pserver, splitting ids over pservers and merging prefetched rows back."""
 import numpy as np
 
-from ..executor.tensor import SelectedRows
-from .registry import register_op
+from ..core.tensor import SelectedRows
+from ..framework.op_role import OpRole
+from ..framework.registry import register_op
 
 
 def _split_byref_infer(ctx):
@@ -16,7 +17,7 @@ def _split_byref_infer(ctx):
 
 
 @register_op("split_byref", inputs=["X"], outputs=["Out*"], attrs={"sections": [], "num": 0, "axis": 0},
-             infer=_split_byref_infer)
+             infer=_split_byref_infer, role=OpRole.Dist)
 def split_byref(ctx, ins, attrs):
     """Rows of X cut into ``sections`` (views, no copy: the blocks are only read by ``send``)."""
     x = ins["X"]
@@ -31,7 +32,8 @@ def split_byref(ctx, ins, attrs):
     return {"Out": out}
 
 
-@register_op("split_selected_rows", inputs=["X"], outputs=["Out*"], attrs={"height_sections": []})
+@register_op("split_selected_rows", inputs=["X"], outputs=["Out*"], attrs={"height_sections": []},
+             role=OpRole.Dist)
 def split_selected_rows(ctx, ins, attrs):
     """A row-sparse gradient split by row ranges; each part's rows are relative to its range."""
     x = ins["X"]

@@ -5,9 +5,9 @@ import os
 
 import numpy as np
 
-from ..executor.place import to_host
-from ..executor.tensor import SelectedRows
-from .registry import register_op
+from ..core.place import to_host
+from ..core.tensor import SelectedRows
+from ..framework.registry import register_op
 
 CHECKPOINT_PATH_VAR = "kLookupTablePath"
 

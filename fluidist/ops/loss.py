@@ -3,7 +3,7 @@
 and ``log_loss``. Labels never get a gradient."""
 import numpy as np
 
-from .registry import register_op
+from ..framework.registry import register_grad, register_op
 
 _LOSS_CLAMP = 1e20  # Paddle's TolerableValue: -log(0) is reported as 1e20, not inf
 
@@ -52,8 +52,7 @@ def _rows_infer(in_slot, out_slot):
 _CE_ATTRS = {"soft_label": False, "ignore_index": -100}
 
 
-@register_op("cross_entropy", inputs=["X", "Label"], outputs=["Y"], attrs=_CE_ATTRS, infer=_rows_infer("X", "Y"),
-             grad="default", grad_inputs=["X", "Label", "Y@GRAD"], no_grad=("Label",), share_lod=("X", "Y"))
+@register_op("cross_entropy", inputs=["X", "Label"], outputs=["Y"], attrs=_CE_ATTRS, infer=_rows_infer("X", "Y"), no_grad=("Label",), share_lod=("X", "Y"))
 def cross_entropy(ctx, ins, attrs):
     """``Y = -log(X[label])`` per row (0 for ``ignore_index``), or ``-sum(Label * log(X))`` for soft labels;
     X holds probabilities."""
@@ -72,7 +71,7 @@ def cross_entropy(ctx, ins, attrs):
     return {"Y": y.astype(x.dtype, copy=False).reshape(tuple(x.shape[:-1]) + (1,))}
 
 
-@register_op("cross_entropy_grad", inputs=["X", "Label", "Y@GRAD"], outputs=["X@GRAD"], attrs=_CE_ATTRS)
+@register_grad("cross_entropy", inputs=["X", "Label", "Y@GRAD"])
 def cross_entropy_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, label, dy = ins["X"], ins["Label"], ins["Y@GRAD"]
@@ -125,8 +124,7 @@ def cross_entropy2(ctx, ins, attrs):
     return {"Y": y.reshape(rows), "MatchX": match.reshape(rows), "XShape": np.array(x.shape, dtype=np.int64)}
 
 
-@register_op("cross_entropy_grad2", inputs=["Label", "MatchX", "XShape", "Y@GRAD"], outputs=["X@GRAD"],
-             attrs={"ignore_index": -100})
+@register_grad("cross_entropy2", type="cross_entropy_grad2", inputs=["Label", "MatchX", "XShape", "Y@GRAD"])
 def cross_entropy_grad2(ctx, ins, attrs):
     xp = ctx.xp
     label, match, dy = ins["Label"], ins["MatchX"], ins["Y@GRAD"]
@@ -157,7 +155,7 @@ def _swce_infer(ctx):
 
 
 @register_op("softmax_with_cross_entropy", inputs=["Logits", "Label"], outputs=["Softmax", "Loss"],
-             attrs=_SWCE_ATTRS, infer=_swce_infer, grad="default", grad_inputs=["Label", "Softmax", "Loss@GRAD"],
+             attrs=_SWCE_ATTRS, infer=_swce_infer,
              no_grad=("Label",), share_lod=("Logits", "Loss"))
 def softmax_with_cross_entropy(ctx, ins, attrs):
     """Softmax over ``axis`` and the cross entropy against Label, computed as ``logsumexp(z) - z[label]``
@@ -186,8 +184,7 @@ def softmax_with_cross_entropy(ctx, ins, attrs):
             "Loss": xp.moveaxis(loss, -1, axis).astype(logits.dtype, copy=False)}
 
 
-@register_op("softmax_with_cross_entropy_grad", inputs=["Label", "Softmax", "Loss@GRAD"], outputs=["Logits@GRAD"],
-             attrs=_SWCE_ATTRS)
+@register_grad("softmax_with_cross_entropy", inputs=["Label", "Softmax", "Loss@GRAD"])
 def softmax_with_cross_entropy_grad(ctx, ins, attrs):
     """``dLogits = (Softmax - onehot(label)) * dLoss``; 0 on rows whose label is ``ignore_index``."""
     xp = ctx.xp
@@ -228,7 +225,7 @@ def _check_same(ctx, x, label):
 
 
 @register_op("sigmoid_cross_entropy_with_logits", inputs=["X", "Label"], outputs=["Out"], attrs=_SCE_ATTRS,
-             infer=lambda c: c.share("Out", "X"), grad="default", grad_inputs=["X", "Label", "Out@GRAD"],
+             infer=lambda c: c.share("Out", "X"),
              no_grad=("Label",), share_lod=("X", "Out"))
 def sigmoid_cross_entropy_with_logits(ctx, ins, attrs):
     """Elementwise ``max(x, 0) - x * label + log(1 + exp(-|x|))``; 0 where label is ``ignore_index``."""
@@ -240,8 +237,7 @@ def sigmoid_cross_entropy_with_logits(ctx, ins, attrs):
     return {"Out": out.astype(x.dtype, copy=False)}
 
 
-@register_op("sigmoid_cross_entropy_with_logits_grad", inputs=["X", "Label", "Out@GRAD"], outputs=["X@GRAD"],
-             attrs=_SCE_ATTRS)
+@register_grad("sigmoid_cross_entropy_with_logits", inputs=["X", "Label", "Out@GRAD"])
 def sigmoid_cross_entropy_with_logits_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, label, d = ins["X"], ins["Label"], ins["Out@GRAD"]
@@ -252,8 +248,7 @@ def sigmoid_cross_entropy_with_logits_grad(ctx, ins, attrs):
 
 # ------------------------------------------------------------------ log_loss
 @register_op("log_loss", inputs=["Predicted", "Labels"], outputs=["Loss"], attrs={"epsilon": 1e-4},
-             infer=lambda c: c.share("Loss", "Predicted"), grad="default",
-             grad_inputs=["Predicted", "Labels", "Loss@GRAD"], no_grad=("Labels",))
+             infer=lambda c: c.share("Loss", "Predicted"), no_grad=("Labels",))
 def log_loss(ctx, ins, attrs):
     """``-label * log(p + eps) - (1 - label) * log(1 - p + eps)`` elementwise."""
     xp = ctx.xp
@@ -265,8 +260,7 @@ def log_loss(ctx, ins, attrs):
     return {"Loss": (-y * xp.log(p + eps) - (1 - y) * xp.log(1 - p + eps)).astype(p.dtype, copy=False)}
 
 
-@register_op("log_loss_grad", inputs=["Predicted", "Labels", "Loss@GRAD"], outputs=["Predicted@GRAD"],
-             attrs={"epsilon": 1e-4})
+@register_grad("log_loss", inputs=["Predicted", "Labels", "Loss@GRAD"])
 def log_loss_grad(ctx, ins, attrs):
     p, y, d = ins["Predicted"], ins["Labels"], ins["Loss@GRAD"]
     eps = attrs["epsilon"]

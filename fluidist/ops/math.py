@@ -2,8 +2,8 @@
 reductions and activations, each with its gradient."""
 import numpy as np
 
-from .registry import register_op, same_shape
-from ..executor.tensor import SelectedRows
+from ..framework.registry import register_grad, register_op, same_shape
+from ..core.tensor import SelectedRows
 
 
 # ------------------------------------------------------------------ broadcasting helpers
@@ -66,7 +66,7 @@ def _rows_times_scalar(ctx, ins):
 
 def _ew(type, fwd, grad_fn, grad_inputs=("X", "Y", "Out@GRAD")):
     register_op(type, inputs=["X", "Y"], outputs=["Out"], attrs=_EW_ATTRS, infer=_elementwise_infer,
-                grad="default", grad_inputs=list(grad_inputs), share_lod=("X", "Out"))(
+                share_lod=("X", "Out"), keeps_rows=type == "elementwise_mul")(
         lambda ctx, ins, attrs: {"Out": _rows_times_scalar(ctx, ins) if isinstance(ins["X"], SelectedRows)
                                  else fwd(ctx.xp, ins["X"], _bcast(ins["X"], ins["Y"], attrs["axis"]))})
 
@@ -82,8 +82,7 @@ def _ew(type, fwd, grad_fn, grad_inputs=("X", "Y", "Out@GRAD")):
             res["Y@GRAD"] = _reduce_grad(dy, y.shape, vs)
         return res
 
-    register_op(type + "_grad", inputs=list(grad_inputs), outputs=["X@GRAD?", "Y@GRAD?"],
-                attrs=_EW_ATTRS)(grad_kernel)
+    register_grad(type, inputs=list(grad_inputs))(grad_kernel)
 
 
 _ew("elementwise_add", lambda xp, x, y: x + y, lambda xp, x, y, d, o: (d, d))
@@ -132,7 +131,7 @@ def _mul_infer(ctx):
 
 
 @register_op("mul", inputs=["X", "Y"], outputs=["Out"], attrs={"x_num_col_dims": 1, "y_num_col_dims": 1},
-             infer=_mul_infer, grad="default", grad_inputs=["X", "Y", "Out@GRAD"], share_lod=("X", "Out"))
+             infer=_mul_infer, share_lod=("X", "Out"))
 def mul(ctx, ins, attrs):
     x, y = ins["X"], ins["Y"]
     xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
@@ -142,8 +141,7 @@ def mul(ctx, ins, attrs):
     return {"Out": out.reshape(tuple(x.shape[:xn]) + tuple(y.shape[yn:]))}
 
 
-@register_op("mul_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
-             attrs={"x_num_col_dims": 1, "y_num_col_dims": 1})
+@register_grad("mul", inputs=["X", "Y", "Out@GRAD"])
 def mul_grad(ctx, ins, attrs):
     x, y, d = ins["X"], ins["Y"], ins["Out@GRAD"]
     xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
@@ -187,7 +185,7 @@ def _t(a):
 
 @register_op("matmul", inputs=["X", "Y"], outputs=["Out"],
              attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0},
-             infer=_matmul_infer, grad="default", grad_inputs=["X", "Y", "Out@GRAD"])
+             infer=_matmul_infer)
 def matmul(ctx, ins, attrs):
     x, y = ins["X"], ins["Y"]
     if attrs["transpose_X"] and x.ndim > 1:
@@ -200,8 +198,7 @@ def matmul(ctx, ins, attrs):
     return {"Out": out}
 
 
-@register_op("matmul_grad", inputs=["X", "Y", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
-             attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
+@register_grad("matmul", inputs=["X", "Y", "Out@GRAD"])
 def matmul_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, y, d = ins["X"], ins["Y"], ins["Out@GRAD"]
@@ -242,7 +239,7 @@ def _is_fed(ctx, name):
 
 
 @register_op("scale", inputs=["X"], outputs=["Out"], attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
-             infer=same_shape(), grad=_scale_grad_maker, share_lod=("X", "Out"))
+             infer=same_shape(), grad=_scale_grad_maker, share_lod=("X", "Out"), keeps_rows=True)
 def scale(ctx, ins, attrs):
     x = ins["X"]
     s, b = attrs["scale"], attrs["bias"]
@@ -265,8 +262,7 @@ def scale(ctx, ins, attrs):
     return {"Out": out.astype(x.dtype, copy=False)}
 
 
-@register_op("mean", inputs=["X"], outputs=["Out"], infer=lambda c: c.set_output("Out", (1,), c.input_dtype("X")),
-             grad="default", grad_inputs=["X", "Out@GRAD"])
+@register_op("mean", inputs=["X"], outputs=["Out"], infer=lambda c: c.set_output("Out", (1,), c.input_dtype("X")))
 def mean(ctx, ins, attrs):
     x = ins["X"]
     # sum / size rather than ndarray.mean, whose Python-level wrapper costs more than the arithmetic
@@ -274,7 +270,7 @@ def mean(ctx, ins, attrs):
     return {"Out": (x.sum() / max(x.size, 1)).reshape(1).astype(x.dtype, copy=False)}
 
 
-@register_op("mean_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"])
+@register_grad("mean", inputs=["X", "Out@GRAD"])
 def mean_grad(ctx, ins, attrs):
     x, d = ins["X"], ins["Out@GRAD"]
     out = ctx.xp.empty(x.shape, dtype=x.dtype)
@@ -308,8 +304,7 @@ _RED_ATTRS = {"dim": [0], "keep_dim": False, "reduce_all": False}
 
 
 def _reduce(type, fwd, bwd):
-    register_op(type, inputs=["X"], outputs=["Out"], attrs=_RED_ATTRS, infer=_reduce_infer, grad="default",
-                grad_inputs=["X", "Out", "Out@GRAD"])(
+    register_op(type, inputs=["X"], outputs=["Out"], attrs=_RED_ATTRS, infer=_reduce_infer)(
         lambda ctx, ins, attrs: {"Out": _reduce_out(fwd(ctx.xp, ins["X"], _reduce_axes(attrs, ins["X"].ndim),
                                                         attrs["keep_dim"]), attrs)})
 
@@ -319,7 +314,7 @@ def _reduce(type, fwd, bwd):
         keep = [1 if i in axes else s for i, s in enumerate(x.shape)]
         return {"X@GRAD": bwd(ctx.xp, x, out.reshape(keep), d.reshape(keep), axes).astype(x.dtype, copy=False)}
 
-    register_op(type + "_grad", inputs=["X", "Out", "Out@GRAD"], outputs=["X@GRAD"], attrs=_RED_ATTRS)(grad)
+    register_grad(type, inputs=["X", "Out", "Out@GRAD"])(grad)
 
 
 def _reduce_out(v, attrs):
@@ -348,10 +343,9 @@ _reduce("reduce_prod", lambda xp, x, a, k: x.prod(axis=a, keepdims=k),
 def _act(type, fwd, bwd, uses="Out", attrs=None):
     """Activation ``type``: Out = fwd(X); dX = bwd(X or Out, dOut) (``uses`` says which)."""
     attrs = attrs or {}
-    register_op(type, inputs=["X"], outputs=["Out"], attrs=attrs, infer=same_shape(), grad="default",
-                grad_inputs=[uses, "Out@GRAD"], share_lod=("X", "Out"))(
+    register_op(type, inputs=["X"], outputs=["Out"], attrs=attrs, infer=same_shape(), share_lod=("X", "Out"))(
         lambda ctx, ins, a: {"Out": fwd(ctx.xp, ins["X"], a)})
-    register_op(type + "_grad", inputs=[uses, "Out@GRAD"], outputs=["X@GRAD"], attrs=attrs)(
+    register_grad(type, inputs=[uses, "Out@GRAD"])(
         lambda ctx, ins, a: {"X@GRAD": bwd(ctx.xp, ins[uses], ins["Out@GRAD"], a)})
 
 
@@ -408,24 +402,24 @@ def _gelu_grad(xp, x, d, a):
 
 
 _act("gelu", _gelu, _gelu_grad, uses="X")
+_act("cos", lambda xp, x, a: xp.cos(x), lambda xp, x, d, a: -d * xp.sin(x), uses="X")
 
 
-@register_op("softmax", inputs=["X"], outputs=["Out"], attrs={"axis": -1}, infer=same_shape(),
-             grad="default", grad_inputs=["Out", "Out@GRAD"])
+@register_op("softmax", inputs=["X"], outputs=["Out"], attrs={"axis": -1}, infer=same_shape())
 def softmax(ctx, ins, attrs):
     x = ins["X"]
     e = ctx.xp.exp(x - x.max(axis=attrs["axis"], keepdims=True))
     return {"Out": e / e.sum(axis=attrs["axis"], keepdims=True)}
 
 
-@register_op("softmax_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"], attrs={"axis": -1})
+@register_grad("softmax", inputs=["Out", "Out@GRAD"])
 def softmax_grad(ctx, ins, attrs):
     o, d = ins["Out"], ins["Out@GRAD"]
     return {"X@GRAD": o * (d - (d * o).sum(axis=attrs["axis"], keepdims=True))}
 
 
 @register_op("clip", inputs=["X"], outputs=["Out"], attrs={"min": -1.0, "max": 1.0}, infer=same_shape(),
-             grad="default", grad_inputs=["X", "Out@GRAD"])
+             keeps_rows=True)
 def clip(ctx, ins, attrs):
     x = ins["X"]
     if isinstance(x, SelectedRows):  # a sparse gradient: clip its merged rows, stay row-sparse
@@ -434,19 +428,18 @@ def clip(ctx, ins, attrs):
     return {"Out": ctx.xp.clip(x, attrs["min"], attrs["max"])}
 
 
-@register_op("clip_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs={"min": -1.0, "max": 1.0})
+@register_grad("clip", inputs=["X", "Out@GRAD"])
 def clip_grad(ctx, ins, attrs):
     x = ins["X"]
     return {"X@GRAD": ins["Out@GRAD"] * ((x > attrs["min"]) & (x < attrs["max"]))}
 
 
-@register_op("pow", inputs=["X"], outputs=["Out"], attrs={"factor": 1.0}, infer=same_shape(), grad="default",
-             grad_inputs=["X", "Out@GRAD"])
+@register_op("pow", inputs=["X"], outputs=["Out"], attrs={"factor": 1.0}, infer=same_shape())
 def pow_(ctx, ins, attrs):
     return {"Out": ctx.xp.power(ins["X"], attrs["factor"]).astype(ins["X"].dtype, copy=False)}
 
 
-@register_op("pow_grad", inputs=["X", "Out@GRAD"], outputs=["X@GRAD"], attrs={"factor": 1.0})
+@register_grad("pow", inputs=["X", "Out@GRAD"])
 def pow_grad(ctx, ins, attrs):
     x, f = ins["X"], attrs["factor"]
     return {"X@GRAD": ins["Out@GRAD"] * f * ctx.xp.power(x, f - 1)}

@@ -2,7 +2,7 @@
 ``arg_min``."""
 import numpy as np
 
-from .registry import register_op
+from ..framework.registry import register_grad, register_op
 
 
 # ------------------------------------------------------------------ top_k
@@ -24,8 +24,7 @@ def _rows(xp, n):
     return xp.arange(n)[:, None]
 
 
-@register_op("top_k", inputs=["X", "K?"], outputs=["Out", "Indices"], attrs={"k": 1}, infer=_top_k_infer,
-             grad="default", grad_inputs=["X", "Indices", "Out@GRAD"], no_grad=("K",), share_lod=("X", "Out"))
+@register_op("top_k", inputs=["X", "K?"], outputs=["Out", "Indices"], attrs={"k": 1}, infer=_top_k_infer, no_grad=("K",), share_lod=("X", "Out"))
 def top_k(ctx, ins, attrs):
     """The ``k`` largest values along the last axis, largest first (ties: the lower index first)."""
     xp = ctx.xp
@@ -43,7 +42,7 @@ def top_k(ctx, ins, attrs):
     return {"Out": out.reshape(shape), "Indices": idx.astype(np.int64).reshape(shape)}
 
 
-@register_op("top_k_grad", inputs=["X", "Indices", "Out@GRAD"], outputs=["X@GRAD"], attrs={"k": 1})
+@register_grad("top_k", inputs=["X", "Indices", "Out@GRAD"])
 def top_k_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, idx, d = ins["X"], ins["Indices"], ins["Out@GRAD"]

@@ -2,8 +2,8 @@
 gradients, and ``sequence_pool`` over the last LoD level of its input."""
 import numpy as np
 
-from .registry import register_op
-from ..executor.tensor import SelectedRows, scatter_add
+from ..framework.registry import register_grad, register_op
+from ..core.tensor import SelectedRows, scatter_add
 
 
 # ------------------------------------------------------------------ lookup_table
@@ -103,10 +103,8 @@ def _lookup_grad_kernel(ctx, ins, attrs):
 
 for _type, _v2 in (("lookup_table", False), ("lookup_table_v2", True)):
     register_op(_type, inputs=["W", "Ids"], outputs=["Out"], attrs=_LOOKUP_ATTRS, infer=_lookup_infer(_v2),
-                grad="default", grad_inputs=["W", "Ids", "Out@GRAD"], no_grad=("Ids",),
-                share_lod=("Ids", "Out"))(_lookup_kernel(_v2))
-    register_op(_type + "_grad", inputs=["W", "Ids", "Out@GRAD"], outputs=["W@GRAD"], attrs=_LOOKUP_ATTRS,
-                infer=_lookup_grad_infer)(_lookup_grad_kernel)
+                no_grad=("Ids",), share_lod=("Ids", "Out"), table_lookup=True)(_lookup_kernel(_v2))
+    register_grad(_type, inputs=["W", "Ids", "Out@GRAD"], infer=_lookup_grad_infer)(_lookup_grad_kernel)
 
 
 # ------------------------------------------------------------------ sequence_pool
@@ -207,8 +205,7 @@ def sequence_pool(ctx, ins, attrs):
     return res
 
 
-@register_op("sequence_pool_grad", inputs=["X", "MaxIndex?", "Out@GRAD"], outputs=["X@GRAD"],
-             attrs=_SEQ_POOL_ATTRS, needs_lod=True)
+@register_grad("sequence_pool", inputs=["X", "MaxIndex?", "Out@GRAD"], needs_lod=True)
 def sequence_pool_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, d = ins["X"], ins["Out@GRAD"]

@@ -23,8 +23,9 @@ wrapped by one kernel maker that handles the two gradient kinds:
 """
 import numpy as np
 
-from .registry import no_infer, register_op
-from ..executor.tensor import SelectedRows
+from ..framework.op_role import OpRole
+from ..framework.registry import UpdateRule, no_infer, register_op
+from ..core.tensor import SelectedRows
 
 
 def _lr(ctx, ins, dtype):
@@ -61,7 +62,7 @@ def _densify(ctx, g, p):
     return out
 
 
-def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc):
+def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whole_param=False):
     """Register ``type`` with inputs Param, Grad, LearningRate, the accumulator and scalar slots,
     and outputs ``<slot>Out`` for Param and every accumulator (names from ``accumulators``:
     {input slot: output slot})."""
@@ -97,7 +98,10 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc):
         return _outs(out_slots, p, accs)
 
     kernel.__doc__ = doc
-    register_op(type, inputs=inputs, outputs=list(out_slots.values()), attrs=attrs, infer=no_infer)(kernel)
+    register_op(type, inputs=inputs, outputs=list(out_slots.values()), attrs=attrs, infer=no_infer,
+                role=OpRole.Optimize,
+                update=UpdateRule(param_like=tuple(accumulators), outputs=tuple(accumulators.values()),
+                                  scalars=tuple(scalars), whole_param=whole_param))(kernel)
 
 
 def _outs(out_slots, p, accs):
@@ -205,7 +209,8 @@ def _lamb(xp, p, g, accs, sc, lr, a):
     return {"Param": p - lr * trust * r, "Moment1": m1, "Moment2": m2}
 
 
-@register_op("sgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"], infer=no_infer)
+@register_op("sgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"], infer=no_infer,
+             role=OpRole.Optimize, update=UpdateRule())
 def sgd(ctx, ins, attrs):
     """ParamOut = Param - lr * Grad (in place; a row-sparse Grad touches only its rows). Written out
     rather than through ``_optimizer_op``: it is the hot path of the benchmarks."""
@@ -227,7 +232,7 @@ _optimizer_op("momentum", {"Velocity": "VelocityOut"}, (), _momentum, _never,
               "v = mu * v + g; p -= lr * v, or with Nesterov p -= lr * (g + mu * v).")
 _optimizer_op("lars_momentum", {"Velocity": "VelocityOut"}, (), _lars_momentum, _never,
               {"mu": 0.0, "lars_coeff": 0.001, "lars_weight_decay": 0.0005},
-              "Momentum with the layer-wise rate lr * coeff * |p| / (|g| + wd * |p|).")
+              "Momentum with the layer-wise rate lr * coeff * |p| / (|g| + wd * |p|).", whole_param=True)
 _optimizer_op("adam", {"Moment1": "Moment1Out", "Moment2": "Moment2Out"}, ("Beta1Pow", "Beta2Pow"), _adam,
               lambda a: bool(a["lazy_mode"]),
               {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lazy_mode": False,
@@ -251,7 +256,7 @@ _optimizer_op("ftrl", {"SquaredAccumulator": "SquaredAccumOut", "LinearAccumulat
               "FTRL-proximal (McMahan et al.), Paddle's form.")
 _optimizer_op("lamb", {"Moment1": "Moment1Out", "Moment2": "Moment2Out"}, ("Beta1Pow", "Beta2Pow"), _lamb,
               _never, {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-6, "weight_decay": 0.01},
-              "LAMB: r = m1_hat / (sqrt(m2_hat) + eps) + wd p; p -= lr * (|p| / |r|) * r.")
+              "LAMB: r = m1_hat / (sqrt(m2_hat) + eps) + wd p; p -= lr * (|p| / |r|) * r.", whole_param=True)
 
 
 # ------------------------------------------------------------------ norms for gradient clipping
@@ -264,7 +269,7 @@ def _values(ctx, x):
 
 
 @register_op("squared_l2_norm", inputs=["X"], outputs=["Out"],
-             infer=lambda c: c.set_output("Out", (1,), c.input_dtype("X")))
+             infer=lambda c: c.set_output("Out", (1,), c.input_dtype("X")), whole_tensor=True)
 def squared_l2_norm(ctx, ins, attrs):
     """Out = sum(X^2), shape [1]."""
     v = _values(ctx, ins["X"])
@@ -272,7 +277,7 @@ def squared_l2_norm(ctx, ins, attrs):
 
 
 @register_op("clip_by_norm", inputs=["X"], outputs=["Out"], attrs={"max_norm": 1.0},
-             infer=lambda c: c.share("Out", "X"))
+             infer=lambda c: c.share("Out", "X"), whole_tensor=True, keeps_rows=True)
 def clip_by_norm(ctx, ins, attrs):
     """Out = X * max_norm / max(|X|_2, max_norm); a SelectedRows X is merged and stays row-sparse."""
     x = ins["X"]

@@ -34,9 +34,10 @@ import weakref
 import numpy as np
 
 from ..distributed import rpc
-from ..executor.place import to_host
-from ..executor.tensor import SelectedRows
-from .registry import register_op
+from ..core.place import to_host
+from ..core.tensor import SelectedRows
+from ..framework.op_role import OpRole
+from ..framework.registry import register_op
 
 SYNC, ASYNC, HALF_ASYNC, GEO = 0, 1, 2, 3
 LOOKUP_TABLE_PATH = "kLookupTablePath"
@@ -122,7 +123,7 @@ def _dummies(ctx, slot="Out"):
     return {slot: [_CTRL] * len(names)} if names else None
 
 
-@register_op("send", inputs=["X*"], outputs=["Out*?"], side_effect=True,
+@register_op("send", inputs=["X*"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"epmap": [], "sections": [], "send_varnames": [], "trainer_id": 0, "merge_add": False,
                     "use_send_handler": True, "sync_mode": True})
 def send(ctx, ins, attrs):
@@ -165,7 +166,7 @@ def send(ctx, ins, attrs):
     return _dummies(ctx)
 
 
-@register_op("send_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True,
+@register_op("send_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"endpoints": [], "trainer_id": 0, "half_async": False})
 def send_barrier(ctx, ins, attrs):
     """Tell each pserver that this trainer has sent all it sends in this step."""
@@ -180,7 +181,7 @@ def send_barrier(ctx, ins, attrs):
     return _dummies(ctx)
 
 
-@register_op("recv", inputs=["X*?"], outputs=["Out*"], side_effect=True,
+@register_op("recv", inputs=["X*?"], outputs=["Out*"], side_effect=True, role=OpRole.RPC,
              attrs={"epmap": [], "recv_varnames": [], "trainer_id": 0, "with_barrier": True, "sync_mode": True})
 def recv(ctx, ins, attrs):
     """Get Out[i] (named recv_varnames[i] on the pserver, if given) from epmap[i]. With one Out and
@@ -219,7 +220,7 @@ def recv(ctx, ins, attrs):
     return {"Out": [_to_place(r.value, xp) for r in replies]}
 
 
-@register_op("fetch_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True,
+@register_op("fetch_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"endpoints": [], "trainer_id": 0})
 def fetch_barrier(ctx, ins, attrs):
     """Wait until each pserver has finished this trainer's step. Out vars that already hold values
@@ -239,7 +240,7 @@ def fetch_barrier(ctx, ins, attrs):
     return {"Out": [_CTRL if v is None else v for v in have]}
 
 
-@register_op("prefetch", inputs=["X*"], outputs=["Out*"], side_effect=True,
+@register_op("prefetch", inputs=["X*"], outputs=["Out*"], side_effect=True, role=OpRole.RPC,
              attrs={"epmap": [], "trainer_id": 0})
 def prefetch(ctx, ins, attrs):
     """Send the ids X[i] to epmap[i]; Out[i] gets the table rows the pserver's prefetch block returns."""
@@ -256,7 +257,7 @@ def prefetch(ctx, ins, attrs):
     return {"Out": [_to_place(r.value, ctx.xp) for r in replies]}
 
 
-@register_op("checkpoint_notify", inputs=["X*?"], outputs=["Out*?"], side_effect=True,
+@register_op("checkpoint_notify", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"epmap": [], "dir": "", "lookup_table": "", "trainer_id": 0})
 def checkpoint_notify(ctx, ins, attrs):
     """Ask each pserver to save its shard of the lookup table into ``dir``."""
@@ -571,7 +572,7 @@ def _host_copy(value):
     return np.array(to_host(value))
 
 
-@register_op("listen_and_serv", inputs=["X*"], outputs=[], side_effect=True, inputs_are_names=True,
+@register_op("listen_and_serv", inputs=["X*"], outputs=[], side_effect=True, role=OpRole.RPC, inputs_are_names=True,
              attrs={"endpoint": "", "pserver_id": 0, "Fanin": 1, "optimize_blocks": [], "grad_to_block_id": [],
                     "sparse_grad_to_param": [], "lr_decay_block_id": -1, "distributed_mode": SYNC,
                     "prefetch_var_name_to_block_id": [], "checkpint_block_id": -1, "rpc_get_thread_num": 12,

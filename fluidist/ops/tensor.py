@@ -2,8 +2,8 @@
 transpose, and the small integer ops LR schedules need."""
 import numpy as np
 
-from .registry import register_op, same_shape
-from ..executor.tensor import SelectedRows, scatter_add
+from ..framework.registry import register_grad, register_op, same_shape
+from ..core.tensor import SelectedRows, scatter_add
 
 
 def _shape_attr_infer(ctx):
@@ -38,21 +38,21 @@ _RAND_COMMON = {"shape": [], "seed": 0, "dtype": "float32", "salt": "", "full_sh
 
 
 @register_op("uniform_random", outputs=["Out"], attrs=dict(_RAND_COMMON, min=-1.0, max=1.0),
-             infer=_shape_attr_infer)
+             infer=_shape_attr_infer, init="random")
 def uniform_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
     return _finish_random(ctx, attrs, r.uniform(attrs["min"], attrs["max"], _full_shape(attrs)))
 
 
 @register_op("gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
-             infer=_shape_attr_infer)
+             infer=_shape_attr_infer, init="random")
 def gaussian_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
     return _finish_random(ctx, attrs, r.normal(attrs["mean"], attrs["std"], _full_shape(attrs)))
 
 
 @register_op("truncated_gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
-             infer=_shape_attr_infer)
+             infer=_shape_attr_infer, init="random")
 def truncated_gaussian_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
     shape = _full_shape(attrs)
@@ -67,7 +67,7 @@ def truncated_gaussian_random(ctx, ins, attrs):
 
 @register_op("fill_constant", outputs=["Out"],
              attrs={"shape": [], "value": 0.0, "dtype": "float32", "force_cpu": False, "str_value": ""},
-             infer=_shape_attr_infer)
+             infer=_shape_attr_infer, init="fill")
 def fill_constant(ctx, ins, attrs):
     return {"Out": ctx.xp.full(tuple(attrs["shape"]), _fill_value(attrs), dtype=attrs["dtype"])}
 
@@ -112,8 +112,7 @@ def _assign_infer(ctx):
     ctx.share("Out", "X")
 
 
-@register_op("assign", inputs=["X"], outputs=["Out"], infer=_assign_infer, grad="default",
-             grad_inputs=["Out@GRAD"], share_lod=("X", "Out"))
+@register_op("assign", inputs=["X"], outputs=["Out"], infer=_assign_infer, share_lod=("X", "Out"), keeps_rows=True)
 def assign(ctx, ins, attrs):
     x = ins["X"]
     if isinstance(x, SelectedRows):
@@ -121,14 +120,14 @@ def assign(ctx, ins, attrs):
     return {"Out": x.copy()}
 
 
-@register_op("assign_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"])
+@register_grad("assign", inputs=["Out@GRAD"])
 def assign_grad(ctx, ins, attrs):
     return {"X@GRAD": ins["Out@GRAD"]}
 
 
 @register_op("assign_value", outputs=["Out"],
              attrs={"shape": [], "dtype": "float32", "fp32_values": [], "int32_values": [],
-                    "int64_values": [], "bool_values": []}, infer=_shape_attr_infer)
+                    "int64_values": [], "bool_values": []}, infer=_shape_attr_infer, init="values")
 def assign_value(ctx, ins, attrs):
     dt = attrs["dtype"]
     key = {"float32": "fp32_values", "float64": "fp32_values", "int32": "int32_values",
@@ -222,7 +221,7 @@ def concat(ctx, ins, attrs):
 _DIST_ROLE = 0x0008   # OpRole.Dist
 
 
-@register_op("concat_grad", inputs=["X*", "Out@GRAD"], outputs=["X@GRAD*"], attrs={"axis": 0})
+@register_grad("concat", inputs=["X*", "Out@GRAD"])
 def concat_grad(ctx, ins, attrs):
     xs, d = ins["X"], ins["Out@GRAD"]
     axis = attrs["axis"] % d.ndim
@@ -322,7 +321,7 @@ def reshape2(ctx, ins, attrs):
     return {"Out": x.reshape(shape), "XShape": np.array(x.shape, dtype=np.int64)}
 
 
-@register_op("reshape2_grad", inputs=["XShape", "Out@GRAD"], outputs=["X@GRAD"])
+@register_grad("reshape2", inputs=["XShape", "Out@GRAD"])
 def reshape2_grad(ctx, ins, attrs):
     return {"X@GRAD": ins["Out@GRAD"].reshape(tuple(int(d) for d in ins["XShape"]))}
 
@@ -348,7 +347,7 @@ def transpose2(ctx, ins, attrs):
             "XShape": np.array(x.shape, dtype=np.int64)}
 
 
-@register_op("transpose2_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"], attrs={"axis": []})
+@register_grad("transpose2", inputs=["Out@GRAD"])
 def transpose2_grad(ctx, ins, attrs):
     inv = np.argsort(attrs["axis"])
     return {"X@GRAD": ctx.xp.ascontiguousarray(ins["Out@GRAD"].transpose(inv))}

@@ -327,7 +327,7 @@ def test_c_comm_init_all_threads_in_one_process():
 
 
 def test_ops_without_a_ring_and_bad_inputs_explain_themselves():
-    from fluidist.executor.tensor import SelectedRows
+    from fluidist.core.tensor import SelectedRows
     exe = fluid.Executor(fluid.CPUPlace())
     with pytest.raises(RuntimeError, match="no communicator for ring_id 7"):
         _run_one(exe, fluid.Scope(), "c_allreduce_sum", {"ring_id": 7}, np.ones(3, np.float32))

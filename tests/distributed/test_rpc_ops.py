@@ -14,7 +14,7 @@ import pytest
 
 import fluidist as fluid
 from fluidist.distributed import rpc
-from fluidist.executor.tensor import SelectedRows
+from fluidist.core.tensor import SelectedRows
 from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)

@@ -7,7 +7,7 @@ import zmq
 
 from fluidist.distributed import wire
 from fluidist.distributed.wire import WireError, decode, encode
-from fluidist.executor.tensor import SelectedRows
+from fluidist.core.tensor import SelectedRows
 
 pytestmark = pytest.mark.timeout(60)
 

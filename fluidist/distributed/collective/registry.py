@@ -112,7 +112,7 @@ atexit.register(destroy)
 
 
 def _is_cuda(place):
-    from ...executor.place import CUDAPlace
+    from ...core.place import CUDAPlace
     return isinstance(place, CUDAPlace)
 
 

@@ -1,0 +1,360 @@
+"""One registry of op types: registering an op says everything about it, once.
+
+    @register_op("relu", inputs=["X"], outputs=["Out"], infer=same_shape("X", "Out"))
+    def relu(ctx, ins, attrs):
+        return {"Out": ctx.xp.maximum(ins["X"], 0)}
+
+    @register_grad("relu", inputs=["Out", "Out@GRAD"])
+    def relu_grad(ctx, ins, attrs):
+        return {"X@GRAD": ins["Out@GRAD"] * (ins["Out"] > 0)}
+
+An entry (``OpDef``) holds the slots, the attrs with their defaults, shape inference, the kernel and
+the gradient maker, and every fact a pass needs about the op type, so that no pass keeps a table of
+its own (a second table drifts):
+
+- ``side_effect``: the op acts on the world (rpc, collectives, save, sub-blocks); pruning keeps it.
+- ``role``: the ``op_role`` an op of this type gets when no role guard is active and none is given.
+- ``update``: for parameter update ops, an ``UpdateRule``: the accumulator slots shaped like
+  ``Param`` (sliced with it on pservers), the one-element ones, and whether the rule needs the whole
+  parameter (norm-based updates such as LAMB and LARS cannot run on a slice).
+- ``whole_tensor``: the op's result depends on all of its input at once (a norm), so it cannot run
+  on a slice of a parameter or gradient.
+- ``keeps_rows``: a row-sparse (SelectedRows) ``X`` gives a row-sparse ``Out``.
+- ``init``: for initialiser ops, how a pserver builds one row block of what they fill:
+  ``"random"`` (``full_shape`` / ``row_begin`` / ``row_end`` / ``row_step`` / ``salt`` attrs),
+  ``"fill"`` (a ``shape`` attr), ``"values"`` (``assign_value``'s value lists).
+- ``table_lookup``: the op reads rows of a table ``W`` by ``Ids`` (embedding lookups).
+- ``inputs_are_names``: the kernel gets no input values; the op's inputs name what it serves.
+- ``forward``: on a gradient op, the forward op whose entry it shares (attrs and their defaults).
+
+Slots: a trailing ``*`` marks a duplicable slot (the kernel gets/returns a list), a trailing ``?``
+an optional one (the kernel gets ``None`` when it is absent). Kernels are written against
+``ctx.xp`` (numpy or cupy) so the CPU and GPU share one code path.
+
+Gradients: ``register_grad(fwd, inputs=...)`` registers ``<fwd>_grad`` on the forward op's entry:
+it shares the forward attrs, its outputs are ``<In>@GRAD`` for each forward input slot not in
+``no_grad`` (optional, duplicable as the input is), and the forward op's default gradient maker feeds
+it exactly ``inputs`` (forward inputs and outputs by slot, ``<Out>@GRAD`` for output gradients).
+``grad=callable`` on the forward op is a custom maker ``f(op) -> [op spec dicts]``; ``grad=None``
+(with no ``register_grad``): the op is not differentiable.
+
+The registry imports nothing of fluidist: the op families in ``fluidist.ops`` fill it when the
+package is imported (``import fluidist`` does).
+"""
+import copy
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Optional
+
+GRAD = "@GRAD"
+
+
+@dataclass(frozen=True)
+class UpdateRule:
+    """Facts of a parameter update op (``sgd``, ``adam``, ...)."""
+    param_like: tuple = ()      # input slots of accumulators shaped like Param (sliced with it)
+    outputs: tuple = ()         # their output slots, in the same order
+    scalars: tuple = ()         # one-element accumulator slots (Beta1Pow, ...)
+    whole_param: bool = False   # the rule reads norms of the whole parameter: never run on a slice
+
+
+@dataclass
+class OpDef:
+    type: str
+    inputs: list              # slot names, in order
+    outputs: list
+    duplicable: set           # slots given/returned as lists
+    optional: set             # slots that may be absent
+    attrs: Dict[str, object]  # defaults
+    kernel: Optional[Callable] = None
+    infer: Optional[Callable] = None
+    grad: object = None       # None | "default" | callable(op) -> list of specs
+    grad_inputs: Optional[list] = None
+    no_grad: tuple = ()
+    side_effect: bool = False
+    share_lod: Optional[tuple] = None  # (input slot, output slot) whose LoD is passed along
+    needs_lod: bool = False   # kernel reads LoD through ctx.lod()
+    role: Optional[int] = None
+    update: Optional[UpdateRule] = None
+    whole_tensor: bool = False
+    keeps_rows: bool = False
+    init: Optional[str] = None
+    table_lookup: bool = False
+    inputs_are_names: bool = False
+    forward: Optional[str] = None
+    grad_type: Optional[str] = None   # the type of the gradient op registered for this op
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def input_slots(self):
+        return set(self.inputs)
+
+    @property
+    def output_slots(self):
+        return set(self.outputs)
+
+    @property
+    def differentiable(self):
+        return self.grad is not None
+
+
+_REGISTRY: Dict[str, OpDef] = {}
+_FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names")
+
+
+def _parse_slots(slots):
+    names, dup, opt = [], set(), set()
+    for s in slots:
+        while s and s[-1] in "*?":
+            if s[-1] == "*":
+                dup.add(s[:-1].rstrip("*?"))
+            else:
+                opt.add(s[:-1].rstrip("*?"))
+            s = s[:-1]
+        names.append(s)
+    return names, dup, opt
+
+
+def register_op(type, inputs=(), outputs=(), attrs=None, infer=None, grad=None, grad_inputs=None,
+                no_grad=(), side_effect=False, share_lod=None, needs_lod=False, **facts):
+    """Decorator registering ``kernel(ctx, ins, attrs) -> {slot: value}`` as op ``type``; ``facts``
+    are the keyword facts of ``OpDef`` (role, update, whole_tensor, keeps_rows, init, ...)."""
+    def deco(kernel):
+        define_op(type, inputs, outputs, attrs, kernel, infer, grad, grad_inputs, no_grad,
+                  side_effect, share_lod, needs_lod, doc=(kernel.__doc__ or "") if kernel else "", **facts)
+        return kernel
+    return deco
+
+
+def define_op(type, inputs=(), outputs=(), attrs=None, kernel=None, infer=None, grad=None,
+              grad_inputs=None, no_grad=(), side_effect=False, share_lod=None, needs_lod=False,
+              doc="", forward=None, **facts):
+    if type in _REGISTRY:
+        raise ValueError("op type %r is registered twice" % type)
+    unknown = set(facts) - set(_FACTS)
+    if unknown:
+        raise TypeError("register_op(%r): unknown facts %s (known: %s)" % (type, sorted(unknown), list(_FACTS)))
+    ins, dup_i, opt_i = _parse_slots(inputs)
+    outs, dup_o, opt_o = _parse_slots(outputs)
+    d = OpDef(type=type, inputs=ins, outputs=outs, duplicable=dup_i | dup_o, optional=opt_i | opt_o,
+              attrs=attrs if isinstance(attrs, dict) and forward is not None else dict(attrs or {}),
+              kernel=kernel, infer=infer, grad=grad, grad_inputs=grad_inputs, no_grad=tuple(no_grad),
+              side_effect=side_effect, share_lod=share_lod, needs_lod=needs_lod, forward=forward, doc=doc,
+              **facts)
+    _REGISTRY[type] = d
+    return d
+
+
+def register_grad(forward, inputs=None, outputs=None, type=None, attrs=None, infer=None, needs_lod=None,
+                  **facts):
+    """Decorator registering the gradient kernel of op ``forward`` as ``<forward>_grad`` (or ``type``).
+
+    The gradient op shares the forward entry's attrs (one dict: one set of defaults); ``attrs`` adds
+    attrs only the gradient op has. ``inputs`` default to the forward inputs, outputs and output
+    gradients; ``outputs`` to ``<In>@GRAD`` for every forward input not in ``no_grad``. Unless the
+    forward op has a custom gradient maker, its default maker is set to feed exactly ``inputs``."""
+    fwd = _REGISTRY.get(forward)
+    if fwd is None:
+        raise ValueError("register_grad(%r): register the forward op first" % forward)
+    gtype = type or forward + "_grad"
+    if inputs is None:
+        inputs = [_mark(fwd, s) for s in fwd.inputs] + [_mark(fwd, s) for s in fwd.outputs] + \
+                 [_mark(fwd, s, GRAD) for s in fwd.outputs]
+    if outputs is None:
+        outputs = [_mark(fwd, s, GRAD, optional=True) for s in fwd.inputs if s not in fwd.no_grad]
+    if attrs:
+        shared = dict(fwd.attrs)
+        shared.update(attrs)
+    else:
+        shared = fwd.attrs
+
+    def deco(kernel):
+        define_op(gtype, inputs, outputs, shared, kernel, infer,
+                  needs_lod=fwd.needs_lod if needs_lod is None else needs_lod,
+                  doc=(kernel.__doc__ or "") if kernel else "", forward=forward, **facts)
+        fwd.grad_type = gtype
+        if fwd.grad is None or fwd.grad == "default":
+            fwd.grad = "default"
+            fwd.grad_inputs = [s.rstrip("*?") for s in inputs]
+        return kernel
+    return deco
+
+
+def _mark(opdef, slot, suffix="", optional=False):
+    name = slot + suffix
+    if slot in opdef.duplicable:
+        name += "*"
+    if optional or slot in opdef.optional:
+        name += "?"
+    return name
+
+
+def lookup(type):
+    """The entry of op ``type``, or None."""
+    return _REGISTRY.get(type)
+
+
+def get(type):
+    d = _REGISTRY.get(type)
+    if d is None:
+        raise ValueError("unknown op type %r: no op of that type is registered" % type)
+    return d
+
+
+def all_op_types():
+    return sorted(_REGISTRY)
+
+
+def defaults_for(type):
+    """A fresh copy of op ``type``'s attr defaults."""
+    return copy.deepcopy(get(type).attrs)
+
+
+# ---------------------------------------------------------------- facts, asked of ops
+def fact(op, name, default=None):
+    """The registry fact ``name`` of ``op``'s type (``default`` for unknown types)."""
+    d = _REGISTRY.get(op.type)
+    return getattr(d, name) if d is not None else default
+
+
+def update_rule(op):
+    """The ``UpdateRule`` of a parameter update op, else None."""
+    d = _REGISTRY.get(op.type)
+    return d.update if d is not None else None
+
+
+def has_side_effect(op):
+    d = _REGISTRY.get(op.type)
+    return d is None or d.side_effect
+
+
+# ---------------------------------------------------------------- shape inference
+class InferShapeContext:
+    """What an ``infer`` function sees at graph-building time: input metas and attrs."""
+
+    def __init__(self, op, block):
+        self.op = op
+        self.block = block
+        self.attrs = op.attrs
+
+    def _var(self, name):
+        return self.block._find_var_recursive(name)
+
+    def has_input(self, slot):
+        return bool(self.op.inputs.get(slot))
+
+    def has_output(self, slot):
+        return bool(self.op.outputs.get(slot))
+
+    def input_var(self, slot, i=0):
+        names = self.op.inputs.get(slot) or []
+        if len(names) <= i:
+            return None
+        return self._var(names[i])
+
+    def input_vars(self, slot):
+        return [self._var(n) for n in self.op.inputs.get(slot) or []]
+
+    def input_shape(self, slot, i=0):
+        v = self.input_var(slot, i)
+        return tuple(v.shape) if v is not None and v.shape is not None else None
+
+    def input_dtype(self, slot, i=0):
+        v = self.input_var(slot, i)
+        return v.dtype if v is not None else None
+
+    def input_lod_level(self, slot, i=0):
+        v = self.input_var(slot, i)
+        return v.lod_level if v is not None else 0
+
+    def attr(self, name):
+        return self.op.attrs.get(name)
+
+    def set_output(self, slot, shape, dtype=None, lod_level=None, i=0, type=None):
+        names = self.op.outputs.get(slot) or []
+        if len(names) <= i:
+            return
+        v = self._var(names[i])
+        if v is None:
+            return
+        if shape is not None:
+            v.shape = tuple(int(d) for d in shape)
+        if dtype is not None:
+            v.dtype = dtype
+        if lod_level is not None:
+            v.lod_level = lod_level
+        if type is not None:
+            v.type = type
+
+    def share(self, out_slot, in_slot, lod=True):
+        """Output gets the input's shape and dtype (and LoD level)."""
+        v = self.input_var(in_slot)
+        if v is None:
+            return
+        self.set_output(out_slot, v.shape, v.dtype, v.lod_level if lod else None)
+
+
+def infer_shape(op, block):
+    d = _REGISTRY.get(op.type)
+    if d is None or d.infer is None:
+        return
+    try:
+        d.infer(InferShapeContext(op, block))
+    except (ValueError, TypeError) as e:
+        raise type(e)("op %r: %s" % (op.type, e)) from None
+
+
+def same_shape(in_slot="X", out_slot="Out"):
+    def infer(ctx):
+        ctx.share(out_slot, in_slot)
+    return infer
+
+
+def no_infer(ctx):
+    pass
+
+
+# ---------------------------------------------------------------- gradients
+def grad_name(n):
+    return n + GRAD
+
+
+_NOT_INHERITED = ("op_role", "op_role_var", "op_namescope")
+
+
+def default_grad_maker(opdef, op):
+    """The gradient op spec for ``op``: inputs are forward ins/outs and ``Out@GRAD``."""
+    inputs = {}
+    wanted = opdef.grad_inputs
+    for slot, names in op.inputs.items():
+        if wanted is None or slot in wanted:
+            inputs[slot] = list(names)
+    for slot, names in op.outputs.items():
+        if wanted is None or slot in wanted:
+            inputs[slot] = list(names)
+        g = slot + GRAD
+        if wanted is None or g in wanted:
+            inputs[g] = [grad_name(n) for n in names]
+    outputs = {}
+    for slot, names in op.inputs.items():
+        if slot in opdef.no_grad:
+            continue
+        outputs[slot + GRAD] = [grad_name(n) for n in names]
+    attrs = {k: v for k, v in op.attrs.items() if k not in _NOT_INHERITED}
+    return [{"type": opdef.grad_type or op.type + "_grad", "inputs": inputs, "outputs": outputs,
+             "attrs": attrs}]
+
+
+def make_grad_specs(op):
+    """Grad op specs for ``op`` (names ``x@GRAD``); [] for ops without a gradient."""
+    d = get(op.type)
+    if d.grad is None:
+        return []
+    if d.grad == "default":
+        return default_grad_maker(d, op)
+    return d.grad(op)
+
+
+def is_differentiable(type):
+    d = _REGISTRY.get(type)
+    return d is not None and d.grad is not None

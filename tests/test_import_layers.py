@@ -1,0 +1,125 @@
+"""The package's import graph: no cycles anywhere, and the low layers import nothing above them.
+
+Every ``import`` in ``fluidist`` counts, at module level or inside a function (a lazy import is
+still a dependency). ``from . import x`` names the module ``x``; a package's ``__init__`` is a module
+like any other, so a subpackage re-exporting a sibling is an edge too.
+"""
+import ast
+import os
+
+import fluidist
+
+ROOT = os.path.dirname(os.path.abspath(fluidist.__file__))
+
+# layer -> packages/modules it must not import (the IR and the runtime types sit at the bottom)
+FORBIDDEN = {
+    "fluidist.framework": ("fluidist.ops", "fluidist.layers", "fluidist.executor", "fluidist.distributed",
+                           "fluidist.core", "fluidist.transpiler", "fluidist.fleet"),
+    "fluidist.core": ("fluidist.ops", "fluidist.layers", "fluidist.executor", "fluidist.distributed",
+                      "fluidist.transpiler", "fluidist.fleet"),
+    "fluidist.distributed": ("fluidist.ops", "fluidist.layers", "fluidist.executor", "fluidist.transpiler",
+                             "fluidist.fleet", "fluidist.backward", "fluidist.optimizer"),
+    "fluidist.transpiler": ("fluidist.executor", "fluidist.fleet"),
+}
+
+
+def _modules():
+    mods = {}
+    for dirpath, _, files in os.walk(ROOT):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
+            if rel.endswith(".__init__"):
+                rel = rel[:-len(".__init__")]
+            mods[rel] = path
+    return mods
+
+
+def _resolve(mod, is_pkg, level, name):
+    parts = mod.split(".")
+    base = parts if is_pkg else parts[:-1]
+    if level > 1:
+        base = base[:-(level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def import_graph():
+    mods = _modules()
+    graph = {m: set() for m in mods}
+    for mod, path in mods.items():
+        is_pkg = path.endswith("__init__.py")
+        tree = ast.parse(open(path).read(), path)
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(mod, is_pkg, node.level, node.module) if node.level else node.module
+                for a in node.names:
+                    sub = base + "." + a.name
+                    targets.append(sub if sub in mods else base)
+            for t in targets:
+                while t and t not in mods:      # fluidist.x.y.Name -> the module that holds it
+                    t = t.rpartition(".")[0]
+                if t and t != mod:
+                    graph[mod].add(t)
+    return graph
+
+
+def _cycles(graph):
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    import sys
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _under(mod, prefix):
+    return mod == prefix or mod.startswith(prefix + ".")
+
+
+def test_no_import_cycles():
+    cycles = _cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_low_layers_import_nothing_above_them():
+    graph = import_graph()
+    bad = []
+    for mod, deps in graph.items():
+        for layer, forbidden in FORBIDDEN.items():
+            if not _under(mod, layer):
+                continue
+            for d in deps:
+                if any(_under(d, f) for f in forbidden):
+                    bad.append("%s imports %s" % (mod, d))
+    assert not bad, "\n".join(sorted(bad))
