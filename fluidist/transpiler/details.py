@@ -1,7 +1,9 @@
 """Small helpers shared by the transpiler modes."""
+import logging
 import socket
-import sys
 import time
+
+logger = logging.getLogger(__name__)
 
 
 def wait_server_ready(endpoints, timeout=None, interval=0.5):
@@ -22,7 +24,7 @@ def wait_server_ready(endpoints, timeout=None, interval=0.5):
         if time.monotonic() >= deadline:
             raise TimeoutError("servers not ready after %.1f s: %s" % (timeout, ", ".join(pending)))
         if not warned:
-            sys.stderr.write("server not ready, waiting for %s\n" % ", ".join(pending))
+            logger.info("server not ready, waiting for %s", ", ".join(pending))
             warned = True
         time.sleep(interval)
 

@@ -1,10 +1,12 @@
 """DistributeTranspiler: Paddle 1.x's face over fluidist's transpiler passes."""
-import sys
+import logging
 
 from ..framework.program import Program, default_main_program, default_startup_program
 from . import pserver as ps
 from .config import DistributeTranspilerConfig, ServerRuntimeConfig
 from .details import parse_endpoints, wait_server_ready
+
+logger = logging.getLogger(__name__)
 
 
 class DistributeTranspiler:
@@ -64,7 +66,7 @@ class DistributeTranspiler:
         ps.rewrite_trainer(plan, program, startup_program)
         self._plan = plan
         if self.config.print_log:
-            sys.stderr.write("transpiled trainer %d for pservers %s\n" % (trainer_id, eps))
+            logger.info("transpiled trainer %d for pservers %s", trainer_id, eps)
 
     def _require_pserver_plan(self, what):
         if self._plan is None:
