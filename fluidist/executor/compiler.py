@@ -44,7 +44,7 @@ class BuildStrategy:
         self.sync_batch_norm = False
         self.enable_backward_optimizer_op_deps = False
         self.enable_sequential_execution = False
-        self.debug_graphviz_path = ""
+        self.debug_graphviz_path = ""  # written (DOT) at <path>_multi_devices_graph on the first run
         self.is_distribution = False
 
 
@@ -163,6 +163,10 @@ class _DataParallelRunner:
                                  % (self.num_trainers, len(eps)))
         self.loss_name = compiled._loss_name
         self.fwd_bwd, self.update, self.pairs = self._cut(prog, compiled)
+        if bs.debug_graphviz_path:  # as Paddle: the DOT text at <path>_multi_devices_graph
+            from ..debugger import data_parallel_graph
+            data_parallel_graph(self.fwd_bwd, self.update, self.pairs, places, self.num_trainers).save(
+                bs.debug_graphviz_path + "_multi_devices_graph")
         shared = compiled._share_vars_from._runner if compiled._share_vars_from is not None else None
         if shared is not None and shared.nplaces != self.nplaces:
             raise ValueError("share_vars_from: the shared CompiledProgram runs on %d places, this one on %d"
