@@ -36,6 +36,8 @@ import time
 import numpy as np
 import zmq
 
+from ... import timeline as _timeline
+
 from .rendezvous import (CollectiveTimeout, RendezvousClient, RendezvousServer, _bind_random, _new_socket,
                          _plural, collective_timeout, host_id, pid_alive, split_endpoint)
 
@@ -261,6 +263,7 @@ class _CPUCommunicator:
                                       % (self.ring_id, self.rank, self._broken))
             self._seq += 1
             seq = self._seq
+            t0 = time.perf_counter()
             try:
                 fn(seq, sig, *args)
                 self._finish(seq, opname)
@@ -268,6 +271,10 @@ class _CPUCommunicator:
                 self._broken = str(e)
                 self._abort(seq, str(e))
                 raise
+            if _timeline.enabled:
+                _timeline.complete("collective", opname, t0, time.perf_counter() - t0, ring=self.ring_id,
+                                   rank=self.rank, nranks=self.nranks, bytes=int(getattr(args[0], "nbytes", 0))
+                                   if args else 0)
 
     def _abort(self, seq, reason):
         """Tell the peers this rank failed (best effort)."""
