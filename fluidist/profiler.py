@@ -37,6 +37,9 @@ from .executor import executor as _executor_mod
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["profiler", "start_profiler", "stop_profiler", "reset_profiler", "is_profiler_enabled", "op_stats",
+           "op_events", "trace_path"]
+
 _STATES = ("CPU", "GPU", "All")
 _SORT_KEYS = (None, "calls", "total", "max", "min", "ave")
 

@@ -62,9 +62,10 @@ def test_master_rendezvous_elastic_range_numbers_nodes_as_they_join(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     port = free_port()
-    # two launchers on one IP, no node rank: the first to listen on the master hosts the rendezvous
+    # two launchers on one IP, no node rank: the first to listen on the master hosts the rendezvous;
+    # the master is a name, as a Kubernetes service gives it
     codes, logs = _run_nodes(tmp_path, out, lambda k: [
-        "--nnodes", "1:3", "--rendezvous_last_call", "1.5", "--master", "127.0.0.1:%d" % port,
+        "--nnodes", "1:3", "--rendezvous_last_call", "1.5", "--master", "localhost:%d" % port,
         "--nproc_per_node", "1", "--log_dir", "log%d" % k, script("env_check.py")])
     assert codes == [0, 0], logs
     got = _check_world(out, 2)
