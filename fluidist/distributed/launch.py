@@ -51,7 +51,8 @@ from .launch_utils import (LaunchError, LaunchInterrupted, LocalJob, ProcSpec, S
                            get_cluster, get_gpus, parse_endpoints, parse_ips, pick_node_ip, split_devices,
                            split_endpoint, write_endpoints_log, logger)
 from . import launch_utils
-from .master_rendezvous import master_rendezvous, parse_nnodes, recv_json_line as _recv_line
+from .master_rendezvous import (accept_json_line, connect_until, let_clients_close_first, master_rendezvous,
+                                parse_nnodes, recv_json_line as _recv_line)
 
 __all__ = ["main", "build_parser", "parse_args", "run", "run_collective", "run_ps", "build_collective",
            "start_collective", "add_base_arguments", "add_collective_arguments", "add_ps_arguments",
@@ -656,15 +657,10 @@ def node_rendezvous(cluster, pod, port, info, timeout, catcher=None):
                     missing = [ip for ip in ips[1:] if ip not in peers]
                     raise LaunchError("rendezvous: waited %.0f s on %s:%d for the launchers of nodes %s"
                                       % (timeout, root, port, ",".join(missing)))
-                try:
-                    conn, addr = srv.accept()
-                except socket.timeout:
+                got = accept_json_line(srv, deadline, catcher)
+                if got is None:
                     continue
-                try:
-                    msg = _recv_line(conn, min(deadline, time.monotonic() + 10), catcher, "node at %s" % addr[0])
-                except (LaunchError, ValueError):
-                    conn.close()
-                    continue
+                conn, msg = got
                 peer = msg.get("node_ip")
                 if peer not in ips[1:] or peer in peers:
                     why = "lists a node IP %s that is not among %s" % (peer, ",".join(ips[1:])) \
@@ -680,13 +676,7 @@ def node_rendezvous(cluster, pod, port, info, timeout, catcher=None):
                     conn.sendall(reply)
                 except OSError:
                     pass
-            end = time.monotonic() + 5
-            for conn in peers.values():  # let the clients close first
-                conn.settimeout(max(0.05, end - time.monotonic()))
-                try:
-                    conn.recv(1)
-                except OSError:
-                    pass
+            let_clients_close_first(peers.values())
         finally:
             for conn in peers.values():
                 conn.close()
@@ -697,16 +687,7 @@ def node_rendezvous(cluster, pod, port, info, timeout, catcher=None):
         return
     # every other node
     what = "node 0 (%s:%d)" % (root, port)
-    while True:
-        if catcher is not None:
-            catcher.check()
-        try:
-            conn = socket.create_connection((root, port), timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise LaunchError("rendezvous: could not reach the launcher of %s within %.0f s" % (what, timeout))
-            time.sleep(0.3)
+    conn = connect_until(root, port, deadline, catcher, what, timeout)
     try:
         conn.sendall((json.dumps(info) + "\n").encode())
         reply = _recv_line(conn, deadline, catcher, what)

@@ -18,7 +18,8 @@ import time
 
 from .launch_utils import LaunchError, logger, split_endpoint
 
-__all__ = ["parse_master", "parse_nnodes", "master_rendezvous", "recv_json_line"]
+__all__ = ["parse_master", "parse_nnodes", "master_rendezvous", "recv_json_line", "accept_json_line",
+           "let_clients_close_first", "connect_until"]
 
 PROTOCOL = 1
 
@@ -59,6 +60,46 @@ def recv_json_line(sock, deadline, catcher, what):
         if len(buf) > 1 << 20:
             raise LaunchError("rendezvous: oversized message from %s" % what)
     return json.loads(buf.split(b"\n", 1)[0].decode("utf-8"))
+
+
+def accept_json_line(srv, deadline, catcher):
+    """``(connection, message)`` of the next node that connects to the listening ``srv`` and sends its JSON
+    line, or None when nobody connected within the socket's timeout or the line was unreadable."""
+    try:
+        conn, addr = srv.accept()
+    except socket.timeout:
+        return None
+    try:
+        return conn, recv_json_line(conn, min(deadline, time.monotonic() + 10), catcher, "node at %s" % addr[0])
+    except (LaunchError, ValueError):
+        conn.close()
+        return None
+
+
+def let_clients_close_first(conns, seconds=5):
+    """Wait (up to ``seconds``) for each client to close its end, so this side's port is not left in
+    TIME_WAIT."""
+    end = time.monotonic() + seconds
+    for conn in conns:
+        conn.settimeout(max(0.05, end - time.monotonic()))
+        try:
+            conn.recv(1)
+        except OSError:
+            pass
+
+
+def connect_until(host, port, deadline, catcher, what, timeout):
+    """A connection to ``host:port``, retried until ``deadline`` (the other side may not listen yet)."""
+    while True:
+        if catcher is not None:
+            catcher.check()
+        try:
+            return socket.create_connection((host, port), timeout=2)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise LaunchError("rendezvous: could not reach %s within %.0f s (is its launcher running, and is "
+                                  "the port open?)" % (what, timeout)) from None
+            time.sleep(0.3)
 
 
 def _send(conn, obj):
@@ -125,15 +166,10 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where):
                 error = ("waited on %s for %d node(s) but only %d joined (%s); start the launchers of the "
                          "others, or raise --rendezvous_timeout" % (where, lo, n, ",".join(m["node_ip"] for m in members)))
                 break
-            try:
-                conn, addr = srv.accept()
-            except socket.timeout:
+            got = accept_json_line(srv, deadline, catcher)
+            if got is None:
                 continue
-            try:
-                msg = recv_json_line(conn, min(deadline, time.monotonic() + 10), catcher, "node at %s" % addr[0])
-            except (LaunchError, ValueError):
-                conn.close()
-                continue
+            conn, msg = got
             conns.append(conn)
             error = _check_member(members, msg, mine)
             members.append(msg)
@@ -154,13 +190,7 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where):
         rank_of = {i: k for k, i in enumerate(order)}
         for i, conn in enumerate(conns, start=1):
             _send(conn, {"ok": True, "node_rank": rank_of[i], "nodes": nodes})
-        end = time.monotonic() + 5
-        for conn in conns:  # let the clients close first
-            conn.settimeout(max(0.05, end - time.monotonic()))
-            try:
-                conn.recv(1)
-            except OSError:
-                pass
+        let_clients_close_first(conns)
         logger.info("rendezvous: %d node(s) met on %s", len(members), where)
         return rank_of[0], nodes
     finally:
@@ -171,17 +201,7 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where):
 
 def _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout):
     what = "the master %s:%d" % (host, port)
-    while True:
-        if catcher is not None:
-            catcher.check()
-        try:
-            conn = socket.create_connection((host, port), timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise LaunchError("rendezvous: could not reach %s within %.0f s (is node 0's launcher running, and "
-                                  "is the port open?)" % (what, timeout))
-            time.sleep(0.3)
+    conn = connect_until(host, port, deadline, catcher, what, timeout)
     try:
         ip = node_ip or conn.getsockname()[0]
         info = {"v": PROTOCOL, "node_ip": ip, "nproc": nproc, "endpoints": make_endpoints(ip), "node_rank": node_rank}
