@@ -22,7 +22,10 @@ from . import transpiler  # noqa: F401
 from . import core  # noqa: F401
 from .data_feeder import DataFeeder  # noqa: F401
 from .layers.math_op_patch import monkey_patch_variable as _patch
+from . import log_helper  # noqa: F401
+from . import profiler, timeline  # noqa: F401  (fluid.profiler without its own import, as in Paddle)
 
 _patch()
+log_helper.configure_from_env()  # FLUIDIST_LOG_LEVEL: the launcher's --log_level
 
 __version__ = "0.1.0"

@@ -16,11 +16,14 @@ The files are NumPy files and JSON, never pickle (``np.save``/``np.load`` with
 An inference model is the pruned program's JSON form (``Program.to_json``) in ``__model__``, with
 two extra keys, ``feed_target_names`` and ``fetch_target_names``, plus its persistables.
 """
+from __future__ import annotations
+
 import hashlib
 import json
 import os
 import urllib.parse
 import zipfile
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -31,6 +34,10 @@ from .framework.dtypes import VarType
 from .framework.graph import ops_needed_for
 from .framework.program import Parameter, Program, Variable, default_main_program
 
+
+if TYPE_CHECKING:  # for the annotations only
+    from .executor.executor import Executor
+    from .core.scope import Scope
 
 __all__ = ["save_vars", "save_params", "save_persistables", "load_vars", "load_params",
            "load_persistables", "save_inference_model", "load_inference_model", "save", "load",
@@ -206,7 +213,8 @@ def save_params(executor, dirname, main_program=None, filename=None, scope=None)
     save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope)
 
 
-def save_persistables(executor, dirname, main_program=None, filename=None, scope=None):
+def save_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None, scope: Scope | None = None) -> None:
     """Save every persistable variable of ``main_program``: parameters, accumulators, LR, counters."""
     save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope)
 
@@ -304,7 +312,9 @@ def load_params(executor, dirname, main_program=None, filename=None, scope=None)
     load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope)
 
 
-def load_persistables(executor, dirname, main_program=None, filename=None, scope=None):
+def load_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None, scope: Scope | None = None) -> None:
+    """Load every persistable variable of ``main_program`` saved by ``save_persistables`` into ``scope``."""
     load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope)
 
 
@@ -342,9 +352,10 @@ def _prune_for_inference(program, feeds, targets):
     return program
 
 
-def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program=None,
-                         model_filename=None, params_filename=None, export_for_deployment=True,
-                         program_only=False, scope=None):
+def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_vars: Sequence[Variable],
+                         executor: Executor, main_program: Program | None = None, model_filename: str | None = None,
+                         params_filename: str | None = None, export_for_deployment: bool = True,
+                         program_only: bool = False, scope: Scope | None = None) -> list[str]:
     """Save the part of ``main_program`` that computes ``target_vars`` from ``feeded_var_names``
     (test mode: no backward/optimize ops, dropout/batch_norm switched to inference) and the
     persistables it reads. Returns the target names.
@@ -390,7 +401,8 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
     return targets
 
 
-def load_inference_model(dirname, executor, model_filename=None, params_filename=None, scope=None):
+def load_inference_model(dirname: str, executor: Executor, model_filename: str | None = None,
+                         params_filename: str | None = None, scope: Scope | None = None) -> list:
     """Load a model written by ``save_inference_model``: its parameters go into the scope.
 
     Returns ``[program, feed_target_names, fetch_targets]`` (fetch_targets are Variables of

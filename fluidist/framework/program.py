@@ -4,9 +4,12 @@ A Program is plain data. Operators hold variable *names*, not objects, so rewrit
 list and dict surgery and the JSON form (``serialization.py``) is exact. Every edit made through
 these classes bumps ``Program._version`` so that executors can cache their plans safely.
 """
+from __future__ import annotations
+
 import contextlib
 import copy
 import json
+from typing import Iterator
 
 import numpy as np
 
@@ -803,7 +806,7 @@ def switch_startup_program(program):
 
 
 @contextlib.contextmanager
-def program_guard(main_program, startup_program=None):
+def program_guard(main_program: Program, startup_program: Program | None = None) -> Iterator[None]:
     """Layers called inside build into ``main_program`` (and their initialisers into ``startup_program``)."""
     if not isinstance(main_program, Program):
         raise TypeError("program_guard: main_program must be a Program, got %r" % type(main_program).__name__)
