@@ -1,0 +1,11 @@
+"""Paddle 1.x's file formats: ProgramDesc (``__model__``, ``.pdmodel``), LoDTensor / SelectedRows
+files and combined parameter files, and ``.pdparams`` / ``.pdopt`` state files.
+
+``fluidist.io`` detects these formats when loading and writes them on request
+(``format="paddle"``); this package holds the readers and writers themselves. See
+``docs/paddle_formats.md``.
+"""
+from .tensor_stream import PaddleFormatError  # noqa: F401
+from .program_desc import (MissingOpsError, is_program_desc, read_program,  # noqa: F401
+                           write_program)
+from .safe_pickle import dumps_state, load_state_file, loads_state  # noqa: F401
