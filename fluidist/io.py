@@ -266,16 +266,18 @@ def _plain_file_name(name, where):
 # ---------------------------------------------------------------- save
 def _save_own(dirname, values, filename, extra_files=None):
     arrays, index = _own_arrays(values)
-    members = {stem + ".npy": _npy_bytes(arr) for stem, arr in arrays.items()}
-    sums = {member: _sha256(blob) for member, blob in members.items()}
-    sums.update(extra_files or {})
+    sums = dict(extra_files or {})
     if filename is not None:
+        members = {stem + ".npy": _npy_bytes(arr) for stem, arr in arrays.items()}
+        sums.update({member: _sha256(blob) for member, blob in members.items()})
         members[INDEX_KEY + ".npy"] = _npy_bytes(np.frombuffer(
             _index_text(index, sums).encode("utf-8"), dtype=np.uint8))
         _write_bytes(os.path.join(dirname, filename), _npz_bytes(members))
         return
-    for member, blob in members.items():
-        _write_bytes(os.path.join(dirname, member), blob)
+    for stem, arr in arrays.items():  # one file's bytes in memory at a time
+        blob = _npy_bytes(arr)
+        sums[stem + ".npy"] = _sha256(blob)
+        _write_bytes(os.path.join(dirname, stem + ".npy"), blob)
     index_path = os.path.join(dirname, INDEX_FILE)
     entries, files = {}, {}
     if os.path.exists(index_path):

@@ -479,3 +479,12 @@ def test_state_writer_matches_numpy_pickles():
         got = safe_pickle.loads_state(pickle.dumps(state, protocol=proto))
         for k, v in state.items():
             np.testing.assert_array_equal(got[k], v)
+
+
+def test_program_parse_from_string():
+    with open(os.path.join(DATA, "cnn", "ckpt.pdmodel"), "rb") as f:
+        prog = fluid.Program.parse_from_string(f.read())
+    types = [op.type for op in prog.global_block().ops]
+    assert "conv2d" in types and "conv2d_grad" in types and "momentum" in types
+    assert prog.global_block().var("conv2d_0.w_0").persistable
+    assert prog.global_block().var("img").need_check_feed

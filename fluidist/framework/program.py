@@ -578,6 +578,14 @@ class Program:
         from .serialization import program_from_json
         return program_from_json(text)
 
+    @staticmethod
+    def parse_from_string(binary_str):
+        """A Program from the bytes of a Paddle ProgramDesc (``__model__``, ``.pdmodel``), as
+        Paddle's; its feed/fetch ops are left out (``fluid.io.load_inference_model`` returns their
+        targets)."""
+        from ..paddle_format import read_program
+        return read_program(binary_str, "the ProgramDesc given to parse_from_string")[0]
+
     def lint(self):
         from .graph import lint_program
         return lint_program(self)
