@@ -2,12 +2,12 @@
 make_fixtures.py there) load into fluidist and give Paddle's numbers; fluidist writes the same
 formats; bad files and hostile pickles are refused by name. The round trip through Paddle itself
 runs where FLUIDIST_PADDLE18_PYTHON names a Python with paddlepaddle 1.8.5."""
+import importlib.util
 import json
 import os
 import pickle
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,8 +18,16 @@ from fluidist.paddle_format import framework_pb2 as pb
 from fluidist.paddle_format import program_desc, safe_pickle
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "paddle18")
-sys.path.insert(0, DATA)
-import models  # noqa: E402
+
+
+def _load_models():
+    spec = importlib.util.spec_from_file_location("paddle18_models", os.path.join(DATA, "paddle18_models.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+models = _load_models()
 
 PLACE = fluid.CPUPlace()
 

@@ -4,7 +4,7 @@
     /tmp/pd18/bin/pip install paddlepaddle==1.8.5 protobuf==3.20.3 numpy==1.21.6
     /tmp/pd18/bin/python tests/data/paddle18/make_fixtures.py
 
-For each model of models.py it trains TRAIN_STEPS steps, then saves with each of Paddle's calls:
+For each model of paddle18_models.py it trains TRAIN_STEPS steps, then saves with each of Paddle's calls:
 
     <model>/infer/              save_inference_model (``__model__`` + one file per persistable)
     <model>/infer_combined/     save_inference_model(model_filename="model", params_filename="params")
@@ -34,7 +34,7 @@ from paddle.fluid import core
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import models  # noqa: E402
+import paddle18_models as models  # noqa: E402
 
 
 def run_model(name, out):

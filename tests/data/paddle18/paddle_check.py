@@ -18,7 +18,7 @@ import paddle.fluid as fluid
 from paddle.fluid.core import AnalysisConfig, PaddleTensor, create_paddle_predictor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import models  # noqa: E402
+import paddle18_models as models  # noqa: E402
 
 
 def main(out, name):
