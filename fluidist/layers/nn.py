@@ -146,7 +146,11 @@ abs = _act_layer("abs")
 reciprocal = _act_layer("reciprocal")
 softplus = _act_layer("softplus")
 softsign = _act_layer("softsign")
-gelu = _act_layer("gelu")
+
+
+def gelu(x, approximate=False, name=None):
+    """``x * Phi(x)`` (Phi the standard normal CDF), or its tanh approximation with ``approximate``."""
+    return _unary("gelu", x, name, {"approximate": bool(approximate)})
 
 
 def leaky_relu(x, alpha=0.02, name=None):
