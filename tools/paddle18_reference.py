@@ -30,9 +30,14 @@ def main(names):
     for c in CASES:
         if names and c.name not in names:
             continue
+        try:
+            rec = run_case(fluid, c)
+        except Exception as e:  # a case Paddle cannot run does not belong in the list: say so
+            print("FAILED in Paddle:", c.name, type(e).__name__, str(e).strip().splitlines()[-1][:300])
+            continue
         for n, a in c.inputs.items():
             keep["%s/in_%s" % (c.name, n)] = a
-        for k, a in run_case(fluid, c).items():
+        for k, a in rec.items():
             keep["%s/%s" % (c.name, k)] = a
         print("recorded", c.name)
     os.makedirs(os.path.dirname(DATA), exist_ok=True)

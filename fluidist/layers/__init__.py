@@ -12,6 +12,9 @@ from .metric_op import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403
+from .manipulation import *  # noqa: F401,F403
+from .nn_math import *  # noqa: F401,F403
 
 from . import io as _io
 

@@ -122,12 +122,12 @@ def scatter(ctx, ins, attrs):
 
 @register_grad("scatter", inputs=["Ids", "Updates", "Out@GRAD"])
 def scatter_grad(ctx, ins, attrs):
+    """As Paddle 1.8: dX is all of dOut (the overwritten rows included), dUpdates the rows of dOut
+    at Ids."""
     xp = ctx.xp
     d = ins["Out@GRAD"]
     idx = xp.asarray(_ids(ctx, "Ids", ins["Ids"], d.shape[0], "id"))
-    dx = d.copy()
-    dx[idx] = 0
-    return {"X@GRAD": dx, "Updates@GRAD": d[idx].reshape(ins["Updates"].shape)}
+    return {"X@GRAD": d.copy(), "Updates@GRAD": d[idx].reshape(ins["Updates"].shape)}
 
 
 @register_op("scatter_nd_add", inputs=["X", "Index", "Updates"], outputs=["Out"], no_grad=("Index",),

@@ -24,12 +24,15 @@ def _xshape(x):
 
 # ------------------------------------------------------------------ squeeze2 / unsqueeze2 / flatten2
 def _squeeze_shape(shape, axes):
-    """Paddle's rule: the listed axes of size 1 are dropped (others are kept); no axes: every size-1 axis."""
+    """The listed axes (which must have size 1) dropped; no axes: every size-1 axis."""
     rank = len(shape)
     axes = [a + rank if a < 0 else a for a in axes]
     if any(not 0 <= a < rank for a in axes):
         raise ValueError("squeeze: axes %s are out of range for rank %d" % (axes, rank))
-    drop = {a for a in axes if shape[a] == 1} if axes else {i for i, d in enumerate(shape) if d == 1}
+    bad = [a for a in axes if shape[a] not in (1, -1)]
+    if bad:
+        raise ValueError("squeeze: axes %s of shape %s do not have size 1" % (bad, list(shape)))
+    drop = set(axes) if axes else {i for i, d in enumerate(shape) if d == 1}
     return [d for i, d in enumerate(shape) if i not in drop]
 
 
@@ -518,23 +521,17 @@ def _space_to_depth_infer(ctx):
 
 
 def _s2d_index(shape, b):
-    """For each element of the input (N, C, H, W), its flat position in the output, by Paddle's
-    kernel's layout."""
+    """For each element of X (N, C, H, W), its flat position in Out, in the layout of Paddle's
+    kernel (which requires C divisible by b * b)."""
     n, c, h, w = shape
-    out_c = c * b * b
-    # Paddle's functor walks indices of a tensor shaped like the output (N, out_c, h / b, w / b) ...
-    k = np.arange(n * out_c * (h // b) * (w // b))
-    oh, ow = h // b, w // b
-    bi = k // (out_c * oh * ow)
-    kk = (k % (out_c * oh * ow)) // (oh * ow)
-    j = (k % (oh * ow)) // ow
-    i = k % ow
-    c2 = kk % c
-    off = kk // c
-    w2 = i * b + off % b
-    h2 = j * b + off // b
-    # ... and reads the input at (bi, c2, h2, w2)
-    return ((bi * c + c2) * h + h2) * w + w2
+    k = np.arange(n * c * h * w)
+    out_c = c // (b * b)
+    bi = k // (c * h * w)
+    kk = (k % (c * h * w)) // (h * w)
+    j = (k % (h * w)) // w
+    i = k % w
+    c2, off = kk % out_c, kk // out_c
+    return (i * b + off % b) + w * b * ((j * b + off // b) + h * b * (c2 + out_c * bi))
 
 
 @register_op("space_to_depth", inputs=["X"], outputs=["Out"], attrs={"blocksize": 2}, infer=_space_to_depth_infer)
@@ -542,21 +539,20 @@ def space_to_depth(ctx, ins, attrs):
     """Each ``blocksize`` x ``blocksize`` spatial block moved into channels (Paddle's channel order)."""
     x = ins["X"]
     b = attrs["blocksize"]
-    if x.ndim != 4 or x.shape[2] % b or x.shape[3] % b:
-        raise ValueError("op 'space_to_depth': X %r of shape %s must be NCHW with H and W divisible by %d"
-                         % (ctx.op.inputs["X"][0], list(x.shape), b))
-    src = ctx.xp.asarray(_s2d_index(x.shape, b))
-    out_shape = (x.shape[0], x.shape[1] * b * b, x.shape[2] // b, x.shape[3] // b)
-    return {"Out": x.reshape(-1)[src].reshape(out_shape)}
+    if x.ndim != 4 or x.shape[1] % (b * b) or x.shape[2] % b or x.shape[3] % b:
+        raise ValueError("op 'space_to_depth': X %r of shape %s must be NCHW with C divisible by %d and H, W "
+                         "by %d" % (ctx.op.inputs["X"][0], list(x.shape), b * b, b))
+    dst = ctx.xp.asarray(_s2d_index(x.shape, b))
+    out = ctx.xp.empty(x.size, dtype=x.dtype)
+    out[dst] = x.reshape(-1)
+    return {"Out": out.reshape(x.shape[0], x.shape[1] * b * b, x.shape[2] // b, x.shape[3] // b)}
 
 
 @register_grad("space_to_depth", inputs=["X", "Out@GRAD"])
 def space_to_depth_grad(ctx, ins, attrs):
     x, d = ins["X"], ins["Out@GRAD"]
-    src = ctx.xp.asarray(_s2d_index(x.shape, attrs["blocksize"]))
-    dx = ctx.xp.zeros(x.size, dtype=d.dtype)
-    dx[src] = d.reshape(-1)
-    return {"X@GRAD": dx.reshape(x.shape)}
+    dst = ctx.xp.asarray(_s2d_index(x.shape, attrs["blocksize"]))
+    return {"X@GRAD": d.reshape(-1)[dst].reshape(x.shape)}
 
 
 def _shuffle(xp, x, g):
@@ -576,8 +572,9 @@ def shuffle_channel(ctx, ins, attrs):
 
 @register_grad("shuffle_channel", inputs=["Out@GRAD"])
 def shuffle_channel_grad(ctx, ins, attrs):
-    d = ins["Out@GRAD"]
-    return {"X@GRAD": _shuffle(ctx.xp, d, d.shape[1] // attrs["group"])}
+    """Paddle 1.8's gradient applies the forward shuffle (``group``) to dOut; that is the inverse
+    only when ``group`` squared divides out, and is kept so that training matches Paddle's."""
+    return {"X@GRAD": _shuffle(ctx.xp, ins["Out@GRAD"], attrs["group"])}
 
 
 def _temporal_shift(xp, x, seg, ratio, back):

@@ -103,8 +103,21 @@ def _no_grad_ew(type, fn):
         lambda ctx, ins, attrs: {"Out": fn(ctx.xp, ins["X"], _bcast(ins["X"], ins["Y"], attrs["axis"]))})
 
 
-_no_grad_ew("elementwise_floordiv", lambda xp, x, y: xp.floor_divide(x, y))
-_no_grad_ew("elementwise_mod", lambda xp, x, y: xp.mod(x, y))
+def _trunc_div(xp, x, y):
+    """Paddle's floordiv is C's division: it truncates toward zero."""
+    if x.dtype.kind in "iu":
+        q = xp.floor_divide(x, y)
+        return q + ((q * y != x) & ((x < 0) != (y < 0))).astype(q.dtype)
+    return xp.trunc(x / y).astype(x.dtype, copy=False)
+
+
+def _paddle_mod(xp, x, y):
+    """Paddle's mod: C's ``%`` (the sign of X) for integers; for floats the result takes Y's sign."""
+    return xp.fmod(x, y) if x.dtype.kind in "iu" else xp.mod(x, y)
+
+
+_no_grad_ew("elementwise_floordiv", _trunc_div)
+_no_grad_ew("elementwise_mod", _paddle_mod)
 
 
 # ------------------------------------------------------------------ mul / matmul
@@ -452,20 +465,29 @@ def softmax_grad(ctx, ins, attrs):
     return {"X@GRAD": o * (d - (d * o).sum(axis=attrs["axis"], keepdims=True))}
 
 
-@register_op("clip", inputs=["X"], outputs=["Out"], attrs={"min": -1.0, "max": 1.0}, infer=same_shape(),
-             keeps_rows=True)
+def _clip_bounds(ins, attrs):
+    """Min / Max tensors (one value each) win over the ``min`` / ``max`` attrs."""
+    lo = ins["Min"].reshape(-1)[0] if ins.get("Min") is not None else attrs["min"]
+    hi = ins["Max"].reshape(-1)[0] if ins.get("Max") is not None else attrs["max"]
+    return lo, hi
+
+
+@register_op("clip", inputs=["X", "Min?", "Max?"], outputs=["Out"], attrs={"min": -1.0, "max": 1.0},
+             infer=same_shape(), keeps_rows=True, no_grad=("Min", "Max"))
 def clip(ctx, ins, attrs):
     x = ins["X"]
+    lo, hi = _clip_bounds(ins, attrs)
     if isinstance(x, SelectedRows):  # a sparse gradient: clip its merged rows, stay row-sparse
         m = x.merged(ctx.xp)
-        return {"Out": SelectedRows(m.rows, ctx.xp.clip(m.value, attrs["min"], attrs["max"]), m.height)}
-    return {"Out": ctx.xp.clip(x, attrs["min"], attrs["max"])}
+        return {"Out": SelectedRows(m.rows, ctx.xp.clip(m.value, lo, hi), m.height)}
+    return {"Out": ctx.xp.clip(x, lo, hi).astype(x.dtype, copy=False)}
 
 
-@register_grad("clip", inputs=["X", "Out@GRAD"])
+@register_grad("clip", inputs=["X", "Min?", "Max?", "Out@GRAD"])
 def clip_grad(ctx, ins, attrs):
     x = ins["X"]
-    return {"X@GRAD": ins["Out@GRAD"] * ((x > attrs["min"]) & (x < attrs["max"]))}
+    lo, hi = _clip_bounds(ins, attrs)
+    return {"X@GRAD": ins["Out@GRAD"] * ((x > lo) & (x < hi))}
 
 
 @register_op("pow", inputs=["X"], outputs=["Out"], attrs={"factor": 1.0}, infer=same_shape())

@@ -28,9 +28,10 @@ def i32(*shape, lo=0, hi=5):
 
 
 class Case(object):
-    def __init__(self, name, inputs, build, grad=(), check="values", rtol=1e-5, atol=1e-6):
+    def __init__(self, name, inputs, build, grad=(), check="values", rtol=1e-5, atol=1e-6, shapes=True):
         self.name, self.inputs, self.build = name, inputs, build
         self.grad, self.check, self.rtol, self.atol = list(grad), check, rtol, atol
+        self.shapes = shapes   # False where Paddle's declared output shapes are artifacts of its infer
 
 
 CASES = []
@@ -153,3 +154,154 @@ case("prelu_all", {"x": SMOOTH}, grad=["x", "@params"])(lambda F, v: F.layers.pr
 case("prelu_channel", {"x": f32(2, 3, 2, 2)}, grad=["x", "@params"])(
     lambda F, v: F.layers.prelu(v["x"], "channel"))
 case("prelu_element", {"x": f32(2, 3, 2)}, grad=["x", "@params"])(lambda F, v: F.layers.prelu(v["x"], "element"))
+
+# ------------------------------------------------------------------ elementwise math
+_MOD_X = np.array([[-7.0, -3.5, 5.0, 7.5, 0.0, 3.0]], "float32")
+_MOD_Y = np.array([[3.0, 2.0, -3.0, -2.0, 2.0, 3.0]], "float32")
+case("elementwise_mod_float", {"x": _MOD_X, "y": _MOD_Y})(lambda F, v: F.layers.elementwise_mod(v["x"], v["y"]))
+case("elementwise_mod_int", {"x": _MOD_X.astype("int64"), "y": _MOD_Y.astype("int64")})(
+    lambda F, v: F.layers.elementwise_mod(v["x"], v["y"]))
+case("elementwise_floordiv_int", {"x": _MOD_X.astype("int64"), "y": _MOD_Y.astype("int64")})(
+    lambda F, v: F.layers.elementwise_floordiv(v["x"], v["y"]))
+case("reduce_all_any", {"x": np.array([[1, 0, 1], [1, 1, 1]], "int64")})(
+    lambda F, v: [F.layers.reduce_all(F.layers.cast(v["x"], "bool")),
+                  F.layers.reduce_any(F.layers.cast(v["x"], "bool"), dim=1),
+                  F.layers.reduce_all(F.layers.cast(v["x"], "bool"), dim=[0], keep_dim=True)])
+case("has_inf_nan_isfinite", {"x": np.array([[1.0, np.inf, 0.0]], "float32")})(
+    lambda F, v: [F.layers.has_inf(v["x"]), F.layers.has_nan(v["x"]), F.layers.isfinite(v["x"])])
+case("cumsum", {"x": SMOOTH}, grad=["x"])(lambda F, v: F.layers.cumsum(v["x"], axis=1))
+case("cumsum_default_axis", {"x": SMOOTH}, grad=["x"])(lambda F, v: F.layers.cumsum(v["x"]))
+case("cumsum_exclusive_reverse", {"x": SMOOTH}, grad=["x"])(
+    lambda F, v: F.layers.cumsum(v["x"], axis=0, exclusive=True, reverse=True))
+case("clip_by_norm", {"x": SMOOTH})(lambda F, v: F.layers.clip_by_norm(v["x"], max_norm=1.0))
+case("log_softmax", {"x": SMOOTH}, grad=["x"])(lambda F, v: F.layers.log_softmax(v["x"], axis=1))
+case("logsumexp", {"x": SMOOTH}, grad=["x"])(lambda F, v: F.layers.logsumexp(v["x"], dim=1))
+case("clamp", {"x": SMOOTH}, grad=["x"])(lambda F, v: F.layers.clamp(v["x"], min=-0.5, max=0.7))
+case("clamp_max_only", {"x": SMOOTH})(lambda F, v: F.layers.clamp(v["x"], max=0.7))
+case("sum_layer", {"x": SMOOTH, "y": UNIT}, grad=["x", "y"])(lambda F, v: F.layers.sum([v["x"], v["y"]]))
+case("shape_rank_size", {"x": f32(2, 3, 4)})(
+    lambda F, v: [F.layers.shape(v["x"]), F.layers.rank(v["x"]), F.layers.size(v["x"])])
+case("bmm", {"x": f32(2, 3, 4), "y": f32(2, 4, 5)}, grad=["x", "y"])(lambda F, v: F.layers.bmm(v["x"], v["y"]))
+case("addmm", {"i": f32(3, 5), "x": f32(3, 4), "y": f32(4, 5)}, grad=["i", "x", "y"])(
+    lambda F, v: F.layers.addmm(v["i"], v["x"], v["y"], alpha=0.5, beta=2.0))
+case("addcmul", {"i": f32(3, 4), "x": f32(3, 4), "y": f32(3, 4)}, grad=["i", "x", "y"])(
+    lambda F, v: F.layers.addcmul(v["i"], v["x"], v["y"], value=0.5))
+case("dot", {"x": f32(3, 4), "y": f32(3, 4)}, grad=["x", "y"])(lambda F, v: F.layers.dot(v["x"], v["y"]))
+case("cross", {"x": f32(2, 3), "y": f32(2, 3)}, grad=["x", "y"])(lambda F, v: F.layers.cross(v["x"], v["y"]))
+case("cross_dim", {"x": f32(3, 4), "y": f32(3, 4)}, grad=["x", "y"])(
+    lambda F, v: F.layers.cross(v["x"], v["y"], dim=0))
+case("dist_p2", {"x": f32(3, 4), "y": f32(3, 4)}, grad=["x", "y"])(lambda F, v: F.layers.dist(v["x"], v["y"], p=2))
+case("dist_p1_broadcast", {"x": f32(3, 4), "y": f32(1, 4)}, grad=["x", "y"])(
+    lambda F, v: F.layers.dist(v["x"], v["y"], p=1))
+case("dist_inf", {"x": f32(3, 4), "y": f32(3, 4)})(lambda F, v: F.layers.dist(v["x"], v["y"], p=float("inf")))
+case("allclose", {"x": np.array([[1.0, 2.0]], "float32"), "y": np.array([[1.0, 2.00001]], "float32")})(
+    lambda F, v: [F.layers.allclose(v["x"], v["y"]), F.layers.allclose(v["x"], v["y"], rtol=1e-9, atol=0.0)])
+case("elementwise_equal", {"x": np.array([[1.0, 2.0]], "float32"), "y": np.array([[1.0, 3.0]], "float32")})(
+    lambda F, v: F.layers.elementwise_equal(v["x"], v["y"]))
+case("kron", {"x": f32(2, 3), "y": f32(3, 2)}, grad=["x", "y"])(lambda F, v: F.layers.kron(v["x"], v["y"]))
+case("trace", {"x": f32(3, 4)}, grad=["x"])(lambda F, v: F.layers.trace(v["x"], offset=1))
+case("tril_triu", {"x": f32(3, 4)}, grad=["x"])(
+    lambda F, v: F.layers.elementwise_add(F.layers.tril(v["x"]), F.layers.triu(v["x"], 2)))
+
+# ------------------------------------------------------------------ creation
+case("range_linspace", {"x": f32(1)})(
+    lambda F, v: [F.layers.range(0, 10, 3, "int32"), F.layers.linspace(0.0, 1.0, 5, "float32"),
+                  F.layers.arange(1, 4, 0.5)])
+case("full_like_ones_like", {"x": f32(2, 3)})(
+    lambda F, v: [F.layers.full_like(v["x"], 2.5), F.layers.ones_like(v["x"]), F.layers.full([2, 2], 3.0),
+                  F.layers.full_like(v["x"], 4, dtype="int64")])
+case("diag_eye", {"x": f32(3)})(
+    lambda F, v: [F.layers.diag(v["x"]), F.layers.eye(2, 3), F.layers.eye(2, batch_shape=[3])])
+case("diag_embed", {"x": f32(2, 3)})(lambda F, v: F.layers.diag_embed(v["x"], offset=1))
+case("meshgrid", {"x": f32(3), "y": f32(2)})(
+    lambda F, v: F.layers.meshgrid([v["x"], v["y"]]))
+
+# ------------------------------------------------------------------ indexing
+_IDX = np.array([2, 0, 2], "int64")
+case("gather", {"x": f32(4, 3), "i": _IDX}, grad=["x"])(lambda F, v: F.layers.gather(v["x"], v["i"]))
+case("gather_no_overwrite", {"x": f32(4, 3), "i": _IDX}, grad=["x"])(
+    lambda F, v: F.layers.gather(v["x"], v["i"], overwrite=False))
+case("gather_nd", {"x": f32(3, 4, 2), "i": np.array([[0, 1], [2, 3], [0, 1]], "int64")}, grad=["x"])(
+    lambda F, v: F.layers.gather_nd(v["x"], v["i"]))
+case("scatter", {"x": f32(4, 3), "i": _IDX, "u": f32(3, 3)}, grad=["x", "u"])(
+    lambda F, v: F.layers.scatter(v["x"], v["i"], v["u"]))
+case("scatter_add_mode", {"x": f32(4, 3), "i": _IDX, "u": f32(3, 3)}, grad=["x", "u"])(
+    lambda F, v: F.layers.scatter(v["x"], v["i"], v["u"], overwrite=False))
+case("scatter_nd_add", {"x": f32(3, 4), "i": np.array([[1], [2], [1]], "int64"), "u": f32(3, 4)},
+     grad=["x", "u"])(lambda F, v: F.layers.scatter_nd_add(v["x"], v["i"], v["u"]))
+case("scatter_nd", {"i": np.array([[1, 1], [0, 2], [1, 1]], "int64"), "u": f32(3)}, grad=["u"])(
+    lambda F, v: F.layers.scatter_nd(v["i"], v["u"], [2, 3]))
+case("index_select", {"x": f32(3, 4), "i": np.array([3, 0, 3], "int64")}, grad=["x"])(
+    lambda F, v: F.layers.index_select(v["x"], v["i"], dim=1))
+case("index_sample", {"x": f32(3, 4), "i": np.array([[3, 0], [1, 1], [2, 0]], "int64")}, grad=["x"])(
+    lambda F, v: F.layers.index_sample(v["x"], v["i"]))
+case("one_hot", {"i": np.array([[1], [0], [3]], "int64")})(lambda F, v: F.layers.one_hot(v["i"], 4))
+case("one_hot_out_of_range", {"i": np.array([[1], [5], [3]], "int64")})(
+    lambda F, v: F.layers.one_hot(v["i"], 4, allow_out_of_range=True))
+case("fluid_one_hot", {"i": np.array([[1, 2], [0, 3]], "int64")})(lambda F, v: F.one_hot(v["i"], 4))
+case("where_nonzero", {"x": np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]], "float32")})(
+    lambda F, v: [F.layers.where(F.layers.cast(v["x"], "bool")), F.layers.nonzero(v["x"])])
+case("multiplex", {"a": f32(3, 2), "b": f32(3, 2), "i": np.array([[1], [0], [1]], "int32")}, grad=["a", "b"])(
+    lambda F, v: F.layers.multiplex([v["a"], v["b"]], v["i"]))
+case("unique", {"x": np.array([3, 1, 3, 7, 1, 2], "int64")})(
+    lambda F, v: list(F.layers.unique(v["x"])) + list(F.layers.unique_with_counts(v["x"], dtype="int64")))
+case("shard_index", {"x": np.array([[1], [6], [12], [19]], "int64")})(
+    lambda F, v: [F.layers.shard_index(v["x"], 20, 2, 0), F.layers.shard_index(v["x"], 20, 3, 1, ignore_value=-7)])
+case("argsort", {"x": f32(3, 4)}, grad=["x"])(lambda F, v: list(F.layers.argsort(v["x"], axis=1)))
+case("argsort_desc", {"x": f32(3, 4)}, grad=["x"])(
+    lambda F, v: list(F.layers.argsort(v["x"], axis=0, descending=True)))
+
+# ------------------------------------------------------------------ shape and layout
+case("squeeze_unsqueeze", {"x": f32(3, 1, 4, 1)}, grad=["x"])(
+    lambda F, v: F.layers.unsqueeze(F.layers.squeeze(v["x"], [1, -1]), [0, 2]))
+case("flatten", {"x": f32(2, 3, 4)}, grad=["x"])(lambda F, v: F.layers.flatten(v["x"], axis=2))
+case("stack_unstack", {"x": f32(3, 4), "y": f32(3, 4)})(
+    lambda F, v: F.layers.unstack(F.layers.stack([v["x"], v["y"]], axis=1), axis=2))
+case("stack", {"x": f32(3, 4), "y": f32(3, 4)}, grad=["x", "y"])(
+    lambda F, v: F.layers.stack([v["x"], v["y"]], axis=-1))
+case("expand", {"x": f32(2, 3)}, grad=["x"])(lambda F, v: F.layers.expand(v["x"], [2, 3]))
+case("expand_as", {"x": f32(2, 3), "t": f32(4, 6)}, grad=["x"], shapes=False)(
+    lambda F, v: F.layers.expand_as(v["x"], v["t"]))
+case("slice", {"x": f32(3, 4, 5)}, grad=["x"])(
+    lambda F, v: F.layers.slice(v["x"], axes=[0, 2], starts=[1, -3], ends=[100, -1]))
+case("strided_slice", {"x": f32(3, 4, 5)}, grad=["x"])(
+    lambda F, v: F.layers.strided_slice(v["x"], axes=[1, 2], starts=[0, 4], ends=[4, 0], strides=[2, -1]))
+case("reverse_flip", {"x": f32(3, 4)}, grad=["x"])(
+    lambda F, v: F.layers.flip(F.layers.reverse(v["x"], axis=[0]), [1]))
+case("roll", {"x": f32(3, 4)}, grad=["x"])(lambda F, v: F.layers.roll(v["x"], [1, -1], dims=[0, 1]))
+case("roll_flat", {"x": f32(3, 4)}, grad=["x"])(lambda F, v: F.layers.roll(v["x"], 2))
+case("pad", {"x": f32(2, 3)}, grad=["x"])(lambda F, v: F.layers.pad(v["x"], [0, 1, 2, 1], pad_value=0.5))
+case("pad2d_constant", {"x": f32(1, 2, 3, 3)}, grad=["x"])(
+    lambda F, v: F.layers.pad2d(v["x"], [1, 0, 2, 1], pad_value=-1.0))
+case("pad2d_reflect", {"x": f32(1, 2, 3, 4)}, grad=["x"])(
+    lambda F, v: F.layers.pad2d(v["x"], [1, 2, 2, 1], mode="reflect"))
+case("pad2d_edge_nhwc", {"x": f32(1, 3, 3, 2)}, grad=["x"])(
+    lambda F, v: F.layers.pad2d(v["x"], [2, 1, 0, 2], mode="edge", data_format="NHWC"))
+case("pad_constant_like", {"x": f32(4, 5), "y": f32(2, 3)}, grad=["y"])(
+    lambda F, v: F.layers.pad_constant_like(v["x"], v["y"], pad_value=1.5))
+case("crop", {"x": f32(4, 5)}, grad=["x"])(lambda F, v: F.layers.crop(v["x"], shape=[2, 3], offsets=[1, 2]))
+case("crop_tensor", {"x": f32(4, 5)}, grad=["x"])(
+    lambda F, v: F.layers.crop_tensor(v["x"], shape=[2, -1], offsets=[1, 2]))
+case("space_to_depth", {"x": f32(2, 4, 4, 6)}, grad=["x"])(lambda F, v: F.layers.space_to_depth(v["x"], 2))
+case("shuffle_channel", {"x": f32(2, 6, 2, 2)}, grad=["x"])(lambda F, v: F.layers.shuffle_channel(v["x"], 3))
+case("temporal_shift", {"x": f32(6, 8, 2, 2)}, grad=["x"])(
+    lambda F, v: F.layers.temporal_shift(v["x"], seg_num=3, shift_ratio=0.25))
+case("unfold", {"x": f32(2, 2, 5, 6)}, grad=["x"])(
+    lambda F, v: F.layers.unfold(v["x"], [2, 3], strides=[1, 2], paddings=[1, 0, 0, 1], dilations=[2, 1]))
+case("t", {"x": f32(3, 4)}, grad=["x"])(lambda F, v: F.layers.t(v["x"]))
+
+# ------------------------------------------------------------------ random (shapes and dtypes only)
+case("random_layers", {"x": f32(3, 2)}, check="shape")(
+    lambda F, v: [F.layers.uniform_random([2, 3]), F.layers.gaussian_random([2, 3]),
+                  F.layers.uniform_random_batch_size_like(v["x"], [-1, 4]),
+                  F.layers.gaussian_random_batch_size_like(v["x"], [-1, 5]),
+                  F.layers.randint(0, 5, [2, 3]), F.layers.randn([4]), F.layers.randperm(6)])
+
+# ------------------------------------------------------------------ model helpers
+case("mean_iou", {"p": np.array([0, 1, 2, 2, 1], "int32"), "l": np.array([0, 2, 2, 1, 1], "int32")})(
+    lambda F, v: list(F.layers.mean_iou(v["p"], v["l"], 3)))
+case("fsp_matrix", {"x": f32(2, 3, 2, 2), "y": f32(2, 4, 2, 2)}, grad=["x", "y"])(
+    lambda F, v: F.layers.fsp_matrix(v["x"], v["y"]))
+case("continuous_value_model", {"x": f32(3, 5, lo=0.0, hi=4.0), "c": f32(3, 2, lo=0.0, hi=3.0)})(
+    lambda F, v: [F.layers.continuous_value_model(v["x"], v["c"]),
+                  F.layers.continuous_value_model(v["x"], v["c"], use_cvm=False)])
