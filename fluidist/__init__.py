@@ -13,9 +13,11 @@ from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor
 from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
 from . import io  # noqa: F401
+from . import nets  # noqa: F401
 from .backward import append_backward, gradients  # noqa: F401
 from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
 from .layers.io import data  # noqa: F401
+from .input import embedding, one_hot  # noqa: F401
 from .transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
 from . import transpiler  # noqa: F401
 

@@ -305,3 +305,22 @@ case("fsp_matrix", {"x": f32(2, 3, 2, 2), "y": f32(2, 4, 2, 2)}, grad=["x", "y"]
 case("continuous_value_model", {"x": f32(3, 5, lo=0.0, hi=4.0), "c": f32(3, 2, lo=0.0, hi=3.0)})(
     lambda F, v: [F.layers.continuous_value_model(v["x"], v["c"]),
                   F.layers.continuous_value_model(v["x"], v["c"], use_cvm=False)])
+case("fluid_embedding", {"i": np.array([[1, 2], [0, 3]], "int64")}, grad=["@params"])(
+    lambda F, v: F.embedding(v["i"], [5, 3]))
+case("fluid_embedding_padding", {"i": np.array([1, 4, 0], "int64")}, grad=["@params"])(
+    lambda F, v: F.embedding(v["i"], [5, 3], padding_idx=-1, is_sparse=False))
+
+# ------------------------------------------------------------------ nets
+case("nets_simple_img_conv_pool", {"img": f32(2, 1, 8, 8)}, grad=["img", "@params"])(
+    lambda F, v: F.nets.simple_img_conv_pool(v["img"], num_filters=3, filter_size=3, pool_size=2, pool_stride=2,
+                                             act="relu"))
+case("nets_img_conv_group", {"img": f32(2, 2, 6, 6)}, grad=["img", "@params"], atol=2e-5)(  # a bias before
+    # batch_norm has a zero gradient: both sides give rounding noise
+    lambda F, v: F.nets.img_conv_group(v["img"], [3, 2], pool_size=2, conv_act="relu", conv_with_batchnorm=True,
+                                       pool_stride=2))
+case("nets_glu", {"x": f32(3, 4)}, grad=["x"])(lambda F, v: F.nets.glu(v["x"], dim=1))
+case("nets_attention", {"q": f32(2, 3, 4), "k": f32(2, 5, 4), "v": f32(2, 5, 6)}, grad=["q", "k", "v"])(
+    lambda F, v: F.nets.scaled_dot_product_attention(v["q"], v["k"], v["v"]))
+case("nets_attention_heads", {"q": f32(2, 3, 4), "k": f32(2, 5, 4), "v": f32(2, 5, 4)},
+     grad=["q", "k", "v", "@params"])(
+    lambda F, v: F.nets.scaled_dot_product_attention(v["q"], v["k"], v["v"], num_heads=2))
