@@ -27,6 +27,7 @@ import json
 import threading
 import time
 
+from .compat import refused
 from .executor import executor as _executor_mod
 
 _STATES = ("CPU", "GPU", "All")
@@ -176,3 +177,8 @@ def profiler(state="CPU", sorted_key=None, profile_path="/tmp/profile", tracer_o
         yield
     finally:
         stop_profiler(sorted_key, profile_path)
+
+
+cuda_profiler = refused("fluid.profiler.cuda_profiler",
+                        "it drives NVIDIA's nvprof; use fluid.profiler.profiler('All') for per-op times, or run "
+                        "the script under Nsight Systems (nsys profile python train.py)")

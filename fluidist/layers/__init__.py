@@ -1,5 +1,5 @@
 """``fluidist.layers``: what users call to build graphs."""
-from .io import data, layers_data  # noqa: F401
+from .io import data, layers_data, load  # noqa: F401
 from .nn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .layer_helper import LayerHelper  # noqa: F401
@@ -15,6 +15,7 @@ from .activation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
 from .nn_math import *  # noqa: F401,F403
+from .refused import *  # noqa: F401,F403  (last: the names fluidist refuses)
 
 from . import io as _io
 

@@ -1,0 +1,32 @@
+"""Layers of Paddle 1.8's ``fluid.layers`` that fluidist does not provide: each raises
+NotImplementedError naming itself and what to use instead (``fluidist.compat.refused``)."""
+from ..compat import refused
+
+_DETECTION = "detection and region ops are outside fluidist (Paddle's detection API is not provided)"
+
+psroi_pool = refused("fluid.layers.psroi_pool", _DETECTION + "; crop regions in the data pipeline and feed them")
+prroi_pool = refused("fluid.layers.prroi_pool", _DETECTION + "; crop regions in the data pipeline and feed them")
+deformable_conv = refused("fluid.layers.deformable_conv", "use layers.conv2d (fixed sampling grid)")
+deformable_roi_pooling = refused("fluid.layers.deformable_roi_pooling",
+                                 _DETECTION + "; crop regions in the data pipeline and feed them")
+roi_pool = refused("fluid.layers.roi_pool", _DETECTION + "; crop regions in the data pipeline and feed them")
+roi_align = refused("fluid.layers.roi_align", _DETECTION + "; crop regions in the data pipeline and feed them")
+filter_by_instag = refused("fluid.layers.filter_by_instag",
+                           "filter instances by tag in the data pipeline (or build the mask with layers.equal and "
+                           "layers.gather)")
+similarity_focus = refused("fluid.layers.similarity_focus",
+                           "build the mask with layers.argsort / layers.one_hot on the fetched similarity")
+inplace_abn = refused("fluid.layers.inplace_abn", "use layers.batch_norm(input, act=...): the same numbers, "
+                      "without the in-place memory saving")
+ctc_greedy_decoder = refused("fluid.layers.ctc_greedy_decoder",
+                             "take layers.argmax over the classes and drop blanks and repeats after fetching")
+hash = refused("fluid.layers.hash", "hash ids in the data pipeline (Paddle's hash is XXH64 of each row, modulo "
+               "hash_size)")
+affine_grid = refused("fluid.layers.affine_grid", "compute the sampling grid with layers.matmul on a fixed "
+                      "coordinate grid (layers.assign of a numpy array)")
+grid_sampler = refused("fluid.layers.grid_sampler", "resample images with layers.resize_bilinear or in the data "
+                       "pipeline")
+
+__all__ = ["psroi_pool", "prroi_pool", "deformable_conv", "deformable_roi_pooling", "roi_pool", "roi_align",
+           "filter_by_instag", "similarity_focus", "inplace_abn", "ctc_greedy_decoder", "hash", "affine_grid",
+           "grid_sampler"]
