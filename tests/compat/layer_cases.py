@@ -59,6 +59,8 @@ def run_case(fluid, case, place=None):
         out = case.build(fluid, v)
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         n_fwd = len(main.global_block().ops)
+        if hasattr(main, "lint"):   # fluidist: every op's slots and attrs are the registered ones
+            main.lint()
         rec["ops"] = np.array([op.type for op in main.global_block().ops[:n_fwd]])
         rec["shapes"] = np.array([str([int(d) for d in o.shape]) for o in outs])
         params = list(main.global_block().all_parameters())
@@ -76,6 +78,8 @@ def run_case(fluid, case, place=None):
             w = layers.data(name="loss_w", shape=list(shape0), dtype="float32", append_batch_size=False)
             loss = layers.reduce_sum(layers.elementwise_mul(layers.cast(outs[0], "float32"), w))
             grads = fluid.gradients([loss], wrt)
+            if hasattr(main, "lint"):
+                main.lint()
             feed["loss_w"] = np.random.RandomState(7).uniform(0.5, 1.5, shape0).astype("float32")
             rec["loss_w"] = feed["loss_w"]
             live = [(k, g) for k, g in enumerate(grads) if g is not None]
