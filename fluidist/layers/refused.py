@@ -22,11 +22,6 @@ ctc_greedy_decoder = refused("fluid.layers.ctc_greedy_decoder",
                              "take layers.argmax over the classes and drop blanks and repeats after fetching")
 hash = refused("fluid.layers.hash", "hash ids in the data pipeline (Paddle's hash is XXH64 of each row, modulo "
                "hash_size)")
-affine_grid = refused("fluid.layers.affine_grid", "compute the sampling grid with layers.matmul on a fixed "
-                      "coordinate grid (layers.assign of a numpy array)")
-grid_sampler = refused("fluid.layers.grid_sampler", "resample images with layers.resize_bilinear or in the data "
-                       "pipeline")
 
 __all__ = ["psroi_pool", "prroi_pool", "deformable_conv", "deformable_roi_pooling", "roi_pool", "roi_align",
-           "filter_by_instag", "similarity_focus", "inplace_abn", "ctc_greedy_decoder", "hash", "affine_grid",
-           "grid_sampler"]
+           "filter_by_instag", "similarity_focus", "inplace_abn", "ctc_greedy_decoder", "hash"]

@@ -328,3 +328,7 @@ case("nets_attention", {"q": f32(2, 3, 4), "k": f32(2, 5, 4), "v": f32(2, 5, 6)}
 case("nets_attention_heads", {"q": f32(2, 3, 4), "k": f32(2, 5, 4), "v": f32(2, 5, 4)},
      grad=["q", "k", "v", "@params"])(
     lambda F, v: F.nets.scaled_dot_product_attention(v["q"], v["k"], v["v"], num_heads=2))
+case("affine_grid", {"t": f32(2, 2, 3)}, grad=["t"], shapes=False)(  # Paddle declares [N, -1, -1, 2]
+   lambda F, v: F.layers.affine_grid(v["t"], [2, 1, 3, 4]))
+case("grid_sampler", {"x": f32(2, 2, 4, 5), "g": f32(2, 4, 5, 2, lo=-1.2, hi=1.2)}, grad=["x", "g"])(
+    lambda F, v: F.layers.grid_sampler(v["x"], v["g"]))
