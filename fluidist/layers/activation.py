@@ -4,7 +4,7 @@ from ..initializer import ConstantInitializer
 from .layer_helper import LayerHelper
 from .nn import _check_var, _unary
 
-__all__ = ["selu", "prelu", "brelu", "soft_relu", "stanh", "hard_swish", "mish"]
+__all__ = ["selu", "prelu", "brelu", "soft_relu", "stanh", "hard_swish", "mish", "inplace_abn"]
 
 
 def selu(x, scale=None, alpha=None, name=None):
@@ -69,3 +69,17 @@ def prelu(x, mode, param_attr=None, name=None):
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("prelu", inputs={"X": [x], "Alpha": [alpha]}, outputs={"Out": [out]}, attrs={"mode": mode})
     return out
+
+
+def inplace_abn(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None, bias_attr=None,
+                data_layout="NCHW", name=None, moving_mean_name=None, moving_variance_name=None,
+                do_model_average_for_mean_and_var=True, use_global_stats=False, act_alpha=1.0):
+    """``batch_norm`` fused with ``act`` (None / 'identity', 'leaky_relu' or 'elu', with ``act_alpha``)
+    in one ``inplace_abn`` op, parameters as ``batch_norm`` creates them. fluidist computes it out of
+    place: the numbers of Paddle's, not its memory saving."""
+    from .conv import norm_layer
+    if act not in (None, "identity", "leaky_relu", "elu"):
+        raise ValueError("inplace_abn: act must be None, 'identity', 'leaky_relu' or 'elu', got %r" % (act,))
+    return norm_layer("inplace_abn", {"activation": act or "", "alpha": float(act_alpha)}, input, None, is_test,
+                      momentum, epsilon, param_attr, bias_attr, data_layout, False, name, moving_mean_name,
+                      moving_variance_name, do_model_average_for_mean_and_var, use_global_stats)

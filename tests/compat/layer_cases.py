@@ -332,3 +332,7 @@ case("affine_grid", {"t": f32(2, 2, 3)}, grad=["t"], shapes=False)(  # Paddle de
    lambda F, v: F.layers.affine_grid(v["t"], [2, 1, 3, 4]))
 case("grid_sampler", {"x": f32(2, 2, 4, 5), "g": f32(2, 4, 5, 2, lo=-1.2, hi=1.2)}, grad=["x", "g"])(
     lambda F, v: F.layers.grid_sampler(v["x"], v["g"]))
+case("inplace_abn_leaky", {"x": f32(3, 2, 2, 2)}, grad=["x", "@params"], atol=1e-5)(
+    lambda F, v: F.layers.inplace_abn(v["x"], act="leaky_relu", act_alpha=0.1))
+case("inplace_abn_elu", {"x": f32(4, 3)}, grad=["x", "@params"], atol=1e-5)(
+    lambda F, v: F.layers.inplace_abn(v["x"], act="elu"))
