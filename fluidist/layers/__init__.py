@@ -16,6 +16,7 @@ from .indexing import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
 from .nn_math import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
+from .ctc import *  # noqa: F401,F403
 from .refused import *  # noqa: F401,F403  (last: the names fluidist refuses)
 
 from . import io as _io

@@ -16,7 +16,8 @@ __all__ = ["reduce_all", "reduce_any", "clip_by_norm", "log_softmax", "logsumexp
            "shape", "rank", "size", "bmm", "addmm", "addcmul", "dot", "cross", "dist", "allclose",
            "elementwise_equal", "uniform_random", "gaussian_random", "uniform_random_batch_size_like",
            "gaussian_random_batch_size_like", "randint", "randn", "randperm", "sampling_id", "random_crop",
-           "mean_iou", "fsp_matrix", "continuous_value_model", "merge_selected_rows", "get_tensor_from_selected_rows"]
+           "mean_iou", "fsp_matrix", "continuous_value_model", "merge_selected_rows", "get_tensor_from_selected_rows",
+           "hash"]
 
 
 def _bool_reduce(op_type):
@@ -324,3 +325,13 @@ def get_tensor_from_selected_rows(x, name=None):
     """The value rows of a row-sparse ``x`` as a dense tensor."""
     check_var(x, "get_tensor_from_selected_rows", "x")
     return one_op("get_tensor_from_selected_rows", {"X": x}, name=name)
+
+
+def hash(input, hash_size, num_hash=1, name=None):
+    """``num_hash`` hashes of each row of int ids: XXH64 of the row (seeds 0, 1, ...) modulo
+    ``hash_size``; the result is [N, num_hash, 1], of the ids' dtype."""
+    check_var(input, "hash", "input")
+    if input.dtype not in ("int32", "int64"):
+        raise TypeError("hash: input %r must hold int32 or int64 ids, got %s" % (input.name, input.dtype))
+    return one_op("hash", {"X": input}, {"num_hash": int(num_hash), "mod_by": int(hash_size)}, name=name,
+                  stop_gradient=True)

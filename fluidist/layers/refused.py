@@ -16,10 +16,6 @@ filter_by_instag = refused("fluid.layers.filter_by_instag",
                            "layers.gather)")
 similarity_focus = refused("fluid.layers.similarity_focus",
                            "build the mask with layers.argsort / layers.one_hot on the fetched similarity")
-ctc_greedy_decoder = refused("fluid.layers.ctc_greedy_decoder",
-                             "take layers.argmax over the classes and drop blanks and repeats after fetching")
-hash = refused("fluid.layers.hash", "hash ids in the data pipeline (Paddle's hash is XXH64 of each row, modulo "
-               "hash_size)")
 
 __all__ = ["psroi_pool", "prroi_pool", "deformable_conv", "deformable_roi_pooling", "roi_pool", "roi_align",
-           "filter_by_instag", "similarity_focus", "ctc_greedy_decoder", "hash"]
+           "filter_by_instag", "similarity_focus"]

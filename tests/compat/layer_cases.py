@@ -28,8 +28,9 @@ def i32(*shape, lo=0, hi=5):
 
 
 class Case(object):
-    def __init__(self, name, inputs, build, grad=(), check="values", rtol=1e-5, atol=1e-6, shapes=True):
+    def __init__(self, name, inputs, build, grad=(), check="values", rtol=1e-5, atol=1e-6, shapes=True, lods=None):
         self.name, self.inputs, self.build = name, inputs, build
+        self.lods = lods or {}   # {input name: recursive sequence lengths}: fed as a LoDTensor
         self.grad, self.check, self.rtol, self.atol = list(grad), check, rtol, atol
         self.shapes = shapes   # False where Paddle's declared output shapes are artifacts of its infer
 
@@ -53,7 +54,7 @@ def run_case(fluid, case, place=None):
         v = {}
         for name, arr in case.inputs.items():
             v[name] = layers.data(name=name, shape=list(arr.shape), dtype=str(arr.dtype),
-                                  append_batch_size=False)
+                                  append_batch_size=False, lod_level=len(case.lods.get(name, [])))
             if name in case.grad:
                 v[name].stop_gradient = False
         out = case.build(fluid, v)
@@ -64,14 +65,19 @@ def run_case(fluid, case, place=None):
         rec["ops"] = np.array([op.type for op in main.global_block().ops[:n_fwd]])
         rec["shapes"] = np.array([str([int(d) for d in o.shape]) for o in outs])
         params = list(main.global_block().all_parameters())
-        feed = {n: a for n, a in case.inputs.items()}
+        feed = {n: a if n not in case.lods else fluid.create_lod_tensor(a, case.lods[n], fluid.CPUPlace())
+                for n, a in case.inputs.items()}
         for i, p in enumerate(params):
             feed[p.name] = _param_value([int(d) for d in p.shape], i)
             rec["param%d" % i] = feed[p.name]
         exe.run(startup)
-        fetched = [np.array(t) for t in exe.run(main, feed=feed, fetch_list=outs, return_numpy=False)]
-        for i, a in enumerate(fetched):
+        tensors = exe.run(main, feed=feed, fetch_list=outs, return_numpy=False)
+        fetched = [np.array(t) for t in tensors]
+        for i, (t, a) in enumerate(zip(tensors, fetched)):
             rec["out%d" % i] = a
+            lod = t.lod() if hasattr(t, "lod") else []
+            if lod:
+                rec["lod%d" % i] = np.array(lod[-1], dtype="int64")
         wrt = [v[n] for n in case.grad if n != "@params"] + (params if "@params" in case.grad else [])
         if wrt:
             shape0 = fetched[0].shape
@@ -336,3 +342,23 @@ case("inplace_abn_leaky", {"x": f32(3, 2, 2, 2)}, grad=["x", "@params"], atol=1e
     lambda F, v: F.layers.inplace_abn(v["x"], act="leaky_relu", act_alpha=0.1))
 case("inplace_abn_elu", {"x": f32(4, 3)}, grad=["x", "@params"], atol=1e-5)(
     lambda F, v: F.layers.inplace_abn(v["x"], act="elu"))
+_CTC = np.array([[0.1, 0.8, 0.1], [0.1, 0.8, 0.1], [0.9, 0.05, 0.05], [0.2, 0.2, 0.6], [0.1, 0.8, 0.1],
+                 [0.1, 0.1, 0.8], [0.1, 0.1, 0.8]], "float32")
+case("ctc_greedy_decoder_lod", {"x": _CTC}, lods={"x": [[4, 3]]})(
+    lambda F, v: F.layers.ctc_greedy_decoder(v["x"], blank=0))
+case("ctc_greedy_decoder_padded", {"x": _CTC[:6].reshape(2, 3, 3), "n": np.array([[3], [2]], "int64")})(
+    lambda F, v: list(F.layers.ctc_greedy_decoder(v["x"], blank=2, input_length=v["n"], padding_value=-1)))
+
+
+def _raw_hash(F, v, num_hash, mod_by):
+    """Paddle 1.8.5's layers.hash rejects every int hash_size (its type check is broken): build the op."""
+    block = F.default_main_program().current_block()
+    out = block.create_var(name="hash_out_%d" % num_hash, dtype=v["x"].dtype)
+    block.append_op(type="hash", inputs={"X": [v["x"]]}, outputs={"Out": [out]},
+                    attrs={"num_hash": num_hash, "mod_by": mod_by})
+    return out
+
+
+case("hash_int64", {"x": i64(4, 3, lo=0, hi=10 ** 9)}, shapes=False)(lambda F, v: _raw_hash(F, v, 3, 100003))
+case("hash_int32", {"x": i32(5, 1, lo=0, hi=10 ** 6)}, shapes=False)(lambda F, v: _raw_hash(F, v, 2, 1000))
+case("hash_int64_long_rows", {"x": i64(2, 9, lo=0, hi=10 ** 9)}, shapes=False)(lambda F, v: _raw_hash(F, v, 1, 977))

@@ -35,8 +35,8 @@ def test_layer_matches_paddle18(case):
     assert list(got["ops"]) == list(ref["ops"]), "forward op types differ from Paddle 1.8's"
     if case.shapes:
         assert list(got["shapes"]) == list(ref["shapes"]), "declared output shapes differ from Paddle 1.8's"
-    keys = sorted(k for k in ref if k.startswith(("out", "grad")))
-    assert sorted(k for k in got if k.startswith(("out", "grad"))) == keys
+    keys = sorted(k for k in ref if k.startswith(("out", "grad", "lod")))
+    assert sorted(k for k in got if k.startswith(("out", "grad", "lod"))) == keys
     for k in keys:
         want, have = ref[k], got[k]
         if case.check == "shape" and k.startswith("out"):
