@@ -241,8 +241,8 @@ def _one_hot_kernel(v2):
             raise ValueError("op %r: id %d in X %r is out of range for depth %d (set allow_out_of_range=True "
                              "to give it a zero row)" % (ctx.op.type, bad, ctx.op.inputs["X"][0], depth))
         out = xp.zeros((flat.size, depth), dtype=attrs["dtype"])
-        rows = np.nonzero(inside)[0]
-        out[xp.asarray(rows), xp.asarray(flat[rows])] = 1
+        rows = xp.nonzero(inside)[0]
+        out[rows, flat[rows]] = 1
         shape = tuple(x.shape) + (depth,) if v2 else tuple(x.shape[:-1]) + (depth,)
         return {"Out": out.reshape(shape)}
     return kernel
