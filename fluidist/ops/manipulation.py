@@ -271,13 +271,17 @@ def _slice_kernel(strided):
     return kernel
 
 
+def _box_grad(xp, x, box, d):
+    """The gradient of ``x[box]``: zeros with ``d`` in the box."""
+    dx = xp.zeros(x.shape, dtype=d.dtype)
+    dx[box] = d.reshape(dx[box].shape)
+    return dx
+
+
 def _slice_grad_kernel(strided):
     def kernel(ctx, ins, attrs):
         x, sl = _slice_parts(ctx, ins, attrs, strided)
-        d = ins["Out@GRAD"]
-        dx = ctx.xp.zeros(x.shape, dtype=d.dtype)
-        dx[sl] = d.reshape(dx[sl].shape)
-        return {"Input@GRAD": dx}
+        return {"Input@GRAD": _box_grad(ctx.xp, x, sl, ins["Out@GRAD"])}
     return kernel
 
 
@@ -493,10 +497,7 @@ def _crop_kernel(tensor):
 def _crop_grad_kernel(tensor):
     def kernel(ctx, ins, attrs):
         x, box = _crop_box(ctx, ins, attrs, tensor)
-        d = ins["Out@GRAD"]
-        dx = ctx.xp.zeros(x.shape, dtype=d.dtype)
-        dx[box] = d
-        return {"X@GRAD": dx}
+        return {"X@GRAD": _box_grad(ctx.xp, x, box, ins["Out@GRAD"])}
     return kernel
 
 
