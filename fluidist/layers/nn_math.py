@@ -17,7 +17,7 @@ __all__ = ["reduce_all", "reduce_any", "clip_by_norm", "log_softmax", "logsumexp
            "elementwise_equal", "uniform_random", "gaussian_random", "uniform_random_batch_size_like",
            "gaussian_random_batch_size_like", "randint", "randn", "randperm", "sampling_id", "random_crop",
            "mean_iou", "fsp_matrix", "continuous_value_model", "merge_selected_rows", "get_tensor_from_selected_rows",
-           "hash"]
+           "hash", "similarity_focus"]
 
 
 def _bool_reduce(op_type):
@@ -334,4 +334,17 @@ def hash(input, hash_size, num_hash=1, name=None):
     if input.dtype not in ("int32", "int64"):
         raise TypeError("hash: input %r must hold int32 or int64 ids, got %s" % (input.name, input.dtype))
     return one_op("hash", {"X": input}, {"num_hash": int(num_hash), "mod_by": int(hash_size)}, name=name,
+                  stop_gradient=True)
+
+
+def similarity_focus(input, axis, indexes, name=None):
+    """A 0/1 focus mask of a 4-D similarity tensor: for each of ``indexes`` along ``axis`` (1, 2 or 3),
+    the largest entries of that 2-D slice taken greedily one per row and column; OR-ed over the
+    indexes and repeated along ``axis``."""
+    check_var(input, "similarity_focus", "input")
+    if axis not in (1, 2, 3):
+        raise ValueError("similarity_focus: axis must be 1, 2 or 3, got %r" % (axis,))
+    if not isinstance(indexes, list) or not indexes:
+        raise ValueError("similarity_focus: indexes must be a non-empty list, got %r" % (indexes,))
+    return one_op("similarity_focus", {"X": input}, {"axis": axis, "indexes": [int(i) for i in indexes]}, name=name,
                   stop_gradient=True)

@@ -14,8 +14,6 @@ roi_align = refused("fluid.layers.roi_align", _DETECTION + "; crop regions in th
 filter_by_instag = refused("fluid.layers.filter_by_instag",
                            "filter instances by tag in the data pipeline (or build the mask with layers.equal and "
                            "layers.gather)")
-similarity_focus = refused("fluid.layers.similarity_focus",
-                           "build the mask with layers.argsort / layers.one_hot on the fetched similarity")
 
 __all__ = ["psroi_pool", "prroi_pool", "deformable_conv", "deformable_roi_pooling", "roi_pool", "roi_align",
-           "filter_by_instag", "similarity_focus"]
+           "filter_by_instag"]

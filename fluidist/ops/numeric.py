@@ -4,6 +4,7 @@ merge_selected_rows / get_tensor_from_selected_rows; and the random ops of the b
 randint, randperm, sampling_id and random_crop kinds."""
 import numpy as np
 
+from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from ..framework.registry import register_grad, register_op, same_shape
 from .math import _RED_ATTRS, _reduce_axes, _reduce_infer, _reduce_out
@@ -416,8 +417,7 @@ def randperm(ctx, ins, attrs):
 def sampling_id(ctx, ins, attrs):
     """For each row of probabilities, a column drawn with those probabilities (a uniform draw in
     ``[min, max)`` against the running sum)."""
-    x = ins["X"]
-    host = np.asarray(x.get() if hasattr(x, "get") else x, dtype=np.float64)
+    host = np.asarray(to_host(ins["X"]), dtype=np.float64)
     u = _rng(ctx, attrs).uniform(attrs["min"], attrs["max"], host.shape[0])
     cum = np.cumsum(host, axis=1)
     ids = np.minimum((cum < u[:, None]).sum(axis=1), host.shape[1] - 1)
@@ -451,3 +451,46 @@ def random_crop(ctx, ins, attrs):
         outs.append(inst[i][tuple(slice(o, o + t) for o, t in zip(offs, shape))])
     out = ctx.xp.stack(outs).reshape(tuple(lead) + tuple(shape))
     return {"Out": out, "SeedOut": ctx.xp.asarray([r.randint(1, 2 ** 31 - 1)], dtype=np.int64)}
+
+
+# ------------------------------------------------------------------ similarity_focus
+def _focus_mask(m):
+    """A 0/1 mask of a 2-D matrix: repeatedly the largest remaining entry, its row and column then
+    left out, until every row or every column is used."""
+    a, b = m.shape
+    mask = np.zeros((a, b), dtype=bool)
+    order = np.argsort(-m, axis=None, kind="stable")
+    rows, cols = set(), set()
+    for flat in order:
+        r, c = divmod(int(flat), b)
+        if r in rows or c in cols:
+            continue
+        mask[r, c] = True
+        rows.add(r)
+        cols.add(c)
+        if len(rows) == a or len(cols) == b:
+            break
+    return mask
+
+
+@register_op("similarity_focus", inputs=["X"], outputs=["Out"], attrs={"axis": 1, "indexes": []},
+             infer=lambda c: c.share("Out", "X"))
+def similarity_focus(ctx, ins, attrs):
+    """For a 4-D X and each of ``indexes`` along ``axis``, the focus mask of that 2-D slice (one
+    largest entry per row and column, greedily); the masks are OR-ed and repeated along ``axis``."""
+    x = np.asarray(to_host(ins["X"]))
+    axis = attrs["axis"]
+    if x.ndim != 4 or axis not in (1, 2, 3):
+        raise ValueError("op 'similarity_focus': X %r must be 4-D and axis 1, 2 or 3, got shape %s, axis %d"
+                         % (ctx.op.inputs["X"][0], list(x.shape), axis))
+    if not attrs["indexes"] or any(not 0 <= i < x.shape[axis] for i in attrs["indexes"]):
+        raise ValueError("op 'similarity_focus': indexes %s must be non-empty and within [0, %d)"
+                         % (attrs["indexes"], x.shape[axis]))
+    moved = np.moveaxis(x, axis, 1)
+    out = np.zeros(moved.shape, dtype=x.dtype)
+    for n in range(moved.shape[0]):
+        mask = np.zeros(moved.shape[2:], dtype=bool)
+        for i in attrs["indexes"]:
+            mask |= _focus_mask(moved[n, i])
+        out[n] = mask[None]
+    return {"Out": ctx.xp.asarray(np.ascontiguousarray(np.moveaxis(out, 1, axis)))}

@@ -362,3 +362,6 @@ def _raw_hash(F, v, num_hash, mod_by):
 case("hash_int64", {"x": i64(4, 3, lo=0, hi=10 ** 9)}, shapes=False)(lambda F, v: _raw_hash(F, v, 3, 100003))
 case("hash_int32", {"x": i32(5, 1, lo=0, hi=10 ** 6)}, shapes=False)(lambda F, v: _raw_hash(F, v, 2, 1000))
 case("hash_int64_long_rows", {"x": i64(2, 9, lo=0, hi=10 ** 9)}, shapes=False)(lambda F, v: _raw_hash(F, v, 1, 977))
+case("similarity_focus", {"x": f32(2, 3, 4, 3)})(
+    lambda F, v: [F.layers.similarity_focus(v["x"], axis=1, indexes=[0, 2]),
+                  F.layers.similarity_focus(v["x"], axis=3, indexes=[1])])
