@@ -1,10 +1,11 @@
-"""``ctc_greedy_decoder``: the best path of CTC outputs (``top_k`` then ``ctc_align``)."""
+"""Sequence selection layers: ``ctc_greedy_decoder`` (the best path of CTC outputs: ``top_k`` then
+``ctc_align``) and ``filter_by_instag`` (instances kept by their tags)."""
 from ..framework.program import Variable
 from .layer_helper import LayerHelper
 from .metric_op import topk
 from ._build import check_var
 
-__all__ = ["ctc_greedy_decoder"]
+__all__ = ["ctc_greedy_decoder", "filter_by_instag"]
 
 
 def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0, name=None):
@@ -27,3 +28,20 @@ def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0, name=No
                      outputs={"Output": [out], "OutputLength": [out_len]},
                      attrs={"merge_repeated": True, "blank": int(blank), "padding_value": int(padding_value)})
     return out, out_len
+
+
+def filter_by_instag(ins, ins_tag, filter_tag, is_lod, out_val_if_empty=0):
+    """The instances of ``ins`` (its sequences with ``is_lod``, else its rows) one of whose tags
+    (``ins_tag``, a LoD tensor: the tags of each instance) is in ``filter_tag``; returns
+    ``[out, loss_weight]`` (a 1 per kept instance). Nothing kept: one row of ``out_val_if_empty``
+    and a weight of 0."""
+    for v, what in ((ins, "ins"), (ins_tag, "ins_tag"), (filter_tag, "filter_tag")):
+        check_var(v, "filter_by_instag", what)
+    helper = LayerHelper("filter_by_instag")
+    out = helper.create_variable_for_type_inference(ins.dtype)
+    loss_weight = helper.create_variable_for_type_inference("float32")
+    index_map = helper.create_variable_for_type_inference(ins_tag.dtype)
+    helper.append_op("filter_by_instag", inputs={"Ins": [ins], "Ins_tag": [ins_tag], "Filter_tag": [filter_tag]},
+                     outputs={"Out": [out], "LossWeight": [loss_weight], "IndexMap": [index_map]},
+                     attrs={"is_lod": bool(is_lod), "out_val_if_empty": int(out_val_if_empty)})
+    return [out, loss_weight]

@@ -11,9 +11,5 @@ deformable_roi_pooling = refused("fluid.layers.deformable_roi_pooling",
                                  _DETECTION + "; crop regions in the data pipeline and feed them")
 roi_pool = refused("fluid.layers.roi_pool", _DETECTION + "; crop regions in the data pipeline and feed them")
 roi_align = refused("fluid.layers.roi_align", _DETECTION + "; crop regions in the data pipeline and feed them")
-filter_by_instag = refused("fluid.layers.filter_by_instag",
-                           "filter instances by tag in the data pipeline (or build the mask with layers.equal and "
-                           "layers.gather)")
 
-__all__ = ["psroi_pool", "prroi_pool", "deformable_conv", "deformable_roi_pooling", "roi_pool", "roi_align",
-           "filter_by_instag"]
+__all__ = ["psroi_pool", "prroi_pool", "deformable_conv", "deformable_roi_pooling", "roi_pool", "roi_align"]

@@ -3,7 +3,7 @@ rows, and ``hash`` (XXH64 of each row of ids, Paddle's feature hashing)."""
 import numpy as np
 
 from ..core.place import to_host
-from ..framework.registry import register_op
+from ..framework.registry import register_grad, register_op
 
 
 def _ctc_collapse(seq, blank, merge):
@@ -123,3 +123,75 @@ def hash_op(ctx, ins, attrs):
     rows = x.reshape(x.shape[0], -1).view(np.uint8)
     out = np.stack([xxh64_rows(rows, j) % np.uint64(attrs["mod_by"]) for j in range(attrs["num_hash"])], axis=1)
     return {"Out": ctx.xp.asarray(out.astype(x.dtype).reshape(x.shape[0], attrs["num_hash"], 1))}
+
+
+# ------------------------------------------------------------------ filter_by_instag
+def _instances(ctx, ins, is_lod):
+    """Row ranges [(start, length)] of the instances of Ins: its last LoD level, or one row each."""
+    if is_lod:
+        lod = ctx.lod("Ins")
+        if not lod:
+            raise ValueError("op 'filter_by_instag': Ins %r has no LoD but is_lod is True" % ctx.op.inputs["Ins"][0])
+        off = [int(o) for o in lod[-1]]
+        return [(a, b - a) for a, b in zip(off, off[1:])]
+    return [(i, 1) for i in range(ins.shape[0])]
+
+
+@register_op("filter_by_instag", inputs=["Ins", "Ins_tag", "Filter_tag"], outputs=["Out", "LossWeight", "IndexMap"],
+             attrs={"is_lod": True, "out_val_if_empty": 0}, needs_lod=True, no_grad=("Ins_tag", "Filter_tag"),
+             infer=lambda c: (c.set_output("Out", c.input_shape("Ins"), c.input_dtype("Ins"), 1),
+                              c.set_output("LossWeight", [-1, 1], "float32", 1),
+                              c.set_output("IndexMap", [-1, 3], c.input_dtype("Ins_tag"), 1)))
+def filter_by_instag(ctx, ins, attrs):
+    """The instances of Ins with a tag (their Ins_tag sequence) among Filter_tag: Out holds their rows
+    (one sequence each), LossWeight a 1 per kept instance, IndexMap (out row, in row, rows) per kept
+    instance. Nothing kept: one row of ``out_val_if_empty`` with weight 0."""
+    xp = ctx.xp
+    x = ins["Ins"]
+    tags = np.asarray(to_host(ins["Ins_tag"])).reshape(-1)
+    tag_lod = ctx.lod("Ins_tag")
+    if not tag_lod:
+        raise ValueError("op 'filter_by_instag': Ins_tag %r needs a LoD (the tags of each instance)"
+                         % ctx.op.inputs["Ins_tag"][0])
+    toff = [int(o) for o in tag_lod[-1]]
+    wanted = set(np.asarray(to_host(ins["Filter_tag"])).reshape(-1).tolist())
+    spans = _instances(ctx, x, attrs["is_lod"])
+    if len(spans) != len(toff) - 1:
+        raise ValueError("op 'filter_by_instag': Ins has %d instances but Ins_tag has tags for %d"
+                         % (len(spans), len(toff) - 1))
+    kept = [(s, n) for k, (s, n) in enumerate(spans) if wanted & set(tags[toff[k]:toff[k + 1]].tolist())]
+    map_dtype = ins["Ins_tag"].dtype
+    if not kept:
+        ctx.set_lod("Out", [[0, 1]])
+        ctx.set_lod("LossWeight", [[0, 1]])
+        ctx.set_lod("IndexMap", [[0, 1]])
+        return {"Out": xp.full((1,) + tuple(x.shape[1:]), attrs["out_val_if_empty"], dtype=x.dtype),
+                "LossWeight": xp.zeros((1, 1), dtype=np.float32),
+                "IndexMap": xp.asarray(np.array([[0, 1, 1]], dtype=map_dtype))}
+    rows, index_map, out_off = [], [], [0]
+    for s, n in kept:
+        index_map.append((out_off[-1], s, n))
+        rows.extend(range(s, s + n))
+        out_off.append(out_off[-1] + n)
+    counts = list(range(len(kept) + 1))
+    ctx.set_lod("Out", [out_off])
+    ctx.set_lod("LossWeight", [counts])
+    ctx.set_lod("IndexMap", [counts])
+    return {"Out": x[xp.asarray(np.array(rows, dtype=np.int64))],
+            "LossWeight": xp.ones((len(kept), 1), dtype=np.float32),
+            "IndexMap": xp.asarray(np.array(index_map, dtype=map_dtype))}
+
+
+@register_grad("filter_by_instag", inputs=["Ins", "IndexMap", "LossWeight", "Out@GRAD"], needs_lod=True)
+def filter_by_instag_grad(ctx, ins, attrs):
+    """dOut rows back to the rows of Ins they came from (zeros elsewhere; nothing when nothing was kept)."""
+    xp = ctx.xp
+    x, d = ins["Ins"], ins["Out@GRAD"]
+    dx = xp.zeros(x.shape, dtype=d.dtype)
+    if float(xp.asarray(ins["LossWeight"]).sum()) > 0:
+        for out_start, in_start, n in np.asarray(to_host(ins["IndexMap"])).tolist():
+            dx[in_start:in_start + n] = d[out_start:out_start + n]
+    lod = ctx.lod("Ins")
+    if lod:
+        ctx.set_lod("Ins@GRAD", lod)
+    return {"Ins@GRAD": dx}

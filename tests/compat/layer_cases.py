@@ -365,3 +365,12 @@ case("hash_int64_long_rows", {"x": i64(2, 9, lo=0, hi=10 ** 9)}, shapes=False)(l
 case("similarity_focus", {"x": f32(2, 3, 4, 3)})(
     lambda F, v: [F.layers.similarity_focus(v["x"], axis=1, indexes=[0, 2]),
                   F.layers.similarity_focus(v["x"], axis=3, indexes=[1])])
+case("filter_by_instag_lod", {"x": f32(5, 2), "t": np.array([[0], [1], [1], [3], [0], [3]], "int64"),
+                              "f": np.array([1], "int64")}, lods={"x": [[2, 1, 2]], "t": [[2, 2, 2]]},
+     grad=["x"], shapes=False)(lambda F, v: F.layers.filter_by_instag(v["x"], v["t"], v["f"], True))
+case("filter_by_instag_rows", {"x": f32(4, 2), "t": np.array([[0], [1], [1], [3], [0], [3], [2]], "int64"),
+                               "f": np.array([3, 2], "int64")}, lods={"t": [[2, 2, 2, 1]]}, grad=["x"],
+     shapes=False)(lambda F, v: F.layers.filter_by_instag(v["x"], v["t"], v["f"], False))
+case("filter_by_instag_empty", {"x": f32(3, 2), "t": np.array([[0], [1], [1]], "int64"),
+                                "f": np.array([5], "int64")}, lods={"x": [[2, 1]], "t": [[2, 1]]}, shapes=False)(
+    lambda F, v: F.layers.filter_by_instag(v["x"], v["t"], v["f"], True, out_val_if_empty=7))
