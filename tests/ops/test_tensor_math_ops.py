@@ -129,3 +129,16 @@ def test_random_crop_advances_its_seed():
         r0, c0 = divmod(int(cr[0, 0, 0]), 6)
         np.testing.assert_array_equal(cr[0], img[0, r0:r0 + 3, c0:c0 + 3])
     assert len({cr.tobytes() for cr in crops}) > 1
+
+
+def test_erf_without_scipy_is_exact(monkeypatch):
+    """scipy is optional: without it erf (and gelu) fall back to math.erf, elementwise."""
+    import math
+    import sys
+    from fluidist.ops.math import erf
+    monkeypatch.setitem(sys.modules, "scipy.special", None)
+    x = np.array([[-2.5, -0.3, 0.0, 0.7, 3.0]], dtype=np.float32)
+    got = erf(np, x)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, [[math.erf(v) for v in x[0]]], rtol=1e-6)
+    assert erf(np, np.zeros((0,), np.float64)).shape == (0,)
