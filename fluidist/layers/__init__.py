@@ -10,6 +10,8 @@ from .embedding import *  # noqa: F401,F403
 from .sequence import *  # noqa: F401,F403
 from .metric_op import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
+from .norm import *  # noqa: F401,F403
+from .nn_misc import *  # noqa: F401,F403
 
 from . import io as _io
 

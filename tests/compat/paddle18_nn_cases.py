@@ -1,0 +1,223 @@
+"""Layer cases written as a Paddle 1.x user writes them, run unchanged by Paddle 1.8.5 and by fluidist.
+
+Each case is a function ``case(fluid, rng) -> spec`` building layers in the current program guard:
+``spec = {"feed": {name: array or (array, seq_lens)}, "outs": {label: Variable},
+"wrt": {label: Variable}}``. ``run_case`` builds it, adds the loss ``sum(0.5 * out^2)`` over the
+float outputs, appends the backward pass, runs startup and main once and returns every output and
+every gradient asked for in ``wrt`` (as ``label@GRAD``).
+
+``tools/paddle18_nn_refs.py`` runs the cases under paddlepaddle 1.8.5 (in a throwaway Python 3.8
+venv) and writes the numbers to ``data/paddle18_nn_refs.json``; ``test_paddle18_nn_refs.py`` runs the
+same cases on fluidist and compares. Parameters are given fixed values through
+``NumpyArrayInitializer``, inputs come from ``numpy.random.RandomState`` (a frozen stream), so both
+sides see the same numbers.
+"""
+import zlib
+
+import numpy as np
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+def _param(fluid, arr):
+    return fluid.ParamAttr(initializer=fluid.initializer.NumpyArrayInitializer(np.asarray(arr, np.float32)))
+
+
+def _u(rng, *shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape).astype(np.float32)
+
+
+def _data(fluid, name, shape, dtype="float32", lod_level=0, grad=True):
+    v = fluid.layers.data(name, shape, dtype=dtype, lod_level=lod_level, append_batch_size=False)
+    v.stop_gradient = not grad
+    return v
+
+
+# ------------------------------------------------------------------ normalisations
+@case
+def layer_norm(fluid, rng):
+    x = _data(fluid, "x", [2, 3, 4])
+    a = fluid.layers.layer_norm(x, begin_norm_axis=1, param_attr=_param(fluid, _u(rng, 12, lo=0.5, hi=1.5)),
+                                bias_attr=_param(fluid, _u(rng, 12)))
+    b = fluid.layers.layer_norm(x, begin_norm_axis=2, scale=False, shift=False, epsilon=1e-3)
+    return {"feed": {"x": _u(rng, 2, 3, 4, lo=-2, hi=2)}, "outs": {"a": a, "b": b}, "wrt": {"x": x}}
+
+
+@case
+def group_norm(fluid, rng):
+    x = _data(fluid, "x", [2, 6, 3, 2])
+    out = fluid.layers.group_norm(x, groups=3, param_attr=_param(fluid, _u(rng, 6, lo=0.5, hi=1.5)),
+                                  bias_attr=_param(fluid, _u(rng, 6)), act="relu")
+    w = fluid.default_main_program().global_block().all_parameters()
+    return {"feed": {"x": _u(rng, 2, 6, 3, 2, lo=-2, hi=2)}, "outs": {"out": out},
+            "wrt": dict([("x", x)] + [(p.name, p) for p in w])}
+
+
+@case
+def instance_norm(fluid, rng):
+    x = _data(fluid, "x", [2, 3, 2, 3])
+    out = fluid.layers.instance_norm(x, param_attr=_param(fluid, _u(rng, 3, lo=0.5, hi=1.5)),
+                                     bias_attr=_param(fluid, _u(rng, 3)))
+    w = fluid.default_main_program().global_block().all_parameters()
+    return {"feed": {"x": _u(rng, 2, 3, 2, 3, lo=-2, hi=2)}, "outs": {"out": out},
+            "wrt": dict([("x", x)] + [(p.name, p) for p in w])}
+
+
+@case
+def l2_normalize(fluid, rng):
+    x = _data(fluid, "x", [3, 4, 2])
+    a = fluid.layers.l2_normalize(x, axis=1)
+    b = fluid.layers.l2_normalize(x, axis=-1, epsilon=1e-3)
+    return {"feed": {"x": _u(rng, 3, 4, 2)}, "outs": {"a": a, "b": b}, "wrt": {"x": x}}
+
+
+@case
+def lrn(fluid, rng):
+    x = _data(fluid, "x", [2, 7, 2, 2])
+    a = fluid.layers.lrn(x)
+    b = fluid.layers.lrn(x, n=3, k=2.0, alpha=0.1, beta=0.5)
+    return {"feed": {"x": _u(rng, 2, 7, 2, 2, lo=-2, hi=2)}, "outs": {"a": a, "b": b}, "wrt": {"x": x}}
+
+
+@case
+def affine_channel(fluid, rng):
+    x = _data(fluid, "x", [2, 3, 2, 2])
+    scale = fluid.layers.create_parameter([3], "float32", default_initializer=fluid.initializer.NumpyArrayInitializer(
+        _u(rng, 3)))
+    bias = fluid.layers.create_parameter([3], "float32", default_initializer=fluid.initializer.NumpyArrayInitializer(
+        _u(rng, 3)))
+    out = fluid.layers.affine_channel(x, scale=scale, bias=bias)
+    return {"feed": {"x": _u(rng, 2, 3, 2, 2)}, "outs": {"out": out},
+            "wrt": {"x": x, "scale": scale, "bias": bias}}
+
+
+@case
+def data_norm(fluid, rng):
+    x = _data(fluid, "x", [4, 3])
+    out = fluid.layers.data_norm(x)
+    params = fluid.default_main_program().global_block().all_parameters()
+    return {"feed": {"x": _u(rng, 4, 3, lo=-3, hi=3)}, "outs": {"out": out},
+            "wrt": dict([("x", x)] + [(p.name, p) for p in params])}
+
+
+@case
+def spectral_norm(fluid, rng):
+    w = fluid.layers.create_parameter([3, 2, 2], "float32",
+                                      default_initializer=fluid.initializer.NumpyArrayInitializer(_u(rng, 3, 2, 2)))
+    out = fluid.layers.spectral_norm(w, dim=1, power_iters=3)
+    blk = fluid.default_main_program().global_block()
+    op = blk.ops[-1]
+    uv = {}
+    for slot, arr in (("U", _u(rng, 2)), ("V", _u(rng, 6))):
+        uv[op.input(slot)[0]] = arr
+    # U and V start from the same numbers on both sides: feed them
+    return {"feed": uv, "outs": {"out": out}, "wrt": {"w": w}}
+
+
+# ------------------------------------------------------------------ feature and pairwise layers
+@case
+def cos_sim(fluid, rng):
+    x = _data(fluid, "x", [3, 4])
+    y = _data(fluid, "y", [3, 4])
+    y1 = _data(fluid, "y1", [1, 4])
+    a = fluid.layers.cos_sim(x, y)
+    b = fluid.layers.cos_sim(x, y1)
+    return {"feed": {"x": _u(rng, 3, 4), "y": _u(rng, 3, 4), "y1": _u(rng, 1, 4)}, "outs": {"a": a, "b": b},
+            "wrt": {"x": x, "y": y, "y1": y1}}
+
+
+@case
+def label_smooth(fluid, rng):
+    x = _data(fluid, "x", [3, 4], grad=False)
+    prior = _data(fluid, "prior", [1, 4], grad=False)
+    a = fluid.layers.label_smooth(x)
+    b = fluid.layers.label_smooth(x, prior_dist=prior, epsilon=0.3)
+    lab = np.eye(4, dtype=np.float32)[[1, 3, 0]]
+    return {"feed": {"x": lab, "prior": np.array([[0.1, 0.2, 0.3, 0.4]], np.float32)}, "outs": {"a": a, "b": b}}
+
+
+@case
+def maxout(fluid, rng):
+    x = _data(fluid, "x", [2, 6, 2, 3])
+    a = fluid.layers.maxout(x, groups=3)
+    xl = _data(fluid, "xl", [2, 2, 3, 4])
+    b = fluid.layers.maxout(xl, groups=2, axis=-1)
+    return {"feed": {"x": _u(rng, 2, 6, 2, 3), "xl": _u(rng, 2, 2, 3, 4)}, "outs": {"a": a, "b": b},
+            "wrt": {"x": x, "xl": xl}}
+
+
+@case
+def pixel_shuffle(fluid, rng):
+    x = _data(fluid, "x", [2, 8, 2, 3])
+    out = fluid.layers.pixel_shuffle(x, upscale_factor=2)
+    return {"feed": {"x": _u(rng, 2, 8, 2, 3)}, "outs": {"out": out}, "wrt": {"x": x}}
+
+
+@case
+def add_position_encoding(fluid, rng):
+    x = _data(fluid, "x", [2, 5, 6])
+    out = fluid.layers.add_position_encoding(x, alpha=0.7, beta=1.3)
+    return {"feed": {"x": _u(rng, 2, 5, 6)}, "outs": {"out": out}, "wrt": {"x": x}}
+
+
+@case
+def bilinear_tensor_product(fluid, rng):
+    x = _data(fluid, "x", [3, 4])
+    y = _data(fluid, "y", [3, 2])
+    out = fluid.layers.bilinear_tensor_product(x, y, size=5, param_attr=_param(fluid, _u(rng, 5, 4, 2)),
+                                               bias_attr=_param(fluid, _u(rng, 1, 5)), act="tanh")
+    params = fluid.default_main_program().global_block().all_parameters()
+    return {"feed": {"x": _u(rng, 3, 4), "y": _u(rng, 3, 2)}, "outs": {"out": out},
+            "wrt": dict([("x", x), ("y", y)] + [(p.name, p) for p in params])}
+
+
+@case
+def row_conv(fluid, rng):
+    x = _data(fluid, "x", [7, 3], lod_level=1)
+    out = fluid.layers.row_conv(x, future_context_size=2, param_attr=_param(fluid, _u(rng, 3, 3)))
+    params = fluid.default_main_program().global_block().all_parameters()
+    return {"feed": {"x": (_u(rng, 7, 3), [[3, 4]])}, "outs": {"out": out},
+            "wrt": dict([("x", x)] + [(p.name, p) for p in params])}
+
+
+# ------------------------------------------------------------------ the runner
+def _seed(name):
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def run_case(fluid, name, on_build=None):
+    """Build and run case ``name`` with ``fluid`` (paddle.fluid or fluidist); returns
+    ``{label: (array, lod)}`` for outputs and ``label@GRAD`` gradients. ``on_build(main)`` is called
+    with the built program (fluidist's tests lint it)."""
+    rng = np.random.RandomState(_seed(name))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        spec = CASES[name](fluid, rng)
+        outs, wrt = spec["outs"], spec.get("wrt") or {}
+        if wrt:
+            terms = [fluid.layers.reduce_sum(fluid.layers.square(v)) for v in outs.values()
+                     if "float" in str(v.dtype).lower() or "FP" in str(v.dtype)]
+            loss = fluid.layers.scale(fluid.layers.sums(terms) if len(terms) > 1 else terms[0], scale=0.5)
+            fluid.backward.append_backward(loss)
+    if on_build is not None:
+        on_build(main)
+    place = fluid.CPUPlace()
+    exe = fluid.Executor(place)
+    scope = fluid.Scope()
+    feed = {}
+    for k, v in spec["feed"].items():
+        if isinstance(v, tuple):
+            feed[k] = fluid.create_lod_tensor(v[0], v[1], place)
+        else:
+            feed[k] = v
+    labels = list(outs) + [k + "@GRAD" for k in wrt]
+    names = [v.name for v in outs.values()] + [v.name + "@GRAD" for v in wrt.values()]
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        got = exe.run(main, feed=feed, fetch_list=names, return_numpy=False)
+    return {k: (np.array(t), [list(map(int, lv)) for lv in t.lod()]) for k, t in zip(labels, got)}
