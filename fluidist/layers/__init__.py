@@ -12,6 +12,8 @@ from .metric_op import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
 from .nn_misc import *  # noqa: F401,F403
+from .conv_nd import *  # noqa: F401,F403
+from .resize import *  # noqa: F401,F403
 
 from . import io as _io
 

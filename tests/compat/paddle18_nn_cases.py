@@ -185,6 +185,82 @@ def row_conv(fluid, rng):
             "wrt": dict([("x", x)] + [(p.name, p) for p in params])}
 
 
+# ------------------------------------------------------------------ transposed and 3-D convolution, pooling
+def _params(fluid):
+    return [(p.name, p) for p in fluid.default_main_program().global_block().all_parameters()]
+
+
+@case
+def conv2d_transpose(fluid, rng):
+    x = _data(fluid, "x", [2, 4, 3, 3])
+    a = fluid.layers.conv2d_transpose(x, num_filters=6, filter_size=3, stride=2, padding=1, groups=2,
+                                      param_attr=_param(fluid, _u(rng, 4, 3, 3, 3)),
+                                      bias_attr=_param(fluid, _u(rng, 6)))
+    b = fluid.layers.conv2d_transpose(x, num_filters=2, output_size=[8, 7], stride=[2, 2], padding=[1, 0, 0, 1],
+                                      dilation=[1, 2], param_attr=_param(fluid, _u(rng, 4, 2, 5, 2)), bias_attr=False)
+    c = fluid.layers.conv2d_transpose(x, num_filters=3, filter_size=2, stride=2, padding="SAME", act="relu",
+                                      param_attr=_param(fluid, _u(rng, 4, 3, 2, 2)), bias_attr=False)
+    xl = _data(fluid, "xl", [2, 3, 3, 4])
+    d = fluid.layers.conv2d_transpose(xl, num_filters=2, filter_size=[2, 3], stride=[1, 2], data_format="NHWC",
+                                      param_attr=_param(fluid, _u(rng, 4, 2, 2, 3)), bias_attr=_param(fluid, _u(rng, 2)))
+    return {"feed": {"x": _u(rng, 2, 4, 3, 3), "xl": _u(rng, 2, 3, 3, 4)}, "outs": {"a": a, "b": b, "c": c, "d": d},
+            "wrt": dict([("x", x), ("xl", xl)] + _params(fluid))}
+
+
+@case
+def conv3d(fluid, rng):
+    x = _data(fluid, "x", [2, 4, 4, 3, 5])
+    a = fluid.layers.conv3d(x, num_filters=4, filter_size=[2, 3, 2], stride=[1, 2, 2], padding=[1, 0, 1], groups=2,
+                            param_attr=_param(fluid, _u(rng, 4, 2, 2, 3, 2)), bias_attr=_param(fluid, _u(rng, 4)))
+    b = fluid.layers.conv3d(x, num_filters=3, filter_size=3, padding="SAME", dilation=2, act="tanh",
+                            param_attr=_param(fluid, _u(rng, 3, 4, 3, 3, 3)), bias_attr=False)
+    return {"feed": {"x": _u(rng, 2, 4, 4, 3, 5)}, "outs": {"a": a, "b": b}, "wrt": dict([("x", x)] + _params(fluid))}
+
+
+@case
+def conv3d_transpose(fluid, rng):
+    x = _data(fluid, "x", [1, 4, 2, 3, 2])
+    a = fluid.layers.conv3d_transpose(x, num_filters=2, filter_size=[2, 3, 2], stride=[2, 1, 2], padding=[0, 1, 1],
+                                      param_attr=_param(fluid, _u(rng, 4, 2, 2, 3, 2)),
+                                      bias_attr=_param(fluid, _u(rng, 2)))
+    return {"feed": {"x": _u(rng, 1, 4, 2, 3, 2)}, "outs": {"a": a}, "wrt": dict([("x", x)] + _params(fluid))}
+
+
+@case
+def pool3d(fluid, rng):
+    x = _data(fluid, "x", [2, 2, 5, 4, 5])
+    a = fluid.layers.pool3d(x, pool_size=2, pool_type="max", pool_stride=2, pool_padding=1)
+    b = fluid.layers.pool3d(x, pool_size=[3, 2, 2], pool_type="avg", pool_stride=2, pool_padding=[1, 0, 0],
+                            ceil_mode=True)
+    c = fluid.layers.pool3d(x, pool_size=3, pool_type="avg", pool_stride=2, pool_padding=1, exclusive=False)
+    d = fluid.layers.pool3d(x, pool_type="max", global_pooling=True)
+    e = fluid.layers.adaptive_pool3d(x, pool_size=[2, 3, 2], pool_type="avg")
+    return {"feed": {"x": _u(rng, 2, 2, 5, 4, 5)}, "outs": {"a": a, "b": b, "c": c, "d": d, "e": e}, "wrt": {"x": x}}
+
+
+@case
+def image_resize(fluid, rng):
+    x = _data(fluid, "x", [2, 3, 3, 4])
+    a = fluid.layers.resize_bilinear(x, out_shape=[5, 7])
+    b = fluid.layers.resize_bilinear(x, out_shape=[6, 3], align_corners=False, align_mode=0)
+    c = fluid.layers.resize_bilinear(x, scale=1.7, align_corners=False)
+    d = fluid.layers.resize_nearest(x, out_shape=[7, 5])
+    e = fluid.layers.resize_nearest(x, out_shape=[5, 9], align_corners=False)
+    f = fluid.layers.image_resize(x, out_shape=[4, 6], resample="NEAREST", data_format="NHWC")
+    g = fluid.layers.image_resize_short(x, 5)
+    return {"feed": {"x": _u(rng, 2, 3, 3, 4)}, "outs": {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "g": g},
+            "wrt": {"x": x}}
+
+
+@case
+def resize_trilinear(fluid, rng):
+    x = _data(fluid, "x", [1, 2, 3, 2, 3])
+    a = fluid.layers.resize_trilinear(x, out_shape=[4, 3, 5])
+    b = fluid.layers.resize_trilinear(x, out_shape=[2, 4, 4], align_corners=False, align_mode=0)
+    c = fluid.layers.resize_trilinear(x, out_shape=[5, 3, 2], align_corners=False, align_mode=1)
+    return {"feed": {"x": _u(rng, 1, 2, 3, 2, 3)}, "outs": {"a": a, "b": b, "c": c}, "wrt": {"x": x}}
+
+
 # ------------------------------------------------------------------ the runner
 def _seed(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
