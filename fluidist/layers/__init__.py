@@ -14,6 +14,7 @@ from .norm import *  # noqa: F401,F403
 from .nn_misc import *  # noqa: F401,F403
 from .conv_nd import *  # noqa: F401,F403
 from .resize import *  # noqa: F401,F403
+from .distance_loss import *  # noqa: F401,F403
 
 from . import io as _io
 

@@ -10,7 +10,7 @@ from .layer_helper import LayerHelper
 
 __all__ = ["fill_constant", "fill_constant_batch_size_like", "cast", "assign", "sums", "concat", "split", "reshape",
            "transpose", "create_global_var", "create_tensor", "create_parameter", "zeros", "ones", "zeros_like",
-           "argmax", "argmin"]
+           "argmax", "argmin", "expand", "one_hot"]
 
 
 def _check_var(x, layer, arg):
@@ -258,3 +258,26 @@ def argmax(x, axis=0):
 def argmin(x, axis=0):
     """int64 indices of the smallest values along ``axis`` (that axis removed)."""
     return _arg_layer("arg_min", x, axis)
+
+
+def expand(x, expand_times, name=None):
+    """``x`` tiled ``expand_times[i]`` times along each dimension i (an ``expand`` op)."""
+    _check_var(x, "expand", "x")
+    if isinstance(expand_times, Variable) or any(isinstance(t, Variable) for t in expand_times):
+        raise ValueError("expand: expand_times given as Variables is not supported; pass a list of ints")
+    helper = LayerHelper("expand", name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("expand", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"expand_times": [int(t) for t in expand_times]})
+    return out
+
+
+def one_hot(input, depth, allow_out_of_range=False):
+    """Int64 ids [..., 1] as float32 one-hot rows [..., depth] (a ``one_hot`` op)."""
+    _check_var(input, "one_hot", "input")
+    helper = LayerHelper("one_hot")
+    out = helper.create_variable_for_type_inference("float32")
+    helper.append_op("one_hot", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"depth": int(depth), "allow_out_of_range": bool(allow_out_of_range)})
+    out.stop_gradient = True
+    return out

@@ -4,6 +4,7 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
 from ..core.tensor import SelectedRows, scatter_add
+from ..core.place import to_host
 
 
 def _shape_attr_infer(ctx):
@@ -363,3 +364,58 @@ def increment(ctx, ins, attrs):
              infer=lambda c: c.set_output("Out", [len(c.input_shape("Input") or [])], "int32"))
 def shape_op(ctx, ins, attrs):
     return {"Out": ctx.xp.asarray(np.array(ins["Input"].shape, dtype=np.int32))}
+
+
+# ------------------------------------------------------------------ expand, one_hot
+def _expand_infer(ctx):
+    xs = ctx.input_shape("X")
+    times = ctx.attr("expand_times")
+    if xs is None or not times:
+        return
+    if len(times) != len(xs):
+        raise ValueError("expand_times %s must have one entry per dimension of X %r of shape %s"
+                         % (list(times), ctx.op.inputs["X"][0], list(xs)))
+    ctx.set_output("Out", [d * t if d >= 0 else -1 for d, t in zip(xs, times)], ctx.input_dtype("X"),
+                   ctx.input_lod_level("X"))
+
+
+@register_op("expand", inputs=["X", "ExpandTimes?", "expand_times_tensor*?"], outputs=["Out"],
+             attrs={"expand_times": []}, infer=_expand_infer, no_grad=("ExpandTimes", "expand_times_tensor"))
+def expand(ctx, ins, attrs):
+    """X tiled ``expand_times[i]`` times along each dimension i."""
+    return {"Out": ctx.xp.tile(ins["X"], tuple(int(t) for t in attrs["expand_times"]))}
+
+
+@register_grad("expand", inputs=["X", "Out@GRAD"], outputs=["X@GRAD?"])
+def expand_grad(ctx, ins, attrs):
+    x, d = ins["X"], ins["Out@GRAD"]
+    times = [int(t) for t in attrs["expand_times"]]
+    split = []
+    for t, s in zip(times, x.shape):
+        split += [t, s]
+    return {"X@GRAD": d.reshape(split).sum(axis=tuple(range(0, 2 * x.ndim, 2)))}
+
+
+def _one_hot_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is not None:
+        ctx.set_output("Out", tuple(xs[:-1]) + (ctx.attr("depth"),), "float32", ctx.input_lod_level("X"))
+
+
+@register_op("one_hot", inputs=["X", "depth_tensor?"], outputs=["Out"],
+             attrs={"depth": -1, "dtype": "float32", "allow_out_of_range": False}, infer=_one_hot_infer,
+             share_lod=("X", "Out"))
+def one_hot(ctx, ins, attrs):
+    """Int ids X [..., 1] as one-hot rows [..., depth]; an id outside [0, depth) is an error unless
+    ``allow_out_of_range`` (its row is then all zeros)."""
+    xp = ctx.xp
+    x = ins["X"]
+    depth = int(np.asarray(to_host(ins["depth_tensor"])).reshape(-1)[0]) if ins.get("depth_tensor") is not None \
+        else int(attrs["depth"])
+    ids = x.reshape(-1).astype(np.int64)
+    bad = (ids < 0) | (ids >= depth)
+    if not attrs["allow_out_of_range"] and bool(bad.any()):
+        raise ValueError("op 'one_hot': an id in X %r is out of range for depth %d"
+                         % (ctx.op.inputs["X"][0], depth))
+    out = (ids[:, None] == xp.arange(depth)[None, :]).astype(np.float32)
+    return {"Out": out.reshape(tuple(x.shape[:-1]) + (depth,))}

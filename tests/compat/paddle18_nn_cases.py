@@ -261,6 +261,93 @@ def resize_trilinear(fluid, rng):
     return {"feed": {"x": _u(rng, 1, 2, 3, 2, 3)}, "outs": {"a": a, "b": b, "c": c}, "wrt": {"x": x}}
 
 
+# ------------------------------------------------------------------ losses
+@case
+def smooth_l1(fluid, rng):
+    x = _data(fluid, "x", [3, 2, 2])
+    y = _data(fluid, "y", [3, 2, 2], grad=False)
+    iw = _data(fluid, "iw", [3, 2, 2], grad=False)
+    ow = _data(fluid, "ow", [3, 2, 2], grad=False)
+    a = fluid.layers.smooth_l1(x, y)
+    b = fluid.layers.smooth_l1(x, y, inside_weight=iw, outside_weight=ow, sigma=2.0)
+    return {"feed": {"x": _u(rng, 3, 2, 2, lo=-2, hi=2), "y": _u(rng, 3, 2, 2), "iw": _u(rng, 3, 2, 2, lo=0, hi=2),
+                     "ow": _u(rng, 3, 2, 2, lo=0, hi=2)}, "outs": {"a": a, "b": b}, "wrt": {"x": x}}
+
+
+@case
+def huber_kldiv_mse(fluid, rng):
+    x = _data(fluid, "x", [4, 1])
+    y = _data(fluid, "y", [4, 1], grad=False)
+    a = fluid.layers.huber_loss(x, y, delta=0.6)
+    lp = _data(fluid, "lp", [3, 4])
+    t = _data(fluid, "t", [3, 4], grad=False)
+    outs = {"a": a, "mse": fluid.layers.mse_loss(x, y)}
+    for red in ("none", "batchmean", "mean", "sum"):
+        outs["kl_" + red] = fluid.layers.kldiv_loss(lp, t, reduction=red)
+    target = rng.uniform(0, 1, (3, 4)).astype(np.float32)
+    target[0, 1] = 0.0
+    return {"feed": {"x": _u(rng, 4, 1, lo=-2, hi=2), "y": _u(rng, 4, 1), "lp": _u(rng, 3, 4, lo=-3, hi=0),
+                     "t": target}, "outs": outs, "wrt": {"x": x, "lp": lp}}
+
+
+@case
+def rank_losses(fluid, rng):
+    label = _data(fluid, "label", [4, 1], grad=False)
+    left = _data(fluid, "left", [4, 1])
+    right = _data(fluid, "right", [4, 1])
+    sign = _data(fluid, "sign", [4, 1], grad=False)
+    a = fluid.layers.rank_loss(label, left, right)
+    b = fluid.layers.margin_rank_loss(sign, left, right, margin=0.2)
+    x = _data(fluid, "x", [3, 5])
+    pos = _data(fluid, "pos", [3, 1], dtype="int64", grad=False)
+    c = fluid.layers.bpr_loss(x, pos)
+    return {"feed": {"label": np.array([[1], [0], [1], [0.5]], np.float32), "left": _u(rng, 4, 1, lo=-2, hi=2),
+                     "right": _u(rng, 4, 1, lo=-2, hi=2), "sign": np.array([[1], [-1], [1], [-1]], np.float32),
+                     "x": _u(rng, 3, 5, lo=-2, hi=2), "pos": np.array([[0], [4], [2]], np.int64)},
+            "outs": {"a": a, "b": b, "c": c}, "wrt": {"left": left, "right": right, "x": x}}
+
+
+@case
+def teacher_student_sigmoid_loss(fluid, rng):
+    x = _data(fluid, "x", [6, 1])
+    label = _data(fluid, "label", [6, 1], grad=False)
+    out = fluid.layers.teacher_student_sigmoid_loss(x, label, soft_max_up_bound=1.5, soft_max_lower_bound=-1.0)
+    return {"feed": {"x": np.array([[-2.0], [0.3], [1.0], [-0.5], [2.5], [0.7]], np.float32),
+                     "label": np.array([[-2.0], [-0.5], [0.3], [0.8], [1.2], [1.9]], np.float32)},
+            "outs": {"out": out}, "wrt": {"x": x}}
+
+
+@case
+def npair_loss(fluid, rng):
+    anchor = _data(fluid, "anchor", [4, 3])
+    positive = _data(fluid, "positive", [4, 3])
+    labels = _data(fluid, "labels", [4], grad=False)
+    out = fluid.layers.npair_loss(anchor, positive, labels, l2_reg=0.01)
+    return {"feed": {"anchor": _u(rng, 4, 3), "positive": _u(rng, 4, 3),
+                     "labels": np.array([1.0, 2.0, 1.0, 3.0], np.float32)},
+            "outs": {"out": out}, "wrt": {"anchor": anchor, "positive": positive}}
+
+
+@case
+def dice_loss(fluid, rng):
+    x = _data(fluid, "x", [3, 2, 4])
+    label = _data(fluid, "label", [3, 2, 1], dtype="int64", grad=False)
+    p = fluid.layers.softmax(x)
+    out = fluid.layers.dice_loss(p, label)
+    return {"feed": {"x": _u(rng, 3, 2, 4), "label": rng.randint(0, 4, (3, 2, 1)).astype(np.int64)},
+            "outs": {"out": out}, "wrt": {"x": x}}
+
+
+@case
+def center_loss(fluid, rng):
+    x = _data(fluid, "x", [5, 3])
+    label = _data(fluid, "label", [5, 1], dtype="int64", grad=False)
+    loss = fluid.layers.center_loss(x, label, num_classes=3, alpha=0.3, param_attr=_param(fluid, _u(rng, 3, 3)))
+    centers = fluid.default_main_program().global_block().all_parameters()[0]
+    return {"feed": {"x": _u(rng, 5, 3), "label": np.array([[0], [2], [0], [1], [0]], np.int64)},
+            "outs": {"loss": loss, "centers": centers}, "wrt": {"x": x}}
+
+
 # ------------------------------------------------------------------ the runner
 def _seed(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
