@@ -348,6 +348,57 @@ def center_loss(fluid, rng):
             "outs": {"loss": loss, "centers": centers}, "wrt": {"x": x}}
 
 
+# ------------------------------------------------------------------ sequence labelling
+@case
+def linear_chain_crf(fluid, rng):
+    x = _data(fluid, "x", [7, 4], lod_level=1)
+    label = _data(fluid, "label", [7, 1], dtype="int64", lod_level=1, grad=False)
+    attr = fluid.ParamAttr(name="crfw", initializer=fluid.initializer.NumpyArrayInitializer(_u(rng, 6, 4)))
+    nll = fluid.layers.linear_chain_crf(x, label, param_attr=attr)
+    path = fluid.layers.crf_decoding(x, param_attr=fluid.ParamAttr(name="crfw"))
+    hit = fluid.layers.crf_decoding(x, param_attr=fluid.ParamAttr(name="crfw"), label=label)
+    xp = _data(fluid, "xp", [2, 3, 4])
+    lp = _data(fluid, "lp", [2, 3], dtype="int64", grad=False)
+    n = _data(fluid, "n", [2], dtype="int64", grad=False)
+    nll_p = fluid.layers.linear_chain_crf(xp, lp, param_attr=fluid.ParamAttr(name="crfw"), length=n)
+    path_p = fluid.layers.crf_decoding(xp, param_attr=fluid.ParamAttr(name="crfw"), length=n)
+    return {"feed": {"x": (_u(rng, 7, 4, lo=-2, hi=2), [[3, 1, 3]]),
+                     "label": (np.array([[0], [3], [1], [2], [2], [0], [1]], np.int64), [[3, 1, 3]]),
+                     "xp": _u(rng, 2, 3, 4, lo=-2, hi=2), "lp": np.array([[1, 2, 0], [3, 3, 0]], np.int64),
+                     "n": np.array([3, 2], np.int64)},
+            "outs": {"nll": nll, "path": path, "hit": hit, "nll_p": nll_p, "path_p": path_p},
+            "wrt": {"x": x, "xp": xp, "crfw": fluid.default_main_program().global_block().var("crfw")}}
+
+
+@case
+def chunk_eval(fluid, rng):
+    outs = {}
+    feed = {}
+    # tags per scheme: (chunk types, inferred tags, gold tags)
+    plans = {"IOB": (2, [0, 1, 4, 2, 3, 3, 0, 0, 1, 4], [0, 1, 4, 2, 3, 4, 0, 1, 1, 4]),
+             "IOE": (2, [0, 1, 4, 2, 3, 1, 1, 0, 1, 4], [0, 1, 4, 3, 3, 1, 4, 0, 1, 4]),
+             "IOBES": (2, [3, 8, 0, 1, 2, 4, 6, 7, 8, 0], [3, 8, 0, 2, 8, 4, 5, 6, 7, 1]),
+             "plain": (3, [0, 0, 1, 3, 2, 2, 1, 3, 0, 0], [0, 0, 1, 3, 2, 1, 1, 3, 0, 3])}
+    for scheme, (types, inf, lab) in sorted(plans.items()):
+        iv = _data(fluid, "inf_" + scheme, [10, 1], dtype="int64", lod_level=1, grad=False)
+        lv = _data(fluid, "lab_" + scheme, [10, 1], dtype="int64", lod_level=1, grad=False)
+        res = fluid.layers.chunk_eval(iv, lv, chunk_scheme=scheme, num_chunk_types=types)
+        for k, v in zip(("p", "r", "f1", "ni", "nl", "nc"), res):
+            outs["%s_%s" % (scheme, k)] = v
+        feed["inf_" + scheme] = (np.array(inf, np.int64).reshape(10, 1), [[6, 4]])
+        feed["lab_" + scheme] = (np.array(lab, np.int64).reshape(10, 1), [[6, 4]])
+    iv = _data(fluid, "inf_x", [2, 5], dtype="int64", grad=False)
+    lv = _data(fluid, "lab_x", [2, 5], dtype="int64", grad=False)
+    n = _data(fluid, "n", [2], dtype="int64", grad=False)
+    res = fluid.layers.chunk_eval(iv, lv, chunk_scheme="IOB", num_chunk_types=2, excluded_chunk_types=[1],
+                                  seq_length=n)
+    for k, v in zip(("p", "r", "f1", "ni", "nl", "nc"), res):
+        outs["padded_" + k] = v
+    feed.update({"inf_x": np.array([[0, 1, 2, 4, 0], [2, 3, 0, 1, 1]], np.int64),
+                 "lab_x": np.array([[0, 1, 2, 3, 0], [2, 0, 0, 1, 4]], np.int64), "n": np.array([5, 4], np.int64)})
+    return {"feed": feed, "outs": outs}
+
+
 # ------------------------------------------------------------------ the runner
 def _seed(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
