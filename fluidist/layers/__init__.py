@@ -16,6 +16,7 @@ from .conv_nd import *  # noqa: F401,F403
 from .resize import *  # noqa: F401,F403
 from .distance_loss import *  # noqa: F401,F403
 from .crf import *  # noqa: F401,F403
+from .sequence_loss import *  # noqa: F401,F403
 
 from . import io as _io
 

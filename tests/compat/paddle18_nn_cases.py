@@ -399,6 +399,43 @@ def chunk_eval(fluid, rng):
     return {"feed": feed, "outs": outs}
 
 
+@case
+def edit_distance(fluid, rng):
+    hyp = _data(fluid, "hyp", [9, 1], dtype="int64", lod_level=1, grad=False)
+    ref = _data(fluid, "ref", [8, 1], dtype="int64", lod_level=1, grad=False)
+    a, n = fluid.layers.edit_distance(hyp, ref, normalized=False)
+    b, _ = fluid.layers.edit_distance(hyp, ref)
+    c, _ = fluid.layers.edit_distance(hyp, ref, ignored_tokens=[0, 7])
+    hp = _data(fluid, "hp", [2, 4], dtype="int64", grad=False)
+    rp = _data(fluid, "rp", [2, 3], dtype="int64", grad=False)
+    hl = _data(fluid, "hl", [2], dtype="int64", grad=False)
+    rl = _data(fluid, "rl", [2], dtype="int64", grad=False)
+    d, _ = fluid.layers.edit_distance(hp, rp, normalized=True, input_length=hl, label_length=rl)
+    return {"feed": {"hyp": (np.array([1, 2, 3, 0, 4, 5, 7, 6, 6], np.int64).reshape(9, 1), [[4, 0, 5]]),
+                     "ref": (np.array([1, 3, 3, 4, 7, 5, 6, 9], np.int64).reshape(8, 1), [[3, 2, 3]]),
+                     "hp": np.array([[1, 2, 3, 4], [5, 5, 0, 0]], np.int64), "rp": np.array([[1, 3, 4], [5, 6, 0]], np.int64),
+                     "hl": np.array([4, 2], np.int64), "rl": np.array([3, 2], np.int64)},
+            "outs": {"a": a, "n": n, "b": b, "c": c, "d": d}}
+
+
+@case
+def warpctc(fluid, rng):
+    x = _data(fluid, "x", [9, 5], lod_level=1)
+    label = _data(fluid, "label", [4, 1], dtype="int32", lod_level=1, grad=False)
+    a = fluid.layers.warpctc(x, label)
+    b = fluid.layers.warpctc(x, label, blank=4, norm_by_times=True)
+    xp = _data(fluid, "xp", [4, 2, 5])
+    lp = _data(fluid, "lp", [2, 2], dtype="int32", grad=False)
+    xl = _data(fluid, "xl", [2], dtype="int64", grad=False)
+    ll = _data(fluid, "ll", [2], dtype="int64", grad=False)
+    c = fluid.layers.warpctc(xp, lp, input_length=xl, label_length=ll)
+    return {"feed": {"x": (_u(rng, 9, 5, lo=-2, hi=2), [[5, 4]]),
+                     "label": (np.array([[1], [2], [1], [3]], np.int32), [[3, 1]]),
+                     "xp": _u(rng, 4, 2, 5, lo=-2, hi=2), "lp": np.array([[1, 2], [3, 0]], np.int32),
+                     "xl": np.array([4, 3], np.int64), "ll": np.array([2, 1], np.int64)},
+            "outs": {"a": a, "b": b, "c": c}, "wrt": {"x": x, "xp": xp}}
+
+
 # ------------------------------------------------------------------ the runner
 def _seed(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
