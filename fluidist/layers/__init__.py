@@ -17,6 +17,7 @@ from .resize import *  # noqa: F401,F403
 from .distance_loss import *  # noqa: F401,F403
 from .crf import *  # noqa: F401,F403
 from .sequence_loss import *  # noqa: F401,F403
+from .sampled_loss import *  # noqa: F401,F403
 
 from . import io as _io
 

@@ -436,6 +436,70 @@ def warpctc(fluid, rng):
             "outs": {"a": a, "b": b, "c": c}, "wrt": {"x": x, "xp": xp}}
 
 
+# ------------------------------------------------------------------ losses over large label sets
+def _const_param(fluid, arr, dtype="float32"):
+    arr = np.asarray(arr, dtype)
+    return fluid.layers.create_parameter(list(arr.shape), dtype,
+                                         default_initializer=fluid.initializer.NumpyArrayInitializer(arr))
+
+
+@case
+def nce(fluid, rng):
+    x = _data(fluid, "x", [3, 4])
+    label = _data(fluid, "label", [3, 2], dtype="int64", grad=False)
+    sw = _data(fluid, "sw", [3, 1], grad=False)
+    w = _const_param(fluid, _u(rng, 7, 4))
+    b = _const_param(fluid, _u(rng, 7, 1))
+    block = fluid.default_main_program().current_block()
+    outs = {}
+    for key, sampler, extra in (("uniform", 0, {}), ("log_uniform", 1, {"SampleWeight": [sw]})):
+        cost = block.create_var(name="cost_" + key, dtype="float32")
+        logits = block.create_var(name="logits_" + key, dtype="float32")
+        labels = block.create_var(name="labels_" + key, dtype="int64")
+        inputs = {"Input": [x], "Label": [label], "Weight": [w], "Bias": [b]}
+        inputs.update(extra)
+        block.append_op(type="nce", inputs=inputs,
+                        outputs={"Cost": [cost], "SampleLogits": [logits], "SampleLabels": [labels]},
+                        attrs={"num_total_classes": 7, "num_neg_samples": 3, "sampler": sampler, "seed": 1,
+                               "custom_neg_classes": [0, 5, 3]})
+        outs["cost_" + key] = cost
+        outs["logits_" + key] = logits
+        outs["labels_" + key] = labels
+    return {"feed": {"x": _u(rng, 3, 4), "label": np.array([[1, 2], [4, 6], [0, 2]], np.int64),
+                     "sw": np.array([[1.0], [0.5], [2.0]], np.float32)},
+            "outs": outs, "wrt": dict([("x", x)] + _params(fluid))}
+
+
+@case
+def hsigmoid(fluid, rng):
+    x = _data(fluid, "x", [4, 3])
+    label = _data(fluid, "label", [4, 1], dtype="int64", grad=False)
+    a = fluid.layers.hsigmoid(x, label, num_classes=6, param_attr=_param(fluid, _u(rng, 5, 3)),
+                              bias_attr=_param(fluid, _u(rng, 5, 1)))
+    table = _data(fluid, "table", [4, 3], dtype="int64", grad=False)
+    code = _data(fluid, "code", [4, 3], dtype="int64", grad=False)
+    b = fluid.layers.hsigmoid(x, label, num_classes=5, param_attr=_param(fluid, _u(rng, 5, 3)),
+                              bias_attr=_param(fluid, _u(rng, 5, 1)), path_table=table, path_code=code, is_custom=True)
+    return {"feed": {"x": _u(rng, 4, 3), "label": np.array([[0], [5], [3], [2]], np.int64),
+                     "table": np.array([[0, 1, 3], [0, 2, -1], [0, 1, 4], [0, -1, -1]], np.int64),
+                     "code": np.array([[0, 1, 1], [1, 0, 0], [0, 0, 1], [1, 0, 0]], np.int64)},
+            "outs": {"a": a, "b": b}, "wrt": dict([("x", x)] + _params(fluid))}
+
+
+@case
+def sampled_softmax_with_cross_entropy(fluid, rng):
+    logits = _data(fluid, "logits", [3, 8])
+    label = _data(fluid, "label", [3, 1], dtype="int64", grad=False)
+    samples = _data(fluid, "samples", [3, 4], dtype="int64", grad=False)
+    probs = _data(fluid, "probs", [3, 4], grad=False)
+    loss = fluid.layers.sampled_softmax_with_cross_entropy(logits, label, num_samples=3, use_customized_samples=True,
+                                                           customized_samples=samples, customized_probabilities=probs)
+    return {"feed": {"logits": _u(rng, 3, 8, lo=-2, hi=2), "label": np.array([[2], [5], [0]], np.int64),
+                     "samples": np.array([[2, 1, 4, 6], [5, 1, 4, 6], [0, 1, 4, 0]], np.int64),
+                     "probs": rng.uniform(0.1, 0.9, (3, 4)).astype(np.float32)},
+            "outs": {"loss": loss}, "wrt": {"logits": logits}}
+
+
 # ------------------------------------------------------------------ the runner
 def _seed(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
