@@ -13,6 +13,7 @@ from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor
 from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
 from . import io  # noqa: F401
+from . import metrics  # noqa: F401
 from .backward import append_backward, gradients  # noqa: F401
 from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
 from .layers.io import data  # noqa: F401

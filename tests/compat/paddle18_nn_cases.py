@@ -2,7 +2,8 @@
 
 Each case is a function ``case(fluid, rng) -> spec`` building layers in the current program guard:
 ``spec = {"feed": {name: array or (array, seq_lens)}, "outs": {label: Variable},
-"wrt": {label: Variable}}``. ``run_case`` builds it, adds the loss ``sum(0.5 * out^2)`` over the
+"wrt": {label: Variable}}`` (or ``"feeds": [feed, ...]`` to run several batches in one scope,
+results labelled ``label#i``). ``run_case`` builds it, adds the loss ``sum(0.5 * out^2)`` over the
 float outputs, appends the backward pass, runs startup and main once and returns every output and
 every gradient asked for in ``wrt`` (as ``label@GRAD``).
 
@@ -500,6 +501,38 @@ def sampled_softmax_with_cross_entropy(fluid, rng):
             "outs": {"loss": loss}, "wrt": {"logits": logits}}
 
 
+# ------------------------------------------------------------------ metrics
+@case
+def auc(fluid, rng):
+    p = _data(fluid, "p", [6, 2], grad=False)
+    label = _data(fluid, "label", [6, 1], dtype="int64", grad=False)
+    auc_out, batch_auc, stats = fluid.layers.auc(p, label, num_thresholds=7, slide_steps=2)
+    p1 = _data(fluid, "p1", [6, 1], grad=False)
+    auc1, batch1, _ = fluid.layers.auc(p1, label, num_thresholds=20, slide_steps=0)
+    outs = {"auc": auc_out, "batch_auc": batch_auc, "auc1": auc1, "batch1": batch1}
+    for k, v in zip(("batch_pos", "batch_neg", "pos", "neg"), stats):
+        outs[k] = v
+    feeds = []
+    for _ in range(4):
+        prob = rng.uniform(0, 1, (6, 1)).astype(np.float32)
+        feeds.append({"p": np.concatenate([1 - prob, prob], axis=1), "p1": prob,
+                      "label": rng.randint(0, 2, (6, 1)).astype(np.int64)})
+    return {"feeds": feeds, "outs": outs}
+
+
+@case
+def auc_names(fluid, rng):
+    """The four stat buckets are the first unnamed global variables: _generated_var_0 .. _3."""
+    p = _data(fluid, "p", [4, 2], grad=False)
+    label = _data(fluid, "label", [4, 1], dtype="int64", grad=False)
+    _, _, stats = fluid.layers.auc(p, label, num_thresholds=3)
+    block = fluid.default_main_program().global_block()
+    outs = {"var_%d" % i: block.var("_generated_var_%d" % i) for i in range(4)}
+    prob = np.array([[0.9], [0.2], [0.6], [0.4]], np.float32)
+    return {"feed": {"p": np.concatenate([1 - prob, prob], 1), "label": np.array([[1], [0], [0], [1]], np.int64)},
+            "outs": outs}
+
+
 # ------------------------------------------------------------------ the runner
 def _seed(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
@@ -524,15 +557,19 @@ def run_case(fluid, name, on_build=None):
     place = fluid.CPUPlace()
     exe = fluid.Executor(place)
     scope = fluid.Scope()
-    feed = {}
-    for k, v in spec["feed"].items():
-        if isinstance(v, tuple):
-            feed[k] = fluid.create_lod_tensor(v[0], v[1], place)
-        else:
-            feed[k] = v
+
+    def as_feed(raw):
+        return {k: fluid.create_lod_tensor(v[0], v[1], place) if isinstance(v, tuple) else v for k, v in raw.items()}
+
     labels = list(outs) + [k + "@GRAD" for k in wrt]
     names = [v.name for v in outs.values()] + [v.name + "@GRAD" for v in wrt.values()]
+    runs = spec.get("feeds") or [spec["feed"]]
+    result = {}
     with fluid.scope_guard(scope):
         exe.run(startup)
-        got = exe.run(main, feed=feed, fetch_list=names, return_numpy=False)
-    return {k: (np.array(t), [list(map(int, lv)) for lv in t.lod()]) for k, t in zip(labels, got)}
+        for i, raw in enumerate(runs):
+            got = exe.run(main, feed=as_feed(raw), fetch_list=names, return_numpy=False)
+            suffix = "#%d" % i if len(runs) > 1 else ""
+            for k, t in zip(labels, got):
+                result[k + suffix] = (np.array(t), [list(map(int, lv)) for lv in t.lod()])
+    return result
