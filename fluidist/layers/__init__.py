@@ -18,6 +18,7 @@ from .distance_loss import *  # noqa: F401,F403
 from .crf import *  # noqa: F401,F403
 from .sequence_loss import *  # noqa: F401,F403
 from .sampled_loss import *  # noqa: F401,F403
+from .py_func import *  # noqa: F401,F403
 
 from . import io as _io
 

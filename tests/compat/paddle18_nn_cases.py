@@ -533,6 +533,28 @@ def auc_names(fluid, rng):
             "outs": outs}
 
 
+# ------------------------------------------------------------------ initializers, error clip, py_func
+@case
+def bilinear_initializer(fluid, rng):
+    x = _data(fluid, "x", [1, 2, 3, 3])
+    y = fluid.layers.conv2d_transpose(x, 2, filter_size=4, stride=2, padding=1, bias_attr=False,
+                                      param_attr=fluid.ParamAttr(name="wb", initializer=fluid.initializer.Bilinear()))
+    w = fluid.default_main_program().global_block().var("wb")
+    return {"feed": {"x": _u(rng, 1, 2, 3, 3)}, "outs": {"y": y, "w": w}}
+
+
+@case
+def error_clip(fluid, rng):
+    x = _data(fluid, "x", [3, 4])
+    h = fluid.layers.fc(x, 3, param_attr=_param(fluid, _u(rng, 4, 3)), bias_attr=False)
+    h._set_error_clip(fluid.clip.ErrorClipByValue(max=0.2, min=-0.1))
+    y = fluid.layers.fc(h, 2, param_attr=_param(fluid, _u(rng, 3, 2, lo=-3, hi=3)), bias_attr=False)
+    loss = fluid.layers.reduce_sum(fluid.layers.square(y))
+    fluid.optimizer.SGD(0.5).minimize(loss)
+    params = fluid.default_main_program().global_block().all_parameters()
+    return {"feed": {"x": _u(rng, 3, 4)}, "outs": dict([("y", y)] + [(p.name, p) for p in params])}
+
+
 # ------------------------------------------------------------------ the runner
 def _seed(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
