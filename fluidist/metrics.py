@@ -26,6 +26,11 @@ def _is_number(v):
         (isinstance(v, np.ndarray) and v.shape == (1,))
 
 
+def _scalar(v):
+    """A count that may be a fetched [1] array, as a Python number."""
+    return np.asarray(v).reshape(-1)[0].item() if np.size(v) == 1 else v
+
+
 def _is_number_or_array(v):
     return _is_number(v) or isinstance(v, np.ndarray)
 
@@ -181,9 +186,11 @@ class ChunkEvaluator(MetricBase):
 
     def eval(self):
         """``(precision, recall, f1)``."""
-        precision = float(self.num_correct_chunks) / self.num_infer_chunks if self.num_infer_chunks else 0
-        recall = float(self.num_correct_chunks) / self.num_label_chunks if self.num_label_chunks else 0
-        f1 = float(2 * precision * recall) / (precision + recall) if self.num_correct_chunks else 0
+        infer, label, correct = (_scalar(v) for v in (self.num_infer_chunks, self.num_label_chunks,
+                                                      self.num_correct_chunks))
+        precision = float(correct) / infer if infer else 0
+        recall = float(correct) / label if label else 0
+        f1 = float(2 * precision * recall) / (precision + recall) if correct else 0
         return precision, recall, f1
 
 
