@@ -30,7 +30,7 @@ def _ln_infer(ctx):
     if xs is None:
         return
     axis = ctx.attr("begin_norm_axis")
-    if not 0 < axis < len(xs) + (1 if len(xs) == 1 else 0):
+    if not 0 < axis < len(xs):
         raise ValueError("begin_norm_axis %d is out of range for X %r of rank %d"
                          % (axis, ctx.op.inputs["X"][0], len(xs)))
     left = _prod(xs[:axis]) if all(d >= 0 for d in xs[:axis]) else -1
