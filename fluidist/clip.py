@@ -25,6 +25,15 @@ __all__ = ["BaseGradientClipAttr", "NullGradientClipAttr", "GradientClipByValue"
            "ErrorClipByValue", "error_clip_callback"]
 
 
+def _clip_range(who, max, min):
+    """(max, min) as floats, ``min`` defaulting to ``-max``."""
+    max = float(max)
+    min = -max if min is None else float(min)
+    if min > max:
+        raise ValueError("%s: min (%s) must not exceed max (%s)" % (who, min, max))
+    return max, min
+
+
 class BaseErrorClipAttr:
     """An error clip: set on a variable (``var._set_error_clip(clip)``), it clips that variable's
     gradient in place right after the backward op that produces it."""
@@ -38,11 +47,7 @@ class ErrorClipByValue(BaseErrorClipAttr):
     pass produces it: a ``clip`` op writing the gradient onto itself."""
 
     def __init__(self, max, min=None):
-        max = float(max)
-        min = -max if min is None else float(min)
-        if min > max:
-            raise ValueError("ErrorClipByValue: min (%s) must not exceed max (%s)" % (min, max))
-        self.max, self.min = max, min
+        self.max, self.min = _clip_range("ErrorClipByValue", max, min)
 
     def __str__(self):
         return "ByValue, min=%f, max=%f" % (self.min, self.max)
@@ -111,11 +116,7 @@ class GradientClipByValue(BaseGradientClipAttr):
     """Clip each gradient element into ``[min, max]`` (``min`` defaults to ``-max``)."""
 
     def __init__(self, max, min=None):
-        max = float(max)
-        min = -max if min is None else float(min)
-        if min > max:
-            raise ValueError("GradientClipByValue: min (%s) must not exceed max (%s)" % (min, max))
-        self.max, self.min = max, min
+        self.max, self.min = _clip_range("GradientClipByValue", max, min)
 
     def _create_operators(self, param, grad):
         out = _out_var(grad)

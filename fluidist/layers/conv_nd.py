@@ -1,7 +1,7 @@
 """Transposed and 3-D convolution and pooling layers with Paddle 1.8 signatures: conv2d_transpose,
 conv3d, conv3d_transpose, pool3d, adaptive_pool3d."""
 from ..initializer import Normal
-from .conv import _check_input, _int_list
+from .conv import _append_pool, _check_input, _int_list
 from .layer_helper import LayerHelper
 
 __all__ = ["conv2d_transpose", "conv3d", "conv3d_transpose", "pool3d", "adaptive_pool3d"]
@@ -151,16 +151,8 @@ def pool3d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
     ksize = _int_list(pool_size, 3, "pool_size", "pool3d")
     stride = _int_list(pool_stride, 3, "pool_stride", "pool3d")
     pads, algorithm = _paddings(pool_padding, 3, last, "pool3d")
-    if algorithm == "VALID" and ceil_mode:
-        raise ValueError("pool3d: ceil_mode must be False when pool_padding is 'VALID'")
-    helper = LayerHelper("pool3d", name=name)
-    out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op("pool3d", inputs={"X": [input]}, outputs={"Out": [out]},
-                     attrs={"pooling_type": pool_type, "ksize": ksize, "global_pooling": global_pooling,
-                            "strides": stride, "paddings": pads, "padding_algorithm": algorithm,
-                            "use_cudnn": use_cudnn, "ceil_mode": ceil_mode, "use_mkldnn": False,
-                            "exclusive": exclusive, "data_format": data_format})
-    return out
+    return _append_pool("pool3d", input, pool_type, ksize, stride, pads, algorithm, global_pooling, use_cudnn,
+                        ceil_mode, exclusive, data_format, name)
 
 
 def adaptive_pool3d(input, pool_size, pool_type="max", require_index=False, name=None):

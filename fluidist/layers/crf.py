@@ -1,14 +1,12 @@
 """Sequence labelling layers with Paddle 1.8 signatures: linear_chain_crf, crf_decoding, chunk_eval."""
-from ..framework.program import Parameter, Variable
+from ..framework.program import Parameter
 from ..param_attr import ParamAttr
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["linear_chain_crf", "crf_decoding", "chunk_eval"]
 
 
-def _check(x, layer, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+_check = check_variable
 
 
 def linear_chain_crf(input, label, param_attr=None, length=None):

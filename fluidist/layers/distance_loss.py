@@ -5,7 +5,7 @@ from ..framework.program import Variable
 from ..initializer import Constant
 from . import nn
 from .control_flow import equal
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 from .loss import softmax_with_cross_entropy, square_error_cost
 from .tensor import cast, expand, one_hot, reshape, transpose
 
@@ -14,11 +14,7 @@ __all__ = ["smooth_l1", "huber_loss", "kldiv_loss", "mse_loss", "center_loss", "
 
 
 def _check(x, layer, arg, dtypes=("float32", "float64")):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
-    if dtypes and x.dtype not in dtypes:
-        raise TypeError("%s: %r (variable %r) must be of dtype %s, got %s"
-                        % (layer, arg, x.name, "/".join(dtypes), x.dtype))
+    check_variable(x, layer, arg, dtypes)
 
 
 def smooth_l1(x, y, inside_weight=None, outside_weight=None, sigma=None):

@@ -1,18 +1,13 @@
 """Feature layers of fluid 1.8's ``layers.nn``: cos_sim, label_smooth, maxout, pixel_shuffle,
 add_position_encoding, bilinear_tensor_product, row_conv."""
-from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["cos_sim", "label_smooth", "maxout", "pixel_shuffle", "add_position_encoding", "bilinear_tensor_product",
            "row_conv"]
 
 
 def _check(x, layer, arg, dtypes=("float32", "float64")):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
-    if dtypes and x.dtype not in dtypes:
-        raise TypeError("%s: %r (variable %r) must be of dtype %s, got %s"
-                        % (layer, arg, x.name, "/".join(dtypes), x.dtype))
+    check_variable(x, layer, arg, dtypes)
 
 
 def cos_sim(X, Y):

@@ -7,18 +7,14 @@ import numpy as np
 from ..framework.program import Variable
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["layer_norm", "group_norm", "instance_norm", "data_norm", "l2_normalize", "lrn", "affine_channel",
            "spectral_norm"]
 
 
 def _check(x, layer, arg="input", dtypes=("float32", "float64")):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
-    if dtypes and x.dtype not in dtypes:
-        raise TypeError("%s: %r (variable %r) must be of dtype %s, got %s"
-                        % (layer, arg, x.name, "/".join(dtypes), x.dtype))
+    check_variable(x, layer, arg, dtypes)
 
 
 def _stat_dtype(dtype):

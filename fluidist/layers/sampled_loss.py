@@ -2,19 +2,16 @@
 sampled_softmax_with_cross_entropy."""
 import numpy as np
 
-from ..framework.program import Variable
 from ..initializer import NumpyArrayInitializer
 from ..param_attr import ParamAttr
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["nce", "hsigmoid", "sampled_softmax_with_cross_entropy"]
 
 _SAMPLERS = {"uniform": 0, "log_uniform": 1, "custom_dist": 2}
 
 
-def _check(x, layer, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+_check = check_variable
 
 
 def alias_table(probs):

@@ -1,13 +1,10 @@
 """Sequence losses with Paddle 1.8 signatures: warpctc (CTC) and edit_distance."""
-from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["warpctc", "edit_distance"]
 
 
-def _check(x, layer, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+_check = check_variable
 
 
 def warpctc(input, label, blank=0, norm_by_times=False, input_length=None, label_length=None):

@@ -132,16 +132,30 @@ def _conv_out(in_sizes, ksize, strides, dilations, pads):
     return out
 
 
-def _geometry(in_cf, filter_shape, attrs, nd):
-    """(pads, strides, dilations, groups) of a convolution over ``in_cf`` (channel-first shape)."""
-    ksize = list(filter_shape[2:])
+def _strides_dilations_pads(in_cf, ksize, attrs, nd):
+    """(strides, dilations, pads) of a (transposed) convolution over ``in_cf`` (channel-first shape)."""
     strides = _ints(attrs["strides"], nd, "strides")
     dilations = _ints(attrs["dilations"], nd, "dilations")
     algorithm = (attrs.get("padding_algorithm") or "EXPLICIT").upper()
     if algorithm == "SAME":
         dilations = [1] * nd  # as Paddle: SAME ignores the dilation
-    pads = _pads(in_cf[2:], ksize, strides, attrs["paddings"], algorithm)
-    return pads, strides, dilations, int(attrs.get("groups") or 1)
+    return strides, dilations, _pads(in_cf[2:], ksize, strides, attrs["paddings"], algorithm)
+
+
+def conv_geometry(in_cf, filter_shape, attrs):
+    """(pads, strides, dilations, groups, out_sizes) of a convolution over ``in_cf`` (channel-first
+    shape) with Filter [M, C / groups, *k]; checks channels, groups and sizes."""
+    nd = len(in_cf) - 2
+    groups = int(attrs.get("groups") or 1)
+    strides, dilations, pads = _strides_dilations_pads(in_cf, list(filter_shape[2:]), attrs, nd)
+    c, m, cg = in_cf[1], filter_shape[0], filter_shape[1]
+    if c >= 0 and c != cg * groups:
+        raise ValueError("Input has %d channels but Filter of shape %s with groups=%d expects %d"
+                         % (c, list(filter_shape), groups, cg * groups))
+    if m % groups:
+        raise ValueError("Filter of shape %s: %d output channels is not a multiple of groups=%d"
+                         % (list(filter_shape), m, groups))
+    return pads, strides, dilations, groups, _conv_out(in_cf[2:], filter_shape[2:], strides, dilations, pads)
 
 
 def conv_forward(xp, x, f, pads, strides, dilations, groups):
@@ -191,11 +205,7 @@ def _conv3d_infer(ctx):
         raise ValueError("conv3d expects a 5-D Input and Filter, got Input %s and Filter %s" % (list(xs), list(fs)))
     last = _channel_last(ctx.attr("data_format"))
     cf = _cf_shape(xs, last)
-    pads, strides, dilations, groups = _geometry(cf, fs, ctx.attrs, 3)
-    if cf[1] >= 0 and cf[1] != fs[1] * groups:
-        raise ValueError("Input has %d channels but Filter of shape %s with groups=%d expects %d"
-                         % (cf[1], list(fs), groups, fs[1] * groups))
-    out = _conv_out(cf[2:], fs[2:], strides, dilations, pads)
+    out = conv_geometry(cf, fs, ctx.attrs)[4]
     ctx.set_output("Output", _layout((cf[0], fs[0]) + tuple(out), last), ctx.input_dtype("Input"))
 
 
@@ -206,7 +216,7 @@ def conv3d(ctx, ins, attrs):
     xp = ctx.xp
     last = _channel_last(attrs["data_format"])
     x = _to_cf(ins["Input"], last)
-    pads, strides, dilations, groups = _geometry(x.shape, ins["Filter"].shape, attrs, 3)
+    pads, strides, dilations, groups, _ = conv_geometry(x.shape, ins["Filter"].shape, attrs)
     return {"Output": _from_cf(xp, conv_forward(xp, x, ins["Filter"], pads, strides, dilations, groups), last)}
 
 
@@ -215,7 +225,7 @@ def conv3d_grad(ctx, ins, attrs):
     xp = ctx.xp
     last = _channel_last(attrs["data_format"])
     x, f = _to_cf(ins["Input"], last), ins["Filter"]
-    pads, strides, dilations, groups = _geometry(x.shape, f.shape, attrs, 3)
+    pads, strides, dilations, groups, _ = conv_geometry(x.shape, f.shape, attrs)
     want = ctx.op.outputs
     dx, df = conv_backward(xp, x, f, _to_cf(ins["Output@GRAD"], last), pads, strides, dilations, groups,
                            bool(want.get("Input@GRAD")), bool(want.get("Filter@GRAD")))
@@ -247,12 +257,7 @@ def _transpose_out(in_sizes, ksize, strides, dilations, pads, output_size):
 
 def _transpose_geometry(in_cf, filter_shape, attrs, nd):
     ksize = list(filter_shape[2:])
-    strides = _ints(attrs["strides"], nd, "strides")
-    dilations = _ints(attrs["dilations"], nd, "dilations")
-    algorithm = (attrs.get("padding_algorithm") or "EXPLICIT").upper()
-    if algorithm == "SAME":
-        dilations = [1] * nd
-    pads = _pads(in_cf[2:], ksize, strides, attrs["paddings"], algorithm)
+    strides, dilations, pads = _strides_dilations_pads(in_cf, ksize, attrs, nd)
     out = _transpose_out(in_cf[2:], ksize, strides, dilations, pads, attrs.get("output_size") or [])
     return pads, strides, dilations, int(attrs.get("groups") or 1), out
 
@@ -275,17 +280,19 @@ def _transpose_infer(nd):
     return infer
 
 
+def _transpose_setup(ins, attrs):
+    """(channel_last, Input channel-first, Filter, geometry) of a transposed convolution op."""
+    last = _channel_last(attrs["data_format"])
+    x, f = _to_cf(ins["Input"], last), ins["Filter"]
+    return last, x, f, _transpose_geometry(x.shape, f.shape, attrs, x.ndim - 2)
+
+
 def _transpose_kernel(ctx, ins, attrs):
     """Output = the adjoint of a convolution applied to Input: each input pixel scatters
     ``Filter[c_in]`` over its window of the output. Filter is [C_in, C_out / groups, *k]."""
     xp = ctx.xp
-    last = _channel_last(attrs["data_format"])
-    x, f = _to_cf(ins["Input"], last), ins["Filter"]
-    nd = x.ndim - 2
-    pads, strides, dilations, groups, out_sizes = _transpose_geometry(x.shape, f.shape, attrs, nd)
-    n, c = x.shape[:2]
-    og = f.shape[1]
-    ksize = f.shape[2:]
+    last, x, f, (pads, strides, dilations, groups, out_sizes) = _transpose_setup(ins, attrs)
+    nd, (n, c), og, ksize = x.ndim - 2, x.shape[:2], f.shape[1], f.shape[2:]
     kk = int(np.prod(ksize))
     x2 = xp.ascontiguousarray(xp.moveaxis(x, 1, 0)).reshape(groups, c // groups, -1)
     cols = xp.matmul(f.reshape(groups, c // groups, og * kk).transpose(0, 2, 1), x2)
@@ -301,14 +308,9 @@ def _transpose_kernel(ctx, ins, attrs):
 
 def _transpose_grad_kernel(ctx, ins, attrs):
     xp = ctx.xp
-    last = _channel_last(attrs["data_format"])
-    x, f = _to_cf(ins["Input"], last), ins["Filter"]
+    last, x, f, (pads, strides, dilations, groups, _) = _transpose_setup(ins, attrs)
     dy = _to_cf(ins["Output@GRAD"], last)
-    nd = x.ndim - 2
-    pads, strides, dilations, groups, _ = _transpose_geometry(x.shape, f.shape, attrs, nd)
-    n, c = x.shape[:2]
-    og = f.shape[1]
-    ksize = f.shape[2:]
+    (n, c), og, ksize = x.shape[:2], f.shape[1], f.shape[2:]
     kk = int(np.prod(ksize))
     cols = _im2col(xp, _pad(xp, dy, pads), ksize, strides, dilations, x.shape[2:]).reshape(groups, og * kk, -1)
     res = {}
@@ -344,7 +346,7 @@ _POOL3D_ATTRS = {"pooling_type": "max", "ksize": [1, 1, 1], "global_pooling": Fa
                  "use_mkldnn": False, "padding_algorithm": "EXPLICIT", "data_format": "NCDHW"}
 
 
-def _pool_geometry(in_cf, attrs):
+def pool_geometry(in_cf, attrs):
     """(ksize, strides, pads, out_sizes); adaptive pools give ksize = the output sizes."""
     nd = len(in_cf) - 2
     spatial = list(in_cf[2:])
@@ -379,7 +381,7 @@ def _pool3d_infer(ctx):
         raise ValueError("pool3d expects a 5-D X, got shape %s" % list(xs))
     last = _channel_last(ctx.attr("data_format"))
     cf = _cf_shape(xs, last)
-    _, _, _, out = _pool_geometry(cf, ctx.attrs)
+    _, _, _, out = pool_geometry(cf, ctx.attrs)
     ctx.set_output("Out", _layout(cf[:2] + tuple(out), last), ctx.input_dtype("X"))
 
 
@@ -410,7 +412,7 @@ def _avg_divisor(xp, x, pads, ksize, strides, out_sizes, exclusive):
 def pool_forward(xp, x, attrs):
     """Pool channel-first ``x``. An exclusive average over a window lying wholly in the padding
     (possible with ceil_mode) gives 0, as pool2d does here; Paddle's kernel divides 0 by 0 there (NaN)."""
-    ksize, strides, pads, out_sizes = _pool_geometry(x.shape, attrs)
+    ksize, strides, pads, out_sizes = pool_geometry(x.shape, attrs)
     is_max = attrs["pooling_type"] == "max"
     nd = x.ndim - 2
     if attrs.get("adaptive") and not attrs.get("global_pooling"):
@@ -439,7 +441,7 @@ def pool_forward(xp, x, attrs):
 def pool_backward(xp, x, out, d, attrs):
     """Max: each output's gradient to the first maximum of its window (row-major); average: spread
     over the window with the forward divisor."""
-    ksize, strides, pads, out_sizes = _pool_geometry(x.shape, attrs)
+    ksize, strides, pads, out_sizes = pool_geometry(x.shape, attrs)
     is_max = attrs["pooling_type"] == "max"
     nd = x.ndim - 2
     if attrs.get("adaptive") and not attrs.get("global_pooling"):

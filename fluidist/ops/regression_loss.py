@@ -13,13 +13,19 @@ def _same_shape(ctx, a, b, sa, sb):
                             list(a.shape)))
 
 
+def _per_row_infer(like_x, per_row):
+    """``like_x`` gets X's meta, ``per_row`` is [N, 1]."""
+    def infer(ctx):
+        xs = ctx.input_shape("X")
+        if xs is None:
+            return
+        ctx.share(like_x, "X")
+        ctx.set_output(per_row, (xs[0], 1), ctx.input_dtype("X"))
+    return infer
+
+
 # ------------------------------------------------------------------ smooth_l1_loss
-def _sl1_infer(ctx):
-    xs = ctx.input_shape("X")
-    if xs is None:
-        return
-    ctx.share("Diff", "X")
-    ctx.set_output("Out", (xs[0], 1), ctx.input_dtype("X"))
+_sl1_infer = _per_row_infer("Diff", "Out")
 
 
 @register_op("smooth_l1_loss", inputs=["X", "Y", "InsideWeight?", "OutsideWeight?"], outputs=["Diff", "Out"],
@@ -132,11 +138,7 @@ def kldiv_loss_grad(ctx, ins, attrs):
 
 # ------------------------------------------------------------------ center_loss
 def _center_infer(ctx):
-    xs = ctx.input_shape("X")
-    if xs is None:
-        return
-    ctx.share("SampleCenterDiff", "X")
-    ctx.set_output("Loss", (xs[0], 1), ctx.input_dtype("X"))
+    _per_row_infer("SampleCenterDiff", "Loss")(ctx)
     cs = ctx.input_var("Centers")
     if cs is not None:
         ctx.set_output("CentersOut", cs.shape, cs.dtype)

@@ -41,6 +41,17 @@ def _prob(sampler, k, n, custom=None):
     return np.asarray(custom, dtype=np.float64)[np.asarray(k)]
 
 
+def _table_grads(xp, w, bias, rows, dw_rows, db_rows, sparse):
+    """(dW, dBias) of a table read at ``rows``: row-sparse (SelectedRows, repeated rows kept) when
+    ``sparse``, else dense with the rows added up; dBias is None without a bias."""
+    dw = SelectedRows(rows, dw_rows, w.shape[0]) if sparse else \
+        scatter_add(xp, xp.zeros(w.shape, dtype=w.dtype), rows, dw_rows)
+    db = None
+    if bias is not None:
+        db = scatter_add(xp, xp.zeros(bias.size, dtype=bias.dtype), rows, db_rows).reshape(bias.shape)
+    return dw, db
+
+
 # ------------------------------------------------------------------ nce
 _NCE_ATTRS = {"num_total_classes": 1, "num_neg_samples": 10, "sampler": 0, "seed": 0, "is_sparse": False,
               "remote_prefetch": False, "trainer_id": 0, "height_sections": [], "epmap": [], "table_names": [],
@@ -146,18 +157,9 @@ def nce_grad(ctx, ins, attrs):
         / (o + bb)
     dz = (dz * d).astype(x.dtype, copy=False)
     s = xp.asarray(samples)
-    res = {"Input@GRAD": (dz[:, :, None] * w[s]).sum(axis=1)}
-    rows = s.reshape(-1)
-    dw_rows = (dz[:, :, None] * x[:, None, :]).reshape(-1, x.shape[1])
-    if attrs["is_sparse"]:
-        res["Weight@GRAD"] = SelectedRows(rows, dw_rows, w.shape[0])
-    else:
-        res["Weight@GRAD"] = scatter_add(xp, xp.zeros(w.shape, dtype=w.dtype), rows, dw_rows)
-    if ins.get("Bias") is not None:
-        bias = ins["Bias"]
-        res["Bias@GRAD"] = scatter_add(xp, xp.zeros(bias.size, dtype=bias.dtype), rows, dz.reshape(-1)) \
-            .reshape(bias.shape)
-    return res
+    dw, db = _table_grads(xp, w, ins.get("Bias"), s.reshape(-1), (dz[:, :, None] * x[:, None, :]).reshape(-1, x.shape[1]),
+                          dz.reshape(-1), attrs["is_sparse"])
+    return {"Input@GRAD": (dz[:, :, None] * w[s]).sum(axis=1), "Weight@GRAD": dw, "Bias@GRAD": db}
 
 
 # ------------------------------------------------------------------ hierarchical_sigmoid
@@ -231,19 +233,11 @@ def hierarchical_sigmoid_grad(ctx, ins, attrs):
     idx, code, valid = _tree_paths(ctx, ins, attrs, x.shape[0])
     sig = 1.0 - xp.exp(-pre)                          # sigmoid(z) recovered from softplus(z)
     dz = (sig - xp.asarray(code.astype(x.dtype))) * xp.asarray(valid.astype(x.dtype)) * ins["Out@GRAD"].reshape(-1, 1)
-    gi = xp.asarray(idx)
-    res = {"X@GRAD": (dz[:, :, None] * w[gi]).sum(axis=1).astype(x.dtype, copy=False)}
-    rows = gi[xp.asarray(valid)]
-    dw_rows = (dz[:, :, None] * x[:, None, :])[xp.asarray(valid)]
-    if attrs["is_sparse"]:
-        res["W@GRAD"] = SelectedRows(rows, dw_rows, w.shape[0])
-    else:
-        res["W@GRAD"] = scatter_add(xp, xp.zeros(w.shape, dtype=w.dtype), rows, dw_rows)
-    if ins.get("Bias") is not None:
-        bias = ins["Bias"]
-        res["Bias@GRAD"] = scatter_add(xp, xp.zeros(bias.size, dtype=bias.dtype), rows, dz[xp.asarray(valid)]) \
-            .reshape(bias.shape)
-    return res
+    gi, on_path = xp.asarray(idx), xp.asarray(valid)
+    dw, db = _table_grads(xp, w, ins.get("Bias"), gi[on_path], (dz[:, :, None] * x[:, None, :])[on_path], dz[on_path],
+                          attrs["is_sparse"])
+    return {"X@GRAD": (dz[:, :, None] * w[gi]).sum(axis=1).astype(x.dtype, copy=False), "W@GRAD": dw,
+            "Bias@GRAD": db}
 
 
 # ------------------------------------------------------------------ sample_logits
