@@ -142,3 +142,60 @@ def warpctc_grad(ctx, ins, attrs):
         out = g * xp.asarray(rows.astype(g.dtype)).reshape(-1, 1)
         ctx.set_lod("Logits@GRAD", ctx.lod("Logits"))
     return {"Logits@GRAD": out}
+
+
+# ------------------------------------------------------------------ ctc_align
+def _align_infer(ctx):
+    xs = ctx.input_shape("Input")
+    if xs is None:
+        return
+    if ctx.has_input("InputLength"):
+        ctx.set_output("Output", xs, ctx.input_dtype("Input"))
+        ctx.set_output("OutputLength", (xs[0], 1), "int64")
+    else:
+        ctx.set_output("Output", (-1, 1), ctx.input_dtype("Input"), ctx.input_lod_level("Input"))
+
+
+def _collapse(tokens, blank, merge_repeated):
+    out, prev = [], None
+    for t in tokens:
+        if t != blank and not (merge_repeated and t == prev):
+            out.append(t)
+        prev = t
+    return out
+
+
+@register_op("ctc_align", inputs=["Input", "InputLength?"], outputs=["Output", "OutputLength?"],
+             attrs={"blank": 0, "merge_repeated": True, "padding_value": 0}, infer=_align_infer, needs_lod=True)
+def ctc_align(ctx, ins, attrs):
+    """Best-path CTC decoding of per-step labels: repeats merged (``merge_repeated``), blanks dropped.
+    LoD input: a LoD output (a lone -1 row, with all-empty LoD, when every sequence decodes to nothing,
+    as Paddle gives);
+    padded [N, T] input with InputLength: [N, T] padded with ``padding_value``, and OutputLength."""
+    xp = ctx.xp
+    x = np.asarray(to_host(ins["Input"]))
+    blank, merge = int(attrs["blank"]), bool(attrs["merge_repeated"])
+    if ins.get("InputLength") is not None:
+        lens = np.asarray(to_host(ins["InputLength"])).reshape(-1).astype(np.int64)
+        out = np.full(x.shape, attrs["padding_value"], dtype=x.dtype)
+        out_len = np.zeros((x.shape[0], 1), dtype=np.int64)
+        for i, n in enumerate(lens):
+            seq = _collapse(x[i, :int(n)].reshape(-1).tolist(), blank, merge)
+            out[i, :len(seq)] = seq
+            out_len[i, 0] = len(seq)
+        return {"Output": xp.asarray(out), "OutputLength": xp.asarray(out_len)}
+    lod = ctx.lod("Input")
+    if not lod:
+        raise ValueError("op 'ctc_align': Input %r has no LoD; feed it as a LoDTensor, or give InputLength for "
+                         "padded [batch, steps] input" % ctx.op.inputs["Input"][0])
+    flat = x.reshape(-1).tolist()
+    offsets = [int(o) for o in lod[-1]]
+    seqs = [_collapse(flat[a:b], blank, merge) for a, b in zip(offsets, offsets[1:])]
+    new = [0]
+    for seq in seqs:
+        new.append(new[-1] + len(seq))
+    values = [t for seq in seqs for t in seq]
+    ctx.set_lod("Output", list(lod[:-1]) + [new])
+    if not values:  # Paddle's placeholder row; the LoD still says every sequence is empty
+        return {"Output": xp.asarray(np.full((1, 1), -1, dtype=x.dtype))}
+    return {"Output": xp.asarray(np.asarray(values, dtype=x.dtype).reshape(-1, 1))}

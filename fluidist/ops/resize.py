@@ -1,5 +1,5 @@
-"""Image resizing ops: ``bilinear_interp``, ``nearest_interp`` and ``trilinear_interp``, with Paddle 1.8's
-sampling rules and their gradients.
+"""Image resizing ops: ``bilinear_interp``, ``nearest_interp``, ``trilinear_interp`` and ``bicubic_interp``,
+with Paddle 1.8's sampling rules and their gradients.
 
 The output size comes from, in order: the ``OutSize`` input, the ``SizeTensor`` inputs, the
 ``Scale`` input or ``scale`` attr (``int(in * scale)``), else the ``out_d/out_h/out_w`` attrs. Per
@@ -10,8 +10,11 @@ an output of 1), output k samples:
 - linear: between inputs ``i0 = int(src)`` and ``min(i0 + 1, in - 1)`` at ``src = ratio * k``, or,
   with ``align_mode = 0`` and no align_corners, ``src = max(ratio * (k + 0.5) - 0.5, 0)`` (half-pixel).
 
-Linear resizing is separable: it is applied one spatial axis at a time, and the gradient is the
-adjoint (a scatter-add) applied in reverse order. Ratios are float32, as Paddle's kernels compute them.
+- bicubic: Keys' cubic convolution (a = -0.75) over the four inputs around ``floor(src)``, ``src =
+  ratio * k`` (align_corners) or ``ratio * (k + 0.5) - 0.5``.
+
+Every method is separable: each output index reads a few input "taps" with weights, one spatial
+axis at a time; the gradient is the adjoint (a scatter-add per tap) applied in reverse order. Ratios are float32, as Paddle's kernels compute them.
 """
 import numpy as np
 
@@ -59,15 +62,15 @@ def _ratio(in_size, out_size, align_corners):
     return np.float32(in_size) / np.float32(out_size)
 
 
-def _nearest_index(in_size, out_size, align_corners):
+def _nearest_taps(in_size, out_size, align_corners, align_mode):
     r = _ratio(in_size, out_size, align_corners)
     k = np.arange(out_size, dtype=np.float32)
     idx = (r * k + np.float32(0.5)) if align_corners else r * k
-    return np.minimum(idx.astype(np.int64), in_size - 1)
+    return [(np.minimum(idx.astype(np.int64), in_size - 1), np.ones(out_size, np.float32))]
 
 
-def _linear_weights(in_size, out_size, align_corners, align_mode):
-    """(i0, i1, w0, w1) per output index: out = in[i0] * w0 + in[i1] * w1."""
+def _linear_taps(in_size, out_size, align_corners, align_mode):
+    """Two taps per output: out = in[i0] * (1 - d) + in[i1] * d."""
     r = _ratio(in_size, out_size, align_corners)
     k = np.arange(out_size, dtype=np.float32)
     half_pixel = align_mode == 0 and not align_corners
@@ -81,7 +84,33 @@ def _linear_weights(in_size, out_size, align_corners, align_mode):
         d = src - i0
     i0 = np.minimum(i0, in_size - 1)
     i1 = np.minimum(i0 + 1, in_size - 1)
-    return i0, i1, (np.float32(1.0) - d).astype(np.float32), d.astype(np.float32)
+    return [(i0, (np.float32(1.0) - d).astype(np.float32)), (i1, d.astype(np.float32))]
+
+
+_CUBIC_A = -0.75
+
+
+def _cubic_taps(in_size, out_size, align_corners, align_mode):
+    """Four taps per output (Keys' cubic convolution, a = -0.75) around ``floor(src)``, with
+    ``src = ratio * k`` (align_corners) or ``ratio * (k + 0.5) - 0.5``; taps clamped to the input."""
+    r = _ratio(in_size, out_size, align_corners)
+    k = np.arange(out_size, dtype=np.float32)
+    src = r * k if align_corners else r * (k + np.float32(0.5)) - np.float32(0.5)
+    base = np.floor(src).astype(np.int64)
+    t = (src - base).astype(np.float64)
+    a = _CUBIC_A
+
+    def near(x):   # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):    # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+    return [(np.clip(base - 1 + j, 0, in_size - 1), w.astype(np.float32)) for j, w in enumerate(weights)]
+
+
+_TAPS = {"nearest": _nearest_taps, "bilinear": _linear_taps, "trilinear": _linear_taps, "bicubic": _cubic_taps}
 
 
 def _bshape(ndim, axis, n):
@@ -134,19 +163,17 @@ def _check_method(ctx, attrs):
 def _interp_kernel(ctx, ins, attrs):
     xp = ctx.xp
     x = ins["X"]
-    method = _check_method(ctx, attrs)
+    taps_of = _TAPS[_check_method(ctx, attrs)]
     axes = _spatial_axes(x.ndim, _channel_last(attrs))
     sizes = _out_sizes(ctx, ins, attrs, [x.shape[a] for a in axes])
     out = x
     for a, o in zip(axes, sizes):
-        n = out.shape[a]
-        if method == "nearest":
-            out = xp.take(out, xp.asarray(_nearest_index(n, o, attrs["align_corners"])), axis=a)
-        else:
-            i0, i1, w0, w1 = _linear_weights(n, o, attrs["align_corners"], attrs["align_mode"])
-            shape = _bshape(out.ndim, a, o)
-            out = (xp.take(out, xp.asarray(i0), axis=a) * xp.asarray(w0.astype(x.dtype)).reshape(shape)
-                   + xp.take(out, xp.asarray(i1), axis=a) * xp.asarray(w1.astype(x.dtype)).reshape(shape))
+        shape = _bshape(out.ndim, a, o)
+        acc = None
+        for index, weight in taps_of(out.shape[a], o, attrs["align_corners"], attrs["align_mode"]):
+            term = xp.take(out, xp.asarray(index), axis=a) * xp.asarray(weight.astype(x.dtype)).reshape(shape)
+            acc = term if acc is None else acc + term
+        out = acc
     return {"Out": out.astype(x.dtype, copy=False)}
 
 
@@ -162,7 +189,7 @@ def _scatter_axis(xp, g, index, weight, axis, size):
 def _interp_grad_kernel(ctx, ins, attrs):
     xp = ctx.xp
     x, d = ins["X"], ins["Out@GRAD"]
-    method = _check_method(ctx, attrs)
+    taps_of = _TAPS[_check_method(ctx, attrs)]
     axes = _spatial_axes(x.ndim, _channel_last(attrs))
     in_sizes = [x.shape[a] for a in axes]
     out_sizes = [d.shape[a] for a in axes]
@@ -170,15 +197,15 @@ def _interp_grad_kernel(ctx, ins, attrs):
     # undo the axes in reverse: the forward resized axes[0] first, on the original sizes
     for i in range(len(axes) - 1, -1, -1):
         a, n, o = axes[i], in_sizes[i], out_sizes[i]
-        if method == "nearest":
-            g = _scatter_axis(xp, g, _nearest_index(n, o, attrs["align_corners"]), np.ones(o, np.float32), a, n)
-        else:
-            i0, i1, w0, w1 = _linear_weights(n, o, attrs["align_corners"], attrs["align_mode"])
-            g = _scatter_axis(xp, g, i0, w0, a, n) + _scatter_axis(xp, g, i1, w1, a, n)
+        parts = [_scatter_axis(xp, g, index, weight, a, n)
+                 for index, weight in taps_of(n, o, attrs["align_corners"], attrs["align_mode"])]
+        g = parts[0]
+        for part in parts[1:]:
+            g = g + part
     return {"X@GRAD": g.astype(x.dtype, copy=False)}
 
 
-for _type in ("bilinear_interp", "nearest_interp", "trilinear_interp"):
+for _type in ("bilinear_interp", "nearest_interp", "trilinear_interp", "bicubic_interp"):
     register_op(_type, inputs=["X", "OutSize?", "SizeTensor*?", "Scale?"], outputs=["Out"],
                 attrs=dict(_INTERP_ATTRS, interp_method=_type.split("_")[0]), infer=_interp_infer,
                 no_grad=("OutSize", "SizeTensor", "Scale"))(_interp_kernel)

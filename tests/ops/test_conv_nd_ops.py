@@ -208,3 +208,13 @@ def test_trilinear_interp():
     md, mh, mw = linear_1d(3, 4, False, 0), linear_1d(2, 3, False, 0), linear_1d(3, 2, False, 0)
     np.testing.assert_allclose(out, np.einsum("ad,bh,cw,ksdhw->ksabc", md, mh, mw, x), rtol=1e-5, atol=1e-6)
     check_grad("trilinear_interp", {"X": x}, ["X"], attrs)
+
+
+@pytest.mark.parametrize("align", [True, False])
+def test_bicubic_interp_gradient(align):
+    x = rng.uniform(-1, 1, (1, 2, 4, 3))
+    attrs = {"out_h": 6, "out_w": 5, "align_corners": align, "interp_method": "bicubic"}
+    out = run_op("bicubic_interp", {"X": x}, attrs)["Out"][0]
+    if align:  # align_corners keeps the corner pixels
+        np.testing.assert_allclose(out[:, :, [0, -1]][:, :, :, [0, -1]], x[:, :, [0, -1]][:, :, :, [0, -1]], atol=1e-6)
+    check_grad("bicubic_interp", {"X": x}, ["X"], attrs)
