@@ -1,9 +1,7 @@
-"""Sequence losses with Paddle 1.8 signatures: warpctc (CTC), ctc_greedy_decoder and edit_distance."""
+"""Sequence losses with Paddle 1.8 signatures: warpctc (CTC) and edit_distance."""
 from .layer_helper import LayerHelper, check_variable
-from .metric_op import topk
-from .tensor import reshape
 
-__all__ = ["warpctc", "edit_distance", "ctc_greedy_decoder"]
+__all__ = ["warpctc", "edit_distance"]
 
 
 _check = check_variable
@@ -52,23 +50,3 @@ def edit_distance(input, label, normalized=True, ignored_tokens=None, input_leng
                      attrs={"normalized": bool(normalized)})
     return dist, seq_num
 
-
-def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0, name=None):
-    """Best-path decoding of CTC scores: the top class per step (``top_k``), repeats merged and
-    ``blank`` dropped (``ctc_align``). LoD ``input`` [steps, classes]: a LoD int64 result (a lone -1
-    if nothing is left); padded [N, T, classes] with ``input_length``: ``(decoded [N, T] padded with
-    ``padding_value``, lengths [N, 1])``."""
-    _check(input, "ctc_greedy_decoder", "input")
-    helper = LayerHelper("ctc_greedy_decoder", name=name)
-    _, indices = topk(input, k=1)
-    out = helper.create_variable_for_type_inference("int64")
-    if input_length is None:
-        helper.append_op("ctc_align", inputs={"Input": [indices]}, outputs={"Output": [out]},
-                         attrs={"merge_repeated": True, "blank": int(blank)})
-        return out
-    out_len = helper.create_variable_for_type_inference("int64")
-    steps = reshape(indices, [0, -1])  # [N, T, 1] -> [N, T] (Paddle squeezes axis 2)
-    helper.append_op("ctc_align", inputs={"Input": [steps], "InputLength": [input_length]},
-                     outputs={"Output": [out], "OutputLength": [out_len]},
-                     attrs={"merge_repeated": True, "blank": int(blank), "padding_value": int(padding_value)})
-    return out, out_len

@@ -24,8 +24,7 @@ def _rows(xp, n):
     return xp.arange(n)[:, None]
 
 
-@register_op("top_k", inputs=["X", "K?"], outputs=["Out", "Indices"], attrs={"k": 1}, infer=_top_k_infer, no_grad=("K",),
-             share_lod=("X", "Out"), needs_lod=True)
+@register_op("top_k", inputs=["X", "K?"], outputs=["Out", "Indices"], attrs={"k": 1}, infer=_top_k_infer, no_grad=("K",), share_lod=("X", "Out"))
 def top_k(ctx, ins, attrs):
     """The ``k`` largest values along the last axis, largest first (ties: the lower index first)."""
     xp = ctx.xp
@@ -40,9 +39,6 @@ def top_k(ctx, ins, attrs):
     idx = order[:, :k]
     out = x2[_rows(xp, x2.shape[0]), idx]
     shape = tuple(x.shape[:-1]) + (k,)
-    lod = ctx.lod("X")
-    if lod:  # Indices keep X's LoD too (Out gets it through share_lod), as in Paddle
-        ctx.set_lod("Indices", lod)
     return {"Out": out.reshape(shape), "Indices": idx.astype(np.int64).reshape(shape)}
 
 

@@ -438,17 +438,6 @@ def warpctc(fluid, rng):
 
 
 @case
-def ctc_greedy_decoder(fluid, rng):
-    x = _data(fluid, "x", [8, 4], lod_level=1, grad=False)
-    a = fluid.layers.ctc_greedy_decoder(x, blank=0)
-    e = _data(fluid, "e", [3, 4], lod_level=1, grad=False)
-    empty = fluid.layers.ctc_greedy_decoder(e, blank=3)
-    scores = np.eye(4, dtype=np.float32)[[1, 1, 0, 2, 2, 3, 0, 3]] + 0.01 * _u(rng, 8, 4)
-    return {"feed": {"x": (scores, [[5, 3]]), "e": (np.eye(4, dtype=np.float32)[[3, 3, 3]], [[2, 1]])},
-            "outs": {"a": a, "empty": empty}}
-
-
-@case
 def interpolate_bicubic(fluid, rng):
     x = _data(fluid, "x", [2, 2, 4, 5])
     a = fluid.layers.interpolate(x, out_shape=[7, 3], resample="BICUBIC")

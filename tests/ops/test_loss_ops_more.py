@@ -231,21 +231,3 @@ def test_sample_logits_with_customised_samples():
                                                   "remove_accidental_hits": False},
                out_slot="SampledLogits", outputs=outs)
 
-
-def test_ctc_align_padded_and_greedy_decoder_layer():
-    import fluidist as fluid
-    x = np.array([[2, 2, 1, 2, 0], [3, 1, 3, 3, 1]], np.int64)
-    got = run_op("ctc_align", {"Input": x, "InputLength": np.array([[4], [5]], np.int64)},
-                 {"blank": 1, "padding_value": -2}, outputs=("Output", "OutputLength"))
-    np.testing.assert_array_equal(got["Output"][0], [[2, 2, -2, -2, -2], [3, 3, -2, -2, -2]])
-    np.testing.assert_array_equal(got["OutputLength"][0], [[2], [2]])
-    main, start = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, start):
-        scores = fluid.layers.data("s", [2, 4, 3], append_batch_size=False)
-        n = fluid.layers.data("n", [2, 1], dtype="int64", append_batch_size=False)
-        out, length = fluid.layers.ctc_greedy_decoder(scores, blank=0, input_length=n)
-    exe = fluid.Executor(fluid.CPUPlace())
-    o, ln = exe.run(main, feed={"s": np.eye(3, dtype=np.float32)[[[1, 1, 0, 2], [2, 0, 2, 2]]],
-                                "n": np.array([[4], [3]], np.int64)}, fetch_list=[out, length])
-    np.testing.assert_array_equal(o, [[1, 2, 0, 0], [2, 2, 0, 0]])
-    np.testing.assert_array_equal(ln, [[2], [2]])
