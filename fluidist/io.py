@@ -40,7 +40,7 @@ INDEX_FILE = "__index__.json"
 INDEX_KEY = "@index"
 MODEL_FILE = "__model__"
 FORMAT_VERSION = 1
-_NOT_SAVED_TYPES = (VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.RAW, VarType.STEP_SCOPES)
+_NOT_SAVED_TYPES = (VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.RAW, VarType.STEP_SCOPES, VarType.READER)
 
 
 # ---------------------------------------------------------------- predicates (Paddle's names)
@@ -443,3 +443,11 @@ def load(program, model_path, executor=None, var_list=None, scope=None):
            if is_persistable(v) and not is_parameter(v)]
     if opt and os.path.exists(os.path.join(dirname, base + ".pdopt")):
         load_vars(executor, dirname, program, vars=opt, filename=base + ".pdopt", scope=scope)
+
+
+# ---------------------------------------------------------------- readers (Paddle's fluid.io exports them too)
+from .reader import (ComposeNotAligned, DataLoader, PyReader, batch, buffered, cache, chain, compose,  # noqa: E402,F401
+                     default_collate_fn, firstn, map_readers, multiprocess_reader, shuffle, xmap_readers)
+
+__all__ += ["batch", "DataLoader", "PyReader", "default_collate_fn", "cache", "map_readers", "buffered", "compose",
+            "chain", "shuffle", "ComposeNotAligned", "firstn", "xmap_readers", "multiprocess_reader"]

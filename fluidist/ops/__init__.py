@@ -7,3 +7,4 @@ from . import control_flow  # noqa: F401
 from . import nn, loss, metric  # noqa: F401
 from . import collective_ops  # noqa: F401
 from . import rpc_ops  # noqa: F401
+from . import reader_ops  # noqa: F401
