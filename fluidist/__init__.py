@@ -20,6 +20,10 @@ from .transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa
 from . import transpiler  # noqa: F401
 
 from . import core  # noqa: F401
+from . import reader  # noqa: F401
+from . import dataset  # noqa: F401
+from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401  (Paddle: from .dataset import *)
+from .incubate import data_generator  # noqa: F401,E402
 from .data_feeder import DataFeeder  # noqa: F401
 from .layers.math_op_patch import monkey_patch_variable as _patch
 
