@@ -167,7 +167,10 @@ def run_from_dataset(executor, program, dataset, scope, thread, is_infer, debug,
     streams = dataset._thread_batches(threads)
     names = sorted({v.name for v in program.list_vars() if v.persistable and v.type not in ("RAW", "READER")})
     tscopes = [_ThreadScope(scope, names) for _ in streams]
-    executors = [type(executor)(executor.place) for _ in streams]
+    serial = _talks_to_others(program) or len(streams) == 1
+    # one step at a time: the caller's executor (its plans, its rpc clients) runs every step;
+    # Hogwild threads each need an executor of their own (a plan is run by one thread at a time)
+    executors = [executor] * len(streams) if serial else [type(executor)(executor.place) for _ in streams]
     counts = [0] * len(streams)
     started = time.time()
     monitor = FetchHandlerMonitor(tscopes[0].scope, fetch_handler) if fetch_handler is not None else None
@@ -193,7 +196,7 @@ def run_from_dataset(executor, program, dataset, scope, thread, is_infer, debug,
     if monitor is not None:
         monitor.start()
     try:
-        if _talks_to_others(program) or len(streams) == 1:
+        if serial:
             _one_step_at_a_time(streams, step)
         else:
             _hogwild(streams, step)

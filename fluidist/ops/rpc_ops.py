@@ -82,8 +82,11 @@ def _notify_complete(targets):
 def notify_all_complete():
     """Tell every pserver that any executor of this process talked to that its trainer is done (what
     ``fleet.stop_worker()`` does when the user trained with an executor of their own)."""
+    union = set()
     for targets in list(_close_targets.values()):
-        _notify_complete(targets)
+        union.update(targets)
+        targets.clear()                 # several executors may have talked to the same pserver
+    _notify_complete(union)
 
 
 def _step(endpoint, trainer_id):

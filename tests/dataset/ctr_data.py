@@ -5,13 +5,13 @@ import os
 
 import numpy as np
 
-NUM_CATS = 200
+NUM_CATS = 40
 GENERATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ctr_generator.py")
 
 
 def write_files(dirname, files=4, lines=120, seed=0):
     rng = np.random.RandomState(seed)
-    weight = rng.randn(NUM_CATS) * 1.5
+    weight = rng.randn(NUM_CATS) * 2.0
     paths = []
     for k in range(files):
         path = os.path.join(dirname, "part-%05d" % k)

@@ -220,3 +220,34 @@ def test_preload_slots_shuffle_and_data_loader(files):
         assert g["ids"].lod() == w["ids"].lod()
         np.testing.assert_allclose(np.array(g["dense"]), w["dense"], rtol=1e-6)
         np.testing.assert_array_equal(np.array(g["label"]), w["label"])
+
+
+def test_exchange_between_workers_and_its_deadline(monkeypatch):
+    """The all-to-all behind global_shuffle, two workers as two threads; a missing worker is named."""
+    import threading
+    from fluidist.dataset import exchange
+    from fluidist.distributed.launch_utils import find_free_ports
+    eps = ["127.0.0.1:%d" % p for p in find_free_ports(2)]
+    got = {}
+
+    def worker(rank):
+        ex = exchange.WorkerExchange(rank, eps)
+        parts = [({"from": rank, "to": k}, [np.arange(3, dtype=np.int64) + 10 * rank + k]) for k in range(2)]
+        got[rank] = [ex.all_to_all(parts), ex.all_gather(rank * 5), ex.all_to_all(parts)]
+    ts = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    for rank in range(2):
+        first, sizes, again = got[rank]
+        assert sizes == [0, 5]
+        for parts in (first, again):
+            assert [m for m, _ in parts] == [{"from": k, "to": rank} for k in range(2)]
+            other = 1 - rank
+            np.testing.assert_array_equal(np.frombuffer(parts[other][1][0], np.int64),
+                                          np.arange(3) + 10 * other + rank)
+    monkeypatch.setenv("FLUIDIST_SHUFFLE_TIMEOUT", "1")
+    lonely = exchange.WorkerExchange(0, ["127.0.0.1:%d" % p for p in find_free_ports(2)])
+    with pytest.raises(exchange.ExchangeError, match=r"no records yet from workers \[1\]"):
+        lonely.all_gather(1)
