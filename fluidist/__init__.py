@@ -11,6 +11,8 @@ from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor
                        SelectedRows, cpu_places, create_lod_tensor, cuda_places, global_scope,
                        is_compiled_with_cuda, scope_guard)
 from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
+from . import parallel_executor  # noqa: F401
+from .parallel_executor import ParallelExecutor  # noqa: F401
 from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
 from . import io  # noqa: F401
 from .backward import append_backward, gradients  # noqa: F401

@@ -8,3 +8,4 @@ from . import nn, loss, metric  # noqa: F401
 from . import collective_ops  # noqa: F401
 from . import rpc_ops  # noqa: F401
 from . import reader_ops  # noqa: F401
+from . import averaging_ops  # noqa: F401

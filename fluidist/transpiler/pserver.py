@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..framework import unique_name
+from ..framework import registry, unique_name
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole, is_lr_sched_op, is_optimize_op
 from ..framework.program import Parameter, Program
 from .config import DistributedMode
@@ -20,13 +20,22 @@ from .slicing import block_shape, orig_varname, slice_variable
 RPC = OpRole.RPC
 DIST = OpRole.Dist
 
-# Optimizer inputs that are shaped like the parameter (so they are sliced with it).
-_ACCUMULATORS_LIKE_PARAM = {
-    "adam": ("Moment1", "Moment2"), "adamax": ("Moment", "InfNorm"), "adagrad": ("Moment",),
-    "decayed_adagrad": ("Moment",), "momentum": ("Velocity",), "lars_momentum": ("Velocity",),
-    "rmsprop": ("Moment", "MeanSquare", "MeanGrad"), "ftrl": ("SquaredAccumulator", "LinearAccumulator"),
-    "sgd": (),
-}
+class _ParamLikeSlots:
+    """{update op type: its accumulator slots shaped like the parameter (sliced with it)}, read from
+    the registry's ``UpdateRule`` of each op type (no table of our own)."""
+
+    def __contains__(self, op_type):
+        d = registry.lookup(op_type)
+        return d is not None and d.update is not None
+
+    def __getitem__(self, op_type):
+        d = registry.lookup(op_type)
+        if d is None or d.update is None:
+            raise KeyError(op_type)
+        return d.update.param_like
+
+
+_ACCUMULATORS_LIKE_PARAM = _ParamLikeSlots()
 _NORM_CLIP_OPS = ("clip_by_norm", "squared_l2_norm")
 _RANDOM_INIT_OPS = ("uniform_random", "gaussian_random", "truncated_gaussian_random")
 _SHAPED_INIT_OPS = _RANDOM_INIT_OPS + ("fill_constant",)
@@ -108,8 +117,8 @@ def optimize_pass(program):
     """(indices of optimize ops, [(param name, grad name)]) found through op_role / op_role_var."""
     opt, pairs, seen = [], [], set()
     for i, op in enumerate(program.global_block().ops):
-        if not is_optimize_op(op):
-            continue
+        if not is_optimize_op(op) or registry.fact(op, "after_update"):
+            continue            # model averaging stays on the trainer (finish_trainer)
         opt.append(i)
         rv = op.attr(OP_ROLE_VAR_ATTR) or []
         if len(rv) >= 2 and rv[0] not in seen:
@@ -431,9 +440,14 @@ def _mark_distributed(plan, program):
 
 
 def finish_trainer(plan, program):
-    """Remove optimize and LR-schedule ops (they run on the pservers)."""
+    """Remove optimize and LR-schedule ops (they run on the pservers); ops that read the updated
+    parameters (registry fact ``after_update``: model averaging) move to the end, after the
+    parameters are received."""
     block = program.global_block()
-    block.ops = [op for op in block.ops if not (is_optimize_op(op) or is_lr_sched_op(op))]
+    after = [op for op in block.ops if registry.fact(op, "after_update")]
+    moved = {id(op) for op in after}
+    block.ops = [op for op in block.ops
+                 if not (is_optimize_op(op) or is_lr_sched_op(op) or id(op) in moved)] + after
     program._version += 1
     return program
 
@@ -680,6 +694,15 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
         if len(outs) != 1:
             continue
         out = outs[0]
+        src = op.input("X") if op.type == "assign" else []
+        if src and src[0] in blocks_here:
+            # a copy of a sliced parameter (Lookahead's slow weights): each block copies its block
+            here = blocks_here[src[0]]
+            for b in here:
+                target = out + (".block%d" % b.index if len(here) > 1 else "")
+                if pgb.has_var(target):
+                    sb.append_op("assign", inputs={"X": [b.name]}, outputs={"Out": [target]})
+            continue
         if out in blocks_here:
             for b in blocks_here[out]:
                 _append_block_init(sb, op, out, b)

@@ -33,7 +33,8 @@ def run_cluster(tmp_path, model, optimizer, lr_decay=False, steps=3, batch=4, as
 
 @pytest.mark.parametrize("model,optimizer,lr_decay", [
     ("fc", "sgd", False), ("fc", "momentum", False), ("fc", "adam", False), ("fc", "sgd", True),
-    ("emb", "sgd", False), ("dtable", "sgd", False)])
+    ("emb", "sgd", False), ("dtable", "sgd", False), ("fc", "adadelta", False), ("fc", "lookahead", False),
+    ("fc", "ema", False), ("fc", "model_average", False), ("fc", "recompute", False)])
 def test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, lr_decay):
     steps, batch = 3, 4
     results = run_cluster(tmp_path, model, optimizer, lr_decay, steps, batch)
