@@ -12,6 +12,7 @@ from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor
                        is_compiled_with_cuda, scope_guard)
 from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from . import parallel_executor  # noqa: F401
+from . import install_check  # noqa: F401
 from .parallel_executor import ParallelExecutor  # noqa: F401
 from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
 from . import io  # noqa: F401

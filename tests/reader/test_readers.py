@@ -302,3 +302,29 @@ def test_non_iterable_loader_on_several_places(nplaces):
         exe.run(ref_main, feed={"img": x, "label": y}, scope=ref_scope)
     for k, v in params(ref_scope, ref_main).items():
         np.testing.assert_allclose(np.array(scope.find_var(k).get_tensor()), v, rtol=1e-5, atol=1e-6)
+
+
+def test_iterable_loader_gives_one_batch_per_place():
+    """An iterable loader on two places yields [batch for place 0, batch for place 1]; running them
+    data parallel equals one place on the two batches concatenated."""
+    main, startup, loss, _ = build(lambda: data_vars() + (None,))
+    with fluid.program_guard(main, startup):
+        loader = fluid.io.DataLoader.from_generator(feed_list=[main.global_block().var("img"),
+                                                               main.global_block().var("label")], capacity=4)
+    loader.set_batch_generator(batches, places=fluid.cpu_places(2))
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, places=fluid.cpu_places(2))
+    got = list(loader())
+    assert len(got) == STEPS // 2 and all(len(d) == 2 for d in got)
+    for d in got:
+        exe.run(compiled, feed=d, scope=scope)
+    ref_main, ref_startup, _, _ = build(lambda: data_vars() + (None,))
+    ref_scope = fluid.Scope()
+    exe.run(ref_startup, scope=ref_scope)
+    bs = list(batches())
+    for i in range(0, STEPS, 2):
+        exe.run(ref_main, feed={"img": np.concatenate([bs[i][0], bs[i + 1][0]]),
+                                "label": np.concatenate([bs[i][1], bs[i + 1][1]])}, scope=ref_scope)
+    for k, v in params(ref_scope, ref_main).items():
+        np.testing.assert_allclose(np.array(scope.find_var(k).get_tensor()), v, rtol=1e-5, atol=1e-6)
