@@ -37,7 +37,25 @@ def _clone_into(block, var):
     return block._clone_variable(var)
 
 
-class ModelAverage:
+class _AppliedAverage:
+    """``apply`` / ``restore`` over the ``apply_program`` and ``restore_program`` of a subclass."""
+
+    @contextlib.contextmanager
+    def apply(self, executor, need_restore=True):
+        """Replace the parameters by their averages; with ``need_restore``, put them back on exit."""
+        executor.run(self.apply_program)
+        try:
+            yield
+        finally:
+            if need_restore:
+                self.restore(executor)
+
+    def restore(self, executor):
+        """Put back the parameters saved by ``apply``."""
+        executor.run(self.restore_program)
+
+
+class ModelAverage(_AppliedAverage):
     """Average of each parameter over a sliding window of recent updates (Paddle's
     ``average_accumulates``); create it after ``minimize``, in the same program guard.
 
@@ -105,19 +123,6 @@ class ModelAverage:
         total = layers.sums([s["sum_1"], s["sum_2"], s["sum_3"]])
         block.append_op("elementwise_div", inputs={"X": [total], "Y": [count]}, outputs={"Out": [p]})
 
-    @contextlib.contextmanager
-    def apply(self, executor, need_restore=True):
-        """Replace the parameters by their averages; with ``need_restore``, put them back on exit."""
-        executor.run(self.apply_program)
-        try:
-            yield
-        finally:
-            if need_restore:
-                self.restore(executor)
-
-    def restore(self, executor):
-        """Put back the parameters saved by ``apply``."""
-        executor.run(self.restore_program)
 
 
 def _restore_ops(param, backup):
@@ -126,7 +131,7 @@ def _restore_ops(param, backup):
     layers.assign(_clone_into(block, backup), _clone_into(block, param))
 
 
-class ExponentialMovingAverage:
+class ExponentialMovingAverage(_AppliedAverage):
     """``ema = decay * ema + (1 - decay) * param`` after each update (call ``update()`` after
     ``minimize``); ``apply`` uses the bias-corrected ``ema / (1 - decay^t)``.
 
@@ -193,17 +198,4 @@ class ExponentialMovingAverage:
             corr = correction if param.dtype == "float32" else layers.cast(correction, param.dtype)
             block.append_op("elementwise_div", inputs={"X": [ema], "Y": [corr]}, outputs={"Out": [p]})
 
-    @contextlib.contextmanager
-    def apply(self, executor, need_restore=True):
-        """Replace the parameters by their bias-corrected moving averages; with ``need_restore``,
-        put them back on exit."""
-        executor.run(self.apply_program)
-        try:
-            yield
-        finally:
-            if need_restore:
-                self.restore(executor)
-
-    def restore(self, executor):
-        executor.run(self.restore_program)
 

@@ -3,6 +3,7 @@ way for a fleet worker and for its local reference: ``minimize_for(what, wrap)``
 ``minimize(loss)`` that fleet_models.build calls (``wrap`` turns the optimizer into the fleet's
 distributed one, or leaves it) and a function naming the state to compare besides the parameters."""
 import fluidist as fluid
+from fleet_models import base_optimizer
 
 KINDS = ["adadelta", "dpsgd", "lookahead", "ema", "model_average", "recompute", "gradient_merge"]
 MERGE_K = 2
@@ -17,7 +18,9 @@ def optimizer_for(what):
         return fluid.optimizer.LookaheadOptimizer(fluid.optimizer.SGD(0.05), alpha=0.5, k=2)
     if what == "model_average":
         return fluid.optimizer.Momentum(0.05, 0.9)
-    return fluid.optimizer.SGD(0.05)
+    if what in ("ema", "recompute", "gradient_merge"):
+        return fluid.optimizer.SGD(0.05)
+    return base_optimizer(what)
 
 
 def minimize_for(what, wrap=lambda opt: opt):

@@ -6,24 +6,10 @@ import pytest
 
 import fluidist as fluid
 from fleet_extras import KINDS, MERGE_K, minimize_for
-from fleet_cluster import Procs, endpoints
 from fleet_models import PARAMS, build, global_batch, initial_params, rel_err
+from test_fleet_collective import run_workers
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
-
-
-def run_workers(tmp_path, n, args):
-    eps = endpoints(n)
-    outs = []
-    with Procs(tmp_path) as procs:
-        for rank in range(n):
-            out = str(tmp_path / ("w%d.npz" % rank))
-            outs.append(out)
-            procs.start("w%d" % rank, "fleet_collective_extras_child.py", list(args) + ["--out", out],
-                        {"PADDLE_TRAINER_ENDPOINTS": ",".join(eps), "PADDLE_TRAINER_ID": rank,
-                         "PADDLE_CURRENT_ENDPOINT": eps[rank], "PADDLE_TRAINERS_NUM": n})
-        procs.check(timeout=180)
-    return [dict(np.load(o)) for o in outs]
 
 
 def reference(what, steps, batch):
@@ -48,7 +34,7 @@ def reference(what, steps, batch):
                          [("model_average", "nccl2"), ("gradient_merge", "nccl2")])
 def test_two_workers_equal_one_process(tmp_path, what, mode):
     steps, batch = 4, 8
-    results = run_workers(tmp_path, 2, ["--mode", mode, "--what", what, "--steps", steps, "--batch", batch])
+    results = run_workers(tmp_path, 2, ["--mode", mode, "--optimizer", what, "--steps", steps, "--batch", batch])
     ref = reference(what, steps, batch)
     assert ref
     for key, want in ref.items():

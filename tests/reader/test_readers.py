@@ -110,6 +110,16 @@ def non_iterable_inputs(capacity=2, double_buffer=True):
     return img, label, loader
 
 
+def train_one_pass(reference, reader, startup, main, loss):
+    """Start ``reader``, train until EOFException, reset, compare with the reference."""
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    reader.start()
+    losses = run_until_eof(exe, main, loss, scope)
+    reader.reset()
+    check(reference, losses, scope, main)
+
+
 def run_until_eof(exe, main, loss, scope):
     losses = []
     while True:
@@ -127,12 +137,7 @@ def test_non_iterable_data_loader_ends_the_pass_with_eof(reference, how, double_
     assert types == ["create_py_reader", "create_double_buffer_reader", "read"] if double_buffer else \
         types[:2] == ["create_py_reader", "read"]
     set_source(loader, how)
-    exe, scope = fluid.Executor(), fluid.Scope()
-    exe.run(startup, scope=scope)
-    loader.start()
-    losses = run_until_eof(exe, main, loss, scope)
-    loader.reset()
-    check(reference, losses, scope, main)
+    train_one_pass(reference, loader, startup, main, loss)
     main.lint()
 
 
@@ -168,12 +173,7 @@ def test_py_reader_and_read_file(reference):
     assert "create_py_reader" in [op.type for op in startup.global_block().ops]
     assert [op.type for op in main.global_block().ops][:2] == ["create_double_buffer_reader", "read"]
     reader.decorate_sample_list_generator(sample_lists)
-    exe, scope = fluid.Executor(), fluid.Scope()
-    exe.run(startup, scope=scope)
-    reader.start()
-    losses = run_until_eof(exe, main, loss, scope)
-    reader.reset()
-    check(reference, losses, scope, main)
+    train_one_pass(reference, reader, startup, main, loss)
 
 
 def test_create_py_reader_by_data_with_double_buffer(reference):
@@ -186,12 +186,7 @@ def test_create_py_reader_by_data_with_double_buffer(reference):
         return img2, label2, reader
     main, startup, loss, reader = build(inputs)
     reader.decorate_batch_generator(batches)
-    exe, scope = fluid.Executor(), fluid.Scope()
-    exe.run(startup, scope=scope)
-    reader.start()
-    losses = run_until_eof(exe, main, loss, scope)
-    reader.reset()
-    check(reference, losses, scope, main)
+    train_one_pass(reference, reader, startup, main, loss)
 
 
 @pytest.mark.parametrize("iterable", [True, False])
