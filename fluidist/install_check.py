@@ -1,8 +1,25 @@
 """``fluid.install_check.run_check()``: train a tiny model to show that fluidist works here, on one
 place and then data parallel on two CPU places (or the GPUs, when CuPy sees some)."""
+import types
+
 import numpy as np
 
+from . import layers, optimizer
+from .core.place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda
+from .core.scope import Scope
+from .executor.compiler import CompiledProgram
+from .executor.executor import Executor
+from .framework import unique_name
+from .framework.program import Program, program_guard
+from .layers.io import data
+
 __all__ = ["run_check"]
+
+# the names of ``fluid`` the check model uses (the package itself is not imported from here)
+_fluid = types.SimpleNamespace(Program=Program, program_guard=program_guard, unique_name=unique_name, data=data,
+                               layers=layers, optimizer=optimizer, Executor=Executor, Scope=Scope,
+                               CompiledProgram=CompiledProgram, CPUPlace=CPUPlace, CUDAPlace=CUDAPlace,
+                               cpu_places=cpu_places, cuda_places=cuda_places)
 
 
 def _model(fluid):
@@ -39,13 +56,13 @@ def _train(fluid, places, steps=20):
 
 def run_check():
     """Train the check model on one place, then on two; prints what worked, raises if something failed."""
-    import fluidist as fluid
+    fluid = _fluid
     print("Running Verify Fluid Program ... ")
-    use_gpu = fluid.is_compiled_with_cuda()
+    use_gpu = is_compiled_with_cuda()
     one = [fluid.CUDAPlace(0)] if use_gpu else [fluid.CPUPlace()]
     _train(fluid, one)
     print("Your fluidist works well on a single %s." % ("GPU" if use_gpu else "CPU place"))
-    gpus = use_gpu and fluid.core.get_cuda_device_count() > 1
+    gpus = use_gpu and len(cuda_places()) > 1
     several = fluid.cuda_places() if gpus else fluid.cpu_places(2)
     _train(fluid, several)
     print("Your fluidist works well on %d %s, data parallel." % (len(several), "GPUs" if gpus else "CPU places"))
