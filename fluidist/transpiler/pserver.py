@@ -109,7 +109,8 @@ class PServerPlan:
 def optimize_pass(program):
     """(indices of optimize ops, [(param name, grad name)]) found through op_role / op_role_var."""
     ops = program.global_block().ops
-    opt = [i for i, op in enumerate(ops) if is_optimize_op(op)]
+    # model averaging (registry fact after_update) stays on the trainer: see finish_trainer
+    opt = [i for i, op in enumerate(ops) if is_optimize_op(op) and not registry.fact(op, "after_update")]
     return opt, param_grad_pairs(ops[i] for i in opt)
 
 
@@ -482,9 +483,14 @@ def _mark_distributed(plan, program):
 
 
 def finish_trainer(plan, program):
-    """Remove optimize and LR-schedule ops (they run on the pservers)."""
+    """Remove optimize and LR-schedule ops (they run on the pservers); ops that read the updated
+    parameters (registry fact ``after_update``: model averaging) move to the end, after the
+    parameters are received."""
     block = program.global_block()
-    block.ops = [op for op in block.ops if not (is_optimize_op(op) or is_lr_sched_op(op))]
+    after = [op for op in block.ops if registry.fact(op, "after_update")]
+    moved = {id(op) for op in after}
+    block.ops = [op for op in block.ops
+                 if not (is_optimize_op(op) or is_lr_sched_op(op) or id(op) in moved)] + after
     program._version += 1
     return program
 
@@ -730,6 +736,15 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
         if len(outs) != 1:
             continue
         out = outs[0]
+        src = op.input("X") if op.type == "assign" else []
+        if src and src[0] in blocks_here:
+            # a copy of a sliced parameter (Lookahead's slow weights): each block copies its block
+            here = blocks_here[src[0]]
+            for b in here:
+                target = out + (".block%d" % b.index if len(here) > 1 else "")
+                if pgb.has_var(target):
+                    sb.append_op("assign", inputs={"X": [b.name]}, outputs={"Out": [target]})
+            continue
         if out in blocks_here:
             for b in blocks_here[out]:
                 _append_block_init(sb, op, out, b)
