@@ -156,6 +156,7 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
     if not pairs:
         raise ValueError("transpile: the program has no optimize ops (op_role Optimize with op_role_var); "
                          "call optimizer.minimize(loss) before transpiling")
+    _refuse_updates_in_sub_blocks(program)
     opt_ops_of = _optimize_ops_by_param(block, opt_idx)
     table = find_distributed_table(program, pairs, [block.ops[i] for i in opt_idx])
     params, grad_of = [], {}
@@ -211,6 +212,19 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
                        grad_of=grad_of, param_blocks=param_blocks, grad_blocks=grad_blocks, sparse_grads=sparse,
                        lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx, table=table,
                        opt_ops_of=opt_ops_of, accumulators=accumulators, whole=whole)
+
+
+def _refuse_updates_in_sub_blocks(program):
+    """Parameter updates inside a sub-block (gradient merge runs them under a conditional_block)
+    cannot be moved to the pservers: refused, rather than a trainer that never updates."""
+    for b in program.blocks[1:]:
+        for op in b.ops:
+            if registry.update_rule(op) is not None:
+                raise ValueError(
+                    "transpile: op %r updating %r runs inside block %d (a conditional_block: gradient merge "
+                    "does this): pserver mode runs updates on the pservers and cannot run them conditionally. "
+                    "Use gradient merge with the collective mode or CompiledProgram.with_data_parallel"
+                    % (op.type, (op.input("Param") or ["?"])[0], b.idx))
 
 
 def _optimize_ops_by_param(block, opt_idx):
