@@ -9,7 +9,7 @@ from ..framework.op_role import OpRole as op_proto_and_checker_maker_OpRole  # n
 from .place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cpu_places, cuda_places,  # noqa: F401
                     is_compiled_with_cuda)
 from .scope import Scope, global_scope, scope_guard  # noqa: F401
-from .tensor import LoDTensor, SelectedRows, create_lod_tensor  # noqa: F401
+from .tensor import LoDRankTable, LoDTensor, LoDTensorArray, SelectedRows, create_lod_tensor  # noqa: F401
 
 
 class VarDesc:

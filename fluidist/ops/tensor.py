@@ -3,7 +3,7 @@ transpose, and the small integer ops LR schedules need."""
 import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
-from ..core.tensor import SelectedRows, scatter_add
+from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add
 
 
 def _shape_attr_infer(ctx):
@@ -105,6 +105,8 @@ def fill_constant_batch_size_like(ctx, ins, attrs):
 
 @register_op("fill_zeros_like", inputs=["X"], outputs=["Out"], infer=same_shape())
 def fill_zeros_like(ctx, ins, attrs):
+    if isinstance(ins["X"], LoDTensorArray):
+        return {"Out": LoDTensorArray()}    # an array gradient with no items: zeros
     return {"Out": ctx.xp.zeros_like(ins["X"])}
 
 
@@ -164,7 +166,7 @@ def _sum_grad_maker(op):
 
 
 @register_op("sum", inputs=["X*"], outputs=["Out"], attrs={"use_mkldnn": False}, infer=_sum_infer,
-             grad=_sum_grad_maker)
+             grad=_sum_grad_maker, share_lod=("X", "Out"))
 def sum_(ctx, ins, attrs):
     """Sum of dense tensors; of SelectedRows it concatenates rows (duplicates kept); mixed gives dense."""
     xs = [x for x in ins["X"] if x is not None]
@@ -353,7 +355,20 @@ def transpose2_grad(ctx, ins, attrs):
     return {"X@GRAD": ctx.xp.ascontiguousarray(ins["Out@GRAD"].transpose(inv))}
 
 
-@register_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": 1.0}, infer=same_shape())
+def _increment_grad_maker(op):
+    """In place (a loop counter): the reverse increment, which gives the gradient ops of a loop step
+    back the counter value they read (the gradient passes through unchanged, under the same name).
+    Otherwise ``X@GRAD = Out@GRAD``."""
+    x, out = op.input("X")[0], op.output("Out")[0]
+    if x == out:
+        return [{"type": "increment", "inputs": {"X": [out]}, "outputs": {"Out": [x]},
+                 "attrs": {"step": -float(op.attrs.get("step", 1.0))}, "keep": True}]
+    return [{"type": "scale", "inputs": {"X": [out + "@GRAD"]}, "outputs": {"Out": [x + "@GRAD"]},
+             "attrs": {"scale": 1.0, "bias": 0.0, "bias_after_scale": True}}]
+
+
+@register_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": 1.0}, infer=same_shape(),
+             grad=_increment_grad_maker)
 def increment(ctx, ins, attrs):
     x = ins["X"]
     return {"Out": (x + attrs["step"]).astype(x.dtype, copy=False)}
