@@ -16,7 +16,7 @@ from .nest import map_structure, same_structure
 from .tensor import assign, cast, fill_constant
 from .tensor_array import *  # noqa: F401,F403
 from .tensor_array import __all__ as _array_names
-from .rnn_blocks import DynamicRNN  # noqa: F401
+from .rnn_blocks import DynamicRNN, StaticRNN  # noqa: F401
 from .while_loop import While, while_loop  # noqa: F401
 
 # Paddle 1.8 exports these array layers from fluid.layers; the rank-table ones stay in this module
@@ -24,7 +24,7 @@ _IN_LAYERS = ("create_array", "array_write", "array_read", "array_length", "reor
 
 __all__ = list(_logic_names) + ["autoincreased_step_counter", "ConditionalBlock", "Switch", "cond", "case", "switch_case",
            "select_input", "IfElse", "While", "while_loop", "is_empty", "Print",
-           "DynamicRNN"] + [n for n in _array_names if n in _IN_LAYERS]
+           "DynamicRNN", "StaticRNN"] + [n for n in _array_names if n in _IN_LAYERS]
 
 
 def autoincreased_step_counter(counter_name=None, begin=1, step=1):

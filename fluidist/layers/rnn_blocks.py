@@ -195,3 +195,173 @@ class DynamicRNN:
             self.zero_idx = parent.create_var(name=unique_name.generate("zero_idx"), dtype="int64", shape=[1])
             parent.append_op("fill_constant", outputs={"Out": [self.zero_idx]},
                              attrs={"shape": [1], "dtype": "int64", "value": 0.0, "force_cpu": True})
+
+
+class _MemoryLink:
+    def __init__(self, init, pre_mem, mem=None):
+        self.init = init
+        self.pre_mem = pre_mem
+        self.mem = mem
+
+
+class StaticRNN:
+    """An RNN over inputs of a fixed number of steps (their first dimension)::
+
+        rnn = layers.StaticRNN()
+        with rnn.step():
+            word = rnn.step_input(x_emb)                  # x_emb: [seq_len, batch, width]
+            prev = rnn.memory(shape=[-1, 20], batch_ref=word)
+            hidden = layers.fc([word, prev], 20, act="relu")
+            rnn.update_memory(prev, hidden)
+            rnn.step_output(hidden)
+        out = rnn()                                       # [seq_len, batch, 20]
+
+    One ``recurrent`` op runs the step block once per step."""
+
+    BEFORE_RNN_BLOCK, IN_RNN_BLOCK, AFTER_RNN_BLOCK = 0, 1, 2
+
+    def __init__(self, name=None):
+        self.helper = LayerHelper("static_rnn", name=name)
+        self.memories = {}   # pre_mem name -> _MemoryLink
+        self.inputs = []     # the step inputs, variables of the step block
+        self.outputs = []    # the outputs, variables of the enclosing block
+        self.status = StaticRNN.BEFORE_RNN_BLOCK
+        self.seq_len = None
+
+    def step(self):
+        """``with rnn.step():`` holds the ops of one step."""
+        return _StaticRNNGuard(self)
+
+    def _assert_in_rnn_block(self, method):
+        if self.status != StaticRNN.IN_RNN_BLOCK:
+            raise ValueError("StaticRNN.%s can only be called inside 'with rnn.step():'" % method)
+
+    def _parent_block(self):
+        program = self.helper.main_program
+        return program.block(program.current_block().parent_idx)
+
+    def memory(self, init=None, shape=None, batch_ref=None, init_value=0.0, init_batch_dim_idx=0,
+               ref_batch_dim_idx=1):
+        """A memory starting at ``init``, or at ``init_value`` of ``shape`` with its batch dimension
+        (``init_batch_dim_idx``) taken from dimension ``ref_batch_dim_idx`` of ``batch_ref``."""
+        self._assert_in_rnn_block("memory")
+        if init is None:
+            if shape is None or batch_ref is None:
+                raise ValueError("StaticRNN.memory: without init, give shape and batch_ref")
+            _check_var(batch_ref, "StaticRNN.memory", "batch_ref")
+            parent = self._parent_block()
+            boot = parent.create_var(name=unique_name.generate("@".join([self.helper.name, "memory_boot"])),
+                                     shape=shape, dtype=batch_ref.dtype, persistable=False)
+            parent.append_op("fill_constant_batch_size_like", inputs={"Input": [batch_ref]}, outputs={"Out": [boot]},
+                             attrs={"value": float(init_value), "shape": list(boot.shape), "dtype": boot.dtype,
+                                    "input_dim_idx": int(ref_batch_dim_idx),
+                                    "output_dim_idx": int(init_batch_dim_idx)})
+            return self.memory(init=boot)
+        _check_var(init, "StaticRNN.memory", "init")
+        pre_mem = self.helper.create_variable(name=unique_name.generate("@".join([self.helper.name, "mem"])),
+                                              dtype=init.dtype, shape=init.shape)
+        self.memories[pre_mem.name] = _MemoryLink(init=init, pre_mem=pre_mem)
+        return pre_mem
+
+    def step_input(self, x):
+        """``x[t]`` at step ``t`` (``x``: ``[seq_len, ...]``)."""
+        self._assert_in_rnn_block("step_input")
+        _check_var(x, "StaticRNN.step_input", "x")
+        if self.seq_len is None:
+            self.seq_len = x.shape[0]
+        elif x.shape[0] != -1 and self.seq_len != x.shape[0]:
+            raise ValueError("StaticRNN: step inputs must have the same number of steps, got %d and %d"
+                             % (self.seq_len, x.shape[0]))
+        ipt = self.helper.create_variable(name=x.name, dtype=x.dtype, shape=list(x.shape[1:]), type=x.type)
+        self.inputs.append(ipt)
+        return ipt
+
+    def step_output(self, o):
+        """Collect ``o``: ``rnn()`` stacks its step values, ``[seq_len] + o.shape``."""
+        self._assert_in_rnn_block("step_output")
+        _check_var(o, "StaticRNN.step_output", "o")
+        tmp = self.helper.create_variable_for_type_inference(dtype=o.dtype)
+        self.helper.append_op("rnn_memory_helper", inputs={"X": [o]}, outputs={"Out": [tmp]},
+                              attrs={"dtype": o.dtype})
+        out = self._parent_block().create_var(name=tmp.name, shape=[self.seq_len] + list(o.shape or []),
+                                              dtype=tmp.dtype)
+        self.outputs.append(out)
+
+    def output(self, *outputs):
+        for each in outputs:
+            self.step_output(each)
+
+    def update_memory(self, mem, var):
+        """The memory ``mem`` holds ``var`` at the next step."""
+        _check_var(mem, "StaticRNN.update_memory", "mem")
+        _check_var(var, "StaticRNN.update_memory", "var")
+        if mem.name not in self.memories:
+            raise ValueError("StaticRNN.update_memory: %r is not a memory of this RNN" % mem.name)
+        self.memories[mem.name].mem = var
+
+    def __call__(self, *args, **kwargs):
+        if self.status != StaticRNN.AFTER_RNN_BLOCK:
+            raise ValueError("the outputs of a StaticRNN can only be used after its step block")
+        if not self.outputs:
+            raise ValueError("StaticRNN has no output (call step_output in the step block)")
+        return self.outputs[0] if len(self.outputs) == 1 else self.outputs
+
+    def _complete_op(self):
+        program = self.helper.main_program
+        rnn_block = program.current_block()
+        parent = self._parent_block()
+        local = set()
+        for op in rnn_block.ops:
+            local.update(op.output_arg_names)
+        local.update(v.name for v in self.inputs)
+        local.update(self.memories)
+        params = []
+        for op in rnn_block.ops:
+            for n in op.input_arg_names:
+                if n not in local and n not in params:
+                    params.append(n)
+        missing = [n for n in params if parent._find_var_recursive(n) is None]
+        if missing:
+            raise ValueError("StaticRNN: the step reads %s, which no enclosing block declares" % missing)
+        boot, pre, states = [], [], []
+        for name, link in self.memories.items():
+            if link.mem is None:
+                raise ValueError("StaticRNN: memory %r (from %r) is never updated: call update_memory in the step"
+                                 % (name, link.init.name))
+            new_mem = self.helper.create_variable_for_type_inference(dtype=link.mem.dtype)
+            rnn_block.append_op("rnn_memory_helper", inputs={"X": [link.mem]}, outputs={"Out": [new_mem]},
+                                attrs={"dtype": link.mem.dtype})
+            boot.append(link.init)
+            pre.append(link.pre_mem.name)
+            states.append(new_mem.name)
+        step_scopes = parent.create_var(name=unique_name.generate(self.helper.name + ".step_scopes"),
+                                        type=VarType.STEP_SCOPES)
+        parent.append_op("recurrent",
+                         inputs={"inputs": [parent.var(v.name) if parent.has_var(v.name) else
+                                            parent._var_recursive(v.name) for v in self.inputs],
+                                 "initial_states": boot, "parameters": params},
+                         outputs={"outputs": self.outputs, "step_scopes": [step_scopes]},
+                         attrs={"has_states": bool(pre), "ex_states": pre, "states": states,
+                                "sub_block": rnn_block})
+
+
+class _StaticRNNGuard:
+    def __init__(self, rnn):
+        if rnn.status != StaticRNN.BEFORE_RNN_BLOCK:
+            raise ValueError("StaticRNN.step() can only be entered once")
+        self.rnn = rnn
+        self.program = rnn.helper.main_program
+
+    def __enter__(self):
+        self.rnn.status = StaticRNN.IN_RNN_BLOCK
+        self.program._create_block()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                self.rnn.status = StaticRNN.AFTER_RNN_BLOCK
+                self.rnn._complete_op()
+        finally:
+            self.program._rollback()
+        return False

@@ -207,8 +207,14 @@ def _from_array(ctx, arr, table, like=None, lod_only=False):
     return out, lod
 
 
+def _to_array_infer(ctx):
+    x = ctx.input_var("X")
+    if x is not None:
+        ctx.set_output("Out", x.shape, x.dtype, max(x.lod_level - 1, 0), type="LOD_TENSOR_ARRAY")
+
+
 @register_op("lod_tensor_to_array", inputs=["X", "RankTable"], outputs=["Out"], no_grad=("RankTable",),
-             needs_lod=True, infer=_array_infer)
+             needs_lod=True, infer=_to_array_infer)
 def lod_tensor_to_array(ctx, ins, attrs):
     return {"Out": _to_array(ctx, ins["X"], ctx.lod("X"), _table(ctx, ins["RankTable"]))}
 
@@ -221,8 +227,14 @@ def lod_tensor_to_array_grad(ctx, ins, attrs):
     return {"X@GRAD": g.astype(ins["X"].dtype, copy=False)}
 
 
+def _to_lod_tensor_infer(ctx):
+    x = ctx.input_var("X")
+    if x is not None:   # the items' LoD levels, under the level the rank table was made on
+        ctx.set_output("Out", x.shape, x.dtype, x.lod_level + 1, type="LOD_TENSOR")
+
+
 @register_op("array_to_lod_tensor", inputs=["X", "RankTable"], outputs=["Out"], no_grad=("RankTable",),
-             needs_lod=True, infer=_read_infer)
+             needs_lod=True, infer=_to_lod_tensor_infer)
 def array_to_lod_tensor(ctx, ins, attrs):
     out, lod = _from_array(ctx, _array_in(ctx, ins["X"]), _table(ctx, ins["RankTable"]))
     ctx.set_lod("Out", lod)

@@ -42,7 +42,59 @@ def dynamic_rnn(fluid):
     return main, startup, feed, [out.name, loss.name, "x@GRAD", "wx@GRAD", "wh@GRAD", "b@GRAD", "boot@GRAD"]
 
 
-CASES = {"dynamic_rnn": dynamic_rnn}
+def static_rnn(fluid):
+    """StaticRNN with a boot memory, a batch_ref memory and two step outputs."""
+    L = fluid.layers
+    rng = np.random.RandomState(1)
+    xv = rng.uniform(-1, 1, (4, 3, 2)).astype("float32")
+    h0 = rng.uniform(-1, 1, (3, 3)).astype("float32")
+    wx, wh = rng.uniform(-1, 1, (2, 3)).astype("float32"), rng.uniform(-1, 1, (3, 3)).astype("float32")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [4, 3, 2], "float32")
+        x.stop_gradient = False
+        boot = fluid.data("h0", [3, 3], "float32")
+        boot.stop_gradient = False
+        rnn = L.StaticRNN()
+        with rnn.step():
+            word = rnn.step_input(x)
+            prev = rnn.memory(init=boot)
+            prev2 = rnn.memory(shape=[-1, 2], batch_ref=word, init_value=0.5)
+            h = L.fc([word, prev], 3, act="tanh", param_attr=[_param(fluid, "wx", wx), _param(fluid, "wh", wh)],
+                     bias_attr=False)
+            h2 = L.elementwise_add(L.elementwise_mul(prev2, word), word)
+            rnn.update_memory(prev, h)
+            rnn.update_memory(prev2, h2)
+            rnn.step_output(h)
+            rnn.step_output(h2)
+        out, out2 = rnn()
+        loss = L.reduce_sum(L.elementwise_mul(out, out)) + L.reduce_sum(out2)
+        fluid.backward.append_backward(loss)
+    return main, startup, {"x": xv, "h0": h0}, [out.name, out2.name, loss.name, "x@GRAD", "h0@GRAD", "wx@GRAD",
+                                               "wh@GRAD"]
+
+
+def cond_branches(fluid):
+    """cond on a runtime predicate, twice (once each way), with a parameter in both branches."""
+    L = fluid.layers
+    w = np.array([0.5, -1.5, 2.0], "float32")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        wp = L.create_parameter([3], "float32", attr=_param(fluid, "w", w))
+        zero = L.fill_constant([1], "float32", 0.0)
+        outs = []
+        for name in ("x1", "x2"):
+            xi = fluid.data(name, [3], "float32")
+            xi.stop_gradient = False
+            pred = L.greater_than(L.reduce_sum(xi), zero)
+            outs.append(L.cond(pred, lambda: L.elementwise_mul(xi, wp), lambda: L.exp(L.elementwise_mul(xi, wp))))
+        loss = L.reduce_sum(L.elementwise_mul(outs[0], outs[1]))
+        fluid.backward.append_backward(loss)
+    feed = {"x1": np.array([1.0, 2.0, -0.5], "float32"), "x2": np.array([-1.0, 0.2, -0.3], "float32")}
+    return main, startup, feed, [outs[0].name, outs[1].name, loss.name, "x1@GRAD", "x2@GRAD", "w@GRAD"]
+
+
+CASES = {"dynamic_rnn": dynamic_rnn, "static_rnn": static_rnn, "cond_branches": cond_branches}
 
 
 def run(fluid, name):
