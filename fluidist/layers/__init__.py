@@ -7,7 +7,7 @@ from .conv import *  # noqa: F401,F403
 from .learning_rate_scheduler import *  # noqa: F401,F403
 from .control_flow import *  # noqa: F401,F403
 from .embedding import *  # noqa: F401,F403
-from .sequence import *  # noqa: F401,F403
+from .sequence_lod import *  # noqa: F401,F403
 from .metric_op import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 

@@ -23,3 +23,31 @@ def merge_lengths(parts):
 
 def host_bools(mask):
     return np.asarray(mask.get() if hasattr(mask, "get") else mask).reshape(-1).astype(bool)
+
+
+def seq_offsets(ctx, slot="X", value=None, level=-1):
+    """LoD level ``level`` (the last by default) of input ``slot`` as host int offsets, checked to
+    cover its rows; a clear error naming the input when it has no LoD."""
+    name = ctx.op.inputs[slot][0]
+    lod = ctx.lod(slot)
+    if not lod:
+        raise ValueError("op %r: input %s %r has no LoD; feed it as a LoDTensor with sequence lengths "
+                         "(fluid.create_lod_tensor)" % (ctx.op.type, slot, name))
+    offsets = [int(o) for o in lod[level]]
+    rows = value.shape[0] if value is not None else None
+    bad = offsets[0] != 0 or any(b < a for a, b in zip(offsets, offsets[1:]))
+    if level in (-1, len(lod) - 1) and rows is not None and offsets[-1] != rows:
+        bad = True
+    if bad:
+        raise ValueError("op %r: the LoD %s of %s %r does not match its %s rows"
+                         % (ctx.op.type, offsets, slot, name, rows))
+    return offsets
+
+
+def segments(offsets):
+    """Host arrays: the sequence of each row, each row's position in its sequence, the lengths."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    seg = np.repeat(np.arange(len(lengths)), lengths)
+    pos = np.arange(int(offsets[-1]) if len(offsets) else 0) - offsets[seg]
+    return seg, pos, lengths

@@ -1,6 +1,6 @@
 """Small programs run by both Paddle 1.8 and fluidist on the same data and parameters.
 
-``python cases.py OUT.json`` under paddlepaddle 1.8.5 (a Python 3.8 venv) writes Paddle's numbers;
+``python paddle18_cases.py OUT.json`` under paddlepaddle 1.8.5 (a Python 3.8 venv) writes Paddle's numbers;
 the tests run the same cases under fluidist and compare. Each case is ``case(fluid) -> (main,
 startup, feed, fetch names)``; parameters come from fixed NumPy arrays."""
 import json
@@ -94,7 +94,82 @@ def cond_branches(fluid):
     return main, startup, feed, [outs[0].name, outs[1].name, loss.name, "x1@GRAD", "x2@GRAD", "w@GRAD"]
 
 
-CASES = {"dynamic_rnn": dynamic_rnn, "static_rnn": static_rnn, "cond_branches": cond_branches}
+def _lod_data(fluid, name, width, dtype="float32"):
+    x = fluid.data(name, [None, width], dtype, lod_level=1)
+    x.stop_gradient = False
+    return x
+
+
+def _lod_feed(fluid, value, lengths):
+    return fluid.create_lod_tensor(value, [lengths], fluid.CPUPlace())
+
+
+def sequence_ops(fluid):
+    """Every sequence op of layers/sequence_lod.py (and lod_reset, im2sequence) with its gradient."""
+    L = fluid.layers
+    rng = np.random.RandomState(2)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = _lod_data(fluid, "x", 4)
+        x2 = _lod_data(fluid, "x2", 4)
+        y = fluid.data("y", [3, 4], "float32")
+        y.stop_gradient = False
+        z = fluid.data("z", [None, 1], "float32", lod_level=1)
+        img = fluid.data("img", [2, 2, 5, 5], "float32")
+        img.stop_gradient = False
+        base = fluid.data("base", [3, 6], "float32")
+        base.stop_gradient = False
+        ids = fluid.data("ids", [None, 1], "int64", lod_level=1)
+        upd = _lod_data(fluid, "upd", 1)
+        lens = fluid.data("lens", [4], "int64")
+        w3, b3 = rng.uniform(-1, 1, (12, 3)).astype("float32"), rng.uniform(-1, 1, (3,)).astype("float32")
+        w1, w2 = rng.uniform(-1, 1, (12, 1)).astype("float32"), rng.uniform(-1, 1, (16, 2)).astype("float32")
+        outs = [
+            L.sequence_conv(x, 3, filter_size=3, act="tanh", param_attr=_param(fluid, "w3", w3),
+                            bias_attr=_param(fluid, "b3", b3)),
+            L.sequence_conv(x, 2, filter_size=4, padding_start=-1, param_attr=_param(fluid, "w2", w2),
+                            bias_attr=False),
+        ]
+        score = L.sequence_conv(x, 1, filter_size=3, param_attr=_param(fluid, "w1", w1), bias_attr=False)
+        pad_value = L.fill_constant([1], "float32", 0.5)
+        padded, length = L.sequence_pad(x, pad_value)
+        offset = L.assign(np.array([[0], [0], [1]], "int64"))
+        size = L.assign(np.array([[2], [1], [1]], "int64"))
+        outs += [
+            L.sequence_softmax(score),
+            L.sequence_concat([x, x2]),
+            L.sequence_slice(x, offset, size),
+            L.sequence_expand(y, x),
+            L.sequence_expand(x2, z, ref_level=0),
+            L.sequence_expand_as(y, x),
+            padded,
+            L.sequence_unpad(padded, length),
+            L.sequence_reshape(x, 2),
+            L.sequence_reverse(x),
+            L.lod_reset(x, target_lod=[0, 2, 6]),
+            L.im2sequence(img, filter_size=[2, 3], stride=[1, 2], padding=1),
+            L.sequence_scatter(base, ids, upd),
+        ]
+        enum = L.sequence_enumerate(ids, win_size=3, pad_value=7)
+        mask = L.sequence_mask(lens, maxlen=5)
+        loss = L.sums([L.reduce_sum(L.elementwise_mul(o, o)) for o in outs])
+        fluid.backward.append_backward(loss)
+    feed = {"x": _lod_feed(fluid, rng.uniform(-1, 1, (6, 4)).astype("float32"), [3, 1, 2]),
+            "x2": _lod_feed(fluid, rng.uniform(-1, 1, (5, 4)).astype("float32"), [1, 2, 2]),
+            "y": rng.uniform(-1, 1, (3, 4)).astype("float32"),
+            "z": _lod_feed(fluid, np.zeros((5, 1), "float32"), [2, 1, 2]),
+            "img": rng.uniform(-1, 1, (2, 2, 5, 5)).astype("float32"),
+            "base": rng.uniform(-1, 1, (3, 6)).astype("float32"),
+            "ids": _lod_feed(fluid, np.array([[1], [5], [0], [2], [2]], "int64"), [2, 1, 2]),
+            "upd": _lod_feed(fluid, rng.uniform(-1, 1, (5, 1)).astype("float32"), [2, 1, 2]),
+            "lens": np.array([0, 3, 5, 1], "int64")}
+    fetch = [o.name for o in outs] + [length.name, enum.name, mask.name, loss.name] + \
+        [n + "@GRAD" for n in ("x", "x2", "y", "img", "base", "upd", "w3", "b3", "w2", "w1")]
+    return main, startup, feed, fetch
+
+
+CASES = {"dynamic_rnn": dynamic_rnn, "static_rnn": static_rnn, "cond_branches": cond_branches,
+         "sequence_ops": sequence_ops}
 
 
 def run(fluid, name):

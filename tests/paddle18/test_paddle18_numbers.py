@@ -1,5 +1,5 @@
-"""Control-flow and RNN programs give Paddle 1.8's own numbers (``paddle_ref/cases.py`` made
-``paddle_ref/paddle18.json`` with paddlepaddle 1.8.5; here the same cases run on fluidist)."""
+"""Sequence, control-flow and RNN programs give Paddle 1.8's own numbers (``cases.py`` made
+``paddle18.json`` with paddlepaddle 1.8.5; here the same cases run on fluidist)."""
 import json
 import os
 import sys
@@ -10,10 +10,10 @@ import pytest
 import fluidist as fluid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "paddle_ref"))
-import cases  # noqa: E402
+sys.path.insert(0, HERE)
+import paddle18_cases as cases  # noqa: E402
 
-REFS = json.load(open(os.path.join(HERE, "paddle_ref", "paddle18.json")))
+REFS = json.load(open(os.path.join(HERE, "paddle18.json")))
 
 
 @pytest.mark.parametrize("name", sorted(cases.CASES))
