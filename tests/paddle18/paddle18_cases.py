@@ -168,19 +168,66 @@ def sequence_ops(fluid):
     return main, startup, feed, fetch
 
 
+def rnn_units(fluid):
+    """dynamic_lstm / dynamic_lstmp / dynamic_gru over LoD sequences, gru_unit, lstm_unit; values and
+    gradients."""
+    L = fluid.layers
+    rng = np.random.RandomState(4)
+    d, p = 2, 3
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x4 = _lod_data(fluid, "x4", 4 * d)
+        x3 = _lod_data(fluid, "x3", 3 * d)
+        h0 = fluid.data("h0", [None, d], "float32")
+        c0 = fluid.data("c0", [None, d], "float32")
+        r0 = fluid.data("r0", [None, p], "float32")
+        xs = fluid.data("xs", [None, 3 * d], "float32")
+        xl = fluid.data("xl", [None, 3], "float32")
+        for v in (h0, c0, r0, xs, xl):
+            v.stop_gradient = False
+        h, c = L.dynamic_lstm(x4, 4 * d, h_0=h0, c_0=c0, is_reverse=True)
+        h2, _ = L.dynamic_lstm(x4, 4 * d, use_peepholes=False)
+        # (Paddle 1.8's lstmp gradient crashes with h_0 / c_0 given: tests/ops checks those by finite differences)
+        pr, pc = L.dynamic_lstmp(x4, 4 * d, p, cell_clip=0.5, proj_clip=0.6)
+        g1 = L.dynamic_gru(x3, d, h_0=h0)
+        g2 = L.dynamic_gru(x3, d, is_reverse=True, origin_mode=True)
+        u, rh, gate = L.gru_unit(xs, h0, 3 * d)
+        lh, lc = L.lstm_unit(xl, h0, c0, forget_bias=0.5)
+        outs = [h, c, h2, pr, pc, g1, g2, u, rh, gate, lh, lc]
+        # Paddle 1.8's lstm / lstmp gradients drop what flows into their Cell output (fluidist
+        # differentiates it: tests/ops checks by finite differences), so the loss leaves c and pc out
+        loss = L.sums([L.reduce_sum(L.elementwise_mul(o, o)) for o in outs if o.name not in (c.name, pc.name)])
+        fluid.backward.append_backward(loss)
+    params = {}
+    for prm in main.global_block().all_parameters():
+        params[prm.name] = rng.uniform(-1, 1, prm.shape).astype("float32")
+    feed = {"x4": _lod_feed(fluid, rng.uniform(-1, 1, (6, 4 * d)).astype("float32"), [3, 1, 2]),
+            "x3": _lod_feed(fluid, rng.uniform(-1, 1, (6, 3 * d)).astype("float32"), [3, 1, 2]),
+            "h0": rng.uniform(-1, 1, (3, d)).astype("float32"), "c0": rng.uniform(-1, 1, (3, d)).astype("float32"),
+            "r0": rng.uniform(-1, 1, (3, p)).astype("float32"), "xs": rng.uniform(-1, 1, (3, 3 * d)).astype("float32"),
+            "xl": rng.uniform(-1, 1, (3, 3)).astype("float32")}
+    fetch = [o.name for o in outs] + [loss.name] + [n + "@GRAD" for n in ("x4", "x3", "h0", "c0", "xs", "xl")] + \
+        sorted(n + "@GRAD" for n in params)
+    return main, startup, feed, fetch, params
+
+
 CASES = {"dynamic_rnn": dynamic_rnn, "static_rnn": static_rnn, "cond_branches": cond_branches,
-         "sequence_ops": sequence_ops}
+         "sequence_ops": sequence_ops, "rnn_units": rnn_units}
 
 
 def run(fluid, name):
-    """Run case ``name``; returns {"values": [...], "lods": [...]} of its fetch list."""
-    main, startup, feed, fetch = CASES[name](fluid)
+    """Run case ``name``; returns {"values": [...], "lods": [...]} of its fetch list. A case may
+    return a fifth item: {parameter name: value} set after the startup program."""
+    main, startup, feed, fetch, *params = CASES[name](fluid)
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.Scope()
     with fluid.scope_guard(scope):
         exe.run(startup)
+        for pname, value in (params[0] if params else {}).items():
+            scope.find_var(pname).get_tensor().set(value, fluid.CPUPlace())
         got = exe.run(main, feed=feed, fetch_list=fetch, return_numpy=False)
-    return {"values": [np.array(t).tolist() for t in got], "lods": [t.lod() for t in got]}
+    return {"values": [np.array(t).tolist() for t in got], "lods": [t.lod() for t in got],
+            "grads": [n.endswith("@GRAD") for n in fetch]}
 
 
 if __name__ == "__main__":

@@ -23,4 +23,6 @@ def test_same_numbers_as_paddle18(name):
     for i, (g, w) in enumerate(zip(got["values"], want["values"])):
         np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-5, atol=1e-6,
                                    err_msg="%s: fetch %d" % (name, i))
-    assert got["lods"] == want["lods"]
+    # the LoD of values; Paddle's gradient ops set the LoD of a gradient or not, op by op
+    lods = lambda r: [l for l, g in zip(r["lods"], got["grads"]) if not g]  # noqa: E731
+    assert lods(got) == lods(want)
