@@ -7,7 +7,8 @@ from .layer_helper import LayerHelper
 from .nn import fc
 from .tensor import concat
 
-__all__ = ["dynamic_lstm", "dynamic_lstmp", "dynamic_gru", "gru_unit", "lstm_unit", "lstm"]
+__all__ = ["dynamic_lstm", "dynamic_lstmp", "dynamic_gru", "gru_unit", "lstm_unit", "lstm", "beam_search",
+           "beam_search_decode", "gather_tree"]
 
 
 def _check_var(x, layer, arg="input"):
@@ -191,3 +192,56 @@ def lstm(input, init_h, init_c, max_len, hidden_size, num_layers, dropout_prob=0
                             "hidden_size": hidden_size, "num_layers": num_layers, "is_test": bool(is_test),
                             "dropout_prob": float(dropout_prob), "seed": int(seed)})
     return out, last_h, last_c
+
+
+def beam_search(pre_ids, pre_scores, ids, scores, beam_size, end_id, level=0, is_accumulated=True, name=None,
+                return_parent_idx=False):
+    """One beam-search step: per source, the ``beam_size`` best (prefix, candidate) pairs of
+    ``scores`` (``[prefixes, K]`` with a 2-level LoD; ``ids`` their word ids, or None for the column
+    numbers). Returns ``(selected_ids, selected_scores)`` (and ``parent_idx`` with
+    ``return_parent_idx``)."""
+    _check_var(pre_ids, "beam_search", "pre_ids")
+    _check_var(pre_scores, "beam_search", "pre_scores")
+    _check_var(scores, "beam_search", "scores")
+    if ids is not None:
+        _check_var(ids, "beam_search", "ids")
+    helper = LayerHelper("beam_search", name=name)
+    inputs = {"pre_ids": [pre_ids], "pre_scores": [pre_scores], "scores": [scores]}
+    if ids is not None:
+        inputs["ids"] = [ids]
+    selected_scores = helper.create_variable_for_type_inference(dtype=pre_scores.dtype)
+    selected_ids = helper.create_variable_for_type_inference(dtype=pre_ids.dtype)
+    parent_idx = helper.create_variable_for_type_inference(dtype="int32")
+    helper.append_op("beam_search", inputs=inputs,
+                     outputs={"selected_ids": [selected_ids], "selected_scores": [selected_scores],
+                              "parent_idx": [parent_idx]},
+                     attrs={"level": int(level), "beam_size": int(beam_size), "end_id": int(end_id),
+                            "is_accumulated": bool(is_accumulated)})
+    if return_parent_idx:
+        return selected_ids, selected_scores, parent_idx
+    return selected_ids, selected_scores
+
+
+def beam_search_decode(ids, scores, beam_size, end_id, name=None):
+    """Whole sentences from the arrays of ``beam_search`` steps (``ids``, ``scores``): returns
+    ``(sentence_ids, sentence_scores)`` with a 2-level LoD (sources, sentences best first)."""
+    _check_var(ids, "beam_search_decode", "ids")
+    _check_var(scores, "beam_search_decode", "scores")
+    helper = LayerHelper("beam_search_decode", name=name)
+    sentence_ids = helper.create_variable_for_type_inference(dtype=ids.dtype)
+    sentence_scores = helper.create_variable_for_type_inference(dtype=scores.dtype)
+    helper.append_op("beam_search_decode", inputs={"Ids": [ids], "Scores": [scores]},
+                     outputs={"SentenceIds": [sentence_ids], "SentenceScores": [sentence_scores]},
+                     attrs={"beam_size": int(beam_size), "end_id": int(end_id)})
+    return sentence_ids, sentence_scores
+
+
+def gather_tree(ids, parents):
+    """The full paths of a beam search from its per-step ids and parent beams
+    (``[max_time, batch, beam]`` each)."""
+    _check_var(ids, "gather_tree", "ids")
+    _check_var(parents, "gather_tree", "parents")
+    helper = LayerHelper("gather_tree")
+    out = helper.create_variable_for_type_inference(dtype=ids.dtype)
+    helper.append_op("gather_tree", inputs={"Ids": [ids], "Parents": [parents]}, outputs={"Out": [out]})
+    return out

@@ -3,7 +3,7 @@ from ..framework import registry  # noqa: F401  (fluidist.ops.registry: where op
 from . import math, tensor, optimizer_ops  # noqa: F401
 from . import dist_ops, io_ops  # noqa: F401
 from . import conv  # noqa: F401
-from . import control_flow, tensor_array, recurrent, sequence, rnn  # noqa: F401
+from . import control_flow, tensor_array, recurrent, sequence, rnn, beam_search  # noqa: F401
 from . import nn, loss, metric  # noqa: F401
 from . import collective_ops  # noqa: F401
 from . import rpc_ops  # noqa: F401

@@ -405,7 +405,7 @@ _act("gelu", _gelu, _gelu_grad, uses="X")
 _act("cos", lambda xp, x, a: xp.cos(x), lambda xp, x, d, a: -d * xp.sin(x), uses="X")
 
 
-@register_op("softmax", inputs=["X"], outputs=["Out"], attrs={"axis": -1}, infer=same_shape())
+@register_op("softmax", inputs=["X"], outputs=["Out"], attrs={"axis": -1}, infer=same_shape(), share_lod=("X", "Out"))
 def softmax(ctx, ins, attrs):
     x = ins["X"]
     e = ctx.xp.exp(x - x.max(axis=attrs["axis"], keepdims=True))

@@ -211,7 +211,64 @@ def rnn_units(fluid):
     return main, startup, feed, fetch, params
 
 
-CASES = {"dynamic_rnn": dynamic_rnn, "static_rnn": static_rnn, "cond_branches": cond_branches,
+def beam_search_translate(fluid):
+    """The machine-translation book chapter's decoder: a While over tensor arrays with embedding,
+    fc, topk, beam_search, is_empty, then beam_search_decode (2 sources, beam 3, 6 steps at most)."""
+    L = fluid.layers
+    rng = np.random.RandomState(6)
+    dict_size, word_dim, hidden, beam, end_id = 12, 4, 5, 3, 1
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        context = fluid.data("context", [None, hidden], "float32")
+        init_ids = fluid.data("init_ids", [None, 1], "int64", lod_level=2)
+        init_scores = fluid.data("init_scores", [None, 1], "float32", lod_level=2)
+        array_len = L.fill_constant([1], "int64", 6)
+        counter = L.zeros([1], "int64", force_cpu=True)
+        state_array = L.create_array("float32")
+        L.array_write(context, array=state_array, i=counter)
+        ids_array = L.create_array("int64")
+        scores_array = L.create_array("float32")
+        L.array_write(init_ids, array=ids_array, i=counter)
+        L.array_write(init_scores, array=scores_array, i=counter)
+        cond = L.less_than(counter, array_len)
+        loop = L.While(cond)
+        with loop.block():
+            pre_ids = L.array_read(ids_array, counter)
+            pre_state = L.array_read(state_array, counter)
+            pre_score = L.array_read(scores_array, counter)
+            pre_state_expanded = L.sequence_expand(pre_state, pre_score)
+            pre_ids_emb = L.embedding(pre_ids, [dict_size, word_dim], param_attr=_param(
+                fluid, "emb", rng.uniform(-1, 1, (dict_size, word_dim)).astype("float32")))
+            state = L.fc([pre_state_expanded, pre_ids_emb], hidden, act="tanh", param_attr=[
+                _param(fluid, "ws", rng.uniform(-1, 1, (hidden, hidden)).astype("float32")),
+                _param(fluid, "we", rng.uniform(-1, 1, (word_dim, hidden)).astype("float32"))], bias_attr=False)
+            state_lod = L.lod_reset(state, pre_score)
+            score = L.fc(state_lod, dict_size, act="softmax", bias_attr=False, param_attr=_param(
+                fluid, "wo", rng.uniform(-2, 2, (hidden, dict_size)).astype("float32")))
+            topk_scores, topk_indices = L.topk(score, k=beam)
+            accu = L.elementwise_add(L.log(topk_scores), L.reshape(pre_score, shape=[-1]), axis=0)
+            sel_ids, sel_scores = L.beam_search(pre_ids, pre_score, topk_indices, accu, beam, end_id=end_id)
+            L.increment(counter, value=1, in_place=True)
+            L.array_write(state, array=state_array, i=counter)
+            L.array_write(sel_ids, array=ids_array, i=counter)
+            L.array_write(sel_scores, array=scores_array, i=counter)
+            length_cond = L.less_than(counter, array_len)
+            finish_cond = L.logical_not(L.is_empty(sel_ids))
+            L.logical_and(length_cond, finish_cond, out=cond)
+        ids, scores = L.beam_search_decode(ids_array, scores_array, beam, end_id)
+    lod = [[0, 1, 2], [0, 1, 2]]
+    init_ids_t = fluid.LoDTensor()
+    init_ids_t.set(np.array([[0], [0]], "int64"), fluid.CPUPlace())
+    init_ids_t.set_lod(lod)
+    init_scores_t = fluid.LoDTensor()
+    init_scores_t.set(np.array([[1.0], [1.0]], "float32"), fluid.CPUPlace())
+    init_scores_t.set_lod(lod)
+    feed = {"context": rng.uniform(-1, 1, (2, hidden)).astype("float32"), "init_ids": init_ids_t,
+            "init_scores": init_scores_t}
+    return main, startup, feed, [ids.name, scores.name]
+
+
+CASES = {"beam_search_translate": beam_search_translate, "dynamic_rnn": dynamic_rnn, "static_rnn": static_rnn, "cond_branches": cond_branches,
          "sequence_ops": sequence_ops, "rnn_units": rnn_units}
 
 
