@@ -20,7 +20,8 @@ from .rnn_blocks import DynamicRNN, StaticRNN  # noqa: F401
 from .while_loop import While, while_loop  # noqa: F401
 
 # Paddle 1.8 exports these array layers from fluid.layers; the rank-table ones stay in this module
-_IN_LAYERS = ("create_array", "array_write", "array_read", "array_length", "reorder_lod_tensor_by_rank")
+_IN_LAYERS = ("create_array", "array_write", "array_read", "array_length", "reorder_lod_tensor_by_rank",
+              "tensor_array_to_tensor")
 
 __all__ = list(_logic_names) + ["autoincreased_step_counter", "ConditionalBlock", "Switch", "cond", "case", "switch_case",
            "select_input", "IfElse", "While", "while_loop", "is_empty", "Print",

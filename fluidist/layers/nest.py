@@ -1,4 +1,15 @@
-"""Nested structures of Variables (lists, tuples, dicts) as ``cond`` and ``while_loop`` take them."""
+"""Nested structures of Variables (lists, tuples and namedtuples, dicts) as ``cond``, ``while_loop``
+and the RNN / decoder API take them."""
+
+
+def flatten(struct):
+    """The leaves of ``struct`` in order (dicts by sorted key)."""
+    return _flatten(struct)
+
+
+def pack_sequence_as(struct, flat):
+    """``flat`` (a list of leaves) laid out as ``struct``."""
+    return _pack_like(struct, iter(flat))
 
 
 def _flatten(struct):
@@ -13,6 +24,8 @@ def _pack_like(struct, flat):
     """``flat`` (an iterator) laid out as ``struct``."""
     if isinstance(struct, (list, tuple)):
         items = [_pack_like(item, flat) for item in struct]
+        if hasattr(struct, "_fields"):       # a namedtuple keeps its type
+            return type(struct)(*items)
         return tuple(items) if isinstance(struct, tuple) else items
     if isinstance(struct, dict):
         return {k: _pack_like(struct[k], flat) for k in sorted(struct)}

@@ -7,8 +7,11 @@ from .layer_helper import LayerHelper
 from .nn import fc
 from .tensor import concat
 
+from .rnn_api import *  # noqa: F401,F403
+from .rnn_api import __all__ as _api_names
+
 __all__ = ["dynamic_lstm", "dynamic_lstmp", "dynamic_gru", "gru_unit", "lstm_unit", "lstm", "beam_search",
-           "beam_search_decode", "gather_tree"]
+           "beam_search_decode", "gather_tree"] + list(_api_names)
 
 
 def _check_var(x, layer, arg="input"):

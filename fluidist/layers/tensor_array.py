@@ -8,7 +8,8 @@ from ..framework.program import Variable
 from .layer_helper import LayerHelper
 
 __all__ = ["create_array", "array_write", "array_read", "array_length", "lod_rank_table", "max_sequence_len",
-           "lod_tensor_to_array", "array_to_lod_tensor", "shrink_memory", "reorder_lod_tensor_by_rank"]
+           "lod_tensor_to_array", "array_to_lod_tensor", "shrink_memory", "reorder_lod_tensor_by_rank",
+           "tensor_array_to_tensor"]
 
 
 def _check_var(x, layer, arg, array=None):
@@ -131,3 +132,15 @@ def reorder_lod_tensor_by_rank(x, rank_table):
     helper.append_op("reorder_lod_tensor_by_rank", inputs={"X": [x], "RankTable": [rank_table]},
                      outputs={"Out": [out]})
     return out
+
+
+def tensor_array_to_tensor(input, axis=1, name=None, use_stack=False):
+    """The items of the array ``input`` concatenated (or stacked, ``use_stack``) along ``axis``;
+    returns ``(out, out_index)``, ``out_index`` holding each item's size along ``axis``."""
+    _check_var(input, "tensor_array_to_tensor", "input", array=True)
+    helper = LayerHelper("tensor_array_to_tensor", name=name)
+    out = helper.create_variable_for_type_inference(dtype=input.dtype)
+    out_index = helper.create_variable_for_type_inference(dtype="int32")
+    helper.append_op("tensor_array_to_tensor", inputs={"X": [input]}, outputs={"Out": [out], "OutIndex": [out_index]},
+                     attrs={"axis": int(axis), "use_stack": bool(use_stack)})
+    return out, out_index

@@ -314,3 +314,55 @@ def reorder_lod_tensor_by_rank_grad(ctx, ins, attrs):
     dx[ctx.xp.asarray(rows)] = ins["Out@GRAD"]
     ctx.set_lod("X@GRAD", ctx.lod("X"))
     return {"X@GRAD": dx}
+
+
+# ------------------------------------------------------------------ tensor_array_to_tensor
+def _items(ctx, arr):
+    values = []
+    for t in range(len(arr)):
+        v, _ = arr.item(t)
+        if v is None:
+            raise ValueError("op 'tensor_array_to_tensor': item %d of array %r was never written"
+                             % (t, ctx.op.inputs["X"][0]))
+        values.append(v)
+    if not values:
+        raise ValueError("op 'tensor_array_to_tensor': array %r is empty" % ctx.op.inputs["X"][0])
+    return values
+
+
+@register_op("tensor_array_to_tensor", inputs=["X"], outputs=["Out", "OutIndex"],
+             attrs={"axis": 0, "use_stack": False},
+             infer=lambda c: (c.set_output("Out", None, c.input_dtype("X"), type="LOD_TENSOR"),
+                              c.set_output("OutIndex", (-1,), "int32")))
+def tensor_array_to_tensor(ctx, ins, attrs):
+    """The array's items concatenated (or stacked, ``use_stack``) along ``axis``; ``OutIndex``: each
+    item's size along it."""
+    xp = ctx.xp
+    values = _items(ctx, _array_in(ctx, ins["X"]))
+    axis = attrs["axis"]
+    if attrs["use_stack"]:
+        out = xp.stack(values, axis=axis)
+        sizes = [1] * len(values)
+    else:
+        out = xp.concatenate(values, axis=axis)
+        sizes = [v.shape[axis] for v in values]
+    return {"Out": out, "OutIndex": xp.asarray(np.array(sizes, np.int32))}
+
+
+@register_grad("tensor_array_to_tensor", inputs=["X", "Out@GRAD"])
+def tensor_array_to_tensor_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    values = _items(ctx, _array_in(ctx, ins["X"]))
+    g = ins["Out@GRAD"]
+    axis = attrs["axis"] % g.ndim
+    arr = _array_out(ctx, "X@GRAD")
+    at = 0
+    for t, v in enumerate(values):
+        if attrs["use_stack"]:
+            piece = xp.take(g, t, axis=axis)
+        else:
+            n = v.shape[axis]
+            piece = g[(slice(None),) * axis + (slice(at, at + n),)]
+            at += n
+        _accumulate(xp, arr, t, piece)
+    return {"X@GRAD": arr}
