@@ -330,10 +330,23 @@ def _items(ctx, arr):
     return values
 
 
+def _array_to_tensor_infer(ctx):
+    """An item's shape (the array's), with -1 along ``axis`` (a new dimension with ``use_stack``)."""
+    ctx.set_output("OutIndex", (-1,), "int32")
+    shape = ctx.input_shape("X")
+    if not shape:
+        ctx.set_output("Out", None, ctx.input_dtype("X"), type="LOD_TENSOR")
+        return
+    shape, axis = list(shape), ctx.attr("axis")
+    if ctx.attr("use_stack"):
+        shape.insert(axis if axis >= 0 else axis + len(shape) + 1, -1)
+    else:
+        shape[axis] = -1
+    ctx.set_output("Out", shape, ctx.input_dtype("X"), type="LOD_TENSOR")
+
+
 @register_op("tensor_array_to_tensor", inputs=["X"], outputs=["Out", "OutIndex"],
-             attrs={"axis": 0, "use_stack": False},
-             infer=lambda c: (c.set_output("Out", None, c.input_dtype("X"), type="LOD_TENSOR"),
-                              c.set_output("OutIndex", (-1,), "int32")))
+             attrs={"axis": 0, "use_stack": False}, infer=_array_to_tensor_infer)
 def tensor_array_to_tensor(ctx, ins, attrs):
     """The array's items concatenated (or stacked, ``use_stack``) along ``axis``; ``OutIndex``: each
     item's size along it."""
