@@ -120,3 +120,24 @@ def test_static_rnn_program_and_errors():
                 w = rnn.step_input(x)
                 rnn.memory(shape=[-1, 2], batch_ref=w)
                 rnn.step_output(w)
+
+
+@pytest.mark.parametrize("fmt", [None, "paddle"])
+def test_dynamic_rnn_inference_model_round_trip(tmp_path, fmt):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 2], "float32", lod_level=1)
+        out = L.sequence_last_step(_dynamic_rnn(x))
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    t = fluid.create_lod_tensor(np.arange(12, dtype="float32").reshape(6, 2) / 10, [[2, 3, 1]], fluid.CPUPlace())
+    want = exe.run(main, feed={"x": t}, fetch_list=[out], scope=scope)[0]
+    with fluid.scope_guard(scope):
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [out], exe, main_program=main,
+                                      **({"format": fmt} if fmt else {}))
+    scope2 = fluid.Scope()
+    with fluid.scope_guard(scope2):
+        prog, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe)
+    assert [op.type for op in prog.global_block().ops].count("while") == 1
+    got = exe.run(prog, feed={feeds[0]: t}, fetch_list=fetches, scope=scope2)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
