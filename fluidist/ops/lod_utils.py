@@ -31,8 +31,7 @@ def seq_offsets(ctx, slot="X", value=None, level=-1):
     name = ctx.op.inputs[slot][0]
     lod = ctx.lod(slot)
     if not lod:
-        raise ValueError("op %r: input %s %r has no LoD; feed it as a LoDTensor with sequence lengths "
-                         "(fluid.create_lod_tensor)" % (ctx.op.type, slot, name))
+        raise ValueError("op %r: input %s %r has no LoD; %s" % (ctx.op.type, slot, name, _lod_source(ctx.op, name)))
     offsets = [int(o) for o in lod[level]]
     rows = value.shape[0] if value is not None else None
     bad = offsets[0] != 0 or any(b < a for a, b in zip(offsets, offsets[1:]))
@@ -42,6 +41,20 @@ def seq_offsets(ctx, slot="X", value=None, level=-1):
         raise ValueError("op %r: the LoD %s of %s %r does not match its %s rows"
                          % (ctx.op.type, offsets, slot, name, rows))
     return offsets
+
+
+def _lod_source(op, name):
+    """Where the missing LoD of ``name`` should have come from: the op of the block that wrote it,
+    or else the feed."""
+    writer = None
+    for o in op.block.ops:
+        if o is op:
+            break
+        if name in o.output_arg_names:
+            writer = o
+    if writer is not None:
+        return "op %r wrote it and passed on no LoD" % writer.type
+    return "feed it as a LoDTensor with sequence lengths (fluid.create_lod_tensor)"
 
 
 def segments(offsets):

@@ -151,3 +151,13 @@ def test_errors_name_the_input():
         run_op("lod_reset", {"X": [("x_in", X)]}, {"target_lod": [0, 2, 5]})
     with pytest.raises(ValueError, match="cannot be cut into rows of 2"):
         run_op("sequence_reshape", {"X": [("x_in", X)]}, {"new_dim": 2}, lods={"x_in": [[0, 3, 4, 6]]})
+
+
+def test_missing_lod_names_the_op_that_dropped_it():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [None, 1], "float32", lod_level=1)
+        y = L.sequence_softmax(L.reshape(x, [-1, 1]))
+    with pytest.raises(ValueError, match="op 'reshape2' wrote it and passed on no LoD"):
+        fluid.Executor().run(main, feed={"x": lod_t(np.ones((3, 1), "float32"), [2, 1])}, fetch_list=[y],
+                             scope=fluid.Scope())
