@@ -158,14 +158,18 @@ def _lstm_backward(xp, rec, w, bias, attrs, d_out, d_cell, proj=None):
         dc_next = dc * f
         if peep:
             dc_next = dc_next + dig * wic + dfg * wfc
-            db[0, 4 * d:5 * d] += (dig * c_prev).sum(0)
-            db[0, 5 * d:6 * d] += (dfg * c_prev).sum(0)
-            db[0, 6 * d:7 * d] += (dog * c_new).sum(0)
         dg = xp.concatenate([dcg, dig, dfg, dog], axis=1)
         dxs[t] = dg
-        dw += rec["h_prev"][t].T @ dg
-        db[0, :4 * d] += dg.sum(0)
         dh_next = dg @ w.T
+    # the parameter gradients, over all steps at once
+    flat = dxs.reshape(-1, 4 * d)
+    dw += xp.stack(rec["h_prev"]).reshape(-1, w.shape[0]).T @ flat
+    db[0, :4 * d] = flat.sum(0)
+    if peep:
+        c_prev_all = xp.stack(rec["c_prev"]).reshape(-1, d)
+        db[0, 4 * d:5 * d] = (flat[:, d:2 * d] * c_prev_all).sum(0)
+        db[0, 5 * d:6 * d] = (flat[:, 2 * d:3 * d] * c_prev_all).sum(0)
+        db[0, 6 * d:7 * d] = (flat[:, 3 * d:] * xp.stack(rec["c"]).reshape(-1, d)).sum(0)
     return dxs, dw, db, dh_next, dc_next, dproj
 
 
@@ -287,21 +291,22 @@ def _gru_step(xp, g_in, h, wg, wc, attrs):
     return u, r, rh, c, h_new
 
 
-def _gru_step_grad(xp, dh, h, u, r, c, wg, wc, attrs):
-    """(d gate input [N, 3D], dh_prev, dWg, dWc) of one step given dh of its output."""
+def _gru_step_grad(xp, dh, h, u, r, c, wg, wc, attrs, weights=True):
+    """(d gate input [N, 3D], dh_prev, dWg, dWc) of one step given dh of its output (the weight
+    gradients None unless ``weights``)."""
     if attrs["origin_mode"]:
         du, dc, dh_prev = dh * (h - c), dh * (1 - u), dh * u
     else:
         du, dc, dh_prev = dh * (c - h), dh * u, dh * (1 - u)
     dcg = dc * _act_grad(attrs["activation"], c)
-    dwc = (r * h).T @ dcg
+    dwc = (r * h).T @ dcg if weights else None
     drh = dcg @ wc.T
     dr = drh * h
     dh_prev = dh_prev + drh * r
     dug = du * _act_grad(attrs["gate_activation"], u)
     drg = dr * _act_grad(attrs["gate_activation"], r)
     dgate = xp.concatenate([dug, drg], axis=1)
-    dwg = h.T @ dgate
+    dwg = h.T @ dgate if weights else None
     dh_prev = dh_prev + dgate @ wg.T
     return xp.concatenate([dgate, dcg], axis=1), dh_prev, dwg, dwc
 
@@ -361,10 +366,12 @@ def gru_grad(ctx, ins, attrs):
     dh_next = xp.zeros((batch.n, d), dtype=w.dtype)
     for t in range(batch.steps - 1, -1, -1):
         h, u, r, _, c, _ = rec[t]
-        dgin, dh_next, gwg, gwc = _gru_step_grad(xp, dh_out[t] + dh_next, h, u, r, c, wg, wc, attrs)
+        dgin, dh_next, _, _ = _gru_step_grad(xp, dh_out[t] + dh_next, h, u, r, c, wg, wc, attrs, weights=False)
         dxs[t] = dgin
-        dwg += gwg
-        dwc += gwc
+    # the weight gradients, over all steps at once
+    flat = dxs.reshape(-1, 3 * d)
+    dwg += xp.stack([s[0] for s in rec]).reshape(-1, d).T @ flat[:, :2 * d]
+    dwc += xp.stack([s[3] for s in rec]).reshape(-1, d).T @ flat[:, 2 * d:]
     res = {"Input@GRAD": batch.unpad(dxs),
            "Weight@GRAD": xp.concatenate([dwg.reshape(-1), dwc.reshape(-1)]).reshape(w.shape)}
     if ins.get("Bias") is not None:

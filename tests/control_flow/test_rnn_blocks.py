@@ -141,3 +141,24 @@ def test_dynamic_rnn_inference_model_round_trip(tmp_path, fmt):
     assert [op.type for op in prog.global_block().ops].count("while") == 1
     got = exe.run(prog, feed={feeds[0]: t}, fetch_list=fetches, scope=scope2)[0]
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_fc_on_several_inputs_makes_a_weight_per_input():
+    # the book's DynamicRNN step: fc([word, prev]) with one (unnamed) param_attr
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 5], "float32", lod_level=1)
+        drnn = L.DynamicRNN()
+        with drnn.block():
+            w = drnn.step_input(x)
+            prev = drnn.memory(shape=[3])
+            h = L.fc([w, prev], 3, act="tanh")
+            drnn.update_memory(prev, h)
+            drnn.output(h)
+        out = drnn()
+    shapes = sorted(tuple(p.shape) for p in main.global_block().all_parameters())
+    assert shapes == [(3,), (3, 3), (5, 3)]
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    t = fluid.create_lod_tensor(np.ones((4, 5), "float32"), [[3, 1]], fluid.CPUPlace())
+    assert exe.run(main, feed={"x": t}, fetch_list=[out], scope=scope)[0].shape == (4, 3)
