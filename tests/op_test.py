@@ -112,24 +112,48 @@ def check_grad(op_type, inputs, wrt, attrs=None, out_slot="Out", outputs=None, e
         return float(exe.run(fwd, feed=f, fetch_list=["loss"], scope=fluid.Scope())[0].reshape(-1)[0])
 
     for name, analytic in zip(wrt_names, grads):
-        base = feed[name]
-        arr = np.array(base.__array__() if isinstance(base, fluid.LoDTensor) else base, dtype=np.float64)
-        num = np.zeros_like(arr)
-        for idx in np.ndindex(arr.shape):
-            for sign in (1, -1):
-                a = arr.copy()
-                a[idx] += sign * eps
-                f = dict(feed)
-                if isinstance(base, fluid.LoDTensor):
-                    t = fluid.LoDTensor(a)
-                    t.set_lod(base.lod())
-                    f[name] = t
-                else:
-                    f[name] = a
-                num[idx] += sign * loss_at(f)
-            num[idx] /= 2 * eps
+        arr = _as_array(feed[name])
+        idxs = list(np.ndindex(arr.shape))
+        num = _numeric_grad(lambda a: loss_at(_with_value(feed, name, a)), arr, idxs, eps)
         np.testing.assert_allclose(analytic, num, rtol=rtol, atol=atol,
                                    err_msg="gradient of %s w.r.t. %s" % (op_type, name))
+
+
+def _as_array(value):
+    return np.array(value.__array__() if isinstance(value, fluid.LoDTensor) else value, dtype=np.float64)
+
+
+def _with_value(feed, name, a):
+    """``feed`` with ``name`` set to ``a`` (keeping the LoD of a LoDTensor)."""
+    f = dict(feed)
+    base = feed[name]
+    if isinstance(base, fluid.LoDTensor):
+        t = fluid.LoDTensor(a)
+        t.set_lod(base.lod())
+        f[name] = t
+    else:
+        f[name] = a
+    return f
+
+
+def _numeric_grad(loss_of, arr, idxs, eps):
+    """Central differences of ``loss_of(array)`` at the positions ``idxs`` of ``arr``."""
+    num = np.zeros_like(arr)
+    for idx in idxs:
+        for sign in (1, -1):
+            a = arr.copy()
+            a[idx] += sign * eps
+            num[idx] += sign * loss_of(a)
+        num[idx] /= 2 * eps
+    return num
+
+
+def run_program(main, startup, feed, fetch, **kwargs):
+    """Run ``startup`` then ``main`` once in a fresh scope; the fetched values."""
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    return exe.run(main, feed=feed, fetch_list=fetch, scope=scope, **kwargs)
 
 
 def check_program_grad(build, feed, wrt, eps=1e-6, rtol=1e-5, atol=1e-8, max_elems=None, seed=1):
@@ -161,29 +185,13 @@ def check_program_grad(build, feed, wrt, eps=1e-6, rtol=1e-5, atol=1e-8, max_ele
     out = {}
     for name, analytic in zip(wrt, grads):
         in_feed = name in feed
-        base = feed[name] if in_feed else params[name]
-        arr = np.array(base.__array__() if isinstance(base, fluid.LoDTensor) else base, dtype=np.float64)
-        num = np.zeros_like(arr)
+        arr = _as_array(feed[name] if in_feed else params[name])
         idxs = list(np.ndindex(arr.shape))
         if max_elems is not None and len(idxs) > max_elems:
             pick = np.random.RandomState(0).choice(len(idxs), max_elems, replace=False)
             idxs = [idxs[i] for i in pick]
-        for idx in idxs:
-            for sign in (1, -1):
-                a = arr.copy()
-                a[idx] += sign * eps
-                f, p = dict(feed), dict(params)
-                if in_feed:
-                    if isinstance(base, fluid.LoDTensor):
-                        t = fluid.LoDTensor(a)
-                        t.set_lod(base.lod())
-                        f[name] = t
-                    else:
-                        f[name] = a
-                else:
-                    p[name] = a
-                num[idx] += sign * loss_at(f, p)
-            num[idx] /= 2 * eps
+        num = _numeric_grad(lambda a: loss_at(_with_value(feed, name, a), params) if in_feed else
+                            loss_at(feed, dict(params, **{name: a})), arr, idxs, eps)
         got = np.asarray(analytic, dtype=np.float64).reshape(arr.shape)
         sel = tuple(np.array(idxs).T) if idxs else ()
         np.testing.assert_allclose(got[sel], num[sel], rtol=rtol, atol=atol, err_msg="gradient w.r.t. %s" % name)

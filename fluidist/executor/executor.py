@@ -245,22 +245,7 @@ class Plan:
                         ins[slot] = vals[names[0]]
             except KeyError as e:
                 ins = self._slow_inputs(step, scope, e.args[0])
-            try:
-                outs = step.kernel(step.ctx, ins, step.attrs)
-            except Exception as e:
-                _annotate(e, step)
-                raise
-            if outs:
-                for slot, names, dup in step.outs:
-                    v = outs.get(slot)
-                    if v is None:
-                        continue
-                    if dup:
-                        for n, x in zip(names, v):
-                            if x is not None:
-                                vals[n] = x
-                    else:
-                        vals[names[0]] = v
+            _store(step, _call(step, ins), vals.__setitem__)
             if step.share_lod is not None and lods:
                 src, dst = step.share_lod
                 lod = lods.get(src)
@@ -273,6 +258,9 @@ class Plan:
         state = self.state
         saved = state.scope, state.nested
         state.scope, state.nested = scope, True
+
+        def put(name, value):
+            self._target(scope, name).vals[name] = value
         try:
             for step in self.steps:
                 ins = {}
@@ -281,22 +269,7 @@ class Plan:
                         ins[slot] = [self._read(scope, n, step) for n in names]
                     else:
                         ins[slot] = self._read(scope, names[0], step)
-                try:
-                    outs = step.kernel(step.ctx, ins, step.attrs)
-                except Exception as e:
-                    _annotate(e, step)
-                    raise
-                if outs:
-                    for slot, names, dup in step.outs:
-                        v = outs.get(slot)
-                        if v is None:
-                            continue
-                        if dup:
-                            for n, x in zip(names, v):
-                                if x is not None:
-                                    self._target(scope, n).vals[n] = x
-                        else:
-                            self._target(scope, names[0]).vals[names[0]] = v
+                _store(step, _call(step, ins), put)
                 if step.share_lod is not None:
                     src, dst = step.share_lod
                     self._target(scope, dst)._set_lod_here(dst, scope._find_lod(src))
@@ -346,6 +319,30 @@ class Plan:
                 got.append(owner.vals[n])
             ins[slot] = got if dup else got[0]
         return ins
+
+
+def _call(step, ins):
+    try:
+        return step.kernel(step.ctx, ins, step.attrs)
+    except Exception as e:
+        _annotate(e, step)
+        raise
+
+
+def _store(step, outs, put):
+    """``put(name, value)`` for each output the kernel gave (a None item of a list is left out)."""
+    if not outs:
+        return
+    for slot, names, dup in step.outs:
+        v = outs.get(slot)
+        if v is None:
+            continue
+        if dup:
+            for n, x in zip(names, v):
+                if x is not None:
+                    put(n, x)
+        else:
+            put(names[0], v)
 
 
 def _annotate(e, step):

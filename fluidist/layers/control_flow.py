@@ -8,6 +8,7 @@ from ..framework import unique_name
 from ..framework.dtypes import VarType
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer
+from .block_guard import SubBlockGuard
 from .layer_helper import LayerHelper
 from .logic import *  # noqa: F401,F403
 from .logic import __all__ as _logic_names
@@ -59,7 +60,7 @@ class ConditionalBlock:
         self.helper = LayerHelper("conditional_block", name=name)
 
     def block(self):
-        return _ConditionalBlockGuard(self)
+        return SubBlockGuard(self.helper.main_program, self.complete)
 
     def complete(self):
         """Append the ``conditional_block`` op: ``Input`` = what the sub-block reads from outside,
@@ -82,22 +83,6 @@ class ConditionalBlock:
         parent.append_op("conditional_block", inputs={"Cond": self.inputs, "Input": params},
                          outputs={"Out": outs, "Scope": [step_scope]},
                          attrs={"sub_block": inside, "is_scalar_condition": self.is_scalar_condition})
-
-
-class _ConditionalBlockGuard:
-    def __init__(self, cond_block):
-        self.cond_block = cond_block
-        self.program = cond_block.helper.main_program
-
-    def __enter__(self):
-        self.program._create_block()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.cond_block.complete()
-        self.program._rollback()
-        return False
 
 
 class Switch:

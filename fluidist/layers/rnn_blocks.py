@@ -6,6 +6,7 @@ import contextlib
 from ..framework import unique_name
 from ..framework.dtypes import VarType
 from ..framework.program import Variable
+from .block_guard import SubBlockGuard
 from .layer_helper import LayerHelper
 from .logic import increment, less_than
 from .tensor import fill_constant
@@ -230,7 +231,16 @@ class StaticRNN:
 
     def step(self):
         """``with rnn.step():`` holds the ops of one step."""
-        return _StaticRNNGuard(self)
+        if self.status != StaticRNN.BEFORE_RNN_BLOCK:
+            raise ValueError("StaticRNN.step() can only be entered once")
+        return SubBlockGuard(self.helper.main_program, self._finish, self._start)
+
+    def _start(self):
+        self.status = StaticRNN.IN_RNN_BLOCK
+
+    def _finish(self):
+        self.status = StaticRNN.AFTER_RNN_BLOCK
+        self._complete_op()
 
     def _assert_in_rnn_block(self, method):
         if self.status != StaticRNN.IN_RNN_BLOCK:
@@ -343,25 +353,3 @@ class StaticRNN:
                          outputs={"outputs": self.outputs, "step_scopes": [step_scopes]},
                          attrs={"has_states": bool(pre), "ex_states": pre, "states": states,
                                 "sub_block": rnn_block})
-
-
-class _StaticRNNGuard:
-    def __init__(self, rnn):
-        if rnn.status != StaticRNN.BEFORE_RNN_BLOCK:
-            raise ValueError("StaticRNN.step() can only be entered once")
-        self.rnn = rnn
-        self.program = rnn.helper.main_program
-
-    def __enter__(self):
-        self.rnn.status = StaticRNN.IN_RNN_BLOCK
-        self.program._create_block()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            if exc_type is None:
-                self.rnn.status = StaticRNN.AFTER_RNN_BLOCK
-                self.rnn._complete_op()
-        finally:
-            self.program._rollback()
-        return False

@@ -3,6 +3,7 @@ from functools import reduce
 
 from ..framework import unique_name
 from ..framework.dtypes import VarType
+from .block_guard import SubBlockGuard
 from .layer_helper import LayerHelper
 from .logic import _check_var
 from .nest import map_structure
@@ -41,7 +42,16 @@ class While:
         self.is_test = bool(is_test)
 
     def block(self):
-        return _WhileGuard(self)
+        if self.status != While.BEFORE_WHILE_BLOCK:
+            raise ValueError("While.block() can only be entered once")
+        return SubBlockGuard(self.helper.main_program, self._finish, self._start)
+
+    def _start(self):
+        self.status = While.IN_WHILE_BLOCK
+
+    def _finish(self):
+        self.status = While.AFTER_WHILE_BLOCK
+        self._complete()
 
     def _complete(self):
         program = self.helper.main_program
@@ -69,28 +79,6 @@ class While:
         parent.append_op("while", inputs={"X": xs, "Condition": [self.cond_var]},
                          outputs={"Out": outs, "StepScopes": [step_scopes]},
                          attrs={"sub_block": inside, "is_test": self.is_test})
-
-
-class _WhileGuard:
-    def __init__(self, while_op):
-        if while_op.status != While.BEFORE_WHILE_BLOCK:
-            raise ValueError("While.block() can only be entered once")
-        self.while_op = while_op
-        self.program = while_op.helper.main_program
-
-    def __enter__(self):
-        self.while_op.status = While.IN_WHILE_BLOCK
-        self.program._create_block()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            if exc_type is None:
-                self.while_op.status = While.AFTER_WHILE_BLOCK
-                self.while_op._complete()
-        finally:
-            self.program._rollback()
-        return False
 
 
 def while_loop(cond, body, loop_vars, is_test=False, name=None):

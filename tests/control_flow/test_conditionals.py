@@ -4,16 +4,9 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from op_test import check_program_grad
+from op_test import check_program_grad, run_program as _run
 
 L = fluid.layers
-
-
-def _run(main, startup, feed, fetch):
-    exe = fluid.Executor(fluid.CPUPlace())
-    scope = fluid.Scope()
-    exe.run(startup, scope=scope)
-    return exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
 
 
 def test_cond_builds_paddle18_ops():
