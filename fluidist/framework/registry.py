@@ -171,7 +171,6 @@ def register_grad(forward, inputs=None, outputs=None, type=None, attrs=None, inf
     def deco(kernel):
         define_op(gtype, inputs, outputs, shared, kernel, infer,
                   needs_lod=fwd.needs_lod if needs_lod is None else needs_lod,
-                  share_lod=_grad_share_lod(fwd, inputs, outputs),
                   doc=(kernel.__doc__ or "") if kernel else "", forward=forward, **facts)
         fwd.grad_type = gtype
         if fwd.grad is None or fwd.grad == "default":
@@ -179,16 +178,6 @@ def register_grad(forward, inputs=None, outputs=None, type=None, attrs=None, inf
             fwd.grad_inputs = [s.rstrip("*?") for s in inputs]
         return kernel
     return deco
-
-
-def _grad_share_lod(fwd, inputs, outputs):
-    """A gradient has the LoD of what it is the gradient of (Paddle's grad ops share it): the first
-    forward input the gradient op reads whose gradient it writes."""
-    ins = {s.rstrip("*?") for s in inputs}
-    for slot in fwd.inputs:
-        if slot in ins and slot + GRAD in {s.rstrip("*?") for s in outputs} and slot not in fwd.duplicable:
-            return (slot, slot + GRAD)
-    return None
 
 
 def _mark(opdef, slot, suffix="", optional=False):
