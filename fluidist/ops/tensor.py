@@ -5,7 +5,7 @@ import weakref
 import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
-from ..core.tensor import SelectedRows, scatter_add
+from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add
 from ..core.place import to_host
 
 
@@ -108,6 +108,8 @@ def fill_constant_batch_size_like(ctx, ins, attrs):
 
 @register_op("fill_zeros_like", inputs=["X"], outputs=["Out"], infer=same_shape())
 def fill_zeros_like(ctx, ins, attrs):
+    if isinstance(ins["X"], LoDTensorArray):
+        return {"Out": LoDTensorArray()}    # an array gradient with no items: zeros
     return {"Out": ctx.xp.zeros_like(ins["X"])}
 
 
@@ -357,7 +359,20 @@ def transpose2_grad(ctx, ins, attrs):
     return {"X@GRAD": ctx.xp.ascontiguousarray(ins["Out@GRAD"].transpose(inv))}
 
 
-@register_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": 1.0}, infer=same_shape())
+def _increment_grad_maker(op):
+    """In place (a loop counter): the reverse increment, which gives the gradient ops of a loop step
+    back the counter value they read (the gradient passes through unchanged, under the same name).
+    Otherwise ``X@GRAD = Out@GRAD``."""
+    x, out = op.input("X")[0], op.output("Out")[0]
+    if x == out:
+        return [{"type": "increment", "inputs": {"X": [out]}, "outputs": {"Out": [x]},
+                 "attrs": {"step": -float(op.attrs.get("step", 1.0))}, "keep": True}]
+    return [{"type": "scale", "inputs": {"X": [out + "@GRAD"]}, "outputs": {"Out": [x + "@GRAD"]},
+             "attrs": {"scale": 1.0, "bias": 0.0, "bias_after_scale": True}}]
+
+
+@register_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": 1.0}, infer=same_shape(),
+             grad=_increment_grad_maker)
 def increment(ctx, ins, attrs):
     x = ins["X"]
     return {"Out": (x + attrs["step"]).astype(x.dtype, copy=False)}
