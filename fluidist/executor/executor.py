@@ -78,8 +78,8 @@ class ExecContext:
         return np.random.RandomState(mixed)
 
     def run_block(self, block, scope=None):
-        """Run a sub-block (conditional_block, while, listen_and_serv's optimize blocks)."""
-        return self.executor._run_block(self.program, block.idx, scope or self.state.scope)
+        """Run a sub-block (conditional_block, while, listen_and_serv's optimize blocks) of its program."""
+        return self.executor._run_block(block.program, block.idx, scope or self.state.scope)
 
 
 class _RunState:

@@ -13,7 +13,7 @@ Server side: ``listen_and_serv`` runs the event loop of ``fluidist.distributed.p
 """
 import numpy as np
 
-from ..distributed import rpc
+from ..distributed import recv_buffers, rpc
 from ..distributed import trainer_session as session
 from ..distributed.pserver import SYNC, ParameterServer
 from ..core.tensor import SelectedRows
@@ -136,12 +136,14 @@ def recv(ctx, ins, attrs):
         vals = [r.value for r in replies]
         if any(isinstance(v, SelectedRows) for v in vals):
             raise ValueError("recv: cannot concatenate row-sparse blocks of %r" % outs[0])
-        return {"Out": [_to_place(np.concatenate(vals, axis=0), xp)]}
+        return {"Out": [_to_place(recv_buffers.join(ctx, outs[0], vals), xp)]}
     scope = ctx.scope
     for r, n in zip(replies, outs):
         if r.lod:
             scope._set_lod(n, r.lod)
-    return {"Out": [_to_place(r.value, xp) for r in replies]}
+    # into the parameters' own arrays (and never keeping a view of a pserver's shared memory)
+    values = recv_buffers.place(ctx, outs, [r.value for r in replies]) if xp is np else [r.value for r in replies]
+    return {"Out": [_to_place(v, xp) for v in values]}
 
 
 @register_op("fetch_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
@@ -178,7 +180,7 @@ def prefetch(ctx, ins, attrs):
     replies = rpc.call_all([(ep, dict(kind="prefetch", name=n, value=v, trainer=tid, step=session.step(ep, tid),
                                       out=o, what="prefetch %s" % n))
                             for ep, n, v, o in zip(eps, names, ins["X"], outs)], timeout_s=session.dependent_deadline())
-    return {"Out": [_to_place(r.value, ctx.xp) for r in replies]}
+    return {"Out": [_to_place(recv_buffers.owned(r.value), ctx.xp) for r in replies]}
 
 
 @register_op("checkpoint_notify", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
@@ -206,6 +208,7 @@ def listen_and_serv(ctx, ins, attrs):
     hands this kernel no inputs (``inputs_are_names``)."""
     xp = ctx.xp
     program = ctx.program
-    ParameterServer(program, ctx.scope, attrs, run_block=lambda idx: ctx.run_block(program.block(idx)),
+    ParameterServer(program, ctx.scope, attrs,
+                    run_block=lambda idx, prog=program: ctx.run_block(prog.block(idx)),
                     to_place=lambda v: _to_place(v, xp)).serve()
     return None

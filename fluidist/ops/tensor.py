@@ -212,13 +212,28 @@ def concat(ctx, ins, attrs):
         prev = ctx.scope.vals.get(ctx.op.outputs["Out"][0])
         xp = ctx.xp
         if isinstance(prev, xp.ndarray) and prev.flags.writeable and prev.dtype == xs[0].dtype and \
-                prev.shape[0] == sum(x.shape[0] for x in xs) and prev.shape[1:] == xs[0].shape[1:] and \
-                not any(xp.may_share_memory(prev, x) for x in xs):
-            return {"Out": xp.concatenate(xs, axis=attrs["axis"], out=prev)}
+                prev.shape[0] == sum(x.shape[0] for x in xs) and prev.shape[1:] == xs[0].shape[1:]:
+            if attrs["axis"] == 0 and _are_row_blocks_of(prev, xs):
+                return {"Out": prev}     # recv wrote the blocks straight into the parameter's rows
+            if not any(xp.may_share_memory(prev, x) for x in xs):
+                return {"Out": xp.concatenate(xs, axis=attrs["axis"], out=prev)}
     return {"Out": ctx.xp.concatenate(xs, axis=attrs["axis"])}
 
 
 _DIST_ROLE = 0x0008   # OpRole.Dist
+
+
+def _are_row_blocks_of(whole, xs):
+    """Whether ``xs`` are, in order, the consecutive row blocks of the C-contiguous ``whole``."""
+    if not whole.flags.c_contiguous:
+        return False
+    row = whole.strides[0] if whole.ndim else 0
+    at = whole.__array_interface__["data"][0]
+    for x in xs:
+        if not x.flags.c_contiguous or x.__array_interface__["data"][0] != at:
+            return False
+        at += x.shape[0] * row
+    return True
 
 
 @register_grad("concat", inputs=["X*", "Out@GRAD"])
