@@ -160,6 +160,32 @@ def on_request_op_types(pserver_program):
     return {op.type for i in _on_request_blocks(pserver_program) for op in pserver_program.block(i).ops}
 
 
+def round_times(pserver_program, events):
+    """Seconds of each sync round (LR block and optimize blocks). A round ends with the last op of
+    its last block; it is the c-th op of that type in the round, c counted over the round's blocks
+    (rounds may skip a block's ``sum``, of gradients already summed as they arrived: never that op)."""
+    serv = pserver_program.global_block().ops[0]
+    skip = _on_request_blocks(pserver_program)
+    blocks = [b.idx for b in serv.attr("optimize_blocks") or [] if b.idx not in skip]
+    lr = int(serv.attr("lr_decay_block_id") if serv.attr("lr_decay_block_id") is not None else -1)
+    if lr >= 0 and lr not in blocks:
+        blocks.insert(0, lr)
+    blocks = [i for i in blocks if pserver_program.block(i).ops]
+    if not blocks:
+        return []
+    closing = pserver_program.block(blocks[-1]).ops[-1].type
+    per_round = sum(1 for i in blocks for op in pserver_program.block(i).ops if op.type == closing)
+    steps, acc, seen = [], 0.0, 0
+    for op_type, _, _, dt in events:
+        acc += dt
+        if op_type == closing:
+            seen += 1
+            if seen == per_round:
+                steps.append(acc)
+                acc, seen = 0.0, 0
+    return steps
+
+
 def optimize_ops_per_step(pserver_program):
     """Ops the pserver runs once per sync step: those of its LR and optimize blocks."""
     skip = _on_request_blocks(pserver_program)
@@ -207,7 +233,7 @@ def run_pserver(a, t):
     rec["bytes_recv_per_step"] = pbytes * a.trainers      # one gradient block per param block per trainer
     rec["bytes_sent_per_step"] = pbytes * a.trainers      # each trainer fetches every param block
     if not a.async_mode and per_step:
-        steps = [sum(e[3] for e in events[i:i + per_step]) for i in range(0, len(events), per_step)]
+        steps = round_times(prog, events)
         rec["steps"] = len(steps)
         rec["optimize"] = metrics.summarize(steps[a.warmup:])
     else:
