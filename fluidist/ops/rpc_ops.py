@@ -13,7 +13,7 @@ Server side: ``listen_and_serv`` runs the event loop of ``fluidist.distributed.p
 """
 import numpy as np
 
-from ..distributed import recv_buffers, rpc
+from ..distributed import recv_ahead, recv_buffers, rpc
 from ..distributed import trainer_session as session
 from ..distributed.pserver import SYNC, ParameterServer
 from ..core.tensor import SelectedRows
@@ -25,6 +25,8 @@ _CTRL = np.zeros((0,), dtype=np.float32)
 
 
 def _endpoints(ctx, attrs, key, n=None):
+    """The endpoints of attr ``key`` (checked); ``ctx`` is the kernel's context or the op itself."""
+    op = getattr(ctx, "op", ctx)
     eps = attrs.get(key) or []
     if isinstance(eps, str):
         eps = [eps]
@@ -32,7 +34,7 @@ def _endpoints(ctx, attrs, key, n=None):
         rpc.split_endpoint(ep)
     if n is not None and len(eps) != n:
         raise ValueError("op %r: attr %r has %d endpoints but the op has %d variables"
-                         % (ctx.op.type, key, len(eps), n))
+                         % (op.type, key, len(eps), n))
     return list(eps)
 
 
@@ -109,25 +111,30 @@ def send_barrier(ctx, ins, attrs):
              attrs={"epmap": [], "recv_varnames": [], "trainer_id": 0, "with_barrier": True, "sync_mode": True})
 def recv(ctx, ins, attrs):
     """Get Out[i] (named recv_varnames[i] on the pserver, if given) from epmap[i]. With one Out and
-    several endpoints, the blocks recv_varnames[i] are fetched and concatenated along axis 0."""
-    outs = ctx.op.outputs.get("Out") or []
-    tid = int(attrs["trainer_id"])
-    remote = attrs.get("recv_varnames") or []
-    epmap = attrs.get("epmap") or []
-    concat = len(outs) == 1 and len(epmap) > 1
-    if concat:
-        eps = _endpoints(ctx, attrs, "epmap")
-        if len(remote) != len(eps):
-            raise ValueError("recv: %r from %d endpoints needs %d recv_varnames, got %d"
-                             % (outs[0], len(eps), len(eps), len(remote)))
-    else:
-        eps = _endpoints(ctx, attrs, "epmap", len(outs))
-        if remote and len(remote) != len(outs):
-            raise ValueError("recv: recv_varnames has %d names for %d outputs" % (len(remote), len(outs)))
-        remote = remote or outs
+    several endpoints, the blocks recv_varnames[i] are fetched and concatenated along axis 0.
+
+    The first of consecutive ``recv`` ops asks for what all of them receive at once (one wait
+    instead of one round trip per op, see ``recv_ahead``); the others take their replies."""
+    outs, eps, remote, concat, tid = _recv_spec(ctx.op, attrs)
     session.remember(ctx.executor, eps, tid)
-    replies = rpc.call_all([(ep, dict(kind="get", name=n, trainer=tid, step=session.step(ep, tid), what="recv %s" % n))
-                            for ep, n in zip(eps, remote)], timeout_s=session.dependent_deadline())
+    replies = recv_ahead.take(ctx.op)
+    if replies is None:
+        group = [(ctx.op, (outs, eps, remote, concat, tid))]
+        for other in recv_ahead.following(ctx.op):
+            group.append((other, _recv_spec(other, other.attrs)))
+        requests, counts = [], []
+        for _, (_, o_eps, o_remote, _, o_tid) in group:
+            session.remember(ctx.executor, o_eps, o_tid)
+            requests += [(ep, dict(kind="get", name=n, trainer=o_tid, step=session.step(ep, o_tid),
+                                   what="recv %s" % n)) for ep, n in zip(o_eps, o_remote)]
+            counts.append(len(o_eps))
+        got = rpc.call_all(requests, timeout_s=session.dependent_deadline())
+        at, per_op = 0, []
+        for c in counts:
+            per_op.append(got[at:at + c])
+            at += c
+        replies = per_op[0]
+        recv_ahead.keep([(op, r) for (op, _), r in zip(group[1:], per_op[1:])])
     for r, n in zip(replies, remote):
         if r.value is None:
             raise rpc.RPCError("recv: the pserver sent no value for %r" % n)
@@ -144,6 +151,25 @@ def recv(ctx, ins, attrs):
     # into the parameters' own arrays (and never keeping a view of a pserver's shared memory)
     values = recv_buffers.place(ctx, outs, [r.value for r in replies]) if xp is np else [r.value for r in replies]
     return {"Out": [_to_place(v, xp) for v in values]}
+
+
+def _recv_spec(op, attrs):
+    """(outs, endpoints, remote names, concat?, trainer id) of a ``recv`` op, checked."""
+    outs = op.outputs.get("Out") or []
+    tid = int(attrs.get("trainer_id") or 0)
+    remote = attrs.get("recv_varnames") or []
+    epmap = attrs.get("epmap") or []
+    concat = len(outs) == 1 and len(epmap) > 1
+    eps = _endpoints(op, attrs, "epmap", None if concat else len(outs))
+    if concat:
+        if len(remote) != len(eps):
+            raise ValueError("recv: %r from %d endpoints needs %d recv_varnames, got %d"
+                             % (outs[0], len(eps), len(eps), len(remote)))
+    else:
+        if remote and len(remote) != len(outs):
+            raise ValueError("recv: recv_varnames has %d names for %d outputs" % (len(remote), len(outs)))
+        remote = remote or outs
+    return outs, eps, remote, concat, tid
 
 
 @register_op("fetch_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,

@@ -163,3 +163,57 @@ def test_no_segment_is_left_behind_by_a_child():
                          env=dict(os.environ))
     names = json.loads(out.stdout.strip())
     assert len(names) == 2 and not any(os.path.exists(os.path.join(shm_payload.SHM_DIR, n)) for n in names)
+
+
+def test_consecutive_recvs_ask_at_once_and_write_into_the_parameter(monkeypatch):
+    """Two recv ops in a row: the first sends both gets and waits once; the second takes its reply.
+    Blocks joined by a Dist concat land in the parameter's rows (the concat copies nothing)."""
+    monkeypatch.setenv(shm_payload.MODE_ENV, "shm")
+    monkeypatch.setenv(shm_payload.MIN_BYTES_ENV, "1")
+    server = rpc.Server("127.0.0.1:0")
+    values = {"w.block0": np.full((3, 4), 1.0, np.float32), "w.block1": np.full((2, 4), 2.0, np.float32),
+              "b": np.arange(4, dtype=np.float32)}
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            req = server.recv(0.05)
+            if req is not None:
+                server.reply(req, value=values[req.msg.name]) if req.msg.kind == "get" else server.reply(req)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    ep = server.endpoint
+    prog = fluid.Program()
+    gb = prog.global_block()
+    for n, v in values.items():
+        gb.create_var(name=n, shape=list(v.shape), dtype="float32", persistable=True)
+    gb.create_var(name="w", shape=[5, 4], dtype="float32", persistable=True)
+    gb.append_op("recv", inputs={"X": []}, outputs={"Out": ["w.block0", "w.block1"]},
+                 attrs={"epmap": [ep, ep], "trainer_id": 0})
+    gb.append_op("recv", inputs={"X": []}, outputs={"Out": ["b"]}, attrs={"epmap": [ep], "trainer_id": 0})
+    gb.append_op("concat", inputs={"X": ["w.block0", "w.block1"]}, outputs={"Out": ["w"]},
+                 attrs={"axis": 0, "op_role": 8})
+    calls = []
+    real = rpc.call_all
+    monkeypatch.setattr(rpc, "call_all", lambda reqs, **kw: calls.append(len(reqs)) or real(reqs, **kw))
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    try:
+        for step in range(2):
+            values["b"] += 1
+            exe.run(prog, scope=scope)
+            w = scope.find_var("w").value()
+            np.testing.assert_array_equal(w, np.concatenate([values["w.block0"], values["w.block1"]]))
+            np.testing.assert_array_equal(scope.find_var("b").value(), values["b"])
+            for n in ("w", "b", "w.block0"):
+                assert not shm_payload.is_shared(scope.find_var(n).value()), n
+            assert np.shares_memory(scope.find_var("w.block1").value(), w)    # written in place
+            if step == 0:
+                first_w = w
+        assert scope.find_var("w").value() is first_w                         # the same array each step
+        assert calls == [3, 3]                                                # one wait per step
+    finally:
+        stop.set()
+        t.join(5)
+        server.close()
