@@ -13,7 +13,11 @@ the last bit). A round falls back to the block as written (every arriving value 
 under its own name) when not every trainer's gradient arrived exactly once for it, e.g. once a
 trainer has completed and its last gradient is summed again, as Paddle does.
 """
+import time
+
 import numpy as np
+
+from .. import timeline as _timeline
 
 
 class _Acc:
@@ -69,6 +73,7 @@ class ArrivalSums:
         if name in acc.arrived or type(value) is not np.ndarray or value.dtype.kind != "f":
             acc.ok = False
             return
+        t0 = time.perf_counter()
         if not acc.arrived:
             if acc.buf is None or acc.buf.shape != value.shape or acc.buf.dtype != value.dtype:
                 acc.buf = np.empty(value.shape, value.dtype)
@@ -79,6 +84,8 @@ class ArrivalSums:
         else:
             np.add(acc.buf, value, out=acc.buf)
         acc.arrived.add(name)
+        if _timeline.enabled:
+            _timeline.complete("op", "sum on arrival", t0, time.perf_counter() - t0, var=name)
 
     def program_for(self, idx, round_no, set_value):
         """The program whose block ``idx`` the round ``round_no`` runs: the copy without the ``sum``
