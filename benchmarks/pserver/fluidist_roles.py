@@ -120,10 +120,6 @@ class SparseTraffic:
         return rows_in, rows_out, bytes_in, bytes_out
 
 
-def peak_rss_bytes():
-    """This process's peak resident memory (Linux reports ru_maxrss in KiB)."""
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def var_bytes(block, name):
@@ -246,7 +242,7 @@ def run_pserver(a, t):
         d[0] += 1
         d[1] += dt
     rec["ops"] = {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()}
-    rec["peak_rss"] = peak_rss_bytes()
+    rec["peak_rss"] = metrics.peak_rss_bytes()
     if a.trace_out:
         timeline.write_trace(a.trace_out, name="pserver%d" % a.server_id)
     return rec
@@ -296,7 +292,8 @@ def run_trainer(a, t, startup, loss, model):
     with contextlib.redirect_stdout(io.StringIO()):
         profiler.stop_profiler(profile_path=None)
     exe.close()                         # tells the pservers this trainer is done
-    extra = {"ops": {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()}, "peak_rss": peak_rss_bytes()}
+    extra = {"ops": {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()},
+             "peak_rss": metrics.peak_rss_bytes()}
     if traffic:
         n = len(traffic)
         extra["rows_in_per_step"] = sum(r[0] for r in traffic) / n

@@ -42,6 +42,20 @@ def fluidist_step_phases(events, step_seconds):
     return out
 
 
+def peak_rss_bytes():
+    """This process's peak resident memory: VmHWM of /proc/self/status (ru_maxrss would carry the
+    launching process's peak over the exec on Linux), else ru_maxrss (KiB on Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def percentile(values, q):
     """Linear-interpolated percentile (numpy's default), without numpy."""
     if not values:

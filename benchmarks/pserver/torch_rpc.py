@@ -165,13 +165,10 @@ class BatchParameterServer:
         with self.lock:
             return {"optimize_times": list(self.optimize_times), "bytes_in": self.bytes_in,
                     "bytes_out": self.bytes_out, "lookup_seconds_total": self.lookup_time,
-                    "peak_rss": peak_rss_bytes(),
+                    "peak_rss": metrics.peak_rss_bytes(),
                     "serve_seconds": (self.t_last - self.t_first) if self.t_first is not None else None}
 
 
-def peak_rss_bytes():
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 class TorchMLP(torch.nn.Module):
@@ -274,7 +271,7 @@ def run_trainer(args, rank, server_rrefs):
         if ctr:
             traffic.append(len(uniq))
     wall = perf() - t_first
-    extra = {"peak_rss": peak_rss_bytes()}
+    extra = {"peak_rss": metrics.peak_rss_bytes()}
     sent_total, recv_total = sent, sent
     if traffic:
         rows = sum(traffic) / len(traffic)
