@@ -23,8 +23,9 @@ rounds, which wait for every trainer's next barrier, sent after that trainer cop
 When: ``FLUIDIST_PS_TRANSPORT`` = ``auto`` (default: shared memory when the pserver's address is
 this host's: loopback or one of its interfaces), ``shm`` (always) or ``tcp`` (never). Buffers below
 ``FLUIDIST_PS_SHM_MIN_BYTES`` (default 64 KiB) stay in the message. Segments are files
-``/dev/shm/fluidist-ps-<pid>-<n>``, created 0600 by their owner, removed when it exits (or closes
-its clients or server); a receiver maps only such files owned by its own user.
+``/dev/shm/fluidist-ps-<pid>-<n>``, created 0600 by their owner and removed when it exits; those of
+a process killed before its exit hooks ran are removed by the next process here that makes segments.
+A receiver maps only such files owned by its own user.
 """
 import atexit
 import itertools
@@ -209,8 +210,34 @@ def outbox():
     if _outbox is None or _outbox._pid != os.getpid():
         with _outbox_lock:
             if _outbox is None or _outbox._pid != os.getpid():
+                reclaim_stale_segments()
                 _outbox = Outbox()
     return _outbox
+
+
+def reclaim_stale_segments():
+    """Remove segments left by processes of this user that died without running their exit hooks
+    (SIGKILL, SIGTERM without a handler). Returns the names removed."""
+    from .collective.common import pid_alive
+    gone = []
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return gone
+    me = os.getuid()
+    for name in names:
+        if not _NAME.match(name):
+            continue
+        pid = int(name[len(PREFIX):].split("-")[0])
+        path = os.path.join(SHM_DIR, name)
+        try:
+            if os.stat(path).st_uid != me or pid_alive(pid):
+                continue
+            os.unlink(path)
+            gone.append(name)
+        except OSError:
+            continue
+    return gone
 
 
 @atexit.register

@@ -217,3 +217,18 @@ def test_consecutive_recvs_ask_at_once_and_write_into_the_parameter(monkeypatch)
         stop.set()
         t.join(5)
         server.close()
+
+
+def test_segments_of_dead_processes_are_reclaimed():
+    import subprocess
+    import sys
+    code = ("import numpy as np, os, signal; from fluidist.distributed import shm_payload as s; "
+            "b = s.outbox(); seg = b.slot(('k',), 4096, None); print(seg.name, flush=True); "
+            "os.kill(os.getpid(), signal.SIGKILL)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    name = out.stdout.strip()
+    assert name and os.path.exists(os.path.join(shm_payload.SHM_DIR, name))        # killed: left behind
+    assert name in shm_payload.reclaim_stale_segments()
+    assert not os.path.exists(os.path.join(shm_payload.SHM_DIR, name))
+    mine = shm_payload.outbox().slot(("alive",), 4096, None)
+    assert mine.name not in shm_payload.reclaim_stale_segments()                   # a live owner's stays
