@@ -177,15 +177,6 @@ def worker_main(a):
 
 
 # ------------------------------------------------------------------------------------------ driver
-def child_env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[k] = "1"
-    env.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
-    return env
-
-
 def run_job(args, impl, model, log_dir, tag):
     """One job of NPROC workers; returns its record (slowest rank's steps/s) or raises naming the rank."""
     ports = free_ports(NPROC + 1)
@@ -193,7 +184,7 @@ def run_job(args, impl, model, log_dir, tag):
     procs = []
     try:
         for rank in range(NPROC):
-            env = child_env()
+            env = spread.child_env()
             env.update(PADDLE_TRAINER_ENDPOINTS=",".join(eps), PADDLE_TRAINER_ID=str(rank),
                        PADDLE_CURRENT_ENDPOINT=eps[rank], PADDLE_TRAINERS_NUM=str(NPROC))
             out = os.path.join(log_dir, "%s_rank%d.json" % (tag, rank))
@@ -317,11 +308,7 @@ def main(argv=None):
             print("goal %-40s %.2fx (>= %.1fx): %s" % (key, goals[key]["value"], GOAL_VS_DDP,
                                                         "met" if goals[key]["met"] else "NOT met"))
     result["goals"] = goals
-    if a.out:
-        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-        with open(a.out, "w") as f:
-            json.dump(result, f, indent=1)
-        print("wrote %s" % a.out)
+    spread.write_results(a.out, result)
     return result
 
 

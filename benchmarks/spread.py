@@ -1,10 +1,37 @@
-"""Median and spread of repeated benchmark rounds, shared by every benchmark here.
+"""What the benchmarks here share: the median and spread of repeated rounds, the results file, the
+children's environment.
 
 Single runs on the development machines vary by up to 2x (the cores are shared), so each benchmark
 repeats its comparison in interleaved rounds and reports, per quantity, the median of the rounds with
 their minimum and maximum: ``median [min-max]``. Ratios between implementations are taken within a
 round (both measured under the same load), then summarised the same way.
 """
+import json
+import os
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def child_env():
+    """The environment of a benchmark's child processes: this checkout first on the path and one
+    BLAS/OpenMP thread per process (several processes share the machine's cores)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = "1"
+    env.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
+    return env
+
+
+def write_results(path, result):
+    """Write ``result`` as JSON to ``path`` (its directory made if needed); ``''`` writes nothing."""
+    if not path:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print("wrote %s" % path)
 
 
 def spread(values):

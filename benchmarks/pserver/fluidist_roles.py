@@ -46,14 +46,7 @@ def build_program(model, seed=1):
     with fluid.program_guard(main, startup):
         x = fluid.data(name="x", shape=[None, model.input_dim], dtype="float32")
         label = fluid.data(name="label", shape=[None, 1], dtype="int64")
-        h = x
-        for i, size in enumerate(model.sizes):
-            last = i == len(model.sizes) - 1
-            h = fluid.layers.fc(h, size, act=None if last else "relu",
-                                param_attr=fluid.ParamAttr(name="fc_%d.w_0" % i),
-                                bias_attr=fluid.ParamAttr(name="fc_%d.b_0" % i))
-        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits=h, label=label))
-        fluid.optimizer.SGD(learning_rate=model.learning_rate).minimize(loss)
+        loss = mlp_loss(x, label, model)
     return main, startup, loss
 
 
@@ -71,15 +64,20 @@ def build_ctr_program(model, seed=1):
                                 initializer=fluid.initializer.Uniform(-model.init_scale, model.init_scale))
         embs = [fluid.layers.embedding(ids, size=[model.table_rows, model.embedding_dim], is_sparse=True,
                                        is_distributed=True, param_attr=table) for ids in slots]
-        h = fluid.layers.concat(embs + [dense], axis=1)
-        for i, size in enumerate(model.sizes):
-            last = i == len(model.sizes) - 1
-            h = fluid.layers.fc(h, size, act=None if last else "relu",
-                                param_attr=fluid.ParamAttr(name="fc_%d.w_0" % i),
-                                bias_attr=fluid.ParamAttr(name="fc_%d.b_0" % i))
-        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits=h, label=label))
-        fluid.optimizer.SGD(learning_rate=model.learning_rate).minimize(loss)
+        loss = mlp_loss(fluid.layers.concat(embs + [dense], axis=1), label, model)
     return main, startup, loss
+
+
+def mlp_loss(h, label, model):
+    """fc layers of ``model.sizes`` on ``h`` (relu between, fluid's names fc_<i>.w_0 / .b_0), softmax
+    cross entropy against ``label``, minimized by SGD; returns the mean loss."""
+    for i, size in enumerate(model.sizes):
+        last = i == len(model.sizes) - 1
+        h = fluid.layers.fc(h, size, act=None if last else "relu", param_attr=fluid.ParamAttr(name="fc_%d.w_0" % i),
+                            bias_attr=fluid.ParamAttr(name="fc_%d.b_0" % i))
+    loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits=h, label=label))
+    fluid.optimizer.SGD(learning_rate=model.learning_rate).minimize(loss)
+    return loss
 
 
 def feed_of(model, x, y):

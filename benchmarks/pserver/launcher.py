@@ -38,16 +38,6 @@ GOAL_SPEEDUP_VS_TORCH = 2.0       # fluidist steps/s >= 2x PyTorch's (stated for
 GOAL_ZMQ_FACTOR = 2.0             # fluidist bytes/s within 2x of bare ZeroMQ
 
 
-def child_env():
-    """One BLAS/OpenMP thread per process: 2 trainers and 2 servers share this machine's cores."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[k] = "1"
-    env.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
-    return env
-
-
 class Processes:
     """Children in their own process groups, with logs; failures end in one root-cause line."""
 
@@ -59,7 +49,7 @@ class Processes:
         path = os.path.join(self.log_dir, name + ".log")
         log = open(path, "w")
         p = subprocess.Popen([sys.executable] + [str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT,
-                             env=child_env(), cwd=ROOT, start_new_session=True)
+                             env=spread.child_env(), cwd=ROOT, start_new_session=True)
         self.procs.append((name, p, path, log))
         return p
 
@@ -441,11 +431,7 @@ def main(argv=None):
     result["goals"] = goals(result, model.num_params())
     result["context"] = context(result)
     print_report(result)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
-        print("wrote %s" % args.out)
+    spread.write_results(args.out, result)
     return result
 
 

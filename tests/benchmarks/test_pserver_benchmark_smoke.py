@@ -67,22 +67,29 @@ def test_trainers_get_equal_disjoint_batches():
         workload.trainer_batches(data, 32, 9, 0, 1)
 
 
-def test_torch_side_blocks_are_the_transpilers_blocks():
-    """PyTorch's servers must hold exactly the blocks fluidist's pservers hold."""
+def transpiled(model_id):
+    """The benchmark's model ``model_id`` transpiled for 2 trainers x 2 pservers: (model, transpiler, endpoints)."""
     import fluidist as fluid
     import fluidist_roles
-    model = workload.load_model("mlp_1m")
+    model = workload.load_model(model_id)
     main, startup, _ = fluidist_roles.build_program(model)
     eps = ["127.0.0.1:1", "127.0.0.1:2"]
     t = fluid.DistributeTranspiler()
     t.transpile(0, program=main, pservers=",".join(eps), trainers=2, startup_program=startup,
                 current_endpoint=eps[0])
+    return model, t, eps
+
+
+def test_torch_side_blocks_are_the_transpilers_blocks():
+    """PyTorch's servers must hold exactly the blocks fluidist's pservers hold."""
+    model, t, eps = transpiled("mlp_1m")
     for s, ep in enumerate(eps):
         prog = t.get_pserver_program(ep)
         got = sorted((op.inputs["Param"][0], tuple(prog.global_block().var(op.inputs["Param"][0]).shape))
                      for i in range(1, prog.num_blocks) for op in prog.block(i).ops if op.type == "sgd")
         want = sorted((b["block"], tuple(b["shape"])) for b in workload.shard_plan(model, 2) if b["server"] == s)
         assert got == want
+    import fluidist_roles
     sent, recv = fluidist_roles.trainer_bytes_per_step(t.get_trainer_program(wait_port=False))
     assert sent == recv == 4 * model.num_params()
 
@@ -167,19 +174,13 @@ def test_click_data_is_zipf_like_and_deterministic():
 def test_ctr_program_keeps_the_table_on_the_pservers():
     """The CTR model's table is a distributed table: trainers prefetch rows and send row-sparse
     gradients; the pservers hold the table's shards (row i on pserver i % 2) and no trainer recvs it."""
-    import fluidist as fluid
-    import fluidist_roles
-    model = workload.load_model("ctr_small")
-    main, startup, _ = fluidist_roles.build_program(model)
-    eps = ["127.0.0.1:1", "127.0.0.1:2"]
-    t = fluid.DistributeTranspiler()
-    t.transpile(0, program=main, pservers=",".join(eps), trainers=2, startup_program=startup,
-                current_endpoint=eps[0])
+    model, t, eps = transpiled("ctr_small")
     trainer = t.get_trainer_program(wait_port=False)
     types = [op.type for op in trainer.global_block().ops]
     assert "prefetch" in types and "lookup_table" not in types
     recvd = {n for op in trainer.global_block().ops if op.type == "recv" for n in op.output_arg_names}
     assert model.TABLE not in recvd
+    import fluidist_roles
     sent, recv = fluidist_roles.trainer_bytes_per_step(trainer)
     assert sent == recv == 4 * (model.num_params() - model.table_rows * model.embedding_dim)
     for k, ep in enumerate(eps):
