@@ -35,6 +35,7 @@ def _notify_complete(targets):
     with _steps_lock:
         for key in pairs:
             _steps.pop(key, None)
+            _fetched.pop(key, None)
 
 
 def notify_all_complete():
@@ -42,6 +43,23 @@ def notify_all_complete():
     ``fleet.stop_worker()`` does when the user trained with an executor of their own)."""
     for targets in list(_close_targets.values()):
         _notify_complete(targets)
+
+
+_fetched = {}                                 # (endpoint, trainer id) -> step of its last answered recv
+
+
+def mark_fetched(pairs):
+    """Every (endpoint, trainer id) in ``pairs`` answered a ``recv`` at the current step: in sync mode a
+    pserver answers those only once it has finished that step, which is all a fetch_barrier waits for."""
+    with _steps_lock:
+        for key in pairs:
+            _fetched[key] = _steps.get(key, 0)
+
+
+def fetched(endpoint, trainer_id):
+    """Whether ``endpoint`` answered a ``recv`` of ``trainer_id`` at the current step."""
+    key = (endpoint, trainer_id)
+    return _fetched.get(key, -1) == _steps.get(key, 0)
 
 
 def step(endpoint, trainer_id):

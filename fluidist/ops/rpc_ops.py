@@ -129,6 +129,7 @@ def recv(ctx, ins, attrs):
                                    what="recv %s" % n)) for ep, n in zip(o_eps, o_remote)]
             counts.append(len(o_eps))
         got = rpc.call_all(requests, timeout_s=session.dependent_deadline())
+        session.mark_fetched([(ep, o_tid) for _, (_, o_eps, _, _, o_tid) in group for ep in o_eps])
         at, per_op = 0, []
         for c in counts:
             per_op.append(got[at:at + c])
@@ -175,13 +176,15 @@ def _recv_spec(op, attrs):
 @register_op("fetch_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"endpoints": [], "trainer_id": 0})
 def fetch_barrier(ctx, ins, attrs):
-    """Wait until each pserver has finished this trainer's step. Out vars that already hold values
-    (the transpiler makes the received params the outputs, as dependencies) keep them."""
+    """Wait until each pserver has finished this trainer's step. A pserver that already answered a
+    ``recv`` of this step has (it answers those only then): it is not asked again. Out vars that
+    already hold values (the transpiler makes the received params the outputs, as dependencies)
+    keep them."""
     eps = _endpoints(ctx, attrs, "endpoints")
     tid = int(attrs["trainer_id"])
     session.remember(ctx.executor, eps, tid)
     rpc.call_all([(ep, dict(kind="fetch_barrier", trainer=tid, step=session.step(ep, tid), what="fetch_barrier"))
-                  for ep in eps], timeout_s=session.dependent_deadline())
+                  for ep in eps if not session.fetched(ep, tid)], timeout_s=session.dependent_deadline())
     names = ctx.op.outputs.get("Out")
     if not names:
         return None

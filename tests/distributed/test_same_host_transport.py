@@ -167,7 +167,8 @@ def test_no_segment_is_left_behind_by_a_child():
 
 def test_consecutive_recvs_ask_at_once_and_write_into_the_parameter(monkeypatch):
     """Two recv ops in a row: the first sends both gets and waits once; the second takes its reply.
-    Blocks joined by a Dist concat land in the parameter's rows (the concat copies nothing)."""
+    Blocks joined by a Dist concat land in the parameter's rows (the concat copies nothing). The
+    fetch_barrier after them has nothing left to ask."""
     monkeypatch.setenv(shm_payload.MODE_ENV, "shm")
     monkeypatch.setenv(shm_payload.MIN_BYTES_ENV, "1")
     server = rpc.Server("127.0.0.1:0")
@@ -194,6 +195,10 @@ def test_consecutive_recvs_ask_at_once_and_write_into_the_parameter(monkeypatch)
     gb.append_op("recv", inputs={"X": []}, outputs={"Out": ["b"]}, attrs={"epmap": [ep], "trainer_id": 0})
     gb.append_op("concat", inputs={"X": ["w.block0", "w.block1"]}, outputs={"Out": ["w"]},
                  attrs={"axis": 0, "op_role": 8})
+    gb.append_op("fetch_barrier", inputs={"X": []}, outputs={"Out": []}, attrs={"endpoints": [ep], "trainer_id": 0})
+    alone = fluid.Program()
+    alone.global_block().append_op("fetch_barrier", inputs={"X": []}, outputs={"Out": []},
+                                   attrs={"endpoints": [ep], "trainer_id": 0})
     calls = []
     real = rpc.call_all
     monkeypatch.setattr(rpc, "call_all", lambda reqs, **kw: calls.append(len(reqs)) or real(reqs, **kw))
@@ -212,7 +217,14 @@ def test_consecutive_recvs_ask_at_once_and_write_into_the_parameter(monkeypatch)
             if step == 0:
                 first_w = w
         assert scope.find_var("w").value() is first_w                         # the same array each step
-        assert calls == [3, 3]                                                # one wait per step
+        # one wait per step; the fetch_barrier asks no pserver that answered a recv of this step
+        assert calls == [3, 0, 3, 0]
+        exe.run(alone, scope=scope)
+        assert calls[-1] == 0
+        from fluidist.distributed import trainer_session
+        trainer_session.advance([ep], 0)                                     # a new step: not fetched yet
+        exe.run(alone, scope=scope)
+        assert calls[-1] == 1
     finally:
         stop.set()
         t.join(5)
