@@ -138,7 +138,7 @@ class Client:
         t0 = time.perf_counter()
         frames = wire.encode(kind, rid, name, value, trainer, step, lod, **fields)
         if self._shm:
-            frames, seg = shm_payload.pack(frames, (self.endpoint, kind, name), rid)
+            frames, seg = shm_payload.pack(frames, (self.endpoint, kind, name), rid, announce=True)
             if seg is not None:
                 self._slots[rid] = seg
         self._sock.send_multipart(frames, copy=False)

@@ -309,20 +309,21 @@ def _nbytes(frame):
     return memoryview(frame).nbytes
 
 
-def pack(frames, key, owner, resident_ok=False, snapshot=False):
+def pack(frames, key, owner, resident_ok=False, snapshot=False, announce=False):
     """``frames`` (``[header, *buffers]`` from ``wire.encode``) with the big buffers moved to shared
     memory: returns the frames to send and the slot segment used (or None). ``key`` names the slot
     (one per peer and variable); the slot stays busy (``segment.busy = owner``) until the caller
     frees it (``owner`` None: free at once, reused by the next message of ``key``). With
     ``resident_ok``, a buffer that already lies in a resident segment is referenced, not copied;
     with ``snapshot``, the buffers left in the message are copied too (their arrays may change
-    before ZeroMQ has sent them)."""
+    before ZeroMQ has sent them); with ``announce``, a message without big buffers still carries an
+    (empty) descriptor, which tells the receiver that the sender reads shared memory."""
     limit = min_bytes()
     big = [i for i in range(1, len(frames)) if _nbytes(frames[i]) >= limit]
     if snapshot:
         frames = [f if i == 0 or i in big else bytes(memoryview(f).cast("B")) for i, f in enumerate(frames)]
     if not big:
-        return frames, None
+        return ([MAGIC, b"[]"] + list(frames) if announce else frames), None
     box = outbox()
     desc, copy = [], []
     for i in big:

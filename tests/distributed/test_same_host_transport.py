@@ -244,3 +244,30 @@ def test_segments_of_dead_processes_are_reclaimed():
     assert not os.path.exists(os.path.join(shm_payload.SHM_DIR, name))
     mine = shm_payload.outbox().slot(("alive",), 4096, None)
     assert mine.name not in shm_payload.reclaim_stale_segments()                   # a live owner's stays
+
+
+def test_a_same_host_client_is_known_from_its_first_request(monkeypatch):
+    """Even a request without payload (a start-up get) tells the pserver that the trainer reads shared
+    memory, so the parameters it gets back already come that way."""
+    monkeypatch.setenv(shm_payload.MODE_ENV, "auto")
+    monkeypatch.setenv(shm_payload.MIN_BYTES_ENV, "1024")
+    server = rpc.Server("127.0.0.1:0")
+    big = np.ones((64, 64), np.float32)
+    seen = {}
+
+    def serve():
+        req = server.recv(10)
+        seen["shared"] = server.shares_memory_with(req)
+        server.reply(req, value=big)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    client = rpc.Client(server.endpoint)
+    try:
+        got = client.call("get", "w").value
+        t.join(10)
+        assert seen["shared"] and shm_payload.is_shared(got)
+        np.testing.assert_array_equal(got, big)
+    finally:
+        client.close()
+        server.close()
