@@ -2,9 +2,9 @@
 checkpoint_notify) and the server side (listen_and_serv), over ``fluidist.distributed.rpc``.
 
 Trainer side. Every op sends its requests to all its endpoints first and then waits for all replies
-under one deadline (``FLAGS_rpc_deadline``), so N pservers cost one round trip. A ``send`` does not
-wait: its acknowledgements are awaited by the thread's next barrier / recv / prefetch / close
-(``rpc.post``), so gradients travel while the backward pass goes on; the arrays go out without copies
+under one deadline (``FLAGS_rpc_deadline``), so N pservers cost one round trip. A ``send`` (and a
+``send_barrier``) does not wait: its acknowledgements are awaited by the thread's next recv / prefetch
+/ fetch_barrier / close (``rpc.post``), so gradients travel while the backward pass goes on; the arrays go out without copies
 (kernels never write their inputs in place, so they do not change meanwhile), and an error reply
 still surfaces, naming the send. Each op also remembers, per executor, the (endpoint, trainer id)
 pairs it talked to: ``Executor.close()`` then tells each of those pservers "complete".
@@ -97,12 +97,15 @@ def send(ctx, ins, attrs):
 @register_op("send_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"endpoints": [], "trainer_id": 0, "half_async": False})
 def send_barrier(ctx, ins, attrs):
-    """Tell each pserver that this trainer has sent all it sends in this step."""
+    """Tell each pserver that this trainer has sent all it sends in this step. Like ``send``, it does
+    not wait: the acknowledgements are awaited with the replies of the ``recv`` that follows (a
+    pserver handles a trainer's requests in order, so that ``recv`` is answered after the round this
+    barrier completes): one round trip per step instead of two."""
     eps = _endpoints(ctx, attrs, "endpoints")
     tid = int(attrs["trainer_id"])
     session.remember(ctx.executor, eps, tid)
-    rpc.call_all([(ep, dict(kind="send_barrier", trainer=tid, step=session.step(ep, tid) + 1, what="send_barrier"))
-                  for ep in eps])
+    rpc.post([(ep, dict(kind="send_barrier", trainer=tid, step=session.step(ep, tid) + 1, what="send_barrier"))
+              for ep in eps])
     session.advance(eps, tid)
     return _dummies(ctx)
 
