@@ -88,8 +88,9 @@ class ExecContext:
 
     def run_block(self, block, scope=None):
         """Run a block in ``scope`` itself (listen_and_serv's optimize blocks): every value its ops
-        write lands in that scope."""
-        return self.executor._run_block(self.program, block.idx, scope or self.state.scope)
+        write lands in that scope. The block may be of another program (the pserver's rounds run a
+        copy of theirs)."""
+        return self.executor._run_block(block.program, block.idx, scope or self.state.scope)
 
     def run_sub_block(self, block, scope):
         """Run a control-flow sub-block (while, conditional_block, recurrent) in ``scope``, a child

@@ -36,6 +36,36 @@ def _full_shape(attrs):
     return tuple(attrs.get("full_shape") or attrs["shape"])
 
 
+_DRAW_CHUNK_BYTES = 64 << 20
+
+
+def _draw(ctx, attrs, draw):
+    """``draw(shape)`` (a float64 sample) over the full shape, cut to the rows this op keeps and moved
+    to the place. A shard of a big table (rows ``row_begin:row_end:row_step`` of it) is drawn in chunks
+    of whole rows, keeping only its rows: the generator's stream is the same as one draw of the whole
+    table, without ever holding the whole table (10M rows x 16 in float64 would be 1.3 GB)."""
+    full = _full_shape(attrs)
+    rb, re_ = attrs.get("row_begin", -1), attrs.get("row_end", -1)
+    row_bytes = 8 * int(np.prod(full[1:])) if len(full) > 1 else 8
+    if rb is None or rb < 0 or not full or full[0] * row_bytes <= _DRAW_CHUNK_BYTES:
+        return _finish_random(ctx, attrs, draw(full))
+    keep = range(*slice(rb, re_, attrs.get("row_step") or 1).indices(full[0]))   # as host[rb:re_:step]
+    step = keep.step
+    out = np.empty((len(keep),) + tuple(full[1:]), dtype=attrs["dtype"])
+    per = max(1, _DRAW_CHUNK_BYTES // row_bytes)
+    at, done = 0, 0
+    while at < full[0] and done < len(keep):
+        n = min(per, full[0] - at)
+        chunk = draw((n,) + tuple(full[1:]))
+        first = keep.start if at <= keep.start else keep.start + -(-(at - keep.start) // step) * step
+        stop = min(at + n, keep.stop)
+        rows = chunk[first - at:stop - at:step] if first < stop else chunk[:0]
+        out[done:done + len(rows)] = rows
+        done += len(rows)
+        at += n
+    return {"Out": ctx.xp.asarray(out)}
+
+
 _RAND_COMMON = {"shape": [], "seed": 0, "dtype": "float32", "salt": "", "full_shape": [],
                 "row_begin": -1, "row_end": -1, "row_step": 1}
 
@@ -44,14 +74,14 @@ _RAND_COMMON = {"shape": [], "seed": 0, "dtype": "float32", "salt": "", "full_sh
              infer=_shape_attr_infer, init="random")
 def uniform_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
-    return _finish_random(ctx, attrs, r.uniform(attrs["min"], attrs["max"], _full_shape(attrs)))
+    return _draw(ctx, attrs, lambda shape: r.uniform(attrs["min"], attrs["max"], shape))
 
 
 @register_op("gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
              infer=_shape_attr_infer, init="random")
 def gaussian_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
-    return _finish_random(ctx, attrs, r.normal(attrs["mean"], attrs["std"], _full_shape(attrs)))
+    return _draw(ctx, attrs, lambda shape: r.normal(attrs["mean"], attrs["std"], shape))
 
 
 @register_op("truncated_gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
@@ -218,13 +248,28 @@ def concat(ctx, ins, attrs):
         prev = ctx.scope.vals.get(ctx.op.outputs["Out"][0])
         xp = ctx.xp
         if isinstance(prev, xp.ndarray) and prev.flags.writeable and prev.dtype == xs[0].dtype and \
-                prev.shape[0] == sum(x.shape[0] for x in xs) and prev.shape[1:] == xs[0].shape[1:] and \
-                not any(xp.may_share_memory(prev, x) for x in xs):
-            return {"Out": xp.concatenate(xs, axis=attrs["axis"], out=prev)}
+                prev.shape[0] == sum(x.shape[0] for x in xs) and prev.shape[1:] == xs[0].shape[1:]:
+            if attrs["axis"] == 0 and _are_row_blocks_of(prev, xs):
+                return {"Out": prev}     # recv wrote the blocks straight into the parameter's rows
+            if not any(xp.may_share_memory(prev, x) for x in xs):
+                return {"Out": xp.concatenate(xs, axis=attrs["axis"], out=prev)}
     return {"Out": ctx.xp.concatenate(xs, axis=attrs["axis"])}
 
 
 _DIST_ROLE = 0x0008   # OpRole.Dist
+
+
+def _are_row_blocks_of(whole, xs):
+    """Whether ``xs`` are, in order, the consecutive row blocks of the C-contiguous ``whole``."""
+    if not whole.flags.c_contiguous:
+        return False
+    row = whole.strides[0] if whole.ndim else 0
+    at = whole.__array_interface__["data"][0]
+    for x in xs:
+        if not x.flags.c_contiguous or x.__array_interface__["data"][0] != at:
+            return False
+        at += x.shape[0] * row
+    return True
 
 
 @register_grad("concat", inputs=["X*", "Out@GRAD"])
