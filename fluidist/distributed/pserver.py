@@ -15,7 +15,15 @@ One thread, one ROUTER socket (``rpc.Server``):
 - GEO (3) is not supported.
 It serves until each of the ``Fanin`` trainers has sent "complete", then returns. The blocks it runs
 are run by a callback: the loop itself knows programs only as data (names, dtypes, shapes).
+
+Every request is checked against what the program allows (``authorize.ServingRules``: the gradient
+blocks it receives with their dtypes, shapes and kinds, what it serves, its prefetch tables, the
+checkpoint root) and, in sync mode, against the trainer's step: a gradient once per step, a barrier
+once per step, a bounded number of requests waiting for a round. A request that breaks a rule, or
+whose handling raises, gets an error reply naming the trainer and the variable; the pserver serves on.
+Only a failed sync round (the job's state is then lost) or a trainer that died ends the loop early.
 """
+import logging
 import os
 import re
 import time
@@ -25,6 +33,7 @@ import numpy as np
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from . import rpc
+from .authorize import Refused, ServingRules, parse_block_map as _pairs
 
 SYNC, ASYNC, HALF_ASYNC, GEO = 0, 1, 2, 3
 LOOKUP_TABLE_PATH = "kLookupTablePath"
@@ -36,21 +45,11 @@ class _BadRequest(Exception):
     """The request is wrong; the sender gets an error reply and the pserver keeps serving."""
 
 
+logger = logging.getLogger("fluidist.distributed.pserver")
+
+
 class _Fatal(Exception):
     """The pserver cannot go on; every waiting trainer is told why, then listen_and_serv raises."""
-
-
-def _pairs(entries, what):
-    out = {}
-    for e in entries or []:
-        name, sep, idx = str(e).rpartition(":")
-        if not sep or not name:
-            raise ValueError("listen_and_serv: %s entry %r must be 'name:block_index'" % (what, e))
-        try:
-            out[name] = int(idx)
-        except ValueError:
-            raise ValueError("listen_and_serv: %s entry %r: %r is not a block index" % (what, e, idx)) from None
-    return out
 
 
 def _plural(ids):
@@ -61,9 +60,10 @@ def _plural(ids):
 class ParameterServer:
     """The state and event loop of one ``listen_and_serv`` op."""
 
-    def __init__(self, program, scope, attrs, run_block, to_place, deadline_ms=None):
+    def __init__(self, program, scope, attrs, run_block, to_place, deadline_ms=None, recv_names=None):
         """``run_block(idx)`` runs block ``idx`` of ``program`` in ``scope`` (the kernel's executor does);
-        ``to_place(value)`` moves a received value to the place the blocks run on."""
+        ``to_place(value)`` moves a received value to the place the blocks run on; ``recv_names`` are
+        the variables the op receives (its ``X``; default: read from the program's op on this endpoint)."""
         self.program = program
         self.run_block = run_block
         self.to_place = to_place
@@ -96,12 +96,17 @@ class ParameterServer:
                                  % (what, idx, nblocks - 1))
         self.round_blocks = [b.idx for b in blocks if b.idx != self.lr_block]
         self.gb = self.program.global_block()
+        if recv_names is None:
+            recv_names = _receive_names(program, self.endpoint)
+        self.rules = ServingRules(program, self.endpoint, self.fanin, recv_names, self.grad_to_block,
+                                  self.prefetch_blocks)
         self.scope = scope
         self.deadline_ms = deadline_ms
         # sync state
         self.barriers = [0] * self.fanin
         self.rounds = 0
         self.completed = set()
+        self.sent = [set() for _ in range(self.fanin)]   # sync: what each trainer sent in its current step
         self.deferred = []            # requests waiting for a round
         self.wait_since = None        # when the first barrier of the next round arrived
         self.server = None
@@ -111,7 +116,7 @@ class ParameterServer:
 
     # -------------------------------------------------------------- loop
     def serve(self):
-        self.server = rpc.Server(self.endpoint, self.deadline_ms)
+        self.server = rpc.Server(self.endpoint, self.deadline_ms, max_message_bytes=self.rules.max_message_bytes)
         try:
             if not self.sync and self.lr_block >= 0 and self.lr_block not in self.grad_to_block.values():
                 self._run(self.lr_block, "the learning-rate block")
@@ -120,11 +125,17 @@ class ParameterServer:
                 if req is not None:
                     try:
                         self._handle(req)
-                    except _BadRequest as e:
+                    except (_BadRequest, Refused) as e:
                         self.server.error(req, str(e))
                     except _Fatal as e:
                         self.server.error(req, "pserver %s stopped: %s" % (self.endpoint, e))
                         raise
+                    except Exception as e:   # a request this loop failed on: its sender hears why, others go on
+                        m = req.msg
+                        logger.warning("pserver %s: %r from trainer %d failed: %s: %s", self.endpoint, m.kind,
+                                       m.trainer, type(e).__name__, e)
+                        self.server.error(req, "pserver %s could not handle %r of %r from trainer %d: %s: %s"
+                                          % (self.endpoint, m.kind, m.name, m.trainer, type(e).__name__, e))
                 self._check_deadline()
         except _Fatal as e:
             for req in self.deferred:
@@ -171,21 +182,44 @@ class ParameterServer:
         self.last_seen[k] = time.monotonic()
         kind = m.kind
         if kind == "send":
+            self.rules.check_send(m)
+            if self.sync:
+                self._check_step(m, "send %s" % m.name)
+                if m.name in self.sent[k]:
+                    raise _BadRequest("pserver %s: trainer %d already sent %r in step %d"
+                                      % (self.endpoint, k, m.name, m.step))
             self._store(m)
-            if not self.sync:
+            if self.sync:
+                self.sent[k].add(m.name)
+            else:
                 self._apply_async(m)
             self.server.reply(req)
         elif kind in ("get", "fetch_barrier", "prefetch"):
+            if kind == "prefetch":
+                self.rules.check_prefetch(m)
+            else:
+                self.rules.check_get(m)
             if self.sync and self.rounds < self.barriers[k]:
+                parked = sum(1 for r in self.deferred if r.msg.trainer == k)
+                if parked >= self.rules.max_parked:
+                    raise _BadRequest("pserver %s: trainer %d already has %d requests waiting for step %d"
+                                      % (self.endpoint, k, parked, self.barriers[k]))
                 self.deferred.append(req)
             else:
                 self._answer(req)
         elif kind == "send_barrier":
+            if m.value is not None:
+                raise _BadRequest("a send_barrier carries no value (trainer %d sent one)" % k)
+            if self.sync:
+                self._check_step(m, "send_barrier")
             self.server.reply(req)
             if self.sync:
                 self.barriers[k] += 1
+                self.sent[k] = set()
                 self._advance()
         elif kind == "complete":
+            if m.value is not None:
+                raise _BadRequest("a 'complete' carries no value (trainer %d sent one)" % k)
             self.completed.add(k)
             self.server.reply(req)
             if self.sync:
@@ -196,32 +230,18 @@ class ParameterServer:
         else:
             raise _BadRequest("pserver %s does not serve %r requests" % (self.endpoint, kind))
 
-    def _var(self, name, k):
-        var = self.gb.vars.get(name) if name else None
-        if var is None:
-            raise _BadRequest("pserver %s has no variable %r (sent by trainer %d)" % (self.endpoint, name, k))
-        return var
+    def _check_step(self, m, what):
+        """Sync mode: sends and the barrier of a trainer belong to the step after its last barrier."""
+        want = self.barriers[m.trainer] + 1
+        if m.step != want:
+            raise _BadRequest("pserver %s: trainer %d sent %r for step %d, but its next step here is %d (%s)"
+                              % (self.endpoint, m.trainer, what, m.step, want,
+                                 "that step's barrier was counted already" if m.step < want else
+                                 "a step cannot start before the barrier of the one before"))
 
     def _store(self, m):
-        var = self._var(m.name, m.trainer)
-        v = m.value
-        if v is None:
-            raise _BadRequest("'send %s' from trainer %d carries no value" % (m.name, m.trainer))
-        arr = v.value if isinstance(v, SelectedRows) else v
-        if var.dtype and var.dtype in _NP_NAMES and arr.dtype.name != var.dtype:
-            raise _BadRequest("pserver %s: %r must be %s, trainer %d sent %s"
-                              % (self.endpoint, m.name, var.dtype, m.trainer, arr.dtype.name))
-        shape = var.shape
-        if shape is not None:
-            got = tuple(arr.shape)
-            if isinstance(v, SelectedRows):
-                shape, got = shape[1:], got[1:]
-            if len(shape) != len(got) or any(w >= 0 and w != g for w, g in zip(shape, got)):
-                raise _BadRequest("pserver %s: %r has shape %s, trainer %d sent %s%s"
-                                  % (self.endpoint, m.name, list(var.shape), m.trainer, list(arr.shape),
-                                     " (row-sparse)" if isinstance(v, SelectedRows) else ""))
         scope = self.scope
-        scope._set_value(m.name, self.to_place(v))
+        scope._set_value(m.name, self.to_place(m.value))
         if m.lod or m.name in scope.lods:
             scope._set_lod(m.name, m.lod or [])
 
@@ -232,13 +252,12 @@ class ParameterServer:
             return
         if self.dc_asgd:
             self.scope._set_value(TRAINER_ID_VAR, self.to_place(np.array([m.trainer], dtype=np.int64)))
-        self._run(idx, "the optimize block of %r" % base)
+        self._run(idx, "the optimize block of %r (sent by trainer %d)" % (base, m.trainer), fatal=False)
 
     def _answer(self, req):
         m = req.msg
         try:
             if m.kind == "get":
-                self._var(m.name, m.trainer)
                 value = self.scope._find_value(m.name)
                 if value is None:
                     raise _BadRequest("pserver %s has no value for %r yet (was its startup program run?)"
@@ -259,17 +278,10 @@ class ParameterServer:
 
     def _prefetch(self, req):
         m = req.msg
-        idx = self.prefetch_blocks.get(m.name)
-        if idx is None:
-            raise _BadRequest("pserver %s has no prefetch block for %r (it serves %s)"
-                              % (self.endpoint, m.name, sorted(self.prefetch_blocks) or "none"))
         out = m.get("out")
-        if not out:
-            raise _BadRequest("'prefetch %s' names no output variable" % m.name)
-        if m.value is None or isinstance(m.value, SelectedRows):
-            raise _BadRequest("'prefetch %s' must carry a dense array of ids" % m.name)
         self.scope._set_value(m.name, self.to_place(m.value))
-        self._run(idx, "the prefetch block of %r" % m.name)
+        self._run(self.prefetch_blocks[m.name], "the prefetch block of %r (trainer %d)" % (m.name, m.trainer),
+                  fatal=False)
         value = self.scope._find_value(out)
         if value is None:
             raise _BadRequest("pserver %s: the prefetch block of %r did not produce %r" % (self.endpoint, m.name, out))
@@ -278,11 +290,10 @@ class ParameterServer:
     def _checkpoint(self, m):
         if self.checkpoint_block < 0:
             raise _BadRequest("pserver %s has no checkpoint block (checkpint_block_id is -1)" % self.endpoint)
-        d = m.get("dir")
-        if not d:
-            raise _BadRequest("a checkpoint request needs a 'dir'")
-        self.scope._set_value(LOOKUP_TABLE_PATH, d)
-        self._run(self.checkpoint_block, "the checkpoint block")
+        if m.value is not None:
+            raise _BadRequest("a checkpoint request carries no value (trainer %d sent one)" % m.trainer)
+        self.scope._set_value(LOOKUP_TABLE_PATH, self.rules.checkpoint_dir(m))
+        self._run(self.checkpoint_block, "the checkpoint block (trainer %d)" % m.trainer, fatal=False)
 
     # -------------------------------------------------------------- sync rounds
     def _advance(self):
@@ -319,14 +330,23 @@ class ParameterServer:
             self._run(idx, "optimize block %d (step %d)" % (idx, step))
         self.rounds = step
 
-    def _run(self, idx, what):
+    def _run(self, idx, what, fatal=True):
+        """Run block ``idx``. A failure of a sync round is fatal (the job's state is lost); one caused
+        by a single request (``fatal=False``: a prefetch, a checkpoint, an async update) is that
+        request's error."""
         try:
             self.run_block(idx)
         except Exception as e:
-            raise _Fatal("%s failed: %s: %s" % (what, type(e).__name__, e)) from e
+            if fatal:
+                raise _Fatal("%s failed: %s: %s" % (what, type(e).__name__, e)) from e
+            raise _BadRequest("%s failed: %s: %s" % (what, type(e).__name__, e)) from e
 
 
-_NP_NAMES = frozenset(["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64"])
+def _receive_names(program, endpoint):
+    """The ``X`` of the program's ``listen_and_serv`` op on ``endpoint`` (the only one, if none names it)."""
+    ops = [op for op in program.global_block().ops if op.type == "listen_and_serv"]
+    mine = [op for op in ops if op.attr("endpoint") == endpoint] or ops
+    return mine[0].input("X") if mine else []
 
 
 def _host_copy(value):

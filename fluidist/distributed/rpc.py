@@ -299,16 +299,21 @@ class Request:
 
 class Server:
     """A ROUTER bound to ``endpoint``. ``recv`` returns well-formed requests only: a malformed one
-    is answered with an error reply right there and the server keeps serving."""
+    is answered with an error reply right there and the server keeps serving. With
+    ``max_message_bytes``, a peer that sends a larger frame is disconnected by ZeroMQ before the
+    payload is buffered (``MAXMSGSIZE``)."""
 
-    def __init__(self, endpoint, deadline_ms=None):
+    def __init__(self, endpoint, deadline_ms=None, max_message_bytes=None):
         self.deadline_ms = deadline_ms
+        self.max_message_bytes = max_message_bytes
         addr = _tcp(endpoint, for_bind=True)
         # a context of its own: close() terms it, which returns once the last replies have left
         # (or SERVER_LINGER_MS passed), so a pserver that exits right after serving loses no reply
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.ROUTER)
         self._sock.linger = SERVER_LINGER_MS
+        if max_message_bytes:
+            self._sock.setsockopt(zmq.MAXMSGSIZE, int(max_message_bytes))
         try:
             self._sock.bind(addr)
         except zmq.ZMQError as e:

@@ -428,6 +428,7 @@ def test_sparse_gradients_are_stored_as_selected_rows_and_summed(monkeypatch):
 
 def test_prefetch_and_checkpoint_notify(monkeypatch, tmp_path):
     monkeypatch.setenv("FLAGS_rpc_deadline", "20000")
+    monkeypatch.setenv("FLUIDIST_CHECKPOINT_ROOT", str(tmp_path))
     (ep,) = endpoints(1)
     server, ps_scope = serve_in_thread(ep, 1, table=(10, 4), checkpoint=True)
     prog = fluid.Program()
@@ -448,7 +449,7 @@ def test_prefetch_and_checkpoint_notify(monkeypatch, tmp_path):
     np.testing.assert_array_equal(ckpt, 2 * table)
     exe.close()
     server.result(timeout=15)
-    assert ps_scope.find_var("kLookupTablePath").value() == str(tmp_path)
+    assert ps_scope.find_var("kLookupTablePath").value() == os.path.realpath(str(tmp_path))
 
 
 def test_bad_requests_get_error_replies_and_the_pserver_keeps_serving(monkeypatch):
@@ -460,13 +461,13 @@ def test_bad_requests_get_error_replies_and_the_pserver_keeps_serving(monkeypatc
     try:
         cases = [
             (dict(kind="get", name="w", trainer=7), "trainer id 7 is out of range: pserver %s serves Fanin=1" % ep),
-            (dict(kind="send", name="nope", value=np.zeros(2, np.float32)), "has no variable 'nope'"),
+            (dict(kind="send", name="nope", value=np.zeros(2, np.float32)), "does not receive 'nope'"),
             (dict(kind="send", name="w@GRAD", value=np.zeros(2, np.float32)),
              "'w@GRAD' has shape [4, 3], trainer 0 sent [2]"),
             (dict(kind="send", name="w@GRAD", value=np.zeros((4, 3), np.float64)),
              "must be float32, trainer 0 sent float64"),
             (dict(kind="send", name="w@GRAD"), "carries no value"),
-            (dict(kind="get", name="w@GRAD"), "has no value for 'w@GRAD' yet"),
+            (dict(kind="get", name="w@GRAD"), "does not serve 'w@GRAD' to trainer 0: a gradient it receives"),
             (dict(kind="prefetch", name="ids", value=np.zeros((1, 1), np.int64), out="o"), "has no prefetch block"),
             (dict(kind="checkpoint", dir="/tmp/x"), "has no checkpoint block"),
         ]
@@ -496,6 +497,41 @@ def test_bad_requests_get_error_replies_and_the_pserver_keeps_serving(monkeypatc
             c.call("get", "w")
     finally:
         c.close()
+
+
+def test_requests_parked_behind_a_barrier_are_bounded_and_a_step_is_counted_once(monkeypatch):
+    monkeypatch.setenv("FLAGS_rpc_deadline", "20000")
+    (ep,) = endpoints(1)
+    shapes = {"w": (4, 3)}
+    server, ps_scope = serve_in_thread(ep, 2, params=shapes)
+    c = rpc.Client(ep)
+    try:
+        g = np.ones((4, 3), np.float32)
+        c.call("send", "w@GRAD.trainer_0", g, trainer=0, step=1)
+        with pytest.raises(rpc.RPCError, match="trainer 0 already sent 'w@GRAD.trainer_0' in step 1"):
+            c.call("send", "w@GRAD.trainer_0", g, trainer=0, step=1)
+        c.call("send_barrier", trainer=0, step=1)
+        with pytest.raises(rpc.RPCError, match="its next step here is 2"):
+            c.call("send_barrier", trainer=0, step=1)
+        # trainer 0 now waits for trainer 1: its gets park, up to a bound
+        from fluidist.distributed.authorize import serving_rules
+        cap = serving_rules(build_pserver(ep, 2, params=shapes)).max_parked
+        rids = [c.request("get", "w", trainer=0, step=1) for _ in range(cap)]
+        with pytest.raises(rpc.RPCError, match="trainer 0 already has %d requests waiting for step 1" % cap):
+            c.call("get", "w", trainer=0, step=1)
+        c2 = rpc.Client(ep)
+        try:
+            c2.call("send", "w@GRAD.trainer_1", g, trainer=1, step=1)
+            c2.call("send_barrier", trainer=1, step=1)
+            assert all(c.wait(r).value.shape == (4, 3) for r in rids)
+            c.call("complete", trainer=0, step=1)
+            c2.call("complete", trainer=1, step=1)
+        finally:
+            c2.close()
+    finally:
+        c.close()
+    server.result(timeout=15)
+    np.testing.assert_allclose(ps_scope.find_var("w").value(), init_values(shapes)["w"] - LR * g, rtol=1e-6)
 
 
 def test_dc_asgd_sets_the_sending_trainer_id(monkeypatch):
