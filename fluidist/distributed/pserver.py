@@ -22,6 +22,15 @@ checkpoint root) and, in sync mode, against the trainer's step: a gradient once 
 once per step, a bounded number of requests waiting for a round. A request that breaks a rule, or
 whose handling raises, gets an error reply naming the trainer and the variable; the pserver serves on.
 Only a failed sync round (the job's state is then lost) or a trainer that died ends the loop early.
+
+Liveness: the socket's heartbeats tell when a trainer's connection is gone (``liveness.PeerTable``); a
+trainer that has spoken and whose connections have all been down for half of ``FLUIDIST_PEER_TIMEOUT``
+(killed, stopped, unreachable) ends the job with a message naming it, while a trainer that is merely
+slow is waited for without limit (unless ``FLAGS_rpc_deadline`` asks for one). A trainer that never
+spoke is given ``FLUIDIST_TRAINER_IDLE_TIMEOUT`` seconds (600) to show up, and a sync round waits for
+a barrier from a trainer that is not connected at most the default deadline. A trainer that stops
+because it lost another pserver says so in its ``complete`` (``msg``): in sync mode that ends the job
+with its reason.
 """
 import logging
 import os
@@ -32,7 +41,7 @@ import numpy as np
 
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
-from . import rpc
+from . import liveness, rpc
 from .authorize import Refused, ServingRules, parse_block_map as _pairs
 
 SYNC, ASYNC, HALF_ASYNC, GEO = 0, 1, 2, 3
@@ -110,9 +119,10 @@ class ParameterServer:
         self.deferred = []            # requests waiting for a round
         self.wait_since = None        # when the first barrier of the next round arrived
         self.server = None
-        # a trainer that sends nothing for this long and never closed is taken for dead
+        # a trainer that never sends anything for this long is taken for dead (once it spoke, heartbeats tell)
         self.idle_limit = float(os.environ.get("FLUIDIST_TRAINER_IDLE_TIMEOUT", "600"))
-        self.last_seen = [time.monotonic()] * self.fanin
+        self.started = time.monotonic()
+        self.spoke = [False] * self.fanin
 
     # -------------------------------------------------------------- loop
     def serve(self):
@@ -125,6 +135,7 @@ class ParameterServer:
                 if req is not None:
                     try:
                         self._handle(req)
+                        self._heard_from(req)
                     except (_BadRequest, Refused) as e:
                         self.server.error(req, str(e))
                     except _Fatal as e:
@@ -145,27 +156,52 @@ class ParameterServer:
         finally:
             self.server.close()
 
+    def _heard_from(self, req):
+        """A request of trainer k was accepted: its connection is k's (refused ones never count)."""
+        k = req.msg.trainer
+        self.spoke[k] = True
+        if self.server.peers is not None:
+            self.server.peers.seen(req.fd, k)
+
     def _poll_timeout(self):
         if self.wait_since is None:
             return 1.0
-        left = self.wait_since + self.server.deadline() - time.monotonic()
+        left = self.wait_since + self._barrier_limit() - time.monotonic()
         return min(1.0, max(0.0, left) + 0.001)
+
+    def _barrier_limit(self):
+        """Seconds a round waits for missing barriers: the deadline asked for, else the default one
+        (applied, with heartbeats on, only to trainers that are not connected)."""
+        explicit = rpc.explicit_deadline_seconds(self.deadline_ms)
+        return explicit if explicit is not None else rpc.deadline_seconds(self.deadline_ms)
 
     def _check_deadline(self):
         now = time.monotonic()
+        peers = self.server.peers
+        if peers is not None:
+            dead = {k: t for k, t in peers.update().dead(now).items() if k not in self.completed}
+            if dead:
+                raise _Fatal("%s lost %s connection to pserver %s %.1f s ago and did not come back (killed, stopped, "
+                             "or unreachable; %s)" % (_plural(dead), "its" if len(dead) == 1 else "their",
+                                                      self.endpoint, max(dead.values()) + peers.grace,
+                                                      liveness.describe_timeout(peers.timeout)))
         silent = [k for k in range(self.fanin)
-                  if k not in self.completed and now - self.last_seen[k] > self.idle_limit]
+                  if k not in self.completed and not self.spoke[k] and now - self.started > self.idle_limit]
         if silent:
-            raise _Fatal("%s sent nothing for %.1f s and never closed (Executor.close()); a trainer died or "
-                         "hangs (FLUIDIST_TRAINER_IDLE_TIMEOUT)" % (_plural(silent), self.idle_limit))
+            raise _Fatal("%s sent nothing to pserver %s within %.1f s of its start; a trainer died before its first "
+                         "request, or never started (FLUIDIST_TRAINER_IDLE_TIMEOUT)"
+                         % (_plural(silent), self.endpoint, self.idle_limit))
         if self.wait_since is None:
             return
-        waited = time.monotonic() - self.wait_since
-        limit = self.server.deadline()
+        waited = now - self.wait_since
+        limit = self._barrier_limit()
         if waited < limit:
             return
         arrived = [k for k in range(self.fanin) if self.barriers[k] > self.rounds]
         missing = [k for k in range(self.fanin) if self.barriers[k] <= self.rounds and k not in self.completed]
+        if (peers is not None and rpc.explicit_deadline_seconds(self.deadline_ms) is None
+                and all(peers.connected(k) for k in missing)):
+            return   # slow but alive: heartbeats say when one dies
         raise _Fatal("%s did not send the barrier of step %d within %.1f s (%s did); a trainer died or hangs"
                      % (_plural(missing), self.rounds + 1, limit, _plural(arrived)))
 
@@ -179,7 +215,6 @@ class ParameterServer:
         if k in self.completed:
             raise _BadRequest("trainer %d already sent 'complete' to pserver %s; it cannot send %r"
                               % (k, self.endpoint, m.kind))
-        self.last_seen[k] = time.monotonic()
         kind = m.kind
         if kind == "send":
             self.rules.check_send(m)
@@ -221,6 +256,10 @@ class ParameterServer:
             if m.value is not None:
                 raise _BadRequest("a 'complete' carries no value (trainer %d sent one)" % k)
             self.completed.add(k)
+            if m.get("msg"):   # the trainer stops because of an error elsewhere
+                if self.sync:
+                    raise _Fatal("trainer %d stopped: %s" % (k, m.get("msg")))
+                logger.warning("pserver %s: trainer %d stopped: %s", self.endpoint, k, m.get("msg"))
             self.server.reply(req)
             if self.sync:
                 self._advance()

@@ -1,15 +1,19 @@
 """A raw ZeroMQ peer of a pserver for the tests: sends any frames, well-formed or not, and reads the reply."""
 import zmq
 
-from fluidist.distributed import wire
+from fluidist.distributed import security, wire
 
 
 class RawPeer:
-    def __init__(self, endpoint, secure=True):
+    """``secret``: the job secret to present (default: this process's; None: a plain socket)."""
+
+    def __init__(self, endpoint, secret=""):
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.DEALER)
         self.sock.linger = 0
         self.endpoint = endpoint
+        if secret is not None:
+            security.secure_client(self.sock, secret or None)
         self.sock.connect("tcp://" + endpoint)
 
     def send(self, frames):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import zmq
 
-from fluidist.distributed import rpc, wire
+from fluidist.distributed import rpc, security, wire
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -93,6 +93,7 @@ def test_garbage_gets_an_error_reply_and_the_server_keeps_serving(echo):
     ctx = zmq.Context()
     raw = ctx.socket(zmq.DEALER)
     raw.linger = 0
+    security.secure_client(raw)
     raw.connect("tcp://" + echo.endpoint)
     try:
         bad = [

@@ -363,7 +363,7 @@ def test_trainer_that_never_sends_its_barrier_fails_the_pserver_within_its_deadl
 
 
 def test_pserver_killed_mid_run_makes_the_trainers_recv_fail_naming_the_endpoint(pservers, monkeypatch):
-    monkeypatch.setenv("FLAGS_rpc_deadline", "2000")
+    monkeypatch.delenv("FLAGS_rpc_deadline", raising=False)   # no deadline: the lost connection tells
     (ep,) = endpoints(1)
     shapes = {"w": (3,)}
     ps = pservers({"endpoint": ep, "fanin": 2, "params": shapes}, deadline_ms=60000)
@@ -376,11 +376,11 @@ def test_pserver_killed_mid_run_makes_the_trainers_recv_fail_naming_the_endpoint
     time.sleep(0.8)
     ps.proc.kill()
     t0 = time.monotonic()
-    with pytest.raises(rpc.RPCTimeout) as e:
+    with pytest.raises(rpc.PeerLost) as e:
         step.result(timeout=20)
-    assert time.monotonic() - t0 < 3.5
+    assert time.monotonic() - t0 < 2.0
     msg = str(e.value)
-    assert ("pserver %s did not answer 'recv w' (trainer 0, step 1)" % ep) in msg, msg
+    assert ("the connection to pserver %s was lost while waiting for 'recv w' (trainer 0, step 1)" % ep) in msg, msg
     assert "in op 2 'recv'" in msg
 
 
@@ -604,7 +604,7 @@ def test_op_attr_mismatches_are_named(monkeypatch):
         fluid.Executor(fluid.CPUPlace()).run(prog, feed={"a": np.zeros(2, np.float32)}, scope=fluid.Scope())
 
 
-def test_trainers_that_vanish_without_closing_fail_the_pserver_after_the_idle_limit(pservers, monkeypatch):
+def test_a_trainer_that_never_shows_up_fails_the_pserver_after_the_idle_limit(pservers, monkeypatch):
     """Async: trainer 0 trains and closes, trainer 1 never shows up; the pserver does not wait forever."""
     monkeypatch.setenv("FLAGS_rpc_deadline", "20000")
     monkeypatch.setenv("FLUIDIST_TRAINER_IDLE_TIMEOUT", "2")
@@ -614,4 +614,4 @@ def test_trainers_that_vanish_without_closing_fail_the_pserver_after_the_idle_li
     run_trainer(0, 2, {"w": ep}, shapes, 2, False, False)
     rc, out, err = ps.finish(timeout=20)
     assert rc != 0
-    assert "trainer 1 sent nothing for 2.0 s and never closed" in err
+    assert "trainer 1 sent nothing to pserver %s within 2.0 s of its start" % ep in err
