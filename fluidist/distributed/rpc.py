@@ -455,7 +455,10 @@ class Server:
                 if time.monotonic() >= until:
                     return None
                 continue
-            frames = self._sock.recv_multipart(copy=False)
+            try:   # never block after a poll: with CURVE and heartbeats a poll may wake without a message
+                frames = self._sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                continue
             t0 = time.perf_counter()
             peer, body = frames[0], frames[1:]
             fd = None

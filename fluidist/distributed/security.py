@@ -257,7 +257,9 @@ class _ZapHandler:
                 try:
                     if not sock.poll(200):
                         continue
-                    msg = sock.recv_multipart()
+                    msg = sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    continue
                 except zmq.ZMQError:   # the context is going away
                     break
                 sock.send_multipart(self._answer(msg))

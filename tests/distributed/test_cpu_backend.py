@@ -378,8 +378,21 @@ def test_id_round_trip_and_wrong_kind_is_refused():
 
 def test_comm_id_json_keeps_nccl_ids():
     for nid in (bytes(range(128)), tuple(range(-64, 64))):
-        cid = CommId(0, "nccl", "ab", "tcp://127.0.0.1:1", nid)
+        cid = CommId(0, "nccl", "0123456789abcdef", "tcp://127.0.0.1:1", nid)
         assert CommId.from_json(cid.to_json()).nccl_id == nid
+
+
+@pytest.mark.parametrize("field,value,why", [
+    ("token", "../../../etc/x", "not a session token"), ("token", 7, "not a session token"),
+    ("rendezvous", "ipc:///tmp/sock", "not tcp://host:port"), ("ring_id", "0", "not a ring id"),
+    ("ring_id", -1, "not a ring id"), ("backend", "gloo", "not 'cpu' or 'nccl'"),
+    ("nccl_id", {"bytes": "zz"}, "not an NCCL unique id"), ("nccl_id", [1, 2], "not an NCCL unique id"),
+])
+def test_a_received_id_is_checked_field_by_field(field, value, why):
+    d = CommId(0, "cpu", "0123456789abcdef", "tcp://127.0.0.1:1").to_json()
+    d[field] = value
+    with pytest.raises(ValueError, match=why):
+        CommId.from_json(d)
 
 
 def test_collective_timeout_env(monkeypatch):
