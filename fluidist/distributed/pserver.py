@@ -183,7 +183,7 @@ class ParameterServer:
             if dead:
                 raise _Fatal("%s lost %s connection to pserver %s %.1f s ago and did not come back (killed, stopped, "
                              "or unreachable; %s)" % (_plural(dead), "its" if len(dead) == 1 else "their",
-                                                      self.endpoint, max(dead.values()) + peers.grace,
+                                                      self.endpoint, max(dead.values()),
                                                       liveness.describe_timeout(peers.timeout)))
         silent = [k for k in range(self.fanin)
                   if k not in self.completed and not self.spoke[k] and now - self.started > self.idle_limit]

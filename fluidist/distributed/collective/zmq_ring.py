@@ -166,7 +166,7 @@ class ZmqCommunicator(_CPUCommunicator):
             if dead:
                 raise CollectiveError("rank %d of ring %d is gone: its connection has been down for %.1f s (it died, was "
                                       "stopped, or is unreachable; %s), so %s #%d cannot finish (seen from rank %d)"
-                                      % (j, self.ring_id, dead + link.grace, liveness.describe_timeout(link.timeout),
+                                      % (j, self.ring_id, dead, liveness.describe_timeout(link.timeout),
                                          opname, seq, self.rank))
 
     def _checked(self, msg, j, seq, sig):
