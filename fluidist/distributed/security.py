@@ -310,10 +310,13 @@ def _canonical(obj):
     return json.dumps({k: v for k, v in obj.items() if k != "mac"}, sort_keys=True, separators=(",", ":")).encode()
 
 
-def sign(obj, purpose, nonce, secret=None):
+FROM_ENV = object()   # ``secret`` default of sign/verify: this process's job secret (None: plain mode)
+
+
+def sign(obj, purpose, nonce, secret=FROM_ENV):
     """``obj`` with a ``mac`` proving (for ``purpose`` and the peer's ``nonce``) that its sender holds the
-    job secret; unchanged in plain mode."""
-    secret = job_secret() if secret is None else secret
+    job secret; unchanged in plain mode (``secret`` None)."""
+    secret = job_secret() if secret is FROM_ENV else secret
     if secret is None:
         return dict(obj)
     mac = hmac.new(secret.encode(), purpose.encode() + b"\0" + str(nonce).encode() + b"\0" + _canonical(obj),
@@ -321,9 +324,9 @@ def sign(obj, purpose, nonce, secret=None):
     return dict(obj, mac=mac)
 
 
-def verify(obj, purpose, nonce, who, secret=None):
+def verify(obj, purpose, nonce, who, secret=FROM_ENV):
     """Raise SecurityError naming ``who`` unless ``obj`` carries a valid ``mac`` (plain mode: none)."""
-    secret = job_secret() if secret is None else secret
+    secret = job_secret() if secret is FROM_ENV else secret
     got = obj.get("mac") if isinstance(obj, dict) else None
     if secret is None:
         if got is not None:
