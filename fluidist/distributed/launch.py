@@ -225,6 +225,15 @@ def add_elastic_arguments(parser):
          env=("PADDLE_ELASTIC_TIMEOUT",), help="seconds to wait for enough nodes")
     _add(g, "--elastic_ttl", dest="elastic_ttl", type=int, default=10, env=("PADDLE_ELASTIC_TTL",),
          help="seconds a node's registration outlives its launcher")
+    _add(g, "--elastic_ca", dest="elastic_ca", default=None,
+         help="CA certificate (PEM) that signed etcd's: talk to etcd over TLS (https)")
+    _add(g, "--elastic_cert", dest="elastic_cert", default=None,
+         help="this node's client certificate (PEM), when etcd asks for one (with --elastic_key)")
+    _add(g, "--elastic_key", dest="elastic_key", default=None, help="the key of --elastic_cert (PEM)")
+    _add(g, "--elastic_user", dest="elastic_user", default=None,
+         help="etcd user to log in as (etcd's auth; with --elastic_password_file)")
+    _add(g, "--elastic_password_file", dest="elastic_password_file", default=None,
+         help="file holding the password of --elastic_user (never on the command line)")
     return g
 
 
