@@ -234,13 +234,18 @@ def parse_block_map(entries, what):
     return out
 
 
-def serving_rules(program, endpoint=None):
-    """The rules of the program's ``listen_and_serv`` op on ``endpoint`` (the only one, if none names it)."""
+def listen_and_serv_op(program, endpoint=None):
+    """The program's ``listen_and_serv`` op on ``endpoint`` (the first one, if none names it), or None."""
     ops = [op for op in program.global_block().ops if op.type == "listen_and_serv"]
     mine = [op for op in ops if op.attr("endpoint") == endpoint] or ops
-    if not mine:
+    return mine[0] if mine else None
+
+
+def serving_rules(program, endpoint=None):
+    """The rules of the program's ``listen_and_serv`` op on ``endpoint`` (the only one, if none names it)."""
+    op = listen_and_serv_op(program, endpoint)
+    if op is None:
         raise ValueError("the program has no listen_and_serv op")
-    op = mine[0]
     return ServingRules(program, op.attr("endpoint"), int(op.attr("Fanin")), op.input("X"),
                         parse_block_map(op.attr("grad_to_block_id"), "grad_to_block_id"),
                         parse_block_map(op.attr("prefetch_var_name_to_block_id"), "prefetch_var_name_to_block_id"))

@@ -12,6 +12,7 @@ grace period, then SIGKILL. A child whose launcher dies gets SIGKILL from the ke
 (``PR_SET_PDEATHSIG``), and what the child started in its process group gets it from the launcher's
 watchdog (:mod:`fluidist.distributed.watchdog`), so no orphan survives even a ``kill -9`` of the launcher.
 """
+import atexit
 import ctypes
 import errno
 import ipaddress
@@ -518,6 +519,18 @@ def _pdeathsig_preexec():
 
 
 _watchdog = None
+
+
+def _close_watchdog_at_exit():
+    """At interpreter exit: end the watchdog's pipe (it kills what is left of the groups still listed,
+    normally none) and reap it."""
+    global _watchdog
+    if _watchdog is not None:
+        _watchdog.hang_up()
+        _watchdog = None
+
+
+atexit.register(_close_watchdog_at_exit)
 
 
 def job_watchdog():

@@ -60,6 +60,14 @@ def configure(sock, timeout=None):
     return t
 
 
+def _stop_monitor(sock, mon):
+    try:
+        sock.disable_monitor()
+    except zmq.ZMQError:
+        pass
+    mon.close(0)
+
+
 def _drain(mon):
     """The pending events of a monitor socket, without blocking."""
     out = []
@@ -124,11 +132,7 @@ class Link:
         return "the secure handshake failed"
 
     def close(self):
-        try:
-            self._sock.disable_monitor()
-        except zmq.ZMQError:
-            pass
-        self._mon.close(0)
+        _stop_monitor(self._sock, self._mon)
 
 
 class PeerTable:
@@ -186,11 +190,7 @@ class PeerTable:
         return {p: now - t for p, t in self.gone_since.items() if now - t > self.grace}
 
     def close(self):
-        try:
-            self._sock.disable_monitor()
-        except zmq.ZMQError:
-            pass
-        self._mon.close(0)
+        _stop_monitor(self._sock, self._mon)
 
 
 def describe_timeout(timeout):

@@ -42,7 +42,7 @@ import numpy as np
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from . import liveness, rpc
-from .authorize import Refused, ServingRules, parse_block_map as _pairs
+from .authorize import Refused, ServingRules, listen_and_serv_op, parse_block_map as _pairs
 
 SYNC, ASYNC, HALF_ASYNC, GEO = 0, 1, 2, 3
 LOOKUP_TABLE_PATH = "kLookupTablePath"
@@ -50,11 +50,11 @@ TRAINER_ID_VAR = "@TRAINER_ID@"
 _TRAINER_SUFFIX = re.compile(r"\.trainer_\d+$")
 
 
+logger = logging.getLogger("fluidist.distributed.pserver")
+
+
 class _BadRequest(Exception):
     """The request is wrong; the sender gets an error reply and the pserver keeps serving."""
-
-
-logger = logging.getLogger("fluidist.distributed.pserver")
 
 
 class _Fatal(Exception):
@@ -382,10 +382,9 @@ class ParameterServer:
 
 
 def _receive_names(program, endpoint):
-    """The ``X`` of the program's ``listen_and_serv`` op on ``endpoint`` (the only one, if none names it)."""
-    ops = [op for op in program.global_block().ops if op.type == "listen_and_serv"]
-    mine = [op for op in ops if op.attr("endpoint") == endpoint] or ops
-    return mine[0].input("X") if mine else []
+    """The ``X`` of the program's ``listen_and_serv`` op on ``endpoint`` (none: nothing received)."""
+    op = listen_and_serv_op(program, endpoint)
+    return op.input("X") if op is not None else []
 
 
 def _host_copy(value):

@@ -46,6 +46,10 @@ class Watchdog:
     def release(self):
         """The launcher is exiting normally: the watchdog exits without killing anything."""
         self._say("exit")
+        self.hang_up()
+
+    def hang_up(self):
+        """Close the pipe (without ``exit``, the groups still listed are killed) and reap the watchdog."""
         try:
             self._proc.stdin.close()
         except OSError:
@@ -54,6 +58,7 @@ class Watchdog:
             self._proc.wait(5)
         except subprocess.TimeoutExpired:
             self._proc.kill()
+            self._proc.wait()
 
 
 def main():

@@ -151,7 +151,7 @@ def test_forged_and_malformed_requests_are_refused_and_training_still_equals_loc
                     assert reply is not None, "%s: no reply from %s" % (label, ep)
                     assert reply.kind == "error" and why in reply.get("msg"), (label, reply.get("msg"))
                 rss0 = rss_kib(proc.pid)
-                bad = random_bad_messages(progs[ep], 1500, seed=len(counts))
+                bad = random_bad_messages(progs[ep], 1500, seed=eps.index(ep))
                 for label, frames in bad:
                     peer.send(frames)
                 for label, _ in bad:
@@ -159,11 +159,13 @@ def test_forged_and_malformed_requests_are_refused_and_training_still_equals_loc
                     assert reply is not None and reply.kind == "error", "no error reply to %s" % label
                     kind = label.split(":")[0].split(" ")[0]
                     counts[kind] = counts.get(kind, 0) + 1
+                counts["explicit forgeries"] = counts.get("explicit forgeries", 0) + len(forged_requests(progs[ep]))
                 # a frame larger than anything the program sends: dropped before it is buffered
                 limit = serving_rules(progs[ep], ep).max_message_bytes
                 peer.send([wire.encode("send", 1, "x")[0], b"\0" * (limit + 1)])
                 assert peer.reply(2) is None
                 grown = rss_kib(proc.pid) - rss0
+                counts["KiB grown on %s" % ep.rsplit(":", 1)[1]] = grown
                 assert grown < 24 * 1024, "pserver %s grew by %d KiB under the fuzz" % (ep, grown)
             assert proc.poll() is None, c.log("ps%d" % eps.index(ep))
         outs = []
@@ -172,7 +174,9 @@ def test_forged_and_malformed_requests_are_refused_and_training_still_equals_loc
             c.start("tr%d" % k, "pserver_model.py", ["--role", "trainer", "--trainer_id", k, "--out", outs[-1]] + common)
         c.check(timeout=150)
     with capsys.disabled():
-        print("\nlive pserver fuzz: %s refused, by kind: %s" % (sum(counts.values()), counts))
+        refused = {k: v for k, v in counts.items() if not k.startswith("KiB")}
+        print("\nlive pserver fuzz: %d refused, by kind: %s; memory: %s" % (
+            sum(refused.values()), refused, {k: v for k, v in counts.items() if k.startswith("KiB")}))
     results = [dict(np.load(o)) for o in outs]
     ref, params = local_history("dtable", "sgd", False, steps, batch * 2)
     for step in range(steps):

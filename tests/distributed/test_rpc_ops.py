@@ -378,9 +378,12 @@ def test_pserver_killed_mid_run_makes_the_trainers_recv_fail_naming_the_endpoint
     t0 = time.monotonic()
     with pytest.raises(rpc.PeerLost) as e:
         step.result(timeout=20)
-    assert time.monotonic() - t0 < 2.0
+    # at once when the recv was in flight; within the grace (half of FLUIDIST_PEER_TIMEOUT) when it was
+    # sent after the kill, on a loaded machine
+    assert time.monotonic() - t0 < 6.0
     msg = str(e.value)
-    assert ("the connection to pserver %s was lost while waiting for 'recv w' (trainer 0, step 1)" % ep) in msg, msg
+    assert ("the connection to pserver %s was lost while waiting for 'recv w' (trainer 0, step 1)" % ep in msg
+            or "pserver %s is gone: its connection has been down" % ep in msg), msg
     assert "in op 2 'recv'" in msg
 
 
