@@ -65,26 +65,35 @@ def _grad_var_like(block, grad_name, fwd_name):
                             stop_gradient=False)
 
 
-def _specs_for(block, path, requires, no_grad):
-    """Grad op specs in reverse op order, outputs trimmed to gradients that are wanted."""
+def _specs_for(block, path, requires, no_grad, checkpoints=None):
+    """Grad op specs in reverse op order, outputs trimmed to gradients that are wanted; with
+    ``checkpoints``, the recompute ops of ``recompute.py`` inserted."""
+    if checkpoints:
+        from .recompute import with_recompute
+        return with_recompute(block, path, lambda i: _op_specs(block, i, requires, no_grad), checkpoints)
     specs = []
     for i in reversed(path):
-        op = block.ops[i]
-        for spec in registry.make_grad_specs(op):
-            outs = {}
-            for slot, names in spec["outputs"].items():
-                keep = [n for n in names if _strip_grad(n) not in no_grad and
-                        (_strip_grad(n) in requires or _is_grad_leaf(block, _strip_grad(n)))]
-                if len(keep) == len(names):
-                    outs[slot] = names
-                elif keep and registry.get(spec["type"]).duplicable and slot in registry.get(spec["type"]).duplicable:
-                    outs[slot] = [n if n in keep else "@EMPTY@" for n in names]
-                elif keep:
-                    outs[slot] = names
-            if not outs:
-                continue
-            spec = dict(spec, outputs=outs)
-            specs.append(spec)
+        specs.extend(_op_specs(block, i, requires, no_grad))
+    return specs
+
+
+def _op_specs(block, i, requires, no_grad):
+    """The grad op specs of forward op ``i``."""
+    specs = []
+    for spec in registry.make_grad_specs(block.ops[i]):
+        outs = {}
+        for slot, names in spec["outputs"].items():
+            keep = [n for n in names if _strip_grad(n) not in no_grad and
+                    (_strip_grad(n) in requires or _is_grad_leaf(block, _strip_grad(n)))]
+            if len(keep) == len(names):
+                outs[slot] = names
+            elif keep and registry.get(spec["type"]).duplicable and slot in registry.get(spec["type"]).duplicable:
+                outs[slot] = [n if n in keep else "@EMPTY@" for n in names]
+            elif keep:
+                outs[slot] = names
+        if not outs:
+            continue
+        specs.append(dict(spec, outputs=outs))
     return specs
 
 
@@ -127,8 +136,9 @@ def _rename_repeated_outputs(specs, loss_grad):
     return out
 
 
-def _append_specs(block, specs, fwd_block=None):
-    """Append grad ops (and sums, and zero-fills for grads nobody produced) to ``block``."""
+def _append_specs(block, specs, fwd_block=None, on_op=None):
+    """Append grad ops (and sums, and zero-fills for grads nobody produced) to ``block``;
+    ``on_op(block)`` runs after each grad op and sum (Paddle's backward callbacks)."""
     produced = set()
     for spec in specs:
         if "sum" in spec:
@@ -136,6 +146,8 @@ def _append_specs(block, specs, fwd_block=None):
             _grad_var_like(block, g, _strip_grad(g))
             block.append_op("sum", inputs={"X": spec["parts"]}, outputs={"Out": [g]})
             produced.add(g)
+            if on_op is not None:
+                on_op(block)
             continue
         for slot, names in spec["inputs"].items():
             for n in names:
@@ -152,6 +164,27 @@ def _append_specs(block, specs, fwd_block=None):
                     _grad_var_like(block, n, _strip_grad(n))
                     produced.add(n)
         block.append_op(spec["type"], inputs=spec["inputs"], outputs=spec["outputs"], attrs=spec.get("attrs"))
+        if on_op is not None:
+            on_op(block)
+
+
+def _callbacks_hook(callbacks):
+    """``on_op`` calling each callback as Paddle does, ``cb(block=, context=grad_to_var)``, where
+    the context maps the gradients the last op wrote (final names, not renamed parts) to their
+    forward variables."""
+    if not callbacks:
+        return None
+    for cb in callbacks:
+        if not callable(cb):
+            raise ValueError("append_backward: callback %r is not callable" % (cb,))
+
+    def hook(block):
+        op = block.ops[-1]
+        context = {n: _strip_grad(n) for n in op.output_arg_names
+                   if n.endswith(GRAD_SUFFIX) and RENAME_INFIX not in n}
+        for cb in callbacks:
+            cb(block=block, context=context)
+    return hook
 
 
 def _set_op_role_vars(block, pairs, start):
@@ -165,7 +198,10 @@ def _set_op_role_vars(block, pairs, start):
 
 
 def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None, checkpoints=None):
-    """Append the backward pass of ``loss`` to its program; returns ``[(param, grad), ...]``."""
+    """Append the backward pass of ``loss`` to its program; returns ``[(param, grad), ...]``.
+
+    ``checkpoints`` (Variables): recompute the forward ops between them during backward instead of
+    reading their activations (see ``fluidist.recompute``)."""
     if not isinstance(loss, Variable):
         raise TypeError("append_backward: loss must be a Variable, got %r" % type(loss).__name__)
     block = loss.block
@@ -187,7 +223,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
 
     no_grad = _no_grad_names(block, no_grad_set)
     path, requires = _ops_on_path(block, loss_idx, [loss.name], no_grad)
-    specs = _specs_for(block, path, requires, no_grad)
+    specs = _specs_for(block, path, requires, no_grad, checkpoints)
     specs = _rename_repeated_outputs(specs, loss.name + GRAD_SUFFIX)
 
     start = len(block.ops)
@@ -197,7 +233,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
         block.append_op("fill_constant", outputs={"Out": [loss_grad]},
                         attrs={"shape": list(loss.shape or [1]), "value": 1.0, "dtype": loss.dtype or "float32"})
     with program._backward_role_guard():
-        _append_specs(block, specs)
+        _append_specs(block, specs, on_op=_callbacks_hook(callbacks))
 
     if parameter_list is not None:
         names = [p.name if isinstance(p, Variable) else p for p in parameter_list]
@@ -210,9 +246,6 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
         if block.has_var(g) and any(g in op.output_arg_names for op in block.ops[start:]):
             pairs.append((p, block.var(g)))
     _set_op_role_vars(block, [(p.name, g.name) for p, g in pairs], start)
-    if callbacks:
-        for cb in callbacks:
-            cb(block=block, context={})
     return pairs
 
 

@@ -1,5 +1,6 @@
 """``fluidist.layers``: what users call to build graphs."""
-from .io import data, layers_data  # noqa: F401
+from .io import (create_py_reader_by_data, data, double_buffer, layers_data, load, py_reader,  # noqa: F401
+                 read_file)
 from .nn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .layer_helper import LayerHelper  # noqa: F401
@@ -10,6 +11,23 @@ from .embedding import *  # noqa: F401,F403
 from .sequence import *  # noqa: F401,F403
 from .metric_op import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
+from .norm import *  # noqa: F401,F403
+from .nn_misc import *  # noqa: F401,F403
+from .conv_nd import *  # noqa: F401,F403
+from .resize import *  # noqa: F401,F403
+from .distance_loss import *  # noqa: F401,F403
+from .crf import *  # noqa: F401,F403
+from .sequence_loss import *  # noqa: F401,F403
+from .sampled_loss import *  # noqa: F401,F403
+from .py_func import *  # noqa: F401,F403
+from .ops import *  # noqa: F401,F403
+from .activation import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403
+from .manipulation import *  # noqa: F401,F403
+from .nn_math import *  # noqa: F401,F403
+from .vision import *  # noqa: F401,F403
+from .ctc import *  # noqa: F401,F403
+from .refused import *  # noqa: F401,F403  (last: the names fluidist refuses)
 
 from . import io as _io
 

@@ -1,9 +1,12 @@
 """Tensor ops: constants and random initialisers, assign, cast, sum, concat, split, reshape,
 transpose, and the small integer ops LR schedules need."""
+import weakref
+
 import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
 from ..core.tensor import SelectedRows, scatter_add
+from ..core.place import to_host
 
 
 def _shape_attr_infer(ctx):
@@ -164,9 +167,10 @@ def _sum_grad_maker(op):
 
 
 @register_op("sum", inputs=["X*"], outputs=["Out"], attrs={"use_mkldnn": False}, infer=_sum_infer,
-             grad=_sum_grad_maker)
+             grad=_sum_grad_maker, share_lod=("X", "Out"))
 def sum_(ctx, ins, attrs):
-    """Sum of dense tensors; of SelectedRows it concatenates rows (duplicates kept); mixed gives dense."""
+    """Sum of dense tensors; of SelectedRows it concatenates rows (duplicates kept); mixed gives dense.
+    Out keeps the LoD of the first X, as in Paddle (summed gradients of a LoD input keep its LoD)."""
     xs = [x for x in ins["X"] if x is not None]
     xp = ctx.xp
     if all(isinstance(x, SelectedRows) for x in xs):
@@ -363,3 +367,56 @@ def increment(ctx, ins, attrs):
              infer=lambda c: c.set_output("Out", [len(c.input_shape("Input") or [])], "int32"))
 def shape_op(ctx, ins, attrs):
     return {"Out": ctx.xp.asarray(np.array(ins["Input"].shape, dtype=np.int32))}
+
+
+# ------------------------------------------------------------------ coalesce_tensor
+_FUSED = {}    # id -> weak reference of the buffers coalesce_tensor made (collectives reduce them in place)
+
+
+def is_fused_buffer(x):
+    """True for a FusedOutput of ``coalesce_tensor``: its parts are other variables' values."""
+    ref = _FUSED.get(id(x))
+    return ref is not None and ref() is x
+
+
+def _remember_fused(x):
+    key = id(x)
+    _FUSED[key] = weakref.ref(x, lambda _, key=key: _FUSED.pop(key, None))
+
+
+def _coalesce_infer(ctx):
+    total, known = 0, True
+    for v in ctx.input_vars("Input"):
+        if v is None or v.shape is None or any(d < 0 for d in v.shape):
+            known = False
+            break
+        total += int(np.prod(v.shape))
+    ctx.set_output("FusedOutput", [total] if known else [-1], ctx.input_dtype("Input") or ctx.attr("dtype"))
+
+
+@register_op("coalesce_tensor", inputs=["Input*"], outputs=["Output*", "FusedOutput"],
+             attrs={"copy_data": False, "set_constant": False, "constant": 0.0, "dtype": "float32",
+                    "check_name": False}, infer=_coalesce_infer)
+def coalesce_tensor(ctx, ins, attrs):
+    """One flat ``FusedOutput`` holding every ``Input`` back to back; ``Output[i]`` is a view of its
+    part, shaped like ``Input[i]`` (so an op that writes ``FusedOutput`` in place, an all-reduce of all
+    gradients at once, updates every ``Output``). ``copy_data`` copies the inputs in; ``set_constant``
+    fills ``constant`` instead."""
+    xs = ins["Input"]
+    dtype = xs[0].dtype if xs else np.dtype(attrs["dtype"])
+    for x, name in zip(xs, ctx.op.inputs["Input"]):
+        if x.dtype != dtype:
+            raise TypeError("coalesce_tensor: %r is %s but %r is %s: the fused tensor has one dtype"
+                            % (name, x.dtype, ctx.op.inputs["Input"][0], dtype))
+    fused = ctx.xp.empty(sum(int(x.size) for x in xs), dtype=dtype)
+    if attrs["set_constant"]:
+        fused.fill(attrs["constant"])
+    outs, begin = [], 0
+    for x in xs:
+        part = fused[begin:begin + x.size]
+        if attrs["copy_data"] and not attrs["set_constant"]:
+            part[...] = x.reshape(-1)
+        outs.append(part.reshape(x.shape))
+        begin += x.size
+    _remember_fused(fused)
+    return {"Output": outs, "FusedOutput": fused}

@@ -6,7 +6,7 @@ import logging
 from ..framework.program import Program, default_main_program, default_startup_program
 from . import pserver as ps
 from .config import DistributeTranspilerConfig, ServerRuntimeConfig
-from .details import parse_endpoints
+from .details import gc_paused, parse_endpoints
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +31,7 @@ class DistributeTranspiler:
             raise TypeError("_set_server_config takes a ServerRuntimeConfig")
         self._server_config = server_config or ServerRuntimeConfig()
 
+    @gc_paused
     def transpile(self, trainer_id: int, program: Program | None = None, pservers: str = "127.0.0.1:6174",
                   trainers: int | str = 1, sync_mode: bool = True, startup_program: Program | None = None,
                   current_endpoint: str = "127.0.0.1:6174") -> None:
@@ -98,6 +99,7 @@ class DistributeTranspiler:
             raise RuntimeError("%s: call transpile() in pserver mode first" % what)
         return self._plan
 
+    @gc_paused
     def get_trainer_program(self, wait_port: bool = True) -> Program:
         """The trainer's program (the transpiled main program, rewritten in place). ``wait_port`` is
         accepted as in Paddle; the wait itself is the runtime's: a trainer's first request to a pserver
@@ -106,6 +108,7 @@ class DistributeTranspiler:
         ps.finish_trainer(plan, self.origin_program)
         return self.origin_program
 
+    @gc_paused
     def get_pserver_program(self, endpoint: str) -> Program:
         """The program of the pserver at ``endpoint``: a ``listen_and_serv`` op that receives gradients and
         serves parameters, with one optimize block per parameter (block) it owns. Running it serves until
@@ -118,6 +121,7 @@ class DistributeTranspiler:
         prog = self.get_pserver_program(endpoint)
         return prog, self.get_startup_program(endpoint, prog)
 
+    @gc_paused
     def get_startup_program(self, endpoint: str, pserver_program: Program | None = None,
                             startup_program: Program | None = None) -> Program:
         """The startup program of the pserver at ``endpoint``: it initializes the parameters (and their
