@@ -1,9 +1,14 @@
 import os
+import secrets
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+# One job secret for this test session (inherited by every process the tests start), so that no test
+# reads or makes the per-user default secret file.
+os.environ.setdefault("FLUIDIST_JOB_SECRET", secrets.token_urlsafe(32))
 
 
 @pytest.fixture(autouse=True)

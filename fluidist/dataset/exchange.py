@@ -10,7 +10,8 @@ that arrives early is kept for it. Everything waits under one deadline and the e
 workers still missing.
 
 A message is a JSON header (exchange number, sender, what it carries) plus raw array buffers;
-nothing is pickled, and a malformed message is an error naming its sender.
+nothing is pickled, and a malformed message is an error naming its sender. The sockets are CURVE
+sockets of the job, with heartbeats, like every socket of the runtime (``distributed.security``).
 """
 import json
 import os
@@ -19,6 +20,7 @@ import time
 import numpy as np
 import zmq
 
+from ..distributed import liveness, security
 from ..distributed.rpc import _tcp, context
 from .records import Records
 
@@ -106,6 +108,8 @@ class WorkerExchange:
         ctx = context()
         router = ctx.socket(zmq.ROUTER)
         router.setsockopt(zmq.LINGER, 5000)
+        security.secure_server(router)
+        liveness.configure(router)
         deadline = time.monotonic() + exchange_timeout()
         me = self.endpoints[self.rank]
         while True:
@@ -125,6 +129,8 @@ class WorkerExchange:
                     continue
                 d = ctx.socket(zmq.DEALER)
                 d.setsockopt(zmq.LINGER, 5000)
+                security.secure_client(d)
+                liveness.configure(d)
                 d.connect(_tcp(ep))
                 dealers[k] = d
             got = {self.rank: parts[self.rank]}
@@ -154,11 +160,15 @@ class WorkerExchange:
                                          [a.reshape(-1).view(np.uint8) for a in arrays], copy=False)
                         sent_at[k] = now
                 for sock, _ in poller.poll(200):
+                    try:   # never block after a poll: with CURVE and heartbeats a poll may wake without a message
+                        frames = sock.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        continue
                     if sock is router:
-                        ident, *msg = router.recv_multipart()
+                        ident, *msg = frames
                         self._on_part(router, ident, msg, rnd, got)
                     else:
-                        head = self._header(sock.recv_multipart()[0], "acknowledgement")
+                        head = self._header(frames[0], "acknowledgement")
                         if head.get("kind") == "ack" and head.get("round") == rnd:
                             acked.add(head.get("from"))
             return [got[k] for k in range(n)]

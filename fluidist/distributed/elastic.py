@@ -1,6 +1,7 @@
 """Elastic collective jobs: membership in etcd, a full restart of every node's trainers on change.
 
-Layout under ``/fluidist/elastic/<job_id>/``:
+Layout under ``/fluidist/elastic/<job_id>/`` (the job id percent-encoded, so no job's keys lie under
+another's: job ``a/nodes`` is ``a%2Fnodes``):
 
 - ``nodes/<uid>`` -- one key per live launcher, attached to a lease of ``--elastic_ttl`` seconds that a
   thread refreshes every ttl/3 s. The value (JSON) says the node's host, process count and endpoints.
@@ -21,21 +22,74 @@ with any count in range once the live set has been stable for a few seconds (or 
 
 Ranks are stable: survivors keep their rank where it still exists, newcomers fill the holes in
 registration order, then are appended.
+
+What etcd holds is checked before use: a plan or a node entry that is not what a launcher writes
+(``[]``, a member without its node, a bad endpoint) is ignored with a warning, and a plan that is
+ignored is replaced like a missing one. etcd is reached directly (no proxy), over TLS with
+``--elastic_ca`` (and ``--elastic_cert`` / ``--elastic_key`` for a client certificate), logged in with
+``--elastic_user`` and ``--elastic_password_file``.
 """
 import json
 import os
+import re
 import socket
 import sys
 import time
+import urllib.parse
 import uuid
 
 from .etcd_client import EtcdClient, EtcdError, Lease
 from .launch_utils import (Cluster, LaunchError, LaunchInterrupted, LocalJob, Pod, Trainer, check_ports_free,
                            describe_exit, exit_code_of, find_free_ports, logger, write_endpoints_log)
 
-__all__ = ["run_elastic", "parse_np", "assign_ranks", "desired_members", "ElasticNode"]
+__all__ = ["run_elastic", "parse_np", "assign_ranks", "desired_members", "ElasticNode", "job_prefix", "check_plan",
+           "check_node_info"]
 
 PREFIX = "/fluidist/elastic/"
+_ENDPOINT = re.compile(r"(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}\Z")
+
+
+def job_prefix(job_id):
+    """The etcd prefix of a job: the id percent-encoded (``/`` included), so jobs never nest."""
+    if not str(job_id).strip():
+        raise LaunchError("--job_id must not be empty")
+    return PREFIX + urllib.parse.quote(str(job_id), safe="") + "/"
+
+
+def check_node_info(info):
+    """The reason a node entry is not what a launcher writes, or None."""
+    if not isinstance(info, dict):
+        return "not an object"
+    if not isinstance(info.get("host"), str) or not info["host"]:
+        return "no host"
+    n = info.get("nproc")
+    if type(n) is not int or n < 1:
+        return "nproc %r is not a process count" % (n,)
+    eps = info.get("endpoints")
+    if not isinstance(eps, list) or len(eps) != n or not all(isinstance(e, str) and _ENDPOINT.match(e) for e in eps):
+        return "endpoints %r are not %d ip:port" % (eps, n)
+    if "gpu" in info and not isinstance(info["gpu"], bool):
+        return "gpu %r is not a boolean" % (info["gpu"],)
+    return None
+
+
+def check_plan(plan):
+    """The reason a plan is not what a launcher writes, or None."""
+    if not isinstance(plan, dict):
+        return "not an object"
+    gen, members, nodes = plan.get("gen"), plan.get("members"), plan.get("nodes")
+    if type(gen) is not int or gen < 1:
+        return "gen %r is not a generation" % (gen,)
+    if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members) \
+            or len(set(members)) != len(members):
+        return "members %r are not distinct node ids" % (members,)
+    if not isinstance(nodes, dict) or any(m not in nodes for m in members):
+        return "a member has no node entry"
+    for m in members:
+        why = check_node_info(nodes[m])
+        if why:
+            return "node %s: %s" % (m, why)
+    return None
 
 
 def parse_np(text):
@@ -102,8 +156,8 @@ class ElasticNode:
         host, _, port = server.rstrip("/").rpartition(":")
         if not host or not port.isdigit():
             raise LaunchError("--elastic_server must be host:port, got %r" % args.elastic_server)
-        self.client = EtcdClient(args.elastic_server, timeout=5.0)
-        self.prefix = PREFIX + args.job_id + "/"
+        self.client = _client(args)
+        self.prefix = job_prefix(args.job_id)
         self.nodes_prefix = self.prefix + "nodes/"
         self.plan_key = self.prefix + "plan"
         self.status_key = self.prefix + "status"
@@ -163,21 +217,37 @@ class ElasticNode:
         kvs = sorted(self.client.get_prefix(self.nodes_prefix), key=lambda kv: kv.create_revision)
         infos = {}
         for kv in kvs:
+            uid = kv.key[len(self.nodes_prefix):]
             try:
                 info = json.loads(kv.value)
             except ValueError:
+                info = None
+            why = check_node_info(info)
+            if why:
+                self._warn_once("node " + uid, "ignoring the node entry %s in etcd: %s" % (kv.key, why))
                 continue
-            infos[kv.key[len(self.nodes_prefix):]] = info
+            infos[uid] = info
         return list(infos), infos
+
+    def _warn_once(self, key, text):
+        seen = self.__dict__.setdefault("_warned", set())
+        if key not in seen:
+            seen.add(key)
+            logger.warning("elastic job %s: %s", self.args.job_id, text)
 
     def read_plan(self):
         kv = self.client.get(self.plan_key)
         if kv is None:
             return None, 0
         try:
-            return json.loads(kv.value), kv.mod_revision
+            plan = json.loads(kv.value)
         except ValueError:
+            plan = None
+        why = check_plan(plan)
+        if why:   # replaced like a missing plan (the compare-and-swap keeps its revision)
+            self._warn_once("plan %d" % kv.mod_revision, "ignoring the plan in etcd (%s): %s" % (self.plan_key, why))
             return None, kv.mod_revision
+        return plan, kv.mod_revision
 
     def completed(self):
         return self.client.get_value(self.status_key) == "completed"
@@ -213,7 +283,7 @@ class ElasticNode:
                 plan_ok = (plan is not None and plan["gen"] > after_gen and plan["members"] == want
                            and set(plan["members"]) <= set(alive))
                 if want is not None and settled and not plan_ok:
-                    new = {"gen": (plan["gen"] if plan else 0) + 1, "members": want,
+                    new = {"gen": max(plan["gen"] if plan else 0, after_gen) + 1, "members": want,
                            "nodes": {u: infos[u] for u in want}}
                     try:
                         if self.client.compare_and_put(self.plan_key, json.dumps(new), rev):
@@ -344,6 +414,27 @@ class ElasticNode:
             if job is not None:
                 job.close()
             self.leave()
+
+
+def _client(args):
+    """The etcd client of the launcher's --elastic_* options."""
+    password = None
+    path = getattr(args, "elastic_password_file", None)
+    if path:
+        try:
+            with open(path) as f:
+                password = f.read().strip()
+        except OSError as e:
+            raise LaunchError("--elastic_password_file %s: %s" % (path, e.strerror or e)) from None
+    user = getattr(args, "elastic_user", None)
+    if bool(user) != bool(path):
+        raise LaunchError("--elastic_user and --elastic_password_file go together")
+    try:
+        return EtcdClient(args.elastic_server, timeout=5.0, ca_file=getattr(args, "elastic_ca", None),
+                          cert_file=getattr(args, "elastic_cert", None), key_file=getattr(args, "elastic_key", None),
+                          user=user, password=password)
+    except EtcdError as e:
+        raise LaunchError(str(e)) from None
 
 
 def run_elastic(args, catcher, collective_devices, collective_specs):

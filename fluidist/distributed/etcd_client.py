@@ -7,12 +7,16 @@ put / get / range / delete, transactions (compare-and-swap), leases with a keep-
 watching a key or a prefix either by polling or through the watch stream.
 
 Every call has a deadline (``timeout`` seconds); a failure raises :class:`EtcdError` naming the
-server and the call.
+server and the call. The client talks to the server directly, whatever ``http_proxy`` says. For a real
+cluster it speaks TLS (``ca_file``: the CA that signed the server's certificate; ``cert_file`` and
+``key_file``: this client's certificate, when the server asks for one) and logs in with ``user`` and
+``password`` (etcd's auth: a token sent with every call, renewed when the server says it expired).
 """
 import base64
 import http.client
 import json
 import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -65,23 +69,70 @@ class KeyValue:
 
 
 class EtcdClient:
-    """Client for one etcd server, given as ``"host:port"`` or ``"http://host:port"``."""
+    """Client for one etcd server, given as ``"host:port"``, ``"http://host:port"`` or
+    ``"https://host:port"`` (https when any of the TLS files is given)."""
 
-    def __init__(self, endpoint, timeout=5.0):
+    def __init__(self, endpoint, timeout=5.0, ca_file=None, cert_file=None, key_file=None, user=None, password=None):
         endpoint = endpoint.strip().rstrip("/")
+        tls = bool(ca_file or cert_file or key_file)
         if not endpoint.startswith(("http://", "https://")):
-            endpoint = "http://" + endpoint
+            endpoint = ("https://" if tls else "http://") + endpoint
+        elif tls and endpoint.startswith("http://"):
+            raise EtcdError("etcd at %s: TLS files given for an http:// address; write https://" % endpoint)
+        if bool(cert_file) != bool(key_file):
+            raise EtcdError("etcd at %s: a client certificate needs both its file and its key file" % endpoint)
+        if bool(user) != (password is not None):
+            raise EtcdError("etcd at %s: a login needs both a user and a password" % endpoint)
         self.endpoint = endpoint
         self.timeout = float(timeout)
+        self._ssl = None
+        if endpoint.startswith("https://"):
+            try:
+                self._ssl = ssl.create_default_context(cafile=ca_file)
+                if cert_file:
+                    self._ssl.load_cert_chain(cert_file, key_file)
+            except (OSError, ssl.SSLError) as e:
+                raise EtcdError("etcd at %s: cannot load the TLS files: %s" % (endpoint, e)) from None
+        # no proxy handler: etcd is reached directly whatever http_proxy / https_proxy say
+        handlers = [urllib.request.ProxyHandler({})]
+        if self._ssl is not None:
+            handlers.append(urllib.request.HTTPSHandler(context=self._ssl))
+        self._opener = urllib.request.build_opener(*handlers)
+        self._user, self._password = user, password
+        self._token = None
 
     # -- plumbing -----------------------------------------------------------------------------
+    def _headers(self):
+        h = {"Content-Type": "application/json"}
+        if self._token:
+            h["Authorization"] = self._token
+        return h
+
+    def _login(self):
+        self._token = None
+        out = self._post("/v3/auth/authenticate", {"name": self._user, "password": self._password}, None)
+        token = out.get("token")
+        if not token:
+            raise EtcdError("etcd at %s: logging in as %r gave no token" % (self.endpoint, self._user))
+        self._token = token
+
     def _call(self, path, body, timeout=None):
+        if self._user and self._token is None:
+            self._login()
+        try:
+            return self._post(path, body, timeout)
+        except EtcdError as e:
+            if not (self._user and ("invalid auth token" in str(e) or "HTTP 401" in str(e))):
+                raise
+        self._login()          # the token expired: log in again, once
+        return self._post(path, body, timeout)
+
+    def _post(self, path, body, timeout):
         url = self.endpoint + path
         data = json.dumps(body).encode("utf-8")
-        req = urllib.request.Request(url, data=data, method="POST",
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(url, data=data, method="POST", headers=self._headers())
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout if timeout is None else timeout) as resp:
+            with self._opener.open(req, timeout=self.timeout if timeout is None else timeout) as resp:
                 text = resp.read().decode("utf-8")
         except urllib.error.HTTPError as e:
             detail = e.read().decode("utf-8", "replace")[:500]
@@ -91,7 +142,13 @@ class EtcdClient:
             raise EtcdError("etcd at %s: %s failed: %s" % (self.endpoint, path, reason)) from None
         # A stream call (keepalive) answers {"result": ...} lines; plain calls answer one object.
         line = text.strip().splitlines()[0] if text.strip() else "{}"
-        out = json.loads(line)
+        try:
+            out = json.loads(line)
+        except ValueError:
+            out = None
+        if not isinstance(out, dict):
+            raise EtcdError("etcd at %s: %s answered something that is not a JSON object: %r"
+                            % (self.endpoint, path, line[:200]))
         if "error" in out:
             raise EtcdError("etcd at %s: %s error: %s" % (self.endpoint, path, out["error"]))
         return out.get("result", out)
@@ -99,8 +156,8 @@ class EtcdClient:
     def version(self, timeout=None):
         """The server's version info (a GET on ``/version``); also a cheap health check."""
         try:
-            with urllib.request.urlopen(self.endpoint + "/version",
-                                        timeout=self.timeout if timeout is None else timeout) as resp:
+            with self._opener.open(self.endpoint + "/version", timeout=self.timeout if timeout is None else timeout) \
+                    as resp:
                 return json.loads(resp.read().decode("utf-8"))
         except (urllib.error.URLError, socket.timeout, OSError, ValueError) as e:
             raise EtcdError("etcd at %s: /version failed: %s" % (self.endpoint, getattr(e, "reason", e))) from None
@@ -217,12 +274,16 @@ class EtcdClient:
             body["create_request"]["start_revision"] = str(int(start_revision))
         parsed = urllib.parse.urlsplit(self.endpoint)
         deadline = time.monotonic() + timeout
-        conn_cls = http.client.HTTPSConnection if parsed.scheme == "https" else http.client.HTTPConnection
-        conn = conn_cls(parsed.hostname, parsed.port, timeout=max(0.1, min(timeout, self.timeout)))
+        if self._user and self._token is None:
+            self._login()
+        conn_timeout = max(0.1, min(timeout, self.timeout))
+        if parsed.scheme == "https":
+            conn = http.client.HTTPSConnection(parsed.hostname, parsed.port, timeout=conn_timeout, context=self._ssl)
+        else:
+            conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=conn_timeout)
         try:
             try:
-                conn.request("POST", "/v3/watch", json.dumps(body).encode("utf-8"),
-                             {"Content-Type": "application/json"})
+                conn.request("POST", "/v3/watch", json.dumps(body).encode("utf-8"), self._headers())
                 sock = conn.sock  # kept: the response reads from it even if the connection lets go
                 resp = conn.getresponse()
             except (OSError, http.client.HTTPException) as e:

@@ -51,8 +51,10 @@ from .launch_utils import (LaunchError, LaunchInterrupted, LocalJob, ProcSpec, S
                            get_cluster, get_gpus, parse_endpoints, parse_ips, pick_node_ip, split_devices,
                            split_endpoint, write_endpoints_log, logger)
 from . import launch_utils
-from .master_rendezvous import (accept_json_line, connect_until, let_clients_close_first, master_rendezvous,
-                                parse_nnodes, recv_json_line as _recv_line)
+from .launch_secret import child_security_env, resolve_job_secret
+from .master_rendezvous import (accept_member, connect_until, join_exchange, let_clients_close_first,
+                                master_rendezvous, parse_nnodes, reply_member)
+from .security import FROM_ENV
 
 __all__ = ["main", "build_parser", "parse_args", "run", "run_collective", "run_ps", "build_collective",
            "start_collective", "add_base_arguments", "add_collective_arguments", "add_ps_arguments",
@@ -156,6 +158,11 @@ def add_base_arguments(parser):
     _add(g, "--started_port", "--start_port", dest="started_port", type=int, default=None,
          help="first port on each node (collective: default free ports on one node, else %d)"
               % DEFAULT_COLLECTIVE_PORT)
+    _add(g, "--secret_file", dest="secret_file", default=None, env=("FLUIDIST_SECRET_FILE",),
+         help="file holding the job secret every node shares (mode 0600; make one with `python -m "
+              "fluidist.distributed.security new FILE`); required on several nodes; a job on one node gets a fresh one")
+    _flag(g, "--insecure", dest="insecure",
+          help="plain sockets: no authentication, no encryption (a warning says so)")
     return g
 
 
@@ -218,6 +225,15 @@ def add_elastic_arguments(parser):
          env=("PADDLE_ELASTIC_TIMEOUT",), help="seconds to wait for enough nodes")
     _add(g, "--elastic_ttl", dest="elastic_ttl", type=int, default=10, env=("PADDLE_ELASTIC_TTL",),
          help="seconds a node's registration outlives its launcher")
+    _add(g, "--elastic_ca", dest="elastic_ca", default=None,
+         help="CA certificate (PEM) that signed etcd's: talk to etcd over TLS (https)")
+    _add(g, "--elastic_cert", dest="elastic_cert", default=None,
+         help="this node's client certificate (PEM), when etcd asks for one (with --elastic_key)")
+    _add(g, "--elastic_key", dest="elastic_key", default=None, help="the key of --elastic_cert (PEM)")
+    _add(g, "--elastic_user", dest="elastic_user", default=None,
+         help="etcd user to log in as (etcd's auth; with --elastic_password_file)")
+    _add(g, "--elastic_password_file", dest="elastic_password_file", default=None,
+         help="file holding the password of --elastic_user (never on the command line)")
     return g
 
 
@@ -293,6 +309,8 @@ def print_arguments(args, out=None):
     out = out or sys.stdout
     out.write("-----------  Configuration Arguments -----------\n")
     for k, v in sorted(vars(args).items()):
+        if k == "job_secret":
+            continue   # never printed
         out.write("%s: %s\n" % (k, v))
     out.write("------------------------------------------------\n")
     out.flush()
@@ -533,7 +551,8 @@ def build_collective_master(args, catcher=None):
     rank, nodes = master_rendezvous(
         args.master, args.nnodes or "1", args.node_rank, node_ip, len(devices),
         lambda ip: [format_endpoint(ip, p) for p in _ports(args, ip, len(devices), free=True)],
-        timeout=args.rendezvous_timeout, last_call=args.rendezvous_last_call, catcher=catcher)
+        timeout=args.rendezvous_timeout, last_call=args.rendezvous_last_call, catcher=catcher,
+        secret=getattr(args, "job_secret", FROM_ENV))
     cluster = cluster_from_nodes(nodes, devices)
     logger.debug("get cluster from the rendezvous at %s: %s", args.master, cluster)
     return cluster, cluster.pods[rank], use_gpu
@@ -596,7 +615,7 @@ def start_collective(args, cluster, pod, use_gpu, catcher, met=False):
         node_rendezvous(cluster, pod, _port_of(cluster.pods[0].trainers[0].endpoint),
                         {"nproc": len(pod.trainers), "ips": cluster.pods_endpoints(),
                          "endpoints": cluster.trainers_endpoints()},
-                        timeout=args.rendezvous_timeout, catcher=catcher)
+                        timeout=args.rendezvous_timeout, catcher=catcher, secret=getattr(args, "job_secret", FROM_ENV))
     if args.log_dir:
         os.makedirs(args.log_dir, exist_ok=True)
         write_endpoints_log(args.log_dir, [("PADDLE_TRAINER_ENDPOINTS", cluster.trainers_endpoints())])
@@ -631,7 +650,9 @@ def _disagreement(mine, theirs, my_ip, their_ip):
     return None
 
 
-def node_rendezvous(cluster, pod, port, info, timeout, catcher=None):
+def node_rendezvous(cluster, pod, port, info, timeout, catcher=None, secret=FROM_ENV):
+    """Node 0 waits on ``port`` for every other node of the list; each proves the job secret (see
+    :mod:`fluidist.distributed.master_rendezvous`) and says what it is about to run."""
     ips = cluster.pods_endpoints()
     root = ips[0]
     deadline = time.monotonic() + timeout
@@ -657,7 +678,7 @@ def node_rendezvous(cluster, pod, port, info, timeout, catcher=None):
                     missing = [ip for ip in ips[1:] if ip not in peers]
                     raise LaunchError("rendezvous: waited %.0f s on %s:%d for the launchers of nodes %s"
                                       % (timeout, root, port, ",".join(missing)))
-                got = accept_json_line(srv, deadline, catcher)
+                got = accept_member(srv, deadline, catcher, secret)
                 if got is None:
                     continue
                 conn, msg = got
@@ -665,20 +686,19 @@ def node_rendezvous(cluster, pod, port, info, timeout, catcher=None):
                 if peer not in ips[1:] or peer in peers:
                     why = "lists a node IP %s that is not among %s" % (peer, ",".join(ips[1:])) \
                         if peer not in ips[1:] else "node %s connected twice" % peer
-                    conn.sendall((json.dumps({"ok": False, "error": why}) + "\n").encode())
+                    reply_member(conn, {"ok": False, "error": why}, msg, secret)
                     conn.close()
                     continue
-                peers[peer] = conn
+                peers[peer] = (conn, msg)
                 error = _disagreement(info, msg, root, peer)
-            reply = (json.dumps({"ok": error is None, "error": error}) + "\n").encode()
-            for conn in peers.values():
+            for conn, msg in peers.values():
                 try:
-                    conn.sendall(reply)
+                    reply_member(conn, {"ok": error is None, "error": error}, msg, secret)
                 except OSError:
                     pass
-            let_clients_close_first(peers.values())
+            let_clients_close_first([conn for conn, _ in peers.values()])
         finally:
-            for conn in peers.values():
+            for conn, _ in peers.values():
                 conn.close()
             srv.close()
         if error:
@@ -689,8 +709,7 @@ def node_rendezvous(cluster, pod, port, info, timeout, catcher=None):
     what = "node 0 (%s:%d)" % (root, port)
     conn = connect_until(root, port, deadline, catcher, what, timeout)
     try:
-        conn.sendall((json.dumps(info) + "\n").encode())
-        reply = _recv_line(conn, deadline, catcher, what)
+        reply = join_exchange(conn, info, deadline, catcher, what, secret)
     except OSError as e:
         raise LaunchError("rendezvous with %s failed: %s" % (what, e))
     finally:
@@ -859,6 +878,8 @@ def run(args, mode=None):
     try:
         apply_slurm(args)
         mode = mode or decide_mode(args)
+        args.job_secret = resolve_job_secret(args, mode)
+        launch_utils.CHILD_SECURITY = child_security_env(args.job_secret)
         if args.print_config:
             print_arguments(args)
         with SignalCatcher() as catcher:
@@ -875,6 +896,8 @@ def run(args, mode=None):
     except LaunchInterrupted as e:  # before any child started
         logger.error("%s before the job started", e)
         return 128 + e.signum
+    finally:
+        launch_utils.release_watchdog()
 
 
 def main(argv=None):

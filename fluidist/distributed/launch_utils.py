@@ -9,8 +9,10 @@ the processes of a node: node k, local i has rank ``k * nproc + i``.
 Processes are started each in its own session (so in its own process group) with ``-u`` and their
 output in ``log_dir/<role>log.<local index>``; stopping one means SIGTERM to its whole group, a
 grace period, then SIGKILL. A child whose launcher dies gets SIGKILL from the kernel
-(``PR_SET_PDEATHSIG``), so no orphan survives even a ``kill -9`` of the launcher.
+(``PR_SET_PDEATHSIG``), and what the child started in its process group gets it from the launcher's
+watchdog (:mod:`fluidist.distributed.watchdog`), so no orphan survives even a ``kill -9`` of the launcher.
 """
+import atexit
 import ctypes
 import errno
 import ipaddress
@@ -21,6 +23,8 @@ import socket
 import subprocess
 import sys
 import time
+
+from .watchdog import Watchdog
 
 logger = logging.getLogger("fluidist.launch")
 
@@ -443,16 +447,23 @@ class _LogEcho:
 # --------------------------------------------------------------------------------------------
 # The launcher's --log_level, passed to the children as FLUIDIST_LOG_LEVEL (None: the environment's own)
 CHILD_LOG_LEVEL = None
+# The job secret's variables for the children (launch_secret.child_security_env; None values are removed)
+CHILD_SECURITY = {}
 
 
 def child_base_env():
     """The launcher's environment minus the proxy variables (children talk to peers directly), with
-    ``FLUIDIST_LOG_LEVEL`` from ``--log_level``."""
+    ``FLUIDIST_LOG_LEVEL`` from ``--log_level`` and the job secret's variables."""
     env = dict(os.environ)
     for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
         env.pop(k, None)
     if CHILD_LOG_LEVEL is not None:
         env["FLUIDIST_LOG_LEVEL"] = str(CHILD_LOG_LEVEL)
+    for k, v in CHILD_SECURITY.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
     return env
 
 
@@ -507,11 +518,43 @@ def _pdeathsig_preexec():
     return preexec
 
 
+_watchdog = None
+
+
+def _close_watchdog_at_exit():
+    """At interpreter exit: end the watchdog's pipe (it kills what is left of the groups still listed,
+    normally none) and reap it."""
+    global _watchdog
+    if _watchdog is not None:
+        _watchdog.hang_up()
+        _watchdog = None
+
+
+atexit.register(_close_watchdog_at_exit)
+
+
+def job_watchdog():
+    """This launcher's watchdog (started on first use): it kills the children's groups if we die."""
+    global _watchdog
+    if _watchdog is None or _watchdog._proc.poll() is not None:
+        _watchdog = Watchdog()
+    return _watchdog
+
+
+def release_watchdog():
+    """The launcher exits normally: its watchdog goes without killing anything."""
+    global _watchdog
+    if _watchdog is not None:
+        _watchdog.release()
+        _watchdog = None
+
+
 class _Proc:
-    def __init__(self, spec, popen, log_file):
+    def __init__(self, spec, popen, log_file, watchdog=None):
         self.spec = spec
         self.popen = popen
         self.log_file = log_file
+        self.watchdog = watchdog
         self.stopped = False  # True once the launcher itself signalled it
         self.swept = False
 
@@ -529,6 +572,8 @@ class _Proc:
                 os.killpg(self.popen.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+            if self.watchdog is not None:
+                self.watchdog.forget(self.popen.pid)
         return code
 
 
@@ -550,6 +595,7 @@ class LocalJob:
         ``log_mode`` ``"w"`` starts each log afresh (a failure report then shows only this run);
         ``"a"`` appends after a separator line (an elastic job's later generations)."""
         preexec = _pdeathsig_preexec()
+        watchdog = job_watchdog()
         for spec in specs:
             if self.catcher is not None:
                 self.catcher.check()
@@ -571,7 +617,8 @@ class LocalJob:
                 if log_file:
                     log_file.close()
                 raise LaunchError("cannot start %s: %s" % (spec.describe(), e)) from None
-            self.procs.append(_Proc(spec, popen, log_file))
+            watchdog.watch(popen.pid)   # its group is its pid: start_new_session
+            self.procs.append(_Proc(spec, popen, log_file, watchdog))
             logger.info("started %s pid %d%s", spec.describe(), popen.pid,
                         ", log " + spec.log_path if spec.log_path else "")
         return self

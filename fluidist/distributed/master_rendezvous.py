@@ -10,18 +10,25 @@ endpoints it chose on that IP, and its ``--node_rank`` if it has one. The host w
 else the host first and the others in the order they joined) and answers every node with the whole node
 list. Clients close first, so the master port is not left in TIME_WAIT on the host.
 
+Every node proves it holds the job secret: the host opens each connection with a fresh nonce, the
+joining node's line carries an HMAC of its content and that nonce (and a nonce of its own), and the
+host's answer an HMAC of the answer and the joiner's nonce. A node without the secret is refused (and
+logged) while the rendezvous goes on; a joiner that gets an answer without a valid proof stops. With
+``--insecure`` everywhere, no proofs.
+
 Nodes may share an IP (several launchers on one machine): their trainers listen on different ports.
 """
 import json
 import socket
 import time
 
+from . import security
 from .launch_utils import LaunchError, logger, split_endpoint
 
-__all__ = ["parse_master", "parse_nnodes", "master_rendezvous", "recv_json_line", "accept_json_line",
-           "let_clients_close_first", "connect_until"]
+__all__ = ["parse_master", "parse_nnodes", "master_rendezvous", "recv_json_line", "accept_member", "reply_member",
+           "join_exchange", "let_clients_close_first", "connect_until"]
 
-PROTOCOL = 1
+PROTOCOL = 2
 
 
 def parse_master(text):
@@ -62,18 +69,58 @@ def recv_json_line(sock, deadline, catcher, what):
     return json.loads(buf.split(b"\n", 1)[0].decode("utf-8"))
 
 
-def accept_json_line(srv, deadline, catcher):
-    """``(connection, message)`` of the next node that connects to the listening ``srv`` and sends its JSON
-    line, or None when nobody connected within the socket's timeout or the line was unreadable."""
+def accept_member(srv, deadline, catcher, secret):
+    """``(connection, message)`` of the next node that connects to the listening ``srv``, challenged with a
+    nonce and proven to hold ``secret`` (None: plain mode); None when nobody connected within the socket's
+    timeout, the line was unreadable, or the node failed the proof (it is told why, and logged)."""
     try:
         conn, addr = srv.accept()
     except socket.timeout:
         return None
+    who = "node at %s" % addr[0]
+    nonce = security.new_nonce()
     try:
-        return conn, recv_json_line(conn, min(deadline, time.monotonic() + 10), catcher, "node at %s" % addr[0])
-    except (LaunchError, ValueError):
+        conn.sendall((json.dumps({"v": PROTOCOL, "nonce": nonce}) + "\n").encode("utf-8"))
+        msg = recv_json_line(conn, min(deadline, time.monotonic() + 10), catcher, who)
+        if not isinstance(msg, dict):
+            raise ValueError("not a JSON object")
+        security.verify(msg, "join", nonce, who, secret)
+    except security.SecurityError as e:
+        logger.warning("rendezvous: refused a connection: %s", e)
+        _send(conn, {"ok": False, "error": str(e)})
         conn.close()
         return None
+    except (LaunchError, ValueError, OSError):
+        conn.close()
+        return None
+    return conn, msg
+
+
+def reply_member(conn, obj, member, secret):
+    """Answer ``member`` (its message) with ``obj``, proven with the secret against the member's nonce."""
+    _send(conn, security.sign(obj, "welcome", member.get("nonce"), secret))
+
+
+def join_exchange(conn, info, deadline, catcher, what, secret):
+    """The joining side: read the host's challenge, send ``info`` with its proof, return the host's
+    proven answer (LaunchError when the host is of another job, version or secret)."""
+    challenge = recv_json_line(conn, deadline, catcher, what)
+    if not isinstance(challenge, dict) or challenge.get("v") != PROTOCOL or not isinstance(challenge.get("nonce"), str):
+        raise LaunchError("rendezvous: %s speaks another rendezvous protocol than this launcher's %d (mixed fluidist "
+                          "versions, or not a fluidist launcher)" % (what, PROTOCOL))
+    nonce = security.new_nonce()
+    conn.sendall((json.dumps(security.sign(dict(info, nonce=nonce), "join", challenge["nonce"], secret))
+                  + "\n").encode("utf-8"))
+    reply = recv_json_line(conn, deadline, catcher, what)
+    if not isinstance(reply, dict):
+        raise LaunchError("rendezvous: %s answered something that is not a JSON object" % what)
+    if reply.get("ok") is False and "mac" not in reply:
+        raise LaunchError("rendezvous: %s" % reply.get("error"))
+    try:
+        security.verify(reply, "welcome", nonce, what, secret)
+    except security.SecurityError as e:
+        raise LaunchError("rendezvous: %s" % e) from None
+    return reply
 
 
 def let_clients_close_first(conns, seconds=5):
@@ -149,7 +196,7 @@ def _check_member(members, msg, mine):
     return None
 
 
-def _host(srv, mine, lo, hi, deadline, last_call, catcher, where):
+def _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret):
     members, conns = [mine], []
     error = None
     last_join = time.monotonic()
@@ -166,7 +213,7 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where):
                 error = ("waited on %s for %d node(s) but only %d joined (%s); start the launchers of the "
                          "others, or raise --rendezvous_timeout" % (where, lo, n, ",".join(m["node_ip"] for m in members)))
                 break
-            got = accept_json_line(srv, deadline, catcher)
+            got = accept_member(srv, deadline, catcher, secret)
             if got is None:
                 continue
             conn, msg = got
@@ -179,8 +226,8 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where):
             if ranks != list(range(len(members))):
                 error = "node ranks %s are not 0..%d" % (ranks, len(members) - 1)
         if error is not None:
-            for conn in conns:
-                _send(conn, {"ok": False, "error": error})
+            for conn, member in zip(conns, members[1:]):
+                reply_member(conn, {"ok": False, "error": error}, member, secret)
             raise LaunchError("rendezvous: " + error)
         if mine["node_rank"] is not None:
             order = sorted(range(len(members)), key=lambda i: members[i]["node_rank"])
@@ -189,7 +236,7 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where):
         nodes = [{"ip": members[i]["node_ip"], "endpoints": members[i]["endpoints"]} for i in order]
         rank_of = {i: k for k, i in enumerate(order)}
         for i, conn in enumerate(conns, start=1):
-            _send(conn, {"ok": True, "node_rank": rank_of[i], "nodes": nodes})
+            reply_member(conn, {"ok": True, "node_rank": rank_of[i], "nodes": nodes}, members[i], secret)
         let_clients_close_first(conns)
         logger.info("rendezvous: %d node(s) met on %s", len(members), where)
         return rank_of[0], nodes
@@ -199,14 +246,13 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where):
         srv.close()
 
 
-def _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout):
+def _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout, secret):
     what = "the master %s:%d" % (host, port)
     conn = connect_until(host, port, deadline, catcher, what, timeout)
     try:
         ip = node_ip or conn.getsockname()[0]
         info = {"v": PROTOCOL, "node_ip": ip, "nproc": nproc, "endpoints": make_endpoints(ip), "node_rank": node_rank}
-        conn.sendall((json.dumps(info) + "\n").encode("utf-8"))
-        reply = recv_json_line(conn, deadline, catcher, what)
+        reply = join_exchange(conn, info, deadline, catcher, what, secret)
     except OSError as e:
         raise LaunchError("rendezvous with %s failed: %s" % (what, e)) from None
     finally:
@@ -217,9 +263,10 @@ def _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catch
 
 
 def master_rendezvous(master, nnodes, node_rank, node_ip, nproc, make_endpoints, timeout=300.0, last_call=5.0,
-                      catcher=None):
+                      catcher=None, secret=security.FROM_ENV):
     """Meet the other nodes at ``master`` (``"host:port"``); returns ``(this node's rank, nodes)`` where
-    ``nodes[k]`` is ``{"ip": ..., "endpoints": [...]}`` for node rank k.
+    ``nodes[k]`` is ``{"ip": ..., "endpoints": [...]}`` for node rank k. ``secret``: the job secret every
+    node proves (None: plain mode; default: this process's).
 
     ``nnodes``: ``"N"`` or ``"N:M"``; ``node_rank``: int or None (assigned by the host);
     ``make_endpoints(ip)``: this node's trainer endpoints once its IP is known."""
@@ -244,5 +291,5 @@ def master_rendezvous(master, nnodes, node_rank, node_ip, nproc, make_endpoints,
         ip = node_ip or host_ip
         mine = {"v": PROTOCOL, "node_ip": ip, "nproc": nproc, "endpoints": make_endpoints(ip),
                 "node_rank": node_rank}
-        return _host(srv, mine, lo, hi, deadline, last_call, catcher, where)
-    return _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout)
+        return _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret)
+    return _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout, secret)

@@ -15,7 +15,24 @@ One thread, one ROUTER socket (``rpc.Server``):
 - GEO (3) is not supported.
 It serves until each of the ``Fanin`` trainers has sent "complete", then returns. The blocks it runs
 are run by a callback: the loop itself knows programs only as data (names, dtypes, shapes).
+
+Every request is checked against what the program allows (``authorize.ServingRules``: the gradient
+blocks it receives with their dtypes, shapes and kinds, what it serves, its prefetch tables, the
+checkpoint root) and, in sync mode, against the trainer's step: a gradient once per step, a barrier
+once per step, a bounded number of requests waiting for a round. A request that breaks a rule, or
+whose handling raises, gets an error reply naming the trainer and the variable; the pserver serves on.
+Only a failed sync round (the job's state is then lost) or a trainer that died ends the loop early.
+
+Liveness: the socket's heartbeats tell when a trainer's connection is gone (``liveness.PeerTable``); a
+trainer that has spoken and whose connections have all been down for half of ``FLUIDIST_PEER_TIMEOUT``
+(killed, stopped, unreachable) ends the job with a message naming it, while a trainer that is merely
+slow is waited for without limit (unless ``FLAGS_rpc_deadline`` asks for one). A trainer that never
+spoke is given ``FLUIDIST_TRAINER_IDLE_TIMEOUT`` seconds (600) to show up, and a sync round waits for
+a barrier from a trainer that is not connected at most the default deadline. A trainer that stops
+because it lost another pserver says so in its ``complete`` (``msg``): in sync mode that ends the job
+with its reason.
 """
+import logging
 import os
 import re
 import time
@@ -24,13 +41,17 @@ import numpy as np
 
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
-from . import rpc, shm_payload
+from . import liveness, rpc, shm_payload
 from .arrival_sums import ArrivalSums
+from .authorize import Refused, ServingRules, listen_and_serv_op, parse_block_map as _pairs
 
 SYNC, ASYNC, HALF_ASYNC, GEO = 0, 1, 2, 3
 LOOKUP_TABLE_PATH = "kLookupTablePath"
 TRAINER_ID_VAR = "@TRAINER_ID@"
 _TRAINER_SUFFIX = re.compile(r"\.trainer_\d+$")
+
+
+logger = logging.getLogger("fluidist.distributed.pserver")
 
 
 class _BadRequest(Exception):
@@ -41,19 +62,6 @@ class _Fatal(Exception):
     """The pserver cannot go on; every waiting trainer is told why, then listen_and_serv raises."""
 
 
-def _pairs(entries, what):
-    out = {}
-    for e in entries or []:
-        name, sep, idx = str(e).rpartition(":")
-        if not sep or not name:
-            raise ValueError("listen_and_serv: %s entry %r must be 'name:block_index'" % (what, e))
-        try:
-            out[name] = int(idx)
-        except ValueError:
-            raise ValueError("listen_and_serv: %s entry %r: %r is not a block index" % (what, e, idx)) from None
-    return out
-
-
 def _plural(ids):
     ids = sorted(ids)
     return ("trainer %d" % ids[0]) if len(ids) == 1 else "trainers %s" % ", ".join(str(i) for i in ids)
@@ -62,10 +70,11 @@ def _plural(ids):
 class ParameterServer:
     """The state and event loop of one ``listen_and_serv`` op."""
 
-    def __init__(self, program, scope, attrs, run_block, to_place, deadline_ms=None):
+    def __init__(self, program, scope, attrs, run_block, to_place, deadline_ms=None, recv_names=None):
         """``run_block(idx[, prog])`` runs block ``idx`` of ``program`` (or of ``prog``, a copy of it) in
-        ``scope`` (the kernel's executor does);
-        ``to_place(value)`` moves a received value to the place the blocks run on."""
+        ``scope`` (the kernel's executor does); ``to_place(value)`` moves a received value to the place
+        the blocks run on; ``recv_names`` are the variables the op receives (its ``X``; default: read
+        from the program's op on this endpoint)."""
         self.program = program
         self.run_block = run_block
         self.to_place = to_place
@@ -99,22 +108,28 @@ class ParameterServer:
         self.round_blocks = [b.idx for b in blocks if b.idx != self.lr_block]
         self.sums = ArrivalSums(program, self.round_blocks, self.fanin) if self.sync else None
         self.gb = self.program.global_block()
+        if recv_names is None:
+            recv_names = _receive_names(program, self.endpoint)
+        self.rules = ServingRules(program, self.endpoint, self.fanin, recv_names, self.grad_to_block,
+                                  self.prefetch_blocks)
         self.scope = scope
         self.deadline_ms = deadline_ms
         # sync state
         self.barriers = [0] * self.fanin
         self.rounds = 0
         self.completed = set()
+        self.sent = [set() for _ in range(self.fanin)]   # sync: what each trainer sent in its current step
         self.deferred = []            # requests waiting for a round
         self.wait_since = None        # when the first barrier of the next round arrived
         self.server = None
-        # a trainer that sends nothing for this long and never closed is taken for dead
+        # a trainer that never sends anything for this long is taken for dead (once it spoke, heartbeats tell)
         self.idle_limit = float(os.environ.get("FLUIDIST_TRAINER_IDLE_TIMEOUT", "600"))
-        self.last_seen = [time.monotonic()] * self.fanin
+        self.started = time.monotonic()
+        self.spoke = [False] * self.fanin
 
     # -------------------------------------------------------------- loop
     def serve(self):
-        self.server = rpc.Server(self.endpoint, self.deadline_ms)
+        self.server = rpc.Server(self.endpoint, self.deadline_ms, max_message_bytes=self.rules.max_message_bytes)
         try:
             if not self.sync and self.lr_block >= 0 and self.lr_block not in self.grad_to_block.values():
                 self._run(self.lr_block, "the learning-rate block")
@@ -123,11 +138,18 @@ class ParameterServer:
                 if req is not None:
                     try:
                         self._handle(req)
-                    except _BadRequest as e:
+                        self._heard_from(req)
+                    except (_BadRequest, Refused) as e:
                         self.server.error(req, str(e))
                     except _Fatal as e:
                         self.server.error(req, "pserver %s stopped: %s" % (self.endpoint, e))
                         raise
+                    except Exception as e:   # a request this loop failed on: its sender hears why, others go on
+                        m = req.msg
+                        logger.warning("pserver %s: %r from trainer %d failed: %s: %s", self.endpoint, m.kind,
+                                       m.trainer, type(e).__name__, e)
+                        self.server.error(req, "pserver %s could not handle %r of %r from trainer %d: %s: %s"
+                                          % (self.endpoint, m.kind, m.name, m.trainer, type(e).__name__, e))
                 self._check_deadline()
         except _Fatal as e:
             for req in self.deferred:
@@ -137,27 +159,52 @@ class ParameterServer:
         finally:
             self.server.close()
 
+    def _heard_from(self, req):
+        """A request of trainer k was accepted: its connection is k's (refused ones never count)."""
+        k = req.msg.trainer
+        self.spoke[k] = True
+        if self.server.peers is not None:
+            self.server.peers.seen(req.fd, k)
+
     def _poll_timeout(self):
         if self.wait_since is None:
             return 1.0
-        left = self.wait_since + self.server.deadline() - time.monotonic()
+        left = self.wait_since + self._barrier_limit() - time.monotonic()
         return min(1.0, max(0.0, left) + 0.001)
+
+    def _barrier_limit(self):
+        """Seconds a round waits for missing barriers: the deadline asked for, else the default one
+        (applied, with heartbeats on, only to trainers that are not connected)."""
+        explicit = rpc.explicit_deadline_seconds(self.deadline_ms)
+        return explicit if explicit is not None else rpc.deadline_seconds(self.deadline_ms)
 
     def _check_deadline(self):
         now = time.monotonic()
+        peers = self.server.peers
+        if peers is not None:
+            dead = {k: t for k, t in peers.update().dead(now).items() if k not in self.completed}
+            if dead:
+                raise _Fatal("%s lost %s connection to pserver %s %.1f s ago and did not come back (killed, stopped, "
+                             "or unreachable; %s)" % (_plural(dead), "its" if len(dead) == 1 else "their",
+                                                      self.endpoint, max(dead.values()),
+                                                      liveness.describe_timeout(peers.timeout)))
         silent = [k for k in range(self.fanin)
-                  if k not in self.completed and now - self.last_seen[k] > self.idle_limit]
+                  if k not in self.completed and not self.spoke[k] and now - self.started > self.idle_limit]
         if silent:
-            raise _Fatal("%s sent nothing for %.1f s and never closed (Executor.close()); a trainer died or "
-                         "hangs (FLUIDIST_TRAINER_IDLE_TIMEOUT)" % (_plural(silent), self.idle_limit))
+            raise _Fatal("%s sent nothing to pserver %s within %.1f s of its start; a trainer died before its first "
+                         "request, or never started (FLUIDIST_TRAINER_IDLE_TIMEOUT)"
+                         % (_plural(silent), self.endpoint, self.idle_limit))
         if self.wait_since is None:
             return
-        waited = time.monotonic() - self.wait_since
-        limit = self.server.deadline()
+        waited = now - self.wait_since
+        limit = self._barrier_limit()
         if waited < limit:
             return
         arrived = [k for k in range(self.fanin) if self.barriers[k] > self.rounds]
         missing = [k for k in range(self.fanin) if self.barriers[k] <= self.rounds and k not in self.completed]
+        if (peers is not None and rpc.explicit_deadline_seconds(self.deadline_ms) is None
+                and all(peers.connected(k) for k in missing)):
+            return   # slow but alive: heartbeats say when one dies
         raise _Fatal("%s did not send the barrier of step %d within %.1f s (%s did); a trainer died or hangs"
                      % (_plural(missing), self.rounds + 1, limit, _plural(arrived)))
 
@@ -171,25 +218,51 @@ class ParameterServer:
         if k in self.completed:
             raise _BadRequest("trainer %d already sent 'complete' to pserver %s; it cannot send %r"
                               % (k, self.endpoint, m.kind))
-        self.last_seen[k] = time.monotonic()
         kind = m.kind
         if kind == "send":
+            self.rules.check_send(m)
+            if self.sync:
+                self._check_step(m, "send %s" % m.name)
+                if m.name in self.sent[k]:
+                    raise _BadRequest("pserver %s: trainer %d already sent %r in step %d"
+                                      % (self.endpoint, k, m.name, m.step))
             self._store(m)
-            if not self.sync:
+            if self.sync:
+                self.sent[k].add(m.name)
+            else:
                 self._apply_async(m)
             self.server.reply(req)
         elif kind in ("get", "fetch_barrier", "prefetch"):
+            if kind == "prefetch":
+                self.rules.check_prefetch(m)
+            else:
+                self.rules.check_get(m)
             if self.sync and self.rounds < self.barriers[k]:
+                parked = sum(1 for r in self.deferred if r.msg.trainer == k)
+                if parked >= self.rules.max_parked:
+                    raise _BadRequest("pserver %s: trainer %d already has %d requests waiting for step %d"
+                                      % (self.endpoint, k, parked, self.barriers[k]))
                 self.deferred.append(req)
             else:
                 self._answer(req)
         elif kind == "send_barrier":
+            if m.value is not None:
+                raise _BadRequest("a send_barrier carries no value (trainer %d sent one)" % k)
+            if self.sync:
+                self._check_step(m, "send_barrier")
             self.server.reply(req)
             if self.sync:
                 self.barriers[k] += 1
+                self.sent[k] = set()
                 self._advance()
         elif kind == "complete":
+            if m.value is not None:
+                raise _BadRequest("a 'complete' carries no value (trainer %d sent one)" % k)
             self.completed.add(k)
+            if m.get("msg"):   # the trainer stops because of an error elsewhere
+                if self.sync:
+                    raise _Fatal("trainer %d stopped: %s" % (k, m.get("msg")))
+                logger.warning("pserver %s: trainer %d stopped: %s", self.endpoint, k, m.get("msg"))
             self.server.reply(req)
             if self.sync:
                 self._advance()
@@ -199,32 +272,18 @@ class ParameterServer:
         else:
             raise _BadRequest("pserver %s does not serve %r requests" % (self.endpoint, kind))
 
-    def _var(self, name, k):
-        var = self.gb.vars.get(name) if name else None
-        if var is None:
-            raise _BadRequest("pserver %s has no variable %r (sent by trainer %d)" % (self.endpoint, name, k))
-        return var
+    def _check_step(self, m, what):
+        """Sync mode: sends and the barrier of a trainer belong to the step after its last barrier."""
+        want = self.barriers[m.trainer] + 1
+        if m.step != want:
+            raise _BadRequest("pserver %s: trainer %d sent %r for step %d, but its next step here is %d (%s)"
+                              % (self.endpoint, m.trainer, what, m.step, want,
+                                 "that step's barrier was counted already" if m.step < want else
+                                 "a step cannot start before the barrier of the one before"))
 
     def _store(self, m):
-        var = self._var(m.name, m.trainer)
-        v = m.value
-        if v is None:
-            raise _BadRequest("'send %s' from trainer %d carries no value" % (m.name, m.trainer))
-        arr = v.value if isinstance(v, SelectedRows) else v
-        if var.dtype and var.dtype in _NP_NAMES and arr.dtype.name != var.dtype:
-            raise _BadRequest("pserver %s: %r must be %s, trainer %d sent %s"
-                              % (self.endpoint, m.name, var.dtype, m.trainer, arr.dtype.name))
-        shape = var.shape
-        if shape is not None:
-            got = tuple(arr.shape)
-            if isinstance(v, SelectedRows):
-                shape, got = shape[1:], got[1:]
-            if len(shape) != len(got) or any(w >= 0 and w != g for w, g in zip(shape, got)):
-                raise _BadRequest("pserver %s: %r has shape %s, trainer %d sent %s%s"
-                                  % (self.endpoint, m.name, list(var.shape), m.trainer, list(arr.shape),
-                                     " (row-sparse)" if isinstance(v, SelectedRows) else ""))
         scope = self.scope
-        value = self.to_place(v)
+        value = self.to_place(m.value)
         scope._set_value(m.name, value)
         if self.sums is not None and not self.completed:
             self.sums.add(m.name, value, self.rounds)
@@ -238,13 +297,12 @@ class ParameterServer:
             return
         if self.dc_asgd:
             self.scope._set_value(TRAINER_ID_VAR, self.to_place(np.array([m.trainer], dtype=np.int64)))
-        self._run(idx, "the optimize block of %r" % base)
+        self._run(idx, "the optimize block of %r (sent by trainer %d)" % (base, m.trainer), fatal=False)
 
     def _answer(self, req):
         m = req.msg
         try:
             if m.kind == "get":
-                self._var(m.name, m.trainer)
                 value = self.scope._find_value(m.name)
                 if value is None:
                     raise _BadRequest("pserver %s has no value for %r yet (was its startup program run?)"
@@ -279,17 +337,10 @@ class ParameterServer:
 
     def _prefetch(self, req):
         m = req.msg
-        idx = self.prefetch_blocks.get(m.name)
-        if idx is None:
-            raise _BadRequest("pserver %s has no prefetch block for %r (it serves %s)"
-                              % (self.endpoint, m.name, sorted(self.prefetch_blocks) or "none"))
         out = m.get("out")
-        if not out:
-            raise _BadRequest("'prefetch %s' names no output variable" % m.name)
-        if m.value is None or isinstance(m.value, SelectedRows):
-            raise _BadRequest("'prefetch %s' must carry a dense array of ids" % m.name)
         self.scope._set_value(m.name, self.to_place(m.value))
-        self._run(idx, "the prefetch block of %r" % m.name)
+        self._run(self.prefetch_blocks[m.name], "the prefetch block of %r (trainer %d)" % (m.name, m.trainer),
+                  fatal=False)
         value = self.scope._find_value(out)
         if value is None:
             raise _BadRequest("pserver %s: the prefetch block of %r did not produce %r" % (self.endpoint, m.name, out))
@@ -298,11 +349,10 @@ class ParameterServer:
     def _checkpoint(self, m):
         if self.checkpoint_block < 0:
             raise _BadRequest("pserver %s has no checkpoint block (checkpint_block_id is -1)" % self.endpoint)
-        d = m.get("dir")
-        if not d:
-            raise _BadRequest("a checkpoint request needs a 'dir'")
-        self.scope._set_value(LOOKUP_TABLE_PATH, d)
-        self._run(self.checkpoint_block, "the checkpoint block")
+        if m.value is not None:
+            raise _BadRequest("a checkpoint request carries no value (trainer %d sent one)" % m.trainer)
+        self.scope._set_value(LOOKUP_TABLE_PATH, self.rules.checkpoint_dir(m))
+        self._run(self.checkpoint_block, "the checkpoint block (trainer %d)" % m.trainer, fatal=False)
 
     # -------------------------------------------------------------- sync rounds
     def _advance(self):
@@ -340,14 +390,22 @@ class ParameterServer:
             self._run(idx, "optimize block %d (step %d)" % (idx, step), prog)
         self.rounds = step
 
-    def _run(self, idx, what, program=None):
+    def _run(self, idx, what, program=None, fatal=True):
+        """Run block ``idx`` (of ``program``, a copy of this pserver's, when given). A failure of a sync
+        round is fatal (the job's state is lost); one caused by a single request (``fatal=False``: a
+        prefetch, a checkpoint, an async update) is that request's error."""
         try:
             self.run_block(idx) if program is None or program is self.program else self.run_block(idx, program)
         except Exception as e:
-            raise _Fatal("%s failed: %s: %s" % (what, type(e).__name__, e)) from e
+            if fatal:
+                raise _Fatal("%s failed: %s: %s" % (what, type(e).__name__, e)) from e
+            raise _BadRequest("%s failed: %s: %s" % (what, type(e).__name__, e)) from e
 
 
-_NP_NAMES = frozenset(["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64"])
+def _receive_names(program, endpoint):
+    """The ``X`` of the program's ``listen_and_serv`` op on ``endpoint`` (none: nothing received)."""
+    op = listen_and_serv_op(program, endpoint)
+    return op.input("X") if op is not None else []
 
 
 def _host_copy(value):

@@ -6,13 +6,24 @@ for the reply with that id with ``poll`` and a deadline, so a dead or unreachabl
 ``RPCTimeout`` that names the endpoint and what was awaited, never in a hang (no REQ/REP: a REQ
 socket whose peer died waits forever).
 
-Deadlines: ``FLAGS_rpc_deadline`` (milliseconds, Paddle's name, default 180000), read when a wait
-starts, or an explicit ``deadline_ms`` given to the client or server.
+Security: every socket is a CURVE socket keyed by the job secret (``security``); a peer without it
+never completes the handshake, and a client that keeps failing to authenticate gets an error saying so.
+
+Liveness: ZeroMQ heartbeats on every connection and a monitor on every client socket (``liveness``).
+A request whose connection is lost while it waits (the pserver died, was stopped, or dropped a message
+over its size limit) fails at once, naming the pserver; a pserver whose connection has been down for
+about ``FLUIDIST_PEER_TIMEOUT`` seconds is dead for every later request. A pserver that is alive but
+slow to answer is waited for without limit, unless a deadline was asked for.
+
+Deadlines: ``FLAGS_rpc_deadline`` (milliseconds, Paddle's name), read when a wait starts, or an
+explicit ``deadline_ms`` given to the client or server, bound every wait when set. Unset, they bound
+only the wait for a pserver that never answered (180 s), or every wait when heartbeats are off.
 
 Messages are ``wire`` messages: a JSON header plus raw array buffers, sent and received without
 copying the payload.
 """
 import itertools
+import math
 import os
 import socket as _socket
 import threading
@@ -20,7 +31,7 @@ import time
 
 import zmq
 
-from . import shm_payload, wire
+from . import liveness, security, shm_payload, wire
 from .. import timeline as _timeline
 from .wire import WireError
 
@@ -34,6 +45,28 @@ class RPCError(RuntimeError):
 
 class RPCTimeout(RPCError, TimeoutError):
     """A deadline passed while waiting for a peer."""
+
+
+class PeerLost(RPCError):
+    """The connection to a pserver was lost while a request waited, or the pserver is dead."""
+
+
+_lost_hooks = []
+
+
+def on_peer_lost(callback):
+    """Call ``callback(endpoint, reason)`` when a request of this process fails because its pserver
+    was lost (the trainer session tells the other pservers why this trainer stops)."""
+    if callback not in _lost_hooks:
+        _lost_hooks.append(callback)
+
+
+def _peer_lost(endpoint, reason):
+    for hook in list(_lost_hooks):
+        try:
+            hook(endpoint, reason)
+        except Exception:   # a notice to the others is best effort; the error itself is raised anyway
+            pass
 
 
 def deadline_seconds(deadline_ms=None):
@@ -51,6 +84,22 @@ def deadline_seconds(deadline_ms=None):
     if deadline_ms <= 0:
         raise ValueError("the rpc deadline must be > 0 ms, got %g" % deadline_ms)
     return deadline_ms / 1000.0
+
+
+def explicit_deadline_seconds(deadline_ms=None):
+    """The deadline asked for (``deadline_ms``, else ``FLAGS_rpc_deadline``) in seconds, or None."""
+    if deadline_ms is None and not os.environ.get("FLAGS_rpc_deadline", "").strip():
+        return None
+    return deadline_seconds(deadline_ms)
+
+
+def wait_limit(deadline_ms=None):
+    """Seconds a wait on a live pserver may take: the deadline asked for, else no limit (``math.inf``)
+    while heartbeats watch the pserver, else the default deadline."""
+    explicit = explicit_deadline_seconds(deadline_ms)
+    if explicit is not None:
+        return explicit
+    return math.inf if liveness.peer_timeout() is not None else deadline_seconds()
 
 
 def split_endpoint(endpoint):
@@ -116,13 +165,19 @@ class Client:
         addr = _tcp(endpoint)
         self._sock = context().socket(zmq.DEALER)
         self._sock.linger = 0          # every request waits for its reply: nothing is worth lingering for
+        self._link = None
         try:
+            security.secure_client(self._sock)
+            timeout = liveness.configure(self._sock)
+            if timeout is not None:
+                self._link = liveness.Link(self._sock, timeout)
             self._sock.connect(addr)
         except zmq.ZMQError as e:
-            self._sock.close(0)
+            self._close_socket()
             raise RPCError("cannot connect to pserver %s: %s" % (endpoint, e)) from None
         self._ids = itertools.count(1)
         self._pending = {}             # rid -> description, for requests sent and not yet answered
+        self._losses_at = {}           # rid -> connections lost before it was sent
         self._early = {}               # rid -> Message that arrived while waiting for another rid
         self._answered = False         # has this endpoint ever answered this socket?
         self.closed = False
@@ -137,6 +192,9 @@ class Client:
         rid = next(self._ids)
         t0 = time.perf_counter()
         frames = wire.encode(kind, rid, name, value, trainer, step, lod, **fields)
+        if self._link is not None:
+            self._check_link(None)     # a pserver known to be dead or refusing us: fail before sending
+            self._losses_at[rid] = self._link.losses
         if self._shm:
             frames, seg = shm_payload.pack(frames, (self.endpoint, kind, name), rid, announce=True)
             if seg is not None:
@@ -149,19 +207,26 @@ class Client:
         return rid
 
     def wait(self, rid, timeout_s=None, until=None):
-        """The reply to request ``rid``; raises ``RPCError`` on an error reply, ``RPCTimeout`` when the
-        deadline (``timeout_s``, or the absolute ``time.monotonic()`` value ``until``) passes."""
+        """The reply to request ``rid``; raises ``RPCError`` on an error reply, ``PeerLost`` when the
+        pserver's connection is lost meanwhile, ``RPCTimeout`` when the deadline (``timeout_s``, or the
+        absolute ``time.monotonic()`` value ``until``; default: ``wait_limit``) passes."""
+        start = time.monotonic()
         if until is None:
-            until = time.monotonic() + (timeout_s if timeout_s is not None else deadline_seconds(self.deadline_ms))
-        total = max(0.0, until - time.monotonic())
+            until = start + (timeout_s if timeout_s is not None else wait_limit(self.deadline_ms))
+        if self._link is not None and not self._link.ever_up:
+            # a pserver that never answered is waited for within the default deadline at most
+            until = min(until, self._link.started + deadline_seconds(self.deadline_ms))
         t0 = time.perf_counter()
         msg = self._early.pop(rid, None)
         nbytes = 0
         while msg is None:
             left = until - time.monotonic()
-            if left <= 0 or not self._sock.poll(max(1, int(left * 1000) + 1), zmq.POLLIN):
+            slice_s = min(left, 0.25) if self._link is not None else left
+            if left <= 0 or not self._sock.poll(max(1, int(min(slice_s, 3.6e6) * 1000) + 1), zmq.POLLIN):
+                if self._link is not None:
+                    self._check_link(rid)
                 if time.monotonic() >= until:
-                    self._timeout(rid, total)
+                    self._timeout(rid, until - start)
                 continue
             while True:
                 try:
@@ -172,7 +237,7 @@ class Client:
                 try:
                     got = wire.decode(shm_payload.unpack(frames))
                 except (WireError, shm_payload.ShmError) as e:
-                    desc = self._pending.pop(rid, "")
+                    desc = self._forget(rid)
                     raise RPCError("pserver %s sent a malformed reply to %s: %s" % (self.endpoint, desc, e)) from None
                 if got.rid == rid:
                     msg = got
@@ -181,7 +246,7 @@ class Client:
                 if got.rid in self._pending:
                     self._early[got.rid] = got
                 # else: a reply to a request that already timed out; drop it
-        desc = self._pending.pop(rid, "")
+        desc = self._forget(rid)
         self._free_slot(rid)
         if _timeline.enabled:
             _timeline.complete("wait", "wait %s" % desc, t0, time.perf_counter() - t0, peer=self.endpoint,
@@ -195,8 +260,38 @@ class Client:
         if seg is not None:
             seg.busy = None     # answered: the pserver has read the payload
 
+    def _forget(self, rid):
+        self._losses_at.pop(rid, None)
+        return self._pending.pop(rid, "")
+
+    def _check_link(self, rid):
+        """Raise when the heartbeats say the pserver is gone, or when it keeps refusing our handshake."""
+        link = self._link.update()
+        refused = link.refused()
+        if refused is not None:
+            desc = self._forget(rid) if rid is not None else "any request"
+            raise RPCError("cannot talk to pserver %s (%s, %d times) for %s: every process of the job needs the same "
+                           "job secret (%s or %s, the launcher's --secret_file), or %s=1 on all of them"
+                           % (self.endpoint, refused, link.refusals, desc, security.SECRET_ENV,
+                              security.SECRET_FILE_ENV, security.INSECURE_ENV))
+        if rid is not None and link.losses > self._losses_at.get(rid, link.losses):
+            reason = ("the connection to pserver %s was lost while waiting for %s: the pserver died, was stopped, "
+                      "or dropped a message over its size limit (%s)"
+                      % (self.endpoint, self._pending.get(rid, ""), liveness.describe_timeout(link.timeout)))
+            self._forget(rid)
+            _peer_lost(self.endpoint, reason)
+            raise PeerLost(reason)
+        dead = link.dead_for()
+        if dead:
+            desc = self._forget(rid) if rid is not None else "the next request"
+            reason = ("pserver %s is gone: its connection has been down for %.1f s (it died, was stopped, or is "
+                      "unreachable; %s); cannot send %s" % (self.endpoint, dead, liveness.describe_timeout(link.timeout),
+                                                          desc))
+            _peer_lost(self.endpoint, reason)
+            raise PeerLost(reason)
+
     def _timeout(self, rid, total):
-        desc = self._pending.pop(rid, "")
+        desc = self._forget(rid)
         self._early.pop(rid, None)
         if not self._answered:
             raise RPCTimeout("pserver %s is unreachable or not answering: no reply to %s within %.1f s "
@@ -207,10 +302,16 @@ class Client:
     def call(self, kind, name=None, value=None, trainer=0, step=0, timeout_s=None, **kw):
         return self.wait(self.request(kind, name, value, trainer, step, **kw), timeout_s)
 
+    def _close_socket(self):
+        if self._link is not None:
+            self._link.close()
+            self._link = None
+        self._sock.close(0)
+
     def close(self):
         if not self.closed:
             self.closed = True
-            self._sock.close(0)
+            self._close_socket()
 
 
 class _ThreadClients(dict):
@@ -249,7 +350,7 @@ def call_all(requests, timeout_s=None):
     for endpoint, kw in requests:
         c = get_client(endpoint)
         sent.append((c, c.request(**kw)))
-    until = time.monotonic() + (timeout_s if timeout_s is not None else deadline_seconds())
+    until = time.monotonic() + (timeout_s if timeout_s is not None else wait_limit())
     posted = _take_posted()
     waits = [(c, rid, t) for c, rid, t in posted] + [(c, rid, until) for c, rid in sent]
     out, first_error = [], None
@@ -278,7 +379,7 @@ def post(requests):
     if getattr(_local, "posted", None) is None or _local.posted_pid != os.getpid():
         _local.posted = []
         _local.posted_pid = os.getpid()
-    until = time.monotonic() + deadline_seconds()
+    until = time.monotonic() + wait_limit()
     for endpoint, kw in requests:
         c = get_client(endpoint)
         _local.posted.append((c, c.request(**kw), until))
@@ -301,32 +402,45 @@ def flush():
 
 # ------------------------------------------------------------------------------------ server
 class Request:
-    """A received request: the peer's routing identity and the decoded message."""
+    """A received request: the peer's routing identity, the decoded message, and the file descriptor
+    of the connection it came on (``peers`` maps descriptors to senders)."""
 
-    __slots__ = ("peer", "msg")
+    __slots__ = ("peer", "msg", "fd")
 
-    def __init__(self, peer, msg):
+    def __init__(self, peer, msg, fd=None):
         self.peer = peer
         self.msg = msg
+        self.fd = fd
 
 
 class Server:
     """A ROUTER bound to ``endpoint``. ``recv`` returns well-formed requests only: a malformed one
-    is answered with an error reply right there and the server keeps serving."""
+    is answered with an error reply right there and the server keeps serving. With
+    ``max_message_bytes``, a peer that sends a larger frame is disconnected by ZeroMQ before the
+    payload is buffered (``MAXMSGSIZE``). The socket is a CURVE server of the job (``security``) and
+    pings its peers; ``peers`` (a ``liveness.PeerTable``, None with heartbeats off) follows their
+    connections."""
 
-    def __init__(self, endpoint, deadline_ms=None):
+    def __init__(self, endpoint, deadline_ms=None, max_message_bytes=None):
         self.deadline_ms = deadline_ms
+        self.max_message_bytes = max_message_bytes
         addr = _tcp(endpoint, for_bind=True)
         # a context of its own: close() terms it, which returns once the last replies have left
         # (or SERVER_LINGER_MS passed), so a pserver that exits right after serving loses no reply
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.ROUTER)
         self._sock.linger = SERVER_LINGER_MS
+        if max_message_bytes:
+            self._sock.setsockopt(zmq.MAXMSGSIZE, int(max_message_bytes))
+        self.peers = None
         try:
+            self.secure = security.secure_server(self._sock)
+            timeout = liveness.configure(self._sock)
+            if timeout is not None:
+                self.peers = liveness.PeerTable(self._sock, timeout)
             self._sock.bind(addr)
         except zmq.ZMQError as e:
-            self._sock.close(0)
-            self._ctx.term()
+            self._release(0)
             why = "address already in use" if e.errno == zmq.EADDRINUSE else str(e)
             raise RPCError("pserver cannot listen on %s: %s" % (endpoint, why)) from None
         host, port = split_endpoint(endpoint)
@@ -350,12 +464,21 @@ class Server:
             if left <= 0:
                 return None
             if not self._sock.poll(max(1, int(left * 1000) + 1), zmq.POLLIN):
+                if self.peers is not None:
+                    self.peers.update()
                 if time.monotonic() >= until:
                     return None
                 continue
-            frames = self._sock.recv_multipart(copy=False)
+            try:   # never block after a poll: with CURVE and heartbeats a poll may wake without a message
+                frames = self._sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                continue
             t0 = time.perf_counter()
             peer, body = frames[0], frames[1:]
+            fd = None
+            if self.peers is not None:
+                self.peers.update()    # closed descriptors first: this one may be a reused number
+                fd = frames[0].get(zmq.SRCFD)
             try:
                 if shm_payload.is_packed(body):
                     body = shm_payload.unpack(body)
@@ -371,7 +494,7 @@ class Server:
             if _timeline.enabled:
                 _timeline.complete("rpc", "recv %s" % msg.kind, t0, time.perf_counter() - t0, var=msg.name,
                                    peer="trainer %s" % msg.trainer, bytes=_timeline.frame_bytes(body))
-            return Request(peer, msg)
+            return Request(peer, msg, fd)
 
     def _send(self, peer, frames):
         try:
@@ -400,8 +523,14 @@ class Server:
         m = req.msg
         self._send(req.peer, wire.encode("error", m.rid, m.name, None, m.trainer, m.step, msg=text))
 
+    def _release(self, linger_ms):
+        if self.peers is not None:
+            self.peers.close()
+        security.release_context(self._ctx)
+        self._sock.close(linger_ms)
+        self._ctx.term()
+
     def close(self, linger_ms=None):
         if not self.closed:
             self.closed = True
-            self._sock.close(SERVER_LINGER_MS if linger_ms is None else linger_ms)
-            self._ctx.term()
+            self._release(SERVER_LINGER_MS if linger_ms is None else linger_ms)

@@ -1,11 +1,19 @@
 """A trainer's side of the parameter-server protocol, kept per process: how many steps (send
 barriers) each (pserver, trainer id) pair has seen, and which pservers each executor talked to, so
-that ``Executor.close()`` (or ``fleet.stop_worker()``) tells each of them "complete"."""
+that ``Executor.close()`` (or ``fleet.stop_worker()``) tells each of them "complete".
+
+When a request fails because its pserver was lost, the other pservers get a "complete" that says why
+(its ``msg``): a sync job then ends at once with the root cause everywhere, instead of each pserver
+finding out later that this trainer went away."""
 import functools
+import logging
 import threading
 import weakref
 
 from . import rpc
+
+logger = logging.getLogger("fluidist.distributed.trainer_session")
+NOTICE_TIMEOUT = 2.0                          # seconds each other pserver gets to take the notice
 
 _steps = {}                                   # (endpoint, trainer id) -> send_barriers sent
 _steps_lock = threading.Lock()
@@ -83,3 +91,39 @@ def dependent_deadline():
     pserver's own barrier deadline, so that the pserver's error naming the missing trainer arrives
     before the trainer's own timeout."""
     return rpc.deadline_seconds() * 1.1 + 0.2
+
+
+_noticing = threading.local()
+
+
+def _tell_the_others(lost_endpoint, reason):
+    """``rpc.on_peer_lost`` hook: a "complete" carrying ``reason`` to every other pserver this process
+    talked to (best effort, briefly); those pairs are then done (``Executor.close()`` skips them)."""
+    if getattr(_noticing, "active", False):
+        return
+    _noticing.active = True
+    try:
+        pairs = set()
+        for targets in list(_close_targets.values()):
+            pairs |= {t for t in targets if t[0] != lost_endpoint}
+            targets.clear()
+        waits = []
+        for ep, tid in sorted(pairs):
+            try:
+                c = rpc.get_client(ep)
+                waits.append((c, c.request("complete", trainer=tid, step=step(ep, tid), what="complete (abort)",
+                                           msg=reason)))
+            except rpc.RPCError:
+                continue
+        for c, rid in waits:
+            try:
+                c.wait(rid, timeout_s=NOTICE_TIMEOUT)
+            except rpc.RPCError:
+                pass   # it may stop on this very notice, or be gone too
+        if pairs:
+            logger.info("told %d other pserver(s) that this trainer stops: %s", len(pairs), reason)
+    finally:
+        _noticing.active = False
+
+
+rpc.on_peer_lost(_tell_the_others)

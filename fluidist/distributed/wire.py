@@ -17,8 +17,10 @@ arrays (``send_multipart(..., copy=False)``) and ``decode`` builds arrays on the
 memory (``np.frombuffer``), so an array payload is copied only by the kernel's socket I/O.
 
 Nothing here ever unpickles or evaluates anything: ``decode`` checks every field (protocol version,
-kind, types, dtype against an allow-list, shape against the buffer length, the number of frames,
-row indices against the height) and raises ``WireError`` saying what is wrong.
+kind, types and ranges, dtype against an allow-list, dims that are non-negative and whose product
+fits in memory, shape against the buffer length, the number of frames, row indices against the
+height, LoD offsets against the value's first dim) and raises ``WireError`` saying what is wrong;
+whatever a sender puts in a message, decoding it raises nothing else.
 """
 import json
 
@@ -43,6 +45,11 @@ _KNOWN_FIELDS = frozenset(["v", "kind", "id", "name", "trainer", "step", "value"
 
 MAX_HEADER_BYTES = 1 << 20
 MAX_RANK = 32
+MAX_NAME_CHARS = 4096            # a variable name (or 'out' / 'table') longer than this is not one
+MAX_TRAINER_ID = (1 << 20) - 1
+MAX_STEP = (1 << 62)
+MAX_ELEMENT_BYTES = 1 << 62      # the product of the non-zero dims times the item size (numpy's limit)
+MAX_LOD_LEVELS = 16
 
 
 class WireError(ValueError):
@@ -138,17 +145,34 @@ def encode(kind, rid=0, name=None, value=None, trainer=0, step=0, lod=None, **fi
             raise WireError("%s: a %s cannot be sent (only arrays and SelectedRows travel)"
                             % (what, type(value).__name__))
     if lod:
-        header["lod"] = [[int(x) for x in level] for level in lod]
+        meta = header.get("value")
+        if meta is None or meta["t"] != "dense" or not meta["shape"]:
+            raise WireError("%s: only a dense value of rank >= 1 can carry a LoD" % what)
+        header["lod"] = check_lod([[int(x) for x in level] for level in lod], meta["shape"][0], what)
     return [json.dumps(header, separators=(",", ":")).encode()] + frames
 
 
 # ------------------------------------------------------------------------------------------ decode
-def _int(header, key, lo=None):
+def _int(header, key, lo, hi):
     v = header.get(key)
     if type(v) is not int:
-        raise WireError("header field %r must be an integer, got %r" % (key, v))
-    if lo is not None and v < lo:
-        raise WireError("header field %r must be >= %d, got %d" % (key, lo, v))
+        raise WireError("header field %r must be an integer, got %s" % (key, _show(v)))
+    if not lo <= v <= hi:
+        raise WireError("header field %r must lie in [%d, %d], got %d" % (key, lo, hi, v))
+    return v
+
+
+def _show(v, limit=80):
+    """A short repr of a received value for an error message (never the whole of a huge one)."""
+    text = repr(v)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _str(v, key, limit=MAX_NAME_CHARS):
+    if not isinstance(v, str):
+        raise WireError("header field %r must be a string, got %s" % (key, _show(v)))
+    if len(v) > limit:
+        raise WireError("header field %r is %d characters long (at most %d)" % (key, len(v), limit))
     return v
 
 
@@ -169,40 +193,90 @@ def _array(frame, dtype_name, shape, what):
     return np.frombuffer(buf, dtype=dt, count=count).reshape(shape)
 
 
+def check_shape(shape, dtype_name, what="value"):
+    """``shape`` as a list of dims numpy can make an array of (``WireError`` otherwise): at most
+    ``MAX_RANK`` non-negative integers whose non-zero product times the item size stays below
+    ``MAX_ELEMENT_BYTES`` (so a zero dim cannot smuggle in an impossible one)."""
+    if not isinstance(shape, list) or len(shape) > MAX_RANK:
+        raise WireError("%s: shape must be a list of at most %d dims, got %s" % (what, MAX_RANK, _show(shape)))
+    size = _WIRE_DTYPE[dtype_name].itemsize
+    for d in shape:
+        if type(d) is not int or d < 0:
+            raise WireError("%s: shape dims must be non-negative integers, got %s" % (what, _show(shape)))
+        if d:
+            size *= d
+            if size >= MAX_ELEMENT_BYTES:
+                raise WireError("%s: shape %s of %s is larger than any array can be" % (what, _show(shape),
+                                                                                     dtype_name))
+    return shape
+
+
 def _value_meta(meta):
     if not isinstance(meta, dict):
-        raise WireError("header field 'value' must be an object, got %r" % (meta,))
+        raise WireError("header field 'value' must be an object, got %s" % _show(meta))
     t = meta.get("t")
-    if t not in ("dense", "rows"):
-        raise WireError("unknown value type %r (expected 'dense' or 'rows')" % (t,))
+    if t not in ("dense", "rows") or type(t) is not str:
+        raise WireError("unknown value type %s (expected 'dense' or 'rows')" % _show(t))
     dtype = meta.get("dtype")
-    if dtype not in DTYPES:
-        raise WireError("dtype %r is not allowed (allowed: %s)" % (dtype, ", ".join(sorted(DTYPES))))
-    shape = meta.get("shape")
-    if (not isinstance(shape, list) or len(shape) > MAX_RANK
-            or any(type(d) is not int or d < 0 for d in shape)):
-        raise WireError("shape must be a list of at most %d non-negative integers, got %r" % (MAX_RANK, shape))
-    extra = set(meta) - {"t", "dtype", "shape", "height"}
+    if type(dtype) is not str or dtype not in DTYPES:
+        raise WireError("dtype %s is not allowed (allowed: %s)" % (_show(dtype), ", ".join(sorted(DTYPES))))
+    extra = set(meta) - ({"t", "dtype", "shape", "height"} if t == "rows" else {"t", "dtype", "shape"})
     if extra:
         raise WireError("unknown value fields %s" % sorted(extra))
+    shape = check_shape(meta.get("shape"), dtype)
     if t == "rows":
         h = meta.get("height")
-        if type(h) is not int or h < 0:
-            raise WireError("a row-sparse value needs a non-negative integer 'height', got %r" % (h,))
+        if type(h) is not int or not 0 <= h < MAX_STEP:
+            raise WireError("a row-sparse value needs a non-negative integer 'height', got %s" % _show(h))
         if not shape:
             raise WireError("a row-sparse value needs a shape of rank >= 1")
     return t, dtype, shape
 
 
-def _lod(lod):
-    if (not isinstance(lod, list) or
-            any(not isinstance(level, list) or any(type(x) is not int or x < 0 for x in level) for level in lod)):
-        raise WireError("'lod' must be a list of lists of non-negative integers")
+def check_lod(lod, rows, what="value"):
+    """``lod`` as offset levels that fit a value of ``rows`` rows (``WireError`` otherwise): each level
+    starts at 0 and never decreases, each level ends at the number of entries of the next, and the
+    last ends at ``rows``."""
+    if not isinstance(lod, list) or len(lod) > MAX_LOD_LEVELS:
+        raise WireError("%s: 'lod' must be a list of at most %d levels" % (what, MAX_LOD_LEVELS))
+    for i, level in enumerate(lod):
+        if not isinstance(level, list) or not level or any(type(x) is not int for x in level):
+            raise WireError("%s: LoD level %d must be a non-empty list of integers" % (what, i))
+        if level[0] != 0 or any(b < a for a, b in zip(level, level[1:])):
+            raise WireError("%s: LoD level %d must be offsets from 0 that never decrease, got %s"
+                            % (what, i, _show(level)))
+        end = len(lod[i + 1]) - 1 if i + 1 < len(lod) else rows
+        if level[-1] != end:
+            raise WireError("%s: LoD level %d ends at %d but %s %d" % (
+                what, i, level[-1], "the next level has entries for" if i + 1 < len(lod) else "the value has rows",
+                end))
     return lod
 
 
 def decode(frames):
-    """A ``Message`` from received frames (``zmq.Frame``, bytes or memoryviews); never trusts them."""
+    """A ``Message`` from received frames (``zmq.Frame``, bytes or memoryviews); never trusts them.
+
+    Whatever the frames hold, the only exception this raises is ``WireError``."""
+    try:
+        return _decode(frames)
+    except WireError:
+        raise
+    except Exception as e:  # a check this module lacks: still the sender's fault, never the receiver's
+        raise WireError("message could not be decoded (%s: %s)" % (type(e).__name__, _show(str(e), 200))) from None
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise WireError("header repeats a field: %s" % sorted({k for k in keys if keys.count(k) > 1}))
+    return dict(pairs)
+
+
+def _reject_constant(name):
+    raise WireError("header holds %s, which is not a JSON number" % name)
+
+
+def _decode(frames):
     if not frames:
         raise WireError("empty message: no header frame")
     raw = frames[0]
@@ -210,55 +284,60 @@ def decode(frames):
     if len(head) > MAX_HEADER_BYTES:
         raise WireError("header of %d bytes is larger than the %d allowed" % (len(head), MAX_HEADER_BYTES))
     try:
-        header = json.loads(head.decode("utf-8"))
+        header = json.loads(head.decode("utf-8"), object_pairs_hook=_no_duplicates,
+                            parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise WireError("header is not valid UTF-8 JSON: %s" % e) from None
+        if isinstance(e, WireError):
+            raise
+        raise WireError("header is not valid UTF-8 JSON: %s" % _show(str(e), 200)) from None
     if not isinstance(header, dict):
         raise WireError("header must be a JSON object, got %s" % type(header).__name__)
     v = header.get("v")
-    if v != PROTOCOL_VERSION:
-        raise WireError("protocol version %r is not supported (this side speaks %d)" % (v, PROTOCOL_VERSION))
+    if type(v) is not int or v != PROTOCOL_VERSION:
+        raise WireError("protocol version %s is not supported (this side speaks %d)" % (_show(v), PROTOCOL_VERSION))
     unknown = set(header) - _KNOWN_FIELDS
     if unknown:
-        raise WireError("unknown header fields %s" % sorted(unknown))
+        raise WireError("unknown header fields %s" % _show(sorted(unknown), 200))
     kind = header.get("kind")
-    if kind not in KINDS:
-        raise WireError("unknown message kind %r (known: %s)" % (kind, ", ".join(sorted(KINDS))))
-    rid = _int(header, "id")
-    trainer = _int(header, "trainer")
-    step = _int(header, "step")
+    if type(kind) is not str or kind not in KINDS:
+        raise WireError("unknown message kind %s (known: %s)" % (_show(kind), ", ".join(sorted(KINDS))))
+    rid = _int(header, "id", -1, (1 << 63) - 1)
+    trainer = _int(header, "trainer", 0, MAX_TRAINER_ID)
+    step = _int(header, "step", 0, MAX_STEP)
     name = header.get("name")
-    if name is not None and not isinstance(name, str):
-        raise WireError("header field 'name' must be a string or null, got %r" % (name,))
+    if name is not None:
+        _str(name, "name")
     extra = {}
     for k in _STR_FIELDS:
         if k in header:
-            if not isinstance(header[k], str):
-                raise WireError("header field %r must be a string, got %r" % (k, header[k]))
-            extra[k] = header[k]
-    lod = _lod(header["lod"]) if header.get("lod") is not None else None
+            extra[k] = _str(header[k], k, MAX_HEADER_BYTES if k == "msg" else MAX_NAME_CHARS)
     meta = header.get("value")
-    what = "value of %r" % name
+    lod = header.get("lod")
+    what = "value of %s" % _show(name)
     if meta is None:
         if len(frames) != 1:
             raise WireError("a %r message without a value must be 1 frame, got %d" % (kind, len(frames)))
-        value = None
+        if lod is not None:
+            raise WireError("a %r message without a value cannot carry a 'lod'" % kind)
+        return Message(kind, rid, name, trainer, step, None, None, extra)
+    t, dtype, shape = _value_meta(meta)
+    want = 2 if t == "dense" else 3
+    if len(frames) != want:
+        raise WireError("a %r message with a %s value must be %d frames, got %d" % (kind, t, want, len(frames)))
+    if lod is not None:
+        if t != "dense" or not shape:
+            raise WireError("%s: only a dense value of rank >= 1 can carry a 'lod'" % what)
+        lod = check_lod(lod, shape[0], what) or None
+    if t == "dense":
+        value = _array(frames[1], dtype, shape, what)
     else:
-        t, dtype, shape = _value_meta(meta)
-        want = 2 if t == "dense" else 3
-        if len(frames) != want:
-            raise WireError("a %r message with a %s value must be %d frames, got %d"
-                            % (kind, t, want, len(frames)))
-        if t == "dense":
-            value = _array(frames[1], dtype, shape, what)
-        else:
-            rows = _array(frames[1], "int64", [shape[0]], what + " (rows)")
-            vals = _array(frames[2], dtype, shape, what)
-            height = meta["height"]
-            if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= height):
-                raise WireError("%s: row indices must lie in [0, %d), got [%d, %d]"
-                                % (what, height, int(rows.min()), int(rows.max())))
-            value = SelectedRows(rows, vals, height)
+        rows = _array(frames[1], "int64", [shape[0]], what + " (rows)")
+        vals = _array(frames[2], dtype, shape, what)
+        height = meta["height"]
+        if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= height):
+            raise WireError("%s: row indices must lie in [0, %d), got [%d, %d]"
+                            % (what, height, int(rows.min()), int(rows.max())))
+        value = SelectedRows(rows, vals, height)
     return Message(kind, rid, name, trainer, step, value, lod, extra)
 
 
@@ -268,6 +347,6 @@ def peek_request_id(frames):
         raw = frames[0]
         header = json.loads((raw.bytes if hasattr(raw, "bytes") else bytes(raw))[:MAX_HEADER_BYTES])
         rid = header.get("id") if isinstance(header, dict) else None
-        return rid if type(rid) is int else -1
+        return rid if type(rid) is int and -1 <= rid < (1 << 63) else -1
     except Exception:
         return -1

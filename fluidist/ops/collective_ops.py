@@ -55,10 +55,18 @@ def c_gen_nccl_id(ctx, ins, attrs):
             raise
     else:
         sender = "rank 0 (%s)" % others[0] if others else "rank 0"
-        msg = receive_on_endpoint(endpoint, what, {"kind": "c_gen_nccl_id", "ring_id": ring_id}, sender)
-        cid = CommId.from_json(msg["id"])
+        msg = receive_on_endpoint(endpoint, what, {"kind": "c_gen_nccl_id", "ring_id": ring_id}, sender,
+                                  parse=lambda m: CommId.from_json(m.get("id")))
+        cid = msg["parsed"]
     cid.endpoint = endpoint
     return {"Out": cid}
+
+
+def _ids_of(msg, num):
+    ids = msg.get("ids")
+    if not isinstance(ids, list) or len(ids) != num:
+        raise ValueError("'ids' must list %d ids" % num)
+    return [CommId.from_json(d) for d in ids]
 
 
 @register_op("c_comm_init", inputs=["X"], attrs={"nranks": 0, "rank": 0, "ring_id": 0, "device_id": -1},
@@ -129,8 +137,8 @@ def gen_nccl_id(ctx, ins, attrs):
             raise
     else:
         msg = receive_on_endpoint(endpoint, what, {"kind": "gen_nccl_id", "nccl_comm_num": num},
-                                  "trainer 0 (%s)" % trainers[0])
-        ids = [CommId.from_json(d) for d in msg["ids"]]
+                                  "trainer 0 (%s)" % trainers[0], parse=lambda m: _ids_of(m, num))
+        ids = msg["parsed"]
     for c in ids:
         c.endpoint = endpoint
     base = ctx.output_name("NCCLID")

@@ -14,16 +14,23 @@ earlier run never mix with this run's rounds, which live under the new session's
 
 Every wait has a deadline: ``init_timeout_seconds`` for the handshake, ``run_timeout_seconds`` for
 each later call; the error names the group, the call, the ranks (and endpoints) that never came and
-the directory.
+the directory. Liveness does not wait for those deadlines: after the handshake each rank bumps a
+counter in ``<session>/alive/<rank>`` every second from a thread, and a rank waiting for another whose
+counter has not moved for ``FLUIDIST_PEER_TIMEOUT`` seconds (8; more on a slow shared file system)
+stops with an error naming it; a rank that is merely slow to come keeps its counter moving and is
+waited for.
 """
 import base64
 import hashlib
 import json
 import os
 import secrets
+import threading
 import time
 
 import numpy as np
+
+from ..distributed import liveness
 
 from .base import MockBarrier, Role, LazyRoleGetters, RoleMakerBase
 from .env import EnvReader
@@ -83,6 +90,31 @@ def _read(path):
         return None
 
 
+class RankLost(RuntimeError):
+    """A rank of a GeneralRoleMaker group stopped beating (killed, stopped, or cut off)."""
+
+
+class _Heartbeat(threading.Thread):
+    """Bumps a counter in ``path`` every ``interval`` seconds until stopped (a daemon thread)."""
+
+    def __init__(self, path, interval=1.0):
+        super().__init__(name="fluidist-fs-heartbeat", daemon=True)
+        self.path = path
+        self.interval = interval
+        self.stop_event = threading.Event()
+
+    def run(self):
+        n = 0
+        while True:
+            n += 1
+            try:
+                _write_atomic(self.path, "%d %d" % (os.getpid(), n))
+            except OSError:
+                pass    # the directory went away (the job is being cleaned up); try again next time
+            if self.stop_event.wait(self.interval):
+                return
+
+
 class FsGroup:
     """``size`` processes, this one ``rank``, meeting in directory ``root``.
 
@@ -100,6 +132,9 @@ class FsGroup:
         self.run_timeout = float(run_timeout)
         self.session = None
         self.round = 0
+        self.peer_timeout = liveness.peer_timeout()
+        self._heartbeat = None
+        self._beats = {}       # rank -> (last counter seen, when it last changed)
 
     def _who(self, ranks):
         if self.members:
@@ -143,8 +178,32 @@ class FsGroup:
                                     "in this directory? use a fresh job id or clear it)")
             time.sleep(_POLL)
         self.session = session
-        os.makedirs(os.path.join(self.root, session), exist_ok=True)
+        os.makedirs(os.path.join(self.root, session, "alive"), exist_ok=True)
+        if self.peer_timeout is not None:
+            self._heartbeat = _Heartbeat(os.path.join(self.root, session, "alive", str(self.rank)))
+            self._heartbeat.start()
         return session
+
+    def close(self):
+        if self._heartbeat is not None:
+            self._heartbeat.stop_event.set()
+            self._heartbeat = None
+
+    def _check_alive(self, missing, what):
+        """Raise RankLost naming a missing rank whose heartbeat counter stopped moving."""
+        if self.peer_timeout is None:
+            return
+        now = time.monotonic()
+        for r in missing:
+            beat = _read(os.path.join(self.root, self.session, "alive", str(r)))
+            last = self._beats.get(r)
+            if last is None or last[0] != beat:
+                self._beats[r] = (beat, now)
+            elif now - last[1] > self.peer_timeout:
+                raise RankLost("GeneralRoleMaker: rank %s of group %r stopped beating %.1f s ago (killed, stopped, or "
+                               "cut off from %s; %s), so %s cannot finish"
+                               % (self._who([r]), self.name, now - last[1], self.root,
+                                  liveness.describe_timeout(self.peer_timeout), what))
 
     def exchange(self, value, what):
         """Every rank's ``value`` (JSON-able after ``_encode``), in rank order."""
@@ -164,6 +223,7 @@ class FsGroup:
             except OSError:
                 pass
         deadline = time.monotonic() + self.run_timeout
+        next_check = time.monotonic() + 1.0
         got = [None] * self.size
         while True:
             for r in range(self.size):
@@ -176,6 +236,9 @@ class FsGroup:
                 return [_decode(g["v"]) for g in got]
             if time.monotonic() > deadline:
                 raise self._timeout("%s (call %d)" % (what, self.round), self.run_timeout, missing)
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + 1.0
+                self._check_alive(missing, "%s (call %d)" % (what, self.round))
             time.sleep(_POLL)
 
     def barrier(self):

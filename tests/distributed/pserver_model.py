@@ -5,6 +5,7 @@ compare each step with a local run on the concatenated batches."""
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -28,6 +29,8 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--out", default="")
+    ap.add_argument("--step_delay", type=float, default=0.0, help="seconds a trainer sleeps after each step")
+    ap.add_argument("--pause", default="", help="STEP:SECONDS: a trainer sleeps this long after that step")
     a = ap.parse_args()
     main_prog, startup, loss, params = build(a.model, a.optimizer, a.lr_decay)
     t = fluid.DistributeTranspiler()
@@ -42,12 +45,18 @@ def main():
     trainer = t.get_trainer_program(wait_port=True)
     exe.run(startup)
     history = {}
+    pause_step, pause_s = (int(a.pause.split(":")[0]), float(a.pause.split(":")[1])) if a.pause else (-1, 0.0)
     for step in range(a.steps):
         feed = batch_for(a.model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
         out = exe.run(trainer, feed=feed, fetch_list=[loss] + params)
         history["loss_%d" % step] = out[0]
         for name, v in zip(params, out[1:]):
             history["%s_%d" % (name, step)] = v
+        print("step %d done" % step, flush=True)
+        if step == pause_step:
+            time.sleep(pause_s)
+        elif a.step_delay:
+            time.sleep(a.step_delay)
     exe.close()
     if a.out:
         np.savez(a.out, **history)

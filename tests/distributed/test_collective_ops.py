@@ -9,6 +9,7 @@ missing rank, and that no shared-memory segment is left in /dev/shm.
 """
 import glob
 import hashlib
+import itertools
 import json
 import os
 import subprocess
@@ -170,6 +171,23 @@ def worker(argv):
         os._exit(3)
     if mode in ("stall", "die"):
         _run_one(exe, scope, "c_allreduce_sum", {"ring_id": 0}, np.ones(100, np.float32))
+        return
+    if mode == "loop":     # all-reduces until killed (test_liveness stops or kills a rank meanwhile)
+        end = time.monotonic() + 300
+        for i in itertools.count():
+            _run_one(exe, scope, "c_allreduce_sum", {"ring_id": 0}, np.ones(1000, np.float32))
+            if i == 0:
+                print("ready", flush=True)
+            if time.monotonic() > end:
+                return
+            time.sleep(0.01)
+    if mode == "pause":    # rank 1 pauses (alive) between two all-reduces; the others wait for it
+        for i in range(3):
+            got = _run_one(exe, scope, "c_allreduce_sum", {"ring_id": 0}, np.ones(10, np.float32))
+            assert got.tolist() == [n] * 10, got
+            if i == 0 and rank == 1:
+                time.sleep(float(os.environ.get("PAUSE_SECONDS", "30")))
+        print(json.dumps({"rank": rank, "paused": rank == 1}))
         return
     digest = hashlib.sha1()
     todo = cases(n)

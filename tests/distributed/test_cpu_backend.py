@@ -378,8 +378,21 @@ def test_id_round_trip_and_wrong_kind_is_refused():
 
 def test_comm_id_json_keeps_nccl_ids():
     for nid in (bytes(range(128)), tuple(range(-64, 64))):
-        cid = CommId(0, "nccl", "ab", "tcp://127.0.0.1:1", nid)
+        cid = CommId(0, "nccl", "0123456789abcdef", "tcp://127.0.0.1:1", nid)
         assert CommId.from_json(cid.to_json()).nccl_id == nid
+
+
+@pytest.mark.parametrize("field,value,why", [
+    ("token", "../../../etc/x", "not a session token"), ("token", 7, "not a session token"),
+    ("rendezvous", "ipc:///tmp/sock", "not tcp://host:port"), ("ring_id", "0", "not a ring id"),
+    ("ring_id", -1, "not a ring id"), ("backend", "gloo", "not 'cpu' or 'nccl'"),
+    ("nccl_id", {"bytes": "zz"}, "not an NCCL unique id"), ("nccl_id", [1, 2], "not an NCCL unique id"),
+])
+def test_a_received_id_is_checked_field_by_field(field, value, why):
+    d = CommId(0, "cpu", "0123456789abcdef", "tcp://127.0.0.1:1").to_json()
+    d[field] = value
+    with pytest.raises(ValueError, match=why):
+        CommId.from_json(d)
 
 
 def test_collective_timeout_env(monkeypatch):
@@ -396,3 +409,92 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_the_id_listener_takes_only_a_well_formed_id_from_a_peer_with_the_secret(monkeypatch):
+    import json
+    import threading
+    import zmq
+    from fluidist.distributed import security
+    from fluidist.distributed.launch_utils import find_free_ports
+    ep = "127.0.0.1:%d" % find_free_ports(1)[0]
+    box = {}
+    t = threading.Thread(target=lambda: box.update(msg=rendezvous.receive_on_endpoint(
+        ep, "test", {"kind": "c_gen_nccl_id", "ring_id": 0}, parse=lambda m: CommId.from_json(m.get("id")),
+        timeout=20)))
+    t.start()
+    good = CommId(0, "cpu", "0123456789abcdef", "tcp://127.0.0.1:1").to_json()
+
+    def send(payload, secret=""):
+        ctx = zmq.Context()
+        s = ctx.socket(zmq.DEALER)
+        s.linger = 0
+        if secret is not None:
+            security.secure_client(s, secret or None)
+        s.connect("tcp://" + ep)
+        s.send(json.dumps(payload).encode())
+        reply = json.loads(s.recv()) if s.poll(1500) else None
+        s.close(0)
+        ctx.term()
+        return reply
+    try:
+        time.sleep(0.3)
+        assert send({"kind": "c_gen_nccl_id", "ring_id": 0, "id": good}, secret=None) is None
+        assert send({"kind": "c_gen_nccl_id", "ring_id": 0, "id": good}, secret="another-secret-1234") is None
+        bad = dict(good, rendezvous="ipc:///tmp/evil")
+        assert "malformed id" in send({"kind": "c_gen_nccl_id", "ring_id": 0, "id": bad})["error"]
+        assert send({"kind": "c_gen_nccl_id", "ring_id": 0, "id": good}) == {"ok": True}
+    finally:
+        t.join(20)
+    assert box["msg"]["parsed"] == CommId.from_json(good)
+
+
+def test_a_segment_outside_the_jobs_names_or_not_private_is_refused(tmp_path):
+    from fluidist.distributed.collective import shm
+    with pytest.raises(CollectiveError, match="not a fluidist segment"):
+        shm.open_segment(str(tmp_path / "x"), 4096, "tok")
+    path = os.path.join(shm.SHM_DIR, "%stest-%d" % (shm.SHM_PREFIX, os.getpid()))
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+    os.close(fd)
+    try:
+        os.chmod(path, 0o644)
+        with pytest.raises(CollectiveError, match="not a private file of this user"):
+            shm.open_segment(path, 4096, "tok")
+    finally:
+        os.unlink(path)
+    os.symlink("/etc/passwd", path)
+    try:
+        with pytest.raises(OSError):
+            shm.open_segment(path, 4096, "tok")
+    finally:
+        os.unlink(path)
+
+
+def test_rank_k_maps_only_the_segment_its_ring_names(monkeypatch):
+    """A rank 0 (or anyone holding the secret) naming another file gets a refusal, not a mapping."""
+    from fluidist.distributed.collective import cpu
+    from fluidist.distributed.collective.rendezvous import RendezvousServer
+    cid = new_comm_id(0, "cpu", "127.0.0.1:1")
+    victim = os.path.join(SHM_DIR, "%sother-job" % SHM_PREFIX)
+    box = {}
+
+    def rank1():
+        try:
+            box["comm"] = cpu.create_cpu_communicator(CommId.from_json(cid.to_json()), 2, 1, "127.0.0.1:1", 10)
+        except Exception as e:   # reported below
+            box["error"] = e
+    t = threading.Thread(target=rank1)
+    t.start()
+    server = RendezvousServer(cid, 2, "test")
+    try:
+        hello = server.gather("hello", {"host": "h", "pid": os.getpid(), "addr": "tcp://127.0.0.1:1", "shm": True,
+                                        "transport": "auto"}, 10)
+        server.reply_all({"transport": "shm", "path": victim, "size": 4096, "chunk": 4096,
+                          "table": [hello[0], hello[1]]})
+        acks = server.gather("attached", {"ok": True}, 10)
+        assert not acks[1]["ok"] and "this job's segment for ring 0 is" in acks[1]["error"], acks[1]
+        server.fail("refused")
+    finally:
+        server.close()
+        t.join(20)
+    assert "refused" in str(box.get("error"))

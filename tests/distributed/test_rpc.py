@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import zmq
 
-from fluidist.distributed import rpc, wire
+from fluidist.distributed import rpc, security, wire
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -93,6 +93,7 @@ def test_garbage_gets_an_error_reply_and_the_server_keeps_serving(echo):
     ctx = zmq.Context()
     raw = ctx.socket(zmq.DEALER)
     raw.linger = 0
+    security.secure_client(raw)
     raw.connect("tcp://" + echo.endpoint)
     try:
         bad = [
@@ -244,3 +245,58 @@ def test_posted_requests_are_acknowledged_by_the_next_call_of_the_thread(echo):
     rpc.flush()
     assert "q" in echo.store
     rpc.flush()   # nothing left: returns at once
+
+
+def test_a_peer_without_the_job_secret_never_reaches_a_handler(echo, monkeypatch):
+    # a plain socket, and one with another secret: no reply, nothing handled
+    for secret in (None, "another-secret-of-this-length"):
+        ctx = zmq.Context()
+        raw = ctx.socket(zmq.DEALER)
+        raw.linger = 0
+        if secret is not None:
+            security.secure_client(raw, secret)
+        raw.connect("tcp://" + echo.endpoint)
+        try:
+            raw.send_multipart(wire.encode("send", 1, "w", np.ones(2)))
+            assert not raw.poll(1000)
+        finally:
+            raw.close(0)
+            ctx.term()
+    assert echo.seen == [] and echo.server.malformed == 0
+    # our own client, run with another secret, says why it cannot talk
+    monkeypatch.setenv("FLUIDIST_JOB_SECRET", "another-secret-of-this-length")
+    c = rpc.Client(echo.endpoint)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(rpc.RPCError, match="cannot talk to pserver %s .*the same job secret" % echo.endpoint):
+            c.call("get", "w", what="recv w")
+        assert time.monotonic() - t0 < 5
+    finally:
+        c.close()
+    monkeypatch.undo()
+    assert echo.seen == []
+
+
+def test_secret_sources_and_their_checks(tmp_path, monkeypatch):
+    for k in (security.SECRET_ENV, security.SECRET_FILE_ENV, security.INSECURE_ENV):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    made = security.job_secret()                       # the per-user default, made once, mode 0600
+    path = tmp_path / ".fluidist" / "job_secret"
+    assert path.read_text().strip() == made and (path.stat().st_mode & 0o777) == 0o600
+    assert security.job_secret() == made
+    f = tmp_path / "s"
+    security.write_secret_file(str(f), "x" * 20)
+    monkeypatch.setenv(security.SECRET_FILE_ENV, str(f))
+    assert security.job_secret() == "x" * 20
+    f.chmod(0o644)
+    monkeypatch.setenv(security.SECRET_FILE_ENV, str(f) + " ")   # another key: read again
+    with pytest.raises(security.SecurityError, match="can be read by others"):
+        security.job_secret()
+    monkeypatch.setenv(security.SECRET_ENV, "short")
+    with pytest.raises(security.SecurityError, match="at least 16"):
+        security.job_secret()
+    monkeypatch.setenv(security.INSECURE_ENV, "1")
+    assert security.job_secret() is None and not security.is_secure()
+    a, b = security.keys("server", "y" * 20), security.keys("server", "z" * 20)
+    assert a != b and security.keys("server", "y" * 20) == a and security.keys("client", "y" * 20) != a

@@ -363,7 +363,7 @@ def test_trainer_that_never_sends_its_barrier_fails_the_pserver_within_its_deadl
 
 
 def test_pserver_killed_mid_run_makes_the_trainers_recv_fail_naming_the_endpoint(pservers, monkeypatch):
-    monkeypatch.setenv("FLAGS_rpc_deadline", "2000")
+    monkeypatch.delenv("FLAGS_rpc_deadline", raising=False)   # no deadline: the lost connection tells
     (ep,) = endpoints(1)
     shapes = {"w": (3,)}
     ps = pservers({"endpoint": ep, "fanin": 2, "params": shapes}, deadline_ms=60000)
@@ -376,11 +376,14 @@ def test_pserver_killed_mid_run_makes_the_trainers_recv_fail_naming_the_endpoint
     time.sleep(0.8)
     ps.proc.kill()
     t0 = time.monotonic()
-    with pytest.raises(rpc.RPCTimeout) as e:
+    with pytest.raises(rpc.PeerLost) as e:
         step.result(timeout=20)
-    assert time.monotonic() - t0 < 3.5
+    # at once when the recv was in flight; within the grace (half of FLUIDIST_PEER_TIMEOUT) when it was
+    # sent after the kill, on a loaded machine
+    assert time.monotonic() - t0 < 6.0
     msg = str(e.value)
-    assert ("pserver %s did not answer 'recv w' (trainer 0, step 1)" % ep) in msg, msg
+    assert ("the connection to pserver %s was lost while waiting for 'recv w' (trainer 0, step 1)" % ep in msg
+            or "pserver %s is gone: its connection has been down" % ep in msg), msg
     assert "in op 2 'recv'" in msg
 
 
@@ -428,6 +431,7 @@ def test_sparse_gradients_are_stored_as_selected_rows_and_summed(monkeypatch):
 
 def test_prefetch_and_checkpoint_notify(monkeypatch, tmp_path):
     monkeypatch.setenv("FLAGS_rpc_deadline", "20000")
+    monkeypatch.setenv("FLUIDIST_CHECKPOINT_ROOT", str(tmp_path))
     (ep,) = endpoints(1)
     server, ps_scope = serve_in_thread(ep, 1, table=(10, 4), checkpoint=True)
     prog = fluid.Program()
@@ -448,7 +452,7 @@ def test_prefetch_and_checkpoint_notify(monkeypatch, tmp_path):
     np.testing.assert_array_equal(ckpt, 2 * table)
     exe.close()
     server.result(timeout=15)
-    assert ps_scope.find_var("kLookupTablePath").value() == str(tmp_path)
+    assert ps_scope.find_var("kLookupTablePath").value() == os.path.realpath(str(tmp_path))
 
 
 def test_bad_requests_get_error_replies_and_the_pserver_keeps_serving(monkeypatch):
@@ -460,13 +464,13 @@ def test_bad_requests_get_error_replies_and_the_pserver_keeps_serving(monkeypatc
     try:
         cases = [
             (dict(kind="get", name="w", trainer=7), "trainer id 7 is out of range: pserver %s serves Fanin=1" % ep),
-            (dict(kind="send", name="nope", value=np.zeros(2, np.float32)), "has no variable 'nope'"),
+            (dict(kind="send", name="nope", value=np.zeros(2, np.float32)), "does not receive 'nope'"),
             (dict(kind="send", name="w@GRAD", value=np.zeros(2, np.float32)),
              "'w@GRAD' has shape [4, 3], trainer 0 sent [2]"),
             (dict(kind="send", name="w@GRAD", value=np.zeros((4, 3), np.float64)),
              "must be float32, trainer 0 sent float64"),
             (dict(kind="send", name="w@GRAD"), "carries no value"),
-            (dict(kind="get", name="w@GRAD"), "has no value for 'w@GRAD' yet"),
+            (dict(kind="get", name="w@GRAD"), "does not serve 'w@GRAD' to trainer 0: a gradient it receives"),
             (dict(kind="prefetch", name="ids", value=np.zeros((1, 1), np.int64), out="o"), "has no prefetch block"),
             (dict(kind="checkpoint", dir="/tmp/x"), "has no checkpoint block"),
         ]
@@ -496,6 +500,41 @@ def test_bad_requests_get_error_replies_and_the_pserver_keeps_serving(monkeypatc
             c.call("get", "w")
     finally:
         c.close()
+
+
+def test_requests_parked_behind_a_barrier_are_bounded_and_a_step_is_counted_once(monkeypatch):
+    monkeypatch.setenv("FLAGS_rpc_deadline", "20000")
+    (ep,) = endpoints(1)
+    shapes = {"w": (4, 3)}
+    server, ps_scope = serve_in_thread(ep, 2, params=shapes)
+    c = rpc.Client(ep)
+    try:
+        g = np.ones((4, 3), np.float32)
+        c.call("send", "w@GRAD.trainer_0", g, trainer=0, step=1)
+        with pytest.raises(rpc.RPCError, match="trainer 0 already sent 'w@GRAD.trainer_0' in step 1"):
+            c.call("send", "w@GRAD.trainer_0", g, trainer=0, step=1)
+        c.call("send_barrier", trainer=0, step=1)
+        with pytest.raises(rpc.RPCError, match="its next step here is 2"):
+            c.call("send_barrier", trainer=0, step=1)
+        # trainer 0 now waits for trainer 1: its gets park, up to a bound
+        from fluidist.distributed.authorize import serving_rules
+        cap = serving_rules(build_pserver(ep, 2, params=shapes)).max_parked
+        rids = [c.request("get", "w", trainer=0, step=1) for _ in range(cap)]
+        with pytest.raises(rpc.RPCError, match="trainer 0 already has %d requests waiting for step 1" % cap):
+            c.call("get", "w", trainer=0, step=1)
+        c2 = rpc.Client(ep)
+        try:
+            c2.call("send", "w@GRAD.trainer_1", g, trainer=1, step=1)
+            c2.call("send_barrier", trainer=1, step=1)
+            assert all(c.wait(r).value.shape == (4, 3) for r in rids)
+            c.call("complete", trainer=0, step=1)
+            c2.call("complete", trainer=1, step=1)
+        finally:
+            c2.close()
+    finally:
+        c.close()
+    server.result(timeout=15)
+    np.testing.assert_allclose(ps_scope.find_var("w").value(), init_values(shapes)["w"] - LR * g, rtol=1e-6)
 
 
 def test_dc_asgd_sets_the_sending_trainer_id(monkeypatch):
@@ -568,7 +607,7 @@ def test_op_attr_mismatches_are_named(monkeypatch):
         fluid.Executor(fluid.CPUPlace()).run(prog, feed={"a": np.zeros(2, np.float32)}, scope=fluid.Scope())
 
 
-def test_trainers_that_vanish_without_closing_fail_the_pserver_after_the_idle_limit(pservers, monkeypatch):
+def test_a_trainer_that_never_shows_up_fails_the_pserver_after_the_idle_limit(pservers, monkeypatch):
     """Async: trainer 0 trains and closes, trainer 1 never shows up; the pserver does not wait forever."""
     monkeypatch.setenv("FLAGS_rpc_deadline", "20000")
     monkeypatch.setenv("FLUIDIST_TRAINER_IDLE_TIMEOUT", "2")
@@ -578,4 +617,4 @@ def test_trainers_that_vanish_without_closing_fail_the_pserver_after_the_idle_li
     run_trainer(0, 2, {"w": ep}, shapes, 2, False, False)
     rc, out, err = ps.finish(timeout=20)
     assert rc != 0
-    assert "trainer 1 sent nothing for 2.0 s and never closed" in err
+    assert "trainer 1 sent nothing to pserver %s within 2.0 s of its start" % ep in err

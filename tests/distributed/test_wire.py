@@ -133,13 +133,46 @@ BUF = np.zeros((2, 3), np.float32).tobytes()
       np.array([0, 4], np.int64).tobytes(), BUF], "row indices must lie in [0, 4)"),
     ([_header(value={"t": "rows", "dtype": "float32", "shape": [2, 3], "height": 4}),
       np.array([0], np.int64).tobytes(), BUF], "(rows): shape [2] of int64 needs 16 bytes"),
-    ([_header(lod=[[0, "a"]]), BUF], "'lod' must be a list"),
+    ([_header(lod=[[0, "a"]]), BUF], "LoD level 0 must be a non-empty list of integers"),
     ([_header(msg=5), BUF], "'msg' must be a string"),
+    # what once raised TypeError or numpy's ValueError instead of a WireError
+    ([_header(kind=["get"]), BUF], "unknown message kind ['get']"),
+    ([_header(value={"t": "dense", "dtype": ["float32"], "shape": [2, 3]}), BUF], "dtype ['float32'] is not allowed"),
+    ([_header(value={"t": ["dense"], "dtype": "float32", "shape": [2, 3]}), BUF], "unknown value type"),
+    ([_header(value={"t": "dense", "dtype": "float32", "shape": [0, 2 ** 62]}), b""], "larger than any array"),
+    ([_header(value={"t": "dense", "dtype": "float32", "shape": [0, 2 ** 31, 2 ** 31]}), b""],
+     "larger than any array"),
+    ([_header(value={"t": "dense", "dtype": "float32", "shape": [2, 3], "height": 2}), BUF], "unknown value fields"),
+    ([_header(v=True), BUF], "protocol version"),
+    ([_header(id=2 ** 64), BUF], "'id' must lie in"),
+    ([_header(trainer=-1), BUF], "'trainer' must lie in"),
+    ([_header(step=2 ** 70), BUF], "'step' must lie in"),
+    ([_header(name="n" * 5000), BUF], "'name' is 5000 characters long"),
+    ([b'{"v": 1, "v": 1, "kind": "get", "id": 1, "trainer": 0, "step": 0}'], "repeats a field: ['v']"),
+    ([b'{"v": 1, "kind": "get", "id": 1, "trainer": 0, "step": NaN}'], "NaN, which is not a JSON number"),
+    ([b'{"v": 1, "kind": "get", "id": 1.5, "trainer": 0, "step": 0}'], "'id' must be an integer"),
+    ([b"[" * 100000], "not valid UTF-8 JSON"),
+    ([_header(lod=[[0, 1, 3]]), BUF], "LoD level 0 ends at 3 but the value has rows 2"),
+    ([_header(lod=[[0, 2, 1]]), BUF], "never decrease"),
+    ([_header(lod=[[1, 2]]), BUF], "offsets from 0"),
+    ([_header(lod=[[0, 1], [0, 1, 2]]), BUF], "ends at 1 but the next level has entries for 2"),
+    ([_header(value=None, lod=[[0, 1]])], "without a value cannot carry a 'lod'"),
+    ([_header(value={"t": "rows", "dtype": "float32", "shape": [2, 3], "height": 4}, lod=[[0, 2]]),
+      np.array([0, 1], np.int64).tobytes(), BUF], "only a dense value"),
 ])
 def test_malformed_messages_are_rejected_with_a_clear_wire_error(frames, why):
     with pytest.raises(WireError) as e:
         decode(frames)
     assert why in str(e.value)
+
+
+def test_lod_that_does_not_fit_the_value_is_refused_at_encode():
+    x = np.zeros((3, 2), np.float32)
+    assert decode(_as_bytes(encode("send", 1, "x", x, lod=[[0, 1, 3]]))).lod == [[0, 1, 3]]
+    with pytest.raises(WireError, match="LoD level 0 ends at 2 but the value has rows 3"):
+        encode("send", 1, "x", x, lod=[[0, 2]])
+    with pytest.raises(WireError, match="only a dense value"):
+        encode("send", 1, "x", None, lod=[[0, 2]])
 
 
 def test_huge_header_is_rejected():

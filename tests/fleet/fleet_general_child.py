@@ -3,6 +3,7 @@ launcher's variables, then gathers, reductions and barriers through the shared d
 results go to <out> as JSON."""
 import argparse
 import json
+import time
 
 import numpy as np
 
@@ -17,6 +18,7 @@ def main():
     ap.add_argument("--run_timeout", type=float, default=60)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip_barrier", action="store_true", help="leave after the rendezvous")
+    ap.add_argument("--sleep", type=float, default=0.0, help="seconds to sleep (alive) after the rendezvous")
     a = ap.parse_args()
     rm = GeneralRoleMaker(path=a.path, init_timeout_seconds=a.init_timeout, run_timeout_seconds=a.run_timeout,
                           unknown_kwarg_is_ignored=1)
@@ -27,6 +29,7 @@ def main():
     if a.skip_barrier:
         json.dump(res, open(a.out, "w"))
         return
+    time.sleep(a.sleep)
     me = ("w%d" if rm.is_worker() else "s%d") % res["index"]
     res["gather"] = []
     res["sum"], res["min"], res["max"] = [], [], []

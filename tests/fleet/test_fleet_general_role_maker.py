@@ -102,6 +102,32 @@ def test_missing_process_hits_the_run_deadline(tmp_path):
     assert "all_gather (call 1)" in log and "rank 1 (%s) never arrived" % eps[1] in log
 
 
+def test_a_process_that_left_is_noticed_by_its_heartbeat_and_a_slow_one_is_waited_for(tmp_path):
+    """No run deadline to speak of: x1 leaves (its heartbeat stops) and x0 stops within a few seconds
+    naming it; in a second job y1 sleeps 3x the peer timeout (alive) and y0 waits for it."""
+    eps = endpoints(2)
+    common = {"PADDLE_TRAINER_ENDPOINTS": ",".join(eps), "PADDLE_PSERVERS_IP_PORT_LIST": "",
+              "TRAINING_ROLE": "TRAINER", "FLUIDIST_PEER_TIMEOUT": "2"}
+    args = ["--path", tmp_path / "rdv", "--run_timeout", "600", "--rounds", "1"]
+    with Procs(tmp_path) as procs:
+        t0 = time.monotonic()
+        procs.start("x0", "fleet_general_child.py", args + ["--out", tmp_path / "x0.json"],
+                    dict(common, PADDLE_TRAINER_ID=0, SYS_JOB_ID="left"))
+        procs.start("x1", "fleet_general_child.py", args + ["--out", tmp_path / "x1.json", "--skip_barrier"],
+                    dict(common, PADDLE_TRAINER_ID=1, SYS_JOB_ID="left"))
+        procs.start("y0", "fleet_general_child.py", args + ["--out", tmp_path / "y0.json"],
+                    dict(common, PADDLE_TRAINER_ID=0, SYS_JOB_ID="slow"))
+        procs.start("y1", "fleet_general_child.py", args + ["--out", tmp_path / "y1.json", "--sleep", "6"],
+                    dict(common, PADDLE_TRAINER_ID=1, SYS_JOB_ID="slow"))
+        codes = procs.wait(timeout=90)
+        took = time.monotonic() - t0
+        log = procs.log("x0")
+    assert codes["x1"] == 0 and codes["x0"] not in (0, None)
+    assert "RankLost" in log and "rank 1 (%s) of group 'all' stopped beating" % eps[1] in log, log[-2000:]
+    assert codes["y0"] == 0 and codes["y1"] == 0
+    assert took < 60
+
+
 def test_arguments_and_environment():
     with pytest.raises(ValueError, match="needs path="):
         GeneralRoleMaker().generate_role(environ={})
@@ -131,6 +157,6 @@ def test_single_process_group_in_process(tmp_path):
     for r in range(5):   # files of old calls are cleaned up as calls go on
         assert rm.all_reduce_worker(r, mode="max") == r
     session_dir = os.path.join(str(tmp_path), "solo", "trainer", rm._worker_comm.session)
-    assert len(os.listdir(session_dir)) <= 2
+    assert len([d for d in os.listdir(session_dir) if d != "alive"]) <= 2   # (and the heartbeats)
     with pytest.raises(ValueError, match="unknown mode"):
         rm.all_reduce_worker(1, mode="mean")

@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from ... import timeline as _timeline
-from .common import collective_timeout
+from .common import collective_wait_limit
 
 REDUCE_OPS = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 _REDOP_CODE = {"sum": 1, "max": 2, "min": 3, "prod": 4}
@@ -126,7 +126,7 @@ class _CPUCommunicator:
         self.ring_id = int(ring_id)
         self.rank = int(rank)
         self.nranks = int(nranks)
-        self.timeout = collective_timeout() if timeout is None else float(timeout)
+        self.timeout = collective_wait_limit(timeout)   # math.inf: live peers are waited for
         self._seq = 0
         self._broken = None
         self._lock = threading.Lock()

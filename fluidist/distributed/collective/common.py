@@ -1,6 +1,8 @@
 """Helpers the collective transports and the rendezvous share: the deadline, endpoint parsing,
-the ZeroMQ context and sockets, this host's identity and IP, liveness of local pids, and whether CuPy
-can be used (with the reason when it cannot)."""
+the ZeroMQ context and sockets (CURVE-secured and heartbeating, see ``security`` and ``liveness``),
+this host's identity and IP, liveness of local pids, and whether CuPy can be used (with the reason
+when it cannot)."""
+import math
 import os
 import socket
 import threading
@@ -8,12 +10,13 @@ import threading
 import zmq
 
 from ...core.place import cupy_status  # noqa: F401 (re-exported: GPU detection with its reason)
+from .. import liveness, security
 
 DEFAULT_TIMEOUT = 300.0
 
 
 def collective_timeout():
-    """Seconds any collective wait may take (env ``FLUIDIST_COLLECTIVE_TIMEOUT``, default 300)."""
+    """Seconds the set-up of a ring may wait (env ``FLUIDIST_COLLECTIVE_TIMEOUT``, default 300)."""
     raw = os.environ.get("FLUIDIST_COLLECTIVE_TIMEOUT")
     if not raw:
         return DEFAULT_TIMEOUT
@@ -24,6 +27,21 @@ def collective_timeout():
     if value <= 0:
         raise ValueError("FLUIDIST_COLLECTIVE_TIMEOUT must be > 0, got %r" % raw)
     return value
+
+
+def collective_wait_limit(timeout=None):
+    """Seconds a collective call may wait for live peers: ``timeout`` or ``FLUIDIST_COLLECTIVE_TIMEOUT``
+    when given, else no limit (``math.inf``) while heartbeats watch the peers (a dead or stopped rank is
+    noticed within ``FLUIDIST_PEER_TIMEOUT``), else the default 300 s."""
+    if timeout is not None:
+        return float(timeout)
+    if os.environ.get("FLUIDIST_COLLECTIVE_TIMEOUT"):
+        return collective_timeout()
+    return math.inf if liveness.peer_timeout() is not None else DEFAULT_TIMEOUT
+
+
+def describe_seconds(t):
+    return "without limit" if math.isinf(t) else "%g s" % t
 
 
 class CollectiveTimeout(TimeoutError):
@@ -81,9 +99,23 @@ def bind_random(sock, host):
     return "tcp://%s:%d" % (host, port)
 
 
-def new_socket(kind, linger=0):
+def new_socket(kind, linger=0, role=None):
+    """A socket of the collective context; ``role`` "server" (it binds) or "client" (it connects)
+    makes it a CURVE socket of the job with heartbeats."""
     s = zmq_context().socket(kind)
     s.setsockopt(zmq.LINGER, linger)
+    try:
+        if role == "server":
+            security.secure_server(s)
+            liveness.configure(s)
+        elif role == "client":
+            security.secure_client(s)
+            liveness.configure(s)
+        elif role is not None:
+            raise ValueError("unknown socket role %r" % role)
+    except BaseException:
+        s.close(0)
+        raise
     return s
 
 
@@ -92,6 +124,15 @@ def plural(word, items):
     if len(items) == 1:
         return "%s %s" % (word, items[0])
     return "%ss %s" % (word, ", ".join(str(i) for i in items))
+
+
+def pid_state(pid):
+    """The state letter of process ``pid`` in /proc (R, S, D, T stopped, t traced, Z, ...), or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def pid_alive(pid):

@@ -35,6 +35,7 @@ from .base import (REDUCE_OPS, CollectiveError, OutputPool, SoloCommunicator, ch
                    _CPUCommunicator)
 from .common import (bind_random, collective_timeout, host_id, local_ip_towards, new_socket,
                      split_endpoint)
+from .. import security
 from .rendezvous import RendezvousClient, RendezvousServer
 from .shm import (SHM_DIR, SHM_PREFIX, ShmCommunicator, ShmLayout, create_segment, open_segment,  # noqa: F401
                   shm_chunk_bytes, shm_supported)
@@ -55,14 +56,15 @@ def create_cpu_communicator(comm_id, nranks, rank, endpoint=None, timeout=None):
     """Join ring ``comm_id.ring_id`` as ``rank`` of ``nranks``: rendezvous with rank 0, then shared
     memory when every rank is on this host (and the segment is proven shared), else ZeroMQ."""
     what = "c_comm_init (ring %d, rank %d of %d)" % (comm_id.ring_id, rank, nranks)
+    wait = timeout                     # the communicator's own waits (None: heartbeats decide)
     timeout = collective_timeout() if timeout is None else timeout
     if not 0 <= rank < nranks:
         raise ValueError("%s: rank is out of range" % what)
     if nranks == 1:
         comm_id.close()
-        return SoloCommunicator(comm_id.ring_id, 0, 1, timeout)
+        return SoloCommunicator(comm_id.ring_id, 0, 1, wait)
     host = split_endpoint(endpoint)[0] if endpoint else local_ip_towards(comm_id.rendezvous)
-    pull = new_socket(zmq.PULL)
+    pull = new_socket(zmq.PULL, role="server")
     pull.setsockopt(zmq.RCVHWM, 0)
     keep_pull = False
     try:
@@ -70,9 +72,9 @@ def create_cpu_communicator(comm_id, nranks, rank, endpoint=None, timeout=None):
         me = {"host": host_id(), "pid": os.getpid(), "addr": addr, "shm": shm_supported(),
               "transport": _transport_choice()}
         if rank == 0:
-            comm = _rank0_setup(comm_id, nranks, me, pull, what, timeout)
+            comm = _rank0_setup(comm_id, nranks, me, pull, what, timeout, wait)
         else:
-            comm = _rankk_setup(comm_id, nranks, rank, me, pull, what, timeout)
+            comm = _rankk_setup(comm_id, nranks, rank, me, pull, what, timeout, wait)
         keep_pull = comm.transport == "zmq"
         return comm
     finally:
@@ -80,7 +82,13 @@ def create_cpu_communicator(comm_id, nranks, rank, endpoint=None, timeout=None):
             pull.close()
 
 
-def _rank0_setup(comm_id, nranks, me, pull, what, timeout):
+def shm_path(comm_id):
+    """The one name ring ``comm_id``'s segment may have: the job's prefix (a hash of the job secret),
+    the session token and the ring id. Rank k maps nothing else."""
+    return os.path.join(SHM_DIR, "%s%s-%s-r%d" % (SHM_PREFIX, security.secret_tag(), comm_id.token, comm_id.ring_id))
+
+
+def _rank0_setup(comm_id, nranks, me, pull, what, timeout, wait):
     server = RendezvousServer(comm_id, nranks, what)
     try:
         infos = server.gather("hello", me, timeout)
@@ -96,7 +104,7 @@ def _rank0_setup(comm_id, nranks, me, pull, what, timeout):
         pids = [t["pid"] for t in table]
         if want_shm:
             layout = ShmLayout(nranks, shm_chunk_bytes(nranks))
-            path = os.path.join(SHM_DIR, "%s%s-r%d" % (SHM_PREFIX, comm_id.token, comm_id.ring_id))
+            path = shm_path(comm_id)
             mm = create_segment(path, layout.size, comm_id.token)
             try:
                 server.reply_all({"transport": "shm", "path": path, "size": layout.size,
@@ -110,7 +118,7 @@ def _rank0_setup(comm_id, nranks, me, pull, what, timeout):
             bad = {j: a.get("error") for j, a in acks.items() if not a.get("ok")}
             if not bad:
                 server.reply_all({"go": "shm"})
-                return ShmCommunicator(comm_id.ring_id, 0, nranks, mm, layout, pids, timeout)
+                return ShmCommunicator(comm_id.ring_id, 0, nranks, mm, layout, pids, wait)
             mm.close()
             if "shm" in wishes:
                 reason = "shared memory segment %s could not be mapped by %s" % (
@@ -121,7 +129,7 @@ def _rank0_setup(comm_id, nranks, me, pull, what, timeout):
         else:
             server.reply_all({"transport": "zmq", "table": table})
         return ZmqCommunicator(comm_id.ring_id, 0, nranks, pull, [t["addr"] for t in table], pids,
-                               [t["host"] == me["host"] for t in table], timeout)
+                               [t["host"] == me["host"] for t in table], wait)
     except Exception as e:
         try:
             server.fail(str(e))
@@ -132,7 +140,7 @@ def _rank0_setup(comm_id, nranks, me, pull, what, timeout):
         server.close()
 
 
-def _rankk_setup(comm_id, nranks, rank, me, pull, what, timeout):
+def _rankk_setup(comm_id, nranks, rank, me, pull, what, timeout, wait):
     client = RendezvousClient(comm_id, rank, what)
     try:
         reply = client.exchange("hello", me, timeout)
@@ -142,16 +150,19 @@ def _rankk_setup(comm_id, nranks, rank, me, pull, what, timeout):
         if reply["transport"] == "shm":
             mm, error = None, None
             try:
+                if reply.get("path") != shm_path(comm_id):
+                    raise CollectiveError("rank 0 names the segment %r, but this job's segment for ring %d is %r"
+                                          % (reply.get("path"), comm_id.ring_id, shm_path(comm_id)))
                 mm = open_segment(reply["path"], int(reply["size"]), comm_id.token)
             except Exception as e:  # report it to rank 0, which decides
                 error = "%s: %s" % (type(e).__name__, e)
             go = client.exchange("attached", {"ok": error is None, "error": error}, timeout)
             if go.get("go") == "shm":
                 layout = ShmLayout(nranks, int(reply["chunk"]))
-                return ShmCommunicator(comm_id.ring_id, rank, nranks, mm, layout, pids, timeout)
+                return ShmCommunicator(comm_id.ring_id, rank, nranks, mm, layout, pids, wait)
             if mm is not None:
                 mm.close()
         return ZmqCommunicator(comm_id.ring_id, rank, nranks, pull, [t["addr"] for t in table], pids, same,
-                               timeout)
+                               wait)
     finally:
         client.close()

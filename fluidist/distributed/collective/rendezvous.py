@@ -10,11 +10,14 @@ Two steps, as in Paddle (``c_gen_nccl_id`` then ``c_comm_init``):
    data address); rank 0 checks the group (distinct GPUs, one token) and answers everyone with the
    table of all ranks (:class:`RendezvousServer`, :class:`RendezvousClient`).
 
-Messages are JSON over DEALER/ROUTER sockets (never pickle, never bare REQ/REP). Every wait ends
-after ``FLUIDIST_COLLECTIVE_TIMEOUT`` seconds (default 300) with an error naming the ring, the
-ranks or endpoints that were missing and what was awaited.
+Messages are JSON over DEALER/ROUTER sockets (never pickle, never bare REQ/REP), CURVE-secured with
+the job secret: a process without it cannot hand a rank an id, nor join a ring. A received id is
+checked field by field before anything uses it. Every wait ends after ``FLUIDIST_COLLECTIVE_TIMEOUT``
+seconds (default 300) with an error naming the ring, the ranks or endpoints that were missing and
+what was awaited.
 """
 import json
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -27,6 +30,8 @@ from .common import (CollectiveTimeout, collective_timeout, host_id, pid_alive, 
 from .common import bind_random as _bind_random, new_socket as _new_socket, plural as _plural
 
 PROTOCOL = 1
+_TOKEN = re.compile(r"[0-9a-f]{16}\Z")
+_ADDRESS = re.compile(r"tcp://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}\Z")
 
 
 # ---------------------------------------------------------------- the id
@@ -54,11 +59,31 @@ class CommId:
 
     @classmethod
     def from_json(cls, d):
+        """The id in ``d`` (as ``to_json`` wrote it); ValueError naming the first field that is not."""
+        if not isinstance(d, dict):
+            raise ValueError("an id must be a JSON object")
+        ring_id, backend, token, addr = d.get("ring_id"), d.get("backend"), d.get("token"), d.get("rendezvous")
+        if type(ring_id) is not int or not 0 <= ring_id < 1 << 31:
+            raise ValueError("ring_id %r is not a ring id" % (ring_id,))
+        if backend not in ("cpu", "nccl"):
+            raise ValueError("backend %r is not 'cpu' or 'nccl'" % (backend,))
+        if not isinstance(token, str) or not _TOKEN.match(token):
+            raise ValueError("token %r is not a session token" % (token,))
+        if not isinstance(addr, str) or not _ADDRESS.match(addr):
+            raise ValueError("rendezvous %r is not tcp://host:port" % (addr,))
         nid = d.get("nccl_id")
         if isinstance(nid, dict):
-            nid = bytes.fromhex(nid["bytes"]) if "bytes" in nid else tuple(nid["tuple"])
-        return cls(ring_id=int(d["ring_id"]), backend=str(d["backend"]), token=str(d["token"]),
-                   rendezvous=str(d["rendezvous"]), nccl_id=nid)
+            raw = nid.get("bytes")
+            if isinstance(raw, str) and len(raw) <= 1024 and re.fullmatch(r"[0-9a-f]*", raw):
+                nid = bytes.fromhex(raw)
+            elif isinstance(nid.get("tuple"), list) and len(nid["tuple"]) <= 1024 and \
+                    all(type(v) is int for v in nid["tuple"]):
+                nid = tuple(nid["tuple"])
+            else:
+                raise ValueError("nccl_id %r is not an NCCL unique id" % (nid,))
+        elif nid is not None:
+            raise ValueError("nccl_id %r is not an NCCL unique id" % (nid,))
+        return cls(ring_id=ring_id, backend=backend, token=token, rendezvous=addr, nccl_id=nid)
 
     def close(self):
         if self.server is not None:
@@ -70,7 +95,7 @@ def new_comm_id(ring_id, backend, endpoint, nccl_id=None):
     """Rank 0's id for ``ring_id``: binds the rendezvous socket now (on ``endpoint``'s host, a free
     port) so that it already exists when the other ranks come to register."""
     host, _ = split_endpoint(endpoint, "endpoint of rank 0")
-    server = _new_socket(zmq.ROUTER)
+    server = _new_socket(zmq.ROUTER, role="server")
     try:
         addr = _bind_random(server, host)
     except Exception:
@@ -97,7 +122,7 @@ def send_to_endpoints(payload, endpoints, what, timeout=None):
         poller = zmq.Poller()
         for ep in endpoints:
             host, port = split_endpoint(ep, "%s: endpoint" % what)
-            s = _new_socket(zmq.DEALER)
+            s = _new_socket(zmq.DEALER, role="client")
             s.connect("tcp://%s:%d" % (host, port))
             s.send(data)
             socks[s] = ep
@@ -112,7 +137,10 @@ def send_to_endpoints(payload, endpoints, what, timeout=None):
                     "%s: %s did not take the id within %g s (is that trainer running and listening on "
                     "its endpoint?)" % (what, _plural("endpoint", late), timeout))
             for s, _ in poller.poll(min(left, 0.5) * 1000):
-                reply = _loads(s.recv(), "%s: reply from %s" % (what, socks[s]))
+                raw = _recv_ready(s)
+                if raw is None:
+                    continue
+                reply = _loads(raw[0], "%s: reply from %s" % (what, socks[s]))
                 if reply.get("error"):
                     raise RuntimeError("%s: endpoint %s refused the id: %s" % (what, socks[s], reply["error"]))
                 pending.pop(s, None)
@@ -122,12 +150,13 @@ def send_to_endpoints(payload, endpoints, what, timeout=None):
             s.close()
 
 
-def receive_on_endpoint(endpoint, what, expect, sender="rank 0", timeout=None):
+def receive_on_endpoint(endpoint, what, expect, sender="rank 0", timeout=None, parse=None):
     """Rank k: listen on ``endpoint`` until rank 0's message whose fields include ``expect`` arrives;
-    acknowledge it and return it. Other messages are answered with an error and ignored."""
+    acknowledge it and return it (with ``parse(msg)``'s result under ``"parsed"``). Other messages, and
+    those ``parse`` raises ValueError for, are answered with an error and ignored."""
     timeout = collective_timeout() if timeout is None else timeout
     host, port = split_endpoint(endpoint, "%s: endpoint" % what)
-    s = _new_socket(zmq.ROUTER, linger=2000)
+    s = _new_socket(zmq.ROUTER, linger=2000, role="server")
     try:
         _bind_endpoint(s, host, port, endpoint, what, min(timeout, 5.0))
         deadline = time.monotonic() + timeout
@@ -138,8 +167,8 @@ def receive_on_endpoint(endpoint, what, expect, sender="rank 0", timeout=None):
                                         % (what, endpoint, sender, timeout, sender))
             if not s.poll(min(left, 0.5) * 1000):
                 continue
-            frames = s.recv_multipart()
-            if len(frames) != 2:
+            frames = _recv_ready(s)
+            if frames is None or len(frames) != 2:
                 continue
             ident, raw = frames
             try:
@@ -154,6 +183,12 @@ def receive_on_endpoint(endpoint, what, expect, sender="rank 0", timeout=None):
                 s.send_multipart([ident, json.dumps(
                     {"error": "%s expected %s but got %s" % (endpoint, expect, wrong)}).encode()])
                 continue
+            if parse is not None:
+                try:
+                    msg["parsed"] = parse(msg)
+                except (ValueError, TypeError, KeyError) as e:
+                    s.send_multipart([ident, json.dumps({"error": "%s: malformed id: %s" % (endpoint, e)}).encode()])
+                    continue
             s.send_multipart([ident, b'{"ok": true}'])
             return msg
     finally:
@@ -205,8 +240,8 @@ class RendezvousServer:
                                            self.cid.rendezvous, timeout))
             if not self.sock.poll(min(left, 0.5) * 1000):
                 continue
-            frames = self.sock.recv_multipart()
-            if len(frames) != 2:
+            frames = _recv_ready(self.sock)
+            if frames is None or len(frames) != 2:
                 continue
             ident, raw = frames
             try:
@@ -256,22 +291,37 @@ class RendezvousClient:
         self.cid = comm_id
         self.rank = rank
         self.what = what
-        self.sock = _new_socket(zmq.DEALER)
+        self.sock = _new_socket(zmq.DEALER, role="client")
         self.sock.connect(comm_id.rendezvous)
 
     def exchange(self, phase, msg, timeout=None):
         timeout = collective_timeout() if timeout is None else timeout
         self.sock.send(json.dumps(dict(msg, rank=self.rank, token=self.cid.token, phase=phase)).encode())
-        if not self.sock.poll(timeout * 1000):
-            raise CollectiveTimeout("%s: rank 0 of ring %d did not answer the rendezvous (%s) at %s within %g s"
-                                    % (self.what, self.cid.ring_id, phase, self.cid.rendezvous, timeout))
-        reply = _loads(self.sock.recv(), "%s: rendezvous answer" % self.what)
+        deadline = time.monotonic() + timeout
+        frames = None
+        while frames is None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.sock.poll(min(left, 0.5) * 1000):
+                if time.monotonic() >= deadline:
+                    raise CollectiveTimeout("%s: rank 0 of ring %d did not answer the rendezvous (%s) at %s within %g s"
+                                            % (self.what, self.cid.ring_id, phase, self.cid.rendezvous, timeout))
+                continue
+            frames = _recv_ready(self.sock)
+        reply = _loads(frames[0], "%s: rendezvous answer" % self.what)
         if reply.get("error"):
             raise RuntimeError("%s: set-up of ring %d failed: %s" % (self.what, self.cid.ring_id, reply["error"]))
         return reply
 
     def close(self):
         self.sock.close()
+
+
+def _recv_ready(sock):
+    """The frames waiting on ``sock``, or None: never blocks (a poll may wake without a message)."""
+    try:
+        return sock.recv_multipart(zmq.NOBLOCK)
+    except zmq.Again:
+        return None
 
 
 def _loads(raw, what):

@@ -1,14 +1,22 @@
-"""The shared-memory transport: ranks on one host share a ``/dev/shm`` segment (see ``cpu.py``)."""
+"""The shared-memory transport: ranks on one host share a ``/dev/shm`` segment (see ``cpu.py``).
+
+A rank maps only the segment its own ring names (``cpu.shm_path``: the job's prefix, the session
+token, the ring), only if it is a regular file of this user that nobody else may read or write, and
+only if it holds the ring's token. Peers are watched through their pids: one that exits, or that
+stays stopped (``SIGSTOP``) for ``FLUIDIST_PEER_TIMEOUT``, fails the collective with its name.
+"""
 import mmap
 import os
 import platform
+import stat
 import sys
 import time
 
 import numpy as np
 
 from .base import CollectiveError, _CPUCommunicator, _contiguous, _describe, _reduce_into
-from .common import CollectiveTimeout, pid_alive, plural as _plural
+from .. import liveness
+from .common import CollectiveTimeout, describe_seconds, pid_alive, pid_state, plural as _plural
 
 SHM_DIR = "/dev/shm"
 SHM_PREFIX = "fluidist-coll-"
@@ -69,6 +77,8 @@ class ShmCommunicator(_CPUCommunicator):
         self._peers = tuple(j for j in range(nranks) if j != rank)
         self._t = int(self._c[self._my + _POSTED])
         self._views = {}
+        self._stopped_since = {}          # rank -> when its process was first seen stopped
+        self._peer_timeout = liveness.peer_timeout()
         self._c[self._my + _PID] = os.getpid()
         # small tensors: one exchange round; each rank reduces the whole tensor
         self._direct_max = min(layout.stage, int(os.environ.get("FLUIDIST_SHM_DIRECT_BYTES", 128 * 1024)))
@@ -166,12 +176,27 @@ class ShmCommunicator(_CPUCommunicator):
             if not pid_alive(self._pids[j]):
                 raise CollectiveError("rank %d (pid %d) of ring %d exited before finishing %s #%d"
                                       % (j, self._pids[j], self.ring_id, opname, seq))
+            self._check_stopped(j, opname, seq)
         if expired:
             late = [j for j in pending if c[cw[j] + _POSTED] < t0]
             verb = "did not reach" if late == pending else "did not finish"
-            raise CollectiveTimeout("%s of ring %d %s %s #%d within %g s (seen from rank %d)"
-                                    % (_plural("rank", pending), self.ring_id, verb, opname, seq, self.timeout,
-                                       self.rank))
+            raise CollectiveTimeout("%s of ring %d %s %s #%d within %s (seen from rank %d)"
+                                    % (_plural("rank", pending), self.ring_id, verb, opname, seq,
+                                       describe_seconds(self.timeout), self.rank))
+
+    def _check_stopped(self, j, opname, seq):
+        """A peer stopped (SIGSTOP, a debugger) for longer than the peer timeout is taken for hung."""
+        if self._peer_timeout is None:
+            return
+        now = time.monotonic()
+        if pid_state(self._pids[j]) not in ("T", "t"):
+            self._stopped_since.pop(j, None)
+            return
+        since = self._stopped_since.setdefault(j, now)
+        if now - since > self._peer_timeout:
+            raise CollectiveError("rank %d (pid %d) of ring %d has been stopped for %.1f s (SIGSTOP or a debugger), so "
+                                  "%s #%d cannot finish (%s)" % (j, self._pids[j], self.ring_id, now - since, opname,
+                                                                 seq, liveness.describe_timeout(self._peer_timeout)))
 
     def _error_text(self, j):
         off = self.layout.ctrl + j * _CTRL + _ERR_BYTE
@@ -367,10 +392,18 @@ def create_segment(path, size, token):
 
 
 def open_segment(path, size, token):
-    fd = os.open(path, os.O_RDWR)
+    """Map rank 0's segment ``path``: a regular file (no symbolic link) in ``SHM_DIR`` with this job's
+    prefix, owned by this user, mode 0600, of ``size`` bytes, holding ``token``."""
+    if os.path.dirname(path) != SHM_DIR or not os.path.basename(path).startswith(SHM_PREFIX):
+        raise CollectiveError("segment %r is not a fluidist segment in %s" % (path, SHM_DIR))
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
     try:
-        if os.fstat(fd).st_size != size:
-            raise CollectiveError("segment %s has %d bytes, expected %d" % (path, os.fstat(fd).st_size, size))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+            raise CollectiveError("segment %s is not a private file of this user (uid %d, mode %04o; expected uid %d, "
+                                  "mode 0600)" % (path, st.st_uid, stat.S_IMODE(st.st_mode), os.getuid()))
+        if st.st_size != size:
+            raise CollectiveError("segment %s has %d bytes, expected %d" % (path, st.st_size, size))
         mm = mmap.mmap(fd, size)
     finally:
         os.close(fd)

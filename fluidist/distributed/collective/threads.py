@@ -1,11 +1,13 @@
 """The thread transport: several places of one process as the ranks of a ring (``c_comm_init_all``)."""
+import math
 import threading
 
 import numpy as np
 
 from ...core.tensor import SelectedRows
 from .base import _DTYPE_CODE, _OP_CODE, CollectiveError, _CPUCommunicator, _reduce_into
-from .common import CollectiveTimeout, collective_timeout, plural as _plural
+from .common import CollectiveTimeout, collective_wait_limit, describe_seconds, plural as _plural
+
 
 class ThreadGroup:
     """What the threads of a single-process ring share: per-rank deposits (two sets, used by
@@ -15,7 +17,7 @@ class ThreadGroup:
     def __init__(self, nranks, ring_id, timeout=None):
         self.nranks = nranks
         self.ring_id = ring_id
-        self.timeout = collective_timeout() if timeout is None else float(timeout)
+        self.timeout = collective_wait_limit(timeout)
         self.deposits = [[None] * nranks, [None] * nranks]
         self.results = [None, None]
         self.arrived = [0] * nranks
@@ -27,13 +29,14 @@ class ThreadGroup:
         with self.cond:
             self.arrived[rank] = k
             self.cond.notify_all()
-            ok = self.cond.wait_for(lambda: self.failed is not None or min(self.arrived) >= k, self.timeout)
+            ok = self.cond.wait_for(lambda: self.failed is not None or min(self.arrived) >= k,
+                                        None if math.isinf(self.timeout) else self.timeout)
             if self.failed is not None:
                 raise CollectiveError("ring %d: %s" % (self.ring_id, self.failed))
             if not ok:
                 missing = [j for j in range(self.nranks) if self.arrived[j] < k]
-                msg = "%s of ring %d did not reach %s #%d within %g s (seen from thread rank %d)" % (
-                    _plural("thread rank", missing), self.ring_id, opname, seq, self.timeout, rank)
+                msg = "%s of ring %d did not reach %s #%d within %s (seen from thread rank %d)" % (
+                    _plural("thread rank", missing), self.ring_id, opname, seq, describe_seconds(self.timeout), rank)
                 self.failed = msg
                 self.cond.notify_all()
                 raise CollectiveTimeout(msg)

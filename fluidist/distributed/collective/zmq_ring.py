@@ -1,4 +1,11 @@
-"""The ZeroMQ transport: ranks on several hosts exchange messages in a pipelined ring (see ``cpu.py``)."""
+"""The ZeroMQ transport: ranks on several hosts exchange messages in a pipelined ring (see ``cpu.py``).
+
+Its sockets are CURVE sockets of the job with heartbeats: a rank whose connection has been down for
+half of ``FLUIDIST_PEER_TIMEOUT`` (killed, stopped, unreachable) fails the collective with its name,
+while a slow rank is waited for. Frames for later calls wait in a bounded box: at most
+``MAX_CALLS_AHEAD`` calls ahead and ``FLUIDIST_ZMQ_BOX_BYTES`` bytes (default 1 GiB), from ranks of
+the ring; frames of calls already finished are dropped.
+"""
 import os
 import struct
 import time
@@ -6,14 +13,18 @@ import time
 import numpy as np
 import zmq
 
+from .. import liveness
 from .base import CollectiveError, _CPUCommunicator, _reduce_into
-from .common import CollectiveTimeout, new_socket as _new_socket, pid_alive
+from .common import CollectiveTimeout, describe_seconds, new_socket as _new_socket, pid_alive
 
 _HEAD = struct.Struct("<qiiiiiiqq")   # seq, phase, step, chunk, src, opcode, dtype, count, aux
 _ABORT_PHASE = 99
 _ZMQ_CHUNK = 1 << 20                # bytes per pipelined message
 _ZMQ_DIRECT = 64 * 1024             # allreduce below this: every rank sends everything to everyone
 _ZMQ_ZERO_COPY = 64 * 1024          # larger messages are sent from the array itself (tracked)
+MAX_CALLS_AHEAD = 4096              # a peer may be this many calls ahead (broadcast roots never wait)
+BOX_BYTES_ENV = "FLUIDIST_ZMQ_BOX_BYTES"
+_PHASES = frozenset([1, 2, 3, 4, 5, 6])
 
 
 class ZmqCommunicator(_CPUCommunicator):
@@ -23,20 +34,29 @@ class ZmqCommunicator(_CPUCommunicator):
         super().__init__(ring_id, rank, nranks, timeout)
         self._pull = pull
         self._push = {}
+        self._links = {}
+        peer_timeout = liveness.peer_timeout()
         for j, addr in enumerate(addrs):
             if j != rank:
-                s = _new_socket(zmq.PUSH)
+                s = _new_socket(zmq.PUSH, role="client")
                 s.setsockopt(zmq.SNDHWM, 0)
+                if peer_timeout is not None:
+                    self._links[j] = liveness.Link(s, peer_timeout)
                 s.connect(addr)
                 self._push[j] = s
         self._addrs = list(addrs)
         self._pids = list(pids or [])
         self._same_host = list(same_host or [False] * nranks)
         self._box = {}
+        self._box_bytes = 0
+        self._box_limit = int(os.environ.get(BOX_BYTES_ENV, 1 << 30))
         self._trackers = {}
         self._chunk = int(os.environ.get("FLUIDIST_ZMQ_CHUNK_BYTES", _ZMQ_CHUNK))
 
     def close(self):
+        for link in self._links.values():
+            link.close()
+        self._links = {}
         for s in self._push.values():
             s.close()
         self._push = {}
@@ -61,14 +81,17 @@ class ZmqCommunicator(_CPUCommunicator):
         keys = list(self._trackers) if block is None else [block]
         for key in keys:
             for tracker, j in self._trackers.pop(key, ()):
-                if tracker.done:
-                    continue
-                try:
-                    tracker.wait(self.timeout)
-                except zmq.NotDone:
-                    raise CollectiveTimeout("rank %d of ring %d did not take the data of %s #%d within %g s "
-                                            "(seen from rank %d)" % (j, self.ring_id, opname, seq, self.timeout,
-                                                                     self.rank)) from None
+                give_up = time.monotonic() + self.timeout
+                while not tracker.done:
+                    try:
+                        tracker.wait(min(0.25, max(0.0, give_up - time.monotonic())))
+                    except zmq.NotDone:
+                        self._check_links(seq, opname)
+                        if time.monotonic() >= give_up:
+                            raise CollectiveTimeout("rank %d of ring %d did not take the data of %s #%d within %s "
+                                                    "(seen from rank %d)" % (j, self.ring_id, opname, seq,
+                                                                             describe_seconds(self.timeout),
+                                                                             self.rank)) from None
 
     def _finish(self, seq, opname):
         self._sent(seq, opname)
@@ -78,6 +101,7 @@ class ZmqCommunicator(_CPUCommunicator):
         key = (j, seq, phase, step, chunk)
         hit = self._box.pop(key, None)
         if hit is not None:
+            self._box_bytes -= len(hit[1])
             return self._checked(hit, j, seq, sig)
         start = time.monotonic()
         deadline = start + self.timeout
@@ -85,29 +109,65 @@ class ZmqCommunicator(_CPUCommunicator):
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise CollectiveTimeout("rank %d of ring %d did not reach %s #%d within %g s (seen from rank %d, "
-                                        "waiting for its data)" % (j, self.ring_id, opname, seq, self.timeout,
-                                                                   self.rank))
+                raise CollectiveTimeout("rank %d of ring %d did not reach %s #%d within %s (seen from rank %d, "
+                                        "waiting for its data)" % (j, self.ring_id, opname, seq,
+                                                                   describe_seconds(self.timeout), self.rank))
             if self._pull.poll(min(left, 0.25) * 1000):
-                frames = self._pull.recv_multipart(copy=False)
+                try:   # never block after a poll: with CURVE and heartbeats a poll may wake without a message
+                    frames = self._pull.recv_multipart(zmq.NOBLOCK, copy=False)
+                except zmq.Again:
+                    continue
                 if len(frames) != 2 or len(frames[0].bytes) != _HEAD.size:
                     continue
                 h = _HEAD.unpack(frames[0].bytes)
+                src = h[4]
+                if not 0 <= src < self.nranks or src == self.rank:
+                    continue    # not a rank of this ring
                 if h[1] == _ABORT_PHASE:
                     raise CollectiveError("rank %d of ring %d failed in call #%d, so %s #%d cannot finish: %s"
-                                          % (h[4], self.ring_id, h[0], opname, seq,
-                                             frames[1].bytes.decode("utf-8", "replace")))
-                got = (h[4], h[0], h[1], h[2], h[3])
+                                          % (src, self.ring_id, h[0], opname, seq,
+                                             frames[1].bytes[:2000].decode("utf-8", "replace")))
+                got = (src, h[0], h[1], h[2], h[3])
                 if got == key:
                     return self._checked((h, frames[1]), j, seq, sig)
-                if h[0] < seq and h[0] != 0:
-                    continue    # left over from a call that already failed here
-                self._box[got] = (h, frames[1])
+                if h[0] < seq or h[0] > seq + MAX_CALLS_AHEAD or h[1] not in _PHASES:
+                    continue    # left over from a call that already failed here, or no call of ours
+                self._keep(got, h, frames[1], opname, seq)
             elif time.monotonic() >= next_check:
                 next_check = time.monotonic() + 0.25
                 if self._pids and self._same_host[j] and not pid_alive(self._pids[j]):
                     raise CollectiveError("rank %d (pid %d) of ring %d exited before finishing %s #%d"
                                           % (j, self._pids[j], self.ring_id, opname, seq))
+                self._check_links(seq, opname)
+
+    def _keep(self, key, h, frame, opname, seq):
+        """Box a frame of a later step or call, within the box's bounds."""
+        old = self._box.pop(key, None)
+        if old is not None:
+            self._box_bytes -= len(old[1])
+        size = len(frame)
+        if self._box_bytes + size > self._box_limit:
+            raise CollectiveError("ring %d: rank %d sent %d bytes for later calls than %s #%d, more than the %d this rank "
+                                  "keeps (%s)" % (self.ring_id, key[0], self._box_bytes + size, opname, seq,
+                                                  self._box_limit, BOX_BYTES_ENV))
+        self._box[key] = (h, frame)
+        self._box_bytes += size
+
+    def _check_links(self, seq, opname):
+        """Raise naming a rank whose connection the heartbeats say is gone, or that refuses our key."""
+        for j, link in self._links.items():
+            link.update()
+            refused = link.refused()
+            if refused is not None:
+                raise CollectiveError("ring %d: cannot reach rank %d (%s, %d times): every rank needs the same job secret "
+                                      "(FLUIDIST_JOB_SECRET / FLUIDIST_SECRET_FILE, the launcher's --secret_file)"
+                                      % (self.ring_id, j, refused, link.refusals))
+            dead = link.dead_for()
+            if dead:
+                raise CollectiveError("rank %d of ring %d is gone: its connection has been down for %.1f s (it died, was "
+                                      "stopped, or is unreachable; %s), so %s #%d cannot finish (seen from rank %d)"
+                                      % (j, self.ring_id, dead, liveness.describe_timeout(link.timeout),
+                                         opname, seq, self.rank))
 
     def _checked(self, msg, j, seq, sig):
         h, frame = msg
@@ -118,6 +178,7 @@ class ZmqCommunicator(_CPUCommunicator):
 
     def _abort(self, seq, reason):
         self._trackers = {}
+        self._box, self._box_bytes = {}, 0
         head = _HEAD.pack(seq, _ABORT_PHASE, 0, 0, self.rank, 0, 0, 0, 0)
         for s in self._push.values():
             try:
