@@ -81,9 +81,7 @@ def _timed_kernel(kernel, op):
 
 
 def _set_hook(hook):
-    _executor_mod._kernel_hook = hook
-    for exe in list(_executor_mod._executors):
-        exe._plans.clear()
+    _executor_mod.set_kernel_wrapper(hook)
 
 
 def is_profiler_enabled():

@@ -55,12 +55,25 @@ def cupy_module():
     return cupy
 
 
-def is_compiled_with_cuda():
+def cupy_status():
+    """``(cupy module, None)`` when CuPy imports and sees a GPU, else ``(None, why not)``: the reason
+    (not installed, no CUDA driver, no device, ...) is kept for the errors a user sees."""
     try:
         import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
+    except Exception as e:   # ImportError, or CUDA libraries that fail to load
+        return None, "CuPy cannot be imported (%s: %s); pip install fluidist[gpu]" % (type(e).__name__, e)
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        return None, "CuPy sees no usable CUDA runtime (%s: %s)" % (type(e).__name__, e)
+    if n < 1:
+        return None, "CuPy finds no CUDA device"
+    return cupy, None
+
+
+def is_compiled_with_cuda():
+    """True when CuPy can run kernels on a GPU here (``cupy_status()`` says why not)."""
+    return cupy_status()[0] is not None
 
 
 def cuda_places(device_ids=None):

@@ -14,10 +14,19 @@ from ..core.place import CPUPlace, to_host
 from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, SelectedRows
 
-# fluidist.profiler sets _kernel_hook(kernel, op) -> kernel while it is on and drops the cached plans
-# of every live executor when it turns on or off; when off, plans hold the plain kernels (no cost).
+# set_kernel_wrapper(f): plans call f(kernel, op) -> kernel for each op (the profiler's timing); None:
+# plans hold the plain kernels (no cost). Setting it drops the cached plans of every live executor.
 _kernel_hook = None
 _executors = weakref.WeakSet()
+
+
+def set_kernel_wrapper(wrapper):
+    """Wrap every kernel that plans call from now on (``wrapper(kernel, op) -> kernel``), or stop
+    wrapping (``None``). Cached plans of every live executor are dropped so the change takes effect."""
+    global _kernel_hook
+    _kernel_hook = wrapper
+    for exe in list(_executors):
+        exe._plans.clear()
 
 
 class ExecContext:
@@ -336,7 +345,7 @@ class Executor:
         self.place = place if place is not None else CPUPlace()
         self._closed = False
         self._plans = weakref.WeakKeyDictionary()
-        self._close_hooks = []   # called by close(): rpc clients notify their pservers
+        self._close_hooks = []
         _executors.add(self)
 
     # ------------------------------------------------------------------ planning
@@ -445,6 +454,13 @@ class Executor:
                 else:
                     out.append(LoDTensor(np.array(to_host(value), copy=True), owner._find_lod(name)))
         return out
+
+    def on_close(self, callback):
+        """Call ``callback()`` when this executor closes (the parameter-server ops register one that
+        tells the pservers this trainer is done)."""
+        if self._closed:
+            raise RuntimeError("on_close: the Executor is already closed")
+        self._close_hooks.append(callback)
 
     def close(self):
         """Tell every parameter server this trainer talked to that it is done; the executor is then closed."""

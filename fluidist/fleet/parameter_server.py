@@ -39,11 +39,12 @@ from .. import io
 from ..executor.compiler import CompiledProgram
 from ..executor.executor import Executor
 from ..core.scope import Scope, global_scope
+from ..distributed import trainer_session
 from ..framework.program import Program, default_startup_program
 from ..optimizer import Optimizer
 from ..role_maker import MPIRoleMaker
 from ..transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from ..transpiler.details import wait_server_ready
+from ..distributed.ports import wait_server_ready
 from .base import DistributedOptimizer, Fleet, Mode
 from .strategy import (AsyncStrategy, GeoStrategy, HalfAsyncStrategy, PSDistributedStrategy, StrategyFactory,
                        SyncStrategy, TrainerRuntimeConfig, strategy_from_config)
@@ -298,8 +299,7 @@ def _close_rpc_clients():
     """Tell every pserver that any executor of this process talked to that this trainer is done
     (Paddle's RPC client was one per process, so closing any executor did that; fluidist's
     executors each remember their pservers, and the user trains with their own executor)."""
-    from ..ops import rpc_ops
-    rpc_ops.notify_all_complete()
+    trainer_session.notify_all_complete()
 
 
 class TranspilerOptimizer(DistributedOptimizer):

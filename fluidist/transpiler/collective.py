@@ -8,7 +8,7 @@ LocalSGD, SingleProcessMultiThread). LocalSGD can average every ``local_sgd_step
 from ..framework import unique_name
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import Parameter
-from .details import parse_endpoints, wait_server_ready
+from .details import parse_endpoints
 
 COLL = OpRole.Collective
 
@@ -34,9 +34,6 @@ def transpile_nccl2(config, trainer_id, trainers, current_endpoint, program, sta
     program._nccl_comm_num = config.nccl_comm_num
     program._use_hierarchical_allreduce = config.use_hierarchical_allreduce
     program._hierarchical_allreduce_inter_nranks = config.hierarchical_allreduce_inter_nranks
-    others = [e for e in eps if e != current_endpoint]
-    if trainer_id == 0 and config.wait_port and others:
-        wait_server_ready(others)
     sb = startup.global_block()
     nccl_id = sb.create_var(name="NCCLID", persistable=True, type="RAW")
     for i in range(1, config.nccl_comm_num):
@@ -111,8 +108,6 @@ class Collective:
 
     def _init_communicator(self, ring_id):
         others = [e for e in self.endpoints if e != self.current_endpoint]
-        if self.rank == 0 and self.wait_port and others:
-            wait_server_ready(others)
         block = self.startup_program.global_block()
         nccl_id = block.create_var(name=unique_name.generate("nccl_id"), persistable=True, type="RAW")
         block.append_op("c_gen_nccl_id", inputs={}, outputs={"Out": [nccl_id.name]},

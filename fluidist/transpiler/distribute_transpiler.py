@@ -4,7 +4,7 @@ import sys
 from ..framework.program import Program, default_main_program, default_startup_program
 from . import pserver as ps
 from .config import DistributeTranspilerConfig, ServerRuntimeConfig
-from .details import parse_endpoints, wait_server_ready
+from .details import parse_endpoints
 
 
 class DistributeTranspiler:
@@ -72,10 +72,11 @@ class DistributeTranspiler:
         return self._plan
 
     def get_trainer_program(self, wait_port=True):
+        """The trainer's program (the origin program, rewritten in place). ``wait_port`` is accepted as
+        in Paddle; the wait itself is the runtime's: a trainer's first request to a pserver that is not
+        listening yet waits for it within ``FLAGS_rpc_deadline``."""
         plan = self._require_pserver_plan("get_trainer_program")
         ps.finish_trainer(plan, self.origin_program)
-        if wait_port and self.config.wait_port:
-            wait_server_ready(plan.endpoints)
         return self.origin_program
 
     def get_pserver_program(self, endpoint):

@@ -292,12 +292,12 @@ def test_shm_attach_failure_unlinks_and_falls_back_to_zmq(monkeypatch):
     """A rank that cannot map the segment reports it; rank 0 removes the file and everyone uses
     ZeroMQ (auto), or everyone fails with the reason when shared memory was demanded."""
     from fluidist.distributed.collective import cpu
-    real_open = cpu._open_segment
+    real_open = cpu.open_segment
 
     def broken(path, size, token):
         raise OSError("simulated: cannot map %s" % path)
     before = _segments()
-    monkeypatch.setattr(cpu, "_open_segment", broken)
+    monkeypatch.setattr(cpu, "open_segment", broken)
     comms = make_group(2, "auto", monkeypatch)
     try:
         assert [c.transport for c in comms] == ["zmq", "zmq"]
@@ -310,7 +310,7 @@ def test_shm_attach_failure_unlinks_and_falls_back_to_zmq(monkeypatch):
     with pytest.raises(CollectiveError, match="could not be mapped by rank 1"):
         make_group(2, "shm", monkeypatch)
     assert _segments() - before == set()
-    monkeypatch.setattr(cpu, "_open_segment", real_open)
+    monkeypatch.setattr(cpu, "open_segment", real_open)
 
 
 def test_output_pool_reuses_only_unreferenced_buffers():

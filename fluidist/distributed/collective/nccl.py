@@ -15,8 +15,9 @@ remapping does not fool it), and only then calls ``ncclCommInitRank``.
 """
 import os
 
-from .cpu import CollectiveError, check_reduce
-from .rendezvous import RendezvousClient, RendezvousServer, collective_timeout, host_id
+from .base import CollectiveError, check_reduce
+from .common import collective_timeout, host_id
+from .rendezvous import RendezvousClient, RendezvousServer
 
 _NCCL_DTYPE = {"float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64",
                "int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32", "int64": "NCCL_INT64",

@@ -15,93 +15,18 @@ after ``FLUIDIST_COLLECTIVE_TIMEOUT`` seconds (default 300) with an error naming
 ranks or endpoints that were missing and what was awaited.
 """
 import json
-import os
 import secrets
-import socket
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional
 
 import zmq
 
-DEFAULT_TIMEOUT = 300.0
+from .common import (CollectiveTimeout, collective_timeout, host_id, pid_alive,  # noqa: F401 (re-exported)
+                     split_endpoint, zmq_context)
+from .common import bind_random as _bind_random, new_socket as _new_socket, plural as _plural
+
 PROTOCOL = 1
-
-
-def collective_timeout():
-    """Seconds any collective wait may take (env ``FLUIDIST_COLLECTIVE_TIMEOUT``, default 300)."""
-    raw = os.environ.get("FLUIDIST_COLLECTIVE_TIMEOUT")
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError("FLUIDIST_COLLECTIVE_TIMEOUT must be a number of seconds, got %r" % raw) from None
-    if value <= 0:
-        raise ValueError("FLUIDIST_COLLECTIVE_TIMEOUT must be > 0, got %r" % raw)
-    return value
-
-
-class CollectiveTimeout(TimeoutError):
-    """A rank, endpoint or rendezvous did not answer within the collective deadline."""
-
-
-_ctx_lock = threading.Lock()
-_ctx = None
-_ctx_pid = None
-
-
-def zmq_context():
-    """The collective runtime's own ZeroMQ context (one per process, re-made after a fork)."""
-    global _ctx, _ctx_pid
-    with _ctx_lock:
-        if _ctx is None or _ctx_pid != os.getpid():
-            _ctx = zmq.Context(io_threads=1)
-            _ctx_pid = os.getpid()
-        return _ctx
-
-
-_host_id = None
-
-
-def host_id():
-    """Names this machine (hostname and kernel boot id): equal host ids mean one kernel, so
-    shared memory may be possible (the rendezvous still proves it with a token in the segment)."""
-    global _host_id
-    if _host_id is None:
-        boot = ""
-        try:
-            with open("/proc/sys/kernel/random/boot_id") as f:
-                boot = f.read().strip()
-        except OSError:
-            pass
-        _host_id = "%s/%s" % (socket.gethostname(), boot)
-    return _host_id
-
-
-def split_endpoint(endpoint, what="endpoint"):
-    host, sep, port = str(endpoint).rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError("%s %r is not of the form ip:port" % (what, endpoint))
-    return host, int(port)
-
-
-def _bind_random(sock, host):
-    """Bind ``sock`` to a free port on ``host``; returns the address the others should connect to.
-    A host that is not an address of this machine is an error (never a silent bind to every
-    interface)."""
-    try:
-        port = sock.bind_to_random_port("tcp://%s" % host)
-    except zmq.ZMQError as e:
-        raise RuntimeError("cannot listen on %s (is it an address of this machine?): %s" % (host, e)) from None
-    return "tcp://%s:%d" % (host, port)
-
-
-def _new_socket(kind, linger=0):
-    s = zmq_context().socket(kind)
-    s.setsockopt(zmq.LINGER, linger)
-    return s
 
 
 # ---------------------------------------------------------------- the id
@@ -357,26 +282,3 @@ def _loads(raw, what):
     if not isinstance(msg, dict):
         raise RuntimeError("%s is not a JSON object: %r" % (what, raw[:80]))
     return msg
-
-
-def _plural(word, items):
-    items = list(items)
-    if len(items) == 1:
-        return "%s %s" % (word, items[0])
-    return "%ss %s" % (word, ", ".join(str(i) for i in items))
-
-
-def pid_alive(pid):
-    """False once process ``pid`` (on this host) has exited, also while it is an unreaped zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        return state not in ("Z", "X")
-    except (OSError, IndexError):
-        return True

@@ -1,0 +1,121 @@
+"""Helpers the collective transports and the rendezvous share: the deadline, endpoint parsing,
+the ZeroMQ context and sockets, this host's identity and IP, liveness of local pids, and whether CuPy
+can be used (with the reason when it cannot)."""
+import os
+import socket
+import threading
+
+import zmq
+
+from ...core.place import cupy_status  # noqa: F401 (re-exported: GPU detection with its reason)
+
+DEFAULT_TIMEOUT = 300.0
+
+
+def collective_timeout():
+    """Seconds any collective wait may take (env ``FLUIDIST_COLLECTIVE_TIMEOUT``, default 300)."""
+    raw = os.environ.get("FLUIDIST_COLLECTIVE_TIMEOUT")
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("FLUIDIST_COLLECTIVE_TIMEOUT must be a number of seconds, got %r" % raw) from None
+    if value <= 0:
+        raise ValueError("FLUIDIST_COLLECTIVE_TIMEOUT must be > 0, got %r" % raw)
+    return value
+
+
+class CollectiveTimeout(TimeoutError):
+    """A rank, endpoint or rendezvous did not answer within the collective deadline."""
+
+
+_ctx_lock = threading.Lock()
+_ctx = None
+_ctx_pid = None
+
+
+def zmq_context():
+    """The collective runtime's own ZeroMQ context (one per process, re-made after a fork)."""
+    global _ctx, _ctx_pid
+    with _ctx_lock:
+        if _ctx is None or _ctx_pid != os.getpid():
+            _ctx = zmq.Context(io_threads=1)
+            _ctx_pid = os.getpid()
+        return _ctx
+
+
+_host_id = None
+
+
+def host_id():
+    """Names this machine (hostname and kernel boot id): equal host ids mean one kernel, so
+    shared memory may be possible (the rendezvous still proves it with a token in the segment)."""
+    global _host_id
+    if _host_id is None:
+        boot = ""
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                boot = f.read().strip()
+        except OSError:
+            pass
+        _host_id = "%s/%s" % (socket.gethostname(), boot)
+    return _host_id
+
+
+def split_endpoint(endpoint, what="endpoint"):
+    host, sep, port = str(endpoint).rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError("%s %r is not of the form ip:port" % (what, endpoint))
+    return host, int(port)
+
+
+def bind_random(sock, host):
+    """Bind ``sock`` to a free port on ``host``; returns the address the others should connect to.
+    A host that is not an address of this machine is an error (never a silent bind to every
+    interface)."""
+    try:
+        port = sock.bind_to_random_port("tcp://%s" % host)
+    except zmq.ZMQError as e:
+        raise RuntimeError("cannot listen on %s (is it an address of this machine?): %s" % (host, e)) from None
+    return "tcp://%s:%d" % (host, port)
+
+
+def new_socket(kind, linger=0):
+    s = zmq_context().socket(kind)
+    s.setsockopt(zmq.LINGER, linger)
+    return s
+
+
+def plural(word, items):
+    items = list(items)
+    if len(items) == 1:
+        return "%s %s" % (word, items[0])
+    return "%ss %s" % (word, ", ".join(str(i) for i in items))
+
+
+def pid_alive(pid):
+    """False once process ``pid`` (on this host) has exited, also while it is an unreaped zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+def local_ip_towards(addr):
+    """This host's IP on the route to ``tcp://ip:port`` or ``ip:port`` (no packet is sent)."""
+    host, port = split_endpoint(addr.replace("tcp://", ""), "address")
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((host, port))
+            return s.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
