@@ -1,8 +1,8 @@
 """One process of a distributed run of a ``zoo`` model, started by ``test_models_dist.py``:
 a pserver or a trainer of pserver mode (sync or async), or a worker of nccl2 mode (the CPU
 collective backend). Trainers and workers train on their share of every batch and write their
-per-step losses, and the loss of the test program on a fixed batch before and after training, to
-``--out`` (JSON)."""
+per-step losses, and the loss of the test program on a fixed batch after training, to ``--out``
+(JSON)."""
 import argparse
 import json
 import os
@@ -39,7 +39,7 @@ def main():
     ap.add_argument("--async_mode", action="store_true")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8, help="the global batch, split over the trainers")
-    ap.add_argument("--evaluate", action="store_true", help="test-program loss before and after training")
+    ap.add_argument("--evaluate", action="store_true", help="test-program loss after training")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
 
@@ -64,11 +64,8 @@ def main():
     else:
         program = t.get_trainer_program(wait_port=True)
         exe.run(net["startup"])
-    result = {}
-    if a.evaluate:
-        result["eval_before"] = harness.evaluate(fluid, exe, net, model, options, scope, place)
-    result.update(harness.run_steps(fluid, exe, net, model, options, a.steps, a.batch, scope, place,
-                                    part=a.trainer_id, parts=a.trainers, program=program))
+    result = harness.run_steps(fluid, exe, net, model, options, a.steps, a.batch, scope, place,
+                               part=a.trainer_id, parts=a.trainers, program=program)
     if a.evaluate:
         result["eval_after"] = harness.evaluate(fluid, exe, net, model, options, scope, place)
     exe.close()

@@ -194,6 +194,17 @@ def evaluate(fluid, exe, net, model, options, scope, place, n=32):
     return float(np.array(out[0]).reshape(-1)[0])
 
 
+def initial_evaluation(fluid, case):
+    """``evaluate`` on the initial values of the framework's own startup program."""
+    model, options, _, _ = case_model(case)
+    net = model.build(**options)
+    place = fluid.CPUPlace()
+    exe = fluid.Executor(place)
+    scope = fluid.Scope()
+    exe.run(net["startup"], scope=scope)
+    return evaluate(fluid, exe, net, model, options, scope, place)
+
+
 def run_infer(fluid, exe, net, model, options, batch_size, scope, place):
     """Run the net's inference program (if any) once; each fetch as (values, LoD) lists."""
     infer = net.get("infer")

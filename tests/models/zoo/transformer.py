@@ -208,9 +208,12 @@ def build(learning_rate=TrainTaskConfig.learning_rate):
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         sum_cost, avg_cost, predict, token_num = transformer(ModelHyperParams)
         test_program = main.clone(for_test=True)
+        # the scale is noam_decay's own learning_rate, so that every op of the schedule is an LR-schedule
+        # op that the transpiler moves to the pservers
         lr_decay = fluid.layers.learning_rate_scheduler.noam_decay(ModelHyperParams.d_model,
-                                                                    TrainTaskConfig.warmup_steps)
-        optimizer = fluid.optimizer.Adam(learning_rate=lr_decay * learning_rate,
+                                                                    TrainTaskConfig.warmup_steps,
+                                                                    learning_rate=learning_rate)
+        optimizer = fluid.optimizer.Adam(learning_rate=lr_decay,
                                          beta1=TrainTaskConfig.beta1, beta2=TrainTaskConfig.beta2,
                                          epsilon=TrainTaskConfig.eps)
         optimizer.minimize(avg_cost)
