@@ -146,13 +146,14 @@ def train(model="cnn", epochs=None, batch_size=32, lr=None, optimizer="adam", se
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", choices=sorted(MODELS), default="cnn")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--model", choices=sorted(MODELS), default="cnn", help="the network")
     ap.add_argument("--epochs", type=int, default=None, help="default: %s" % DEFAULT_EPOCHS)
-    ap.add_argument("--batch_size", type=int, default=32)
+    ap.add_argument("--batch_size", type=int, default=32, help="samples per step")
     ap.add_argument("--lr", type=float, default=None, help="default: %s" % DEFAULT_LR)
-    ap.add_argument("--optimizer", choices=sorted(DEFAULT_LR), default="adam")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--optimizer", choices=sorted(DEFAULT_LR), default="adam", help="the optimizer")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the initial parameters and the batch order")
     ap.add_argument("--use_cuda", action="store_true", help="run on CUDAPlace(0) (needs CuPy)")
     args = ap.parse_args(argv)
     train(args.model, args.epochs, args.batch_size, args.lr, args.optimizer, args.seed, args.use_cuda)

@@ -13,7 +13,6 @@ gradients, which is one step of training on the whole batch.
 """
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -22,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluidist as fluid  # noqa: E402
 from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 from digits import build, train_share  # noqa: E402
+from local_procs import Child, python_cmd  # noqa: E402
 
 
 def run_role(args):
@@ -69,42 +69,45 @@ def local_cluster(args):
               "--batch_size", str(args.batch_size)] + (["--async_mode"] if args.async_mode else [])
     procs = []
     try:
-        for ep in eps.split(","):
-            procs.append(subprocess.Popen([sys.executable, me, "--role", "pserver", "--current_endpoint", ep] + common))
-        trainers = [subprocess.Popen([sys.executable, me, "--role", "trainer", "--trainer_id", str(k)] + common,
-                                     stdout=subprocess.PIPE, text=True) for k in range(args.trainers)]
+        for k, ep in enumerate(eps.split(",")):
+            procs.append(Child("pserver %d" % k, python_cmd(me, ["--role", "pserver", "--current_endpoint", ep]
+                                                              + common)))
+        trainers = [Child("trainer %d" % k, python_cmd(me, ["--role", "trainer", "--trainer_id", str(k)] + common))
+                    for k in range(args.trainers)]
         procs += trainers
-        outputs = [p.communicate(timeout=args.timeout)[0] for p in trainers]
+        deadline = time.monotonic() + args.timeout
+        for p in trainers:
+            p.wait(timeout=max(1.0, deadline - time.monotonic()))
         for p in procs[:args.pservers]:
             p.wait(timeout=60)
-        for out in outputs:
-            sys.stdout.write(out)
-        accs = [line.split("test accuracy:")[1].split()[0] for out in outputs for line in out.splitlines()
-                if "test accuracy:" in line]
+        accs = [line.split("test accuracy:")[1].split()[0] for p in trainers for line in p.lines
+                if "test accuracy:" in line and "epoch" not in line]
         print("test accuracy: %s (%d pservers, %d trainers, %s mode)"
               % (" / ".join(accs), args.pservers, args.trainers, "async" if args.async_mode else "sync"))
         return [p.returncode for p in trainers] + [p.returncode for p in procs[:args.pservers]]
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.kill()
+            p.kill()
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--role", choices=["pserver", "trainer"])
-    ap.add_argument("--endpoints", default="")
-    ap.add_argument("--current_endpoint", default="")
-    ap.add_argument("--trainer_id", type=int, default=0)
-    ap.add_argument("--trainers", type=int, default=2)
-    ap.add_argument("--pservers", type=int, default=2)
-    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
-    ap.add_argument("--optimizer", choices=["adam", "momentum", "sgd"], default="adam")
-    ap.add_argument("--lr", type=float, default=0.003)
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--batch_size", type=int, default=64)
-    ap.add_argument("--async_mode", action="store_true")
-    ap.add_argument("--timeout", type=float, default=600)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--role", choices=["pserver", "trainer"],
+                    help="run one process of the job (set by the local cluster, or by TRAINING_ROLE under a launcher); "
+                         "without it, start the whole local cluster")
+    ap.add_argument("--endpoints", default="", help="the pservers' ip:port list (with --role)")
+    ap.add_argument("--current_endpoint", default="", help="this pserver's ip:port (with --role pserver)")
+    ap.add_argument("--trainer_id", type=int, default=0, help="this trainer's id (with --role trainer)")
+    ap.add_argument("--trainers", type=int, default=2, help="number of trainers")
+    ap.add_argument("--pservers", type=int, default=2, help="number of parameter servers of the local cluster")
+    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp", help="the network")
+    ap.add_argument("--optimizer", choices=["adam", "momentum", "sgd"], default="adam", help="the optimizer")
+    ap.add_argument("--lr", type=float, default=0.003, help="learning rate")
+    ap.add_argument("--epochs", type=int, default=10, help="passes over the training set")
+    ap.add_argument("--batch_size", type=int, default=64, help="the global batch, split over the trainers")
+    ap.add_argument("--async_mode", action="store_true", help="asynchronous training: no barriers between trainers")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds the local cluster may take before it is killed")
     args = ap.parse_args()
     if args.role or from_env(args):
         run_role(args)

@@ -82,11 +82,12 @@ def train(epochs=30, batch_size=32, lr=0.01, seed=0, use_cuda=False, verbose=Tru
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--epochs", type=int, default=30)
-    ap.add_argument("--batch_size", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--epochs", type=int, default=30, help="passes over the training set")
+    ap.add_argument("--batch_size", type=int, default=32, help="samples per step")
+    ap.add_argument("--lr", type=float, default=0.01, help="learning rate")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the initial parameters and the batch order")
     ap.add_argument("--use_cuda", action="store_true", help="run on CUDAPlace(0) (needs CuPy)")
     args = ap.parse_args(argv)
     train(args.epochs, args.batch_size, args.lr, args.seed, args.use_cuda)

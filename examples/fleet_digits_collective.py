@@ -14,7 +14,6 @@ saves the inference model to ``--save_dir`` when given.
 """
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -25,6 +24,7 @@ from digits import MODELS, make_optimizer, train_share  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.collective import DistributedStrategy, fleet  # noqa: E402
 from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+from local_procs import Child, python_cmd  # noqa: E402
 
 
 def build(args, strategy):
@@ -71,7 +71,7 @@ def local_job(args, argv):
         for rank, ep in enumerate(eps):
             env = dict(os.environ, PADDLE_TRAINER_ENDPOINTS=",".join(eps), PADDLE_TRAINER_ID=str(rank),
                        PADDLE_CURRENT_ENDPOINT=ep, PADDLE_TRAINERS_NUM=str(len(eps)))
-            procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv, env=env))
+            procs.append(Child("worker %d" % rank, python_cmd(os.path.abspath(__file__), argv), env=env))
         deadline = time.monotonic() + args.timeout
         codes = []
         for p in procs:
@@ -79,25 +79,26 @@ def local_job(args, argv):
         return codes
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            p.kill()
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--workers", type=int, default=2, help="size of the local job (without a launcher)")
-    ap.add_argument("--mode", choices=["nccl2", "grad_allreduce", "local_sgd"], default="nccl2")
-    ap.add_argument("--local_sgd_steps", type=int, default=1)
-    ap.add_argument("--model", choices=sorted(MODELS), default="mlp")
-    ap.add_argument("--optimizer", choices=["adam", "momentum", "sgd"], default="adam")
-    ap.add_argument("--lr", type=float, default=0.003)
-    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--mode", choices=["nccl2", "grad_allreduce", "local_sgd"], default="nccl2",
+                    help="the collective strategy: all-reduce gradients every step (nccl2, grad_allreduce) or average "
+                         "parameters every --local_sgd_steps steps (local_sgd)")
+    ap.add_argument("--local_sgd_steps", type=int, default=1, help="steps between parameter averages (local_sgd)")
+    ap.add_argument("--model", choices=sorted(MODELS), default="mlp", help="the network")
+    ap.add_argument("--optimizer", choices=["adam", "momentum", "sgd"], default="adam", help="the optimizer")
+    ap.add_argument("--lr", type=float, default=0.003, help="learning rate")
+    ap.add_argument("--epochs", type=int, default=8, help="passes over the training set")
     ap.add_argument("--batch_size", type=int, default=64, help="the global batch, split over the workers")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--save_dir", default="")
-    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--seed", type=int, default=1, help="seed of the initial parameters and the batch order")
+    ap.add_argument("--save_dir", default="", help="worker 0 saves the inference model here after training")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds the local job may take before it is killed")
     args = ap.parse_args(argv)
     if os.environ.get("PADDLE_TRAINER_ENDPOINTS"):
         worker(args)

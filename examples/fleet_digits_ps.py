@@ -18,7 +18,6 @@ servers; the optimizer's accumulators live on the servers and are not saved, so 
 """
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -29,6 +28,7 @@ from digits import MODELS, make_optimizer, train_share  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.parameter_server.distribute_transpiler import StrategyFactory, fleet  # noqa: E402
 from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+from local_procs import Child, python_cmd  # noqa: E402
 
 
 def build(args):
@@ -72,17 +72,17 @@ def run(args):
 def local_job(args, argv):
     """Start the servers and workers as child processes; return the exit codes (workers first)."""
     servers = ["127.0.0.1:%d" % p for p in free_ports(args.servers)]
-    me = [sys.executable, os.path.abspath(__file__)] + argv
+    me = python_cmd(os.path.abspath(__file__), argv)
     common = dict(os.environ, PADDLE_PSERVERS_IP_PORT_LIST=",".join(servers), PADDLE_TRAINERS_NUM=str(args.workers))
     server_procs, worker_procs = [], []
     try:
         for ep in servers:
             ip, port = ep.split(":")
-            server_procs.append(subprocess.Popen(me, env=dict(common, TRAINING_ROLE="PSERVER", POD_IP=ip,
-                                                              PADDLE_PORT=port)))
+            server_procs.append(Child("server %d" % len(server_procs), me,
+                                      env=dict(common, TRAINING_ROLE="PSERVER", POD_IP=ip, PADDLE_PORT=port)))
         for rank in range(args.workers):
-            worker_procs.append(subprocess.Popen(me, env=dict(common, TRAINING_ROLE="TRAINER",
-                                                              PADDLE_TRAINER_ID=str(rank))))
+            worker_procs.append(Child("worker %d" % rank, me, env=dict(common, TRAINING_ROLE="TRAINER",
+                                                                       PADDLE_TRAINER_ID=str(rank))))
         deadline = time.monotonic() + args.timeout
         codes = [p.wait(timeout=max(1.0, deadline - time.monotonic())) for p in worker_procs]
         if any(codes):
@@ -91,26 +91,26 @@ def local_job(args, argv):
         return codes
     finally:
         for p in server_procs + worker_procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            p.kill()
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--servers", type=int, default=2, help="servers of the local job (without a launcher)")
     ap.add_argument("--workers", type=int, default=2, help="workers of the local job (without a launcher)")
-    ap.add_argument("--strategy", choices=["sync", "async", "half_async"], default="sync")
-    ap.add_argument("--model", choices=sorted(MODELS), default="mlp")
-    ap.add_argument("--optimizer", choices=["adam", "momentum", "sgd"], default="adam")
-    ap.add_argument("--lr", type=float, default=0.003)
-    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--strategy", choices=["sync", "async", "half_async"], default="sync",
+                    help="the parameter-server strategy (StrategyFactory)")
+    ap.add_argument("--model", choices=sorted(MODELS), default="mlp", help="the network")
+    ap.add_argument("--optimizer", choices=["adam", "momentum", "sgd"], default="adam", help="the optimizer")
+    ap.add_argument("--lr", type=float, default=0.003, help="learning rate")
+    ap.add_argument("--epochs", type=int, default=8, help="passes over the training set")
     ap.add_argument("--batch_size", type=int, default=64, help="the global batch, split over the workers")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="seed of the initial parameters and the batch order")
     ap.add_argument("--save_dir", default="", help="worker 0 saves the parameters here after training")
     ap.add_argument("--model_dir", default="", help="the servers start from the parameters saved here")
-    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--timeout", type=float, default=900, help="seconds the local job may take before it is killed")
     args = ap.parse_args(argv)
     if os.environ.get("TRAINING_ROLE"):
         run(args)

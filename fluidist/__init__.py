@@ -13,6 +13,7 @@ from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor
 from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
 from . import io  # noqa: F401
+from .io import load, load_program_state, save, set_program_state  # noqa: F401
 from .backward import append_backward, gradients  # noqa: F401
 from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
 from .layers.io import data  # noqa: F401
@@ -22,7 +23,10 @@ from . import transpiler  # noqa: F401
 from . import core  # noqa: F401
 from .data_feeder import DataFeeder  # noqa: F401
 from .layers.math_op_patch import monkey_patch_variable as _patch
+from . import log_helper  # noqa: F401
+from . import profiler, timeline  # noqa: F401  (fluid.profiler without its own import, as in Paddle)
 
 _patch()
+log_helper.configure_from_env()  # FLUIDIST_LOG_LEVEL: the launcher's --log_level
 
 __version__ = "0.1.0"

@@ -1,12 +1,34 @@
 """DataFeeder: a list of samples (tuples, one field per feed variable) -> a feed dict."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
 import numpy as np
 
 from .core.tensor import create_lod_tensor
-from .framework.program import Variable, default_main_program
+from .framework.program import Program, Variable, default_main_program
 
 
 class DataFeeder:
-    def __init__(self, feed_list, place, program=None):
+    """Turns a batch of samples into the ``feed`` dict of ``Executor.run``.
+
+    A sample is a tuple (or list) with one field per variable of ``feed_list``, in that order;
+    :meth:`feed` stacks the fields of a batch column by column, converts them to each variable's dtype
+    and reshapes them to its shape (the batch size in the first dimension). A variable with
+    ``lod_level`` 1 gets a LoDTensor whose LoD holds each sample's sequence length.
+
+    Args:
+        feed_list: the data Variables (or their names, looked up in ``program``'s global block).
+        place: where the LoDTensors live (CPUPlace or CUDAPlace).
+        program: the program the names belong to (default: the default main program).
+
+    Example::
+
+        feeder = fluid.DataFeeder(feed_list=[img, label], place=fluid.CPUPlace())
+        exe.run(main, feed=feeder.feed([(x0, y0), (x1, y1)]), fetch_list=[loss])
+    """
+
+    def __init__(self, feed_list: Sequence[Variable | str], place: Any, program: Program | None = None) -> None:
         program = program or default_main_program()
         self.feed_vars = []
         for v in feed_list:
@@ -17,7 +39,9 @@ class DataFeeder:
             self.feed_vars.append(v)
         self.place = place
 
-    def feed(self, iterable):
+    def feed(self, iterable: Iterable[Sequence[Any]]) -> dict[str, Any]:
+        """The feed dict of one batch: ``{variable name: array or LoDTensor}``. A sample with the wrong
+        number of fields is an error naming the sample and the variables."""
         columns = [[] for _ in self.feed_vars]
         for i, sample in enumerate(iterable):
             if len(sample) != len(self.feed_vars):

@@ -94,7 +94,8 @@ class Optimizer:
 
     # ---------------------------------------------------------------- accumulators
     def _add_accumulator(self, name, param, dtype=None, fill_value=0.0, shape=None):
-        """A persistable variable ``unique_name.generate(name)`` (``velocity_0``...) of the
+        """A persistable variable named as Paddle names it, ``unique_name.generate(<param>_<name>)``
+        (``fc_0.w_0_velocity_0``...), so that Paddle's saved optimizer state loads by name; of the
         parameter's shape (or ``shape``), filled with ``fill_value`` by the startup program."""
         if self._name is not None:
             name = self._name + "_" + name
@@ -103,7 +104,8 @@ class Optimizer:
         if shape is None:
             shape = param.shape
         var = default_main_program().global_block().create_var(
-            name=unique_name.generate(name), persistable=True, dtype=dtype or param.dtype, type=param.type,
+            name=unique_name.generate(param.name + "_" + name), persistable=True, dtype=dtype or param.dtype,
+            type=param.type,
             shape=shape, stop_gradient=True)
         self.helper.set_variable_initializer(var, ConstantInitializer(float(fill_value)))
         self._accumulators[name][param.name] = var

@@ -15,8 +15,12 @@ compute in one place and communication in another (``concat`` after ``recv``, sa
 ``op_stats()`` returns them for programs that want the numbers rather than the table, and
 ``op_events()`` each call (op type, op_role, start, seconds) for per-step breakdowns.
 
+A Chrome trace of this process is written too, at ``<profile_path>.<role>.trace.json`` (see
+:mod:`fluidist.timeline`: ops, RPC and collective spans with peer and bytes, waits), which
+``python -m fluidist.timeline`` merges across processes as Paddle's ``tools/timeline.py`` did.
+
 Differences from Paddle: the report is a Python table (and a JSON file at ``profile_path``), not
-Paddle's protobuf timeline; ``state="GPU"``/``"All"`` synchronizes the device after each kernel so
+Paddle's protobuf profile; ``state="GPU"``/``"All"`` synchronizes the device after each kernel so
 that the time of its asynchronous launches is counted (there is no per-kernel CUDA event trace).
 Nested ops are timed inclusively: ``listen_and_serv`` counts its whole serving loop, the ops of
 the optimize blocks it runs are counted again on their own lines.
@@ -24,10 +28,17 @@ the optimize blocks it runs are counted again on their own lines.
 import collections
 import contextlib
 import json
+import logging
 import threading
 import time
 
+from . import timeline as _timeline
 from .executor import executor as _executor_mod
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["profiler", "start_profiler", "stop_profiler", "reset_profiler", "is_profiler_enabled", "op_stats",
+           "op_events", "trace_path"]
 
 _STATES = ("CPU", "GPU", "All")
 _SORT_KEYS = (None, "calls", "total", "max", "min", "ave")
@@ -40,6 +51,8 @@ _active_state = None
 
 
 def _record(key, t0, dt):
+    if _timeline.enabled:
+        _timeline.complete("op", key[0], t0, dt, op_role=key[1])
     with _lock:
         _events.append((key[0], key[1], t0, dt))
         s = _stats.get(key)
@@ -100,12 +113,14 @@ def start_profiler(state="CPU", tracer_option="Default"):
     if _active_state is not None:
         return
     reset_profiler()
+    _timeline.start()
     _active_state = state
     _set_hook(_timed_kernel)
 
 
 def reset_profiler():
-    """Forget what has been timed so far (the profiler stays on if it was)."""
+    """Forget what has been timed so far for the report (the profiler stays on if it was; the trace keeps
+    its spans)."""
     with _lock:
         _stats.clear()
         _events.clear()
@@ -143,7 +158,8 @@ def _report(sorted_key):
 def stop_profiler(sorted_key=None, profile_path="/tmp/profile"):
     """Stop timing, print the report (sorted by ``sorted_key``: None keeps first-seen order, or
     "calls", "total", "max", "min", "ave") and write it as JSON to ``profile_path`` (None or ""
-    writes nothing). The timings stay readable through ``op_stats()`` until the next start or reset."""
+    writes nothing; the Chrome trace goes to :func:`trace_path` of it). The timings stay readable through
+    ``op_stats()`` until the next start or reset."""
     global _active_state
     if sorted_key not in _SORT_KEYS:
         raise ValueError("stop_profiler: sorted_key must be one of %s, got %r" % (list(_SORT_KEYS), sorted_key))
@@ -151,6 +167,7 @@ def stop_profiler(sorted_key=None, profile_path="/tmp/profile"):
         return
     _active_state = None
     _set_hook(None)
+    _timeline.stop()
     rows = _report(sorted_key)
     grand = sum(r["total"] for r in rows) or 1.0
     print("------------------------->     Profiling Report     <-------------------------")
@@ -162,6 +179,13 @@ def stop_profiler(sorted_key=None, profile_path="/tmp/profile"):
     if profile_path:
         with open(profile_path, "w") as f:
             json.dump({"events": rows, "by_role": op_stats()}, f, indent=1)
+        trace = _timeline.write_trace(trace_path(profile_path))
+        logger.info("profiler: report in %s, Chrome trace in %s", profile_path, trace)
+
+
+def trace_path(profile_path, name=None):
+    """Where ``stop_profiler`` writes this process's Chrome trace: ``<profile_path>.<role>.trace.json``."""
+    return "%s.%s.trace.json" % (profile_path, name or _timeline.role_name())
 
 
 @contextlib.contextmanager

@@ -57,3 +57,17 @@ def test_digits_command_line_prints_final_accuracy():
     assert out.returncode == 0, out.stderr
     last = [l for l in out.stdout.splitlines() if l.startswith("test accuracy: ")]
     assert len(last) == 1 and 0.5 < float(last[0].split(": ")[1]) <= 1.0, out.stdout
+
+
+def test_every_example_flag_has_help():
+    import ast
+    for name in sorted(os.listdir(os.path.join(ROOT, "examples"))):
+        if not name.endswith(".py"):
+            continue
+        tree = ast.parse(open(os.path.join(ROOT, "examples", name)).read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
+                assert any(k.arg == "help" for k in node.keywords), "%s:%d: a flag without help" % (name, node.lineno)
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "dist_digits.py"), "--help"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "(default: 0.003)" in out.stdout and "--async_mode" in out.stdout

@@ -1,7 +1,7 @@
 """The package's import graph: no cycles anywhere, and the low layers import nothing above them.
 
 Every ``import`` in ``fluidist`` counts, at module level or inside a function (a lazy import is
-still a dependency). ``from . import x`` names the module ``x``; a package's ``__init__`` is a module
+still a dependency), except those under ``if TYPE_CHECKING:`` (never run). ``from . import x`` names the module ``x``; a package's ``__init__`` is a module
 like any other, so a subpackage re-exporting a sibling is an edge too.
 """
 import ast
@@ -45,13 +45,27 @@ def _resolve(mod, is_pkg, level, name):
     return ".".join(base + ([name] if name else []))
 
 
+def _runtime_nodes(tree):
+    """Every node but those under ``if TYPE_CHECKING:`` (imports for annotations only never run)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and getattr(child.test, "id", getattr(child.test, "attr", "")) == \
+                    "TYPE_CHECKING":
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+
+
 def import_graph():
     mods = _modules()
     graph = {m: set() for m in mods}
     for mod, path in mods.items():
         is_pkg = path.endswith("__init__.py")
         tree = ast.parse(open(path).read(), path)
-        for node in ast.walk(tree):
+        for node in _runtime_nodes(tree):
             targets = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]

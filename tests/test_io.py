@@ -344,3 +344,93 @@ def test_inference_model_of_a_cnn_with_accuracy_and_adam(tmp_path):
     for n in moments:
         np.testing.assert_array_equal(np.array(scope2.find_var(n).get_tensor()),
                                       np.array(fluid.global_scope().find_var(n).get_tensor()))
+
+
+# ---------------------------------------------------------------- corrupt and hostile directories
+def saved_dir(tmp_path, filename=None):
+    main, startup, pred, loss, exe = trained(steps=1)
+    d = str(tmp_path / "m")
+    fluid.io.save_inference_model(d, ["x"], [pred], exe, main_program=main, params_filename=filename)
+    return main, exe, d
+
+
+def flip_bit(path, offset=-3):
+    with open(path, "r+b") as f:
+        f.seek(offset, os.SEEK_END)
+        b = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([b[0] ^ 0x10]))
+
+
+def test_index_records_a_checksum_per_file(tmp_path):
+    main, exe, d = saved_dir(tmp_path)
+    with open(os.path.join(d, "__index__.json")) as f:
+        index = json.load(f)
+    assert index["fluidist_vars"] == 2
+    on_disk = sorted(f for f in os.listdir(d) if f != "__index__.json")
+    assert sorted(index["files"]) == on_disk and "__model__" in on_disk
+    assert all(len(h) == 64 for h in index["files"].values())
+
+
+def test_a_flipped_bit_is_an_error_naming_the_file(tmp_path):
+    main, exe, d = saved_dir(tmp_path)
+    w = main.all_parameters()[0].name
+    flip_bit(os.path.join(d, fluid.io.file_stem(w) + ".npy"))
+    scope = fluid.Scope()
+    with pytest.raises(ValueError, match=r"%s\.npy \(variable %r\) is corrupt" % (w, w)):
+        fluid.io.load_inference_model(d, exe, scope=scope)
+    assert all(scope.find_var(p.name) is None for p in main.all_parameters())
+
+
+def test_a_flipped_bit_in_the_model_file_or_an_archive_is_an_error(tmp_path):
+    main, exe, d = saved_dir(tmp_path / "a")
+    with open(os.path.join(d, "__model__"), "rb") as f:
+        text = f.read()
+    i = text.index(b'"relu"') + 1
+    with open(os.path.join(d, "__model__"), "wb") as f:  # still valid JSON, one letter changed
+        f.write(text[:i] + bytes([text[i] ^ 0x01]) + text[i + 1:])
+    with pytest.raises(ValueError, match=r"__model__ is corrupt"):
+        fluid.io.load_inference_model(d, exe, scope=fluid.Scope())
+    main, exe, d = saved_dir(tmp_path / "b", filename="params.npz")
+    archive = os.path.join(d, "params.npz")
+    flip_bit(archive, offset=-(os.path.getsize(archive) // 2))  # inside a member's data
+    with pytest.raises(ValueError, match=r"params\.npz.*corrupt"):
+        fluid.io.load_inference_model(d, exe, params_filename="params.npz", scope=fluid.Scope())
+
+
+@pytest.mark.parametrize("stem", ["../outside", "/etc/passwd", "sub/../../outside", "..\\outside"])
+def test_index_entries_are_plain_names(tmp_path, stem):
+    main, exe, d = saved_dir(tmp_path)
+    (tmp_path / "outside.npy").write_bytes(b"")
+    np.save(str(tmp_path / "outside.npy"), np.zeros((5, 8), "float32"))
+    index_path = os.path.join(d, "__index__.json")
+    with open(index_path) as f:
+        index = json.load(f)
+    w = main.all_parameters()[0].name
+    index["vars"][w]["stem"] = stem
+    with open(index_path, "w") as f:
+        json.dump(index, f)
+    with pytest.raises(ValueError, match="not a plain file name"):
+        fluid.io.load_inference_model(d, exe, scope=fluid.Scope())
+
+
+def test_loading_never_follows_a_link_out_of_the_directory(tmp_path):
+    main, exe, d = saved_dir(tmp_path)
+    w = main.all_parameters()[0].name
+    path = os.path.join(d, fluid.io.file_stem(w) + ".npy")
+    outside = str(tmp_path / "elsewhere.npy")
+    os.replace(path, outside)
+    os.symlink(outside, path)
+    with pytest.raises(ValueError, match="outside the model directory"):
+        fluid.io.load_inference_model(d, exe, scope=fluid.Scope())
+
+
+def test_format_1_indexes_still_load(tmp_path):
+    main, exe, d = saved_dir(tmp_path)
+    index_path = os.path.join(d, "__index__.json")
+    with open(index_path) as f:
+        index = json.load(f)
+    with open(index_path, "w") as f:
+        json.dump({"fluidist_vars": 1, "vars": index["vars"]}, f)
+    program, feeds, fetches = fluid.io.load_inference_model(d, exe, scope=fluid.Scope())
+    assert feeds == ["x"]

@@ -222,25 +222,27 @@ def test_adam_ops_roles_and_slots():
         assert op.input("Param") == [p] and op.output("ParamOut") == [p]
         assert op.input("Grad") == [p + "@GRAD"]
         assert op.input("LearningRate") == ["learning_rate_0"]
-        assert op.input("Moment1") == op.output("Moment1Out") == ["moment1_%d" % i]
-        assert op.input("Moment2") == op.output("Moment2Out") == ["moment2_%d" % i]
-        assert op.input("Beta1Pow") == ["beta1_pow_acc_%d" % i]
-        assert op.input("Beta2Pow") == ["beta2_pow_acc_%d" % i]
+        # accumulators are named as Paddle names them: <param>_<accumulator>_<n>
+        assert op.input("Moment1") == op.output("Moment1Out") == [p + "_moment1_0"]
+        assert op.input("Moment2") == op.output("Moment2Out") == [p + "_moment2_0"]
+        assert op.input("Beta1Pow") == [p + "_beta1_pow_acc_0"]
+        assert op.input("Beta2Pow") == [p + "_beta2_pow_acc_0"]
         assert op.attr("beta1") == 0.9 and op.attr("beta2") == 0.999 and op.attr("epsilon") == 1e-8
         assert op.attr("lazy_mode") is False
         s1, s2 = ops[first_opt + 4 + 2 * i], ops[first_opt + 5 + 2 * i]
-        for s, acc, beta in ((s1, "beta1_pow_acc_%d" % i, 0.9), (s2, "beta2_pow_acc_%d" % i, 0.999)):
+        for s, acc, beta in ((s1, p + "_beta1_pow_acc_0", 0.9), (s2, p + "_beta2_pow_acc_0", 0.999)):
             assert s.input("X") == s.output("Out") == [acc]
             assert s.attr("scale") == beta
             assert s.attr("op_role") == OpRole.Optimize
             assert s.attr("op_role_var") == [p, p + "@GRAD"]
     b = main.global_block()
-    assert b.var("beta1_pow_acc_0").shape == (1,) and b.var("moment1_1").shape == (4, 3)
+    assert b.var("fc_0.b_0_beta1_pow_acc_0").shape == (1,) and b.var("fc_0.w_0_moment1_0").shape == (4, 3)
     assert all(b.var(n).persistable for n in opt.get_opti_var_name_list())
     # startup fills the accumulators: beta pows with beta1 / beta2, moments with 0
     fills = {op.output("Out")[0]: op.attr("value") for op in startup.global_block().ops if op.type == "fill_constant"}
-    assert fills["beta1_pow_acc_2"] == pytest.approx(0.9) and fills["beta2_pow_acc_2"] == pytest.approx(0.999)
-    assert fills["moment2_3"] == 0.0 and fills["learning_rate_0"] == pytest.approx(0.05)
+    assert fills["fc_1.b_0_beta1_pow_acc_0"] == pytest.approx(0.9)
+    assert fills["fc_1.b_0_beta2_pow_acc_0"] == pytest.approx(0.999)
+    assert fills["fc_1.w_0_moment2_0"] == 0.0 and fills["learning_rate_0"] == pytest.approx(0.05)
     main.lint()
 
 
@@ -263,8 +265,8 @@ def test_update_op_slots_and_accumulator_names(make_opt, op_type, slots):
         p = op.input("Param")[0]
         assert op.attr("op_role") == OpRole.Optimize and op.attr("op_role_var") == [p, p + "@GRAD"]
         for in_slot, (out_slot, acc) in slots.items():
-            assert op.input(in_slot) == op.output(out_slot) == ["%s_%d" % (acc, i)]
-            assert main.global_block().var("%s_%d" % (acc, i)).shape == main.global_block().var(p).shape
+            assert op.input(in_slot) == op.output(out_slot) == ["%s_%s_0" % (p, acc)]
+            assert main.global_block().var("%s_%s_0" % (p, acc)).shape == main.global_block().var(p).shape
     # op attrs are the registered ones
     assert set(upd[0].attrs) - {"op_role", "op_role_var", "op_namescope"} == set(registry.get(op_type).attrs)
 
@@ -281,7 +283,8 @@ def test_momentum_and_rmsprop_attrs():
 
 def test_named_optimizer_prefixes_accumulators():
     main, *_ = build_model(lambda lr: O.Momentum(lr, 0.9, name="opt"))
-    assert main.global_block().has_var("opt_velocity_0")
+    names = [n for n in main.global_block().vars if n.endswith("_opt_velocity_0")]
+    assert names and all(main.global_block().var(n).persistable for n in names)
 
 
 def test_param_learning_rate_scales_lr():

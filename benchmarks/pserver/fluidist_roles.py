@@ -10,9 +10,9 @@ A trainer reads the kernels' times after each step and sums them into phases (co
 recv; see metrics.py); what is left of the step's wall time is ``other``. A pserver's
 ``listen_and_serv`` runs the optimize blocks through the Executor, so their ops are timed too: the
 server's per-step ``optimize`` time is the sum of one step's optimize ops. Each role writes its
-metrics as JSON to ``--metrics-out``; with ``--keep-events`` they include every timed op call
-(start times are ``time.perf_counter()``, CLOCK_MONOTONIC on Linux, so the roles' events share one
-clock and the launcher can merge them into one timeline).
+metrics as JSON to ``--metrics-out``; with ``--trace-out`` it also writes its Chrome trace through
+:mod:`fluidist.timeline` (ops, RPC spans with peer and bytes, waits; trainers add a ``step`` span per
+step), which the launcher merges into one timeline with ``fluidist.timeline.merge``.
 """
 import argparse
 import contextlib
@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 import fluidist as fluid  # noqa: E402
 import fluidist.profiler as profiler  # noqa: E402
+from fluidist import timeline  # noqa: E402
 import metrics  # noqa: E402
 import workload  # noqa: E402
 
@@ -124,8 +125,8 @@ def run_pserver(a, t):
         d[0] += 1
         d[1] += dt
     rec["ops"] = {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()}
-    if a.keep_events:
-        rec["events"] = [[op_type, "optimize", t0, dt] for op_type, _, t0, dt in events]
+    if a.trace_out:
+        timeline.write_trace(a.trace_out, name="pserver%d" % a.server_id)
     return rec
 
 
@@ -139,7 +140,7 @@ def run_trainer(a, t, startup, loss):
         raise ValueError("trainer %d has %d steps, not more than the %d warmup steps"
                          % (a.trainer_id, len(batches), a.warmup))
     sent, recv = trainer_bytes_per_step(prog)
-    steps, losses, by_op, kept = [], [], {}, []
+    steps, losses, by_op = [], [], {}
     profiler.start_profiler("CPU")
     perf = time.perf_counter
     t_first = None
@@ -155,9 +156,8 @@ def run_trainer(a, t, startup, loss):
         events = profiler.op_events()
         steps.append(metrics.fluidist_step_phases(events, t1 - t0))
         losses.append(float(np.asarray(out).reshape(-1)[0]))
-        if a.keep_events:
-            kept.append(["step", "step", t0, t1 - t0])
-            kept.extend([op_type, metrics.fluidist_phase(op_type, role), s0, dt] for op_type, role, s0, dt in events)
+        if a.trace_out:
+            timeline.complete("step", "step %d" % i, t0, t1 - t0)
         for op_type, role, _, dt in events:
             key = "%s/%s" % (op_type, metrics.fluidist_phase(op_type, role))
             d = by_op.setdefault(key, [0, 0.0])
@@ -168,8 +168,8 @@ def run_trainer(a, t, startup, loss):
         profiler.stop_profiler(profile_path=None)
     exe.close()                         # tells the pservers this trainer is done
     extra = {"ops": {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()}}
-    if a.keep_events:
-        extra["events"] = kept
+    if a.trace_out:
+        timeline.write_trace(a.trace_out, name="trainer%d" % a.trainer_id)
     return metrics.trainer_record(a.trainer_id, steps, sent, recv, wall, losses, extra=extra)
 
 
@@ -190,8 +190,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps-hint", type=int, default=1, help="steps per trainer (the pserver's async mean)")
     ap.add_argument("--async-mode", action="store_true")
-    ap.add_argument("--keep-events", action="store_true",
-                    help="keep every timed op call (name, phase, start, seconds) in the metrics, for a timeline")
+    ap.add_argument("--trace-out", default="", help="write this role's Chrome trace here (fluidist.timeline)")
     ap.add_argument("--metrics-out", required=True)
     a = ap.parse_args()
     model = workload.load_model(a.model, a.model_config_path)

@@ -121,8 +121,6 @@ def run_fluidist(args, log_dir, steps_per_trainer):
     common = ["--endpoints", eps, "--trainers", args.ntrainer, "--model", args.model, "--data", args.data,
               "--batch-size", args.batch_size, "--epochs", args.epochs, "--warmup", args.warmup,
               "--steps-hint", steps_per_trainer] + config_args(args) + (["--async-mode"] if args.async_mode else [])
-    if args.timeline:
-        common.append("--keep-events")
     out = {}
     procs = Processes(log_dir)
     try:
@@ -130,11 +128,13 @@ def run_fluidist(args, log_dir, steps_per_trainer):
             out["fluidist_pserver%d" % i] = os.path.join(log_dir, "fluidist_pserver%d.json" % i)
             procs.start("fluidist_pserver%d" % i, [script, "--role", "pserver", "--current-endpoint", ep,
                                                    "--server-id", i, "--metrics-out",
-                                                   out["fluidist_pserver%d" % i]] + common)
+                                                   out["fluidist_pserver%d" % i]] + common
+                        + _trace_args(args, log_dir, "pserver%d" % i))
         for k in range(args.ntrainer):
             out["fluidist_trainer%d" % k] = os.path.join(log_dir, "fluidist_trainer%d.json" % k)
             procs.start("fluidist_trainer%d" % k, [script, "--role", "trainer", "--trainer-id", k, "--metrics-out",
-                                                   out["fluidist_trainer%d" % k]] + common)
+                                                   out["fluidist_trainer%d" % k]] + common
+                        + _trace_args(args, log_dir, "trainer%d" % k))
         deadline = time.monotonic() + args.timeout
         procs.wait(["fluidist_trainer%d" % k for k in range(args.ntrainer)], deadline)
         # pservers stop serving once every trainer has closed
@@ -143,7 +143,20 @@ def run_fluidist(args, log_dir, steps_per_trainer):
         procs.stop_all()
     trainers = [_load(out["fluidist_trainer%d" % k]) for k in range(args.ntrainer)]
     servers = [_load(out["fluidist_pserver%d" % i]) for i in range(args.nserver)]
-    return {"endpoints": eps, "trainers": trainers, "servers": servers}
+    traces = [("trainer%d" % k, _trace_path(log_dir, "trainer%d" % k)) for k in range(args.ntrainer)] + \
+             [("pserver%d" % i, _trace_path(log_dir, "pserver%d" % i)) for i in range(args.nserver)]
+    out = {"endpoints": eps, "trainers": trainers, "servers": servers}
+    if args.timeline:
+        out["traces"] = traces
+    return out
+
+
+def _trace_path(log_dir, role):
+    return os.path.join(log_dir, "trace_%s.json" % role)
+
+
+def _trace_args(args, log_dir, role):
+    return ["--trace-out", _trace_path(log_dir, role)] if args.timeline else []
 
 
 def run_torch(args, log_dir):
@@ -167,19 +180,12 @@ def run_torch(args, log_dir):
 
 
 def write_timeline(path, fl):
-    """fluidist's timed op calls of every role as a Chrome trace (chrome://tracing, Perfetto)."""
-    events = []
-    roles = ([("trainer%d" % t["rank"], t) for t in fl["trainers"]]
-             + [("pserver%d" % s["rank"], s) for s in fl["servers"]])
-    t0 = min((e[2] for _, r in roles for e in r.get("events", [])), default=0.0)
-    for pid, (name, r) in enumerate(roles):
-        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
-        for op, phase, start, dur in r.pop("events", []):
-            events.append({"name": op, "cat": phase, "ph": "X", "pid": pid, "tid": 0 if op == "step" else 1,
-                           "ts": (start - t0) * 1e6, "dur": dur * 1e6})
+    """The roles' Chrome traces merged by fluidist.timeline into one, a track per role."""
+    from fluidist import timeline
+    merged = timeline.merge(fl.pop("traces"))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
+        json.dump(merged, f)
 
 
 def environment():

@@ -303,7 +303,7 @@ class ElasticNode:
                     os.makedirs(args.log_dir, exist_ok=True)
                     write_endpoints_log(args.log_dir, [("PADDLE_TRAINER_ENDPOINTS", cluster.trainers_endpoints())])
                 job = LocalJob(self.catcher, grace=args.grace_period)
-                job.start(specs, log_mode="a")
+                job.start(specs, log_mode="w" if restarts == 0 else "a")
                 kind, value = job.watch(check=self.make_check(plan))
                 if kind == "done":
                     # the status goes in before this node leaves: a peer that sees this node gone
@@ -320,11 +320,10 @@ class ElasticNode:
                 if kind == "failed":
                     report = job.failure_report(value)
                     sys.stdout.flush()
-                    sys.stderr.write(report + "\n")
+                    logger.error(report)
                     if restarts > self.max_restarts:
-                        sys.stderr.write("fluidist.launch: elastic job %s: giving up after %d restart(s) "
-                                         "(--max_restarts %d)\n" % (args.job_id, restarts - 1, self.max_restarts))
-                        sys.stderr.flush()
+                        logger.error("elastic job %s: giving up after %d restart(s) (--max_restarts %d)",
+                                     args.job_id, restarts - 1, self.max_restarts)
                         return exit_code_of(value.popen.returncode)
                     logger.warning("elastic job %s: %s %s; restarting all nodes (restart %d of %d)", args.job_id,
                                    value.spec.describe(), describe_exit(value.popen.returncode), restarts,

@@ -13,6 +13,7 @@ grace period, then SIGKILL. A child whose launcher dies gets SIGKILL from the ke
 """
 import ctypes
 import errno
+import ipaddress
 import logging
 import os
 import signal
@@ -24,8 +25,8 @@ import time
 logger = logging.getLogger("fluidist.launch")
 
 __all__ = [
-    "LaunchError", "Trainer", "Pod", "Cluster", "get_cluster", "get_gpus", "cuda_device_count",
-    "split_devices", "parse_ips", "parse_endpoints", "pick_node_ip", "find_free_ports",
+    "LaunchError", "Trainer", "Pod", "Cluster", "get_cluster", "cluster_from_nodes", "get_gpus", "cuda_device_count",
+    "split_devices", "parse_ips", "parse_endpoints", "format_endpoint", "split_endpoint", "strip_brackets", "pick_node_ip", "find_free_ports",
     "check_ports_free", "ProcSpec", "LocalJob", "SignalCatcher", "LaunchInterrupted", "tail_lines",
     "write_endpoints_log", "child_base_env", "describe_exit", "exit_code_of",
 ]
@@ -105,6 +106,23 @@ class Cluster:
         return "Cluster(pods=%s)" % self.pods
 
 
+def cluster_from_nodes(nodes, devices_per_proc):
+    """The collective cluster of ``nodes`` (node rank order; each ``{"ip": ..., "endpoints": [...]}``, one
+    endpoint per process); ``devices_per_proc[i]`` is the device list of local process i on every node."""
+    cluster = Cluster()
+    rank = 0
+    for k, node in enumerate(nodes):
+        pod = Pod(rank=k, addr=node["ip"])
+        if len(node["endpoints"]) != len(devices_per_proc):
+            raise LaunchError("node %s has %d endpoints for %d processes"
+                              % (node["ip"], len(node["endpoints"]), len(devices_per_proc)))
+        for ep, devs in zip(node["endpoints"], devices_per_proc):
+            pod.trainers.append(Trainer(gpus=devs, endpoint=ep, rank=rank))
+            rank += 1
+        cluster.pods.append(pod)
+    return cluster
+
+
 def get_cluster(node_ips, node_ip, trainer_endpoints, devices_per_proc):
     """Build the collective cluster and return ``(cluster, local pod)``.
 
@@ -115,17 +133,8 @@ def get_cluster(node_ips, node_ip, trainer_endpoints, devices_per_proc):
         raise LaunchError("%d nodes but endpoints for %d" % (len(node_ips), len(trainer_endpoints)))
     if node_ip not in node_ips:
         raise LaunchError("this node's IP %s is not in the node list %s" % (node_ip, ",".join(node_ips)))
-    cluster = Cluster()
-    rank = 0
-    for k, ip in enumerate(node_ips):
-        pod = Pod(rank=k, addr=ip)
-        if len(trainer_endpoints[k]) != len(devices_per_proc):
-            raise LaunchError("node %s has %d endpoints for %d processes"
-                              % (ip, len(trainer_endpoints[k]), len(devices_per_proc)))
-        for i, devs in enumerate(devices_per_proc):
-            pod.trainers.append(Trainer(gpus=devs, endpoint=trainer_endpoints[k][i], rank=rank))
-            rank += 1
-        cluster.pods.append(pod)
+    cluster = cluster_from_nodes([{"ip": ip, "endpoints": eps} for ip, eps in zip(node_ips, trainer_endpoints)],
+                                 devices_per_proc)
     return cluster, cluster.pods[node_ips.index(node_ip)]
 
 
@@ -226,34 +235,71 @@ def split_devices(gpus, nproc_per_node=None):
 # --------------------------------------------------------------------------------------------
 # Addresses and ports
 # --------------------------------------------------------------------------------------------
+def strip_brackets(host):
+    """``"[::1]"`` -> ``"::1"``; other hosts unchanged."""
+    host = str(host).strip()
+    if host.startswith("[") and host.endswith("]"):
+        return host[1:-1]
+    return host
+
+
+def format_endpoint(ip, port):
+    """``ip:port``, with an IPv6 address in brackets (``[::1]:6170``), as URLs and ZeroMQ write it."""
+    return "[%s]:%d" % (ip, int(port)) if ":" in ip else "%s:%d" % (ip, int(port))
+
+
+def split_endpoint(ep, what="endpoint"):
+    """``"ip:port"`` or ``"[v6]:port"`` -> ``(ip, port)`` (the IP without brackets)."""
+    ep = str(ep).strip()
+    host, sep, port = ep.rpartition(":")
+    if ep.startswith("[") and "]" not in host:  # "[::1]" alone: brackets but no port
+        sep = ""
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise LaunchError("%s: %r is not ip:port (IPv6 in brackets: [::1]:6170)" % (what, ep))
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        raise LaunchError("%s: %r: write an IPv6 address in brackets, e.g. [%s]:%s" % (what, ep, host, port))
+    return strip_brackets(host), int(port)
+
+
+def _is_ipv6(text):
+    try:
+        return ipaddress.ip_address(text).version == 6
+    except ValueError:
+        return False
+
+
 def parse_ips(text, what="--ips"):
-    ips = [x.strip() for x in str(text or "").split(",") if x.strip()]
+    """A comma list of node IPs (IPv6 bare or in brackets) as a list without brackets."""
+    ips = []
+    for x in str(text or "").split(","):
+        x = x.strip()
+        if not x:
+            continue
+        ip = strip_brackets(x)
+        if ":" in ip and not _is_ipv6(ip):
+            raise LaunchError("%s takes IPs without ports, got %r" % (what, x))
+        ips.append(ip)
     if not ips:
         raise LaunchError("%s is empty" % what)
-    for ip in ips:
-        if ":" in ip:
-            raise LaunchError("%s takes IPs without ports, got %r" % (what, ip))
     if len(set(ips)) != len(ips):
         raise LaunchError("%s lists an IP twice: %s" % (what, text))
     return ips
 
 
 def parse_endpoints(text, what, default_port=None):
-    """``"ip:port,ip:port"`` as a list of ``(ip, port)``; with ``default_port(i)`` an entry may be
-    an IP alone and gets that port."""
+    """``"ip:port,ip:port"`` (IPv6 as ``[v6]:port``) as a list of ``(ip, port)``; with
+    ``default_port(i)`` an entry may be an IP alone and gets that port."""
     out = []
     for i, ep in enumerate(x.strip() for x in str(text or "").split(",")):
         if not ep:
             continue
-        if ":" not in ep:
+        ip_only = ep.endswith("]") if ep.startswith("[") else (":" not in ep or _is_ipv6(ep))
+        if ip_only:
             if default_port is None:
                 raise LaunchError("%s: %r has no port (expected ip:port)" % (what, ep))
-            out.append((ep, int(default_port(i))))
+            out.append((strip_brackets(ep), int(default_port(i))))
             continue
-        ip, _, port = ep.rpartition(":")
-        if not ip or not port.isdigit() or not 0 < int(port) < 65536:
-            raise LaunchError("%s: %r is not ip:port" % (what, ep))
-        out.append((ip, int(port)))
+        out.append(split_endpoint(ep, what))
     if not out:
         raise LaunchError("%s is empty" % what)
     if len(set(out)) != len(out):
@@ -276,12 +322,13 @@ def pick_node_ip(node_ips, node_ip=None, env=None):
     else the one listed IP that is an address of this machine. Errors name the list."""
     env = os.environ if env is None else env
     listed = ",".join(node_ips)
+    node_ip = strip_brackets(node_ip) if node_ip else node_ip
     if node_ip:
         if node_ip not in node_ips:
             raise LaunchError("this node's IP %s (--node_ip or POD_IP) is not in the node list %s"
                               % (node_ip, listed))
         return node_ip
-    pod_ip = env.get("POD_IP", "").strip()
+    pod_ip = strip_brackets(env.get("POD_IP", ""))
     if pod_ip:
         if pod_ip not in node_ips:
             raise LaunchError("this node's IP %s (POD_IP) is not in the node list %s; pass --node_ip"
@@ -394,11 +441,18 @@ class _LogEcho:
 # --------------------------------------------------------------------------------------------
 # Processes
 # --------------------------------------------------------------------------------------------
+# The launcher's --log_level, passed to the children as FLUIDIST_LOG_LEVEL (None: the environment's own)
+CHILD_LOG_LEVEL = None
+
+
 def child_base_env():
-    """The launcher's environment minus the proxy variables (children talk to peers directly)."""
+    """The launcher's environment minus the proxy variables (children talk to peers directly), with
+    ``FLUIDIST_LOG_LEVEL`` from ``--log_level``."""
     env = dict(os.environ)
     for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
         env.pop(k, None)
+    if CHILD_LOG_LEVEL is not None:
+        env["FLUIDIST_LOG_LEVEL"] = str(CHILD_LOG_LEVEL)
     return env
 
 
@@ -489,9 +543,12 @@ class LocalJob:
         self._echo = None
 
     # -- start ------------------------------------------------------------------------------------
-    def start(self, specs, log_mode="a"):
+    def start(self, specs, log_mode="w"):
         """Start every spec in order, each in its own session. A signal between starts raises
-        LaunchInterrupted; the caller then stops what was started (``terminate`` / ``close``)."""
+        LaunchInterrupted; the caller then stops what was started (``terminate`` / ``close``).
+
+        ``log_mode`` ``"w"`` starts each log afresh (a failure report then shows only this run);
+        ``"a"`` appends after a separator line (an elastic job's later generations)."""
         preexec = _pdeathsig_preexec()
         for spec in specs:
             if self.catcher is not None:
@@ -500,6 +557,10 @@ class LocalJob:
             if spec.log_path:
                 os.makedirs(os.path.dirname(spec.log_path) or ".", exist_ok=True)
                 log_file = open(spec.log_path, log_mode + "b")
+                if log_file.tell() > 0:
+                    log_file.write(("\n==== fluidist.launch: %s restarted at %s ====\n"
+                                    % (spec.describe(), time.strftime("%Y-%m-%d %H:%M:%S"))).encode())
+                    log_file.flush()
                 if spec.echo:  # from the current end: an appended log's older runs are not repeated
                     self._echo = _LogEcho(spec.log_path)
             try:
@@ -606,7 +667,7 @@ class LocalJob:
         """The root-cause line (and the tail of the failed child's log) for a failed proc."""
         code = p.popen.returncode
         stopped = sum(1 for q in self.procs if q is not p and q.stopped)
-        lines = ["fluidist.launch: ABORT: %s, pid %d, %s; log: %s; stopped the other %d local process%s"
+        lines = ["ABORT: %s, pid %d, %s; log: %s; stopped the other %d local process%s"
                  % (p.spec.describe(), p.pid, describe_exit(code), p.spec.log_path or "(console)",
                     stopped, "" if stopped == 1 else "es")]
         if p.spec.log_path:

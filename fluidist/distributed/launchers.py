@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from . import launch as _launch
-from .launch_utils import LaunchError, LaunchInterrupted, SignalCatcher
+from .launch_utils import LaunchError, LaunchInterrupted, SignalCatcher, logger
 from .launch_utils import get_gpus as _get_gpus
 
 __all__ = ["ps_launcher", "launcher", "openKS_launcher"]
@@ -37,8 +37,7 @@ def _run_guarded(fn):
             return fn(catcher)
     except LaunchError as e:
         sys.stdout.flush()
-        sys.stderr.write("fluidist.launch: error: %s\n" % e)
-        sys.stderr.flush()
+        logger.error("error: %s", e)
         return 1
     except LaunchInterrupted as e:
         return 128 + e.signum
@@ -58,7 +57,7 @@ class ps_launcher(object):
         _launch.add_base_arguments(parser)
         _launch.add_ps_arguments(parser)
         _launch.add_script_arguments(parser)
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(_launch.normalize_argv(parser, sys.argv[1:] if argv is None else argv))
         if args.server_num is None and args.servers is None:
             parser.error("the number of servers is required: --server_num N (or FLUIDIST_LAUNCH_SERVER_NUM), "
                          "or --servers ip:port,...")
@@ -104,7 +103,7 @@ class launcher(object):
         _launch.add_base_arguments(parser)
         _launch.add_collective_arguments(parser)
         _launch.add_script_arguments(parser)
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(_launch.normalize_argv(parser, sys.argv[1:] if argv is None else argv))
         if not args.training_script:
             parser.error("the training script is required (or FLUIDIST_LAUNCH_TRAINING_SCRIPT)")
         args.run_mode = "collective"
@@ -164,19 +163,18 @@ class openKS_launcher(object):
 def main(argv=None):
     """``--mode cpu|gpu`` first, then the chosen launcher's options, script and script arguments."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    parser = argparse.ArgumentParser(prog="python -m fluidist.distributed.launchers",
+                                     usage="%(prog)s --mode cpu|gpu [launcher options] training_script ...")
     if len(argv) >= 2 and argv[0] == "--mode":
         mode, rest = argv[1], argv[2:]
     elif argv and argv[0].startswith("--mode="):
         mode, rest = argv[0].split("=", 1)[1], argv[1:]
     else:
-        sys.stderr.write("usage: python -m fluidist.distributed.launchers --mode cpu|gpu [launcher options] "
-                         "training_script ...\n")
-        raise SystemExit(2)
+        parser.error("--mode cpu|gpu comes first")
     try:
         chosen = openKS_launcher(mode, rest)
     except ValueError as e:
-        sys.stderr.write("%s\n" % e)
-        raise SystemExit(2)
+        parser.error(str(e))
     chosen.launch()
 
 

@@ -24,7 +24,7 @@ def wait_server_ready(endpoints, timeout=None, interval=0.5):
         if time.monotonic() >= deadline:
             raise TimeoutError("servers not ready after %.1f s: %s" % (timeout, ", ".join(pending)))
         if not warned:
-            logger.warning("server not ready, waiting for %s", ", ".join(pending))
+            logger.info("server not ready, waiting for %s", ", ".join(pending))
             warned = True
         time.sleep(interval)
 

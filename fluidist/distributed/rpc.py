@@ -21,6 +21,7 @@ import time
 import zmq
 
 from . import wire
+from .. import timeline as _timeline
 from .wire import WireError
 
 DEFAULT_DEADLINE_MS = 180000
@@ -131,9 +132,13 @@ class Client:
         if self.closed:
             raise RPCError("client of %s is closed" % self.endpoint)
         rid = next(self._ids)
+        t0 = time.perf_counter()
         frames = wire.encode(kind, rid, name, value, trainer, step, lod, **fields)
         self._sock.send_multipart(frames, copy=False)
         self._pending[rid] = _describe(what or ("%s %s" % (kind, name or "")).strip(), trainer, step)
+        if _timeline.enabled:
+            _timeline.complete("rpc", "send %s" % kind, t0, time.perf_counter() - t0, peer=self.endpoint,
+                               var=name, bytes=_timeline.frame_bytes(frames))
         return rid
 
     def wait(self, rid, timeout_s=None, until=None):
@@ -142,7 +147,9 @@ class Client:
         if until is None:
             until = time.monotonic() + (timeout_s if timeout_s is not None else deadline_seconds(self.deadline_ms))
         total = max(0.0, until - time.monotonic())
+        t0 = time.perf_counter()
         msg = self._early.pop(rid, None)
+        nbytes = 0
         while msg is None:
             left = until - time.monotonic()
             if left <= 0 or not self._sock.poll(max(1, int(left * 1000) + 1), zmq.POLLIN):
@@ -162,11 +169,15 @@ class Client:
                     raise RPCError("pserver %s sent a malformed reply to %s: %s" % (self.endpoint, desc, e)) from None
                 if got.rid == rid:
                     msg = got
+                    nbytes = _timeline.frame_bytes(frames) if _timeline.enabled else 0
                     break
                 if got.rid in self._pending:
                     self._early[got.rid] = got
                 # else: a reply to a request that already timed out; drop it
         desc = self._pending.pop(rid, "")
+        if _timeline.enabled:
+            _timeline.complete("wait", "wait %s" % desc, t0, time.perf_counter() - t0, peer=self.endpoint,
+                               bytes=nbytes)
         if msg.kind == "error":
             raise RPCError("pserver %s answered %s with an error: %s" % (self.endpoint, desc, msg.get("msg", "")))
         return msg
@@ -329,6 +340,7 @@ class Server:
                     return None
                 continue
             frames = self._sock.recv_multipart(copy=False)
+            t0 = time.perf_counter()
             peer, body = frames[0], frames[1:]
             try:
                 msg = wire.decode(body)
@@ -339,6 +351,9 @@ class Server:
                 self._send(peer, wire.encode("error", wire.peek_request_id(body) if body else -1,
                                              msg="malformed request rejected by %s: %s" % (self.endpoint, e)))
                 continue
+            if _timeline.enabled:
+                _timeline.complete("rpc", "recv %s" % msg.kind, t0, time.perf_counter() - t0, var=msg.name,
+                                   peer="trainer %s" % msg.trainer, bytes=_timeline.frame_bytes(body))
             return Request(peer, msg)
 
     def _send(self, peer, frames):

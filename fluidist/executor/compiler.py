@@ -6,7 +6,10 @@ the batch in its own scope, the runner sums the gradients (the loss gradient hav
 1/(places * trainers)), and every place then applies the same update. Place 0 uses the caller's
 scope, so parameters are read where users expect them.
 """
+from __future__ import annotations
+
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -45,7 +48,7 @@ class BuildStrategy:
         self.sync_batch_norm = False
         self.enable_backward_optimizer_op_deps = False
         self.enable_sequential_execution = False
-        self.debug_graphviz_path = ""
+        self.debug_graphviz_path = ""  # written (DOT) at <path>_multi_devices_graph on the first run
         self.is_distribution = False
 
 
@@ -72,8 +75,29 @@ class CompiledProgram:
         self._runner = None
         self._compiled_with = None
 
-    def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None, share_vars_from=None,
-                           places=None):
+    def with_data_parallel(self, loss_name: str | None = None, build_strategy: BuildStrategy | None = None,
+                           exec_strategy: ExecutionStrategy | None = None,
+                           share_vars_from: CompiledProgram | None = None,
+                           places: Sequence[Any] | None = None) -> CompiledProgram:
+        """Run the program data-parallel: every place gets a slice of each batch, gradients are all-reduced
+        across the places (and across ``build_strategy.num_trainers`` processes), every place applies the
+        same update. Returns this CompiledProgram, for ``exe.run(compiled, feed=..., fetch_list=...)``.
+
+        Args:
+            loss_name: the loss variable's name (required when the program has backward ops): its gradient
+                is scaled by 1 / (places x trainers) under the default gradient scale strategy.
+            build_strategy: BuildStrategy (``num_trainers`` / ``trainer_id`` / ``trainers_endpoints`` for
+                several processes, ``gradient_scale_strategy``, ``debug_graphviz_path``: a DOT picture of the
+                graph at ``<path>_multi_devices_graph``); other fields are accepted and change nothing.
+            exec_strategy: accepted for Paddle's signature.
+            share_vars_from: another data-parallel CompiledProgram whose per-place scopes this one uses (a test
+                program beside its training program); it must have run first.
+            places: the places (default: every CUDA device under CUDAPlace, else ``cpu_places()``).
+
+        A batch is split along its first dimension; each place needs at least one sample. Fetched values
+        are merged over the places (concatenated, or one value per place for scalars) unless
+        ``return_merged=False`` is given to ``Executor.run``.
+        """
         if self._data_parallel:
             raise RuntimeError("with_data_parallel can be called only once on a CompiledProgram")
         has_backward = any(int(op.attr(OP_ROLE_ATTR) or 0) & OpRole.Backward for op in self._program.global_block().ops)
@@ -162,6 +186,10 @@ class _DataParallelRunner:
                                  % (self.num_trainers, len(eps)))
         self.loss_name = compiled._loss_name
         self.fwd_bwd, self.update, self.pairs = self._cut(prog, compiled)
+        if bs.debug_graphviz_path:  # as Paddle: the DOT text at <path>_multi_devices_graph
+            from ..debugger import data_parallel_graph
+            data_parallel_graph(self.fwd_bwd, self.update, self.pairs, places, self.num_trainers).save(
+                bs.debug_graphviz_path + "_multi_devices_graph")
         shared = compiled._share_vars_from._runner if compiled._share_vars_from is not None else None
         if shared is not None and shared.nplaces != self.nplaces:
             raise ValueError("share_vars_from: the shared CompiledProgram runs on %d places, this one on %d"

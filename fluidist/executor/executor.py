@@ -3,8 +3,11 @@
 Plans are cached per (program, block) and keyed on ``Program._version``, which every edit bumps,
 so an edit after the first run is always seen. The Executor never rewrites programs.
 """
+from __future__ import annotations
+
 import weakref
 import zlib
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -13,6 +16,11 @@ from ..framework import registry
 from ..core.place import CPUPlace, to_host
 from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, SelectedRows
+
+if TYPE_CHECKING:  # for the annotations only (compiler imports this module's helpers)
+    from ..core.place import CUDAPlace
+    from ..core.scope import Scope
+    from .compiler import CompiledProgram
 
 # set_kernel_wrapper(f): plans call f(kernel, op) -> kernel for each op (the profiler's timing); None:
 # plans hold the plain kernels (no cost). Setting it drops the cached plans of every live executor.
@@ -341,7 +349,7 @@ def check_feed_value(var, name, value):
 class Executor:
     """Runs Programs on a place: ``Executor(CPUPlace()).run(program, feed, fetch_list)``."""
 
-    def __init__(self, place=None):
+    def __init__(self, place: CPUPlace | CUDAPlace | None = None) -> None:
         self.place = place if place is not None else CPUPlace()
         self._closed = False
         self._plans = weakref.WeakKeyDictionary()
@@ -362,8 +370,34 @@ class Executor:
         self._plan(program, block_idx).run(scope)
 
     # ------------------------------------------------------------------ running
-    def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed", fetch_var_name="fetch",
-            scope=None, return_numpy=True, use_program_cache=False, return_merged=True, use_prune=False):
+    def run(self, program: Program | CompiledProgram | None = None,
+            feed: dict[str, Any] | list[dict[str, Any]] | None = None,
+            fetch_list: Sequence[Variable | str] | None = None, feed_var_name: str = "feed",
+            fetch_var_name: str = "fetch", scope: Scope | None = None, return_numpy: bool = True,
+            use_program_cache: bool = False, return_merged: bool = True, use_prune: bool = False) -> list:
+        """Run ``program`` once and return the values of ``fetch_list``.
+
+        Args:
+            program: a Program (default: the default main program) or a CompiledProgram (data parallel).
+            feed: ``{variable name: value}``; a value is a NumPy array, a LoDTensor (sequences) or anything
+                ``numpy.asarray`` takes. Its shape and dtype are checked against the data variable. A
+                CompiledProgram over several places also takes one dict per place.
+            fetch_list: Variables or variable names to return, in this order.
+            scope: where variables live (default: the global scope); the values the program writes stay there.
+            return_numpy: True returns NumPy arrays; False returns LoDTensors (which keep their LoD).
+            use_program_cache: accepted for Paddle's signature; the Executor always reuses its plan of a
+                program until the program changes.
+            return_merged: for a data-parallel CompiledProgram, False returns each place's values apart.
+            feed_var_name, fetch_var_name: accepted for Paddle's signature (fluidist has no feed/fetch ops).
+            use_prune: refused (ValueError): fluidist runs every op of the program.
+
+        Returns:
+            one value per entry of ``fetch_list``.
+
+        Raises:
+            RuntimeError: the Executor was closed. ValueError / TypeError: a feed that does not fit its
+            variable, an input no op and no feed provides (the message names the variable and the op).
+        """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")
         if use_prune:

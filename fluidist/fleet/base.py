@@ -5,7 +5,7 @@ optimizer into a distributed one (``distributed_optimizer``). Its ``main_program
 ``startup_program`` are what the process runs after ``minimize``. Each kind of fleet (collective,
 parameter server) is a module with a singleton ``fleet``.
 """
-import sys
+import warnings
 
 from ..executor.executor import Executor
 from ..core.place import CPUPlace
@@ -113,7 +113,7 @@ class Fleet:
 
     # ---------------------------------------------------------------- per kind
     def _warn(self, name, why):
-        sys.stderr.write("warning: fleet.%s: %s\n" % (name, why))
+        warnings.warn("fleet.%s: %s" % (name, why), stacklevel=3)
 
     def init_worker(self):
         raise NotImplementedError

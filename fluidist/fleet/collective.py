@@ -20,7 +20,7 @@ collective mode refused one trainer); recompute, AMP, dist_fc and sync_batch_nor
 and raise NotImplementedError when enabled.
 """
 import os
-import sys
+import warnings
 
 from .. import io
 from ..executor.compiler import CompiledProgram
@@ -190,10 +190,10 @@ class CollectiveOptimizer(DistributedOptimizer):
         assert node_num >= 1, "nccl2 node_num must >= 1, now:%d" % node_num
         if node_num == 1:
             if s.nccl_comm_num > 1:
-                sys.stderr.write("warning: set nccl_comm_num=1 since you only have 1 node.\n")
+                warnings.warn("set nccl_comm_num=1 since you only have 1 node.", stacklevel=2)
             s.nccl_comm_num = 1
             if s.use_hierarchical_allreduce:
-                sys.stderr.write("warning: set use_hierarchical_allreduce=False since you only have 1 node.\n")
+                warnings.warn("set use_hierarchical_allreduce=False since you only have 1 node.", stacklevel=2)
             s.use_hierarchical_allreduce = False
         sync_allreduce = os.getenv("FLAGS_sync_nccl_allreduce")
         if sync_allreduce is None or sync_allreduce == "1":
@@ -202,8 +202,8 @@ class CollectiveOptimizer(DistributedOptimizer):
                 threads = 2 * s.nccl_comm_num + 1
             s.exec_strategy.num_threads = threads
             if threads > 4:
-                sys.stderr.write("warning: if you use use_hierarchical_allreduce or with multi nccl comm, please "
-                                 "export FLAGS_sync_nccl_allreduce = 0\n")
+                warnings.warn("if you use use_hierarchical_allreduce or with multi nccl comm, please "
+                              "export FLAGS_sync_nccl_allreduce = 0", stacklevel=2)
         if len(worker_endpoints) > 1:
             self._transpile(startup_program, main_program)
         if s.mode == "collective":

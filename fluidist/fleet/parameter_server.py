@@ -149,24 +149,18 @@ class DistributedTranspiler(Fleet):
     def _server_var_sources(self):
         """{server variable: (saved variable, (row_begin, rows) or None for all rows)} for the
         parameters and parameter-shaped accumulators held by this server."""
-        from ..transpiler.pserver import _ACCUMULATORS_LIKE_PARAM
         plan = self._transpiler._plan
         ep = self._server_endpoint
         here = plan.blocks_on(ep)
         count = {}
         for pb, _ in here:
             count[pb.orig] = count.get(pb.orig, 0) + 1
-        ops = plan.origin_main.global_block().ops
         out = {}
         for pb, _ in here:
             rows = None if len(plan.param_blocks[pb.orig]) == 1 else (pb.row_begin, pb.rows)
             out[pb.server_name] = (pb.orig, rows)
-            for op in ops:
-                if op.type in _ACCUMULATORS_LIKE_PARAM and op.input("Param") == [pb.orig]:
-                    for slot in _ACCUMULATORS_LIKE_PARAM[op.type]:
-                        for n in op.input(slot):
-                            server = n + (".block%d" % pb.index if count[pb.orig] > 1 else "")
-                            out[server] = (n, rows)
+            for n in plan.accumulators.get(pb.orig, ()):
+                out[plan.accumulator_name(n, pb, count[pb.orig] > 1)] = (n, rows)
         return out
 
     def _load_server_vars(self, model_dir):
@@ -237,21 +231,15 @@ class DistributedTranspiler(Fleet):
         """Receive into ``scope`` every persistable non-parameter variable the servers hold: block
         by block (concatenated) for parameter-shaped accumulators, from the first server holding it
         for the others."""
-        from ..transpiler.pserver import _ACCUMULATORS_LIKE_PARAM
         plan = self._transpiler._plan
-        origin = plan.origin_main.global_block()
         sources = {}            # variable -> [(endpoint, name on that server)] in row order
         for p in plan.params:
             blocks = plan.param_blocks[p]
             per_ep = {}
             for b in blocks:
                 per_ep[b.endpoint] = per_ep.get(b.endpoint, 0) + 1
-            for op in origin.ops:
-                if op.type in _ACCUMULATORS_LIKE_PARAM and op.input("Param") == [p]:
-                    for slot in _ACCUMULATORS_LIKE_PARAM[op.type]:
-                        for n in op.input(slot):
-                            sources[n] = [(b.endpoint, n + (".block%d" % b.index if per_ep[b.endpoint] > 1 else ""))
-                                          for b in blocks]
+            for n in plan.accumulators.get(p, ()):
+                sources[n] = [(b.endpoint, plan.accumulator_name(n, b, per_ep[b.endpoint] > 1)) for b in blocks]
         held = {ep: self._transpiler.get_pserver_program(ep).global_block().vars for ep in plan.endpoints}
         for var in io.get_program_persistable_vars(plan.origin_main):
             if io.is_parameter(var) or var.name in sources:
@@ -265,7 +253,7 @@ class DistributedTranspiler(Fleet):
         prog = Program()
         block = prog.global_block()
         for name, where in sources.items():
-            src = origin._find_var_recursive(name)
+            src = plan.origin_main.global_block()._find_var_recursive(name)
             block.create_var(name=name, shape=src.shape if src is not None else None,
                              dtype=src.dtype if src is not None else None, persistable=False)
             block.append_op("recv", inputs={"X": []}, outputs={"Out": [name]},

@@ -45,3 +45,27 @@ def is_backward_op(op):
 def is_loss_grad_op(op):
     role = int(op.attr(OP_ROLE_ATTR) or 0)
     return role & (OpRole.Backward | OpRole.Loss) == (OpRole.Backward | OpRole.Loss)
+
+
+def role_vars(op):
+    """``[(param, grad), ...]`` from ``op``'s ``op_role_var`` (pairs: param, grad, param, grad, ...)."""
+    rv = op.attr(OP_ROLE_VAR_ATTR) or []
+    if len(rv) % 2:
+        raise ValueError("op %r has an odd op_role_var %s: it must list (param, grad) pairs" % (op.type, rv))
+    return [(rv[i], rv[i + 1]) for i in range(0, len(rv), 2)]
+
+
+def param_grad_pairs(ops):
+    """``[(param, grad)]`` named by the ``op_role_var`` of ``ops``, each parameter once, in order."""
+    pairs, seen = [], set()
+    for op in ops:
+        for p, g in role_vars(op):
+            if p not in seen:
+                seen.add(p)
+                pairs.append((p, g))
+    return pairs
+
+
+def optimize_ops(block):
+    """The optimize ops of ``block`` (role exactly Optimize: LR-schedule ops are not among them)."""
+    return [op for op in block.ops if is_optimize_op(op)]

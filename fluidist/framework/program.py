@@ -4,9 +4,12 @@ A Program is plain data. Operators hold variable *names*, not objects, so rewrit
 list and dict surgery and the JSON form (``serialization.py``) is exact. Every edit made through
 these classes bumps ``Program._version`` so that executors can cache their plans safely.
 """
+from __future__ import annotations
+
 import contextlib
 import copy
 import json
+from typing import Iterator
 
 import numpy as np
 
@@ -48,7 +51,8 @@ def _names(arg, what):
     if arg is None:
         return []
     if isinstance(arg, (list, tuple)):
-        return [_one_name(a, what) for a in arg]
+        names = [a if type(a) is str else _one_name(a, what) for a in arg]
+        return names
     return [_one_name(arg, what)]
 
 
@@ -60,8 +64,16 @@ def _one_name(a, what):
     raise TypeError("%s must be a Variable or a variable name, got %r" % (what, type(a).__name__))
 
 
+_PLAIN_TYPES = frozenset([int, float, str, bool, type(None)])
+
+
 def _plain_attr(value):
     """Attr values are kept in JSON-friendly form: lists not tuples, python scalars not numpy."""
+    t = type(value)
+    if t in _PLAIN_TYPES:
+        return value
+    if t is list and all(type(v) in _PLAIN_TYPES for v in value):
+        return list(value)
     if isinstance(value, (Block, str, bool, type(None))):
         return value
     if isinstance(value, (np.bool_,)):
@@ -83,17 +95,13 @@ class Variable:
     def __init__(self, block, name=None, shape=None, dtype=None, type=VarType.LOD_TENSOR,
                  lod_level=0, persistable=False, stop_gradient=False, is_data=False,
                  need_check_feed=False, error_clip=None, **kwargs):
-        self.block = block
-        self.name = name if name is not None else unique_name.generate_with_ignorable_key("_generated_var")
-        self.shape = _shape_tuple(shape)
-        self.dtype = convert_dtype(dtype) if dtype is not None else None
-        self.type = type
-        self.lod_level = int(lod_level or 0)
-        self.persistable = bool(persistable)
-        self.stop_gradient = bool(stop_gradient)
-        self.is_data = bool(is_data)
-        self.need_check_feed = bool(need_check_feed)
-        self.error_clip = error_clip
+        # straight into __dict__: a new variable changes no program yet (create_var bumps the version)
+        self.__dict__.update(
+            block=block,
+            name=name if name is not None else unique_name.generate_with_ignorable_key("_generated_var"),
+            shape=_shape_tuple(shape), dtype=convert_dtype(dtype) if dtype is not None else None, type=type,
+            lod_level=int(lod_level or 0), persistable=bool(persistable), stop_gradient=bool(stop_gradient),
+            is_data=bool(is_data), need_check_feed=bool(need_check_feed), error_clip=error_clip)
 
     # Paddle-style accessors
     @property
@@ -181,6 +189,16 @@ class Operator:
     def _bump(self):
         if self.block is not None and self.block.program is not None:
             self.block.program._version += 1
+
+    def _copy_into(self, block, blocks):
+        """This op as an op of ``block`` (names and attrs copied; Block attrs point into ``blocks``)."""
+        op = object.__new__(Operator)
+        op.block = block
+        op.type = self.type
+        op.inputs = {k: list(v) for k, v in self.inputs.items()}
+        op.outputs = {k: list(v) for k, v in self.outputs.items()}
+        op.attrs = _remap_blocks(self.attrs, blocks)
+        return op
 
     # ---- Paddle's accessors
     def input(self, name):
@@ -286,6 +304,52 @@ def _rename_in(slots, old, new):
         for i, n in enumerate(names):
             if n == old:
                 names[i] = new
+
+
+class _BlockEdits:
+    """Insertions collected by ``Block.edits()`` and applied in one pass."""
+
+    def __init__(self, block):
+        self.block = block
+        self.after, self.before, self.new = {}, {}, []
+
+    def insert_after(self, anchor, type, inputs=None, outputs=None, attrs=None):
+        op = self._new(type, inputs, outputs, attrs)
+        self.after.setdefault(id(anchor), []).insert(0, op)   # right after the anchor
+        return op
+
+    def insert_before(self, anchor, type, inputs=None, outputs=None, attrs=None):
+        op = self._new(type, inputs, outputs, attrs)
+        self.before.setdefault(id(anchor), []).append(op)     # right before the anchor
+        return op
+
+    def _new(self, type, inputs, outputs, attrs):
+        op = self.block._make_op(type, inputs, outputs, attrs)
+        self.new.append(op)
+        return op
+
+    def commit(self):
+        if not self.new:
+            return
+        out = []
+        stack = list(reversed(self.block._ops))
+        while stack:   # each op with what goes before and after it (new ops can be anchors too)
+            item = stack.pop()
+            if isinstance(item, tuple):
+                out.append(item[1])
+                continue
+            before = self.before.pop(id(item), ())
+            after = self.after.pop(id(item), ())
+            stack.extend(reversed(after))
+            stack.append(("emit", item))
+            stack.extend(reversed(before))
+        if self.after or self.before:
+            raise ValueError("block %d edits: an anchor op is not in the block" % self.block.idx)
+        self.block._ops = out
+        if self.block._defuse is not None:
+            for op in self.new:
+                self.block._defuse.add(op)
+        self.block.program._version += 1
 
 
 class Block:
@@ -488,7 +552,24 @@ class Block:
         return self._insert_op(self._index_of(anchor) + 1, type, inputs, outputs, attrs)
 
     def insert_before(self, anchor, type, inputs=None, outputs=None, attrs=None):
+        """Insert a new op right before ``anchor`` (an Operator of this block)."""
         return self._insert_op(self._index_of(anchor), type, inputs, outputs, attrs)
+
+    @contextlib.contextmanager
+    def edits(self):
+        """Many insertions by reference in one pass over the ops (linear, where one ``insert_after``
+        at a time costs a scan of the block each)::
+
+            with block.edits() as e:
+                split = e.insert_after(grad_op, "split_byref", ...)
+                e.insert_after(split, "send", ...)        # a new op can anchor the next one
+
+        The result is what inserting them one at a time would give (a second op inserted after the
+        same anchor lands between the anchor and the first). The block's ops change when the ``with``
+        ends (not at all if it raises)."""
+        e = _BlockEdits(self)
+        yield e
+        e.commit()
 
     def _index_of(self, op):
         try:
@@ -638,8 +719,7 @@ class Program:
         for b, nb in zip(self.blocks, p.blocks):
             for name, v in b.vars.items():
                 nb.vars[name] = _copy_var(v, nb)
-            nb._ops = [Operator(nb, op.type, op.inputs, op.outputs, _remap_blocks(op.attrs, p.blocks))
-                       for op in b.ops]
+            nb._ops = [op._copy_into(nb, p.blocks) for op in b.ops]
         p._seed = self._seed
         for k in PROGRAM_FIELDS:
             setattr(p, k, copy.copy(getattr(self, k)))
@@ -722,12 +802,12 @@ class Program:
 
 def _copy_var(v, block):
     """``v`` (of any program) as a Variable/Parameter of ``block``: same kind and attributes."""
-    meta = v._meta()
-    if meta.pop("parameter", False):
-        nv = Parameter(block, **meta)
-    else:
-        nv = Variable(block, **meta)
-    nv.error_clip = v.error_clip
+    nv = object.__new__(type(v))
+    d = dict(v.__dict__)
+    d["block"] = block
+    if isinstance(v, Parameter):
+        d["optimize_attr"] = dict(v.optimize_attr)
+    nv.__dict__.update(d)
     return nv
 
 
@@ -740,17 +820,19 @@ def _var_to_json(v):
 
 
 def _remap_blocks(attrs, blocks):
-    """Attrs with Block values pointing at the same-index blocks of another program."""
+    """A copy of ``attrs`` whose Block values point at the same-index blocks of ``blocks``."""
     out = {}
     for k, v in attrs.items():
-        if isinstance(v, Block):
+        if type(v) is list:
+            v = [blocks[x.idx] if isinstance(x, Block) else (_copy_list(x) if type(x) is list else x) for x in v]
+        elif isinstance(v, Block):
             v = blocks[v.idx]
-        elif isinstance(v, list) and v and isinstance(v[0], Block):
-            v = [blocks[b.idx] for b in v]
-        else:
-            v = copy.deepcopy(v) if isinstance(v, (list, dict)) else v
         out[k] = v
     return out
+
+
+def _copy_list(v):
+    return [_copy_list(x) if type(x) is list else x for x in v]
 
 
 def _set_test_mode(program):
@@ -803,7 +885,7 @@ def switch_startup_program(program):
 
 
 @contextlib.contextmanager
-def program_guard(main_program, startup_program=None):
+def program_guard(main_program: Program, startup_program: Program | None = None) -> Iterator[None]:
     """Layers called inside build into ``main_program`` (and their initialisers into ``startup_program``)."""
     if not isinstance(main_program, Program):
         raise TypeError("program_guard: main_program must be a Program, got %r" % type(main_program).__name__)

@@ -1,9 +1,13 @@
 """Data layers: ``fluid.data`` (exact shape, checked at feed time) and ``layers.data``."""
+from __future__ import annotations
+
 from ..framework.dtypes import VarType, convert_dtype
-from ..framework.program import default_main_program
+from typing import Sequence
+
+from ..framework.program import Variable, default_main_program
 
 
-def data(name, shape, dtype="float32", lod_level=0):
+def data(name: str, shape: Sequence[int | None], dtype: str = "float32", lod_level: int = 0) -> Variable:
     """A variable fed at run time; ``None`` or -1 in ``shape`` is any size. Feeds are checked for
     dtype and shape against it."""
     shape = [-1 if d is None else int(d) for d in shape]

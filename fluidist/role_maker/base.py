@@ -1,5 +1,5 @@
 """Role, RoleMakerBase and MockBarrier: what every role maker shares (Paddle 1.x names)."""
-import sys
+import warnings
 
 
 class Role:
@@ -78,8 +78,8 @@ class RoleMakerBase:
         return "%s(%s)" % (type(self).__name__, self.to_string())
 
     def _warn(self, what):
-        sys.stderr.write("warning: %s: %s is not supported by this role maker; use MPISymetricRoleMaker "
-                         "or GeneralRoleMaker\n" % (type(self).__name__, what))
+        warnings.warn("%s: %s is not supported by this role maker; use MPISymetricRoleMaker or GeneralRoleMaker"
+                      % (type(self).__name__, what), stacklevel=3)
 
     def all_gather(self, input):
         self._warn("all_gather")

@@ -1,10 +1,14 @@
 """DistributeTranspiler: Paddle 1.x's face over fluidist's transpiler passes."""
-import sys
+from __future__ import annotations
+
+import logging
 
 from ..framework.program import Program, default_main_program, default_startup_program
 from . import pserver as ps
 from .config import DistributeTranspilerConfig, ServerRuntimeConfig
-from .details import parse_endpoints
+from .details import gc_paused, parse_endpoints
+
+logger = logging.getLogger(__name__)
 
 
 class DistributeTranspiler:
@@ -27,8 +31,32 @@ class DistributeTranspiler:
             raise TypeError("_set_server_config takes a ServerRuntimeConfig")
         self._server_config = server_config or ServerRuntimeConfig()
 
-    def transpile(self, trainer_id, program=None, pservers="127.0.0.1:6174", trainers=1, sync_mode=True,
-                  startup_program=None, current_endpoint="127.0.0.1:6174"):
+    @gc_paused
+    def transpile(self, trainer_id: int, program: Program | None = None, pservers: str = "127.0.0.1:6174",
+                  trainers: int | str = 1, sync_mode: bool = True, startup_program: Program | None = None,
+                  current_endpoint: str = "127.0.0.1:6174") -> None:
+        """Rewrite ``program`` (in place) for distributed training, and remember the plan for the
+        ``get_*_program`` calls.
+
+        In pserver mode (the default ``config.mode``) the trainer program sends each gradient (or each block
+        of a sliced gradient) to the pserver that owns it, waits at the barriers in sync mode and receives
+        the updated parameters; the optimizer ops move to the pservers. Every process of the job calls
+        ``transpile`` with the same arguments except ``trainer_id``, so all of them agree on the plan.
+
+        Args:
+            trainer_id: this trainer's id, 0 .. trainers-1 (pservers may pass 0).
+            program: the main program to rewrite (default: the default main program).
+            pservers: the pservers' ``ip:port`` list, comma-separated; parameters are assigned to them in turn.
+            trainers: the number of trainers (pserver mode); in nccl2/collective mode the trainers'
+                endpoints, comma-separated.
+            sync_mode: True: every step waits for every trainer; False: asynchronous updates.
+            startup_program: its initializers follow the parameters to the pservers (default: the default
+                startup program).
+            current_endpoint: this process's endpoint (collective modes: this trainer's).
+
+        Raises:
+            ValueError: a trainer_id out of range, an empty or malformed endpoint list.
+        """
         self.config.validate()
         if not isinstance(trainer_id, int) or trainer_id < 0:
             raise ValueError("transpile: trainer_id must be an int >= 0, got %r" % (trainer_id,))
@@ -64,30 +92,40 @@ class DistributeTranspiler:
         ps.rewrite_trainer(plan, program, startup_program)
         self._plan = plan
         if self.config.print_log:
-            sys.stderr.write("transpiled trainer %d for pservers %s\n" % (trainer_id, eps))
+            logger.info("transpiled trainer %d for pservers %s", trainer_id, eps)
 
     def _require_pserver_plan(self, what):
         if self._plan is None:
             raise RuntimeError("%s: call transpile() in pserver mode first" % what)
         return self._plan
 
-    def get_trainer_program(self, wait_port=True):
-        """The trainer's program (the origin program, rewritten in place). ``wait_port`` is accepted as
-        in Paddle; the wait itself is the runtime's: a trainer's first request to a pserver that is not
-        listening yet waits for it within ``FLAGS_rpc_deadline``."""
+    @gc_paused
+    def get_trainer_program(self, wait_port: bool = True) -> Program:
+        """The trainer's program (the transpiled main program, rewritten in place). ``wait_port`` is
+        accepted as in Paddle; the wait itself is the runtime's: a trainer's first request to a pserver
+        that is not listening yet waits for it within ``FLAGS_rpc_deadline``."""
         plan = self._require_pserver_plan("get_trainer_program")
         ps.finish_trainer(plan, self.origin_program)
         return self.origin_program
 
-    def get_pserver_program(self, endpoint):
+    @gc_paused
+    def get_pserver_program(self, endpoint: str) -> Program:
+        """The program of the pserver at ``endpoint``: a ``listen_and_serv`` op that receives gradients and
+        serves parameters, with one optimize block per parameter (block) it owns. Running it serves until
+        every trainer has closed its Executor."""
         plan = self._require_pserver_plan("get_pserver_program")
         return ps.build_pserver_program(plan, endpoint, self.config)
 
-    def get_pserver_programs(self, endpoint):
+    def get_pserver_programs(self, endpoint: str) -> tuple[Program, Program]:
+        """``(get_pserver_program(endpoint), get_startup_program(endpoint, ...))``."""
         prog = self.get_pserver_program(endpoint)
         return prog, self.get_startup_program(endpoint, prog)
 
-    def get_startup_program(self, endpoint, pserver_program=None, startup_program=None):
+    @gc_paused
+    def get_startup_program(self, endpoint: str, pserver_program: Program | None = None,
+                            startup_program: Program | None = None) -> Program:
+        """The startup program of the pserver at ``endpoint``: it initializes the parameters (and their
+        blocks) and optimizer state that pserver owns, as the original startup program would."""
         plan = self._require_pserver_plan("get_startup_program")
         if pserver_program is None:
             pserver_program = self.get_pserver_program(endpoint)

@@ -10,8 +10,11 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..framework import unique_name
-from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole, is_lr_sched_op, is_optimize_op
+from collections import defaultdict
+
+from ..framework import registry, unique_name
+from ..framework.op_role import (OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole, is_lr_sched_op, is_optimize_op,
+                                 param_grad_pairs, role_vars)
 from ..framework.program import Parameter, Program
 from .config import DistributedMode
 from .dispatcher import RoundRobin
@@ -20,16 +23,7 @@ from .slicing import block_shape, orig_varname, slice_variable
 RPC = OpRole.RPC
 DIST = OpRole.Dist
 
-# Optimizer inputs that are shaped like the parameter (so they are sliced with it).
-_ACCUMULATORS_LIKE_PARAM = {
-    "adam": ("Moment1", "Moment2"), "adamax": ("Moment", "InfNorm"), "adagrad": ("Moment",),
-    "decayed_adagrad": ("Moment",), "momentum": ("Velocity",), "lars_momentum": ("Velocity",),
-    "rmsprop": ("Moment", "MeanSquare", "MeanGrad"), "ftrl": ("SquaredAccumulator", "LinearAccumulator"),
-    "sgd": (),
-}
-_NORM_CLIP_OPS = ("clip_by_norm", "squared_l2_norm")
-_RANDOM_INIT_OPS = ("uniform_random", "gaussian_random", "truncated_gaussian_random")
-_SHAPED_INIT_OPS = _RANDOM_INIT_OPS + ("fill_constant",)
+# What an op is (update rule, whole-tensor, initialiser kind, table lookup) is asked of the registry.
 
 
 @dataclass
@@ -86,12 +80,20 @@ class PServerPlan:
     opt_op_indices: List[int] = field(default_factory=list)
     send_dummies: Dict[str, str] = field(default_factory=dict)
     table: Optional["DistributedTable"] = None
+    opt_ops_of: Dict[str, List[int]] = field(default_factory=dict)    # param -> its optimize ops (indices)
+    accumulators: Dict[str, List[str]] = field(default_factory=dict)  # param -> accumulators shaped like it
+    whole: set = field(default_factory=set)   # params kept in one block: their update needs the whole tensor
 
     def param_of(self, grad):
         for p, g in self.grad_of.items():
             if g == grad:
                 return p
         return None
+
+    def accumulator_name(self, acc, pb, several_blocks_here):
+        """The name of accumulator ``acc`` for param block ``pb`` on its pserver: the same name, with a
+        block suffix only when two blocks of the parameter live on that pserver."""
+        return acc + (".block%d" % pb.index if several_blocks_here else "")
 
     def blocks_on(self, endpoint):
         """(param block, grad block) pairs held by ``endpoint``, in dispatch order."""
@@ -106,19 +108,13 @@ class PServerPlan:
 
 def optimize_pass(program):
     """(indices of optimize ops, [(param name, grad name)]) found through op_role / op_role_var."""
-    opt, pairs, seen = [], [], set()
-    for i, op in enumerate(program.global_block().ops):
-        if not is_optimize_op(op):
-            continue
-        opt.append(i)
-        rv = op.attr(OP_ROLE_VAR_ATTR) or []
-        if len(rv) >= 2 and rv[0] not in seen:
-            seen.add(rv[0])
-            pairs.append((rv[0], rv[1]))
-    return opt, pairs
+    ops = program.global_block().ops
+    opt = [i for i, op in enumerate(ops) if is_optimize_op(op)]
+    return opt, param_grad_pairs(ops[i] for i in opt)
 
 
-LOOKUP_OPS = ("lookup_table", "lookup_table_v2")
+def _is_table_lookup(op):
+    return bool(registry.fact(op, "table_lookup", False))
 
 
 def find_distributed_table(program, pairs, opt_ops):
@@ -126,7 +122,7 @@ def find_distributed_table(program, pairs, opt_ops):
     block = program.global_block()
     names = []
     for op in block.ops:
-        if op.type in LOOKUP_OPS and op.attr("is_distributed"):
+        if _is_table_lookup(op) and op.attr("is_distributed"):
             w = op.input("W")[0]
             if w not in names:
                 names.append(w)
@@ -159,11 +155,7 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
     if not pairs:
         raise ValueError("transpile: the program has no optimize ops (op_role Optimize with op_role_var); "
                          "call optimizer.minimize(loss) before transpiling")
-    for i in opt_idx:
-        if block.ops[i].type in _NORM_CLIP_OPS:
-            raise ValueError("transpile: %r (gradient clipping by norm) is not supported in pserver mode: each "
-                             "pserver would compute the norm of its own slice of the gradients. Clip by value, "
-                             "or use the collective mode" % block.ops[i].type)
+    opt_ops_of = _optimize_ops_by_param(block, opt_idx)
     table = find_distributed_table(program, pairs, [block.ops[i] for i in opt_idx])
     params, grad_of = [], {}
     for p, g in pairs:
@@ -176,7 +168,8 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
             continue
         params.append(p)
         grad_of[p] = g
-    count = len(endpoints) if config.slice_var_up else 1
+    whole = _params_needing_whole_tensors(block, opt_ops_of, params)
+    accumulators = {p: _accumulators(block, opt_ops_of.get(p, ())) for p in params}
     min_block = config.min_block_size
     param_blocks, grad_blocks, sparse = {}, {}, set()
     suffix = ".trainer_%d" % trainer_id if (sync and trainers > 1) else ""
@@ -185,6 +178,7 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
         pv, gv = block.var(p), block.var(g)
         if gv.type == "SELECTED_ROWS":
             sparse.add(g)
+        count = len(endpoints) if config.slice_var_up and p not in whole else 1
         pbs = slice_variable([pv], count, min_block)
         gbs = slice_variable([_shape_like(gv, pv)], count, min_block)
         if len(pbs) != len(gbs):
@@ -214,7 +208,66 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
                        (DistributedMode.SYNC if sync else DistributedMode.ASYNC),
                        origin_main=program.clone(), origin_startup=startup.clone(), params=params,
                        grad_of=grad_of, param_blocks=param_blocks, grad_blocks=grad_blocks, sparse_grads=sparse,
-                       lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx, table=table)
+                       lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx, table=table,
+                       opt_ops_of=opt_ops_of, accumulators=accumulators, whole=whole)
+
+
+def _optimize_ops_by_param(block, opt_idx):
+    """{param: [indices of its optimize ops]} (an op belongs to the first param of its op_role_var).
+    An optimize op of one parameter that reads what the optimize ops of another computed (a clip by
+    the global norm of all gradients) is refused: each pserver updates only the parameters it holds."""
+    ops = block.ops
+    by_param, writer_param = defaultdict(list), {}
+    for i in opt_idx:
+        op = ops[i]
+        pairs = role_vars(op)
+        p = pairs[0][0] if pairs else None
+        by_param[p].append(i)
+        for n in op.output_arg_names:
+            writer_param.setdefault(n, p)
+    for p, idx in by_param.items():
+        if p is None:
+            continue
+        for i in idx:
+            op = ops[i]
+            for n in op.input_arg_names:
+                other = writer_param.get(n)
+                if other is not None and other != p:
+                    raise ValueError(
+                        "transpile: op %r updating %r reads %r, which the optimize ops of %r compute: in pserver "
+                        "mode each parameter is updated on the pserver that holds it, so an update may not depend "
+                        "on other parameters (gradient clipping by the global norm does). Clip by value or by "
+                        "norm per parameter (GradientClipByNorm), or use the collective mode" % (op.type, p, n, other))
+    return dict(by_param)
+
+
+def _params_needing_whole_tensors(block, opt_ops_of, params):
+    """Parameters whose optimize ops read a whole tensor at once (a norm-based update such as LAMB or
+    LARS, a clip by norm): they are kept in one block on one pserver, so the update sees all of it."""
+    whole = set()
+    for p in params:
+        for i in opt_ops_of.get(p, ()):
+            op = block.ops[i]
+            rule = registry.update_rule(op)
+            if (rule is not None and rule.whole_param) or registry.fact(op, "whole_tensor", False):
+                whole.add(p)
+                break
+    return whole
+
+
+def _accumulators(block, indices):
+    """The accumulators shaped like the parameter that its update ops read (the registry's update rules)."""
+    out = []
+    for i in indices:
+        op = block.ops[i]
+        rule = registry.update_rule(op)
+        if rule is None:
+            continue
+        for slot in rule.param_like:
+            for n in op.input(slot):
+                if n not in out:
+                    out.append(n)
+    return out
 
 
 class _ShapeOf:
@@ -225,13 +278,6 @@ class _ShapeOf:
 def _shape_like(grad_var, param_var):
     # a row-sparse gradient is declared with the table's shape
     return _ShapeOf(grad_var.name, list(param_var.shape))
-
-
-def _last_writer(block, name):
-    for i in range(len(block.ops) - 1, -1, -1):
-        if name in block.ops[i].output_arg_names:
-            return i
-    return -1
 
 
 def _ctrl_var(block):
@@ -260,29 +306,9 @@ def rewrite_trainer(plan, program, startup):
                 block.create_var(name=b.name, shape=b.shape, dtype=pv.dtype, type=pv.type)
     send_dummies = []
     order = [plan.grad_of[p] for p in plan.params]
-    for g in order:
-        gbs = plan.grad_blocks[g]
-        p = plan.param_of(g)
-        sent_name = gbs[0].name if len(gbs) == 1 else g
-        idx = _last_writer(block, sent_name)
-        if idx < 0:
-            raise ValueError("transpile: no op of the program writes gradient %r" % sent_name)
-        if len(gbs) > 1:
-            if g in plan.sparse_grads:
-                block._insert_op(idx + 1, "split_selected_rows", inputs={"X": [g]},
-                                 outputs={"Out": [b.name for b in gbs]},
-                                 attrs={"height_sections": [b.rows for b in gbs], OP_ROLE_ATTR: DIST})
-            else:
-                block._insert_op(idx + 1, "split_byref", inputs={"X": [g]}, outputs={"Out": [b.name for b in gbs]},
-                                 attrs={"sections": [b.rows for b in gbs], OP_ROLE_ATTR: DIST})
-            idx += 1
-        dummy = _ctrl_var(block)
-        block._insert_op(idx + 1, "send", inputs={"X": [b.name for b in gbs]}, outputs={"Out": [dummy.name]},
-                         attrs={"epmap": [b.endpoint for b in gbs], "sections": [], "send_varnames": [],
-                                "trainer_id": tid, "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
-                                OP_ROLE_VAR_ATTR: [p, sent_name]})
-        plan.send_dummies[g] = dummy.name
-        send_dummies.append(dummy.name)
+    param_of = {g: p for p, g in plan.grad_of.items()}
+    with block.edits() as edits:
+        _insert_sends(plan, block, edits, order, param_of, send_dummies)
     barrier_out = None
     if plan.sync:
         barrier_out = _ctrl_var(block).name
@@ -314,6 +340,34 @@ def rewrite_trainer(plan, program, startup):
         _send_lr_steps(plan, program)
     _rewrite_trainer_startup(plan, program, startup)
     _mark_distributed(plan, program)
+
+
+def _insert_sends(plan, block, edits, order, param_of, send_dummies):
+    """After the last writer of each gradient: its split (when sliced) and its send."""
+    tid = plan.trainer_id
+    for g in order:
+        gbs = plan.grad_blocks[g]
+        p = param_of[g]
+        sent_name = gbs[0].name if len(gbs) == 1 else g
+        anchor = block.last_writer(sent_name)
+        if anchor is None:
+            raise ValueError("transpile: no op of the program writes gradient %r" % sent_name)
+        if len(gbs) > 1:
+            if g in plan.sparse_grads:
+                anchor = edits.insert_after(anchor, "split_selected_rows", inputs={"X": [g]},
+                                            outputs={"Out": [b.name for b in gbs]},
+                                            attrs={"height_sections": [b.rows for b in gbs], OP_ROLE_ATTR: DIST})
+            else:
+                anchor = edits.insert_after(anchor, "split_byref", inputs={"X": [g]},
+                                            outputs={"Out": [b.name for b in gbs]},
+                                            attrs={"sections": [b.rows for b in gbs], OP_ROLE_ATTR: DIST})
+        dummy = _ctrl_var(block)
+        edits.insert_after(anchor, "send", inputs={"X": [b.name for b in gbs]}, outputs={"Out": [dummy.name]},
+                           attrs={"epmap": [b.endpoint for b in gbs], "sections": [], "send_varnames": [],
+                                  "trainer_id": tid, "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
+                                  OP_ROLE_VAR_ATTR: [p, sent_name]})
+        plan.send_dummies[g] = dummy.name
+        send_dummies.append(dummy.name)
 
 
 LR_STEP_VAR = "@LR_STEP@"
@@ -348,15 +402,13 @@ def _rewrite_table_trainer(plan, program, barrier_out):
     t = plan.table
     block = program.global_block()
     n = len(plan.endpoints)
-    lookups = [op for op in block.ops if op.type in LOOKUP_OPS and op.input("W") == [t.name]]
+    lookups = [op for op in block.readers_of(t.name) if _is_table_lookup(op) and op.input("W") == [t.name]]
     for op in lookups:
         if not op.attr("is_distributed"):
             raise RuntimeError("lookup of the distributed table %r by op %r without is_distributed"
                                % (t.name, op.type))
     ids = [op.input("Ids")[0] for op in lookups]
     outs = [op.output("Out")[0] for op in lookups]
-    first = block._index_of(lookups[0])
-    block.remove_ops(lookups)
     ins, pre = [], []
     for k in range(n):
         a, b = _prefetch_names(k)
@@ -364,42 +416,41 @@ def _rewrite_table_trainer(plan, program, barrier_out):
         block.create_var(name=b, shape=[-1, t.width], dtype=t.dtype)
         ins.append(a)
         pre.append(b)
-    block._insert_op(first, "split_ids", inputs={"Ids": ids}, outputs={"Out": ins}, attrs={OP_ROLE_ATTR: 0})
-    block._insert_op(first + 1, "prefetch", inputs={"X": ins}, outputs={"Out": pre},
-                     attrs={"epmap": plan.endpoints, "trainer_id": plan.trainer_id, OP_ROLE_ATTR: 0})
-    block._insert_op(first + 2, "merge_ids", inputs={"Ids": ids, "Rows": ins, "X": pre}, outputs={"Out": outs},
-                     attrs={OP_ROLE_ATTR: 0})
+    split = block.insert_before(lookups[0], "split_ids", inputs={"Ids": ids}, outputs={"Out": ins},
+                                attrs={OP_ROLE_ATTR: 0})
+    fetch = block.insert_after(split, "prefetch", inputs={"X": ins}, outputs={"Out": pre},
+                               attrs={"epmap": plan.endpoints, "trainer_id": plan.trainer_id, OP_ROLE_ATTR: 0})
+    block.insert_after(fetch, "merge_ids", inputs={"Ids": ids, "Rows": ins, "X": pre}, outputs={"Out": outs},
+                       attrs={OP_ROLE_ATTR: 0})
+    block.remove_ops(lookups)
     # backward: the gradient split over the pservers and sent
-    idx = _last_writer(block, t.grad)
-    if idx < 0:
+    anchor = block.last_writer(t.grad)
+    if anchor is None:
         raise ValueError("transpile: no op writes the gradient %r of the distributed table" % t.grad)
     gv = block.var(t.grad)
     parts = [t.trainer_grad(plan.trainer_id, k, plan.sync, plan.trainers) for k in range(n)]
     for name in parts:
         block.create_var(name=name, shape=[-1, t.width], dtype=gv.dtype, type="SELECTED_ROWS")
-    block._insert_op(idx + 1, "split_ids", inputs={"Ids": [t.grad]}, outputs={"Out": parts},
-                     attrs={OP_ROLE_ATTR: DIST})
+    anchor = block.insert_after(anchor, "split_ids", inputs={"Ids": [t.grad]}, outputs={"Out": parts},
+                                attrs={OP_ROLE_ATTR: DIST})
     dummy = _ctrl_var(block)
-    block._insert_op(idx + 2, "send", inputs={"X": parts}, outputs={"Out": [dummy.name]},
+    block.insert_after(anchor, "send", inputs={"X": parts}, outputs={"Out": [dummy.name]},
                      attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [],
                             "trainer_id": plan.trainer_id, "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
                             OP_ROLE_VAR_ATTR: [t.name, t.grad]})
     plan.send_dummies[t.grad] = dummy.name
     if barrier_out is not None:
-        for op in block.ops:
-            if op.type == "send_barrier":
-                op.set_input("X", op.input("X") + [dummy.name])
+        for op in block.writers_of(barrier_out):
+            op.set_input("X", op.input("X") + [dummy.name])
 
 
 def _rewrite_trainer_startup(plan, program, startup):
     sb = startup.global_block()
     if plan.table is not None:
-        for op in list(sb.ops):
-            if plan.table.name in op.output_arg_names:
-                i = sb._index_of(op)
-                sb._remove_op(i)
-                sb._insert_op(i, "fake_init", outputs={"Out": [plan.table.name]},
-                              attrs={"shape": [plan.table.rows, plan.table.width]})
+        for op in sb.writers_of(plan.table.name):
+            sb.insert_before(op, "fake_init", outputs={"Out": [plan.table.name]},
+                             attrs={"shape": [plan.table.rows, plan.table.width]})
+            sb.remove_op(op)
     main_block = program.global_block()
     tid = plan.trainer_id
     for p in plan.params:
@@ -491,10 +542,9 @@ def build_pserver_program(plan, endpoint, config):
     per_param_count = {}
     for pb, _ in pairs:
         per_param_count[pb.orig] = per_param_count.get(pb.orig, 0) + 1
-    opt_ops = [ob.ops[i] for i in plan.opt_op_indices]
     for pb, gblk in pairs:
         param = pb.orig
-        ops_for_param = [op for op in opt_ops if (op.attr(OP_ROLE_VAR_ATTR) or [None])[0] == param]
+        ops_for_param = [ob.ops[i] for i in plan.opt_ops_of.get(param, ())]
         if not ops_for_param:
             continue
         blk = prog._create_block(0)
@@ -510,7 +560,7 @@ def build_pserver_program(plan, endpoint, config):
         rename = _block_renames(plan, pb, gblk, ob, per_param_count[param] > 1)
         for op in ops_for_param:
             _append_block_op(blk, op, rename, pb, ob, prog)
-            if op.type in _ACCUMULATORS_LIKE_PARAM and gblk.orig in plan.sparse_grads:
+            if registry.update_rule(op) is not None and gblk.orig in plan.sparse_grads:
                 sparse_to_param.append("%s:%s" % (merged, pb.server_name))
         prog._rollback()
         optimize_blocks.append(blk)
@@ -591,14 +641,10 @@ def _block_renames(plan, pb, gblk, ob, several_blocks_here):
     param, grad = pb.orig, gblk.orig
     rename = {param: pb.server_name, grad: gblk.server_name}
     rows_scale = {param: pb.shape, grad: gblk.shape}
-    # accumulators: same name (a block suffix only if two blocks of this param live here)
     acc_shape = {}
-    for op in ob.ops:
-        if op.input("Param") == [param] and op.type in _ACCUMULATORS_LIKE_PARAM:
-            for slot in _ACCUMULATORS_LIKE_PARAM[op.type]:
-                for n in op.input(slot):
-                    rename[n] = n + (".block%d" % pb.index if several_blocks_here else "")
-                    acc_shape[rename[n]] = pb.shape
+    for n in plan.accumulators.get(param, ()):
+        rename[n] = plan.accumulator_name(n, pb, several_blocks_here)
+        acc_shape[rename[n]] = pb.shape
     return {"names": rename, "shapes": rows_scale, "acc_shape": acc_shape}
 
 
@@ -670,9 +716,13 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
             if b.endpoint == endpoint and b.name != p:
                 blocks_here.setdefault(p, []).append(b)
     table = plan.table
+    block_copies = defaultdict(list)   # accumulator -> its per-block copies here (two blocks of one param)
+    for name in pgb.vars:
+        if ".block" in name and name.startswith(orig_varname(name) + ".block"):
+            block_copies[orig_varname(name)].append(name)
     for op in origin_startup.global_block().ops:
-        if op.type in ("recv", "fetch_barrier", "concat"):
-            continue
+        if int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST):
+            continue   # a trainer startup's own recv / fetch_barrier / concat
         if table is not None and op.output_arg_names == [table.name]:
             _append_table_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
             continue
@@ -685,19 +735,18 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
                 _append_block_init(sb, op, out, b)
         elif pgb.has_var(out):
             attrs = dict(op.attrs)
-            if op.type in _SHAPED_INIT_OPS and pgb.var(out).shape is not None:
+            kind = registry.fact(op, "init")
+            if kind in ("random", "fill") and pgb.var(out).shape is not None:
                 full = list(op.attrs.get("shape") or [])
                 attrs["shape"] = list(pgb.var(out).shape)
-                if op.type in _RANDOM_INIT_OPS and full != attrs["shape"]:
+                if kind == "random" and full != attrs["shape"]:
                     attrs["salt"] = attrs.get("salt") or out
             sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
         else:
-            # accumulators renamed per block (two blocks of one param on this pserver)
-            for name in pgb.vars:
-                if name.startswith(out + ".block") and orig_varname(name) == out:
-                    attrs = dict(op.attrs)
-                    attrs["shape"] = list(pgb.var(name).shape)
-                    sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
+            for name in block_copies.get(out, ()):
+                attrs = dict(op.attrs)
+                attrs["shape"] = list(pgb.var(name).shape)
+                sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
     return prog
 
 
@@ -705,10 +754,11 @@ def _append_table_init(sb, op, table, k, n):
     """Shard ``k`` of the table gets rows k, k+n, ... of what the whole table gets locally."""
     attrs = dict(op.attrs)
     shape = [table.shard_rows(k, n), table.width]
-    if op.type in _RANDOM_INIT_OPS:
+    kind = registry.fact(op, "init")
+    if kind == "random":
         attrs.update(full_shape=list(op.attrs["shape"]), shape=shape, row_begin=k, row_end=table.rows,
                      row_step=n, salt=op.attrs.get("salt") or table.name)
-    elif op.type == "fill_constant":
+    elif kind == "fill":
         attrs["shape"] = shape
     else:
         raise ValueError("cannot initialise the distributed table %r on a pserver from a %r op"
@@ -718,14 +768,15 @@ def _append_table_init(sb, op, table, k, n):
 
 def _append_block_init(sb, op, whole, b):
     attrs = dict(op.attrs)
-    if op.type in _RANDOM_INIT_OPS:
+    kind = registry.fact(op, "init")
+    if kind == "random":
         attrs["full_shape"] = list(op.attrs["shape"])
         attrs["shape"] = list(b.shape)
         attrs["row_begin"], attrs["row_end"] = b.row_begin, b.row_begin + b.rows
         attrs["salt"] = op.attrs.get("salt") or whole
-    elif op.type == "fill_constant":
+    elif kind == "fill":
         attrs["shape"] = list(b.shape)
-    elif op.type == "assign_value":
+    elif kind == "values":
         width = int(np.prod(op.attrs["shape"][1:])) if len(op.attrs["shape"]) > 1 else 1
         for key in ("fp32_values", "int32_values", "int64_values", "bool_values"):
             vals = op.attrs.get(key) or []

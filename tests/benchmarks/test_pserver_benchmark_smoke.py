@@ -96,7 +96,8 @@ def test_tiny_fluidist_run_writes_every_metric(tmp_path, monkeypatch, capsys):
     out = tmp_path / "pserver.json"
     launcher.main(["--ntrainer", "2", "--nserver", "2", "--batch-size", "32", "--epochs", "1", "--warmup", "1",
                    "--data", "synthetic_1000_small", "--model", "mlp_1m", "--sync", "--compare", "torch",
-                   "--zmq-rounds", "3", "--log-dir", str(tmp_path / "logs"), "--timeout", "60", "--out", str(out)])
+                   "--zmq-rounds", "3", "--log-dir", str(tmp_path / "logs"), "--timeout", "60", "--out", str(out),
+                   "--timeline", str(tmp_path / "timeline.json")])
     printed = capsys.readouterr().out
     assert "trainers (times in ms)" in printed and "servers" in printed
     assert "torch is not installed" in printed and "torch: skipped" in printed
@@ -124,6 +125,13 @@ def test_tiny_fluidist_run_writes_every_metric(tmp_path, monkeypatch, capsys):
     for s in fl["servers"]:
         assert s["steps"] == 4 and s["optimize"]["n"] == 3 and s["optimize"]["median"] > 0
         assert 0 < s["busy_fraction"] < 1 and s["serve_seconds"] > 0
+    # the timeline: fluidist.timeline's merge of the four roles' traces
+    tl = json.loads((tmp_path / "timeline.json").read_text())["traceEvents"]
+    assert {e["args"]["name"] for e in tl if e.get("name") == "process_name"} == \
+        {"trainer0", "trainer1", "pserver0", "pserver1"}
+    assert sum(1 for e in tl if e.get("cat") == "step") == 2 * 3     # the timed steps of both trainers
+    assert any(e.get("cat") == "rpc" and e["args"]["bytes"] > 0 for e in tl)
+    assert "traces" not in fl
     z = r["zmq_reference"]
     assert z["bytes_per_round"] == 2 * 4 * n_params and z["bytes_per_sec"] > 0
     zt = r["zmq_reference_topology"]

@@ -28,3 +28,24 @@ def test_sync_local_cluster_trains_and_both_trainers_hold_the_same_model():
 def test_async_local_cluster_converges():
     a, b, mode = run_example("--epochs", "6", "--async_mode")
     assert mode == "async" and a > 0.9 and b > 0.9
+
+
+def test_progress_streams_while_the_job_runs_prefixed_by_role():
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "examples", "dist_digits.py"), "--epochs", "3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env())
+    try:
+        first_epoch_seen_while_running = None
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if first_epoch_seen_while_running is None and re.match(r"\[trainer [01]\] trainer [01] epoch  0 ", line):
+                first_epoch_seen_while_running = p.poll() is None
+        assert p.wait(60) == 0, "".join(lines)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert first_epoch_seen_while_running, "".join(lines)  # epoch 0 arrived before the trainers ended
+    for k in range(2):
+        assert sum(1 for l in lines if l.startswith("[trainer %d] trainer %d epoch " % (k, k))) == 3, lines
+    assert lines[-1].startswith("test accuracy: ")

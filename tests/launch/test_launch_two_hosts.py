@@ -106,3 +106,20 @@ def test_ps_job_across_two_hosts(tmp_path, two_hosts):
         assert w["PADDLE_TRAINER_ENDPOINTS"] == "10.123.0.1:6172,10.123.0.2:6173"
         assert w["answers"] == {"10.123.0.1:6170": 0, "10.123.0.2:6170": 1}
         assert sorted(os.listdir(tmp_path / ("log%d" % i))) == ["endpoints.log", "serverlog.0", "workerlog.0"]
+
+
+def test_master_rendezvous_across_two_hosts(tmp_path, two_hosts):
+    out = tmp_path / "out"
+    out.mkdir()
+    # the same line on both hosts: no node list, no node rank, no node IP; host a owns the master address
+    codes, nodes = _run_both(tmp_path, two_hosts, lambda k: [
+        "--nnodes", "2", "--master", "%s:29500" % HOSTS[0], "--nproc_per_node", "2", "--log_dir", "log%d" % k,
+        "--rendezvous_timeout", "60", script("env_check.py")], out)
+    assert codes == [0, 0], [n.stderr() for n in nodes]
+    eps = read_json(out / "trainer_0.json")["PADDLE_TRAINER_ENDPOINTS"].split(",")
+    for rank in range(4):
+        g = read_json(out / ("trainer_%d.json" % rank))
+        assert g["POD_IP"] == HOSTS[rank // 2] and eps[rank].startswith(HOSTS[rank // 2] + ":")
+        assert (g["RANK"], g["GROUP_RANK"], g["WORLD_SIZE"]) == (str(rank), str(rank // 2), "4")
+        assert (g["MASTER_ADDR"], g["MASTER_PORT"]) == (HOSTS[0], "29500")
+        assert g["answers"] == {ep: j for j, ep in enumerate(eps) if j != rank}  # across the veth pair too

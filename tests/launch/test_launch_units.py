@@ -267,7 +267,7 @@ def test_ps_specs_env(tmp_path):
     script = tmp_path / "t.py"
     script.write_text("")
     a = launch.parse_args(["--servers", "10.0.0.1:7000,10.0.0.2:7000", "--workers", "10.0.0.1:7001,10.0.0.2:7001",
-                           "--http_port", "7500", str(script)])
+                           str(script)])
     specs = launch.ps_specs(a, [("10.0.0.1", 7000), ("10.0.0.2", 7000)], [("10.0.0.1", 7001), ("10.0.0.2", 7001)],
                             "10.0.0.2")
     assert [(s.role, s.rank, s.local_index) for s in specs] == [("server", 1, 0), ("worker", 1, 0)]
@@ -276,11 +276,11 @@ def test_ps_specs_env(tmp_path):
     assert server["PADDLE_PORT"] == "7000" and server["POD_IP"] == "10.0.0.2" and "PADDLE_TRAINER_ID" not in server
     assert worker["TRAINING_ROLE"] == "TRAINER" and worker["PADDLE_TRAINER_ID"] == "1"
     assert worker["PADDLE_PORT"] == "7001" and "PADDLE_PSERVER_ID" not in worker
+    assert (worker["RANK"], worker["LOCAL_RANK"], worker["WORLD_SIZE"]) == ("1", "0", "2") and "RANK" not in server
     for env in (server, worker):
         assert env["PADDLE_PSERVERS_IP_PORT_LIST"] == "10.0.0.1:7000,10.0.0.2:7000"
         assert env["PADDLE_TRAINER_ENDPOINTS"] == "10.0.0.1:7001,10.0.0.2:7001"
         assert env["PADDLE_TRAINERS_NUM"] == "2"
-        assert env["PADDLE_GLOO_HTTP_ENDPOINT"] == "10.0.0.1:7500"
     assert specs[0].log_path.endswith("serverlog.0") and specs[1].log_path.endswith("workerlog.0")
     assert specs[1].echo and not specs[0].echo
 
@@ -309,3 +309,47 @@ def test_desired_members():
     assert desired_members(["a"], [], 2, 2) is None
     assert desired_members(["a", "b", "c"], [], 2, 2) == ["a", "b"]
     assert desired_members(["a", "b", "c"], ["a"], 1, 4) == ["a", "b", "c"]
+
+
+# -- addresses, Slurm ---------------------------------------------------------------------------
+def test_ipv6_endpoints_and_ips():
+    from fluidist.distributed.launch_utils import format_endpoint, parse_endpoints, parse_ips, split_endpoint
+    assert parse_ips("[::1],10.0.0.1,fe80::2") == ["::1", "10.0.0.1", "fe80::2"]
+    with pytest.raises(LaunchError, match="takes IPs without ports"):
+        parse_ips("10.0.0.1:80")
+    assert parse_endpoints("[::1]:7000,10.0.0.1:7001", "--servers") == [("::1", 7000), ("10.0.0.1", 7001)]
+    assert parse_endpoints("[::1],::2,10.0.0.3", "--workers", default_port=lambda i: 100 + i) == \
+        [("::1", 100), ("::2", 101), ("10.0.0.3", 102)]
+    with pytest.raises(LaunchError, match="write an IPv6 address in brackets"):
+        split_endpoint("::1:7000", "--master")
+    assert format_endpoint("::1", 7) == "[::1]:7" and format_endpoint("10.0.0.1", 7) == "10.0.0.1:7"
+
+
+def test_slurm_mapping():
+    assert launch.first_slurm_host("node[03-05,9],gpu1") == "node03"
+    assert launch.first_slurm_host("gpu1,node[1-2]") == "gpu1"
+    assert launch.first_slurm_host("rack2-n[007-010]x") == "rack2-n007x"
+    env = {"SLURM_JOB_ID": "1234", "SLURM_STEP_ID": "0", "SLURM_NNODES": "4", "SLURM_NODEID": "2",
+           "SLURM_NTASKS": "4", "SLURM_JOB_NODELIST": "n[10-13]"}
+    assert launch.slurm_defaults(env) == {"nnodes": "4", "node_rank": 2, "master": "n10:29734"}
+    assert launch.slurm_defaults(dict(env, MASTER_PORT="6000"))["master"] == "n10:6000"
+    assert launch.slurm_defaults(dict(env, SLURM_NNODES="1")) is None  # one node: nothing to meet
+    assert launch.slurm_defaults({k: v for k, v in env.items() if k != "SLURM_STEP_ID"}) is None  # not in srun
+    # the command line wins over Slurm
+    a = _args(["--node_rank", "0", "--master", "h:1"])
+    assert launch.apply_slurm(a, env) and (a.nnodes, a.node_rank, a.master) == ("4", 0, "h:1")
+
+
+def test_nnodes_and_node_rank_with_ips(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    a = _args(["--ips", "127.0.0.1,127.0.0.2", "--node_rank", "1", "--started_port", "7000", "--nnodes", "2"])
+    cluster, pod, _ = launch.build_collective(a)
+    assert pod.rank == 1 and pod.addr == "127.0.0.2" and cluster.trainers_endpoints() == ["127.0.0.1:7000",
+                                                                                         "127.0.0.2:7000"]
+    with pytest.raises(LaunchError, match="--nnodes 3 but --ips lists 2"):
+        launch.build_collective(_args(["--ips", "127.0.0.1,127.0.0.2", "--nnodes", "3"]))
+    with pytest.raises(LaunchError, match="needs --master host:port"):
+        launch.build_collective(_args(["--nnodes", "2"]))
+    with pytest.raises(LaunchError, match="--node_rank needs a fixed --nnodes"):
+        from fluidist.distributed.master_rendezvous import master_rendezvous
+        master_rendezvous("127.0.0.1:1", "1:2", 0, None, 1, lambda ip: [])

@@ -74,7 +74,7 @@ def test_ps_launcher_start_procs_returns_the_failing_code(clean_env, capsys):
 
 def test_openks_gpu_mode_is_the_collective_launcher(clean_env, monkeypatch, capsys):
     monkeypatch.setenv("FLUIDIST_LAUNCH_NPROC_PER_NODE", "2")
-    ks = openKS_launcher("GPU", argv=["--log_dir", "clogs", script("env_check.py"), "--flag"])
+    ks = openKS_launcher("GPU", argv=["--log_dir", "clogs", "--print_config", script("env_check.py"), "--flag"])
     assert isinstance(ks.launcher, launcher)
     ks.launch()
     got = [read_json(clean_env / ("trainer_%d.json" % i)) for i in range(2)]

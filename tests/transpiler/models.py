@@ -31,6 +31,8 @@ def transpile(main, startup, trainer_id=0, pservers="127.0.0.1:6174,127.0.0.1:61
     t = fluid.DistributeTranspiler(config=config)
     t.transpile(trainer_id, program=main, pservers=pservers, trainers=trainers, sync_mode=sync,
                 startup_program=startup)
+    main.lint()
+    startup.lint()
     return t
 
 

@@ -210,10 +210,22 @@ def test_slice_variable_rules():
     assert [str(b) for b in slice_variable([V("a", [1000, 1000])], 2, 1048576)] == ["a:0:1000000"]
 
 
-def test_clip_by_norm_is_refused_in_pserver_mode():
+def test_clip_by_global_norm_is_refused_in_pserver_mode():
     main, startup, _ = fc_model(global_clip=fluid.clip.GradientClipByGlobalNorm(1.0))
-    with pytest.raises(ValueError, match="clipping by norm"):
+    with pytest.raises(ValueError, match="clipping by the global norm"):
         transpile(main, startup)
+
+
+def test_clip_by_norm_per_parameter_keeps_the_parameter_whole():
+    """A clip by each gradient's own norm needs the whole gradient: the parameter is not sliced, so the
+    pserver computes the norm local training computes."""
+    main, startup, _ = fc_model(global_clip=fluid.clip.GradientClipByNorm(1.0))
+    t = transpile(main, startup)
+    plan = t._plan
+    assert plan.whole == set(plan.params)
+    assert all(len(plan.param_blocks[p]) == 1 for p in plan.params)
+    for ep in plan.endpoints:
+        t.get_pserver_program(ep).lint()
 
 
 def test_sparse_embedding_gradient_is_split_by_rows():
@@ -306,3 +318,42 @@ def test_async_lr_decay_runs_the_lr_block_on_every_trainer_step():
     las = t.get_pserver_program(EP0).global_block().ops[0]
     assert "@LR_STEP@:1" in las.attr("grad_to_block_id") and las.attr("lr_decay_block_id") == 1
     assert "@LR_STEP@.trainer_1" in las.input("X")
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam", "adamax", "adagrad", "decayed_adagrad",
+                                       "rmsprop", "ftrl", "lamb", "lars_momentum"])
+@pytest.mark.parametrize("lr_decay,sync", [(False, True), (True, True), (True, False)])
+def test_every_program_the_transpiler_makes_lints(optimizer, lr_decay, sync):
+    """Trainer, trainer startup, and every pserver's program and startup pass Program.lint()."""
+    main, startup, _ = fc_model(optimizer=OPTIMIZERS[optimizer], lr_decay=lr_decay)
+    t = transpile(main, startup, sync=sync)
+    t.get_trainer_program(wait_port=False).lint()
+    startup.lint()
+    for ep in t._plan.endpoints:
+        prog = t.get_pserver_program(ep)
+        prog.lint()
+        t.get_startup_program(ep, prog).lint()
+
+
+def test_norm_based_updates_keep_their_parameter_whole():
+    """LAMB and LARS read norms of the whole parameter: such a parameter is one block on one pserver,
+    while the same program with Adam slices it."""
+    for name, whole in (("lamb", True), ("lars_momentum", True), ("adam", False)):
+        main, startup, _ = fc_model(optimizer=OPTIMIZERS[name])
+        plan = transpile(main, startup)._plan
+        assert (len(plan.param_blocks["fc_w"]) == 1) == whole, name
+        assert ("fc_w" in plan.whole) == whole
+
+
+OPTIMIZERS = {
+    "sgd": lambda lr: fluid.optimizer.SGD(lr),
+    "momentum": lambda lr: fluid.optimizer.Momentum(lr, momentum=0.9, use_nesterov=True),
+    "adam": lambda lr: fluid.optimizer.Adam(lr),
+    "adamax": lambda lr: fluid.optimizer.Adamax(lr),
+    "adagrad": lambda lr: fluid.optimizer.Adagrad(lr),
+    "decayed_adagrad": lambda lr: fluid.optimizer.DecayedAdagrad(lr),
+    "rmsprop": lambda lr: fluid.optimizer.RMSProp(lr, centered=True, momentum=0.5),
+    "ftrl": lambda lr: fluid.optimizer.Ftrl(lr, l1=0.01, l2=0.01),
+    "lamb": lambda lr: fluid.optimizer.Lamb(lr),
+    "lars_momentum": lambda lr: fluid.optimizer.LarsMomentum(lr, momentum=0.9),
+}

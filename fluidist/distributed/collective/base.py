@@ -2,9 +2,11 @@
 base class that runs one collective with its sequence number, deadline and error reporting."""
 import sys
 import threading
+import time
 
 import numpy as np
 
+from ... import timeline as _timeline
 from .common import collective_timeout
 
 REDUCE_OPS = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
@@ -225,6 +227,7 @@ class _CPUCommunicator:
                                       % (self.ring_id, self.rank, self._broken))
             self._seq += 1
             seq = self._seq
+            t0 = time.perf_counter()
             try:
                 fn(seq, sig, *args)
                 self._finish(seq, opname)
@@ -232,6 +235,10 @@ class _CPUCommunicator:
                 self._broken = str(e)
                 self._abort(seq, str(e))
                 raise
+            if _timeline.enabled:
+                _timeline.complete("collective", opname, t0, time.perf_counter() - t0, ring=self.ring_id,
+                                   rank=self.rank, nranks=self.nranks, bytes=int(getattr(args[0], "nbytes", 0))
+                                   if args else 0)
 
     def _abort(self, seq, reason):
         """Tell the peers this rank failed (best effort)."""

@@ -14,7 +14,9 @@ ranks would drive the same GPU (compared by PCI bus id on the same host, so CUDA
 remapping does not fool it), and only then calls ``ncclCommInitRank``.
 """
 import os
+import time
 
+from ... import timeline as _timeline
 from .base import CollectiveError, check_reduce
 from .common import collective_timeout, host_id
 from .rendezvous import RendezvousClient, RendezvousServer
@@ -106,12 +108,16 @@ class NcclCommunicator:
             stream = cur if use_calc_stream else self.stream
             if stream is not cur:
                 stream.wait_event(cur.record())   # the inputs are produced on the calc stream
+            t0 = time.perf_counter()
             try:
                 fn(stream.ptr)
             except nccl.NcclError as e:
                 raise CollectiveError("NCCL %s #%d on ring %d (rank %d of %d, GPU %d) failed: %s"
                                       % (what, self._seq, self.ring_id, self.rank, self.nranks, self.device_id,
                                          e)) from None
+            if _timeline.enabled:  # the launch only: NCCL runs asynchronously on the stream
+                _timeline.complete("collective", "nccl " + what, t0, time.perf_counter() - t0, ring=self.ring_id,
+                                   rank=self.rank, nranks=self.nranks, gpu=self.device_id)
             if stream is not cur:
                 # the memory pool must not hand these to the calc stream before the comm stream is done
                 self._pending.append(keep)

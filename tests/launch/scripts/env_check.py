@@ -14,12 +14,13 @@ DEADLINE = time.monotonic() + float(os.environ.get("CHECK_TIMEOUT", "60"))
 
 KEYS = ["FLAGS_selected_gpus", "PADDLE_TRAINER_ID", "PADDLE_CURRENT_ENDPOINT", "PADDLE_TRAINERS_NUM",
         "PADDLE_TRAINER_ENDPOINTS", "POD_IP", "PADDLE_RANK_IN_NODE", "PADDLE_DISTRI_BACKEND",
-        "CUDA_VISIBLE_DEVICES", "TRAINING_ROLE"]
+        "CUDA_VISIBLE_DEVICES", "TRAINING_ROLE", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+        "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "FLUIDIST_LOG_LEVEL"]
 
 
 def split(ep):
     host, _, port = ep.rpartition(":")
-    return host, int(port)
+    return host.strip("[]"), int(port)
 
 
 def serve(sock, expected, seen, me):
@@ -41,7 +42,7 @@ def main():
     eps = os.environ["PADDLE_TRAINER_ENDPOINTS"].split(",")
     me = os.environ["PADDLE_CURRENT_ENDPOINT"]
     assert eps[rank] == me, "endpoint %s is not position %d of %s" % (me, rank, eps)
-    srv = socket.socket()
+    srv = socket.socket(socket.AF_INET6 if ":" in split(me)[0] else socket.AF_INET)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(split(me))
     srv.listen(len(eps))

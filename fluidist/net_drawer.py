@@ -1,0 +1,36 @@
+"""``paddle.fluid.net_drawer``: :func:`draw_graph` draws a startup and a main program together.
+
+The result is a :class:`fluidist.graphviz.Graph` (``source``, ``save()``, ``render()``, as the ``graphviz``
+package's ``Digraph`` that Paddle returned); the DOT text is saved to ``filename``.
+"""
+import itertools
+
+from .debugger import add_block
+from .graphviz import Graph
+
+__all__ = ["draw_graph", "GRAPH_STYLE", "OP_STYLE", "VAR_STYLE"]
+
+GRAPH_STYLE = {"rankdir": "TB", "fontname": "Helvetica"}
+OP_STYLE = {"fontname": "Helvetica"}
+VAR_STYLE = {}
+
+_ids = itertools.count()
+
+
+def draw_graph(startup_program, main_program, **kwargs):
+    """A graph of both programs' global blocks, each in its own box ("startup", "main").
+
+    kwargs: ``graph_attr``, ``node_attr``, ``edge_attr`` (Graphviz attributes added to the defaults),
+    ``filename`` (where the DOT text is saved; default ``<n>.gv``, n counting the graphs drawn)."""
+    graph_id = next(_ids)
+    g = Graph(str(graph_id), graph_attr=dict(GRAPH_STYLE, **kwargs.get("graph_attr", {})),
+              node_attr=dict(OP_STYLE, **kwargs.get("node_attr", {})),
+              edge_attr=dict(VAR_STYLE, **kwargs.get("edge_attr", {})),
+              filename=kwargs.get("filename") or "%d.gv" % graph_id)
+    for name, program in (("startup", startup_program), ("main", main_program)):
+        if program is None:
+            continue
+        sub = g.subgraph(name, label=name + " program")
+        add_block(sub, program.global_block(), prefix=name + ":")
+    g.save()
+    return g

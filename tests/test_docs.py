@@ -1,0 +1,89 @@
+"""The docs: every example in docs/*.md runs (doctest), the migration page's compatibility table is
+generated from the code (refused = ``__fluidist_refused__``), the public entry points are typed.
+The site itself is built by .ci/run (``mkdocs build --strict``)."""
+import doctest
+import glob
+import inspect
+import os
+import sys
+import types
+
+import pytest
+
+import fluidist as fluid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "docs", "hooks"))
+
+import compat  # noqa: E402
+
+PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[os.path.relpath(p, ROOT) for p in PAGES])
+def test_examples_in_the_docs_run(page, monkeypatch, tmp_path):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    r = doctest.testfile(page, module_relative=False, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+                         extraglobs={"__name__": "__docs__"})
+    assert r.failed == 0, "%d of %d examples of %s failed (see above)" % (r.failed, r.attempted, page)
+
+
+def test_some_pages_hold_examples():
+    counts = {os.path.relpath(p, ROOT): doctest.DocTestParser().get_examples(open(p).read()) for p in PAGES}
+    assert sum(len(v) for v in counts.values()) >= 30
+    assert counts["docs/index.md"] and counts["docs/guide/distributed.md"] and counts["docs/guide/observability.md"]
+
+
+def test_compat_table_is_generated_from_the_code(monkeypatch):
+    mod = types.ModuleType("fluidist_fake_module")
+
+    def works():
+        pass
+
+    def refused():
+        raise NotImplementedError("refused is not supported by fluidist; use works")
+    refused.__fluidist_refused__ = True
+
+    class Thing:
+        def fine(self):
+            pass
+
+        def nope(self):
+            raise NotImplementedError("Thing.nope is not supported")
+        nope.__fluidist_refused__ = True
+
+    class Gone:
+        __fluidist_refused__ = True
+
+    mod.works, mod.refused, mod.Thing, mod.Gone, mod._private = works, refused, Thing, Gone, works
+    monkeypatch.setitem(sys.modules, "fluidist_fake_module", mod)
+    rows = compat.compat_rows([("paddle.fluid.fake", "fluidist_fake_module"), ("paddle.fluid.none", "no_such_mod")])
+    assert rows[0] == ("paddle.fluid.fake", "fluidist_fake_module", ["Thing", "works"],
+                       ["Gone", "Thing.nope", "refused"])
+    assert rows[1][3] is None
+    md = compat.compat_markdown([("paddle.fluid.fake", "fluidist_fake_module")])
+    assert "| `paddle.fluid.fake` | `fluidist_fake_module` | 2 | 3 |" in md
+    assert "**Refused** (3): `Gone`, `Thing.nope`, `refused`" in md
+    # the real table: every module the page lists, fluid.layers with its layers
+    real = {r[0]: r for r in compat.compat_rows()}
+    assert "fc" in real["paddle.fluid.layers"][2] and "Executor" in real["paddle.fluid"][2]
+    page = compat.on_page_markdown("x\n" + compat.MARKER + "\ny", None, None, None)
+    assert compat.MARKER not in page and "| `paddle.fluid.layers` | `fluidist.layers` |" in page
+
+
+ENTRY_POINTS = [fluid.Executor.__init__, fluid.Executor.run, fluid.DataFeeder.__init__, fluid.DataFeeder.feed,
+                fluid.CompiledProgram.with_data_parallel, fluid.DistributeTranspiler.transpile,
+                fluid.DistributeTranspiler.get_trainer_program, fluid.DistributeTranspiler.get_pserver_program,
+                fluid.DistributeTranspiler.get_startup_program, fluid.data, fluid.program_guard,
+                fluid.io.save_inference_model, fluid.io.load_inference_model, fluid.io.save_persistables,
+                fluid.io.load_persistables]
+
+
+@pytest.mark.parametrize("fn", ENTRY_POINTS, ids=[f.__qualname__ for f in ENTRY_POINTS])
+def test_entry_points_are_typed_and_documented(fn):
+    sig = inspect.signature(fn)
+    missing = [n for n, p in sig.parameters.items() if n != "self" and p.annotation is inspect.Parameter.empty]
+    assert not missing and sig.return_annotation is not inspect.Signature.empty, missing
+    assert inspect.getdoc(fn), fn.__qualname__
+    assert os.path.exists(os.path.join(ROOT, "fluidist", "py.typed"))

@@ -1,0 +1,82 @@
+"""Logging and warnings: records on children of the ``fluidist`` logger, ``warnings`` for what a user should
+act on, ``FLUIDIST_LOG_LEVEL`` (the launcher's ``--log_level``), Paddle's ``log_helper.get_logger``."""
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import fluidist
+from fluidist import log_helper
+from fluidist.transpiler.details import wait_server_ready
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_waiting_for_servers_is_a_log_record(caplog):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        ep = "127.0.0.1:%d" % s.getsockname()[1]  # bound, not listening: nobody answers
+        with caplog.at_level(logging.INFO, logger="fluidist"):
+            with pytest.raises(TimeoutError, match=ep):
+                wait_server_ready([ep], timeout=0.3, interval=0.05)
+    recs = [r for r in caplog.records if "server not ready, waiting for " + ep in r.getMessage()]
+    assert len(recs) == 1 and recs[0].name == "fluidist.distributed.ports" and recs[0].levelno == logging.INFO
+    # silenced at one place
+    caplog.clear()
+    logging.getLogger("fluidist").setLevel(logging.WARNING)
+    try:
+        with pytest.raises(TimeoutError):
+            wait_server_ready([ep], timeout=0.1, interval=0.05)
+        assert not caplog.records
+    finally:
+        logging.getLogger("fluidist").setLevel(logging.NOTSET)
+
+
+def test_unsupported_role_maker_call_is_a_warning():
+    from fluidist.role_maker import UserDefinedRoleMaker
+    rm = UserDefinedRoleMaker(current_id=0, worker_num=1, server_endpoints=["127.0.0.1:1"])
+    with pytest.warns(UserWarning, match="all_gather is not supported by this role maker"):
+        assert rm.all_gather(1) is None
+
+
+def test_get_logger_has_paddles_signature():
+    name = "fluidist_test.get_logger"
+    lg = log_helper.get_logger(name, logging.INFO, fmt="%(levelname)s|%(message)s")
+    again = fluidist.log_helper.get_logger(name, logging.DEBUG)
+    assert again is lg and lg.level == logging.DEBUG and len(lg.handlers) == 1  # no second handler
+    assert lg.handlers[0].formatter._fmt == "%(levelname)s|%(message)s"
+
+
+def test_fluidist_log_level_reaches_a_child():
+    code = ("import logging, fluidist; logging.getLogger('fluidist.some.module').debug('debug %d', 7); "
+            "logging.getLogger('fluidist.other').info('hidden?')")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for level, shown in (("DEBUG", True), ("20", False), ("", False)):
+        env["FLUIDIST_LOG_LEVEL"] = level
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert ("DEBUG" in r.stderr and "fluidist.some.module] debug 7" in r.stderr) == shown, r.stderr
+        assert ("fluidist.other] hidden?" in r.stderr) == (level != ""), r.stderr
+    env["FLUIDIST_LOG_LEVEL"] = "loud"
+    r = subprocess.run([sys.executable, "-W", "always", "-c", "import fluidist"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "FLUIDIST_LOG_LEVEL='loud' is not a logging level" in r.stderr
+
+
+def test_nothing_writes_to_stderr_by_hand():
+    pkg = os.path.join(ROOT, "fluidist")
+    found = []
+    for d, _, files in os.walk(pkg):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(d, f)
+                with open(path) as fh:
+                    for i, line in enumerate(fh, 1):
+                        if re.search(r"sys\.stderr\.write|print\([^)]*file=sys\.stderr", line):
+                            found.append("%s:%d" % (os.path.relpath(path, ROOT), i))
+    assert not found, "write through logging.getLogger(__name__) or warnings.warn instead: %s" % found

@@ -1,0 +1,166 @@
+"""Pictures of programs: fluidist.debugger, fluidist.net_drawer, fluidist-draw and
+BuildStrategy.debug_graphviz_path. The DOT text is checked node by node and edge by edge; rendering goes
+through Graphviz's real ``dot`` (installed by .ci/run; skipped, saying so, where it is missing)."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import fluidist as fluid
+from fluidist import debugger, net_drawer
+from fluidist.draw import draw_job, transpile_job
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
+                               reason="Graphviz's dot is not installed (Debian package graphviz)")
+
+
+def _net(width=16):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 64])
+        y = fluid.data("y", [None, 1])
+        h = fluid.layers.fc(x, width, act="relu")
+        pred = fluid.layers.fc(h, 1)
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    return main, startup, loss
+
+
+def _edges(dot):
+    return re.findall(r'^\s*"([^"]+)" -> "([^"]+)"(?: \[(.*)\])?;$', dot, re.M)
+
+
+def _nodes(dot):
+    return dict(re.findall(r'^\s*"([^"]+)" \[label="((?:[^"\\]|\\.)*)"', dot, re.M))
+
+
+@needs_dot
+def test_draw_block_graphviz_writes_dot_and_renders(tmp_path):
+    main, _, loss = _net()
+    path = str(tmp_path / "net.dot")
+    img = debugger.draw_block_graphviz(main.global_block(), highlights=[loss.name], path=path, format="svg")
+    assert img == str(tmp_path / "net.svg")
+    ET.parse(img)  # well-formed SVG from dot
+    dot = open(path).read()
+    nodes = _nodes(dot)
+    block = main.global_block()
+    assert [nodes["op%d" % i].split("\\n")[0] for i in range(len(block.ops))] == [op.type for op in block.ops]
+    edges = set((a, b) for a, b, _ in _edges(dot))
+    mul = block.ops[0]
+    assert ("var:x", "op0") in edges and ("var:fc_0.w_0", "op0") in edges and ("op0", "var:" + mul.output("Out")[0]) in edges
+    assert re.search(r'"var:%s" \[label="[^"]*", shape="ellipse", style="filled", fillcolor="#f4a3a3"'
+                     % re.escape(loss.name), dot)  # highlighted
+    assert re.search(r'"var:fc_0.w_0" \[label="fc_0.w_0\\n\[64, 16\]", shape="ellipse", style="filled", '
+                     r'fillcolor="#e6e6e6"', dot)  # a parameter, with its shape
+
+
+def test_pprint_codes():
+    main, _, _ = _net()
+    text = debugger.pprint_block_codes(main.global_block())
+    assert text.startswith("// block-0  parent--1\n// variables\n")
+    assert "fc_0.tmp_0 = mul(X=x, Y=fc_0.w_0) [x_num_col_dims=1, y_num_col_dims=1]" in text
+    assert "_grad(" not in text  # backward ops hidden by default
+    full = debugger.pprint_block_codes(main.global_block(), show_backward=True)
+    assert "mul_grad(" in full and "sgd(" in full
+    assert debugger.pprint_program_codes(main) == full
+    with pytest.raises(TypeError, match="expected a Block"):
+        debugger.pprint_block_codes(42)
+
+
+def test_net_drawer_draw_graph(tmp_path):
+    main, startup, _ = _net()
+    path = str(tmp_path / "g.gv")
+    g = net_drawer.draw_graph(startup, main, filename=path, graph_attr={"rankdir": "LR"})
+    dot = open(path).read()
+    assert dot == g.source and 'rankdir="LR"' in dot
+    assert 'subgraph "cluster_startup"' in dot and 'subgraph "cluster_main"' in dot
+    nodes = _nodes(dot)
+    assert sum(1 for k in nodes if k.startswith("startup:op")) == len(startup.global_block().ops)
+    assert sum(1 for k in nodes if k.startswith("main:op")) == len(main.global_block().ops)
+
+
+def _job(width=16, pservers=2, trainers=2):
+    main, startup, _ = _net(width)
+    trainers_p, pservers_p = transpile_job(main, startup, pservers, trainers)
+    return trainers_p, pservers_p, draw_job(trainers_p, pservers_p, title="test job").source
+
+
+def test_transpiled_job_has_send_and_recv_edges_between_roles():
+    trainers, pservers, dot = _job()
+    nodes = _nodes(dot)
+    for c in ("trainer_0", "trainer_1", "pserver_0", "pserver_1"):
+        assert 'subgraph "cluster_%s"' % c in dot
+    edges = _edges(dot)
+    las = {ep: "p%d:b0:op%d" % (k, [op.type for op in p.global_block().ops].index("listen_and_serv"))
+           for k, (ep, p) in enumerate(pservers.items())}
+    for tid, prog in enumerate(trainers):
+        for i, op in enumerate(prog.global_block().ops):
+            if op.type == "send":
+                for name, ep in zip(op.input("X"), op.attr("epmap")):
+                    assert ("t%d:op%d" % (tid, i), las[ep]) in [(a, b) for a, b, at in edges if 'label="%s"' % name in at]
+                    assert name.endswith(".trainer_%d" % tid)
+            if op.type == "recv":
+                name = op.output("Out")[0]
+                into = [(a, at) for a, b, at in edges if b == "t%d:op%d" % (tid, i)]
+                k = list(pservers).index(op.attr("epmap")[0])
+                assert any(a.startswith("p%d:" % k) and 'label="%s"' % name in at for a, at in into), (name, into)
+    # each pserver block is boxed and named after what it updates; listen_and_serv points into it
+    assert re.search(r'label="block 1: fc_\d\.[wb]_0"', dot)
+    assert sum(1 for n in nodes.values() if n.startswith("listen_and_serv")) == 2
+
+
+def test_sliced_parameter_blocks_are_named():
+    trainers, pservers, dot = _job(width=512)  # fc_0.w_0 is 64 x 512: two blocks of 16384 over two pservers
+    for k in range(2):
+        assert re.search(r'label="block \d+: fc_0\.w_0\.block%d"' % k, dot), k
+    assert re.search(r'label="fc_0\.w_0@GRAD\.block0\.trainer_1"', dot)
+
+
+@needs_dot
+def test_fluidist_draw_cli_on_the_distributed_example(tmp_path):
+    out = tmp_path / "job.svg"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "fluidist.draw", "--pservers", "2", "--trainers", "2", "-o", str(out),
+                        os.path.join(ROOT, "examples", "dist_digits.py"), "--model", "mlp"],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(out)
+    svg = ET.parse(str(out)).getroot()
+    titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
+    assert "cluster_trainer_1" in titles and "cluster_pserver_1" in titles
+    dot = (tmp_path / "job.dot").read_text()
+    assert "dist_digits.py: 2 pserver(s) x 2 trainer(s), sync (program taken at DistributeTranspiler.transpile)" \
+        in dot
+    cross = [e for e in _edges(dot) if 'constraint="false"' in e[2]]  # the edges between the processes
+    assert len([e for e in cross if 'label="fc_0.w_0@GRAD.trainer_1"' in e[2]]) == 1
+    r = subprocess.run([sys.executable, "-m", "fluidist.draw", "no_such_script.py"], capture_output=True, text=True,
+                       timeout=60, env=env, cwd=str(tmp_path))
+    assert r.returncode == 1 and "script 'no_such_script.py' not found" in r.stderr
+
+
+def test_debug_graphviz_path_is_honoured(tmp_path):
+    main, startup, loss = _net()
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    bs = fluid.BuildStrategy()
+    bs.debug_graphviz_path = str(tmp_path / "viz")
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=bs,
+                                                              places=fluid.cpu_places(2))
+    x = np.ones((4, 64), "float32")
+    exe.run(compiled, feed={"x": x, "y": np.ones((4, 1), "float32")}, fetch_list=[loss], scope=scope)
+    dot = (tmp_path / "viz_multi_devices_graph").read_text()
+    nodes = _nodes(dot)
+    assert 'subgraph "cluster_place_0"' in dot and 'subgraph "cluster_place_1"' in dot
+    ar = [k for k in nodes if k.startswith("allreduce:")]
+    assert sorted(ar) == sorted("allreduce:%s@GRAD" % p.name for p in main.global_block().all_parameters())
+    for a in ar:  # each gradient: written on both places, read by the update
+        tails = {t.split(":")[0] for t, h, _ in _edges(dot) if h == a}
+        assert tails == {"place0", "place1"}
+        assert any(t == a and h.startswith("update:") for t, h, _ in _edges(dot))
