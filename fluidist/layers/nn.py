@@ -22,7 +22,9 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
     helper = LayerHelper("fc", input=input, param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
     inputs = helper.multiple_input()
     attrs = helper.param_attr
-    attrs = attrs if isinstance(attrs, list) else [attrs] * len(inputs)
+    attrs = attrs if isinstance(attrs, list) else [attrs]
+    if len(attrs) == 1:
+        attrs = attrs * len(inputs)     # create_parameter copies each: one weight per input
     if len(attrs) != len(inputs):
         raise ValueError("fc: %d param_attrs for %d inputs" % (len(attrs), len(inputs)))
     dtype = helper.input_dtype()
