@@ -22,8 +22,10 @@ with open(os.path.join(harness.HERE, "paddle18_reference.json")) as _f:
 # float32 kernels summing in another order drift apart by about 1e-7 a step; these bounds leave
 # room for that over a few steps and nothing more
 LOSS_RTOL = 1e-5
-# ... except where a learning rate far too high makes every step amplify the last one's rounding
-LOSS_RTOL_BY_CASE = {"se_resnext_high_lr": 1e-4}
+# ... except where rounding gets amplified: a learning rate far too high makes every step amplify the
+# last one's; Adam turns gradients that are rounding noise (a few weights of the second conv get
+# gradients of ~1e-8, summed in another order than Paddle's) into full-size steps
+LOSS_RTOL_BY_CASE = {"se_resnext_high_lr": 1e-4, "recognize_digits_conv": 1e-4}
 FETCH_RTOL, FETCH_ATOL = 1e-4, 1e-6
 
 CASES = sorted(harness.CASES)
@@ -45,7 +47,9 @@ def test_reference_covers_every_case():
     assert sorted(REFERENCE["cases"]) == CASES
     assert REFERENCE["produced_by"]["paddle"] == "1.8.5"
     for case in CASES:
-        assert list(REFERENCE["cases"][case]["setup"]["options"].items()) == list(harness.CASES[case][1].items())
+        model, options, batch, steps = harness.CASES[case]
+        assert REFERENCE["cases"][case]["setup"] == {"model": model, "options": options, "batch": batch,
+                                                     "steps": steps}, case
 
 
 @pytest.mark.parametrize("case", CASES)

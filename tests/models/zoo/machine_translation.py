@@ -8,7 +8,7 @@ import fluidist as fluid
 
 DICT_SIZE = 40
 WORD_DIM = 8
-HIDDEN_DIM = 16
+HIDDEN_DIM = 12       # the encoder LSTM's hidden size; no multiple of 8 (see understand_sentiment.py)
 DECODER_SIZE = HIDDEN_DIM
 MAX_LENGTH = 4
 BEAM_SIZE = 2
