@@ -44,7 +44,7 @@ CASES = {
     "transformer": ("transformer", {}, 4, 5),
     "recommender_system": ("recommender_system", {}, 8, 5),
     "understand_sentiment_conv": ("understand_sentiment", {"net": "conv"}, 8, 5),
-    "understand_sentiment_lstm": ("understand_sentiment", {"net": "stacked_lstm", "lr": 0.1}, 8, 5),
+    "understand_sentiment_lstm": ("understand_sentiment", {"net": "stacked_lstm", "lr": 0.05}, 8, 5),
     "label_semantic_roles": ("label_semantic_roles", {}, 4, 5),
     "machine_translation": ("machine_translation", {}, 4, 5),
 }

@@ -115,10 +115,12 @@ def build():
 
 def sentence_pairs(rng, n):
     """The target counts up from the source's last word (ids 0 and 1 are reserved): its first word
-    comes from the encoder's last state, every next one from the word before."""
+    comes from the encoder's last state, every next one from the word before. Pair i and i + n/2
+    have the same length, so that two equal halves of a batch hold the same number of words (the
+    loss is a mean over words)."""
     src, trg = [], []
-    for _ in range(n):
-        k = rng.randint(2, 6)
+    lengths = np.tile(rng.randint(2, 6, max(n // 2, 1)), 2)[:n]
+    for k in lengths:
         s = rng.randint(2, DICT_SIZE, k)
         src.append(s)
         trg.append((s[-1] - 2 + 1 + np.arange(k)) % (DICT_SIZE - 2) + 2)

@@ -63,7 +63,7 @@ def batch(step, n, **options):
     for _ in range(n):
         y = rng.randint(2)
         k = rng.randint(4, 10)
-        words.append(rng.randint(0, half, k) + half * (rng.uniform(size=k) < (0.75 if y else 0.25)))
+        words.append(rng.randint(0, half, k) + half * (rng.uniform(size=k) < (0.9 if y else 0.1)))
         lens.append(k)
         labels.append(y)
     return {"words": (np.concatenate(words).astype("int64"), lens),
