@@ -10,13 +10,19 @@ from .framework.program import (Block, Operator, Parameter, Program, Variable,  
 from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope,  # noqa: F401
                        SelectedRows, cpu_places, create_lod_tensor, cuda_places, global_scope,
                        is_compiled_with_cuda, scope_guard)
+from .core.place import cuda_pinned_places  # noqa: F401
+from .framework.api import (ComplexVariable, device_guard, get_flags, in_dygraph_mode,  # noqa: F401
+                            load_op_library, require_version, set_flags)
 from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
 from . import io  # noqa: F401
 from .io import load, load_program_state, save, set_program_state  # noqa: F401
+from . import nets  # noqa: F401
+from . import compiler, install_check, log_helper  # noqa: F401
 from .backward import append_backward, gradients  # noqa: F401
 from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
 from .layers.io import data  # noqa: F401
+from .input import embedding, one_hot  # noqa: F401
 from .transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
 from . import transpiler  # noqa: F401
 

@@ -29,6 +29,8 @@ An inference model is the pruned program in ``__model__`` (fluidist: its JSON fo
 keys, ``feed_target_names`` and ``fetch_target_names``; Paddle: a ProgramDesc with ``feed`` and
 ``fetch`` ops), plus its persistables.
 """
+from __future__ import annotations
+
 import hashlib
 import io
 import json
@@ -37,6 +39,7 @@ import os
 import urllib.parse
 import warnings
 import zipfile
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -50,6 +53,10 @@ from .paddle_format import files as paddle_files
 from .paddle_format import program_desc as paddle_program
 from .paddle_format import safe_pickle
 from .paddle_format.tensor_stream import PaddleFormatError
+
+if TYPE_CHECKING:  # for the annotations only
+    from .core.scope import Scope
+    from .executor.executor import Executor
 
 __all__ = ["save_vars", "save_params", "save_persistables", "load_vars", "load_params",
            "load_persistables", "save_inference_model", "load_inference_model", "save", "load",
@@ -319,7 +326,8 @@ def save_params(executor, dirname, main_program=None, filename=None, scope=None,
               format=format)
 
 
-def save_persistables(executor, dirname, main_program=None, filename=None, scope=None, format=None):
+def save_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None, scope: Scope | None = None, format: str | None = None) -> None:
     """Save every persistable variable of ``main_program``: parameters, accumulators, LR, counters."""
     save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope,
               format=format)
@@ -520,7 +528,10 @@ def load_params(executor, dirname, main_program=None, filename=None, scope=None)
     load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope)
 
 
-def load_persistables(executor, dirname, main_program=None, filename=None, scope=None):
+def load_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None, scope: Scope | None = None) -> None:
+    """Load every persistable variable of ``main_program`` (saved by ``save_persistables``, by fluidist
+    or by Paddle: the format is detected) into ``scope``."""
     load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope)
 
 
@@ -558,9 +569,11 @@ def _prune_for_inference(program, feeds, targets):
     return program
 
 
-def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program=None,
-                         model_filename=None, params_filename=None, export_for_deployment=True,
-                         program_only=False, scope=None, format=None):
+def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_vars: Sequence[Variable],
+                         executor: Executor, main_program: Program | None = None, model_filename: str | None = None,
+                         params_filename: str | None = None, export_for_deployment: bool = True,
+                         program_only: bool = False, scope: Scope | None = None,
+                         format: str | None = None) -> list[str]:
     """Save the part of ``main_program`` that computes ``target_vars`` from ``feeded_var_names``
     (test mode: no backward/optimize ops, dropout/batch_norm switched to inference) and the
     persistables it reads. Returns the target names.
@@ -629,8 +642,9 @@ def _model_checksum(dirname, model_basename, params_filename):
         return None  # a bad index is reported when the parameters are read
 
 
-def load_inference_model(dirname, executor, model_filename=None, params_filename=None, pserver_endpoints=None,
-                         scope=None):
+def load_inference_model(dirname: str | None, executor: Executor, model_filename: str | bytes | None = None,
+                         params_filename: str | bytes | None = None, pserver_endpoints: list[str] | None = None,
+                         scope: Scope | None = None) -> list:
     """Load a model written by ``save_inference_model`` (fluidist's or Paddle's, detected): its
     parameters go into the scope.
 

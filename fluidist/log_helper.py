@@ -22,9 +22,11 @@ DEFAULT_FORMAT = "%(levelname)s %(asctime)s %(name)s] %(message)s"
 
 def get_logger(name, level, fmt=None):
     """The logger ``name`` with level ``level`` and a handler writing to stderr (formatted by ``fmt`` when
-    given). Calling it again for the same name does not add a second handler."""
+    given), not propagating to the root logger (as Paddle's: nothing is printed twice). Calling it again
+    for the same name does not add a second handler."""
     logger = logging.getLogger(name)
     logger.setLevel(level)
+    logger.propagate = False
     handler = next((h for h in logger.handlers if getattr(h, "_fluidist_get_logger", False)), None)
     if handler is None:
         handler = logging.StreamHandler()

@@ -33,6 +33,7 @@ import threading
 import time
 
 from . import timeline as _timeline
+from .compat import refused
 from .executor import executor as _executor_mod
 
 logger = logging.getLogger(__name__)
@@ -198,3 +199,8 @@ def profiler(state="CPU", sorted_key=None, profile_path="/tmp/profile", tracer_o
         yield
     finally:
         stop_profiler(sorted_key, profile_path)
+
+
+cuda_profiler = refused("fluid.profiler.cuda_profiler",
+                        "it drives NVIDIA's nvprof; use fluid.profiler.profiler('All') for per-op times, or run "
+                        "the script under Nsight Systems (nsys profile python train.py)")

@@ -94,6 +94,14 @@ def cpu_places(device_count=None):
     return [CPUPlace() for _ in range(device_count)]
 
 
+def cuda_pinned_places(device_count=None):
+    """``device_count`` CUDAPinnedPlaces (default ``CPU_NUM``, else 1): host memory staged for the GPU."""
+    if device_count is None:
+        import os
+        device_count = int(os.environ.get("CPU_NUM", "1"))
+    return [CUDAPinnedPlace() for _ in range(device_count)]
+
+
 def to_host(value):
     """A numpy array for a numpy or cupy array (other values unchanged)."""
     if isinstance(value, np.ndarray) or value is None:

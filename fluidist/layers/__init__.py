@@ -1,5 +1,5 @@
 """``fluidist.layers``: what users call to build graphs."""
-from .io import data, layers_data  # noqa: F401
+from .io import data, layers_data, load  # noqa: F401
 from .nn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .layer_helper import LayerHelper  # noqa: F401
@@ -10,6 +10,14 @@ from .embedding import *  # noqa: F401,F403
 from .sequence import *  # noqa: F401,F403
 from .metric_op import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
+from .ops import *  # noqa: F401,F403
+from .activation import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403
+from .manipulation import *  # noqa: F401,F403
+from .nn_math import *  # noqa: F401,F403
+from .vision import *  # noqa: F401,F403
+from .ctc import *  # noqa: F401,F403
+from .refused import *  # noqa: F401,F403  (last: the names fluidist refuses)
 
 from . import io as _io
 

@@ -154,6 +154,16 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, para
                do_model_average_for_mean_and_var=False, use_global_stats=False):
     """Batch normalisation. Scale starts at 1 and Bias at 0; the moving mean and variance are
     persistable, non-trainable parameters (initialised to 0 and 1) that the op updates in training."""
+    return norm_layer("batch_norm", {}, input, act, is_test, momentum, epsilon, param_attr, bias_attr, data_layout,
+                      in_place, name, moving_mean_name, moving_variance_name, do_model_average_for_mean_and_var,
+                      use_global_stats)
+
+
+def norm_layer(op_type, extra_attrs, input, act, is_test, momentum, epsilon, param_attr, bias_attr, data_layout,
+               in_place, name, moving_mean_name, moving_variance_name, do_model_average_for_mean_and_var,
+               use_global_stats):
+    """The batch_norm layer building ``op_type`` (``batch_norm``, or ``inplace_abn`` with its
+    activation in ``extra_attrs``)."""
     _check_input(input, "batch_norm")
     last = _data_format(data_layout, "batch_norm", "data_layout")
     if input.shape is None or len(input.shape) < 2:
@@ -183,13 +193,13 @@ def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, para
     saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
     saved_variance = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
     y = input if in_place else helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op("batch_norm",
+    helper.append_op(op_type,
                      inputs={"X": [input], "Scale": [scale], "Bias": [bias], "Mean": [mean], "Variance": [variance]},
                      outputs={"Y": [y], "MeanOut": [mean], "VarianceOut": [variance], "SavedMean": [saved_mean],
                               "SavedVariance": [saved_variance]},
-                     attrs={"momentum": float(momentum), "epsilon": float(epsilon), "is_test": is_test,
-                            "data_layout": data_layout, "use_mkldnn": False, "fuse_with_relu": False,
-                            "use_global_stats": use_global_stats})
+                     attrs=dict({"momentum": float(momentum), "epsilon": float(epsilon), "is_test": is_test,
+                                 "data_layout": data_layout, "use_mkldnn": False, "fuse_with_relu": False,
+                                 "use_global_stats": use_global_stats}, **extra_attrs))
     return helper.append_activation(y)
 
 

@@ -14,6 +14,12 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
 
     ``remote_prefetch`` is left False: fluidist's transpiler sends a sparse table's gradient with
     ``split_selected_rows`` (Paddle 1.x's plain sparse path), not by remote prefetch."""
+    return lookup(input, size, is_sparse, is_distributed, padding_idx, param_attr, dtype, "lookup_table")
+
+
+def lookup(input, size, is_sparse, is_distributed, padding_idx, param_attr, dtype, op_type):
+    """The embedding layer building ``op_type`` (``lookup_table``, or ``lookup_table_v2`` for
+    ``fluid.embedding``, whose ids need no trailing 1)."""
     if not isinstance(input, Variable):
         raise TypeError("embedding: 'input' must be a Variable, got %r" % type(input).__name__)
     if len(size) != 2 or any(int(s) <= 0 for s in size):
@@ -34,7 +40,7 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
     helper = LayerHelper("embedding", param_attr=param_attr)
     w = helper.create_parameter(attr=helper.param_attr, shape=size, dtype=dtype, is_bias=False)
     out = helper.create_variable_for_type_inference(dtype)
-    helper.append_op("lookup_table", inputs={"Ids": [input], "W": [w]}, outputs={"Out": [out]},
+    helper.append_op(op_type, inputs={"Ids": [input], "W": [w]}, outputs={"Out": [out]},
                      attrs={"is_sparse": bool(is_sparse), "is_distributed": bool(is_distributed),
                             "remote_prefetch": False, "padding_idx": padding_idx})
     return out

@@ -27,3 +27,15 @@ def layers_data(name, shape, append_batch_size=True, dtype="float32", lod_level=
     return default_main_program().global_block().create_var(
         name=name, shape=shape, dtype=convert_dtype(dtype), type=type, lod_level=lod_level,
         stop_gradient=stop_gradient, is_data=True, need_check_feed=False)
+
+
+def load(out, file_path, load_as_fp16=None):
+    """Fill the Variable ``out`` from ``file_path`` at run time (a ``load`` op; the file is one that a
+    ``save`` op or ``fluid.io.save_vars`` wrote). ``load_as_fp16`` converts the value to float16."""
+    from ..framework.program import Variable
+    if not isinstance(out, Variable):
+        raise TypeError("load: out must be a Variable, got %r" % type(out).__name__)
+    attrs = {"file_path": str(file_path)}
+    if load_as_fp16 is not None:
+        attrs["load_as_fp16"] = bool(load_as_fp16)
+    default_main_program().current_block().append_op("load", outputs={"Out": [out]}, attrs=attrs)

@@ -8,7 +8,8 @@ __all__ = ["fc", "mean", "mul", "matmul", "scale", "reduce_sum", "reduce_mean", 
            "reduce_prod", "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
            "elementwise_max", "elementwise_min", "elementwise_pow", "relu", "sigmoid", "tanh", "softmax",
            "exp", "log", "sqrt", "square", "abs", "leaky_relu", "elu", "relu6", "softplus", "softsign",
-           "gelu", "swish", "hard_sigmoid", "clip", "pow", "reciprocal", "rsqrt"]
+           "gelu", "swish", "hard_sigmoid", "clip", "pow", "reciprocal", "rsqrt", "elementwise_mod",
+           "elementwise_floordiv"]
 
 
 def _check_var(x, layer, arg="input"):
@@ -148,7 +149,11 @@ abs = _act_layer("abs")
 reciprocal = _act_layer("reciprocal")
 softplus = _act_layer("softplus")
 softsign = _act_layer("softsign")
-gelu = _act_layer("gelu")
+
+
+def gelu(x, approximate=False, name=None):
+    """``x * Phi(x)`` (Phi the standard normal CDF), or its tanh approximation with ``approximate``."""
+    return _unary("gelu", x, name, {"approximate": bool(approximate)})
 
 
 def leaky_relu(x, alpha=0.02, name=None):

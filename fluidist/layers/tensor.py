@@ -1,5 +1,7 @@
 """Tensor layers with Paddle 1.x signatures: constants, casts, copies, concat/split, reshape/transpose,
 global variables and parameters, arg-max/min. (``increment`` lives in ``control_flow``, as in Paddle.)"""
+import builtins
+
 import numpy as np
 
 from ..framework.dtypes import convert_dtype
@@ -153,7 +155,7 @@ def split(input, num_or_sections, dim=-1, name=None):
     else:
         raise TypeError("split: num_or_sections must be an int or a list of ints, got %r"
                         % type(num_or_sections).__name__)
-    outs = [helper.create_variable_for_type_inference(input.dtype) for _ in range(num)]
+    outs = [helper.create_variable_for_type_inference(input.dtype) for _ in builtins.range(num)]
     helper.append_op("split", inputs={"X": [input]}, outputs={"Out": outs}, attrs=attrs)
     return outs
 
@@ -187,7 +189,7 @@ def transpose(x, perm, name=None):
     """``x`` with its dimensions permuted by ``perm`` (a ``transpose2`` op)."""
     _check_var(x, "transpose", "x")
     perm = [int(p) for p in perm]
-    if len(perm) != len(x.shape) or sorted(p % len(perm) for p in perm) != list(range(len(perm))):
+    if len(perm) != len(x.shape) or sorted(p % len(perm) for p in perm) != list(builtins.range(len(perm))):
         raise ValueError("transpose: perm %s is not a permutation of the %d dimensions of x %r"
                          % (perm, len(x.shape), x.name))
     perm = [p % len(perm) for p in perm]
@@ -258,3 +260,176 @@ def argmax(x, axis=0):
 def argmin(x, axis=0):
     """int64 indices of the smallest values along ``axis`` (that axis removed)."""
     return _arg_layer("arg_min", x, axis)
+
+
+# ------------------------------------------------------------------ Paddle 1.8's newer tensor layers
+def argsort(input, axis=-1, descending=False, name=None):
+    """``input`` sorted along ``axis`` and the int64 positions the values came from: ``(out, indices)``."""
+    _check_var(input, "argsort", "input")
+    helper = LayerHelper("argsort", name=name)
+    out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    ids = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    helper.append_op("argsort", inputs={"X": [input]}, outputs={"Out": [out], "Indices": [ids]},
+                     attrs={"axis": int(axis), "descending": bool(descending)})
+    return out, ids
+
+
+def reverse(x, axis):
+    """``x`` reversed along ``axis`` (an int or a list of ints)."""
+    _check_var(x, "reverse", "x")
+    axis = [axis] if isinstance(axis, int) else [int(a) for a in axis]
+    helper = LayerHelper("reverse")
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("reverse", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"axis": axis})
+    return out
+
+
+def _check_op(op_type, x, dtype):
+    _check_var(x, op_type, "x")
+    helper = LayerHelper(op_type)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(op_type, inputs={"X": [x]}, outputs={"Out": [out]})
+    return out
+
+
+def has_inf(x):
+    """Whether ``x`` holds an infinity: a one-element bool tensor (an ``isinf`` op)."""
+    return _check_op("isinf", x, "bool")
+
+
+def has_nan(x):
+    """Whether ``x`` holds a NaN: a one-element bool tensor (an ``isnan`` op)."""
+    return _check_op("isnan", x, "bool")
+
+
+def isfinite(x):
+    """Whether every element of ``x`` is finite: a one-element bool tensor."""
+    return _check_op("isfinite", x, "bool")
+
+
+def _scalar_var(v, dtype):
+    return v if isinstance(v, Variable) else fill_constant([1], dtype, v)
+
+
+def range(start, end, step, dtype):
+    """``[start, end)`` in steps of ``step`` (numbers or one-element Variables), of ``dtype``."""
+    dtype = convert_dtype(dtype)
+    ins = {k: [_scalar_var(v, dtype)] for k, v in (("Start", start), ("End", end), ("Step", step))}
+    helper = LayerHelper("range")
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op("range", inputs=ins, outputs={"Out": [out]})
+    return out
+
+
+def arange(start, end, step=1, dtype=None, name=None):
+    """``range`` with a float32 default dtype."""
+    return range(start, end, step, dtype or "float32")
+
+
+def linspace(start, stop, num, dtype):
+    """``num`` evenly spaced values from ``start`` to ``stop``, both included."""
+    dtype = convert_dtype(dtype)
+    ins = {"Start": [_scalar_var(start, dtype)], "Stop": [_scalar_var(stop, dtype)],
+           "Num": [_scalar_var(num, "int32")]}
+    helper = LayerHelper("linspace")
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op("linspace", inputs=ins, outputs={"Out": [out]})
+    return out
+
+
+def full(shape, fill_value, out=None, dtype=None, device=None, stop_gradient=True, name=None):
+    """A tensor of ``shape`` filled with ``fill_value`` (float32 unless ``dtype``)."""
+    out = fill_constant(shape, dtype or "float32", fill_value, out=out)
+    out.stop_gradient = stop_gradient
+    return out
+
+
+def _fill_like(x, value, dtype, layer):
+    _check_var(x, layer, "input")
+    helper = LayerHelper(layer)
+    out = helper.create_variable_for_type_inference(dtype or x.dtype, stop_gradient=True)
+    helper.append_op("fill_any_like", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"value": float(value), "dtype": convert_dtype(dtype) if dtype else ""})
+    return out
+
+
+def full_like(input, fill_value, out=None, dtype=None, device=None, stop_gradient=True, name=None):
+    """A tensor shaped like ``input`` filled with ``fill_value`` (``input``'s dtype unless ``dtype``)."""
+    res = _fill_like(input, fill_value, dtype or input.dtype, "full_like")
+    res.stop_gradient = stop_gradient
+    return res
+
+
+def ones_like(x, out=None):
+    """Ones shaped like ``x``."""
+    return _fill_like(x, 1.0, None, "ones_like")
+
+
+def diag(diagonal):
+    """A square matrix with ``diagonal`` (a 1-D Variable or numpy array) on its diagonal."""
+    if not isinstance(diagonal, Variable):
+        diagonal = assign(np.asarray(diagonal))
+    helper = LayerHelper("diag")
+    out = helper.create_variable_for_type_inference(diagonal.dtype, stop_gradient=True)
+    helper.append_op("diag", inputs={"Diagonal": [diagonal]}, outputs={"Out": [out]})
+    return out
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32"):
+    """An identity matrix (``num_columns`` defaults to ``num_rows``), repeated over ``batch_shape``."""
+    helper = LayerHelper("eye")
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op("eye", outputs={"Out": [out]},
+                     attrs={"num_rows": int(num_rows), "num_columns": int(num_columns) if num_columns is not None
+                            else -1, "dtype": convert_dtype(dtype)})
+    for n in reversed(list(batch_shape or [])):
+        stacked = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+        helper.append_op("stack", inputs={"X": [out] * int(n)}, outputs={"Y": [stacked]}, attrs={"axis": 0})
+        out = stacked
+    out.stop_gradient = True
+    return out
+
+
+def kron(x, y, out=None, name=None):
+    """The Kronecker product of ``x`` and ``y``."""
+    _check_var(x, "kron", "x")
+    _check_var(y, "kron", "y")
+    helper = LayerHelper("kron", name=name)
+    res = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("kron", inputs={"X": [x], "Y": [y]}, outputs={"Out": [res]})
+    return res
+
+
+def _tri(input, diagonal, lower, layer):
+    _check_var(input, layer, "input")
+    if len(input.shape) < 2:
+        raise ValueError("%s: input %r must have at least 2 dimensions" % (layer, input.name))
+    helper = LayerHelper(layer)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("tril_triu", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"diagonal": int(diagonal), "lower": lower})
+    return out
+
+
+def tril(input, diagonal=0, name=None):
+    """The lower triangle (from the ``diagonal``-th diagonal down) of the last two dimensions."""
+    return _tri(input, diagonal, True, "tril")
+
+
+def triu(input, diagonal=0, name=None):
+    """The upper triangle (from the ``diagonal``-th diagonal up) of the last two dimensions."""
+    return _tri(input, diagonal, False, "triu")
+
+
+def trace(input, offset=0, dim1=0, dim2=1, out=None, name=None):
+    """The sum of the ``offset`` diagonal over dimensions ``dim1`` and ``dim2``."""
+    _check_var(input, "trace", "input")
+    helper = LayerHelper("trace", name=name)
+    res = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("trace", inputs={"Input": [input]}, outputs={"Out": [res]},
+                     attrs={"offset": int(offset), "dim1": int(dim1), "dim2": int(dim2)})
+    return res
+
+
+__all__ += ["argsort", "reverse", "has_inf", "has_nan", "isfinite", "range", "arange", "linspace", "full",
+            "full_like", "ones_like", "diag", "eye", "kron", "tril", "triu", "trace"]

@@ -450,7 +450,7 @@ def batch_norm_grad(ctx, ins, attrs):
     view = [1] * x.ndim
     view[ch] = x.shape[ch]
     mean, inv_std = ins["SavedMean"].reshape(view), ins["SavedVariance"].reshape(view)
-    if ctx.op.inputs["X"] == ctx.op.inputs["Y"]:
+    if ctx.op.inputs["X"] == ctx.op.inputs.get("Y"):
         # in_place: X was overwritten by Y, recover the normalised input from Y
         x_hat = (ins["Y"] - ins["Bias"].reshape(view)) / scale.reshape(view)
     else:

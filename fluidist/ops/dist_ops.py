@@ -70,19 +70,21 @@ def split_ids(ctx, ins, attrs):
     return {"Out": [ids[ids % parts == k].reshape(-1, 1) for k in range(parts)]}
 
 
-@register_op("merge_ids", inputs=["Ids*", "Rows*", "X*"], outputs=["Out*"])
+@register_op("merge_ids", inputs=["Ids*", "Rows*", "X*"], outputs=["Out*"], needs_lod=True)
 def merge_ids(ctx, ins, attrs):
-    """For each Ids input, the rows of X (prefetched per pserver, in the order of Rows) it asks for."""
+    """For each Ids input, the rows of X (prefetched per pserver, in the order of Rows) it asks for;
+    each Out carries the LoD of its Ids, as the lookup it replaces did (a sequence_pool can follow)."""
     xp = ctx.xp
     rows = xp.concatenate([r.reshape(-1) for r in ins["Rows"]])
     values = xp.concatenate(ins["X"])
     order = xp.argsort(rows)
     sorted_rows = rows[order]
     out = []
-    for ids in ins["Ids"]:
+    for i, ids in enumerate(ins["Ids"]):
         flat = ids.reshape(-1).astype(np.int64)
         pos = xp.searchsorted(sorted_rows, flat)
         out.append(values[order[pos]])
+        ctx.set_lod("Out", ctx.lod("Ids", i) or [], i)
     return {"Out": out}
 
 

@@ -36,10 +36,13 @@ def save(ctx, ins, attrs):
     return {}
 
 
-@register_op("load", outputs=["Out"], attrs={"file_path": ""}, side_effect=True)
+@register_op("load", outputs=["Out"], attrs={"file_path": "", "load_as_fp16": False}, side_effect=True)
 def load(ctx, ins, attrs):
     name = ctx.op.outputs["Out"][0]
     path = _path(ctx, attrs, name)
     if not os.path.exists(path):
         raise ValueError("load: no file %r for variable %r" % (path, name))
-    return {"Out": ctx.xp.asarray(np.load(path, allow_pickle=False))}
+    value = np.load(path, allow_pickle=False)
+    if attrs.get("load_as_fp16"):
+        value = value.astype(np.float16)
+    return {"Out": ctx.xp.asarray(value)}

@@ -4,6 +4,7 @@ and ``log_loss``. Labels never get a gradient."""
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from .math import stable_softmax
 
 _LOSS_CLAMP = 1e20  # Paddle's TolerableValue: -log(0) is reported as 1e20, not inf
 
@@ -158,8 +159,9 @@ def _swce_infer(ctx):
              attrs=_SWCE_ATTRS, infer=_swce_infer,
              no_grad=("Label",), share_lod=("Logits", "Loss"))
 def softmax_with_cross_entropy(ctx, ins, attrs):
-    """Softmax over ``axis`` and the cross entropy against Label, computed as ``logsumexp(z) - z[label]``
-    (always the numerically stable form, whatever ``numeric_stable_mode`` says)."""
+    """Softmax over ``axis`` and the cross entropy against Label, as Paddle 1.8's CPU kernel computes
+    them (whatever ``numeric_stable_mode`` says): the softmax with shifted logits clipped at -64, then
+    ``-log`` of it (clamped at 1e20), so a hopeless logit costs at most 64 above the row's log-sum."""
     xp = ctx.xp
     logits, label = ins["Logits"], ins["Label"]
     axis = attrs["axis"] % logits.ndim
@@ -167,19 +169,15 @@ def softmax_with_cross_entropy(ctx, ins, attrs):
     lab = xp.moveaxis(label, axis, -1) if label.ndim == logits.ndim else label
     soft = attrs["soft_label"]
     _check_label_shape(ctx, z, lab, soft, slot_x="Logits")
-    shifted = z - z.max(axis=-1, keepdims=True)
-    e = xp.exp(shifted)
-    s = e.sum(axis=-1, keepdims=True)
-    softmax = e / s
-    log_s = xp.log(s)
+    softmax = stable_softmax(xp, z, -1)
     d = z.shape[-1]
     if soft:
-        loss = -(lab * (shifted - log_s)).sum(axis=-1, keepdims=True)
+        loss = (lab * _neg_log(xp, softmax)).sum(axis=-1, keepdims=True)
     else:
         flat, ignore = _hard_labels(ctx, lab, d, attrs["ignore_index"])
-        sh2 = shifted.reshape(-1, d)
-        picked = sh2[xp.arange(sh2.shape[0]), xp.where(ignore, 0, flat)]
-        loss = xp.where(ignore, 0, log_s.reshape(-1) - picked).reshape(tuple(z.shape[:-1]) + (1,))
+        p2 = softmax.reshape(-1, d)
+        picked = p2[xp.arange(p2.shape[0]), xp.where(ignore, 0, flat)]
+        loss = xp.where(ignore, 0, _neg_log(xp, picked)).reshape(tuple(z.shape[:-1]) + (1,))
     return {"Softmax": xp.moveaxis(softmax, -1, axis).astype(logits.dtype, copy=False),
             "Loss": xp.moveaxis(loss, -1, axis).astype(logits.dtype, copy=False)}
 
@@ -228,11 +226,12 @@ def _check_same(ctx, x, label):
              infer=lambda c: c.share("Out", "X"),
              no_grad=("Label",), share_lod=("X", "Out"))
 def sigmoid_cross_entropy_with_logits(ctx, ins, attrs):
-    """Elementwise ``max(x, 0) - x * label + log(1 + exp(-|x|))``; 0 where label is ``ignore_index``."""
+    """Elementwise ``max(x, 0) - x * label + log(1 + exp(-|x|))`` (Paddle's form: ``log(1 + .)``, not
+    ``log1p``); 0 where label is ``ignore_index``."""
     xp = ctx.xp
     x, label = ins["X"], ins["Label"]
     _check_same(ctx, x, label)
-    out = xp.maximum(x, 0) - x * label + xp.log1p(xp.exp(-xp.abs(x)))
+    out = xp.maximum(x, 0) - x * label + xp.log(1 + xp.exp(-xp.abs(x)))
     out = xp.where(label == attrs["ignore_index"], 0, out) / _sce_norm(xp, label, attrs)
     return {"Out": out.astype(x.dtype, copy=False)}
 

@@ -103,8 +103,21 @@ def _no_grad_ew(type, fn):
         lambda ctx, ins, attrs: {"Out": fn(ctx.xp, ins["X"], _bcast(ins["X"], ins["Y"], attrs["axis"]))})
 
 
-_no_grad_ew("elementwise_floordiv", lambda xp, x, y: xp.floor_divide(x, y))
-_no_grad_ew("elementwise_mod", lambda xp, x, y: xp.mod(x, y))
+def _trunc_div(xp, x, y):
+    """Paddle's floordiv is C's division: it truncates toward zero."""
+    if x.dtype.kind in "iu":
+        q = xp.floor_divide(x, y)
+        return q + ((q * y != x) & ((x < 0) != (y < 0))).astype(q.dtype)
+    return xp.trunc(x / y).astype(x.dtype, copy=False)
+
+
+def _paddle_mod(xp, x, y):
+    """Paddle's mod: C's ``%`` (the sign of X) for integers; for floats the result takes Y's sign."""
+    return xp.fmod(x, y) if x.dtype.kind in "iu" else xp.mod(x, y)
+
+
+_no_grad_ew("elementwise_floordiv", _trunc_div)
+_no_grad_ew("elementwise_mod", _paddle_mod)
 
 
 # ------------------------------------------------------------------ mul / matmul
@@ -363,8 +376,19 @@ _act("rsqrt", lambda xp, x, a: 1.0 / xp.sqrt(x), lambda xp, o, d, a: -0.5 * d * 
 _act("square", lambda xp, x, a: x * x, lambda xp, x, d, a: d * 2 * x, uses="X")
 _act("abs", lambda xp, x, a: xp.abs(x), lambda xp, x, d, a: d * xp.sign(x), uses="X")
 _act("reciprocal", lambda xp, x, a: 1.0 / x, lambda xp, o, d, a: -d * o * o)
-_act("softplus", lambda xp, x, a: xp.logaddexp(0, x),
-     lambda xp, x, d, a: d * _sigmoid(xp, x, a), uses="X")
+def _softplus(xp, x, a):
+    """``log(1 + exp(x))`` as Paddle's CPU kernel computes it: shifted by ``max(x, 0)``."""
+    t = xp.maximum(x, 0)
+    return t + xp.log(xp.exp(-t) + xp.exp(x - t))
+
+
+def _softplus_grad(xp, x, d, a):
+    t = xp.maximum(x, 0)
+    e = xp.exp(x - t)
+    return d * e / (xp.exp(-t) + e)
+
+
+_act("softplus", _softplus, _softplus_grad, uses="X")
 _act("softsign", lambda xp, x, a: x / (1 + xp.abs(x)), lambda xp, x, d, a: d / (1 + xp.abs(x)) ** 2, uses="X")
 _act("leaky_relu", lambda xp, x, a: xp.where(x > 0, x, x * a["alpha"]),
      lambda xp, x, d, a: d * xp.where(x > 0, 1.0, a["alpha"]).astype(d.dtype), uses="X", attrs={"alpha": 0.02})
@@ -380,36 +404,59 @@ _act("swish", lambda xp, x, a: x * _sigmoid(xp, x * a["beta"], a),
      uses="X", attrs={"beta": 1.0})
 
 
+def erf(xp, x):
+    """The error function on ``xp`` arrays: scipy's (or cupyx's) when present, else ``math.erf``
+    elementwise (exact, slower)."""
+    if xp is not np:
+        import cupyx.scipy.special as cs
+        return cs.erf(x)
+    try:
+        from scipy.special import erf as sp_erf
+    except ImportError:  # scipy is optional
+        import math
+        return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+    return sp_erf(x).astype(x.dtype, copy=False)
+
+
+_GELU_C = 0.7978845608028654  # sqrt(2 / pi)
+
+
 def _gelu(xp, x, a):
-    from math import sqrt
-    erf = _erf(xp)
-    return 0.5 * x * (1 + erf(x / sqrt(2.0)))
-
-
-def _erf(xp):
-    if xp is np:
-        from scipy.special import erf  # noqa: WPS433 (scipy is optional; only gelu needs it)
-        return erf
-    import cupyx.scipy.special as cs
-    return cs.erf
+    """Exact ``x * Phi(x)``, or with ``approximate`` the tanh form."""
+    if a.get("approximate"):
+        return 0.5 * x * (1 + xp.tanh(x.dtype.type(_GELU_C) * (x + x.dtype.type(0.044715) * x * x * x)))
+    return 0.5 * x * (1 + erf(xp, x / x.dtype.type(np.sqrt(2.0))))
 
 
 def _gelu_grad(xp, x, d, a):
-    from math import pi, sqrt
-    cdf = 0.5 * (1 + _erf(xp)(x / sqrt(2.0)))
-    pdf = xp.exp(-0.5 * x * x) / sqrt(2 * pi)
+    if a.get("approximate"):
+        c, k = x.dtype.type(_GELU_C), x.dtype.type(0.044715)
+        t = xp.tanh(c * (x + k * x * x * x))
+        return d * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * k * x * x))
+    cdf = 0.5 * (1 + erf(xp, x / x.dtype.type(np.sqrt(2.0))))
+    pdf = xp.exp(-0.5 * x * x) / x.dtype.type(np.sqrt(2 * np.pi))
     return d * (cdf + x * pdf)
 
 
-_act("gelu", _gelu, _gelu_grad, uses="X")
+_act("gelu", _gelu, _gelu_grad, uses="X", attrs={"approximate": False})
 _act("cos", lambda xp, x, a: xp.cos(x), lambda xp, x, d, a: -d * xp.sin(x), uses="X")
+
+
+SOFTMAX_FLOOR = -64.0  # Paddle's CPU softmax clips the shifted logits here (exp(-64) ~ 1.6e-28)
+
+
+def stable_softmax(xp, x, axis):
+    """Softmax as Paddle 1.8's CPU kernel computes it: logits shifted by their max, clipped below at
+    -64, exponentiated and normalised. No probability is below ~1.6e-28 / n, so ``-log`` of one
+    stays finite (64 at most above the row's log-sum) where plain softmax underflows to 0."""
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = xp.exp(xp.maximum(shifted, x.dtype.type(SOFTMAX_FLOOR)))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)
 
 
 @register_op("softmax", inputs=["X"], outputs=["Out"], attrs={"axis": -1}, infer=same_shape())
 def softmax(ctx, ins, attrs):
-    x = ins["X"]
-    e = ctx.xp.exp(x - x.max(axis=attrs["axis"], keepdims=True))
-    return {"Out": e / e.sum(axis=attrs["axis"], keepdims=True)}
+    return {"Out": stable_softmax(ctx.xp, ins["X"], attrs["axis"])}
 
 
 @register_grad("softmax", inputs=["Out", "Out@GRAD"])
@@ -418,20 +465,29 @@ def softmax_grad(ctx, ins, attrs):
     return {"X@GRAD": o * (d - (d * o).sum(axis=attrs["axis"], keepdims=True))}
 
 
-@register_op("clip", inputs=["X"], outputs=["Out"], attrs={"min": -1.0, "max": 1.0}, infer=same_shape(),
-             keeps_rows=True)
+def _clip_bounds(ins, attrs):
+    """Min / Max tensors (one value each) win over the ``min`` / ``max`` attrs."""
+    lo = ins["Min"].reshape(-1)[0] if ins.get("Min") is not None else attrs["min"]
+    hi = ins["Max"].reshape(-1)[0] if ins.get("Max") is not None else attrs["max"]
+    return lo, hi
+
+
+@register_op("clip", inputs=["X", "Min?", "Max?"], outputs=["Out"], attrs={"min": -1.0, "max": 1.0},
+             infer=same_shape(), keeps_rows=True, no_grad=("Min", "Max"))
 def clip(ctx, ins, attrs):
     x = ins["X"]
+    lo, hi = _clip_bounds(ins, attrs)
     if isinstance(x, SelectedRows):  # a sparse gradient: clip its merged rows, stay row-sparse
         m = x.merged(ctx.xp)
-        return {"Out": SelectedRows(m.rows, ctx.xp.clip(m.value, attrs["min"], attrs["max"]), m.height)}
-    return {"Out": ctx.xp.clip(x, attrs["min"], attrs["max"])}
+        return {"Out": SelectedRows(m.rows, ctx.xp.clip(m.value, lo, hi), m.height)}
+    return {"Out": ctx.xp.clip(x, lo, hi).astype(x.dtype, copy=False)}
 
 
-@register_grad("clip", inputs=["X", "Out@GRAD"])
+@register_grad("clip", inputs=["X", "Min?", "Max?", "Out@GRAD"])
 def clip_grad(ctx, ins, attrs):
     x = ins["X"]
-    return {"X@GRAD": ins["Out@GRAD"] * ((x > attrs["min"]) & (x < attrs["max"]))}
+    lo, hi = _clip_bounds(ins, attrs)
+    return {"X@GRAD": ins["Out@GRAD"] * ((x > lo) & (x < hi))}
 
 
 @register_op("pow", inputs=["X"], outputs=["Out"], attrs={"factor": 1.0}, infer=same_shape())
@@ -445,6 +501,8 @@ def pow_grad(ctx, ins, attrs):
     return {"X@GRAD": ins["Out@GRAD"] * f * ctx.xp.power(x, f - 1)}
 
 
-for _name, _fn in (("floor", np.floor), ("ceil", np.ceil), ("round", np.round), ("sign", np.sign)):
-    register_op(_name, inputs=["X"], outputs=["Out"], infer=same_shape())(
-        (lambda f: lambda ctx, ins, a: {"Out": getattr(ctx.xp, f.__name__)(ins["X"])})(_fn))
+# round: halves to even, as Paddle 1.8's kernel does
+for _name, _fn in (("floor", lambda xp, x: xp.floor(x)), ("ceil", lambda xp, x: xp.ceil(x)),
+                   ("round", lambda xp, x: xp.round(x)), ("sign", lambda xp, x: xp.sign(x))):
+    register_op(_name, inputs=["X"], outputs=["Out"], infer=same_shape(), share_lod=("X", "Out"))(
+        (lambda f: lambda ctx, ins, a: {"Out": f(ctx.xp, ins["X"])})(_fn))

@@ -24,9 +24,11 @@ def _rows(xp, n):
     return xp.arange(n)[:, None]
 
 
-@register_op("top_k", inputs=["X", "K?"], outputs=["Out", "Indices"], attrs={"k": 1}, infer=_top_k_infer, no_grad=("K",), share_lod=("X", "Out"))
+@register_op("top_k", inputs=["X", "K?"], outputs=["Out", "Indices"], attrs={"k": 1}, infer=_top_k_infer, no_grad=("K",),
+             needs_lod=True)
 def top_k(ctx, ins, attrs):
-    """The ``k`` largest values along the last axis, largest first (ties: the lower index first)."""
+    """The ``k`` largest values along the last axis, largest first (ties: the lower index first); Out
+    and Indices keep X's LoD."""
     xp = ctx.xp
     x = ins["X"]
     k = int(ins["K"].reshape(-1)[0]) if ins.get("K") is not None else int(attrs["k"])
@@ -39,6 +41,9 @@ def top_k(ctx, ins, attrs):
     idx = order[:, :k]
     out = x2[_rows(xp, x2.shape[0]), idx]
     shape = tuple(x.shape[:-1]) + (k,)
+    lod = ctx.lod("X") or []
+    ctx.set_lod("Out", lod)
+    ctx.set_lod("Indices", lod)
     return {"Out": out.reshape(shape), "Indices": idx.astype(np.int64).reshape(shape)}
 
 

@@ -124,13 +124,24 @@ def _seq_offsets(ctx, x):
     lod = ctx.lod("X")
     name = ctx.op.inputs["X"][0]
     if not lod:
-        raise ValueError("op %r: input X %r has no LoD; feed it as a LoDTensor with sequence lengths "
-                         "(fluid.create_lod_tensor)" % (ctx.op.type, name))
+        raise ValueError("op %r: input X %r has no LoD%s" % (ctx.op.type, name, _lod_hint(ctx.op, name)))
     offsets = [int(o) for o in lod[-1]]
     if offsets[0] != 0 or offsets[-1] != x.shape[0] or any(b < a for a, b in zip(offsets, offsets[1:])):
         raise ValueError("op %r: the LoD %s of X %r does not match its %d rows"
                          % (ctx.op.type, offsets, name, x.shape[0]))
     return lod, np.asarray(offsets, dtype=np.int64)
+
+
+def _lod_hint(op, name):
+    """Where a missing LoD comes from: the feed, or the op that wrote ``name`` without passing one on."""
+    block = op.block
+    ops = block.ops
+    upto = next((i for i, o in enumerate(ops) if o is op), len(ops))
+    for o in reversed(ops[:upto]):
+        if name in o.output_arg_names:
+            return ("; op %r wrote it without passing on the LoD of its input (an op of that type keeps no "
+                    "LoD)" % o.type)
+    return "; feed it as a LoDTensor with sequence lengths (fluid.create_lod_tensor)"
 
 
 def _segments(xp, offsets):

@@ -3,3 +3,4 @@ from .config import DistributeTranspilerConfig, DistributedMode, ServerRuntimeCo
 from .dispatcher import HashName, PSDispatcher, RoundRobin  # noqa: F401
 from .distribute_transpiler import DistributeTranspiler  # noqa: F401
 from .slicing import slice_variable  # noqa: F401
+from .memory_optimization import memory_optimize, release_memory  # noqa: F401

@@ -6,11 +6,49 @@ import fluidist as fluid
 SEED = 7
 
 
+# every optimizer of fluid 1.x: each updates its own branch of the "all_opt" model
+ALL_OPTIMIZERS = {
+    "sgd": lambda lr: fluid.optimizer.SGD(learning_rate=lr),
+    "momentum": lambda lr: fluid.optimizer.Momentum(learning_rate=lr, momentum=0.9),
+    "nesterov": lambda lr: fluid.optimizer.Momentum(learning_rate=lr, momentum=0.9, use_nesterov=True),
+    "adam": lambda lr: fluid.optimizer.Adam(learning_rate=lr),
+    "adamax": lambda lr: fluid.optimizer.Adamax(learning_rate=lr),
+    "adagrad": lambda lr: fluid.optimizer.Adagrad(learning_rate=lr),
+    "decayed_adagrad": lambda lr: fluid.optimizer.DecayedAdagrad(learning_rate=lr),
+    "rmsprop": lambda lr: fluid.optimizer.RMSProp(learning_rate=lr, momentum=0.5, centered=True),
+    "ftrl": lambda lr: fluid.optimizer.Ftrl(learning_rate=lr, l1=0.001, l2=0.001),
+    "lamb": lambda lr: fluid.optimizer.Lamb(learning_rate=lr),
+    "lars_momentum": lambda lr: fluid.optimizer.LarsMomentum(learning_rate=lr, momentum=0.9),
+}
+
+
+def _all_optimizers_model():
+    """One branch per optimizer (a 64 x 256 fc, sliced over two pservers, and an fc to one output);
+    the branches' outputs are summed into one loss; each optimizer updates only its own branch."""
+    x = fluid.data(name="x", shape=[None, 64], dtype="float32")
+    y = fluid.data(name="y", shape=[None, 1], dtype="float32")
+    outs = []
+    for name in ALL_OPTIMIZERS:
+        h = fluid.layers.fc(x, 256, act="tanh", param_attr=fluid.ParamAttr(name="%s_w" % name),
+                            bias_attr=fluid.ParamAttr(name="%s_b" % name))
+        outs.append(fluid.layers.fc(h, 1, param_attr=fluid.ParamAttr(name="%s_ow" % name), bias_attr=False))
+    pred = fluid.layers.scale(fluid.layers.sums(outs), scale=1.0 / len(outs))
+    loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+    params_grads = fluid.backward.append_backward(loss)
+    for name, make in ALL_OPTIMIZERS.items():
+        make(0.002).apply_gradients([pg for pg in params_grads if pg[0].name.rsplit("_", 1)[0] == name])
+    return loss
+
+
 def build(model="fc", optimizer="sgd", lr_decay=False):
     """Returns (main, startup, loss, parameter names)."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = SEED
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        if model == "all_opt":
+            loss = _all_optimizers_model()
+            params = sorted(p.name for p in main.global_block().all_parameters())
+            return main, startup, loss, params
         if model == "fc":
             x = fluid.data(name="x", shape=[None, 64], dtype="float32")
             y = fluid.data(name="y", shape=[None, 1], dtype="float32")
@@ -47,7 +85,7 @@ def build(model="fc", optimizer="sgd", lr_decay=False):
 
 def global_batch(model, step, n):
     rng = np.random.RandomState(1000 + step)
-    if model == "fc":
+    if model in ("fc", "all_opt"):
         x = rng.uniform(-1, 1, (n, 64)).astype("float32")
         return {"x": x, "y": np.sin(x.sum(1, keepdims=True)).astype("float32")}
     ids = rng.randint(0, 2048, (n, 1)).astype("int64")

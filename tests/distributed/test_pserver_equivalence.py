@@ -33,7 +33,10 @@ def run_cluster(tmp_path, model, optimizer, lr_decay=False, steps=3, batch=4, as
 
 @pytest.mark.parametrize("model,optimizer,lr_decay", [
     ("fc", "sgd", False), ("fc", "momentum", False), ("fc", "adam", False), ("fc", "sgd", True),
-    ("emb", "sgd", False), ("dtable", "sgd", False)])
+    ("emb", "sgd", False), ("dtable", "sgd", False),
+    # every optimizer of fluid 1.x at once, each on a parameter sliced over both pservers (LAMB's and
+    # LARS's norm-based updates keep theirs whole), with an LR schedule
+    ("all_opt", "-", True)])
 def test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, lr_decay):
     steps, batch = 3, 4
     results = run_cluster(tmp_path, model, optimizer, lr_decay, steps, batch)

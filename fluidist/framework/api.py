@@ -1,0 +1,100 @@
+"""The small functions of Paddle 1.8's ``framework`` module beyond the IR: the dygraph switch (always
+static here), ``require_version``, ``set_flags`` / ``get_flags``, and the names fluidist refuses."""
+import os
+import re
+import warnings
+
+from ..compat import refused, refused_class
+
+__all__ = ["in_dygraph_mode", "require_version", "set_flags", "get_flags", "ComplexVariable", "load_op_library",
+           "device_guard"]
+
+#: the Paddle release whose fluid API fluidist provides; ``require_version`` checks against it
+PADDLE_API_VERSION = "1.8.5"
+
+#: the flags fluidist reads (from the environment, when it needs them)
+FLUIDIST_FLAGS = ("FLAGS_rpc_deadline", "FLAGS_rpc_retry_times", "FLAGS_rpc_send_thread_num",
+                  "FLAGS_rpc_get_thread_num", "FLAGS_rpc_prefetch_thread_num", "FLAGS_selected_gpus",
+                  "FLAGS_sync_nccl_allreduce", "FLAGS_communicator_send_queue_size",
+                  "FLAGS_communicator_max_merge_var_num", "FLAGS_communicator_independent_recv_thread",
+                  "FLAGS_communicator_min_send_grad_num_before_recv", "FLAGS_communicator_thread_pool_size",
+                  "FLAGS_communicator_send_wait_times", "FLAGS_communicator_is_sgd_optimizer")
+_other_flags = {}
+_warned = set()
+
+
+def in_dygraph_mode():
+    """False: fluidist builds static programs only (Paddle's dygraph mode is not provided)."""
+    return False
+
+
+def _version_tuple(v, what):
+    if not isinstance(v, str):
+        raise TypeError("require_version: %s must be a str, got %r" % (what, type(v).__name__))
+    if not re.match(r"^\d+(\.\d+){0,3}$", v):
+        raise ValueError("require_version: %s must look like '1.8' or '1.8.5', got %r" % (what, v))
+    parts = [int(p) for p in v.split(".")]
+    return tuple(parts + [0] * (4 - len(parts)))
+
+
+def require_version(min_version, max_version=None):
+    """Raise unless the fluid API version fluidist provides (Paddle 1.8.5's) lies in
+    ``[min_version, max_version]``, as a Paddle script checks its installed Paddle."""
+    have = _version_tuple(PADDLE_API_VERSION, "the version")
+    lo = _version_tuple(min_version, "min_version")
+    hi = _version_tuple(max_version, "max_version") if max_version is not None else None
+    if have < lo or (hi is not None and have > hi):
+        want = ">= %s" % min_version + (" and <= %s" % max_version if max_version is not None else "")
+        raise Exception("this program requires the Paddle fluid API %s; fluidist provides Paddle %s's"
+                        % (want, PADDLE_API_VERSION))
+
+
+def _flag_name(name):
+    if not isinstance(name, str) or not name.startswith("FLAGS_"):
+        raise ValueError("flag names start with 'FLAGS_', got %r" % (name,))
+    return name
+
+
+def set_flags(flags):
+    """Set flags ({name: value}). The flags fluidist reads take effect (they live in the
+    environment, where fluidist and its child processes read them); other Paddle flags are kept for
+    ``get_flags`` and warned about once, as they change nothing here."""
+    if not isinstance(flags, dict):
+        raise TypeError("set_flags: flags must be a dict {name: value}, got %r" % type(flags).__name__)
+    for name, value in flags.items():
+        name = _flag_name(name)
+        if name in FLUIDIST_FLAGS:
+            os.environ[name] = str(value) if not isinstance(value, bool) else str(value).lower()
+        else:
+            _other_flags[name] = value
+            if name not in _warned:
+                _warned.add(name)
+                warnings.warn("%s has no effect in fluidist (flags it reads: %s)" % (name, ", ".join(FLUIDIST_FLAGS)),
+                              stacklevel=2)
+
+
+def get_flags(flags):
+    """{name: value} of the flags named (a name or a list of names); a flag fluidist reads and nobody
+    set gives None."""
+    names = [flags] if isinstance(flags, str) else list(flags)
+    out = {}
+    for name in names:
+        name = _flag_name(name)
+        if name in FLUIDIST_FLAGS:
+            out[name] = os.environ.get(name)
+        elif name in _other_flags:
+            out[name] = _other_flags[name]
+        else:
+            raise ValueError("flag %s is neither read by fluidist nor set by set_flags" % name)
+    return out
+
+
+ComplexVariable = refused_class("fluid.framework.ComplexVariable",
+                                "it is a dygraph type; fluidist builds static programs of real tensors (keep the "
+                                "real and imaginary parts as two Variables)")
+load_op_library = refused("fluid.load_op_library",
+                          "C++ custom op libraries cannot be loaded; write the op in Python with "
+                          "fluidist.framework.registry.register_op (a NumPy/CuPy kernel) instead")
+device_guard = refused("fluid.device_guard",
+                       "fluidist runs every op of a program on the Executor's place; choose it with "
+                       "fluid.Executor(fluid.CPUPlace()) or fluid.Executor(fluid.CUDAPlace(i))")

@@ -1,0 +1,44 @@
+"""Small helpers shared by the tensor and math layers: argument checks and the one-op layer."""
+from ..framework.program import Variable
+from .layer_helper import LayerHelper
+
+
+def check_var(x, layer, arg):
+    if not isinstance(x, Variable):
+        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+    return x
+
+
+def int_list(value, layer, arg, length=None):
+    """``value`` (an int or a list/tuple of ints) as a list of ints, of ``length`` when given."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value] * (length or 1)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise TypeError("%s: %s must be an int or a list of ints, got %r" % (layer, arg, value))
+    if length is not None and len(value) != length:
+        raise ValueError("%s: %s must have %d entries, got %s" % (layer, arg, length, list(value)))
+    return [int(v) for v in value]
+
+
+def one_op(op_type, inputs, attrs=None, out_slot="Out", dtype=None, name=None, layer=None, stop_gradient=False):
+    """Append one ``op_type`` op writing a new Variable to ``out_slot``; returns it. ``dtype`` defaults
+    to the first input's."""
+    helper = LayerHelper(layer or op_type, name=name)
+    if dtype is None:
+        first = next(iter(inputs.values()))
+        dtype = (first[0] if isinstance(first, (list, tuple)) else first).dtype
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=stop_gradient)
+    helper.append_op(op_type, inputs={k: v if isinstance(v, (list, tuple)) else [v] for k, v in inputs.items()},
+                     outputs={out_slot: [out]}, attrs=attrs or {})
+    if stop_gradient:
+        out.stop_gradient = True
+    return out
+
+
+def xshape_op(op_type, x, attrs, name=None):
+    """A reshaping op with Paddle's ``XShape`` side output (what its gradient reads)."""
+    helper = LayerHelper(op_type, name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    x_shape = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(op_type, inputs={"X": [x]}, outputs={"Out": [out], "XShape": [x_shape]}, attrs=attrs)
+    return out

@@ -1,0 +1,837 @@
+"""Shape and layout ops: squeeze2 / unsqueeze2 / flatten2, stack / unstack, expand / expand_as,
+slice / strided_slice, reverse / flip / roll, pad / pad2d / pad_constant_like, crop / crop_tensor,
+space_to_depth, shuffle_channel, temporal_shift, unfold, meshgrid, tril_triu, diag, diag_embed, eye,
+kron, trace; each with its gradient where Paddle 1.8 has one."""
+import numpy as np
+
+from ..framework.registry import register_grad, register_op
+
+
+def _xshape_grad_maker(op):
+    """Gradient of a reshaping op: dOut viewed with X's shape (recorded in XShape)."""
+    return [{"type": op.type + "_grad", "inputs": {"XShape": list(op.outputs["XShape"]),
+                                                  "Out@GRAD": [op.outputs["Out"][0] + "@GRAD"]},
+             "outputs": {"X@GRAD": [op.inputs["X"][0] + "@GRAD"]}, "attrs": {}}]
+
+
+def _reshape_like_xshape(ctx, ins, attrs):
+    return {"X@GRAD": ins["Out@GRAD"].reshape(tuple(int(d) for d in ins["XShape"]))}
+
+
+def _xshape(x):
+    return np.array(x.shape, dtype=np.int64)
+
+
+# ------------------------------------------------------------------ squeeze2 / unsqueeze2 / flatten2
+def _squeeze_shape(shape, axes):
+    """The listed axes (which must have size 1) dropped; no axes: every size-1 axis."""
+    rank = len(shape)
+    axes = [a + rank if a < 0 else a for a in axes]
+    if any(not 0 <= a < rank for a in axes):
+        raise ValueError("squeeze: axes %s are out of range for rank %d" % (axes, rank))
+    bad = [a for a in axes if shape[a] not in (1, -1)]
+    if bad:
+        raise ValueError("squeeze: axes %s of shape %s do not have size 1" % (bad, list(shape)))
+    drop = set(axes) if axes else {i for i, d in enumerate(shape) if d == 1}
+    return [d for i, d in enumerate(shape) if i not in drop]
+
+
+def _unsqueeze_shape(shape, axes):
+    out = list(shape)
+    for a in axes:
+        cur = len(out) + 1
+        a = a + cur if a < 0 else a
+        if not 0 <= a < cur:
+            raise ValueError("unsqueeze: axis %d is out of range for rank %d" % (a, cur - 1))
+        out.insert(a, 1)
+    return out
+
+
+def _flatten_shape(shape, axis):
+    if not 0 <= axis <= len(shape):
+        raise ValueError("flatten: axis %d is out of range for rank %d" % (axis, len(shape)))
+    def prod(ds):
+        return -1 if any(d < 0 for d in ds) else int(np.prod(ds, dtype=np.int64))
+    return [prod(shape[:axis]), prod(shape[axis:])]
+
+
+def _reshaping(type, shape_fn, attrs):
+    def infer(ctx):
+        xs = ctx.input_shape("X")
+        if xs is None:
+            return
+        ctx.set_output("Out", shape_fn(list(xs), ctx.op.attrs), ctx.input_dtype("X"))
+        ctx.set_output("XShape", (0,) + tuple(xs), ctx.input_dtype("X"))
+
+    def kernel(ctx, ins, a):
+        x = ins["X"]
+        return {"Out": x.reshape(shape_fn(list(x.shape), a)), "XShape": _xshape(x)}
+
+    register_op(type, inputs=["X"], outputs=["Out", "XShape?"], attrs=attrs, infer=infer,
+                grad=_xshape_grad_maker)(kernel)
+    register_grad(type, inputs=["XShape", "Out@GRAD"])(_reshape_like_xshape)
+
+
+_reshaping("squeeze2", lambda s, a: _squeeze_shape(s, a["axes"]), {"axes": []})
+_reshaping("unsqueeze2", lambda s, a: _unsqueeze_shape(s, a["axes"]), {"axes": []})
+_reshaping("flatten2", lambda s, a: _flatten_shape(s, a["axis"]), {"axis": 1})
+
+
+# ------------------------------------------------------------------ stack / unstack
+def _stack_infer(ctx):
+    shapes = [v.shape for v in ctx.input_vars("X")]
+    if not shapes or shapes[0] is None:
+        return
+    out = list(shapes[0])
+    axis = ctx.attr("axis")
+    axis = axis + len(out) + 1 if axis < 0 else axis
+    out.insert(axis, len(shapes))
+    ctx.set_output("Y", out, ctx.input_dtype("X"))
+
+
+@register_op("stack", inputs=["X*"], outputs=["Y"], attrs={"axis": 0}, infer=_stack_infer)
+def stack(ctx, ins, attrs):
+    """The inputs (of one shape) stacked along a new axis ``axis``."""
+    xs = ins["X"]
+    if len({tuple(x.shape) for x in xs}) != 1:
+        raise ValueError("op 'stack': inputs %s have different shapes %s"
+                         % (ctx.op.inputs["X"], [list(x.shape) for x in xs]))
+    return {"Y": ctx.xp.stack(xs, axis=attrs["axis"])}
+
+
+@register_grad("stack", inputs=["Y@GRAD"])
+def stack_grad(ctx, ins, attrs):
+    d = ins["Y@GRAD"]
+    axis = attrs["axis"] % d.ndim
+    return {"X@GRAD": [ctx.xp.ascontiguousarray(p) for p in _unstack(ctx.xp, d, axis)]}
+
+
+def _unstack(xp, x, axis):
+    return [xp.take(x, i, axis=axis) for i in range(x.shape[axis])]
+
+
+def _unstack_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None:
+        return
+    axis = ctx.attr("axis") % len(xs)
+    out = [d for i, d in enumerate(xs) if i != axis]
+    for i in range(len(ctx.op.outputs.get("Y", []))):
+        ctx.set_output("Y", out, ctx.input_dtype("X"), i=i)
+
+
+@register_op("unstack", inputs=["X"], outputs=["Y*"], attrs={"axis": 0, "num": 0}, infer=_unstack_infer)
+def unstack(ctx, ins, attrs):
+    """X cut along ``axis`` into its ``num`` slices, that axis removed."""
+    x = ins["X"]
+    axis = attrs["axis"] % x.ndim
+    n = len(ctx.op.outputs["Y"])
+    if x.shape[axis] != n:
+        raise ValueError("op 'unstack': axis %d of X %r has size %d but there are %d outputs"
+                         % (axis, ctx.op.inputs["X"][0], x.shape[axis], n))
+    return {"Y": [p.copy() for p in _unstack(ctx.xp, x, axis)]}
+
+
+@register_grad("unstack", inputs=["Y@GRAD*"])
+def unstack_grad(ctx, ins, attrs):
+    ds = ins["Y@GRAD"]
+    return {"X@GRAD": ctx.xp.stack(ds, axis=attrs["axis"] if attrs["axis"] >= 0 else attrs["axis"] + ds[0].ndim + 1)}
+
+
+# ------------------------------------------------------------------ expand / expand_as
+def _sum_tiles(xp, d, shape):
+    """Sum ``d`` (tiled from ``shape``) back down to ``shape``."""
+    view = []
+    for i, s in enumerate(shape):
+        view += [d.shape[i] // s, s]
+    return d.reshape(view).sum(axis=tuple(range(0, 2 * len(shape), 2)))
+
+
+def _expand_times(ctx, ins, attrs):
+    if ins.get("ExpandTimes") is not None:
+        return [int(t) for t in ins["ExpandTimes"].reshape(-1).tolist()]
+    if ins.get("expand_times_tensor"):
+        return [int(t.reshape(-1)[0]) for t in ins["expand_times_tensor"]]
+    return list(attrs["expand_times"])
+
+
+def _expand_infer(ctx):
+    xs = ctx.input_shape("X")
+    times = ctx.attr("expand_times")
+    if xs is None or len(times) != len(xs) or ctx.has_input("ExpandTimes") or ctx.has_input("expand_times_tensor"):
+        return
+    ctx.set_output("Out", [d * t if d >= 0 and t > 0 else -1 for d, t in zip(xs, times)], ctx.input_dtype("X"),
+                   ctx.input_lod_level("X"))
+
+
+@register_op("expand", inputs=["X", "ExpandTimes?", "expand_times_tensor*?"], outputs=["Out"],
+             attrs={"expand_times": []}, infer=_expand_infer, no_grad=("ExpandTimes", "expand_times_tensor"))
+def expand(ctx, ins, attrs):
+    """X tiled ``expand_times[i]`` times along each axis i."""
+    x = ins["X"]
+    times = _expand_times(ctx, ins, attrs)
+    if len(times) != x.ndim:
+        raise ValueError("op 'expand': expand_times %s needs one entry per dimension of X %r (rank %d)"
+                         % (times, ctx.op.inputs["X"][0], x.ndim))
+    return {"Out": ctx.xp.tile(x, times)}
+
+
+@register_grad("expand", inputs=["X", "ExpandTimes?", "expand_times_tensor*?", "Out@GRAD"])
+def expand_grad(ctx, ins, attrs):
+    return {"X@GRAD": _sum_tiles(ctx.xp, ins["Out@GRAD"], ins["X"].shape)}
+
+
+@register_op("expand_as", inputs=["X", "target_tensor"], outputs=["Out"], no_grad=("target_tensor",),
+             infer=lambda c: c.set_output("Out", c.input_shape("target_tensor"), c.input_dtype("X")))
+def expand_as(ctx, ins, attrs):
+    """X tiled to the shape of target_tensor (each of its sizes a multiple of X's)."""
+    x, t = ins["X"], ins["target_tensor"]
+    if x.ndim != t.ndim or any(b % a for a, b in zip(x.shape, t.shape)):
+        raise ValueError("op 'expand_as': target %r of shape %s is not a tiling of X %r of shape %s"
+                         % (ctx.op.inputs["target_tensor"][0], list(t.shape), ctx.op.inputs["X"][0], list(x.shape)))
+    return {"Out": ctx.xp.tile(x, [b // a for a, b in zip(x.shape, t.shape)])}
+
+
+@register_grad("expand_as", inputs=["X", "target_tensor", "Out@GRAD"])
+def expand_as_grad(ctx, ins, attrs):
+    return {"X@GRAD": _sum_tiles(ctx.xp, ins["Out@GRAD"], ins["X"].shape)}
+
+
+# ------------------------------------------------------------------ slice / strided_slice
+def _list_input(ins, tensor_slot, list_slot, default):
+    if ins.get(tensor_slot) is not None:
+        return [int(v) for v in ins[tensor_slot].reshape(-1).tolist()]
+    if ins.get(list_slot):
+        return [int(t.reshape(-1)[0]) for t in ins[list_slot]]
+    return list(default)
+
+
+def _slices(shape, axes, starts, ends, strides=None):
+    """Python slice objects for X, Paddle's clamping: negative positions count from the end."""
+    sl = [slice(None)] * len(shape)
+    for k, a in enumerate(axes):
+        step = strides[k] if strides else 1
+        if step == 0:
+            raise ValueError("strided_slice: stride 0 on axis %d" % a)
+        sl[a] = slice(starts[k], ends[k], step)
+    return tuple(sl)
+
+
+def _decreased(shape, decrease_axis):
+    if not decrease_axis:
+        return list(shape)
+    out = [d for i, d in enumerate(shape) if i not in set(decrease_axis)]
+    return out or [1]
+
+
+def _slice_infer(strided):
+    def infer(ctx):
+        xs = ctx.input_shape("Input")
+        if xs is None:
+            return
+        dynamic = any(ctx.has_input(s) for s in ("StartsTensor", "EndsTensor", "StridesTensor", "StartsTensorList",
+                                                   "EndsTensorList", "StridesTensorList"))
+        out = list(xs)
+        for k, a in enumerate(ctx.attr("axes")):
+            if dynamic or xs[a] < 0:
+                out[a] = -1
+                continue
+            step = ctx.attr("strides")[k] if strided else 1
+            out[a] = len(range(*slice(ctx.attr("starts")[k], ctx.attr("ends")[k], step).indices(xs[a])))
+        ctx.set_output("Out", _decreased(out, ctx.attr("decrease_axis")), ctx.input_dtype("Input"),
+                       ctx.input_lod_level("Input"))
+    return infer
+
+
+def _slice_parts(ctx, ins, attrs, strided):
+    x = ins["Input"]
+    starts = _list_input(ins, "StartsTensor", "StartsTensorList", attrs["starts"])
+    ends = _list_input(ins, "EndsTensor", "EndsTensorList", attrs["ends"])
+    strides = _list_input(ins, "StridesTensor", "StridesTensorList", attrs["strides"]) if strided else None
+    axes = [a % x.ndim for a in attrs["axes"]]
+    if len(starts) != len(axes) or len(ends) != len(axes) or (strided and len(strides) != len(axes)):
+        raise ValueError("op %r: axes %s, starts %s, ends %s%s must have one entry each"
+                         % (ctx.op.type, axes, starts, ends, ", strides %s" % strides if strided else ""))
+    return x, _slices(x.shape, axes, starts, ends, strides)
+
+
+_SLICE_IN = ["Input", "StartsTensor?", "EndsTensor?", "StartsTensorList*?", "EndsTensorList*?"]
+_SLICE_ATTRS = {"axes": [], "starts": [], "ends": [], "infer_flags": [], "decrease_axis": []}
+_NO_GRAD_SLICE = ("StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList", "StridesTensor",
+                  "StridesTensorList")
+
+
+def _slice_kernel(strided):
+    def kernel(ctx, ins, attrs):
+        """The sub-tensor ``starts[k]:ends[k]`` (step ``strides[k]``) on each of ``axes``; the axes in
+        ``decrease_axis`` (sliced to size 1) are dropped."""
+        x, sl = _slice_parts(ctx, ins, attrs, strided)
+        out = x[sl]
+        return {"Out": ctx.xp.ascontiguousarray(out).reshape(_decreased(out.shape, attrs["decrease_axis"]))}
+    return kernel
+
+
+def _box_grad(xp, x, box, d):
+    """The gradient of ``x[box]``: zeros with ``d`` in the box."""
+    dx = xp.zeros(x.shape, dtype=d.dtype)
+    dx[box] = d.reshape(dx[box].shape)
+    return dx
+
+
+def _slice_grad_kernel(strided):
+    def kernel(ctx, ins, attrs):
+        x, sl = _slice_parts(ctx, ins, attrs, strided)
+        return {"Input@GRAD": _box_grad(ctx.xp, x, sl, ins["Out@GRAD"])}
+    return kernel
+
+
+register_op("slice", inputs=_SLICE_IN, outputs=["Out"], attrs=_SLICE_ATTRS, infer=_slice_infer(False),
+            no_grad=_NO_GRAD_SLICE)(_slice_kernel(False))
+register_grad("slice", inputs=_SLICE_IN + ["Out@GRAD"])(_slice_grad_kernel(False))
+_STRIDED_IN = _SLICE_IN + ["StridesTensor?", "StridesTensorList*?"]
+register_op("strided_slice", inputs=_STRIDED_IN, outputs=["Out"], attrs=dict(_SLICE_ATTRS, strides=[]),
+            infer=_slice_infer(True), no_grad=_NO_GRAD_SLICE)(_slice_kernel(True))
+register_grad("strided_slice", inputs=_STRIDED_IN + ["Out@GRAD"])(_slice_grad_kernel(True))
+
+
+# ------------------------------------------------------------------ reverse / flip / roll
+def _flip(xp, x, axes):
+    return xp.ascontiguousarray(xp.flip(x, axis=tuple(a % x.ndim for a in axes))) if axes else x.copy()
+
+
+def _same(ctx):
+    ctx.share("Out", "X")
+
+
+for _type, _attr in (("reverse", "axis"), ("flip", "dims")):
+    register_op(_type, inputs=["X"], outputs=["Out"], attrs={_attr: []}, infer=_same)(
+        (lambda k: lambda ctx, ins, a: {"Out": _flip(ctx.xp, ins["X"], a[k])})(_attr))
+    register_grad(_type, inputs=["Out@GRAD"])(
+        (lambda k: lambda ctx, ins, a: {"X@GRAD": _flip(ctx.xp, ins["Out@GRAD"], a[k])})(_attr))
+
+
+def _roll(xp, x, shifts, dims):
+    if not dims:
+        return xp.roll(x.reshape(-1), shifts[0]).reshape(x.shape)
+    return xp.roll(x, tuple(shifts), axis=tuple(dims))
+
+
+@register_op("roll", inputs=["X"], outputs=["Out"], attrs={"shifts": [], "dims": []}, infer=_same)
+def roll(ctx, ins, attrs):
+    """X rotated by ``shifts[k]`` along ``dims[k]`` (no dims: over the flattened X)."""
+    return {"Out": _roll(ctx.xp, ins["X"], attrs["shifts"], attrs["dims"])}
+
+
+@register_grad("roll", inputs=["Out@GRAD"])
+def roll_grad(ctx, ins, attrs):
+    return {"X@GRAD": _roll(ctx.xp, ins["Out@GRAD"], [-s for s in attrs["shifts"]], attrs["dims"])}
+
+
+# ------------------------------------------------------------------ pad / pad2d / pad_constant_like
+def _pad_infer(ctx):
+    xs = ctx.input_shape("X")
+    p = ctx.attr("paddings")
+    if xs is None or len(p) != 2 * len(xs):
+        return
+    ctx.set_output("Out", [d + p[2 * i] + p[2 * i + 1] if d >= 0 else -1 for i, d in enumerate(xs)],
+                   ctx.input_dtype("X"))
+
+
+def _pairs(ctx, paddings, rank):
+    if len(paddings) != 2 * rank:
+        raise ValueError("op %r: paddings %s must hold a (before, after) pair for each of the %d dimensions"
+                         % (ctx.op.type, paddings, rank))
+    return [(paddings[2 * i], paddings[2 * i + 1]) for i in range(rank)]
+
+
+@register_op("pad", inputs=["X"], outputs=["Out"], attrs={"paddings": [], "pad_value": 0.0}, infer=_pad_infer)
+def pad(ctx, ins, attrs):
+    """X padded with ``pad_value``: ``paddings`` = [before_0, after_0, before_1, after_1, ...]."""
+    x = ins["X"]
+    return {"Out": ctx.xp.pad(x, _pairs(ctx, attrs["paddings"], x.ndim), mode="constant",
+                              constant_values=attrs["pad_value"])}
+
+
+@register_grad("pad", inputs=["Out@GRAD"])
+def pad_grad(ctx, ins, attrs):
+    d = ins["Out@GRAD"]
+    pairs = _pairs(ctx, attrs["paddings"], d.ndim)
+    return {"X@GRAD": d[tuple(slice(b, d.shape[i] - a) for i, (b, a) in enumerate(pairs))].copy()}
+
+
+def _pad2d_pairs(ctx, ins, attrs, rank):
+    p = [int(v) for v in ins["Paddings"].reshape(-1).tolist()] if ins.get("Paddings") is not None \
+        else list(attrs["paddings"])
+    if len(p) != 4:
+        raise ValueError("op 'pad2d': paddings must be [top, bottom, left, right], got %s" % p)
+    hw = [(p[0], p[1]), (p[2], p[3])]
+    return [(0, 0), (0, 0)] + hw if attrs["data_format"] == "NCHW" else [(0, 0)] + hw + [(0, 0)]
+
+
+_NP_MODE = {"constant": "constant", "reflect": "reflect", "edge": "edge"}
+
+
+def _pad2d_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None or ctx.has_input("Paddings"):
+        return
+    p = ctx.attr("paddings")
+    out = list(xs)
+    h, w = (2, 3) if ctx.attr("data_format") == "NCHW" else (1, 2)
+    out[h] = xs[h] + p[0] + p[1] if xs[h] >= 0 else -1
+    out[w] = xs[w] + p[2] + p[3] if xs[w] >= 0 else -1
+    ctx.set_output("Out", out, ctx.input_dtype("X"))
+
+
+@register_op("pad2d", inputs=["X", "Paddings?"], outputs=["Out"],
+             attrs={"paddings": [0, 0, 0, 0], "mode": "constant", "pad_value": 0.0, "data_format": "NCHW"},
+             infer=_pad2d_infer, no_grad=("Paddings",))
+def pad2d(ctx, ins, attrs):
+    """Pad the two spatial axes: ``constant`` (``pad_value``), ``reflect`` (mirror without the edge)
+    or ``edge`` (repeat the edge)."""
+    x = ins["X"]
+    mode = _NP_MODE.get(attrs["mode"])
+    if mode is None:
+        raise ValueError("op 'pad2d': mode %r is not one of constant, reflect, edge" % attrs["mode"])
+    pairs = _pad2d_pairs(ctx, ins, attrs, x.ndim)
+    kw = {"constant_values": attrs["pad_value"]} if mode == "constant" else {}
+    return {"Out": ctx.xp.pad(x, pairs, mode=mode, **kw)}
+
+
+@register_grad("pad2d", inputs=["X", "Paddings?", "Out@GRAD"])
+def pad2d_grad(ctx, ins, attrs):
+    """Each output position's gradient goes to the input position it was copied from."""
+    xp = ctx.xp
+    x, d = ins["X"], ins["Out@GRAD"]
+    pairs = _pad2d_pairs(ctx, ins, attrs, x.ndim)
+    mode = _NP_MODE[attrs["mode"]]
+    dx = d
+    for axis, (b, a) in enumerate(pairs):
+        if not b and not a:
+            continue
+        n = x.shape[axis]
+        src = np.arange(n)
+        src = np.pad(src, (b, a), mode=mode) if mode != "constant" else np.pad(src, (b, a), constant_values=-1)
+        keep = src >= 0
+        moved = xp.moveaxis(dx, axis, 0)[xp.asarray(np.nonzero(keep)[0])]
+        acc = xp.zeros((n,) + moved.shape[1:], dtype=d.dtype)
+        _add_rows(xp, acc, xp.asarray(src[keep]), moved)
+        dx = xp.moveaxis(acc, 0, axis)
+    return {"X@GRAD": xp.ascontiguousarray(dx)}
+
+
+def _add_rows(xp, target, rows, values):
+    if xp is np:
+        np.add.at(target, rows, values)
+    else:
+        import cupyx
+        cupyx.scatter_add(target, rows, values)
+
+
+@register_op("pad_constant_like", inputs=["X", "Y"], outputs=["Out"], attrs={"pad_value": 0.0}, no_grad=("X",),
+             infer=lambda c: c.set_output("Out", c.input_shape("X"), c.input_dtype("Y")))
+def pad_constant_like(ctx, ins, attrs):
+    """Y padded at the end of each axis with ``pad_value`` up to X's shape."""
+    x, y = ins["X"], ins["Y"]
+    if x.ndim != y.ndim or any(b < a for a, b in zip(y.shape, x.shape)):
+        raise ValueError("op 'pad_constant_like': Y %r of shape %s does not fit in X %r of shape %s"
+                         % (ctx.op.inputs["Y"][0], list(y.shape), ctx.op.inputs["X"][0], list(x.shape)))
+    return {"Out": ctx.xp.pad(y, [(0, b - a) for a, b in zip(y.shape, x.shape)], mode="constant",
+                              constant_values=attrs["pad_value"])}
+
+
+@register_grad("pad_constant_like", inputs=["Y", "Out@GRAD"])
+def pad_constant_like_grad(ctx, ins, attrs):
+    y, d = ins["Y"], ins["Out@GRAD"]
+    return {"Y@GRAD": d[tuple(slice(0, s) for s in y.shape)].copy()}
+
+
+# ------------------------------------------------------------------ crop / crop_tensor
+def _crop_box(ctx, ins, attrs, tensor):
+    x = ins["X"]
+    if tensor:
+        shape = list(attrs["shape"])
+        if ins.get("Shape") is not None:
+            shape = [int(v) for v in ins["Shape"].reshape(-1).tolist()]
+        elif ins.get("ShapeTensor"):
+            shape = [int(t.reshape(-1)[0]) for t in ins["ShapeTensor"]]
+        offsets = list(attrs["offsets"])
+        if ins.get("Offsets") is not None:
+            offsets = [int(v) for v in ins["Offsets"].reshape(-1).tolist()]
+        elif ins.get("OffsetsTensor"):
+            offsets = [int(t.reshape(-1)[0]) for t in ins["OffsetsTensor"]]
+    else:
+        shape = list(ins["Y"].shape) if ins.get("Y") is not None else list(attrs["shape"])
+        offsets = [int(v) for v in ins["Offsets"].reshape(-1).tolist()] if ins.get("Offsets") is not None \
+            else list(attrs["offsets"])
+    offsets = offsets or [0] * x.ndim
+    if len(shape) != x.ndim or len(offsets) != x.ndim:
+        raise ValueError("op %r: shape %s and offsets %s need one entry per dimension of X %r (rank %d)"
+                         % (ctx.op.type, shape, offsets, ctx.op.inputs["X"][0], x.ndim))
+    shape = [x.shape[i] - offsets[i] if s == -1 else s for i, s in enumerate(shape)]
+    if any(o < 0 or o + s > x.shape[i] for i, (o, s) in enumerate(zip(offsets, shape))):
+        raise ValueError("op %r: the box at offsets %s of shape %s does not fit in X %r of shape %s"
+                         % (ctx.op.type, offsets, shape, ctx.op.inputs["X"][0], list(x.shape)))
+    return x, tuple(slice(o, o + s) for o, s in zip(offsets, shape))
+
+
+def _crop_infer(ctx):
+    shape = ctx.input_shape("Y") if ctx.has_input("Y") else ctx.attr("shape")
+    xs = ctx.input_shape("X")
+    if shape is None or xs is None or ctx.has_input("Shape") or ctx.has_input("ShapeTensor"):
+        return
+    offs = ctx.attr("offsets") or [0] * len(xs)
+    out = [xs[i] - offs[i] if s == -1 and xs[i] >= 0 and not ctx.has_input("Offsets") else s
+           for i, s in enumerate(shape)]
+    ctx.set_output("Out", out, ctx.input_dtype("X"))
+
+
+def _crop_kernel(tensor):
+    def kernel(ctx, ins, attrs):
+        """The box of X at ``offsets`` with ``shape`` (-1: to the end of that axis)."""
+        x, box = _crop_box(ctx, ins, attrs, tensor)
+        return {"Out": x[box].copy()}
+    return kernel
+
+
+def _crop_grad_kernel(tensor):
+    def kernel(ctx, ins, attrs):
+        x, box = _crop_box(ctx, ins, attrs, tensor)
+        return {"X@GRAD": _box_grad(ctx.xp, x, box, ins["Out@GRAD"])}
+    return kernel
+
+
+_CROP_IN = ["X", "Y?", "Offsets?"]
+register_op("crop", inputs=_CROP_IN, outputs=["Out"], attrs={"offsets": [], "shape": []}, infer=_crop_infer,
+            no_grad=("Y", "Offsets"))(_crop_kernel(False))
+register_grad("crop", inputs=_CROP_IN + ["Out@GRAD"])(_crop_grad_kernel(False))
+_CROPT_IN = ["X", "Shape?", "Offsets?", "ShapeTensor*?", "OffsetsTensor*?"]
+register_op("crop_tensor", inputs=_CROPT_IN, outputs=["Out"], attrs={"offsets": [], "shape": []},
+            infer=_crop_infer, no_grad=("Shape", "Offsets", "ShapeTensor", "OffsetsTensor"))(_crop_kernel(True))
+register_grad("crop_tensor", inputs=_CROPT_IN + ["Out@GRAD"])(_crop_grad_kernel(True))
+
+
+# ------------------------------------------------------------------ channel rearrangements
+def _space_to_depth_infer(ctx):
+    xs = ctx.input_shape("X")
+    b = ctx.attr("blocksize")
+    if xs is None:
+        return
+    ctx.set_output("Out", [xs[0], xs[1] * b * b if xs[1] >= 0 else -1, xs[2] // b if xs[2] >= 0 else -1,
+                           xs[3] // b if xs[3] >= 0 else -1], ctx.input_dtype("X"))
+
+
+def _s2d_index(shape, b):
+    """For each element of X (N, C, H, W), its flat position in Out, in the layout of Paddle's
+    kernel (which requires C divisible by b * b)."""
+    n, c, h, w = shape
+    k = np.arange(n * c * h * w)
+    out_c = c // (b * b)
+    bi = k // (c * h * w)
+    kk = (k % (c * h * w)) // (h * w)
+    j = (k % (h * w)) // w
+    i = k % w
+    c2, off = kk % out_c, kk // out_c
+    return (i * b + off % b) + w * b * ((j * b + off // b) + h * b * (c2 + out_c * bi))
+
+
+@register_op("space_to_depth", inputs=["X"], outputs=["Out"], attrs={"blocksize": 2}, infer=_space_to_depth_infer)
+def space_to_depth(ctx, ins, attrs):
+    """Each ``blocksize`` x ``blocksize`` spatial block moved into channels (Paddle's channel order)."""
+    x = ins["X"]
+    b = attrs["blocksize"]
+    if x.ndim != 4 or x.shape[1] % (b * b) or x.shape[2] % b or x.shape[3] % b:
+        raise ValueError("op 'space_to_depth': X %r of shape %s must be NCHW with C divisible by %d and H, W "
+                         "by %d" % (ctx.op.inputs["X"][0], list(x.shape), b * b, b))
+    dst = ctx.xp.asarray(_s2d_index(x.shape, b))
+    out = ctx.xp.empty(x.size, dtype=x.dtype)
+    out[dst] = x.reshape(-1)
+    return {"Out": out.reshape(x.shape[0], x.shape[1] * b * b, x.shape[2] // b, x.shape[3] // b)}
+
+
+@register_grad("space_to_depth", inputs=["X", "Out@GRAD"])
+def space_to_depth_grad(ctx, ins, attrs):
+    x, d = ins["X"], ins["Out@GRAD"]
+    dst = ctx.xp.asarray(_s2d_index(x.shape, attrs["blocksize"]))
+    return {"X@GRAD": d.reshape(-1)[dst].reshape(x.shape)}
+
+
+def _shuffle(xp, x, g):
+    n, c = x.shape[:2]
+    return xp.ascontiguousarray(x.reshape((n, g, c // g) + x.shape[2:]).swapaxes(1, 2)).reshape(x.shape)
+
+
+@register_op("shuffle_channel", inputs=["X"], outputs=["Out"], attrs={"group": 1}, infer=_same)
+def shuffle_channel(ctx, ins, attrs):
+    """Channels (axis 1) regrouped: viewed as [group, C / group], transposed."""
+    x, g = ins["X"], attrs["group"]
+    if x.shape[1] % g:
+        raise ValueError("op 'shuffle_channel': %d channels of X %r are not divisible into %d groups"
+                         % (x.shape[1], ctx.op.inputs["X"][0], g))
+    return {"Out": _shuffle(ctx.xp, x, g)}
+
+
+@register_grad("shuffle_channel", inputs=["Out@GRAD"])
+def shuffle_channel_grad(ctx, ins, attrs):
+    """Paddle 1.8's gradient applies the forward shuffle (``group``) to dOut; that is the inverse
+    only when ``group`` squared divides out, and is kept so that training matches Paddle's."""
+    return {"X@GRAD": _shuffle(ctx.xp, ins["Out@GRAD"], attrs["group"])}
+
+
+def _temporal_shift(xp, x, seg, ratio, back):
+    nt, c = x.shape[:2]
+    v = x.reshape((nt // seg, seg, c) + x.shape[2:])
+    c1, c2 = int(c * ratio), int(c * 2 * ratio)
+    out = xp.zeros_like(v)
+    # forward: channels [0, c1) take frame t-1, [c1, c2) frame t+1, the rest stay; backward moves gradients back
+    a, b = (slice(1, None), slice(None, -1)) if not back else (slice(None, -1), slice(1, None))
+    out[:, a, :c1] = v[:, b, :c1]
+    out[:, b, c1:c2] = v[:, a, c1:c2]
+    out[:, :, c2:] = v[:, :, c2:]
+    return out.reshape(x.shape)
+
+
+@register_op("temporal_shift", inputs=["X"], outputs=["Out"], attrs={"seg_num": 1, "shift_ratio": 0.25},
+             infer=_same)
+def temporal_shift(ctx, ins, attrs):
+    """Shift part of the channels one frame along time (X is [N * seg_num, C, H, W])."""
+    x = ins["X"]
+    if x.shape[0] % attrs["seg_num"]:
+        raise ValueError("op 'temporal_shift': %d rows of X %r are not a multiple of seg_num %d"
+                         % (x.shape[0], ctx.op.inputs["X"][0], attrs["seg_num"]))
+    return {"Out": _temporal_shift(ctx.xp, x, attrs["seg_num"], attrs["shift_ratio"], False)}
+
+
+@register_grad("temporal_shift", inputs=["Out@GRAD"])
+def temporal_shift_grad(ctx, ins, attrs):
+    return {"X@GRAD": _temporal_shift(ctx.xp, ins["Out@GRAD"], attrs["seg_num"], attrs["shift_ratio"], True)}
+
+
+# ------------------------------------------------------------------ unfold (im2col)
+def _unfold_geometry(shape, attrs):
+    n, c, h, w = shape
+    kh, kw = attrs["kernel_sizes"]
+    sh, sw = attrs["strides"]
+    pt, pl, pb, pr = attrs["paddings"]
+    dh, dw = attrs["dilations"]
+    oh = (h + pt + pb - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (w + pl + pr - (dw * (kw - 1) + 1)) // sw + 1
+    return kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, oh, ow
+
+
+def _unfold_index(shape, attrs):
+    """Rows and columns into the padded input for every (C*kh*kw, L) entry of the output."""
+    kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, oh, ow = _unfold_geometry(shape, attrs)
+    ki, kj = np.meshgrid(np.arange(kh), np.arange(kw), indexing="ij")
+    oi, oj = np.meshgrid(np.arange(oh), np.arange(ow), indexing="ij")
+    rows = (ki.reshape(-1, 1) * dh + oi.reshape(1, -1) * sh)
+    cols = (kj.reshape(-1, 1) * dw + oj.reshape(1, -1) * sw)
+    return rows, cols, oh * ow
+
+
+def _unfold_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is None or any(d < 0 for d in xs[1:]):
+        return
+    g = _unfold_geometry(xs, ctx.op.attrs)
+    ctx.set_output("Y", [xs[0], xs[1] * g[0] * g[1], g[10] * g[11]], ctx.input_dtype("X"))
+
+
+_UNFOLD_ATTRS = {"kernel_sizes": [], "strides": [1, 1], "paddings": [0, 0, 0, 0], "dilations": [1, 1]}
+
+
+@register_op("unfold", inputs=["X"], outputs=["Y"], attrs=_UNFOLD_ATTRS, infer=_unfold_infer)
+def unfold(ctx, ins, attrs):
+    """Sliding ``kernel_sizes`` blocks of X (NCHW) as columns: Y is [N, C * kh * kw, L]."""
+    xp = ctx.xp
+    x = ins["X"]
+    g = _unfold_geometry(x.shape, attrs)
+    if g[10] <= 0 or g[11] <= 0:
+        raise ValueError("op 'unfold': kernel %s does not fit X %r of shape %s with paddings %s"
+                         % (attrs["kernel_sizes"], ctx.op.inputs["X"][0], list(x.shape), attrs["paddings"]))
+    padded = xp.pad(x, [(0, 0), (0, 0), (g[4], g[6]), (g[5], g[7])])
+    rows, cols, length = _unfold_index(x.shape, attrs)
+    y = padded[:, :, xp.asarray(rows), xp.asarray(cols)]     # N, C, kh*kw, L
+    return {"Y": y.reshape(x.shape[0], -1, length)}
+
+
+@register_grad("unfold", inputs=["X", "Y@GRAD"])
+def unfold_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    x, d = ins["X"], ins["Y@GRAD"]
+    g = _unfold_geometry(x.shape, attrs)
+    n, c, h, w = x.shape
+    rows, cols, length = _unfold_index(x.shape, attrs)
+    hp, wp = h + g[4] + g[6], w + g[5] + g[7]
+    acc = xp.zeros((n, c, hp * wp), dtype=d.dtype)
+    flat_pos = xp.asarray((rows * wp + cols).reshape(-1))
+    vals = d.reshape(n, c, -1)
+    for i in range(n):     # scatter-add per sample keeps the index arrays 1-D
+        for ch in range(c):
+            _add_rows(xp, acc[i, ch], flat_pos, vals[i, ch])
+    acc = acc.reshape(n, c, hp, wp)
+    return {"X@GRAD": xp.ascontiguousarray(acc[:, :, g[4]:g[4] + h, g[5]:g[5] + w])}
+
+
+# ------------------------------------------------------------------ meshgrid / triangles / diagonals
+def _meshgrid_infer(ctx):
+    shapes = [v.shape for v in ctx.input_vars("X")]
+    if any(s is None for s in shapes):
+        return
+    out = [s[0] for s in shapes]
+    for i in range(len(shapes)):
+        ctx.set_output("Out", out, ctx.input_dtype("X"), i=i)
+
+
+@register_op("meshgrid", inputs=["X*"], outputs=["Out*"], infer=_meshgrid_infer)
+def meshgrid(ctx, ins, attrs):
+    """For 1-D inputs x_0..x_k, k+1 grids of shape [len(x_0), ..., len(x_k)] (matrix indexing)."""
+    xs = [x.reshape(-1) for x in ins["X"]]
+    return {"Out": [g.copy() for g in ctx.xp.meshgrid(*xs, indexing="ij")]}
+
+
+@register_grad("meshgrid", inputs=["X*", "Out@GRAD*"])
+def meshgrid_grad(ctx, ins, attrs):
+    ds = ins["Out@GRAD"]
+    k = len(ds)
+    return {"X@GRAD": [ds[i].sum(axis=tuple(a for a in range(k) if a != i)).reshape(ins["X"][i].shape)
+                       for i in range(k)]}
+
+
+def _tri_mask(xp, shape, diagonal, lower):
+    r, c = shape[-2:]
+    m = xp.tri(r, c, diagonal, dtype=bool) if lower else ~xp.tri(r, c, diagonal - 1, dtype=bool)
+    return m
+
+
+@register_op("tril_triu", inputs=["X"], outputs=["Out"], attrs={"diagonal": 0, "lower": True}, infer=_same)
+def tril_triu(ctx, ins, attrs):
+    """The lower (``lower``) or upper triangle of the last two axes from ``diagonal`` on; zeros elsewhere."""
+    x = ins["X"]
+    m = _tri_mask(ctx.xp, x.shape, attrs["diagonal"], attrs["lower"])
+    return {"Out": ctx.xp.where(m, x, 0).astype(x.dtype, copy=False)}
+
+
+@register_grad("tril_triu", inputs=["Out@GRAD"])
+def tril_triu_grad(ctx, ins, attrs):
+    d = ins["Out@GRAD"]
+    m = _tri_mask(ctx.xp, d.shape, attrs["diagonal"], attrs["lower"])
+    return {"X@GRAD": ctx.xp.where(m, d, 0).astype(d.dtype, copy=False)}
+
+
+@register_op("diag", inputs=["Diagonal"], outputs=["Out"],
+             infer=lambda c: c.set_output("Out", [c.input_shape("Diagonal")[0]] * 2, c.input_dtype("Diagonal"))
+             if c.input_shape("Diagonal") else None)
+def diag(ctx, ins, attrs):
+    """A square matrix with Diagonal (1-D) on its diagonal."""
+    return {"Out": ctx.xp.diag(ins["Diagonal"].reshape(-1))}
+
+
+def _diag_embed_infer(ctx):
+    xs = ctx.input_shape("Input")
+    if xs is None:
+        return
+    n = xs[-1] + abs(ctx.attr("offset")) if xs[-1] >= 0 else -1
+    out = list(xs[:-1])
+    d1, d2 = sorted([ctx.attr("dim1") % (len(xs) + 1), ctx.attr("dim2") % (len(xs) + 1)])
+    out.insert(d1, n)
+    out.insert(d2, n)
+    ctx.set_output("Out", out, ctx.input_dtype("Input"))
+
+
+@register_op("diag_embed", inputs=["Input"], outputs=["Out"], attrs={"offset": 0, "dim1": -2, "dim2": -1},
+             infer=_diag_embed_infer)
+def diag_embed(ctx, ins, attrs):
+    """The last axis of Input placed on the (``offset``) diagonal of new axes ``dim1``, ``dim2``."""
+    xp = ctx.xp
+    x = ins["Input"]
+    off = attrs["offset"]
+    k = x.shape[-1]
+    n = k + abs(off)
+    out = xp.zeros(tuple(x.shape[:-1]) + (n, n), dtype=x.dtype)
+    i = np.arange(k)
+    r, c = (i, i + off) if off >= 0 else (i - off, i)
+    out[..., xp.asarray(r), xp.asarray(c)] = x
+    rank = x.ndim + 1
+    d1, d2 = attrs["dim1"] % rank, attrs["dim2"] % rank
+    if d1 == d2:
+        raise ValueError("op 'diag_embed': dim1 and dim2 must differ, both are %d" % d1)
+    # the two new axes sit last (row, column); move them to dim1 and dim2
+    src = [rank - 2, rank - 1] if d1 < d2 else [rank - 1, rank - 2]
+    return {"Out": xp.ascontiguousarray(xp.moveaxis(out, src, sorted([d1, d2])))}
+
+
+@register_op("eye", outputs=["Out"], attrs={"num_rows": 0, "num_columns": -1, "dtype": "float32"},
+             infer=lambda c: c.set_output("Out", [c.attr("num_rows"), c.attr("num_columns")
+                                                  if c.attr("num_columns") >= 0 else c.attr("num_rows")],
+                                          c.attr("dtype")))
+def eye(ctx, ins, attrs):
+    """An identity matrix of ``num_rows`` x ``num_columns`` (-1: square)."""
+    cols = attrs["num_columns"] if attrs["num_columns"] >= 0 else attrs["num_rows"]
+    return {"Out": ctx.xp.eye(attrs["num_rows"], cols, dtype=attrs["dtype"])}
+
+
+def _kron_infer(ctx):
+    xs, ys = ctx.input_shape("X"), ctx.input_shape("Y")
+    if xs is None or ys is None:
+        return
+    r = max(len(xs), len(ys))
+    xs, ys = (1,) * (r - len(xs)) + tuple(xs), (1,) * (r - len(ys)) + tuple(ys)
+    ctx.set_output("Out", [a * b if a >= 0 and b >= 0 else -1 for a, b in zip(xs, ys)], ctx.input_dtype("X"))
+
+
+@register_op("kron", inputs=["X", "Y"], outputs=["Out"], infer=_kron_infer)
+def kron(ctx, ins, attrs):
+    """The Kronecker product of X and Y."""
+    return {"Out": ctx.xp.kron(ins["X"], ins["Y"])}
+
+
+@register_grad("kron", inputs=["X", "Y", "Out@GRAD"])
+def kron_grad(ctx, ins, attrs):
+    x, y, d = ins["X"], ins["Y"], ins["Out@GRAD"]
+    r = max(x.ndim, y.ndim)
+    xs, ys = (1,) * (r - x.ndim) + x.shape, (1,) * (r - y.ndim) + y.shape
+    view = []
+    for a, b in zip(xs, ys):
+        view += [a, b]
+    d4 = d.reshape(view)                         # axes interleaved: (x0, y0, x1, y1, ...)
+    xe = x.reshape([s for a in xs for s in (a, 1)])
+    ye = y.reshape([s for b in ys for s in (1, b)])
+    dx = (d4 * ye).sum(axis=tuple(range(1, 2 * r, 2))).reshape(x.shape)
+    dy = (d4 * xe).sum(axis=tuple(range(0, 2 * r, 2))).reshape(y.shape)
+    return {"X@GRAD": dx, "Y@GRAD": dy}
+
+
+def _trace_infer(ctx):
+    xs = ctx.input_shape("Input")
+    if xs is None:
+        return
+    d1, d2 = ctx.attr("dim1") % len(xs), ctx.attr("dim2") % len(xs)
+    out = [d for i, d in enumerate(xs) if i not in (d1, d2)] or [1]
+    ctx.set_output("Out", out, ctx.input_dtype("Input"))
+
+
+@register_op("trace", inputs=["Input"], outputs=["Out"], attrs={"offset": 0, "dim1": 0, "dim2": 1},
+             infer=_trace_infer)
+def trace(ctx, ins, attrs):
+    """Sum of the ``offset`` diagonal over axes ``dim1``, ``dim2``."""
+    x = ins["Input"]
+    out = ctx.xp.trace(x, offset=attrs["offset"], axis1=attrs["dim1"], axis2=attrs["dim2"])
+    return {"Out": ctx.xp.asarray(out, dtype=x.dtype).reshape(_trace_shape(x.shape, attrs))}
+
+
+def _trace_shape(shape, attrs):
+    d1, d2 = attrs["dim1"] % len(shape), attrs["dim2"] % len(shape)
+    return [d for i, d in enumerate(shape) if i not in (d1, d2)] or [1]
+
+
+@register_grad("trace", inputs=["Input", "Out@GRAD"])
+def trace_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    x, d = ins["Input"], ins["Out@GRAD"]
+    d1, d2 = attrs["dim1"] % x.ndim, attrs["dim2"] % x.ndim
+    moved = xp.zeros(tuple(s for i, s in enumerate(x.shape) if i not in (d1, d2)) + (x.shape[d1], x.shape[d2]),
+                     dtype=d.dtype)
+    r, c = np.nonzero(np.eye(x.shape[d1], x.shape[d2], attrs["offset"], dtype=bool))
+    moved[..., xp.asarray(r), xp.asarray(c)] = d.reshape(moved.shape[:-2] + (1,))
+    return {"Input@GRAD": xp.ascontiguousarray(xp.moveaxis(moved, [-2, -1], [d1, d2]))}
