@@ -19,6 +19,7 @@ from . import io  # noqa: F401
 from .io import load, load_program_state, save, set_program_state  # noqa: F401
 from . import nets  # noqa: F401
 from . import compiler, install_check, log_helper  # noqa: F401
+from . import metrics  # noqa: F401
 from .backward import append_backward, gradients  # noqa: F401
 from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
 from .layers.io import data  # noqa: F401

@@ -127,8 +127,9 @@ def _rename_repeated_outputs(specs, loss_grad):
     return out
 
 
-def _append_specs(block, specs, fwd_block=None):
-    """Append grad ops (and sums, and zero-fills for grads nobody produced) to ``block``."""
+def _append_specs(block, specs, fwd_block=None, on_op=None):
+    """Append grad ops (and sums, and zero-fills for grads nobody produced) to ``block``;
+    ``on_op(block)`` runs after each grad op and sum (Paddle's backward callbacks)."""
     produced = set()
     for spec in specs:
         if "sum" in spec:
@@ -136,6 +137,8 @@ def _append_specs(block, specs, fwd_block=None):
             _grad_var_like(block, g, _strip_grad(g))
             block.append_op("sum", inputs={"X": spec["parts"]}, outputs={"Out": [g]})
             produced.add(g)
+            if on_op is not None:
+                on_op(block)
             continue
         for slot, names in spec["inputs"].items():
             for n in names:
@@ -152,6 +155,27 @@ def _append_specs(block, specs, fwd_block=None):
                     _grad_var_like(block, n, _strip_grad(n))
                     produced.add(n)
         block.append_op(spec["type"], inputs=spec["inputs"], outputs=spec["outputs"], attrs=spec.get("attrs"))
+        if on_op is not None:
+            on_op(block)
+
+
+def _callbacks_hook(callbacks):
+    """``on_op`` calling each callback as Paddle does, ``cb(block=, context=grad_to_var)``, where
+    the context maps the gradients the last op wrote (final names, not renamed parts) to their
+    forward variables."""
+    if not callbacks:
+        return None
+    for cb in callbacks:
+        if not callable(cb):
+            raise ValueError("append_backward: callback %r is not callable" % (cb,))
+
+    def hook(block):
+        op = block.ops[-1]
+        context = {n: _strip_grad(n) for n in op.output_arg_names
+                   if n.endswith(GRAD_SUFFIX) and RENAME_INFIX not in n}
+        for cb in callbacks:
+            cb(block=block, context=context)
+    return hook
 
 
 def _set_op_role_vars(block, pairs, start):
@@ -197,7 +221,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
         block.append_op("fill_constant", outputs={"Out": [loss_grad]},
                         attrs={"shape": list(loss.shape or [1]), "value": 1.0, "dtype": loss.dtype or "float32"})
     with program._backward_role_guard():
-        _append_specs(block, specs)
+        _append_specs(block, specs, on_op=_callbacks_hook(callbacks))
 
     if parameter_list is not None:
         names = [p.name if isinstance(p, Variable) else p for p in parameter_list]
@@ -210,9 +234,6 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
         if block.has_var(g) and any(g in op.output_arg_names for op in block.ops[start:]):
             pairs.append((p, block.var(g)))
     _set_op_role_vars(block, [(p.name, g.name) for p, g in pairs], start)
-    if callbacks:
-        for cb in callbacks:
-            cb(block=block, context={})
     return pairs
 
 

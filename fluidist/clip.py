@@ -21,7 +21,54 @@ from .framework.program import Parameter, default_main_program, name_scope
 from .framework.serialization import serializable
 
 __all__ = ["BaseGradientClipAttr", "NullGradientClipAttr", "GradientClipByValue", "GradientClipByNorm",
-           "GradientClipByGlobalNorm", "set_gradient_clip", "append_gradient_clip_ops"]
+           "GradientClipByGlobalNorm", "set_gradient_clip", "append_gradient_clip_ops", "BaseErrorClipAttr",
+           "ErrorClipByValue", "error_clip_callback"]
+
+
+def _clip_range(who, max, min):
+    """(max, min) as floats, ``min`` defaulting to ``-max``."""
+    max = float(max)
+    min = -max if min is None else float(min)
+    if min > max:
+        raise ValueError("%s: min (%s) must not exceed max (%s)" % (who, min, max))
+    return max, min
+
+
+class BaseErrorClipAttr:
+    """An error clip: set on a variable (``var._set_error_clip(clip)``), it clips that variable's
+    gradient in place right after the backward op that produces it."""
+
+    def _append_clip_op(self, block, grad_name):
+        raise NotImplementedError
+
+
+class ErrorClipByValue(BaseErrorClipAttr):
+    """Clip a variable's gradient into ``[min, max]`` (``min`` defaults to ``-max``) as the backward
+    pass produces it: a ``clip`` op writing the gradient onto itself."""
+
+    def __init__(self, max, min=None):
+        self.max, self.min = _clip_range("ErrorClipByValue", max, min)
+
+    def __str__(self):
+        return "ByValue, min=%f, max=%f" % (self.min, self.max)
+
+    def _append_clip_op(self, block, grad_name):
+        block.append_op("clip", inputs={"X": [grad_name]}, outputs={"Out": [grad_name]},
+                        attrs={"min": self.min, "max": self.max})
+
+
+def error_clip_callback(block, context):
+    """Backward callback (the optimizer's default): after each grad op, clip the gradients it wrote
+    whose forward variable carries an error clip. ``context`` maps gradient names to variable names."""
+    for grad_name, var_name in list(context.items()):
+        var = block._find_var_recursive(var_name)
+        clip = getattr(var, "error_clip", None) if var is not None else None
+        if clip is None:
+            continue
+        if not isinstance(clip, BaseErrorClipAttr):
+            raise TypeError("variable %r: error_clip must be a BaseErrorClipAttr (e.g. clip.ErrorClipByValue), got %r"
+                            % (var_name, type(clip).__name__))
+        clip._append_clip_op(block, grad_name)
 
 
 class BaseGradientClipAttr:
@@ -69,11 +116,7 @@ class GradientClipByValue(BaseGradientClipAttr):
     """Clip each gradient element into ``[min, max]`` (``min`` defaults to ``-max``)."""
 
     def __init__(self, max, min=None):
-        max = float(max)
-        min = -max if min is None else float(min)
-        if min > max:
-            raise ValueError("GradientClipByValue: min (%s) must not exceed max (%s)" % (min, max))
-        self.max, self.min = max, min
+        self.max, self.min = _clip_range("GradientClipByValue", max, min)
 
     def _create_operators(self, param, grad):
         out = _out_var(grad)

@@ -1,9 +1,30 @@
 """Initializers: each prepends one op to the startup program's global block (Paddle's order: the
 last created parameter's init op comes first). Seeds come from ``Program.random_seed`` when the
 initializer has none, so the same seed gives the same parameters."""
+import contextlib
+
 import numpy as np
 
 from .framework.dtypes import convert_dtype
+
+_force_cpu = [False]
+
+
+def force_init_on_cpu():
+    """Whether constant initialisers are forced to fill on the CPU (inside ``init_on_cpu()``)."""
+    return _force_cpu[0]
+
+
+@contextlib.contextmanager
+def init_on_cpu():
+    """Within this block, constants (``fill_constant`` from ConstantInitializer) are made with
+    ``force_cpu=True``, as in Paddle 1.x (used for learning-rate counters)."""
+    before = _force_cpu[0]
+    _force_cpu[0] = True
+    try:
+        yield
+    finally:
+        _force_cpu[0] = before
 
 
 class Initializer:
@@ -38,7 +59,8 @@ class ConstantInitializer(Initializer):
     def __call__(self, var, block):
         return block._prepend_op("fill_constant", outputs={"Out": [var.name]},
                                  attrs={"shape": list(var.shape), "value": self._value,
-                                        "dtype": convert_dtype(var.dtype), "force_cpu": self._force_cpu})
+                                        "dtype": convert_dtype(var.dtype),
+                                        "force_cpu": bool(self._force_cpu or force_init_on_cpu())})
 
 
 class UniformInitializer(Initializer):
@@ -117,9 +139,39 @@ class NumpyArrayInitializer(Initializer):
                                  attrs={"shape": list(v.shape), "dtype": dt, key: v.reshape(-1).tolist()})
 
 
+class BilinearInitializer(Initializer):
+    """Weights of a transposed convolution that upsamples by bilinear interpolation: a 4-D filter
+    [C_out, C_in, k, k] whose every (c_out, c_in) slice is the same k x k kernel. As Paddle 1.8
+    computes it on Python 3, the row coordinate of element i is ``(i / k) % k`` with true division
+    (a fraction), not the integer row: kept so that parameters equal Paddle's."""
+
+    def __call__(self, var, block):
+        shape = list(var.shape or [])
+        if len(shape) != 4:
+            raise ValueError("BilinearInitializer: %r must be 4-D, got shape %s" % (var.name, shape))
+        if shape[2] != shape[3]:
+            raise ValueError("BilinearInitializer: %r needs a square kernel, got shape %s" % (var.name, shape))
+        size = int(np.prod(shape))
+        if size > 1024 * 1024:
+            raise ValueError("BilinearInitializer: %r has %d elements, more than 1024 * 1024" % (var.name, size))
+        if convert_dtype(var.dtype) != "float32":
+            raise ValueError("BilinearInitializer: %r must be float32, got %s" % (var.name, var.dtype))
+        k = shape[3]
+        f = np.ceil(k / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        i = np.arange(size, dtype=np.float64)
+        col = i % k
+        row = (i / k) % k
+        weight = (1 - np.abs(col / f - c)) * (1 - np.abs(row / f - c))
+        return block.append_op("assign_value", outputs={"Out": [var.name]},
+                               attrs={"shape": shape, "dtype": "float32",
+                                      "fp32_values": [float(v) for v in weight.astype(np.float32)]})
+
+
 Constant = ConstantInitializer
 Uniform = UniformInitializer
 Normal = NormalInitializer
 TruncatedNormal = TruncatedNormalInitializer
 Xavier = XavierInitializer
 MSRA = MSRAInitializer
+Bilinear = BilinearInitializer

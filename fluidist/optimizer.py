@@ -140,7 +140,11 @@ class Optimizer:
 
     # ---------------------------------------------------------------- passes
     def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, callbacks=None):
+        """``append_backward``; as in Paddle, ``error_clip_callback`` runs unless other callbacks are given."""
         parameter_list = parameter_list if parameter_list is not None else self._parameter_list
+        if callbacks is None:
+            from .clip import error_clip_callback
+            callbacks = [error_clip_callback]
         return append_backward(loss, parameter_list, no_grad_set, callbacks)
 
     def _create_optimization_pass(self, parameters_and_grads):

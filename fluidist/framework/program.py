@@ -114,6 +114,10 @@ class Variable:
     def _program(self):
         return self.block.program
 
+    def _set_error_clip(self, error_clip):
+        """Clip this variable's gradient as the backward pass produces it (``clip.ErrorClipByValue``)."""
+        self.error_clip = error_clip
+
     def _bump(self):
         if self.block is not None and self.block.program is not None:
             self.block.program._version += 1

@@ -10,6 +10,15 @@ from .embedding import *  # noqa: F401,F403
 from .sequence import *  # noqa: F401,F403
 from .metric_op import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
+from .norm import *  # noqa: F401,F403
+from .nn_misc import *  # noqa: F401,F403
+from .conv_nd import *  # noqa: F401,F403
+from .resize import *  # noqa: F401,F403
+from .distance_loss import *  # noqa: F401,F403
+from .crf import *  # noqa: F401,F403
+from .sequence_loss import *  # noqa: F401,F403
+from .sampled_loss import *  # noqa: F401,F403
+from .py_func import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403

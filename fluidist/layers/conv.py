@@ -121,11 +121,18 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
     ksize = _int_list(pool_size, 2, "pool_size", "pool2d") if pool_size not in (-1, None) else [-1, -1]
     stride = _int_list(pool_stride, 2, "pool_stride", "pool2d")
     paddings, algorithm = _padding(pool_padding, last, "pool2d")
+    return _append_pool("pool2d", input, pool_type, ksize, stride, paddings, algorithm, global_pooling, use_cudnn,
+                        ceil_mode, exclusive, data_format, name)
+
+
+def _append_pool(op_type, input, pool_type, ksize, stride, paddings, algorithm, global_pooling, use_cudnn, ceil_mode,
+                 exclusive, data_format, name):
+    """The ``pool2d`` / ``pool3d`` op of a pooling layer, once its arguments are normalised."""
     if algorithm == "VALID" and ceil_mode:
-        raise ValueError("pool2d: ceil_mode must be False when pool_padding is 'VALID'")
-    helper = LayerHelper("pool2d", name=name)
+        raise ValueError("%s: ceil_mode must be False when pool_padding is 'VALID'" % op_type)
+    helper = LayerHelper(op_type, name=name)
     out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op("pool2d", inputs={"X": [input]}, outputs={"Out": [out]},
+    helper.append_op(op_type, inputs={"X": [input]}, outputs={"Out": [out]},
                      attrs={"pooling_type": pool_type, "ksize": ksize, "global_pooling": global_pooling,
                             "strides": stride, "paddings": paddings, "padding_algorithm": algorithm,
                             "use_cudnn": use_cudnn, "ceil_mode": ceil_mode, "use_mkldnn": False,

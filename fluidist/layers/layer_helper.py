@@ -8,6 +8,15 @@ from ..initializer import ConstantInitializer, XavierInitializer
 from ..param_attr import ParamAttr
 
 
+def check_variable(x, layer, arg, dtypes=None):
+    """TypeError naming the layer and argument unless ``x`` is a Variable (of one of ``dtypes``)."""
+    if not isinstance(x, Variable):
+        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+    if dtypes and x.dtype not in dtypes:
+        raise TypeError("%s: %r (variable %r) must be of dtype %s, got %s"
+                        % (layer, arg, x.name, "/".join(dtypes), x.dtype))
+
+
 class LayerHelper:
     def __init__(self, layer_type, **kwargs):
         self.kwargs = kwargs

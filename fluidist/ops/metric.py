@@ -123,3 +123,78 @@ def _arg_kernel(fn):
 
 register_op("arg_max", inputs=["X"], outputs=["Out"], attrs=_ARG_ATTRS, infer=_arg_infer)(_arg_kernel("argmax"))
 register_op("arg_min", inputs=["X"], outputs=["Out"], attrs=_ARG_ATTRS, infer=_arg_infer)(_arg_kernel("argmin"))
+
+
+# ------------------------------------------------------------------ auc
+def _auc_infer(ctx):
+    ctx.set_output("AUC", (1,), "float64")
+    for slot in ("StatPos", "StatNeg"):
+        v = ctx.input_var(slot)
+        if v is not None:
+            ctx.set_output(slot + "Out", v.shape, v.dtype)
+
+
+def _auc_area(pos, neg):
+    """Area under the ROC curve from per-bucket counts (trapezoids from the highest bucket down),
+    0 when either class is missing."""
+    pos = np.asarray(pos, dtype=np.float64)[::-1]
+    neg = np.asarray(neg, dtype=np.float64)[::-1]
+    tp, fp = np.cumsum(pos), np.cumsum(neg)
+    tot_pos, tot_neg = tp[-1] if tp.size else 0.0, fp[-1] if fp.size else 0.0
+    if tot_pos <= 0 or tot_neg <= 0:
+        return 0.0
+    tp_prev = np.concatenate([[0.0], tp[:-1]])
+    fp_prev = np.concatenate([[0.0], fp[:-1]])
+    return float((np.abs(fp - fp_prev) * (tp + tp_prev) / 2.0).sum() / tot_pos / tot_neg)
+
+
+@register_op("auc", inputs=["Predict", "Label", "StatPos", "StatNeg"], outputs=["AUC", "StatPosOut", "StatNegOut"],
+             attrs={"curve": "ROC", "num_thresholds": (2 ** 12) - 1, "slide_steps": 1}, infer=_auc_infer)
+def auc(ctx, ins, attrs):
+    """ROC AUC over bucketed counts that persist across runs. Each sample lands in bucket
+    ``int(p * num_thresholds)`` of the positive or negative counts, p the last column of Predict.
+    ``slide_steps = 0``: StatPos / StatNeg ([1, buckets]) accumulate every batch seen. Otherwise they
+    hold ``slide_steps`` per-batch rows in a ring, then their sum, then the step counter, and AUC is
+    over the last ``slide_steps`` batches. StatPosOut / StatNegOut are the updated counts."""
+    from ..core.place import to_host
+    xp = ctx.xp
+    if attrs["curve"] != "ROC":
+        raise ValueError("op 'auc': only curve='ROC' is supported, got %r" % attrs["curve"])
+    thresholds = int(attrs["num_thresholds"])
+    buckets = thresholds + 1
+    steps = int(attrs["slide_steps"])
+    predict = np.asarray(to_host(ins["Predict"]))
+    label = np.asarray(to_host(ins["Label"])).reshape(-1)
+    p = predict.reshape(predict.shape[0], -1)[:, -1]
+    if p.shape[0] != label.shape[0]:
+        raise ValueError("op 'auc': Predict %r has %d rows but Label %r has %d"
+                         % (ctx.op.inputs["Predict"][0], p.shape[0], ctx.op.inputs["Label"][0], label.shape[0]))
+    idx = (p * thresholds).astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() > thresholds):
+        raise ValueError("op 'auc': predictions of Predict %r must lie in [0, 1]" % ctx.op.inputs["Predict"][0])
+    batch_pos = np.bincount(idx[label != 0], minlength=buckets)
+    batch_neg = np.bincount(idx[label == 0], minlength=buckets)
+    pos = np.array(to_host(ins["StatPos"]), dtype=np.int64).reshape(-1)
+    neg = np.array(to_host(ins["StatNeg"]), dtype=np.int64).reshape(-1)
+    # slide_steps = 0 uses the first `buckets` entries (the layer's batch buckets have one more)
+    want = (buckets, buckets + 1) if steps == 0 else ((steps + 1) * buckets + 1,)
+    for slot, stat in (("StatPos", pos), ("StatNeg", neg)):
+        if stat.size not in want:
+            raise ValueError("op 'auc': %s %r has %d entries; num_thresholds=%d and slide_steps=%d need %d"
+                             % (slot, ctx.op.inputs[slot][0], stat.size, thresholds, steps, want[0]))
+    if steps == 0:
+        pos[:buckets] += batch_pos
+        neg[:buckets] += batch_neg
+        area = _auc_area(pos[:buckets], neg[:buckets])
+    else:
+        total = slice(steps * buckets, (steps + 1) * buckets)
+        for stat, batch in ((pos, batch_pos), (neg, batch_neg)):
+            cur = int(stat[-1]) % steps
+            row = slice(cur * buckets, (cur + 1) * buckets)
+            stat[total] += batch - stat[row]
+            stat[row] = batch
+            stat[-1] += 1
+        area = _auc_area(pos[total], neg[total])
+    shape_pos = tuple(ins["StatPos"].shape)
+    return {"AUC": xp.asarray(np.array([area], dtype=np.float64)),
+            "StatPosOut": xp.asarray(pos.reshape(shape_pos)), "StatNegOut": xp.asarray(neg.reshape(shape_pos))}

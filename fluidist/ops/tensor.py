@@ -4,6 +4,7 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
 from ..core.tensor import SelectedRows, scatter_add
+from ..core.place import to_host
 
 
 def _shape_attr_infer(ctx):
@@ -164,9 +165,10 @@ def _sum_grad_maker(op):
 
 
 @register_op("sum", inputs=["X*"], outputs=["Out"], attrs={"use_mkldnn": False}, infer=_sum_infer,
-             grad=_sum_grad_maker)
+             grad=_sum_grad_maker, share_lod=("X", "Out"))
 def sum_(ctx, ins, attrs):
-    """Sum of dense tensors; of SelectedRows it concatenates rows (duplicates kept); mixed gives dense."""
+    """Sum of dense tensors; of SelectedRows it concatenates rows (duplicates kept); mixed gives dense.
+    Out keeps the LoD of the first X, as in Paddle (summed gradients of a LoD input keep its LoD)."""
     xs = [x for x in ins["X"] if x is not None]
     xp = ctx.xp
     if all(isinstance(x, SelectedRows) for x in xs):

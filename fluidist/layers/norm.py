@@ -1,0 +1,212 @@
+"""Normalisation layers with Paddle 1.8 signatures: layer_norm, group_norm, instance_norm, data_norm,
+l2_normalize, lrn, affine_channel, spectral_norm. (batch_norm lives in ``conv``.)"""
+from functools import reduce
+
+import numpy as np
+
+from ..framework.program import Variable
+from ..initializer import Constant, Normal
+from ..param_attr import ParamAttr
+from .layer_helper import LayerHelper, check_variable
+
+__all__ = ["layer_norm", "group_norm", "instance_norm", "data_norm", "l2_normalize", "lrn", "affine_channel",
+           "spectral_norm"]
+
+
+def _check(x, layer, arg="input", dtypes=("float32", "float64")):
+    check_variable(x, layer, arg, dtypes)
+
+
+def _stat_dtype(dtype):
+    return "float32" if dtype == "float16" else dtype
+
+
+def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, param_attr=None, bias_attr=None,
+               act=None, name=None):
+    """Standardise each sample over the dims from ``begin_norm_axis`` on, then an elementwise Scale
+    (starting at 1) and Bias (at 0) of that flattened size."""
+    _check(input, "layer_norm")
+    helper = LayerHelper("layer_norm", input=input, param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
+    dtype = helper.input_dtype()
+    if input.shape is None or not 0 < begin_norm_axis < len(input.shape):
+        raise ValueError("layer_norm: begin_norm_axis=%r is out of range for input %r of shape %s"
+                         % (begin_norm_axis, input.name, input.shape))
+    size = reduce(lambda a, b: a * b, input.shape[begin_norm_axis:], 1)
+    if size <= 0:
+        raise ValueError("layer_norm: the normalised dims %s of input %r must be known"
+                         % (list(input.shape[begin_norm_axis:]), input.name))
+    inputs = {"X": [input]}
+    if scale:
+        if param_attr is False:
+            raise ValueError("layer_norm: param_attr must not be False when scale=True")
+        inputs["Scale"] = [helper.create_parameter(attr=helper.param_attr, shape=[size], dtype=dtype,
+                                                   default_initializer=Constant(1.0))]
+    if shift:
+        if bias_attr is False:
+            raise ValueError("layer_norm: bias_attr must not be False when shift=True")
+        inputs["Bias"] = [helper.create_parameter(attr=helper.bias_attr, shape=[size], dtype=dtype, is_bias=True)]
+    mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    var = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op("layer_norm", inputs=inputs, outputs={"Y": [out], "Mean": [mean], "Variance": [var]},
+                     attrs={"epsilon": float(epsilon), "begin_norm_axis": int(begin_norm_axis)})
+    return helper.append_activation(out)
+
+
+def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, act=None, data_layout="NCHW",
+               name=None):
+    """Standardise each (sample, group of channels); per-channel Scale (1) and Bias (0) unless
+    ``param_attr`` / ``bias_attr`` is False."""
+    _check(input, "group_norm")
+    if data_layout not in ("NCHW", "NHWC"):
+        raise ValueError("group_norm: data_layout must be 'NCHW' or 'NHWC', got %r" % (data_layout,))
+    helper = LayerHelper("group_norm", input=input, param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
+    dtype = helper.input_dtype()
+    channels = input.shape[1] if data_layout == "NCHW" else input.shape[-1]
+    if channels < 0 or int(groups) <= 0 or channels % int(groups):
+        raise ValueError("group_norm: groups=%r must divide the %d channels of input %r"
+                         % (groups, channels, input.name))
+    inputs = {"X": [input]}
+    if helper.param_attr:
+        inputs["Scale"] = [helper.create_parameter(attr=helper.param_attr, shape=[channels], dtype=dtype,
+                                                   default_initializer=Constant(1.0))]
+    if helper.bias_attr:
+        inputs["Bias"] = [helper.create_parameter(attr=helper.bias_attr, shape=[channels], dtype=dtype,
+                                                  is_bias=True)]
+    mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    var = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op("group_norm", inputs=inputs, outputs={"Y": [out], "Mean": [mean], "Variance": [var]},
+                     attrs={"epsilon": float(epsilon), "groups": int(groups), "data_layout": data_layout})
+    return helper.append_activation(out)
+
+
+def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=None):
+    """Standardise each (sample, channel) over its positions; per-channel Scale (1) and Bias (0)."""
+    _check(input, "instance_norm")
+    if bias_attr is False:
+        raise ValueError("instance_norm: bias_attr must not be False")
+    helper = LayerHelper("instance_norm", input=input, param_attr=param_attr, bias_attr=bias_attr, name=name)
+    dtype = _stat_dtype(helper.input_dtype())
+    channels = input.shape[1]
+    scale = helper.create_parameter(attr=helper.param_attr, shape=[channels], dtype=dtype,
+                                    default_initializer=Constant(1.0))
+    bias = helper.create_parameter(attr=helper.bias_attr, shape=[channels], dtype=dtype, is_bias=True,
+                                   default_initializer=Constant(0.0))
+    saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    saved_var = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op("instance_norm", inputs={"X": [input], "Scale": [scale], "Bias": [bias]},
+                     outputs={"Y": [out], "SavedMean": [saved_mean], "SavedVariance": [saved_var]},
+                     attrs={"epsilon": float(epsilon)})
+    return out
+
+
+def data_norm(input, act=None, epsilon=1e-05, param_attr=None, data_layout="NCHW", in_place=False, name=None,
+              moving_mean_name=None, moving_variance_name=None, do_model_average_for_mean_and_var=True,
+              slot_dim=-1, sync_stats=False, summary_decay_rate=0.9999999, enable_scale_and_shift=False):
+    """Normalise with statistics accumulated over the data seen (CTR models): three parameters
+    ``<name>.batch_size`` (10000), ``.batch_sum`` (0) and ``.batch_square_sum`` (10000), per channel
+    (``name`` defaults to "dn"); ``param_attr`` may be a dict giving their start values (keys
+    batch_size, batch_sum, batch_square, and scale_w / bias with ``enable_scale_and_shift``)."""
+    _check(input, "data_norm", dtypes=None)
+    if data_layout not in ("NCHW", "NHWC"):
+        raise ValueError("data_norm: unsupported data layout %r" % (data_layout,))
+    if sync_stats:
+        raise ValueError("data_norm: sync_stats=True (statistics summed across GPUs with NCCL) is not supported")
+    helper = LayerHelper("data_norm", name=name, act=act)
+    channels = input.shape[1] if data_layout == "NCHW" else input.shape[-1]
+    starts = {"batch_size": 1e4, "batch_sum": 0.0, "batch_square": 1e4, "scale_w": 1.0, "bias": 0.0}
+    if isinstance(param_attr, dict):
+        starts.update({k: float(v) for k, v in param_attr.items() if k in starts})
+    name = name or "dn"
+
+    def stat(suffix, value):
+        return helper.create_parameter(attr=ParamAttr(name=name + "." + suffix, initializer=Constant(value),
+                                                      trainable=True), shape=[channels], dtype=input.dtype)
+
+    inputs = {"X": [input]}
+    if enable_scale_and_shift:
+        inputs["scale_w"] = [stat("scale_w", starts["scale_w"])]
+        inputs["bias"] = [stat("bias", starts["bias"])]
+    size, total, square = (stat("batch_size", starts["batch_size"]), stat("batch_sum", starts["batch_sum"]),
+                           stat("batch_square_sum", starts["batch_square"]))
+    inputs.update({"BatchSize": [size], "BatchSum": [total], "BatchSquareSum": [square]})
+    means = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    scales = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    out = input if in_place else helper.create_variable_for_type_inference(input.dtype)
+    attrs = {"epsilon": float(epsilon), "sync_stats": bool(sync_stats), "summary_decay_rate": float(summary_decay_rate)}
+    if slot_dim > 0:
+        attrs["slot_dim"] = int(slot_dim)
+    if enable_scale_and_shift:
+        attrs["enable_scale_and_shift"] = True
+    helper.append_op("data_norm", inputs=inputs,
+                     outputs={"Y": [out], "Means": [means], "Scales": [scales], "BatchSize": [size],
+                              "BatchSum": [total], "BatchSquareSum": [square]}, attrs=attrs)
+    return helper.append_activation(out)
+
+
+def l2_normalize(x, axis, epsilon=1e-12, name=None):
+    """``x / sqrt(sum(x^2 over axis) + epsilon)`` (a ``norm`` op)."""
+    _check(x, "l2_normalize", "x")
+    if x.shape is not None and len(x.shape) == 1:
+        axis = 0
+    helper = LayerHelper("l2_normalize", name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    norm = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("norm", inputs={"X": [x]}, outputs={"Out": [out], "Norm": [norm]},
+                     attrs={"axis": 1 if axis is None else int(axis), "epsilon": float(epsilon)})
+    return out
+
+
+def lrn(input, n=5, k=1.0, alpha=1e-4, beta=0.75, name=None, data_format="NCHW"):
+    """Local response normalisation across ``n`` neighbouring channels of a 4-D input."""
+    _check(input, "lrn", dtypes=("float32",))
+    if input.shape is None or len(input.shape) != 4:
+        raise ValueError("lrn: input %r must be 4-D, got shape %s" % (input.name, input.shape))
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError("lrn: data_format must be 'NCHW' or 'NHWC', got %r" % (data_format,))
+    if float(k) <= 0 or float(alpha) <= 0 or float(beta) <= 0 or int(n) <= 0:
+        raise ValueError("lrn: n, k, alpha and beta must be positive, got n=%r k=%r alpha=%r beta=%r"
+                         % (n, k, alpha, beta))
+    helper = LayerHelper("lrn", name=name)
+    mid = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("lrn", inputs={"X": [input]}, outputs={"Out": [out], "MidOut": [mid]},
+                     attrs={"n": int(n), "k": float(k), "alpha": float(alpha), "beta": float(beta),
+                            "data_format": data_format})
+    return out
+
+
+def affine_channel(x, scale=None, bias=None, data_layout="NCHW", name=None, act=None):
+    """``x * scale + bias`` per channel; ``scale`` and ``bias`` are Variables of the channel count."""
+    _check(x, "affine_channel", "x")
+    for arg, v in (("scale", scale), ("bias", bias)):
+        if not isinstance(v, Variable):
+            raise TypeError("affine_channel: %r must be a Variable (of the channel count), got %r"
+                            % (arg, type(v).__name__))
+    helper = LayerHelper("affine_channel", name=name, act=act)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op("affine_channel", inputs={"X": [x], "Scale": [scale], "Bias": [bias]}, outputs={"Out": [out]},
+                     attrs={"data_layout": data_layout})
+    return helper.append_activation(out)
+
+
+def spectral_norm(weight, dim=0, power_iters=1, eps=1e-12, name=None):
+    """``weight`` divided by its largest singular value (``dim`` first, the rest flattened), estimated
+    by power iteration from two non-trainable Normal(0, 1) vectors U [h] and V [w]."""
+    _check(weight, "spectral_norm", "weight")
+    if not isinstance(dim, int) or not isinstance(power_iters, int) or not isinstance(eps, float):
+        raise TypeError("spectral_norm: dim and power_iters must be ints and eps a float")
+    helper = LayerHelper("spectral_norm", name=name)
+    shape = list(weight.shape)
+    h = shape[dim]
+    w = int(np.prod(shape)) // h
+    u = helper.create_parameter(attr=ParamAttr(), shape=[h], dtype=weight.dtype, default_initializer=Normal(0.0, 1.0))
+    u.stop_gradient = True
+    v = helper.create_parameter(attr=ParamAttr(), shape=[w], dtype=weight.dtype, default_initializer=Normal(0.0, 1.0))
+    v.stop_gradient = True
+    out = helper.create_variable_for_type_inference(weight.dtype)
+    helper.append_op("spectral_norm", inputs={"Weight": [weight], "U": [u], "V": [v]}, outputs={"Out": [out]},
+                     attrs={"dim": int(dim), "power_iters": int(power_iters), "eps": float(eps)})
+    return out
