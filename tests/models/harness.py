@@ -3,12 +3,12 @@
 Each model file is written as a Paddle 1.x user writes it, with one changed import: its only
 mention of fluidist is the line ``import fluidist as fluid``. ``load_model(name, "paddle")``
 swaps that line for ``import paddle.fluid as fluid`` and nothing else, so the Paddle reference
-runs (``paddle18_reference.py``, under Python 3.8 with paddlepaddle 1.8.5) execute the very same
+runs (``tools/paddle18_models.py``, under Python 3.8 with paddlepaddle 1.8.5) execute the very same
 model source. This file only uses the fluid API the two share, and plain NumPy.
 
 A model file defines:
-    build(**options) -> dict(main, startup, loss, feeds, fetches={name: var}[, infer=dict(program,
-        feeds, fetches)])
+    build(**options) -> dict(main, startup, test_program, loss, fetches={name: var}[,
+        infer=dict(program, fetches={name: var})])
     batch(step, n, **options) -> {feed name: array, or (array, sequence lengths)}  (NumPy only)
 and optionally ``infer_batch(n, **options)`` for its ``infer`` program.
 

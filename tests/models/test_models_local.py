@@ -3,7 +3,7 @@ the same source (one changed import), on the same data and initial values: per-s
 fetched values (accuracy, auc and its stat buckets, CRF decoding, similarities), beam-search
 translations, parameter names and shapes, and the op types of the forward pass.
 
-Paddle's numbers are in ``paddle18_reference.json``, written by ``paddle18_reference.py`` under
+Paddle's numbers are in ``paddle18_reference.json``, written by ``tools/paddle18_models.py`` under
 paddlepaddle 1.8.5."""
 import json
 import os

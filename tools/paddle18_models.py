@@ -4,13 +4,14 @@ Run it with the Python that has paddlepaddle 1.8.5 (Python 3.8):
 
     ~/.pyenv/versions/3.8.18/bin/python -m venv /tmp/pd18
     /tmp/pd18/bin/pip install paddlepaddle==1.8.5 protobuf==3.20.3 numpy==1.21.6
-    /tmp/pd18/bin/python tests/models/paddle18_reference.py            # every case
-    /tmp/pd18/bin/python tests/models/paddle18_reference.py ctr mnist  # some, merged into the file
+    /tmp/pd18/bin/python tools/paddle18_models.py            # every case
+    /tmp/pd18/bin/python tools/paddle18_models.py ctr mnist  # some, merged into the file
 
-For each case it writes to ``paddle18_reference.json``: the per-step losses and fetched values of a
-local run on the whole batch (initial values from ``harness.reference_value``), the inference
-outputs where the model has an inference program, the parameters (names and shapes) and the
-forward op types of the main program. ``test_models_local.py`` compares fluidist with these.
+For each case it writes to ``tests/models/paddle18_reference.json``: the per-step losses and fetched
+values of a local run on the whole batch (initial values from ``harness.reference_value``), the
+inference outputs where the model has an inference program, the parameters (names and shapes) and
+the forward op types of the main program. ``tests/models/test_models_local.py`` compares fluidist
+with these.
 """
 import argparse
 import json
@@ -19,12 +20,12 @@ import platform
 import sys
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "models")
+sys.path.insert(0, MODELS)
 
 import harness  # noqa: E402
 
-OUT = os.path.join(HERE, "paddle18_reference.json")
+OUT = os.path.join(MODELS, "paddle18_reference.json")
 
 
 def record(fluid, case):
@@ -51,7 +52,7 @@ def main():
         with open(a.out) as f:
             data = json.load(f)
     data["produced_by"] = {"paddle": paddle.__version__, "numpy": np.__version__,
-                           "python": platform.python_version(), "script": "tests/models/paddle18_reference.py"}
+                           "python": platform.python_version(), "script": "tools/paddle18_models.py"}
     failed = []
     for case in cases:
         try:
