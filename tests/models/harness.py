@@ -188,10 +188,12 @@ def run_steps(fluid, exe, net, model, options, steps, batch_size, scope, place, 
 EVAL_STEP = 100000     # data seeds of this "step" are never trained on
 
 
-def evaluate(fluid, exe, net, model, options, scope, place, n=32):
-    """The loss of the net's test program on a fixed batch that training never sees."""
+def evaluate(fluid, exe, net, model, options, scope, place, n=32, program=None):
+    """The loss of the net's test program (or of ``program``, run once) on a fixed batch that
+    training never sees."""
     data = model.batch(EVAL_STEP, n, **options)
-    out = exe.run(net["test_program"], feed=to_feed(fluid, data, place), fetch_list=[net["loss"]], scope=scope,
+    program = net["test_program"] if program is None else program
+    out = exe.run(program, feed=to_feed(fluid, data, place), fetch_list=[net["loss"]], scope=scope,
                   return_numpy=False)
     return float(np.array(out[0]).reshape(-1)[0])
 

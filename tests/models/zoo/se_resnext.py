@@ -95,5 +95,5 @@ def batch(step, n, **options):
     protos = np.random.RandomState(11).uniform(-1, 1, [CLASS_DIM] + IMAGE).astype("float32")
     rng = np.random.RandomState(6000 + step)
     label = rng.randint(0, CLASS_DIM, (n, 1)).astype("int64")
-    image = protos[label[:, 0]] + rng.normal(0, 0.5, [n] + IMAGE)
+    image = protos[label[:, 0]] + rng.normal(0, 0.2, [n] + IMAGE)
     return {"data": image.astype("float32"), "label": label}
