@@ -14,6 +14,9 @@ from .core.place import cuda_pinned_places  # noqa: F401
 from .framework.api import (ComplexVariable, device_guard, get_flags, in_dygraph_mode,  # noqa: F401
                             load_op_library, require_version, set_flags)
 from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
+from . import parallel_executor  # noqa: F401
+from . import install_check  # noqa: F401
+from .parallel_executor import ParallelExecutor  # noqa: F401
 from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
 from . import io  # noqa: F401
 from .io import load, load_program_state, save, set_program_state  # noqa: F401
@@ -28,6 +31,10 @@ from .transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa
 from . import transpiler  # noqa: F401
 
 from . import core  # noqa: F401
+from . import reader  # noqa: F401
+from . import dataset  # noqa: F401
+from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401  (Paddle: from .dataset import *)
+from .incubate import data_generator  # noqa: F401,E402
 from .data_feeder import DataFeeder  # noqa: F401
 from .layers.math_op_patch import monkey_patch_variable as _patch
 from . import log_helper  # noqa: F401

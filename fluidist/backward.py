@@ -65,26 +65,35 @@ def _grad_var_like(block, grad_name, fwd_name):
                             stop_gradient=False)
 
 
-def _specs_for(block, path, requires, no_grad):
-    """Grad op specs in reverse op order, outputs trimmed to gradients that are wanted."""
+def _specs_for(block, path, requires, no_grad, checkpoints=None):
+    """Grad op specs in reverse op order, outputs trimmed to gradients that are wanted; with
+    ``checkpoints``, the recompute ops of ``recompute.py`` inserted."""
+    if checkpoints:
+        from .recompute import with_recompute
+        return with_recompute(block, path, lambda i: _op_specs(block, i, requires, no_grad), checkpoints)
     specs = []
     for i in reversed(path):
-        op = block.ops[i]
-        for spec in registry.make_grad_specs(op):
-            outs = {}
-            for slot, names in spec["outputs"].items():
-                keep = [n for n in names if _strip_grad(n) not in no_grad and
-                        (_strip_grad(n) in requires or _is_grad_leaf(block, _strip_grad(n)))]
-                if len(keep) == len(names):
-                    outs[slot] = names
-                elif keep and registry.get(spec["type"]).duplicable and slot in registry.get(spec["type"]).duplicable:
-                    outs[slot] = [n if n in keep else "@EMPTY@" for n in names]
-                elif keep:
-                    outs[slot] = names
-            if not outs:
-                continue
-            spec = dict(spec, outputs=outs)
-            specs.append(spec)
+        specs.extend(_op_specs(block, i, requires, no_grad))
+    return specs
+
+
+def _op_specs(block, i, requires, no_grad):
+    """The grad op specs of forward op ``i``."""
+    specs = []
+    for spec in registry.make_grad_specs(block.ops[i]):
+        outs = {}
+        for slot, names in spec["outputs"].items():
+            keep = [n for n in names if _strip_grad(n) not in no_grad and
+                    (_strip_grad(n) in requires or _is_grad_leaf(block, _strip_grad(n)))]
+            if len(keep) == len(names):
+                outs[slot] = names
+            elif keep and registry.get(spec["type"]).duplicable and slot in registry.get(spec["type"]).duplicable:
+                outs[slot] = [n if n in keep else "@EMPTY@" for n in names]
+            elif keep:
+                outs[slot] = names
+        if not outs:
+            continue
+        specs.append(dict(spec, outputs=outs))
     return specs
 
 
@@ -189,7 +198,10 @@ def _set_op_role_vars(block, pairs, start):
 
 
 def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None, checkpoints=None):
-    """Append the backward pass of ``loss`` to its program; returns ``[(param, grad), ...]``."""
+    """Append the backward pass of ``loss`` to its program; returns ``[(param, grad), ...]``.
+
+    ``checkpoints`` (Variables): recompute the forward ops between them during backward instead of
+    reading their activations (see ``fluidist.recompute``)."""
     if not isinstance(loss, Variable):
         raise TypeError("append_backward: loss must be a Variable, got %r" % type(loss).__name__)
     block = loss.block
@@ -211,7 +223,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
 
     no_grad = _no_grad_names(block, no_grad_set)
     path, requires = _ops_on_path(block, loss_idx, [loss.name], no_grad)
-    specs = _specs_for(block, path, requires, no_grad)
+    specs = _specs_for(block, path, requires, no_grad, checkpoints)
     specs = _rename_repeated_outputs(specs, loss.name + GRAD_SUFFIX)
 
     start = len(block.ops)

@@ -73,7 +73,7 @@ FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 FORMATS = ("fluidist", "paddle")
 SAVE_FORMAT_ENV = "FLUIDIST_SAVE_FORMAT"
-_NOT_SAVED_TYPES = (VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.RAW, VarType.STEP_SCOPES, "READER")
+_NOT_SAVED_TYPES = (VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.RAW, VarType.STEP_SCOPES, VarType.READER)
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
@@ -890,3 +890,11 @@ def set_program_state(program, state_dict):
     if unused:
         warnings.warn("these entries of the state are not variables of the program and were not set: %s"
                       % " ".join(sorted(unused)))
+
+
+# ---------------------------------------------------------------- readers (Paddle's fluid.io exports them too)
+from .reader import (ComposeNotAligned, DataLoader, PyReader, batch, buffered, cache, chain, compose,  # noqa: E402,F401
+                     default_collate_fn, firstn, map_readers, multiprocess_reader, shuffle, xmap_readers)
+
+__all__ += ["batch", "DataLoader", "PyReader", "default_collate_fn", "cache", "map_readers", "buffered", "compose",
+            "chain", "shuffle", "ComposeNotAligned", "firstn", "xmap_readers", "multiprocess_reader"]

@@ -27,7 +27,9 @@ from .layers.layer_helper import LayerHelper
 __all__ = ["Optimizer", "SGDOptimizer", "MomentumOptimizer", "LarsMomentumOptimizer", "AdagradOptimizer",
            "AdamOptimizer", "AdamaxOptimizer", "DecayedAdagradOptimizer", "RMSPropOptimizer", "FtrlOptimizer",
            "LambOptimizer", "SGD", "Momentum", "LarsMomentum", "Adagrad", "Adam", "Adamax", "DecayedAdagrad",
-           "RMSProp", "Ftrl", "Lamb"]
+           "RMSProp", "Ftrl", "Lamb", "AdadeltaOptimizer", "Adadelta", "DpsgdOptimizer", "Dpsgd", "ModelAverage",
+           "ExponentialMovingAverage", "LookaheadOptimizer", "RecomputeOptimizer", "PipelineOptimizer",
+           "DGCMomentumOptimizer"]
 
 
 class Optimizer:
@@ -526,6 +528,131 @@ class LambOptimizer(AdamOptimizer):
                                       "weight_decay": wd})
 
 
+class AdadeltaOptimizer(Optimizer):
+    """Adadelta (Zeiler, 2012) as Paddle 1.8 runs it: the ``adadelta`` op takes no learning rate
+    (``learning_rate`` is required, as in Paddle, but does not scale the step)."""
+
+    type = "adadelta"
+    _avg_squared_grad_acc_str = "_avg_squared_grad"
+    _avg_squared_update_acc_str = "_avg_squared_update"
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95, parameter_list=None, regularization=None,
+                 grad_clip=None, name=None):
+        if learning_rate is None:
+            raise ValueError("learning_rate is not set.")
+        if epsilon is None:
+            raise ValueError("epsilon is not set.")
+        if rho is None:
+            raise ValueError("rho is not set.")
+        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+        self._epsilon = float(epsilon)
+        self._rho = float(rho)
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator(self._avg_squared_grad_acc_str, p)
+            self._add_accumulator(self._avg_squared_update_acc_str, p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        p, g = param_and_grad
+        asg = self._get_accumulator(self._avg_squared_grad_acc_str, p)
+        asu = self._get_accumulator(self._avg_squared_update_acc_str, p)
+        return block.append_op("adadelta", inputs={"Param": [p], "Grad": [g], "AvgSquaredGrad": [asg],
+                                                   "AvgSquaredUpdate": [asu]},
+                               outputs={"ParamOut": [p], "AvgSquaredGradOut": [asg], "AvgSquaredUpdateOut": [asu]},
+                               attrs={"epsilon": self._epsilon, "rho": self._rho})
+
+
+class DpsgdOptimizer(Optimizer):
+    """Differentially private SGD (the ``dpsgd`` op): the gradient clipped to L2 norm ``clip``,
+    plus Gaussian noise of scale ``sigma / batch_size``. ``self._seed`` (0: fresh noise every step)
+    fixes the noise for debugging, as in Paddle."""
+
+    type = "dpsgd"
+
+    def __init__(self, learning_rate=0.001, clip=0.9, batch_size=0.999, sigma=1e-8, parameter_list=None):
+        for what, v in (("learning_rate", learning_rate), ("clip", clip), ("batch_size", batch_size),
+                        ("sigma", sigma)):
+            if v is None:
+                raise ValueError("DpsgdOptimizer: %s must be given" % what)
+        super().__init__(learning_rate, parameter_list=parameter_list)
+        self._clip = float(clip)
+        self._batch_size = float(batch_size)
+        self._sigma = float(sigma)
+        self._seed = None
+
+    def _append_optimize_op(self, block, param_and_grad):
+        p = param_and_grad[0]
+        return block.append_op("dpsgd", inputs=self._update_inputs(param_and_grad), outputs={"ParamOut": [p]},
+                               attrs={"clip": self._clip, "batch_size": self._batch_size, "sigma": self._sigma,
+                                      "seed": int(self._seed or 0)})
+
+
+class RecomputeOptimizer(Optimizer):
+    """Wraps an optimizer so that backward re-runs the forward ops between checkpoints instead of
+    reading their outputs (``_set_checkpoints([vars])`` first); the gradients, and so the
+    parameters, are those of plain training. See ``backward.append_backward(checkpoints=...)``."""
+
+    def __init__(self, optimizer):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError("RecomputeOptimizer wraps an Optimizer, got %r" % type(optimizer).__name__)
+        self._optimizer = optimizer
+        self._checkpoints = None
+        self._learning_rate = optimizer._learning_rate
+        self._learning_rate_map = optimizer._learning_rate_map
+        self.regularization = optimizer.regularization
+        self._grad_clip = optimizer._grad_clip
+        self._parameter_list = optimizer._parameter_list
+        self._name = optimizer._name
+        self._dtype = None
+
+    def _set_checkpoints(self, checkpoints):
+        if not isinstance(checkpoints, (list, tuple)) or not all(isinstance(c, (Variable, str)) for c in checkpoints):
+            raise TypeError("RecomputeOptimizer: checkpoints must be a list of Variables")
+        self._checkpoints = list(checkpoints)
+
+    def load(self, stat_dict):
+        raise NotImplementedError("load function is not supported by Recompute Optimizer for now")
+
+    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, callbacks=None):
+        self._dtype = loss.dtype
+        program = loss.block.program
+        with program_guard(program, startup_program or default_startup_program()):
+            return append_backward(loss, parameter_list if parameter_list is not None else self._parameter_list,
+                                   no_grad_set, callbacks, checkpoints=self._checkpoints)
+
+    def apply_gradients(self, params_grads):
+        return self._optimizer.apply_gradients(params_grads)
+
+    def apply_optimize(self, loss, startup_program, params_grads):
+        return self._optimizer.apply_optimize(loss, startup_program, params_grads)
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, grad_clip=None):
+        if not isinstance(loss, Variable):
+            raise TypeError("RecomputeOptimizer.minimize: the loss should be a Variable")
+        if self._checkpoints is None:
+            raise ValueError("RecomputeOptimizer: call _set_checkpoints([...]) before minimize")
+        if grad_clip is not None:
+            _check_clip(grad_clip)
+            self._optimizer._grad_clip = grad_clip
+        self._optimizer._dtype = self._optimizer._dtype or loss.dtype
+        params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
+        optimize_ops = self.apply_optimize(loss, startup_program, params_grads)
+        return optimize_ops, params_grads
+
+
+from .compat import refused_class  # noqa: E402
+from .lookahead import LookaheadOptimizer  # noqa: E402
+from .model_averaging import ExponentialMovingAverage, ModelAverage  # noqa: E402
+
+PipelineOptimizer = refused_class(
+    "fluid.optimizer.PipelineOptimizer", "pipeline training needs Paddle's section workers over several devices; "
+    "train the whole program on each place with CompiledProgram.with_data_parallel, or split large models with "
+    "RecomputeOptimizer")
+DGCMomentumOptimizer = refused_class(
+    "fluid.optimizer.DGCMomentumOptimizer", "deep gradient compression is a GPU/NCCL feature of Paddle; use "
+    "MomentumOptimizer (with fleet's collective mode for all-reduce)")
+
 SGD = SGDOptimizer
 Momentum = MomentumOptimizer
 LarsMomentum = LarsMomentumOptimizer
@@ -536,3 +663,5 @@ Adamax = AdamaxOptimizer
 RMSProp = RMSPropOptimizer
 Ftrl = FtrlOptimizer
 Lamb = LambOptimizer
+Adadelta = AdadeltaOptimizer
+Dpsgd = DpsgdOptimizer

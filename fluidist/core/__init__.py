@@ -6,6 +6,7 @@ nothing from the rest of fluidist but ``framework``'s dtypes and op roles.
 """
 from ..framework.dtypes import VarType
 from ..framework.op_role import OpRole as op_proto_and_checker_maker_OpRole  # noqa: F401
+from .blocking_queue import EOFException  # noqa: F401
 from .place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cpu_places, cuda_pinned_places, cuda_places,  # noqa: F401
                     is_compiled_with_cuda)
 from .scope import Scope, global_scope, scope_guard  # noqa: F401

@@ -39,9 +39,13 @@ def _notify_complete(targets):
 
 def notify_all_complete():
     """Tell every pserver that any executor of this process talked to that its trainer is done (what
-    ``fleet.stop_worker()`` does when the user trained with an executor of their own)."""
+    ``fleet.stop_worker()`` does when the user trained with an executor of their own). Several
+    executors may have talked to one pserver: it is told once."""
+    union = set()
     for targets in list(_close_targets.values()):
-        _notify_complete(targets)
+        union.update(targets)
+        targets.clear()
+    _notify_complete(union)
 
 
 def step(endpoint, trainer_id):

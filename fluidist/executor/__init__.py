@@ -3,3 +3,4 @@ from ..core.place import CPUPlace, CUDAPlace, CUDAPinnedPlace, cpu_places, cuda_
 from ..core.scope import Scope, global_scope, scope_guard  # noqa: F401
 from ..core.tensor import LoDTensor, SelectedRows, create_lod_tensor  # noqa: F401
 from .executor import Executor  # noqa: F401
+from .dataset_runner import FetchHandler  # noqa: F401

@@ -32,6 +32,8 @@ class BuildStrategy:
         Customized = 2
 
     def __init__(self):
+        """Every field of Paddle 1.8's BuildStrategy, with its defaults; ``strategy_fields`` says
+        which are honoured (and warns once for those without effect)."""
         self.reduce_strategy = BuildStrategy.ReduceStrategy.AllReduce
         self.gradient_scale_strategy = BuildStrategy.GradientScaleStrategy.CoeffNumDevice
         self.num_trainers = 1
@@ -40,16 +42,33 @@ class BuildStrategy:
         self.nccl_comm_num = 1
         self.use_hierarchical_allreduce = False
         self.hierarchical_allreduce_inter_nranks = 0
-        self.fuse_all_reduce_ops = False
+        self.fuse_all_reduce_ops = True
+        self.fuse_broadcast_ops = True
         self.fuse_elewise_add_act_ops = False
         self.fuse_all_optimizer_ops = False
-        self.enable_inplace = False
-        self.memory_optimize = False
+        self.fuse_relu_depthwise_conv = False
+        self.fuse_bn_act_ops = False
+        self.enable_auto_fusion = False
+        self.enable_inplace = True
+        self.memory_optimize = None
+        self.cache_runtime_context = False
+        self.remove_unnecessary_lock = True
+        self.mkldnn_enabled_op_types = set()
         self.sync_batch_norm = False
-        self.enable_backward_optimizer_op_deps = False
+        self.enable_backward_optimizer_op_deps = True
         self.enable_sequential_execution = False
         self.debug_graphviz_path = ""  # written (DOT) at <path>_multi_devices_graph on the first run
         self.is_distribution = False
+        self.async_mode = False
+        # fluidist (the names of Paddle 2's fleet strategy): k micro-batches, then one update
+        self.gradient_merge = False
+        self.gradient_merge_configs = {"k_steps": 1, "avg": True}
+
+    def _finalize_strategy_and_create_passes(self):
+        """Paddle's pass builder; ``insert_pass(0, "multi_batch_merge_pass").set("num_repeats", k)``
+        turns on gradient merge over ``k`` batches."""
+        from .strategy_fields import PassBuilder
+        return PassBuilder(self)
 
 
 class ExecutionStrategy:
@@ -59,6 +78,9 @@ class ExecutionStrategy:
         self.num_iteration_per_run = 1
         self.use_thread_barrier = False
         self.allow_op_delay = False
+        self.use_cuda = True
+        self.use_experimental_executor = True
+        self._dry_run = False
 
 
 class CompiledProgram:
@@ -74,6 +96,8 @@ class CompiledProgram:
         self._share_vars_from = None
         self._runner = None
         self._compiled_with = None
+        self._run_program = None
+        self._resolved = None
 
     def with_data_parallel(self, loss_name: str | None = None, build_strategy: BuildStrategy | None = None,
                            exec_strategy: ExecutionStrategy | None = None,
@@ -114,11 +138,35 @@ class CompiledProgram:
         self._places = list(places) if places is not None else None
         return self
 
+    def _program_for_run(self, executor, scope):
+        """The program this CompiledProgram runs: the strategies are read once, here (see
+        ``strategy_fields``), and with gradient merge on, a merged copy of the program whose new
+        state is filled in ``scope`` the first time."""
+        if self._run_program is None:
+            from .strategy_fields import resolve
+            self._resolved = resolve(self._build_strategy, self._exec_strategy)
+            self._run_program = self._program
+            if self._resolved.merge_k > 1:
+                from ..gradient_merge import apply_gradient_merge, init_program_for
+                merged = apply_gradient_merge(self._program.clone(), Program(), self._resolved.merge_k,
+                                              self._resolved.merge_avg)
+                init = init_program_for(merged, lambda n: scope._find_value(n) is not None)
+                if init.global_block().ops:
+                    executor.run(init, scope=scope)
+                self._run_program = merged
+        return self._run_program
+
     def _run_on(self, executor, feed, fetch_list, scope, return_numpy, return_merged):
         scope = scope if scope is not None else global_scope()
+        program = self._program_for_run(executor, scope)
+        out = None
+        for _ in range(self._resolved.iterations):      # ExecutionStrategy.num_iteration_per_run
+            out = self._run_once(executor, program, feed, fetch_list, scope, return_numpy, return_merged)
+        return out
+
+    def _run_once(self, executor, program, feed, fetch_list, scope, return_numpy, return_merged):
         if not self._data_parallel:
-            return executor.run(self._program, feed=feed, fetch_list=fetch_list, scope=scope,
-                                return_numpy=return_numpy)
+            return executor.run(program, feed=feed, fetch_list=fetch_list, scope=scope, return_numpy=return_numpy)
         key = (id(scope), executor.place)
         if self._compiled_with is None:
             if self._share_vars_from is not None:
@@ -169,7 +217,7 @@ def _split_feed(feed, n, names_lod):
 
 class _DataParallelRunner:
     def __init__(self, compiled, executor, scope):
-        prog = compiled._program
+        prog = compiled._run_program or compiled._program
         bs = compiled._build_strategy
         place = executor.place
         places = compiled._places
@@ -199,7 +247,9 @@ class _DataParallelRunner:
         self.scopes = list(shared.scopes) if shared is not None else \
             [scope] + [Scope() for _ in range(self.nplaces - 1)]
         self.executors = [Executor(p) for p in places]
-        self.pool = ThreadPoolExecutor(max_workers=self.nplaces) if self.nplaces > 1 else None
+        threads = int(getattr(compiled._exec_strategy, "num_threads", 0) or 0)    # 0: one per place
+        self.pool = ThreadPoolExecutor(max_workers=min(threads, self.nplaces) if threads > 0 else self.nplaces) \
+            if self.nplaces > 1 else None
         self.comm = None
         if self.num_trainers > 1:
             from ..distributed.collective.registry import init_comms_from_nccl_id

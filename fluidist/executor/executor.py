@@ -496,6 +496,22 @@ class Executor:
             raise RuntimeError("on_close: the Executor is already closed")
         self._close_hooks.append(callback)
 
+    # ------------------------------------------------------------------ datasets
+    def train_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False, fetch_list=None,
+                           fetch_info=None, print_period=100, fetch_handler=None):
+        """Run ``program`` on every batch of ``dataset`` (``fluid.DatasetFactory``), in ``thread``
+        threads (default: the dataset's); see :mod:`fluidist.executor.dataset_runner`."""
+        from .dataset_runner import run_from_dataset
+        return run_from_dataset(self, program, dataset, scope, thread, False, debug, fetch_list, fetch_info,
+                                print_period, fetch_handler)
+
+    def infer_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False, fetch_list=None,
+                           fetch_info=None, print_period=100, fetch_handler=None):
+        """``train_from_dataset`` without the backward and optimize ops: parameters do not change."""
+        from .dataset_runner import run_from_dataset
+        return run_from_dataset(self, program, dataset, scope, thread, True, debug, fetch_list, fetch_info,
+                                print_period, fetch_handler)
+
     def close(self):
         """Tell every parameter server this trainer talked to that it is done; the executor is then closed."""
         if self._closed:

@@ -143,7 +143,8 @@ class DistributedOptimizer:
     program distributed the fleet's way."""
 
     def __init__(self, optimizer, strategy=None):
-        if not isinstance(optimizer, Optimizer):
+        from ..lookahead import LookaheadOptimizer
+        if not isinstance(optimizer, (Optimizer, LookaheadOptimizer)):
             raise TypeError("optimizer must be an instance of Optimizer, got %r" % type(optimizer).__name__)
         self._optimizer = optimizer
         self._strategy = strategy

@@ -16,8 +16,10 @@ knows the trainers, and the all-reduce happens in the data-parallel runner; in `
 is the transpiled Program with its ``c_*`` ops (grad_allreduce or local_sgd).
 
 fluidist differences: a job with a single worker is not transpiled (it is local training; Paddle's
-collective mode refused one trainer); recompute, AMP, dist_fc and sync_batch_norm are not supported
-and raise NotImplementedError when enabled.
+collective mode refused one trainer); AMP, dist_fc and sync_batch_norm are not supported and raise
+NotImplementedError when enabled. ``forward_recompute`` (with ``recompute_checkpoints``) wraps the
+optimizer in ``RecomputeOptimizer``; ``gradient_merge`` with ``gradient_merge_configs =
+{"k_steps": k, "avg": True}`` updates once every ``k`` micro-batches (``fluidist.gradient_merge``).
 """
 import os
 import warnings
@@ -117,8 +119,6 @@ class CollectiveOptimizer(DistributedOptimizer):
                                   % (field, what))
 
     def _check_supported(self, strategy):
-        if strategy.forward_recompute:
-            self._not_supported("forward_recompute", "recompute (RecomputeOptimizer)")
         if strategy.use_amp:
             self._not_supported("use_amp", "automatic mixed precision")
         if strategy.use_dist_fc:
@@ -231,10 +231,24 @@ class CollectiveOptimizer(DistributedOptimizer):
         self._loss = loss
         f._loss = loss
         self._check_collective_mode(main_program, self._optimizer, s)
-        optimize_ops, param_grads = self._optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
+        optimizer = self._optimizer
+        if self._forward_recompute:
+            from ..optimizer import RecomputeOptimizer
+            if not self._recompute_checkpoints:
+                raise ValueError("DistributedStrategy.forward_recompute needs recompute_checkpoints (a list of "
+                                 "Variables)")
+            optimizer = RecomputeOptimizer(optimizer)
+            optimizer._set_checkpoints(self._recompute_checkpoints)
+        optimize_ops, param_grads = optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
         f._origin_program = main_program.clone(for_test=False)
         f._transpiled_program = main_program
         f.main_program = self._try_to_compile(startup_program, main_program)
+        if s.gradient_merge and f.main_program is main_program:
+            # collective mode runs the program itself (nccl2 mode: CompiledProgram reads the strategy)
+            from ..executor.strategy_fields import resolve
+            r = resolve(s, None)
+            from ..gradient_merge import apply_gradient_merge
+            apply_gradient_merge(main_program, startup_program, r.merge_k, r.merge_avg)
         return optimize_ops, param_grads
 
 

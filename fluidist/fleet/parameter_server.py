@@ -64,7 +64,8 @@ class DistributedTranspiler(Fleet):
 
     # ---------------------------------------------------------------- set-up
     def distributed_optimizer(self, optimizer, strategy=None):
-        if not isinstance(optimizer, Optimizer):
+        from ..lookahead import LookaheadOptimizer
+        if not isinstance(optimizer, (Optimizer, LookaheadOptimizer)):
             raise ValueError("optimizer must be an instance of Optimizer, got %r" % type(optimizer).__name__)
         if not self._is_initialized:
             raise ValueError("use fleet.init(role) to initialize the role of current node before "

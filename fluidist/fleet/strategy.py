@@ -36,7 +36,9 @@ class DistributedStrategy(BuildStrategy):
     or ``"collective"`` (``c_*`` ops in the program, with ``collective_mode`` ``"grad_allreduce"``
     or ``"local_sgd"``). ``use_local_sgd=True`` selects collective/local_sgd; fluidist's
     ``local_sgd_steps`` (default 1) averages the parameters every that many steps.
-    ``forward_recompute``, ``use_amp`` and ``use_dist_fc`` are not supported: enabling one makes
+    ``forward_recompute`` recomputes the forward segments between ``recompute_checkpoints`` in
+    backward; ``gradient_merge`` / ``gradient_merge_configs`` (from BuildStrategy) update once every
+    ``k_steps`` micro-batches. ``use_amp`` and ``use_dist_fc`` are not supported: enabling one makes
     ``minimize`` raise NotImplementedError.
     """
 

@@ -30,10 +30,11 @@ class VarType:
     FEED_MINIBATCH = "FEED_MINIBATCH"
     FETCH_LIST = "FETCH_LIST"
     STEP_SCOPES = "STEP_SCOPES"
+    READER = "READER"
 
 
 VAR_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY, VarType.RAW,
-             VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES)
+             VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES, VarType.READER)
 
 
 def convert_dtype(dtype):

@@ -25,6 +25,10 @@ its own (a second table drifts):
   ``"fill"`` (a ``shape`` attr), ``"values"`` (``assign_value``'s value lists).
 - ``table_lookup``: the op reads rows of a table ``W`` by ``Ids`` (embedding lookups).
 - ``inputs_are_names``: the kernel gets no input values; the op's inputs name what it serves.
+- ``after_update``: the op reads parameters as their update left them (model averaging: ModelAverage,
+  ExponentialMovingAverage) and keeps its state beside the trainer: a pass that moves parameter
+  updates elsewhere (the pserver transpiler) leaves it on the trainer, after the parameters are
+  received.
 - ``forward``: on a gradient op, the forward op whose entry it shares (attrs and their defaults).
 
 Slots: a trailing ``*`` marks a duplicable slot (the kernel gets/returns a list), a trailing ``?``
@@ -80,6 +84,7 @@ class OpDef:
     init: Optional[str] = None
     table_lookup: bool = False
     inputs_are_names: bool = False
+    after_update: bool = False
     forward: Optional[str] = None
     grad_type: Optional[str] = None   # the type of the gradient op registered for this op
     doc: str = ""
@@ -99,7 +104,8 @@ class OpDef:
 
 
 _REGISTRY: Dict[str, OpDef] = {}
-_FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names")
+_FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
+          "after_update")
 
 
 def _parse_slots(slots):

@@ -1,5 +1,6 @@
 """``fluidist.layers``: what users call to build graphs."""
-from .io import data, layers_data, load  # noqa: F401
+from .io import (create_py_reader_by_data, data, double_buffer, layers_data, load, py_reader,  # noqa: F401
+                 read_file)
 from .nn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .layer_helper import LayerHelper  # noqa: F401

@@ -10,3 +10,5 @@ from . import norm, nn_misc, conv_nd, resize  # noqa: F401
 from . import regression_loss, ranking_loss, crf, edit_distance, ctc, sampled_loss, py_func  # noqa: F401
 from . import collective_ops  # noqa: F401
 from . import rpc_ops  # noqa: F401
+from . import reader_ops  # noqa: F401
+from . import averaging_ops  # noqa: F401

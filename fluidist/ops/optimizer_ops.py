@@ -18,7 +18,7 @@ wrapped by one kernel maker that handles the two gradient kinds:
   adam (lazy_mode=False),          dense  absent rows still decay their moments / velocity,
   momentum, lars_momentum,                exactly as Paddle's sparse kernels do (and as the
   rmsprop, decayed_adagrad,               same model with a dense embedding would)
-  adamax, lamb
+  adamax, lamb, adadelta, dpsgd
   ===============================  =====  ===============================================
 """
 import numpy as np
@@ -62,17 +62,17 @@ def _densify(ctx, g, p):
     return out
 
 
-def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whole_param=False):
-    """Register ``type`` with inputs Param, Grad, LearningRate, the accumulator and scalar slots,
-    and outputs ``<slot>Out`` for Param and every accumulator (names from ``accumulators``:
-    {input slot: output slot})."""
+def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whole_param=False, uses_lr=True):
+    """Register ``type`` with inputs Param, Grad, LearningRate (unless ``uses_lr`` is False), the
+    accumulator and scalar slots, and outputs ``<slot>Out`` for Param and every accumulator (names
+    from ``accumulators``: {input slot: output slot})."""
     out_slots = {"Param": "ParamOut"}
     out_slots.update(accumulators)
-    inputs = ["Param", "Grad", "LearningRate"] + list(accumulators) + list(scalars)
+    inputs = ["Param", "Grad"] + (["LearningRate"] if uses_lr else []) + list(accumulators) + list(scalars)
 
     def kernel(ctx, ins, a):
         p, g = ins["Param"], ins["Grad"]
-        lr = _lr(ctx, ins, p.dtype)
+        lr = _lr(ctx, ins, p.dtype) if uses_lr else None
         accs = {s: ins[s] for s in accumulators}
         for s, acc in accs.items():
             _check_same_shape(ctx, s, acc, p)
@@ -257,6 +257,66 @@ _optimizer_op("ftrl", {"SquaredAccumulator": "SquaredAccumOut", "LinearAccumulat
 _optimizer_op("lamb", {"Moment1": "Moment1Out", "Moment2": "Moment2Out"}, ("Beta1Pow", "Beta2Pow"), _lamb,
               _never, {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-6, "weight_decay": 0.01},
               "LAMB: r = m1_hat / (sqrt(m2_hat) + eps) + wd p; p -= lr * (|p| / |r|) * r.", whole_param=True)
+
+
+def _adadelta(xp, p, g, accs, sc, lr, a):
+    rho, eps = a["rho"], a["epsilon"]
+    asg = rho * accs["AvgSquaredGrad"] + (1 - rho) * g * g
+    update = -xp.sqrt((accs["AvgSquaredUpdate"] + eps) / (asg + eps)) * g
+    asu = rho * accs["AvgSquaredUpdate"] + (1 - rho) * update * update
+    # Paddle 1.8's kernel runs in place and evaluates the step again after E[u^2] was overwritten,
+    # so the parameter moves by the step computed from the new E[u^2]: its numbers, kept
+    return {"Param": p - xp.sqrt((asu + eps) / (asg + eps)) * g, "AvgSquaredGrad": asg, "AvgSquaredUpdate": asu}
+
+
+_optimizer_op("adadelta", {"AvgSquaredGrad": "AvgSquaredGradOut", "AvgSquaredUpdate": "AvgSquaredUpdateOut"}, (),
+              _adadelta, _never, {"rho": 0.95, "epsilon": 1e-6},
+              "Adadelta (Zeiler) with Paddle 1.8's numbers, without a learning rate: E[g^2] = rho E[g^2] + "
+              "(1-rho) g^2; u = -sqrt((E[u^2] + eps) / (E[g^2] + eps)) g; E[u^2] = rho E[u^2] + (1-rho) u^2; "
+              "p -= sqrt((E[u^2] + eps) / (E[g^2] + eps)) g with the new E[u^2] (Paddle's in-place kernel).",
+              uses_lr=False)
+
+
+@register_op("dpsgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"],
+             attrs={"clip": 10.0, "batch_size": 16.0, "sigma": 1.0, "seed": 0}, infer=no_infer,
+             role=OpRole.Optimize, update=UpdateRule(whole_param=True))
+def dpsgd(ctx, ins, attrs):
+    """Differentially private SGD (Abadi et al., CCS 2016) as Paddle 1.8's op computes it: the
+    gradient is scaled down to L2 norm ``clip`` when it is larger, and one Gaussian draw
+    ``n ~ N(0, sigma^2)`` per op and step is added as ``n / batch_size`` to every element:
+    ``p -= lr * (g / max(1, |g| / clip) + n / batch_size)``. With ``seed`` != 0 the draw is the
+    same every step (Paddle re-seeded its engine with ``seed`` on every call); with 0 it is fresh."""
+    p, g = ins["Param"], ins["Grad"]
+    if isinstance(g, SelectedRows):
+        g = _densify(ctx, _merged_rows(ctx, g, p), p)
+    else:
+        _check_same_shape(ctx, "Grad", g, p)
+    lr = _lr(ctx, ins, p.dtype)
+    xp = ctx.xp
+    norm = float(xp.sqrt((g.astype(np.float64) ** 2).sum()))
+    scale = norm / attrs["clip"] if norm > attrs["clip"] else 1.0
+    seed = int(attrs["seed"] or 0)
+    rng = np.random.RandomState(seed) if seed else np.random.RandomState()
+    noise = rng.standard_normal() * attrs["sigma"]
+    p -= lr * (g / p.dtype.type(scale) + p.dtype.type(noise / attrs["batch_size"]))
+    return {"ParamOut": p}
+
+
+@register_op("lookahead", inputs=["Param", "SlowParam", "Step"], outputs=["ParamOut", "SlowParamOut", "StepOut"],
+             attrs={"alpha": 0.5, "k": 5}, infer=no_infer, role=OpRole.Optimize,
+             update=UpdateRule(param_like=("SlowParam",), outputs=("SlowParamOut",), scalars=("Step",)))
+def lookahead(ctx, ins, attrs):
+    """Lookahead (Zhang et al., 2019) after the inner optimizer's update: every ``k``-th step the
+    slow weights move ``alpha`` of the way to the fast ones and the fast weights jump to them:
+    ``slow = alpha * p + (1 - alpha) * slow; p = slow`` (in place; ``Step`` counts the steps)."""
+    p, slow, step = ins["Param"], ins["SlowParam"], ins["Step"]
+    _check_same_shape(ctx, "SlowParam", slow, p)
+    step += 1
+    if int(step.reshape(-1)[0]) % int(attrs["k"]) == 0:
+        alpha = p.dtype.type(attrs["alpha"])
+        slow[...] = alpha * p + (1 - alpha) * slow
+        p[...] = slow
+    return {"ParamOut": p, "SlowParamOut": slow, "StepOut": step}
 
 
 # ------------------------------------------------------------------ norms for gradient clipping

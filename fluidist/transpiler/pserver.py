@@ -109,7 +109,8 @@ class PServerPlan:
 def optimize_pass(program):
     """(indices of optimize ops, [(param name, grad name)]) found through op_role / op_role_var."""
     ops = program.global_block().ops
-    opt = [i for i, op in enumerate(ops) if is_optimize_op(op)]
+    # model averaging (registry fact after_update) stays on the trainer: see finish_trainer
+    opt = [i for i, op in enumerate(ops) if is_optimize_op(op) and not registry.fact(op, "after_update")]
     return opt, param_grad_pairs(ops[i] for i in opt)
 
 
@@ -155,6 +156,7 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
     if not pairs:
         raise ValueError("transpile: the program has no optimize ops (op_role Optimize with op_role_var); "
                          "call optimizer.minimize(loss) before transpiling")
+    _refuse_updates_in_sub_blocks(program)
     opt_ops_of = _optimize_ops_by_param(block, opt_idx)
     table = find_distributed_table(program, pairs, [block.ops[i] for i in opt_idx])
     params, grad_of = [], {}
@@ -210,6 +212,19 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
                        grad_of=grad_of, param_blocks=param_blocks, grad_blocks=grad_blocks, sparse_grads=sparse,
                        lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx, table=table,
                        opt_ops_of=opt_ops_of, accumulators=accumulators, whole=whole)
+
+
+def _refuse_updates_in_sub_blocks(program):
+    """Parameter updates inside a sub-block (gradient merge runs them under a conditional_block)
+    cannot be moved to the pservers: refused, rather than a trainer that never updates."""
+    for b in program.blocks[1:]:
+        for op in b.ops:
+            if registry.update_rule(op) is not None:
+                raise ValueError(
+                    "transpile: op %r updating %r runs inside block %d (a conditional_block: gradient merge "
+                    "does this): pserver mode runs updates on the pservers and cannot run them conditionally. "
+                    "Use gradient merge with the collective mode or CompiledProgram.with_data_parallel"
+                    % (op.type, (op.input("Param") or ["?"])[0], b.idx))
 
 
 def _optimize_ops_by_param(block, opt_idx):
@@ -482,9 +497,14 @@ def _mark_distributed(plan, program):
 
 
 def finish_trainer(plan, program):
-    """Remove optimize and LR-schedule ops (they run on the pservers)."""
+    """Remove optimize and LR-schedule ops (they run on the pservers); ops that read the updated
+    parameters (registry fact ``after_update``: model averaging) move to the end, after the
+    parameters are received."""
     block = program.global_block()
-    block.ops = [op for op in block.ops if not (is_optimize_op(op) or is_lr_sched_op(op))]
+    after = [op for op in block.ops if registry.fact(op, "after_update")]
+    moved = {id(op) for op in after}
+    block.ops = [op for op in block.ops
+                 if not (is_optimize_op(op) or is_lr_sched_op(op) or id(op) in moved)] + after
     program._version += 1
     return program
 
@@ -730,6 +750,15 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
         if len(outs) != 1:
             continue
         out = outs[0]
+        src = op.input("X") if op.type == "assign" else []
+        if src and src[0] in blocks_here:
+            # a copy of a sliced parameter (Lookahead's slow weights): each block copies its block
+            here = blocks_here[src[0]]
+            for b in here:
+                target = out + (".block%d" % b.index if len(here) > 1 else "")
+                if pgb.has_var(target):
+                    sb.append_op("assign", inputs={"X": [b.name]}, outputs={"Out": [target]})
+            continue
         if out in blocks_here:
             for b in blocks_here[out]:
                 _append_block_init(sb, op, out, b)

@@ -75,12 +75,29 @@ def build(model="fc", optimizer="sgd", lr_decay=False):
             lr = fluid.layers.exponential_decay(learning_rate=0.05, decay_steps=1, decay_rate=0.5, staircase=True)
         opt = {"sgd": lambda: fluid.optimizer.SGD(learning_rate=lr),
                "momentum": lambda: fluid.optimizer.Momentum(learning_rate=lr, momentum=0.9),
-               "adam": lambda: fluid.optimizer.Adam(learning_rate=lr)}[optimizer]()
+               "adam": lambda: fluid.optimizer.Adam(learning_rate=lr),
+               "adadelta": lambda: fluid.optimizer.Adadelta(learning_rate=lr, rho=0.9),
+               "lookahead": lambda: fluid.optimizer.LookaheadOptimizer(fluid.optimizer.SGD(lr), alpha=0.5, k=2),
+               "ema": lambda: fluid.optimizer.SGD(learning_rate=lr),
+               "model_average": lambda: fluid.optimizer.Momentum(learning_rate=lr, momentum=0.9),
+               "recompute": lambda: fluid.optimizer.RecomputeOptimizer(fluid.optimizer.Adam(learning_rate=lr))
+               }[optimizer]()
+        if optimizer == "recompute":    # recompute the output layer from the hidden activations
+            opt._set_checkpoints([main.global_block().ops[[op.type for op in main.global_block().ops].index("tanh")
+                                                          ].output("Out")[0]])
         opt.minimize(loss)
+        state = []
+        if optimizer == "ema":      # the moving averages are compared too
+            ema = fluid.optimizer.ExponentialMovingAverage(0.5)
+            ema.update()
+            state = [v.name for v in ema._ema_vars.values()]
+        elif optimizer == "model_average":
+            avg = fluid.optimizer.ModelAverage(0.5, min_average_window=1, max_average_window=2)
+            state = [v.name for s in avg._state.values() for v in s.values()]
     # a distributed table lives on the pservers only: trainers hold a stand-in without values
     params = sorted(p.name for p in main.global_block().all_parameters() if not (model == "dtable" and
                                                                               p.name == "emb_w"))
-    return main, startup, loss, params
+    return main, startup, loss, params + sorted(state)
 
 
 def global_batch(model, step, n):

@@ -134,7 +134,7 @@ def test_collective_nccl2_compiles_data_parallel():
 
 
 @pytest.mark.parametrize("field,value,exc,match", [
-    ("forward_recompute", True, NotImplementedError, "forward_recompute.*not supported"),
+    ("forward_recompute", True, ValueError, "forward_recompute needs recompute_checkpoints"),
     ("use_amp", True, NotImplementedError, "use_amp.*not supported"),
     ("use_dist_fc", True, NotImplementedError, "use_dist_fc.*not supported"),
     ("sync_batch_norm", True, NotImplementedError, "sync_batch_norm.*not supported"),

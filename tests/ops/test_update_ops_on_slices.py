@@ -38,17 +38,25 @@ def _run_update(op_type, arrays, attrs):
 
 
 def _inputs(op_type, rows, width, seed):
+    """Values for the op's input slots as the registry declares them: Param, Grad and the
+    parameter-shaped accumulators get [rows, width]; LearningRate and the scalars one value."""
     d = registry.get(op_type)
     rule = d.update
     r = np.random.RandomState(seed)
-    arrays = {"Param": r.uniform(-1, 1, (rows, width)).astype("float32"),
-              "Grad": r.uniform(-1, 1, (rows, width)).astype("float32"),
-              "LearningRate": np.array([0.05], dtype="float32")}
-    for slot in rule.param_like:
-        # accumulators that are squares or norms must not be negative
-        arrays[slot] = r.uniform(0.1, 1.0, (rows, width)).astype("float32")
-    for slot in rule.scalars:
-        arrays[slot] = np.array([0.5], dtype="float32")
+    arrays = {}
+    for slot in d.inputs:
+        if slot in ("Param", "Grad"):
+            arrays[slot] = r.uniform(-1, 1, (rows, width)).astype("float32")
+        elif slot in rule.param_like:
+            # accumulators that are squares or norms must not be negative
+            arrays[slot] = r.uniform(0.1, 1.0, (rows, width)).astype("float32")
+        elif slot == "LearningRate":
+            arrays[slot] = np.array([0.05], dtype="float32")
+        elif slot in rule.scalars:
+            arrays[slot] = np.array([0.5], dtype="float32")
+        elif slot not in d.optional:
+            raise AssertionError("%s: input slot %r is neither Param, Grad, LearningRate nor one of its update "
+                                 "rule's accumulators" % (op_type, slot))
     return arrays
 
 

@@ -357,3 +357,11 @@ OPTIMIZERS = {
     "lamb": lambda lr: fluid.optimizer.Lamb(lr),
     "lars_momentum": lambda lr: fluid.optimizer.LarsMomentum(lr, momentum=0.9),
 }
+
+
+def test_gradient_merge_is_refused_in_pserver_mode():
+    from fluidist.gradient_merge import apply_gradient_merge
+    main, startup, _ = fc_model()
+    apply_gradient_merge(main, startup, 4)
+    with pytest.raises(ValueError, match="gradient merge"):
+        transpile(main, startup)

@@ -1,0 +1,347 @@
+"""Reader decorators with Paddle 1.x's names (``paddle.reader`` / ``fluid.io``).
+
+A *reader* is a function of no arguments returning an iterable of samples; a decorator takes
+readers and returns a new one. ``batch`` groups samples into lists; ``shuffle`` shuffles within a
+buffer; ``buffered`` and ``xmap_readers`` read ahead in threads; ``multiprocess_reader`` reads in
+child processes. Errors raised by a wrapped reader reach the consumer (a thread that fails never
+leaves the consumer waiting).
+"""
+import itertools
+import json
+import os
+import queue
+import random
+import struct
+import threading
+from itertools import zip_longest
+
+import numpy as np
+
+__all__ = ["batch", "cache", "map_readers", "buffered", "compose", "chain", "shuffle", "ComposeNotAligned",
+           "firstn", "xmap_readers", "multiprocess_reader"]
+
+
+def batch(reader, batch_size, drop_last=False):
+    """A reader of lists of ``batch_size`` samples (the last one shorter unless ``drop_last``)."""
+    batch_size = int(batch_size)
+    if batch_size <= 0:
+        raise ValueError("batch_size should be a positive integer value, but got batch_size=%d" % batch_size)
+
+    def batch_reader():
+        b = []
+        for sample in reader():
+            b.append(sample)
+            if len(b) == batch_size:
+                yield b
+                b = []
+        if b and not drop_last:
+            yield b
+    return batch_reader
+
+
+def cache(reader):
+    """Read ``reader`` once, into memory; the new reader replays it."""
+    data = tuple(reader())
+
+    def cached():
+        return iter(data)
+    return cached
+
+
+def map_readers(func, *readers):
+    """A reader of ``func(a, b, ...)`` over samples of ``readers`` read side by side."""
+    def mapped():
+        return map(func, *[r() for r in readers])
+    return mapped
+
+
+def shuffle(reader, buf_size):
+    """Samples shuffled within consecutive windows of ``buf_size`` (Python's ``random``)."""
+    def shuffled():
+        buf = []
+        for sample in reader():
+            buf.append(sample)
+            if len(buf) >= buf_size:
+                random.shuffle(buf)
+                yield from buf
+                buf = []
+        if buf:
+            random.shuffle(buf)
+            yield from buf
+    return shuffled
+
+
+def chain(*readers):
+    """The samples of each reader in turn."""
+    def chained():
+        return itertools.chain(*[r() for r in readers])
+    return chained
+
+
+class ComposeNotAligned(ValueError):
+    pass
+
+
+def compose(*readers, **kwargs):
+    """Samples of the readers side by side, flattened into one tuple: ``(1, 2)``, ``3`` and
+    ``(4, 5)`` give ``(1, 2, 3, 4, 5)``. With ``check_alignment`` (default) readers of different
+    lengths raise ComposeNotAligned; without, the longer ones are cut."""
+    check_alignment = kwargs.pop("check_alignment", True)
+    if kwargs:
+        raise TypeError("compose: unexpected keyword arguments %s" % sorted(kwargs))
+
+    def as_tuple(x):
+        return x if isinstance(x, tuple) else (x,)
+
+    def composed():
+        its = [r() for r in readers]
+        if not check_alignment:
+            for outs in zip(*its):
+                yield sum(map(as_tuple, outs), ())
+            return
+        end = object()
+        for outs in zip_longest(*its, fillvalue=end):
+            if any(o is end for o in outs):
+                raise ComposeNotAligned("outputs of readers are not aligned.")
+            yield sum(map(as_tuple, outs), ())
+    return composed
+
+
+def firstn(reader, n):
+    """At most the first ``n`` samples."""
+    def first():
+        return itertools.islice(reader(), n)
+    return first
+
+
+class _End:
+    pass
+
+
+class _Failed:
+    def __init__(self, error):
+        self.error = error
+
+
+def _drain_into(q, iterable):
+    """Put every item of ``iterable`` into ``q``, then an end mark (or the error that stopped it)."""
+    try:
+        for item in iterable:
+            q.put(item)
+    except BaseException as e:   # handed to the consumer, which raises it
+        q.put(_Failed(e))
+        return
+    q.put(_End())
+
+
+def buffered(reader, size):
+    """Read ahead into a buffer of ``size`` samples in a thread."""
+    def buffered_reader():
+        q = queue.Queue(maxsize=size)
+        t = threading.Thread(target=_drain_into, args=(q, reader()), daemon=True)
+        t.start()
+        while True:
+            item = q.get()
+            if isinstance(item, _End):
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+    return buffered_reader
+
+
+def xmap_readers(mapper, reader, process_num, buffer_size, order=False):
+    """``mapper`` applied to the samples of ``reader`` by ``process_num`` threads, through queues
+    of ``buffer_size``; with ``order`` the results keep the samples' order."""
+    def xreader():
+        in_q = queue.Queue(buffer_size)
+        out_q = queue.Queue(buffer_size)
+        feeder = threading.Thread(target=_drain_into, args=(in_q, enumerate(reader())), daemon=True)
+        feeder.start()
+
+        def work():
+            while True:
+                item = in_q.get()
+                if isinstance(item, (_End, _Failed)):
+                    in_q.put(item)            # the other workers see it too
+                    out_q.put(item if isinstance(item, _Failed) else _End())
+                    return
+                i, sample = item
+                try:
+                    out_q.put((i, mapper(sample)))
+                except BaseException as e:
+                    out_q.put(_Failed(e))
+                    in_q.put(_End())
+                    return
+        workers = [threading.Thread(target=work, daemon=True) for _ in range(process_num)]
+        for w in workers:
+            w.start()
+        ended, pending, next_i = 0, {}, 0
+        while ended < process_num:
+            item = out_q.get()
+            if isinstance(item, _Failed):
+                raise item.error
+            if isinstance(item, _End):
+                ended += 1
+                continue
+            if not order:
+                yield item[1]
+                continue
+            pending[item[0]] = item[1]
+            while next_i in pending:
+                yield pending.pop(next_i)
+                next_i += 1
+        while next_i in pending:
+            yield pending.pop(next_i)
+            next_i += 1
+    return xreader
+
+
+# ---------------------------------------------------------------- multiprocess_reader
+# Samples travel from the child processes through pipes as a JSON header plus raw array bytes,
+# never pickled: a sample is a number, a string, a numpy array or a list/tuple of those.
+def _encode_sample(sample):
+    blobs = []
+
+    def enc(x):
+        if isinstance(x, np.ndarray):
+            blobs.append(np.ascontiguousarray(x).tobytes())
+            return {"a": [x.dtype.str, list(x.shape)]}
+        if isinstance(x, (np.integer, np.floating, np.bool_)):
+            return enc(np.asarray(x))
+        if isinstance(x, tuple):
+            return {"t": [enc(v) for v in x]}
+        if isinstance(x, list):
+            return {"l": [enc(v) for v in x]}
+        if isinstance(x, (bool, int, float, str)) or x is None:
+            return {"v": x}
+        raise TypeError("multiprocess_reader: a sample may hold numbers, strings, numpy arrays and lists/tuples "
+                        "of them, got %r" % type(x).__name__)
+    head = json.dumps(enc(sample)).encode()
+    return head, blobs
+
+
+def _decode_sample(head, blobs):
+    it = iter(blobs)
+
+    def dec(d):
+        if "a" in d:
+            dtype, shape = d["a"]
+            return np.frombuffer(next(it), dtype=np.dtype(dtype)).reshape(shape).copy()
+        if "t" in d:
+            return tuple(dec(v) for v in d["t"])
+        if "l" in d:
+            return [dec(v) for v in d["l"]]
+        return d["v"]
+    return dec(json.loads(head.decode()))
+
+
+def _write_frame(fd, parts):
+    data = struct.pack("<I", len(parts)) + b"".join(struct.pack("<Q", len(p)) + p for p in parts)
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _read_exact(f, n):
+    data = f.read(n)
+    if len(data) != n:
+        raise EOFError("multiprocess_reader: a child process ended in the middle of a sample")
+    return data
+
+
+def _read_frame(f):
+    head = f.read(4)
+    if not head:
+        return None
+    if len(head) != 4:
+        raise EOFError("multiprocess_reader: a child process ended in the middle of a sample")
+    count, = struct.unpack("<I", head)
+    parts = []
+    for _ in range(count):
+        size, = struct.unpack("<Q", _read_exact(f, 8))
+        parts.append(_read_exact(f, size))
+    return parts
+
+
+def _child_main(reader, fd):
+    try:
+        for sample in reader():
+            head, blobs = _encode_sample(sample)
+            _write_frame(fd, [b"S", head] + blobs)
+        _write_frame(fd, [b"E"])
+    except BaseException as e:
+        _write_frame(fd, [b"X", ("%s: %s" % (type(e).__name__, e)).encode()])
+    finally:
+        os.close(fd)
+
+
+def multiprocess_reader(readers, use_pipe=True, queue_size=1000):
+    """Each reader of ``readers`` runs in a child process (forked, so the readers need not be
+    importable); samples come back through pipes without pickle, in whatever order they arrive.
+    ``use_pipe`` and ``queue_size`` are accepted for compatibility (pipes are always used)."""
+    import multiprocessing
+    if not isinstance(readers, (list, tuple)) or not readers:
+        raise TypeError("multiprocess_reader: readers must be a non-empty list of readers")
+
+    def mp_reader():
+        ctx = multiprocessing.get_context("fork")
+        out = queue.Queue(maxsize=max(1, int(queue_size)))
+        stopped = threading.Event()
+
+        def put(item):
+            while not stopped.is_set():
+                try:
+                    out.put(item, timeout=0.1)
+                    return
+                except queue.Full:
+                    pass
+        procs, threads = [], []
+        for r in readers:
+            rfd, wfd = os.pipe()
+            p = ctx.Process(target=_child_main, args=(r, wfd), daemon=True)
+            p.start()
+            os.close(wfd)
+            procs.append(p)
+
+            def pump(rfd=rfd, p=p):
+                with os.fdopen(rfd, "rb") as f:
+                    try:
+                        while True:
+                            parts = _read_frame(f)
+                            if parts is None:
+                                raise EOFError("multiprocess_reader: child process %d exited without finishing "
+                                               "(exit code %s)" % (p.pid, p.exitcode))
+                            kind = parts[0]
+                            if kind == b"S":
+                                put(_decode_sample(parts[1], parts[2:]))
+                            elif kind == b"E":
+                                put(_End())
+                                return
+                            else:
+                                put(_Failed(RuntimeError("multiprocess_reader: a reader failed in child "
+                                                             "process %d: %s" % (p.pid, parts[1].decode()))))
+                                return
+                    except BaseException as e:
+                        put(_Failed(e))
+            t = threading.Thread(target=pump, daemon=True)
+            t.start()
+            threads.append(t)
+        try:
+            ended = 0
+            while ended < len(readers):
+                item = out.get()
+                if isinstance(item, _End):
+                    ended += 1
+                elif isinstance(item, _Failed):
+                    raise item.error
+                else:
+                    yield item
+        finally:
+            stopped.set()
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+                p.join(5)
+    return mp_reader

@@ -1,0 +1,123 @@
+"""What every Python reader shares: turning what a generator yields into checked batches, and a
+producer thread that pushes them into a :class:`~fluidist.core.blocking_queue.BlockingQueue`.
+
+Three kinds of generator, as in Paddle:
+
+- a *sample* generator yields one sample (a tuple, one field per feed variable) at a time; the
+  reader groups ``batch_size`` of them;
+- a *sample list* generator yields lists of samples (``fluid.io.batch`` of a sample generator);
+- a *batch* generator yields one value per feed variable (arrays or LoDTensors), already batched.
+
+Every batch is checked against the feed variables exactly as ``Executor.run`` checks a feed
+(dtype, shape, LoD against rows), so a bad batch fails with the variable's name; the failure ends
+the pass in the consumer with that error.
+"""
+import itertools
+import threading
+
+import numpy as np
+
+from ..core.blocking_queue import BlockingQueue
+from ..core.tensor import LoDTensor
+from ..data_feeder import DataFeeder
+from ..executor.executor import check_feed_value
+from .decorator import batch as batch_reader
+
+_names = itertools.count()
+
+
+def unique_reader_name(prefix):
+    """A name no other reader of this process has (``unique_name.guard`` does not reset it)."""
+    return "%s_%d" % (prefix, next(_names))
+
+
+def as_array(item, var_name):
+    """A batch value as (numpy array, lod)."""
+    if isinstance(item, LoDTensor):
+        return np.asarray(item), item.lod()
+    arr = np.asarray(item)
+    if arr.dtype == object:
+        raise TypeError("the value given for %r cannot be turned into a regular array (nested lists of different "
+                        "lengths?): give a numpy array, or a LoDTensor (fluid.create_lod_tensor) for sequences"
+                        % var_name)
+    return arr, None
+
+
+def check_batch(values, feed_vars, what):
+    """``values`` (one per feed variable) -> [(array, lod)], checked like an Executor feed."""
+    if isinstance(values, dict):
+        missing = [v.name for v in feed_vars if v.name not in values]
+        if missing:
+            raise ValueError("%s: the batch has no value for %s" % (what, missing))
+        values = [values[v.name] for v in feed_vars]
+    if not isinstance(values, (list, tuple)):
+        values = [values]
+    if len(values) != len(feed_vars):
+        raise ValueError("%s: a batch holds %d values but the reader feeds %d variables %s"
+                         % (what, len(values), len(feed_vars), [v.name for v in feed_vars]))
+    out = []
+    for var, item in zip(feed_vars, values):
+        arr, lod = as_array(item, var.name)
+        arr, lod2 = check_feed_value(var, var.name, LoDTensor(arr, lod) if lod else arr)
+        out.append((arr, lod2 or None))
+    return out
+
+
+def sample_list_to_batches(reader, feed_vars):
+    """A batch generator from a generator of sample lists, through a DataFeeder."""
+    feeder = DataFeeder(feed_vars, None)
+
+    def batches():
+        for samples in reader():
+            d = feeder.feed(samples)
+            yield [d[v.name] for v in feed_vars]
+    return batches
+
+
+def sample_to_batches(reader, feed_vars, batch_size, drop_last):
+    if int(batch_size) <= 0:
+        raise ValueError("batch_size must be larger than 0, got %r" % (batch_size,))
+    return sample_list_to_batches(batch_reader(reader, batch_size, drop_last), feed_vars)
+
+
+class Producer:
+    """Runs a batch generator in a daemon thread, pushing checked batches into a queue.
+
+    The consumer sees the generator's own error if it fails; ``stop()`` (from the consumer) makes
+    the thread quit at its next push and waits for it."""
+
+    def __init__(self, queue, feed_vars, what):
+        self.queue = queue
+        self.feed_vars = feed_vars
+        self.what = what
+        self.thread = None
+
+    def start(self, batch_generator):
+        if self.thread is not None:
+            raise RuntimeError("%s: start() was called twice without reset() in between" % self.what)
+        q = self.queue
+        q.start()
+
+        def run():
+            try:
+                for values in batch_generator():
+                    if not q.push(check_batch(values, self.feed_vars, self.what)):
+                        return          # reset by the consumer
+                q.close()
+            except BaseException as e:  # the consumer raises it in its read
+                q.kill(e)
+        self.thread = threading.Thread(target=run, name="fluidist-reader-%s" % q.name, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.queue.close()
+        t, self.thread = self.thread, None
+        if t is not None:
+            t.join()
+        self.queue.reset()
+
+
+def new_queue(capacity, name):
+    if not capacity:
+        raise ValueError("Please give value to capacity: the number of batches the reader may read ahead")
+    return BlockingQueue(capacity, name)
