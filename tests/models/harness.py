@@ -105,14 +105,17 @@ def set_reference_values(fluid, startup, scope, place):
     return names
 
 
+def _levels(lens):
+    """Sequence lengths as a list of LoD levels (a model may give one level as a flat list)."""
+    return [list(map(int, l)) for l in lens] if lens and isinstance(lens[0], (list, tuple)) else [list(lens)]
+
+
 def to_feed(fluid, data, place):
     """Arrays as they are; (array, lengths) as a LoDTensor (lengths: one level, or a list of levels)."""
     feed = {}
     for name, value in data.items():
         if isinstance(value, tuple):
-            arr, lens = value
-            levels = lens if lens and isinstance(lens[0], (list, tuple)) else [lens]
-            feed[name] = fluid.create_lod_tensor(np.asarray(arr), [list(map(int, l)) for l in levels], place)
+            feed[name] = fluid.create_lod_tensor(np.asarray(value[0]), _levels(value[1]), place)
         else:
             feed[name] = np.asarray(value)
     return feed
@@ -124,7 +127,7 @@ def split_batch(data, part, parts):
     for name, value in data.items():
         if isinstance(value, tuple):
             arr, lens = value
-            if lens and isinstance(lens[0], (list, tuple)):
+            if len(_levels(lens)) > 1:
                 raise ValueError("split_batch: %r has %d LoD levels; only one is split" % (name, len(lens)))
             per = len(lens) // parts
             offsets = np.concatenate([[0], np.cumsum(lens)]).astype(int)
@@ -198,15 +201,28 @@ def evaluate(fluid, exe, net, model, options, scope, place, n=32, program=None):
     return float(np.array(out[0]).reshape(-1)[0])
 
 
+class Started:
+    """A case's model built, and its startup program run in a fresh scope on the CPU."""
+
+    def __init__(self, fluid, case, framework="fluidist"):
+        self.model, self.options, self.batch, self.steps = case_model(case, framework)
+        self.net = self.model.build(**self.options)
+        self.place = fluid.CPUPlace()
+        self.exe = fluid.Executor(self.place)
+        self.scope = fluid.Scope()
+        self.exe.run(self.net["startup"], scope=self.scope)
+
+    def run_steps(self, fluid, steps, batch_size, **kw):
+        return run_steps(fluid, self.exe, self.net, self.model, self.options, steps, batch_size, self.scope,
+                         self.place, **kw)
+
+    def evaluate(self, fluid, **kw):
+        return evaluate(fluid, self.exe, self.net, self.model, self.options, self.scope, self.place, **kw)
+
+
 def initial_evaluation(fluid, case):
     """``evaluate`` on the initial values of the framework's own startup program."""
-    model, options, _, _ = case_model(case)
-    net = model.build(**options)
-    place = fluid.CPUPlace()
-    exe = fluid.Executor(place)
-    scope = fluid.Scope()
-    exe.run(net["startup"], scope=scope)
-    return evaluate(fluid, exe, net, model, options, scope, place)
+    return Started(fluid, case).evaluate(fluid)
 
 
 def run_infer(fluid, exe, net, model, options, batch_size, scope, place):
@@ -226,19 +242,14 @@ def run_infer(fluid, exe, net, model, options, batch_size, scope, place):
 
 def run_local(fluid, case, framework="fluidist", steps=None, batch_size=None, reference_init=True):
     """One process, the whole batch: what the Paddle reference records and the tests compare."""
-    model, options, batch, default_steps = case_model(case, framework)
-    steps = default_steps if steps is None else steps
-    batch_size = batch if batch_size is None else batch_size
-    net = model.build(**options)
-    place = fluid.CPUPlace()
-    exe = fluid.Executor(place)
-    scope = fluid.Scope()
-    exe.run(net["startup"], scope=scope)
-    replaced = set_reference_values(fluid, net["startup"], scope, place) if reference_init else []
-    result = run_steps(fluid, exe, net, model, options, steps, batch_size, scope, place)
-    result["infer"] = run_infer(fluid, exe, net, model, options, batch_size, scope, place)
+    c = Started(fluid, case, framework)
+    steps = c.steps if steps is None else steps
+    batch_size = c.batch if batch_size is None else batch_size
+    replaced = set_reference_values(fluid, c.net["startup"], c.scope, c.place) if reference_init else []
+    result = c.run_steps(fluid, steps, batch_size)
+    result["infer"] = run_infer(fluid, c.exe, c.net, c.model, c.options, batch_size, c.scope, c.place)
     result["reference_init"] = sorted(replaced)
-    return result, net
+    return result, c.net
 
 
 def uses_batch_norm(net):
@@ -250,18 +261,12 @@ def run_reference_for_trainers(fluid, case, steps, batch_size, trainers):
     local run on the whole batch, or, where batch_norm normalises each trainer's share by its own
     statistics, a data-parallel run over as many places as trainers (gradients averaged, each place
     on its share). Initial values are the framework's own, as the trainers get them."""
-    model, options, _, _ = case_model(case)
-    net = model.build(**options)
-    place = fluid.CPUPlace()
-    exe = fluid.Executor(place)
-    scope = fluid.Scope()
-    exe.run(net["startup"], scope=scope)
-    program = net["main"]
-    if uses_batch_norm(net):
-        program = fluid.CompiledProgram(net["main"]).with_data_parallel(
-            loss_name=net["loss"].name, places=[place] * trainers)
-    history = run_steps(fluid, exe, net, model, options, steps, batch_size, scope, place, program=program)
-    return history, net
+    c = Started(fluid, case)
+    program = c.net["main"]
+    if uses_batch_norm(c.net):
+        program = fluid.CompiledProgram(program).with_data_parallel(loss_name=c.net["loss"].name,
+                                                                    places=[c.place] * trainers)
+    return c.run_steps(fluid, steps, batch_size, program=program), c.net
 
 
 def parameters(net):
