@@ -31,6 +31,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
 from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spread  # noqa: E402
 
 SIZES = [4 << 10, 256 << 10, 4 << 20, 64 << 20]
 NRANKS = 2
@@ -210,6 +212,7 @@ def worker(args):
     out["memcpy"] = {}
     for nbytes in sizes:
         iters, blocks = plan(nbytes)
+        blocks = max(blocks, args.rounds)
         fns = [(impl.name, v, fn) for impl in impls for v, fn in impl.variants(nbytes).items()]
         times = {(name, v): [] for name, v, _ in fns}
         for name, v, fn in fns:
@@ -248,6 +251,8 @@ def main():
     p.add_argument("--out", default=os.path.join("bench_results", "allreduce.json"),
                    help="JSON results file ('' for none)")
     p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--rounds", type=int, default=5,
+                   help="timed blocks per implementation and size, taken in turns (median and spread reported)")
     # worker mode (internal)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
@@ -274,7 +279,8 @@ def main():
         procs = []
         for r in range(NRANKS):
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--rank", str(r), "--endpoints", endpoints,
-                   "--torch-port", str(ports[-1]), "--result", result, "--sizes", args.sizes]
+                   "--torch-port", str(ports[-1]), "--result", result, "--sizes", args.sizes,
+                   "--rounds", str(args.rounds)]
             if args.gpu:
                 cmd.append("--gpu")
             if no_torch:
@@ -319,6 +325,11 @@ def main():
         if "torch_s" in row:
             row["busbw_ratio_vs_torch"] = row["fluidist_inplace_busbw_GBps"] / row["torch_busbw_GBps"]
         row["busbw_over_memcpy"] = row["fluidist_inplace_busbw_GBps"] / row["memcpy_GBps"]
+        # per round (one block each, taken in turns): the spread of the times and of the ratio
+        row["fluidist_inplace_rounds_s"] = spread.spread(f["inplace"])
+        if t:
+            row["torch_rounds_s"] = spread.spread(t["inplace"])
+            row["busbw_ratio_vs_torch_rounds"] = spread.spread([b / a for a, b in zip(f["inplace"], t["inplace"])])
         rows.append(row)
 
     print()
@@ -338,6 +349,13 @@ def main():
         print("%-7s | %s | %s | %s | %-9s | %.2f" % (human(row["bytes"]), cell("fluidist_inplace"),
                                                      cell("fluidist_fresh"), cell("torch"), ratio, row["memcpy_GBps"]))
     print("(times: per all-reduce; GB/s: bus bandwidth 2*(n-1)/n*bytes/time; the copy column: bytes/time of one copy)")
+    print()
+    print("per round (one timed block per implementation, in turns; %d rounds): median [min-max]; load average %.1f"
+          % (args.rounds, os.getloadavg()[0]))
+    for row in rows:
+        print("%-7s | %s in place: %s us | %s: %s us | busbw ours/them: %s" % (
+            human(row["bytes"]), ours, spread.fmt(row["fluidist_inplace_rounds_s"], "%.1f", 1e6), theirs,
+            spread.fmt(row.get("torch_rounds_s"), "%.1f", 1e6), spread.fmt(row.get("busbw_ratio_vs_torch_rounds"))))
     big = next((r for r in rows if r["bytes"] == 64 << 20), None)
     if big is not None:
         print("64 MB: fluidist in-place busbw / copy bandwidth = %.2f (goal >= 0.5); busbw vs %s = %s (goal >= 2)"

@@ -25,6 +25,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spread  # noqa: E402
 import fluidist as fluid  # noqa: E402
 
 LR = 0.01
@@ -169,17 +171,29 @@ def time_interleaved(steps, warmup, reps, block=10):
         for _ in range(warmup):
             f(*args)
     times = {name: [] for name in names}
+    per_round = {name: [] for name in names}    # the median step of each round (one block per name)
     rounds = (reps + block - 1) // block
     for r in range(rounds):
         for k in range(len(names)):
             name = names[(r + k) % len(names)]
             f, args = steps[name]
+            mine = []
             for _ in range(min(block, reps - r * block)):
                 t0 = time.perf_counter()
                 f(*args)
-                times[name].append(time.perf_counter() - t0)
+                mine.append(time.perf_counter() - t0)
+            times[name] += mine
+            per_round[name].append(statistics.median(mine) * 1e3)
     return {name: {"median_ms": statistics.median(t) * 1e3, "min_ms": min(t) * 1e3,
-                   "mean_ms": statistics.fmean(t) * 1e3, "reps": len(t)} for name, t in times.items()}
+                   "mean_ms": statistics.fmean(t) * 1e3, "reps": len(t),
+                   "rounds_ms": spread.spread(per_round[name])} for name, t in times.items()}
+
+
+def ratio_spread(row, a, b):
+    """The ratio of ``a``'s to ``b``'s median step, round by round (both timed in the same round)."""
+    if a not in row or b not in row:
+        return None
+    return spread.spread([x / y for x, y in zip(row[a]["rounds_ms"]["values"], row[b]["rounds_ms"]["values"])])
 
 
 def check_same_losses(case_name, steps, x, y):
@@ -244,6 +258,8 @@ def main(argv=None):
         med = lambda k: row[k]["median_ms"] if k in row else None  # noqa: E731
         row["ratio_fluidist_numpy"] = med("fluidist") / med("numpy")
         row["ratio_fluidist_torch"] = med("fluidist") / med("torch") if torch is not None else None
+        row["ratio_fluidist_numpy_rounds"] = ratio_spread(row, "fluidist", "numpy")
+        row["ratio_fluidist_torch_rounds"] = ratio_spread(row, "fluidist", "torch")
         results.append(row)
     if limiter is not None:
         limiter.restore_original_limits()
@@ -260,6 +276,18 @@ def main(argv=None):
             r["numpy"]["median_ms"],
             "%.2f" % r["ratio_fluidist_torch"] if r["ratio_fluidist_torch"] is not None else "-",
             r["ratio_fluidist_numpy"]))
+    print("\nper round (one block of 10 steps per implementation, in turns): median [min-max] of the rounds' "
+          "median steps; load average %.1f" % os.getloadavg()[0])
+    head = "%-24s %7s %22s %22s %22s %20s %20s" % ("case", "rounds", "fluidist ms", "torch ms", "numpy ms",
+                                                   "fluidist/torch", "fluidist/numpy")
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        print("%-24s %7d %22s %22s %22s %20s %20s" % (
+            r["case"], r["fluidist"]["rounds_ms"]["n"], spread.fmt(r["fluidist"]["rounds_ms"], "%.3f"),
+            spread.fmt(r["torch"]["rounds_ms"], "%.3f") if "torch" in r else "-",
+            spread.fmt(r["numpy"]["rounds_ms"], "%.3f"), spread.fmt(r["ratio_fluidist_torch_rounds"]),
+            spread.fmt(r["ratio_fluidist_numpy_rounds"])))
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as f:

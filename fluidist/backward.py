@@ -3,10 +3,21 @@
 Naming follows Paddle: the gradient of ``x`` is ``x@GRAD``; a gradient written by several grad ops
 is produced as ``x@GRAD@RENAME@<n>`` parts added up by a ``sum`` op right before its first reader.
 The op that last writes a parameter's gradient carries ``op_role_var = [param, grad, ...]``.
+
+Ops with a sub-block (``while``, ``conditional_block``, ``recurrent``) have gradient makers that take a
+``SubBlockBackward``: it builds the gradient block of their sub-block (a new block whose parent is the
+forward sub-block, so its ops see the forward values of the same step through the scope chain) and
+says under which names the gradient op must hand in the gradients coming from outside.
+
+Only float variables (and arrays of them) get gradients; integer and bool ones never do.
+Gradients of tensor arrays are not renamed: the ops producing them add into one array.
 """
+from .framework.dtypes import VarType, is_float_dtype
 from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable
 from .framework import registry
+
+_GRAD_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
 
 
 def _strip_grad(name):
@@ -26,8 +37,19 @@ def _no_grad_names(block, no_grad_set):
     return names
 
 
+def _differentiable(block, name):
+    """Only float tensors (and arrays of them) carry gradients; a variable of unknown dtype may."""
+    v = block._find_var_recursive(name)
+    if v is None:
+        return True
+    if v.type not in _GRAD_TYPES:
+        return False
+    return v.dtype is None or is_float_dtype(v.dtype)
+
+
 def _ops_on_path(block, loss_idx, target_names, no_grad):
     """Forward ops (indices) that lie between a differentiable input and the targets."""
+    no_grad = no_grad | _not_differentiable(block, block.ops[:loss_idx + 1])
     ops = block.ops[:loss_idx + 1]
     # backward reachability: ops whose outputs flow into the targets
     wanted = set(target_names)
@@ -50,9 +72,24 @@ def _ops_on_path(block, loss_idx, target_names, no_grad):
     return path, requires
 
 
+def _not_differentiable(block, ops):
+    """The names the ops read or write that can carry no gradient (integer, bool, rank tables...)."""
+    names = set()
+    for op in ops:
+        for n in op.input_arg_names + op.output_arg_names:
+            if not _differentiable(block, n):
+                names.add(n)
+    return names
+
+
 def _is_grad_leaf(block, name):
     v = block._find_var_recursive(name)
-    return v is not None and not v.stop_gradient
+    return v is not None and not v.stop_gradient and _differentiable(block, name)
+
+
+def _is_array(block, name):
+    v = block._find_var_recursive(name)
+    return v is not None and v.type == VarType.LOD_TENSOR_ARRAY
 
 
 def _grad_var_like(block, grad_name, fwd_name):
@@ -61,26 +98,41 @@ def _grad_var_like(block, grad_name, fwd_name):
     fwd = block._find_var_recursive(fwd_name)
     if fwd is None:
         return block.create_var(name=grad_name, stop_gradient=False)
+    kind = VarType.LOD_TENSOR_ARRAY if fwd.type == VarType.LOD_TENSOR_ARRAY else VarType.LOD_TENSOR
     return block.create_var(name=grad_name, shape=fwd.shape, dtype=fwd.dtype, lod_level=fwd.lod_level,
-                            stop_gradient=False)
+                            stop_gradient=False, type=kind)
+
+
+def _grad_specs(op, backward):
+    maker = registry.get(op.type).grad
+    if callable(maker) and getattr(maker, "takes_backward", False):
+        return maker(op, backward)
+    return registry.make_grad_specs(op)
 
 
 def _specs_for(block, path, requires, no_grad, checkpoints=None):
     """Grad op specs in reverse op order, outputs trimmed to gradients that are wanted; with
     ``checkpoints``, the recompute ops of ``recompute.py`` inserted."""
+    backward = SubBlockBackward(requires, no_grad)
+
+    def specs_of(i):
+        return _op_specs(block, i, requires, no_grad, backward)
     if checkpoints:
         from .recompute import with_recompute
-        return with_recompute(block, path, lambda i: _op_specs(block, i, requires, no_grad), checkpoints)
+        return with_recompute(block, path, specs_of, checkpoints)
     specs = []
     for i in reversed(path):
-        specs.extend(_op_specs(block, i, requires, no_grad))
+        specs.extend(specs_of(i))
     return specs
 
 
-def _op_specs(block, i, requires, no_grad):
+def _op_specs(block, i, requires, no_grad, backward):
     """The grad op specs of forward op ``i``."""
     specs = []
-    for spec in registry.make_grad_specs(block.ops[i]):
+    for spec in _grad_specs(block.ops[i], backward):
+        if spec.get("keep"):     # restores a forward value (increment's reverse): no gradient to trim
+            specs.append(spec)
+            continue
         outs = {}
         for slot, names in spec["outputs"].items():
             keep = [n for n in names if _strip_grad(n) not in no_grad and
@@ -97,26 +149,38 @@ def _op_specs(block, i, requires, no_grad):
     return specs
 
 
-def _rename_repeated_outputs(specs, loss_grad):
+def _rename_repeated_outputs(specs, is_array=None):
     """Give each repeated write of a grad its own ``@RENAME@<n>`` name and plan the ``sum`` ops.
 
-    Returns a new list where dicts {"sum": grad, "parts": [...]} stand where a sum must be inserted."""
+    Returns a new list where dicts {"sum": grad, "parts": [...]} stand where a sum must be inserted.
+    Array gradients (``is_array(grad)``) are not renamed: their writers add into one array. A spec
+    with a ``link`` key stands for a gradient handed in from outside a sub-block; where it is the
+    only part a reader needs, it takes the gradient's own name instead of being summed alone."""
     writers = {}
     for spec in specs:
         for names in spec["outputs"].values():
             for n in names:
                 if n != "@EMPTY@":
                     writers[n] = writers.get(n, 0) + 1
-    multi = {n for n, c in writers.items() if c > 1}
+    multi = {n for n, c in writers.items() if c > 1 and not (is_array and is_array(n))}
     pending = {}     # grad name -> list of part names written so far
     counter = {}
+    link_of = {}     # part name -> the link spec that writes it
     out = []
+
+    def flush(n):
+        parts = pending.pop(n)
+        if len(parts) == 1 and parts[0] in link_of:
+            link_of[parts[0]]["outputs"] = {"Out": [n]}
+        else:
+            out.append({"sum": n, "parts": parts})
+
     for spec in specs:
         # a reader of a multiply-written grad gets the sum first
         for names in spec["inputs"].values():
             for n in names:
                 if n in multi and pending.get(n):
-                    out.append({"sum": n, "parts": pending.pop(n)})
+                    flush(n)
         new_outs = {}
         for slot, names in spec["outputs"].items():
             renamed = []
@@ -130,16 +194,20 @@ def _rename_repeated_outputs(specs, loss_grad):
                 else:
                     renamed.append(n)
             new_outs[slot] = renamed
-        out.append(dict(spec, outputs=new_outs))
-    for n, parts in pending.items():
-        out.append({"sum": n, "parts": parts})
+        new_spec = dict(spec, outputs=new_outs)
+        if "link" in spec:
+            link_of[new_outs["Out"][0]] = new_spec
+        out.append(new_spec)
+    for n in list(pending):
+        flush(n)
     return out
 
 
-def _append_specs(block, specs, fwd_block=None, on_op=None):
+def _append_specs(block, specs, produced=(), on_op=None):
     """Append grad ops (and sums, and zero-fills for grads nobody produced) to ``block``;
-    ``on_op(block)`` runs after each grad op and sum (Paddle's backward callbacks)."""
-    produced = set()
+    ``on_op(block)`` runs after each grad op and sum (Paddle's backward callbacks). A spec with
+    ``optional_grads`` gets no zero-fill: its op takes a missing gradient as zero itself."""
+    produced = set(produced)
     for spec in specs:
         if "sum" in spec:
             g = spec["sum"]
@@ -149,6 +217,10 @@ def _append_specs(block, specs, fwd_block=None, on_op=None):
             if on_op is not None:
                 on_op(block)
             continue
+        if spec.get("optional_grads"):   # its op reads gradients by name: list only those there can be
+            spec = dict(spec, inputs={slot: [n for n in names if not n.endswith(GRAD_SUFFIX) or
+                                             _differentiable(block, _strip_grad(n))]
+                                      for slot, names in spec["inputs"].items()})
         for slot, names in spec["inputs"].items():
             for n in names:
                 # a gradient input (by name: custom grad makers use plain slot names) nobody produced
@@ -156,11 +228,12 @@ def _append_specs(block, specs, fwd_block=None, on_op=None):
                     # an output nobody differentiated through: its gradient is zero
                     fwd = _strip_grad(n)
                     _grad_var_like(block, n, fwd)
-                    block.append_op("fill_zeros_like", inputs={"X": [fwd]}, outputs={"Out": [n]})
+                    if not spec.get("optional_grads"):
+                        block.append_op("fill_zeros_like", inputs={"X": [fwd]}, outputs={"Out": [n]})
                     produced.add(n)
         for names in spec["outputs"].values():
             for n in names:
-                if n != "@EMPTY@":
+                if n != "@EMPTY@" and not spec.get("keep"):   # a kept spec writes forward variables
                     _grad_var_like(block, n, _strip_grad(n))
                     produced.add(n)
         block.append_op(spec["type"], inputs=spec["inputs"], outputs=spec["outputs"], attrs=spec.get("attrs"))
@@ -224,7 +297,7 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
     no_grad = _no_grad_names(block, no_grad_set)
     path, requires = _ops_on_path(block, loss_idx, [loss.name], no_grad)
     specs = _specs_for(block, path, requires, no_grad, checkpoints)
-    specs = _rename_repeated_outputs(specs, loss.name + GRAD_SUFFIX)
+    specs = _rename_repeated_outputs(specs, lambda n: _is_array(block, _strip_grad(n)))
 
     start = len(block.ops)
     loss_grad = loss.name + GRAD_SUFFIX
@@ -268,7 +341,8 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
         loss_idx = max(i for i, op in enumerate(block.ops) if targets.name in op.output_arg_names)
         no_grad = _no_grad_names(block, no_grad_set) - {v.name for v in inputs}
         path, requires = _ops_on_path(block, loss_idx, [targets.name], no_grad)
-        specs = _rename_repeated_outputs(_specs_for(block, path, requires, no_grad), None)
+        specs = _rename_repeated_outputs(_specs_for(block, path, requires, no_grad),
+                                         lambda n: _is_array(block, _strip_grad(n)))
         g0 = targets.name + GRAD_SUFFIX
         _grad_var_like(block, g0, targets.name)
         with block.program._role_guard(OpRole.Backward):
@@ -288,3 +362,69 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
 
 
 calc_gradient = gradients
+
+
+# ---------------------------------------------------------------------------- sub-blocks
+def _requires_in(block, requires, no_grad):
+    """The variables of ``block`` that depend on something differentiable, to a fixed point (a
+    loop body reads in one step what it wrote in the step before)."""
+    req = set(requires)
+    changed = True
+    while changed:
+        changed = False
+        for op in block.ops:
+            if any(n in req or _is_grad_leaf(block, n) for n in op.input_arg_names if n not in no_grad):
+                for n in op.output_arg_names:
+                    if n not in req and n not in no_grad and _differentiable(block, n):
+                        req.add(n)
+                        changed = True
+    return req
+
+
+def _restores_value(op):
+    """An in-place ``increment`` (a loop counter): its reverse must run in the gradient block so
+    that the gradient ops of the step read the counter the forward ops read."""
+    return op.type == "increment" and op.input("X") == op.output("Out")
+
+
+class SubBlockBackward:
+    """Builds gradient blocks for ops with a sub-block; handed to their gradient makers."""
+
+    def __init__(self, requires, no_grad):
+        self.requires = requires
+        self.no_grad = no_grad
+
+    def grad_block(self, fwd_block, link=()):
+        """The gradient block of ``fwd_block`` and its links ``{inside name: outer variable}``.
+
+        ``link``: variables of outer blocks that ``fwd_block`` writes; the gradient op hands their
+        gradients (from later steps or from outside) to the gradient block under the inside names
+        before running it. Every other gradient the block reads is made inside it."""
+        program = fwd_block.program
+        saved = program.current_block_idx
+        gb = program._create_block(parent_idx=fwd_block.idx)
+        gb.forward_block_idx = fwd_block.idx
+        try:
+            no_grad = self.no_grad | _not_differentiable(fwd_block, fwd_block.ops)
+            req = _requires_in(fwd_block, self.requires, no_grad)
+            path = [i for i, op in enumerate(fwd_block.ops)
+                    if _restores_value(op) or
+                    any(n in req or _is_grad_leaf(fwd_block, n) for n in op.input_arg_names if n not in no_grad)]
+            specs = _specs_for(fwd_block, path, req, no_grad)
+            links = [{"link": n, "inputs": {}, "outputs": {"Out": [n + GRAD_SUFFIX]}}
+                     for n in link if n not in no_grad and (n in req or _is_grad_leaf(fwd_block, n))]
+            planned = _rename_repeated_outputs(links + specs, lambda n: _is_array(fwd_block, _strip_grad(n)))
+            inside = {}
+            real = []
+            for spec in planned:
+                if "link" in spec:
+                    name = spec["outputs"]["Out"][0]
+                    inside[name] = spec["link"]
+                    _grad_var_like(gb, name, spec["link"])
+                else:
+                    real.append(spec)
+            with program._backward_role_guard():
+                _append_specs(gb, real, produced=inside)
+        finally:
+            program.current_block_idx = saved
+        return gb, inside

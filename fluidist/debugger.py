@@ -146,27 +146,20 @@ def pprint_program_codes(program_desc):
     return "\n".join(pprint_block_codes(b, show_backward=True) for b in program.blocks)
 
 
-def data_parallel_graph(fwd_bwd, update, pairs, places, num_trainers=1):
-    """The graph ``CompiledProgram.with_data_parallel`` runs: each place's forward/backward ops, one
-    all-reduce per gradient across the places (and the trainers), then the update every place applies."""
+def data_parallel_graph(programs, places, num_trainers=1):
+    """The graph ``CompiledProgram.with_data_parallel`` runs: each place's program (forward, backward,
+    its all-reduce ops, the update), and an edge between the places' matching collective ops (the
+    all-reduce they take part in together)."""
     g = Graph("data_parallel", graph_attr={"rankdir": "TB", "fontname": "Helvetica", "compound": "true",
                                            "label": "data parallel over %d place(s) x %d trainer(s)"
                                                     % (len(places), num_trainers), "labelloc": "t"})
-    writers = []
-    for k, place in enumerate(places):
+    collective = []
+    for k, (prog, place) in enumerate(zip(programs, places)):
         sub = g.subgraph("place_%d" % k, label="place %d: %s" % (k, place), style="rounded")
-        block = fwd_bwd.global_block()
+        block = prog.global_block()
         ids = add_block(sub, block, "place%d:" % k, show_vars=False)
-        writers.append({n: ids[i] for i, op in enumerate(block.ops) for n in op.output_arg_names})
-    up = g.subgraph("update", label="update (the same on every place)", style="rounded")
-    ublock = update.global_block()
-    uids = add_block(up, ublock, "update:", show_vars=False)
-    for param, grad in pairs:
-        ar = g.node("allreduce:" + grad, "allreduce\n" + grad, **RPC_STYLE)
-        for w in writers:
-            if grad in w:
-                g.edge(w[grad], ar)
-        for i, op in enumerate(ublock.ops):
-            if grad in op.input_arg_names:
-                g.edge(ar, uids[i], label=param, fontsize="9")
+        collective.append([(op, ids[i]) for i, op in enumerate(block.ops) if op.type.startswith("c_")])
+    for mine, theirs in zip(collective, collective[1:]):
+        for (op, a), (_, b) in zip(mine, theirs):
+            g.edge(a, b, label="ring %s" % op.attr("ring_id"), fontsize="9", dir="both", style="dashed")
     return g

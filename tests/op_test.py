@@ -112,21 +112,88 @@ def check_grad(op_type, inputs, wrt, attrs=None, out_slot="Out", outputs=None, e
         return float(exe.run(fwd, feed=f, fetch_list=["loss"], scope=fluid.Scope())[0].reshape(-1)[0])
 
     for name, analytic in zip(wrt_names, grads):
-        base = feed[name]
-        arr = np.array(base.__array__() if isinstance(base, fluid.LoDTensor) else base, dtype=np.float64)
-        num = np.zeros_like(arr)
-        for idx in np.ndindex(arr.shape):
-            for sign in (1, -1):
-                a = arr.copy()
-                a[idx] += sign * eps
-                f = dict(feed)
-                if isinstance(base, fluid.LoDTensor):
-                    t = fluid.LoDTensor(a)
-                    t.set_lod(base.lod())
-                    f[name] = t
-                else:
-                    f[name] = a
-                num[idx] += sign * loss_at(f)
-            num[idx] /= 2 * eps
+        arr = _as_array(feed[name])
+        idxs = list(np.ndindex(arr.shape))
+        num = _numeric_grad(lambda a: loss_at(_with_value(feed, name, a)), arr, idxs, eps)
         np.testing.assert_allclose(analytic, num, rtol=rtol, atol=atol,
                                    err_msg="gradient of %s w.r.t. %s" % (op_type, name))
+
+
+def _as_array(value):
+    return np.array(value.__array__() if isinstance(value, fluid.LoDTensor) else value, dtype=np.float64)
+
+
+def _with_value(feed, name, a):
+    """``feed`` with ``name`` set to ``a`` (keeping the LoD of a LoDTensor)."""
+    f = dict(feed)
+    base = feed[name]
+    if isinstance(base, fluid.LoDTensor):
+        t = fluid.LoDTensor(a)
+        t.set_lod(base.lod())
+        f[name] = t
+    else:
+        f[name] = a
+    return f
+
+
+def _numeric_grad(loss_of, arr, idxs, eps):
+    """Central differences of ``loss_of(array)`` at the positions ``idxs`` of ``arr``."""
+    num = np.zeros_like(arr)
+    for idx in idxs:
+        for sign in (1, -1):
+            a = arr.copy()
+            a[idx] += sign * eps
+            num[idx] += sign * loss_of(a)
+        num[idx] /= 2 * eps
+    return num
+
+
+def run_program(main, startup, feed, fetch, **kwargs):
+    """Run ``startup`` then ``main`` once in a fresh scope; the fetched values."""
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    return exe.run(main, feed=feed, fetch_list=fetch, scope=scope, **kwargs)
+
+
+def check_program_grad(build, feed, wrt, eps=1e-6, rtol=1e-5, atol=1e-8, max_elems=None, seed=1):
+    """Gradients of a whole program against central finite differences.
+
+    ``build()`` (called under a fresh program guard) builds the forward program and returns the scalar
+    loss; ``feed``: its feed (arrays or LoDTensors); ``wrt``: the names (fed variables or parameters)
+    to check. Returns the analytic gradients (a dict). Use float64 programs."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = seed
+    with fluid.program_guard(main, startup):
+        loss = build()
+        fwd = main.clone()
+        append_backward(loss)
+    main.lint()
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    params = {n: np.array(scope.find_var(n).get_tensor()) for n in scope.local_var_names()
+              if scope.find_var(n).value() is not None}
+    grads = exe.run(main, feed=feed, fetch_list=[n + "@GRAD" for n in wrt], scope=scope)
+
+    def loss_at(f, p):
+        s = fluid.Scope()
+        for k, v in p.items():
+            s.var(k).get_tensor().set(v)
+        return float(np.asarray(exe.run(fwd, feed=f, fetch_list=[loss.name], scope=s)[0]).reshape(-1)[0])
+
+    out = {}
+    for name, analytic in zip(wrt, grads):
+        in_feed = name in feed
+        arr = _as_array(feed[name] if in_feed else params[name])
+        idxs = list(np.ndindex(arr.shape))
+        if max_elems is not None and len(idxs) > max_elems:
+            pick = np.random.RandomState(0).choice(len(idxs), max_elems, replace=False)
+            idxs = [idxs[i] for i in pick]
+        num = _numeric_grad(lambda a: loss_at(_with_value(feed, name, a), params) if in_feed else
+                            loss_at(feed, dict(params, **{name: a})), arr, idxs, eps)
+        got = np.asarray(analytic, dtype=np.float64).reshape(arr.shape)
+        sel = tuple(np.array(idxs).T) if idxs else ()
+        np.testing.assert_allclose(got[sel], num[sel], rtol=rtol, atol=atol, err_msg="gradient w.r.t. %s" % name)
+        out[name] = got
+    return out

@@ -158,9 +158,14 @@ def test_debug_graphviz_path_is_honoured(tmp_path):
     dot = (tmp_path / "viz_multi_devices_graph").read_text()
     nodes = _nodes(dot)
     assert 'subgraph "cluster_place_0"' in dot and 'subgraph "cluster_place_1"' in dot
-    ar = [k for k in nodes if k.startswith("allreduce:")]
-    assert sorted(ar) == sorted("allreduce:%s@GRAD" % p.name for p in main.global_block().all_parameters())
-    for a in ar:  # each gradient: written on both places, read by the update
-        tails = {t.split(":")[0] for t, h, _ in _edges(dot) if h == a}
-        assert tails == {"place0", "place1"}
-        assert any(t == a and h.startswith("update:") for t, h, _ in _edges(dot))
+    # each place: its program with the all-reduce of its (coalesced) gradients; the places' matching
+    # all-reduce ops joined by an edge naming their ring
+    grads = ["%s@GRAD" % p.name for p in main.global_block().all_parameters()]
+    allreduce = {k: [n for n, label in nodes.items() if n.startswith("place%d:" % k) and "c_allreduce_sum" in label]
+                 for k in (0, 1)}
+    assert len(allreduce[0]) == len(allreduce[1]) == 1
+    assert len([n for n, label in nodes.items() if n.startswith("place0:") and "coalesce_tensor" in label]) == 1
+    fused = [op for op in compiled._runner.programs[0].global_block().ops if op.type == "coalesce_tensor"]
+    assert sorted(fused[0].input("Input")) == sorted(grads)
+    joined = [e for e in _edges(dot) if e[0] == allreduce[0][0] and e[1] == allreduce[1][0]]
+    assert len(joined) == 1 and "ring" in joined[0][2]

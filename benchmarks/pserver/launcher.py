@@ -27,23 +27,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(HERE))
 
 import metrics  # noqa: E402
+import spread  # noqa: E402
 import workload  # noqa: E402
 from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
 
 GOAL_SPEEDUP_VS_TORCH = 2.0       # fluidist steps/s >= 2x PyTorch's (stated for the 10M model)
 GOAL_ZMQ_FACTOR = 2.0             # fluidist bytes/s within 2x of bare ZeroMQ
-
-
-def child_env():
-    """One BLAS/OpenMP thread per process: 2 trainers and 2 servers share this machine's cores."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[k] = "1"
-    env.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
-    return env
 
 
 class Processes:
@@ -57,7 +49,7 @@ class Processes:
         path = os.path.join(self.log_dir, name + ".log")
         log = open(path, "w")
         p = subprocess.Popen([sys.executable] + [str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT,
-                             env=child_env(), cwd=ROOT, start_new_session=True)
+                             env=spread.child_env(), cwd=ROOT, start_new_session=True)
         self.procs.append((name, p, path, log))
         return p
 
@@ -213,69 +205,122 @@ def torch_available():
 
 
 def goals(result, num_params):
+    """Goals on the medians over the rounds (the ratio is taken within each round)."""
     g = {}
-    f = result["fluidist"]["summary"]
-    t = result.get("torch", {}).get("summary")
-    if t and t.get("steps_per_sec") and f.get("steps_per_sec"):
-        ratio = f["steps_per_sec"] / t["steps_per_sec"]
-        g["speedup_vs_torch"] = {"value": ratio, "goal": ">= %.1fx (stated for the 10M-parameter model)"
-                                 % GOAL_SPEEDUP_VS_TORCH, "met": ratio >= GOAL_SPEEDUP_VS_TORCH,
+    summ = result["summary"]
+    ratio = summ.get("speedup_vs_torch")
+    if ratio and ratio["median"]:
+        g["speedup_vs_torch"] = {"value": ratio["median"], "min": ratio["min"], "max": ratio["max"],
+                                 "goal": ">= %.1fx (stated for the 10M-parameter model and the ctr models)"
+                                 % GOAL_SPEEDUP_VS_TORCH, "met": ratio["median"] >= GOAL_SPEEDUP_VS_TORCH,
                                  "num_params": num_params}
-    z = result.get("zmq_reference")
-    if z and f.get("comm_bytes_per_sec"):
-        factor = z["bytes_per_sec"] / f["comm_bytes_per_sec"]
-        g["zmq_over_fluidist_bytes_per_sec"] = {"value": factor, "goal": "<= %.1fx" % GOAL_ZMQ_FACTOR,
-                                                "met": factor <= GOAL_ZMQ_FACTOR}
+    z = summ.get("zmq_over_fluidist_bytes_per_sec")
+    if z and z["median"]:
+        g["zmq_over_fluidist_bytes_per_sec"] = {"value": z["median"], "min": z["min"], "max": z["max"],
+                                                "goal": "<= %.1fx" % GOAL_ZMQ_FACTOR,
+                                                "met": z["median"] <= GOAL_ZMQ_FACTOR}
     return g
 
 
 def context(result):
     """Ratios that are not goals but help read them: the ZeroMQ exchange in the job's shape."""
     c = {}
-    f = result["fluidist"]["summary"]
-    zt = result.get("zmq_reference_topology")
-    if zt and f.get("comm_bytes_per_sec"):
-        c["zmq_topology_over_fluidist_bytes_per_sec"] = zt["bytes_per_sec"] / f["comm_bytes_per_sec"]
+    zt = result["summary"].get("zmq_topology_over_fluidist_bytes_per_sec")
+    if zt and zt["median"]:
+        c["zmq_topology_over_fluidist_bytes_per_sec"] = zt["median"]
     return c
+
+
+ROUND_KEYS = ("steps_per_sec", "step_median", "comm_bytes_per_sec", "examples_per_sec", "rows_per_sec",
+              "trainer_peak_rss", "server_peak_rss")
+
+
+def summarize_rounds(rounds):
+    """Per implementation and quantity: the median and spread over the rounds; ratios within rounds."""
+    out = {}
+    for impl in ("fluidist", "torch"):
+        sides = [r[impl] for r in rounds if r.get(impl)]
+        if sides:
+            out[impl] = {k: spread.spread([s.get(k) for s in sides]) for k in ROUND_KEYS}
+    ratios, zmq, zmq_topo = [], [], []
+    for r in rounds:
+        f, t = r.get("fluidist"), r.get("torch")
+        if f and t and f.get("steps_per_sec") and t.get("steps_per_sec"):
+            ratios.append(f["steps_per_sec"] / t["steps_per_sec"])
+        if f and f.get("comm_bytes_per_sec"):
+            if r.get("zmq_bytes_per_sec"):
+                zmq.append(r["zmq_bytes_per_sec"] / f["comm_bytes_per_sec"])
+            if r.get("zmq_topology_bytes_per_sec"):
+                zmq_topo.append(r["zmq_topology_bytes_per_sec"] / f["comm_bytes_per_sec"])
+    if ratios:
+        out["speedup_vs_torch"] = spread.spread(ratios)
+    if zmq:
+        out["zmq_over_fluidist_bytes_per_sec"] = spread.spread(zmq)
+    if zmq_topo:
+        out["zmq_topology_over_fluidist_bytes_per_sec"] = spread.spread(zmq_topo)
+    for key in ("zmq_bytes_per_sec", "zmq_topology_bytes_per_sec", "load_average"):
+        vals = [r.get(key) for r in rounds if r.get(key) is not None]
+        if vals:
+            out[key] = spread.spread(vals)
+    return out
 
 
 def print_report(result):
     cfg = result["config"]
     print()
     print("parameter-server benchmark: model %s (%d float32 parameters), data %s, %d trainers, %d servers, "
-          "batch %d, %s, %d timed steps per trainer (after %d warmup)"
+          "batch %d, %s, %d timed steps per trainer (after %d warmup), %d interleaved rounds"
           % (cfg["model"], cfg["num_params"], cfg["data"], cfg["ntrainer"], cfg["nserver"], cfg["batch_size"],
-             "async" if cfg["async_mode"] else "sync", cfg["steps_per_trainer"] - cfg["warmup"], cfg["warmup"]))
+             "async" if cfg["async_mode"] else "sync", cfg["steps_per_trainer"] - cfg["warmup"], cfg["warmup"],
+             cfg["rounds"]))
     z = result.get("zmq_reference")
     if z:
-        print("bare ZeroMQ reference (DEALER/ROUTER, copy=False, %d frames, %.1f MB there and back): "
+        print("bare ZeroMQ reference (DEALER/ROUTER, copy=False, %d frames, %.1f MB there and back), last round: "
               "median %.2f ms per round, %.1f MB/s"
               % (len(z["frames"]), z["bytes_per_round"] / 1e6, z["round_time"]["median"] * 1e3,
                  z["bytes_per_sec"] / 1e6))
-    zt = result.get("zmq_reference_topology")
-    if zt:
-        print("bare ZeroMQ in the job's shape (%d clients x %d servers at once, no barrier, no update): "
-              "%.1f MB/s per client" % (zt["ntrainer"], zt["nserver"], zt["bytes_per_sec"] / 1e6))
     impls = [("fluidist", result["fluidist"])]
     if "trainers" in result.get("torch", {}):
         impls.append(("torch", result["torch"]))
     print()
+    print("last round in detail:")
     print(metrics.trainer_table_multi(impls))
     print()
     print(metrics.server_table_multi(impls))
     print()
-    for name, side in impls:
-        s = side["summary"]
-        print("%-8s steps/s %.2f (slowest trainer), step median %.2f ms, comm %.1f MB/s per trainer"
-              % (name, s["steps_per_sec"], s["step_median"] * 1e3, (s["comm_bytes_per_sec"] or 0) / 1e6))
+    summ = result["summary"]
+    print("over %d rounds: median [min-max]%s" % (cfg["rounds"], "; load average %s" % spread.fmt(
+        summ["load_average"], "%.1f") if summ.get("load_average") else ""))
+    headers = ["impl", "steps/s", "step ms", "examples/s", "rows/s (emb)", "comm MB/s per trainer",
+               "trainer peak RSS MB", "server peak RSS MB"]
+    rows = []
+    for name in ("fluidist", "torch"):
+        s = summ.get(name)
+        if not s:
+            continue
+        rows.append([name, spread.fmt(s["steps_per_sec"]), spread.fmt(s["step_median"], "%.1f", 1e3),
+                     spread.fmt(s["examples_per_sec"], "%.0f"), spread.fmt(s["rows_per_sec"], "%.0f"),
+                     spread.fmt(s["comm_bytes_per_sec"], "%.0f", 1e-6),
+                     spread.fmt(s["trainer_peak_rss"], "%.0f", 1e-6), spread.fmt(s["server_peak_rss"], "%.0f", 1e-6)])
+    print(metrics.format_table(headers, rows))
+    for key, label in (("zmq_bytes_per_sec", "bare ZeroMQ MB/s (one pair)"),
+                       ("zmq_topology_bytes_per_sec", "bare ZeroMQ MB/s per client in the job's shape")):
+        if summ.get(key):
+            print("%-48s %s" % (label, spread.fmt(summ[key], "%.0f", 1e-6)))
     if "skipped" in result.get("torch", {}):
         print("torch: skipped (%s)" % result["torch"]["skipped"])
     if "failed" in result.get("torch", {}):
         print("torch: failed (%s)" % result["torch"]["failed"])
     for k, g in result.get("goals", {}).items():
-        print("goal %-34s %6.2f  (%s): %s" % (k, g["value"], g["goal"], "met" if g["met"] else "NOT met"))
+        print("goal %-34s %6.2f [%.2f-%.2f] (%s): %s" % (k, g["value"], g["min"], g["max"], g["goal"],
+                                                        "met" if g["met"] else "NOT met"))
     for k, v in result.get("context", {}).items():
         print("context %-31s %6.2f" % (k, v))
+
+
+def _round_record(side):
+    s = dict(side["summary"])
+    return s
 
 
 def main(argv=None):
@@ -295,7 +340,10 @@ def main(argv=None):
                     help="TensorPipe transports for --compare torch, e.g. 'uv' (default: TensorPipe's own)")
     ap.add_argument("--torch-channels", default="", help="TensorPipe channels, e.g. 'basic' (default: its own)")
     ap.add_argument("--warmup", type=int, default=2, help="first steps of each trainer left out of the metrics")
-    ap.add_argument("--zmq-rounds", type=int, default=30, help="timed rounds of the bare ZeroMQ reference (0: skip)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds of the whole comparison (median and spread are reported)")
+    ap.add_argument("--zmq-rounds", type=int, default=30,
+                    help="timed exchanges of the bare ZeroMQ reference per round (0: skip it)")
     ap.add_argument("--data-config-path", default=workload.DATA_CONFIGS)
     ap.add_argument("--model-config-path", default=workload.MODEL_CONFIGS)
     ap.add_argument("--timeout", type=float, default=600, help="deadline of each implementation's run (s)")
@@ -305,6 +353,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.ntrainer < 1 or args.nserver < 1:
         ap.error("--ntrainer and --nserver must be at least 1")
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     args.data_config_path = os.path.abspath(args.data_config_path)
     args.model_config_path = os.path.abspath(args.model_config_path)
 
@@ -322,7 +372,7 @@ def main(argv=None):
     result = {"config": {"ntrainer": args.ntrainer, "nserver": args.nserver, "batch_size": args.batch_size,
                          "epochs": args.epochs, "data": args.data, "model": args.model,
                          "num_params": model.num_params(), "async_mode": args.async_mode,
-                         "warmup": args.warmup, "steps_per_trainer": steps,
+                         "warmup": args.warmup, "steps_per_trainer": steps, "rounds": args.rounds,
                          "torch_transports": args.torch_transports or "default",
                          "torch_channels": args.torch_channels or "default",
                          "blocks": [{k: b[k] for k in ("block", "shape", "server")} for b in plan],
@@ -330,42 +380,58 @@ def main(argv=None):
               "environment": environment()}
     print("logs in %s" % log_dir, flush=True)
 
-    if args.zmq_rounds > 0:
-        import zmq_reference
-        nbytes = [4 * int(workload.np.prod(b["shape"])) for b in plan]
-        result["zmq_reference"] = zmq_reference.measure(nbytes, rounds=args.zmq_rounds)
-        per_server = [[n for n, b in zip(nbytes, plan) if b["server"] == s] for s in range(args.nserver)]
-        result["zmq_reference_topology"] = zmq_reference.measure_topology(
-            [sizes for sizes in per_server if sizes], args.ntrainer, rounds=args.zmq_rounds)
-    fl = run_fluidist(args, log_dir, steps)
-    fl["summary"] = metrics.side_summary(fl["trainers"])
-    if args.timeline:
-        write_timeline(args.timeline, fl)
-        print("fluidist timeline (Chrome trace) in %s" % args.timeline, flush=True)
-    result["fluidist"] = fl
+    torch_version = torch_available() if args.compare == "torch" else None
     if args.compare == "torch":
-        version = torch_available()
-        if version is None:
+        if torch_version is None:
             print("torch is not installed (pip install torch==2.13.0, a CPU wheel): running fluidist only",
                   flush=True)
             result["torch"] = {"skipped": "torch is not installed"}
         else:
-            result["environment"]["torch"] = version
-            try:
-                tr = run_torch(args, log_dir)
-                tr["summary"] = metrics.side_summary(tr["trainers"])
-                result["torch"] = tr
-            except RuntimeError as e:      # fluidist's results are still worth writing
-                print("torch run failed: %s" % e, flush=True)
-                result["torch"] = {"failed": str(e)}
+            result["environment"]["torch"] = torch_version
+    impls = ["fluidist"] + (["torch"] if torch_version else [])
+    rounds = []
+    for r, order in enumerate(spread.interleaved(impls, args.rounds)):
+        rec = {"round": r, "order": order, "load_average": os.getloadavg()[0]}
+        if args.zmq_rounds > 0:
+            import zmq_reference
+            nbytes = [4 * int(workload.np.prod(b["shape"])) for b in plan]
+            result["zmq_reference"] = zmq_reference.measure(nbytes, rounds=args.zmq_rounds)
+            per_server = [[n for n, b in zip(nbytes, plan) if b["server"] == s] for s in range(args.nserver)]
+            result["zmq_reference_topology"] = zmq_reference.measure_topology(
+                [sizes for sizes in per_server if sizes], args.ntrainer, rounds=args.zmq_rounds)
+            rec["zmq_bytes_per_sec"] = result["zmq_reference"]["bytes_per_sec"]
+            rec["zmq_topology_bytes_per_sec"] = result["zmq_reference_topology"]["bytes_per_sec"]
+        for impl in order:
+            rlog = os.path.join(log_dir, "round%d" % r)
+            os.makedirs(rlog, exist_ok=True)
+            if impl == "fluidist":
+                fl = run_fluidist(args, rlog, steps)
+                fl["summary"] = metrics.side_summary(fl["trainers"], fl["servers"])
+                if args.timeline and r == args.rounds - 1:
+                    write_timeline(args.timeline, fl)
+                    print("fluidist timeline (Chrome trace) in %s" % args.timeline, flush=True)
+                fl.pop("traces", None)
+                result["fluidist"] = fl
+                rec["fluidist"] = _round_record(fl)
+            else:
+                try:
+                    tr = run_torch(args, rlog)
+                    tr["summary"] = metrics.side_summary(tr["trainers"], tr["servers"])
+                    result["torch"] = tr
+                    rec["torch"] = _round_record(tr)
+                except RuntimeError as e:      # fluidist's results are still worth writing
+                    print("torch run failed: %s" % e, flush=True)
+                    result["torch"] = {"failed": str(e)}
+                    rec["torch"] = None
+        print("round %d (%s): %s" % (r, ", ".join(order), "; ".join(
+            "%s %.2f steps/s" % (i, rec[i]["steps_per_sec"]) for i in order if rec.get(i))), flush=True)
+        rounds.append(rec)
+    result["rounds"] = rounds
+    result["summary"] = summarize_rounds(rounds)
     result["goals"] = goals(result, model.num_params())
     result["context"] = context(result)
     print_report(result)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
-        print("wrote %s" % args.out)
+    spread.write_results(args.out, result)
     return result
 
 

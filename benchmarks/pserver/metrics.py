@@ -42,6 +42,20 @@ def fluidist_step_phases(events, step_seconds):
     return out
 
 
+def peak_rss_bytes():
+    """This process's peak resident memory: VmHWM of /proc/self/status (ru_maxrss would carry the
+    launching process's peak over the exec on Linux), else ru_maxrss (KiB on Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def percentile(values, q):
     """Linear-interpolated percentile (numpy's default), without numpy."""
     if not values:
@@ -59,9 +73,11 @@ def summarize(values):
             "mean": sum(values) / len(values), "min": min(values), "max": max(values)}
 
 
-def trainer_record(rank, steps, bytes_sent, bytes_recv, wall_seconds, losses, extra=None):
+def trainer_record(rank, steps, bytes_sent, bytes_recv, wall_seconds, losses, extra=None, examples_per_step=None):
     """The JSON record of one trainer: ``steps`` is a list of per-step phase dicts (timed steps only),
-    ``bytes_*`` per step, ``wall_seconds`` the wall time of the timed steps."""
+    ``bytes_*`` per step, ``wall_seconds`` the wall time of the timed steps. ``extra`` may carry
+    ``rows_in_per_step`` / ``rows_out_per_step`` (embedding rows fetched / gradient rows sent) and
+    ``peak_rss`` (bytes)."""
     n = len(steps)
     phases = {p: summarize([s[p] for s in steps]) for p in PHASES + ("step",)}
     comm = [s["send"] + s["wait"] + s["recv"] for s in steps]
@@ -82,15 +98,31 @@ def trainer_record(rank, steps, bytes_sent, bytes_recv, wall_seconds, losses, ex
     }
     if extra:
         rec.update(extra)
+    if examples_per_step and wall_seconds > 0:
+        rec["examples_per_sec"] = examples_per_step * n / wall_seconds
+    if "rows_in_per_step" in rec and wall_seconds > 0:
+        rec["rows_per_sec"] = (rec["rows_in_per_step"] + rec["rows_out_per_step"]) * n / wall_seconds
     return rec
 
 
-def side_summary(trainers):
+def side_summary(trainers, servers=None):
     """What one implementation achieved over its trainers."""
     sps = [t["steps_per_sec"] for t in trainers if t.get("steps_per_sec")]
     bps = [t["comm_bytes_per_sec"] for t in trainers if t.get("comm_bytes_per_sec")]
+    def total(key):
+        vals = [t[key] for t in trainers if t.get(key) is not None]
+        return sum(vals) if vals else None
+
+    def peak(items):
+        vals = [x.get("peak_rss") for x in items or [] if x.get("peak_rss")]
+        return max(vals) if vals else None
+
     return {
         "steps_per_sec": min(sps) if sps else None,   # a sync job goes at its slowest trainer's pace
+        "examples_per_sec": total("examples_per_sec"),   # all trainers together
+        "rows_per_sec": total("rows_per_sec"),           # embedding rows in + out, all trainers together
+        "trainer_peak_rss": peak(trainers),
+        "server_peak_rss": peak(servers),
         "step_median": max(t["phases"]["step"]["median"] for t in trainers) if trainers else None,
         "comm_bytes_per_sec": sum(bps) / len(bps) if bps else None,
         "aggregate_wall_bytes_per_sec": sum(t["wall_bytes_per_sec"] or 0 for t in trainers),

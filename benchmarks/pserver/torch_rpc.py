@@ -64,8 +64,17 @@ def server_rank(args, index):
 class BatchParameterServer:
     """The parameter blocks dealt to one server, updated by SGD on the trainers' gradients."""
 
-    def __init__(self, rank, trainer_count, blocks, lr, sync):
+    def __init__(self, rank, trainer_count, blocks, lr, sync, table=None):
+        """``table``: None, or (shard rows, width, init scale, seed) of this server's shard of a
+        distributed embedding table (global row ``i`` is row ``i // nserver`` of server ``i % nserver``,
+        as fluidist's transpiler deals them), made here rather than shipped."""
         self.rank = rank
+        self.table = None
+        if table is not None:
+            rows, width, scale, seed = table
+            gen = torch.Generator().manual_seed(seed)
+            self.table = torch.empty(rows, width).uniform_(-scale, scale, generator=gen)
+        self.sparse_parts = []         # sync: (local rows, gradient rows) of the step's trainers so far
         self.trainer_count = trainer_count
         self.names = [n for n, _ in blocks]
         self.params = [t for _, t in blocks]
@@ -80,6 +89,7 @@ class BatchParameterServer:
         self.bytes_out = 0
         self.t_first = None
         self.t_last = None
+        self.lookup_time = 0.0
 
     @staticmethod
     def get_params(server_rref):
@@ -88,9 +98,20 @@ class BatchParameterServer:
             return [p.clone() for p in self.params]
 
     @staticmethod
+    def lookup(server_rref, rows):
+        """Rows ``rows`` (local indices) of this server's table shard, copied."""
+        self = server_rref.local_value()
+        t0 = time.perf_counter()
+        with self.lock:
+            out = self.table.index_select(0, rows)
+            self.lookup_time += time.perf_counter() - t0
+            return out
+
+    @staticmethod
     @rpc.functions.async_execution
-    def update_and_fetch(server_rref, trainer_rank, step, grads):
-        """Take one trainer's gradient blocks; the returned future completes with the new blocks."""
+    def update_and_fetch(server_rref, trainer_rank, step, grads, sparse_rows=None, sparse_grad=None):
+        """Take one trainer's gradient blocks (and the gradient rows of the table's rows it looked
+        up); the returned future completes with the new blocks."""
         self = server_rref.local_value()
         fut = torch.futures.Future()
         done = None
@@ -103,6 +124,8 @@ class BatchParameterServer:
                 t0 = time.perf_counter()
                 for acc, g in zip(self.grad_sum, grads):
                     acc.add_(g)
+                if sparse_rows is not None:
+                    self.sparse_parts.append((sparse_rows, sparse_grad))
                 self.arrived += 1
                 self.futures.append(fut)
                 if self.arrived == self.trainer_count:
@@ -110,6 +133,11 @@ class BatchParameterServer:
                     for p, acc in zip(self.params, self.grad_sum):
                         p.add_(acc, alpha=scale)
                         acc.zero_()
+                    if self.sparse_parts:   # row-wise SGD with the mean of the trainers' row gradients
+                        rows = torch.cat([r for r, _ in self.sparse_parts])
+                        vals = torch.cat([v for _, v in self.sparse_parts])
+                        self.table.index_add_(0, rows, vals, alpha=scale)
+                        self.sparse_parts = []
                     done, self.futures, self.arrived = self.futures, [], 0
                     result = self.params   # not modified again before every trainer has answered
                 self.optimize_times.append(time.perf_counter() - t0)
@@ -117,6 +145,8 @@ class BatchParameterServer:
                 t0 = time.perf_counter()
                 for p, g in zip(self.params, grads):
                     p.add_(g, alpha=-self.lr)
+                if sparse_rows is not None:
+                    self.table.index_add_(0, sparse_rows, sparse_grad, alpha=-self.lr)
                 # later gradients update in place while this answer may still be on the wire
                 result = [p.clone() for p in self.params]
                 self.optimize_times.append(time.perf_counter() - t0)
@@ -134,8 +164,11 @@ class BatchParameterServer:
         self = server_rref.local_value()
         with self.lock:
             return {"optimize_times": list(self.optimize_times), "bytes_in": self.bytes_in,
-                    "bytes_out": self.bytes_out,
+                    "bytes_out": self.bytes_out, "lookup_seconds_total": self.lookup_time,
+                    "peak_rss": metrics.peak_rss_bytes(),
                     "serve_seconds": (self.t_last - self.t_first) if self.t_first is not None else None}
+
+
 
 
 class TorchMLP(torch.nn.Module):
@@ -166,9 +199,12 @@ def run_trainer(args, rank, server_rrefs):
     plan = workload.shard_plan(model_spec, args.nserver)
     data = workload.load_data(args.data, args.data_config_path)
     batches = workload.trainer_batches(data, args.batch_size, args.ntrainer, rank, args.epochs)
+    del data
+    ctr = isinstance(model_spec, workload.CTR)
     model = TorchMLP(model_spec)
     by_server = [[b for b in plan if b["server"] == s] for s in range(args.nserver)]
     names = [get_name(server_rank(args, s), args) for s in range(args.nserver)]
+    nserver = args.nserver
 
     def put(blocks_of_servers):
         with torch.no_grad():
@@ -180,24 +216,46 @@ def run_trainer(args, rank, server_rrefs):
     put(wait_all([rpc.rpc_async(names[s], BatchParameterServer.get_params, args=(server_rrefs[s],))
                   for s in range(args.nserver)]))
     sent = sum(4 * int(torch.Size(b["shape"]).numel()) for b in plan)
-    steps, losses = [], []
+    steps, losses, traffic = [], [], []
     perf = time.perf_counter
     t_first = None
     for i, (x, y) in enumerate(batches):
-        x = torch.from_numpy(x)
         y = torch.from_numpy(y).view(-1)
         t0 = perf()
+        sparse = [(None, None)] * nserver
+        t_lookup = 0.0
+        if ctr:
+            # the batch's distinct ids, looked up on the servers that hold them (id % nserver)
+            ids = torch.from_numpy(x["ids"])
+            uniq, inverse = torch.unique(ids, return_inverse=True)
+            owner = uniq % nserver
+            masks = [owner == s for s in range(nserver)]
+            locals_ = [uniq[m] // nserver for m in masks]
+            tl = perf()
+            futs = [rpc.rpc_async(names[s], BatchParameterServer.lookup, args=(server_rrefs[s], locals_[s]),
+                                  timeout=args.rpc_timeout) for s in range(nserver)]
+            rows = wait_all(futs)
+            t_lookup = perf() - tl
+            emb = torch.empty(len(uniq), model_spec.embedding_dim)
+            for m, r in zip(masks, rows):
+                emb[m] = r
+            emb.requires_grad_()
+            h = torch.cat([emb[inverse].reshape(len(y), -1), torch.from_numpy(x["dense"])], dim=1)
+        else:
+            h = torch.from_numpy(x)
         for p in model.parameters():
             p.grad = None
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(model(h), y)
         loss.backward()
         loss_value = loss.item()
+        if ctr:
+            sparse = [(loc, emb.grad[m]) for loc, m in zip(locals_, masks)]
         t1 = perf()
         futs = []
-        for s in range(args.nserver):
+        for s in range(nserver):
             grads = [model.param(b["param"]).grad[b["row_begin"]:b["row_begin"] + b["rows"]] for b in by_server[s]]
             futs.append(rpc.rpc_async(names[s], BatchParameterServer.update_and_fetch,
-                                      args=(server_rrefs[s], rank, i, grads), timeout=args.rpc_timeout))
+                                      args=(server_rrefs[s], rank, i, grads) + sparse[s], timeout=args.rpc_timeout))
         t2 = perf()
         answers = wait_all(futs)
         t3 = perf()
@@ -207,11 +265,23 @@ def run_trainer(args, rank, server_rrefs):
             continue
         if t_first is None:
             t_first = t0
-        steps.append({"compute": t1 - t0, "send": t2 - t1, "wait": t3 - t2, "recv": t4 - t3, "other": 0.0,
-                      "step": t4 - t0})
+        steps.append({"compute": t1 - t0 - t_lookup, "send": t2 - t1, "wait": t3 - t2, "recv": t4 - t3 + t_lookup,
+                      "other": 0.0, "step": t4 - t0})
         losses.append(loss_value)
+        if ctr:
+            traffic.append(len(uniq))
     wall = perf() - t_first
-    return metrics.trainer_record(rank, steps, sent, sent, wall, losses)
+    extra = {"peak_rss": metrics.peak_rss_bytes()}
+    sent_total, recv_total = sent, sent
+    if traffic:
+        rows = sum(traffic) / len(traffic)
+        width = model_spec.embedding_dim
+        extra["rows_in_per_step"] = extra["rows_out_per_step"] = rows
+        # out: the ids asked for, the gradient rows and their indices; in: the rows
+        sent_total += rows * (8 + 4 * width + 8)
+        recv_total += rows * 4 * width
+    return metrics.trainer_record(rank, steps, sent_total, recv_total, wall, losses, extra=extra,
+                                  examples_per_step=args.batch_size)
 
 
 def run_master(args):
@@ -222,9 +292,13 @@ def run_master(args):
     for s in range(args.nserver):
         blocks = [(b["block"], torch.from_numpy(init[b["param"]][b["row_begin"]:b["row_begin"] + b["rows"]].copy()))
                   for b in plan if b["server"] == s]
+        table = None
+        if isinstance(model_spec, workload.CTR):
+            table = (len(range(s, model_spec.table_rows, args.nserver)), model_spec.embedding_dim,
+                     model_spec.init_scale, 100 + s)
         server_rrefs.append(rpc.remote(get_name(server_rank(args, s), args), BatchParameterServer,
                                        args=(server_rank(args, s), args.ntrainer, blocks,
-                                             model_spec.learning_rate, not args.async_mode)))
+                                             model_spec.learning_rate, not args.async_mode, table)))
     futs = [rpc.rpc_async(get_name(r, args), run_trainer, args=(args, r, server_rrefs), timeout=args.run_timeout)
             for r in range(args.ntrainer)]
     trainers = wait_all(futs)
@@ -241,8 +315,9 @@ def run_master(args):
             optimize = {"mean_per_trainer_step": sum(opt) / max(1, len(opt))}   # one entry per gradient
         serve = m["serve_seconds"]
         servers.append({"rank": s, "steps": None if args.async_mode else n_steps, "optimize": optimize,
-                        "serve_seconds": serve,
-                        "busy_fraction": sum(opt) / serve if serve else None,
+                        "serve_seconds": serve, "peak_rss": m["peak_rss"],
+                        "lookup_seconds_total": m["lookup_seconds_total"],
+                        "busy_fraction": (sum(opt) + m["lookup_seconds_total"]) / serve if serve else None,
                         "bytes_recv_per_step": m["bytes_in"] / n_steps,
                         "bytes_sent_per_step": m["bytes_out"] / n_steps})
     return {"trainers": trainers, "servers": servers}

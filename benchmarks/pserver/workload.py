@@ -41,7 +41,39 @@ class SyntheticClassification:
         return len(self.x)
 
 
-DATA_CLASSES = {"SyntheticClassification": SyntheticClassification}
+class SyntheticClicks:
+    """Click-log-like samples of a CTR model: ``num_slots`` categorical ids per sample (one per slot)
+    drawn Zipf-like (a few ids are very frequent, most are rare, as in click logs), hashed into
+    ``[0, id_space)``, and ``num_dense`` float features. Labels (0/1 clicks) come from a fixed random
+    teacher over the ids and the dense features, so the loss can fall.
+
+    ``x`` is a dict ``{"dense": (n, num_dense) float32, "ids": (n, num_slots) int64}``."""
+
+    def __init__(self, num_samples, num_slots, num_dense, id_space, zipf_a=1.2, seed=0):
+        rng = np.random.RandomState(seed)
+        self.num_slots, self.num_dense, self.id_space = int(num_slots), int(num_dense), int(id_space)
+        n = int(num_samples)
+        # a Zipf rank per (sample, slot); rank r of slot s is hashed to one id of the shared id space
+        ranks = np.minimum(rng.zipf(zipf_a, size=(n, self.num_slots)), 1 << 40).astype(np.int64)
+        salt = (np.arange(self.num_slots, dtype=np.int64) + 1) * 1000003
+        ids = (ranks * 2654435761 + salt) % self.id_space
+        dense = rng.standard_normal((n, self.num_dense)).astype(np.float32)
+        # teacher: a per-id weight from the id's hash plus a linear term of the dense features
+        w_id = ((ids * 40503) % 1009).astype(np.float32) / 1009.0 - 0.5
+        logit = w_id.sum(axis=1) + dense @ rng.standard_normal(self.num_dense).astype(np.float32)
+        self.y = (logit > 0).astype(np.int64).reshape(-1, 1)
+        self.x = {"dense": dense, "ids": ids}
+        self.input_dim = None
+        self.num_classes = 2
+
+    def __len__(self):
+        return len(self.y)
+
+    def rows_of(self, s):
+        return {"dense": self.x["dense"][s], "ids": self.x["ids"][s]}
+
+
+DATA_CLASSES = {"SyntheticClassification": SyntheticClassification, "SyntheticClicks": SyntheticClicks}
 
 
 class MLP:
@@ -80,7 +112,39 @@ class MLP:
         return out
 
 
-MODEL_CLASSES = {"MLP": MLP}
+class CTR:
+    """Spec of a CTR model as Paddle's CTR-DNN builds it: ``num_slots`` sparse slots looked up in one
+    shared embedding table of ``table_rows`` x ``embedding_dim`` (``is_sparse=True``,
+    ``is_distributed=True``: the table lives on the pservers only, row ``i`` on pserver ``i % N``), the
+    slots' embeddings concatenated with ``num_dense`` dense features, an MLP (relu) on top, softmax
+    cross entropy over 2 classes, plain SGD. The dense parameters use fluid's names ``fc_<i>.w_0`` /
+    ``fc_<i>.b_0``; the table is ``ctr_table``."""
+
+    TABLE = "ctr_table"
+
+    def __init__(self, num_slots, num_dense, table_rows, embedding_dim, hidden, learning_rate=0.01,
+                 init_scale=0.01):
+        self.num_slots, self.num_dense = int(num_slots), int(num_dense)
+        self.table_rows, self.embedding_dim = int(table_rows), int(embedding_dim)
+        self.input_dim = self.num_slots * self.embedding_dim + self.num_dense
+        self.sizes = [int(h) for h in hidden] + [2]
+        self.num_classes = 2
+        self.learning_rate = float(learning_rate)
+        self.init_scale = float(init_scale)
+
+    def param_shapes(self):
+        """The dense parameters [(name, shape)] sorted by name (the table is not among them)."""
+        return MLP(self.input_dim, self.sizes[:-1], 2).param_shapes()
+
+    def num_params(self):
+        """Dense parameters plus the table's."""
+        return int(sum(np.prod(s) for _, s in self.param_shapes())) + self.table_rows * self.embedding_dim
+
+    def initial_params(self, seed=0):
+        return MLP(self.input_dim, self.sizes[:-1], 2).initial_params(seed)
+
+
+MODEL_CLASSES = {"MLP": MLP, "CTR": CTR}
 
 
 def load_data(data_id, path=DATA_CONFIGS):
@@ -102,6 +166,15 @@ def load_model(model_id, path=MODEL_CONFIGS):
 
 
 def check_compatible(data, model, data_id, model_id):
+    if isinstance(model, CTR) or isinstance(data, SyntheticClicks):
+        if not (isinstance(model, CTR) and isinstance(data, SyntheticClicks)):
+            raise ValueError("data %r and model %r do not go together: a CTR model needs click data "
+                             "(SyntheticClicks) and click data a CTR model" % (data_id, model_id))
+        if (data.num_slots, data.num_dense) != (model.num_slots, model.num_dense) or data.id_space > model.table_rows:
+            raise ValueError("data %r has %d slots, %d dense features and ids below %d but model %r expects %d, %d "
+                             "and a table of %d rows" % (data_id, data.num_slots, data.num_dense, data.id_space,
+                                                         model_id, model.num_slots, model.num_dense, model.table_rows))
+        return
     if data.input_dim != model.input_dim or data.num_classes != model.num_classes:
         raise ValueError("data %r has %d features and %d classes but model %r expects %d and %d"
                          % (data_id, data.input_dim, data.num_classes, model_id, model.input_dim,
@@ -120,7 +193,7 @@ def trainer_batches(data, batch_size, ntrainer, rank, epochs):
     mine = []
     for b in range(rank, per_trainer * ntrainer, ntrainer):
         s = slice(b * batch_size, (b + 1) * batch_size)
-        mine.append((data.x[s], data.y[s]))
+        mine.append((data.rows_of(s) if hasattr(data, "rows_of") else data.x[s], data.y[s]))
     return mine * epochs
 
 

@@ -10,7 +10,7 @@ from .blocking_queue import EOFException  # noqa: F401
 from .place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cpu_places, cuda_pinned_places, cuda_places,  # noqa: F401
                     is_compiled_with_cuda)
 from .scope import Scope, global_scope, scope_guard  # noqa: F401
-from .tensor import LoDTensor, SelectedRows, create_lod_tensor  # noqa: F401
+from .tensor import LoDRankTable, LoDTensor, LoDTensorArray, SelectedRows, create_lod_tensor  # noqa: F401
 
 
 class VarDesc:

@@ -84,6 +84,12 @@ class Scope:
         else:
             owner.lods.pop(name, None)
 
+    def _set_lod_here(self, name, lod):
+        if lod:
+            self.lods[name] = lod
+        else:
+            self.lods.pop(name, None)
+
     def erase(self, names):
         for n in names:
             self.vals.pop(n, None)

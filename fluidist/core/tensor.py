@@ -159,3 +159,50 @@ def create_lod_tensor(data, recursive_seq_lens, place=None):
             raise ValueError("sequence lengths %s do not add up to the %d rows of the data"
                              % (recursive_seq_lens, t.shape()[0]))
     return t
+
+
+class LoDTensorArray(list):
+    """Paddle's ``LoDTensorArray``: a list of LoDTensors (``write_to_array`` / ``read_from_array``).
+
+    Items are ``LoDTensor`` objects holding an array and its LoD; a slot never written is ``None``
+    (a gradient array holds only the steps that received a gradient; a missing item reads as zeros)."""
+
+    def append(self, tensor):
+        list.append(self, tensor if isinstance(tensor, LoDTensor) or tensor is None else LoDTensor(tensor))
+
+    def item(self, i):
+        """(array, lod) of item ``i``, or (None, []) where nothing was written."""
+        t = self[i] if 0 <= i < len(self) else None
+        if t is None:
+            return None, []
+        return t._array, t._lod
+
+    def put(self, i, array, lod=None):
+        """Set item ``i`` (the array grows with empty slots up to it)."""
+        while len(self) <= i:
+            list.append(self, None)
+        self[i] = LoDTensor(array, lod)
+
+    def __repr__(self):
+        return "LoDTensorArray(%s)" % ", ".join("None" if t is None else repr(t) for t in self)
+
+
+class LoDRankTable:
+    """The sequences of one LoD level sorted by length, longest first (ties keep their order):
+    ``items`` is a list of ``(sequence index, length)``; ``coarse_lod`` the LoD levels above it."""
+
+    __slots__ = ("items", "coarse_lod")
+
+    def __init__(self, items, coarse_lod=None):
+        self.items = [(int(i), int(n)) for i, n in items]
+        self.coarse_lod = [list(l) for l in coarse_lod] if coarse_lod else []
+
+    @classmethod
+    def from_lod(cls, lod, level):
+        offsets = lod[level]
+        lengths = [offsets[k + 1] - offsets[k] for k in range(len(offsets) - 1)]
+        order = sorted(range(len(lengths)), key=lambda k: -lengths[k])   # sorted() is stable
+        return cls([(k, lengths[k]) for k in order], lod[:level])
+
+    def __repr__(self):
+        return "LoDRankTable(%s)" % self.items

@@ -24,7 +24,8 @@ import numpy as np
 
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
-from . import rpc
+from . import rpc, shm_payload
+from .arrival_sums import ArrivalSums
 
 SYNC, ASYNC, HALF_ASYNC, GEO = 0, 1, 2, 3
 LOOKUP_TABLE_PATH = "kLookupTablePath"
@@ -62,7 +63,8 @@ class ParameterServer:
     """The state and event loop of one ``listen_and_serv`` op."""
 
     def __init__(self, program, scope, attrs, run_block, to_place, deadline_ms=None):
-        """``run_block(idx)`` runs block ``idx`` of ``program`` in ``scope`` (the kernel's executor does);
+        """``run_block(idx[, prog])`` runs block ``idx`` of ``program`` (or of ``prog``, a copy of it) in
+        ``scope`` (the kernel's executor does);
         ``to_place(value)`` moves a received value to the place the blocks run on."""
         self.program = program
         self.run_block = run_block
@@ -95,6 +97,7 @@ class ParameterServer:
                 raise ValueError("listen_and_serv: %s names block %d but the program has blocks 1..%d to serve"
                                  % (what, idx, nblocks - 1))
         self.round_blocks = [b.idx for b in blocks if b.idx != self.lr_block]
+        self.sums = ArrivalSums(program, self.round_blocks, self.fanin) if self.sync else None
         self.gb = self.program.global_block()
         self.scope = scope
         self.deadline_ms = deadline_ms
@@ -221,7 +224,10 @@ class ParameterServer:
                                   % (self.endpoint, m.name, list(var.shape), m.trainer, list(arr.shape),
                                      " (row-sparse)" if isinstance(v, SelectedRows) else ""))
         scope = self.scope
-        scope._set_value(m.name, self.to_place(v))
+        value = self.to_place(v)
+        scope._set_value(m.name, value)
+        if self.sums is not None and not self.completed:
+            self.sums.add(m.name, value, self.rounds)
         if m.lod or m.name in scope.lods:
             scope._set_lod(m.name, m.lod or [])
 
@@ -246,16 +252,30 @@ class ParameterServer:
                 if isinstance(value, str) or not (isinstance(value, SelectedRows) or hasattr(value, "shape")):
                     raise _BadRequest("pserver %s: %r holds a %s, not an array" % (self.endpoint, m.name,
                                                                                     type(value).__name__))
-                if not self.sync:
+                shared = self.server.shares_memory_with(req)
+                if not self.sync and not shared:
                     value = _host_copy(value)   # the next update writes the parameter in place
+                elif self.sync and shared:
+                    value = self._resident(m.name, value)
                 lod = self.scope._find_lod(m.name) or None
-                self.server.reply(req, value=value, lod=lod)
+                self.server.reply(req, value=value, lod=lod, snapshot=not self.sync)
             elif m.kind == "fetch_barrier":
                 self.server.reply(req)
             else:
                 self._prefetch(req)
         except _BadRequest as e:
             self.server.error(req, str(e))
+
+    def _resident(self, name, value):
+        """A big parameter block asked for by a same-host trainer moves into a shared-memory segment
+        of this pserver, where the optimize ops keep updating it in place: its gets are then answered
+        without copies (sync rounds change it only after every trainer copied it out)."""
+        if type(value) is not np.ndarray or value.nbytes < shm_payload.min_bytes() or not value.flags.writeable:
+            return value
+        home = shm_payload.outbox().resident(value, (self.endpoint, name))
+        if home is not value:
+            self.scope._set_value(name, home)
+        return home
 
     def _prefetch(self, req):
         m = req.msg
@@ -316,12 +336,13 @@ class ParameterServer:
         if self.lr_block >= 0:
             self._run(self.lr_block, "the learning-rate block (step %d)" % step)
         for idx in self.round_blocks:
-            self._run(idx, "optimize block %d (step %d)" % (idx, step))
+            prog = self.sums.program_for(idx, self.rounds, self.scope._set_value) if self.sums else self.program
+            self._run(idx, "optimize block %d (step %d)" % (idx, step), prog)
         self.rounds = step
 
-    def _run(self, idx, what):
+    def _run(self, idx, what, program=None):
         try:
-            self.run_block(idx)
+            self.run_block(idx) if program is None or program is self.program else self.run_block(idx, program)
         except Exception as e:
             raise _Fatal("%s failed: %s: %s" % (what, type(e).__name__, e)) from e
 

@@ -20,7 +20,7 @@ import time
 
 import zmq
 
-from . import wire
+from . import shm_payload, wire
 from .. import timeline as _timeline
 from .wire import WireError
 
@@ -126,6 +126,9 @@ class Client:
         self._early = {}               # rid -> Message that arrived while waiting for another rid
         self._answered = False         # has this endpoint ever answered this socket?
         self.closed = False
+        # same host: big payloads through shared memory (shm_payload); rid -> the slot a request holds
+        self._shm = shm_payload.use_for(split_endpoint(endpoint)[0])
+        self._slots = {}
 
     def request(self, kind, name=None, value=None, trainer=0, step=0, lod=None, what=None, **fields):
         """Send one request; returns its id for ``wait``."""
@@ -134,6 +137,10 @@ class Client:
         rid = next(self._ids)
         t0 = time.perf_counter()
         frames = wire.encode(kind, rid, name, value, trainer, step, lod, **fields)
+        if self._shm:
+            frames, seg = shm_payload.pack(frames, (self.endpoint, kind, name), rid, announce=True)
+            if seg is not None:
+                self._slots[rid] = seg
         self._sock.send_multipart(frames, copy=False)
         self._pending[rid] = _describe(what or ("%s %s" % (kind, name or "")).strip(), trainer, step)
         if _timeline.enabled:
@@ -163,8 +170,8 @@ class Client:
                     break
                 self._answered = True
                 try:
-                    got = wire.decode(frames)
-                except WireError as e:
+                    got = wire.decode(shm_payload.unpack(frames))
+                except (WireError, shm_payload.ShmError) as e:
                     desc = self._pending.pop(rid, "")
                     raise RPCError("pserver %s sent a malformed reply to %s: %s" % (self.endpoint, desc, e)) from None
                 if got.rid == rid:
@@ -175,12 +182,18 @@ class Client:
                     self._early[got.rid] = got
                 # else: a reply to a request that already timed out; drop it
         desc = self._pending.pop(rid, "")
+        self._free_slot(rid)
         if _timeline.enabled:
             _timeline.complete("wait", "wait %s" % desc, t0, time.perf_counter() - t0, peer=self.endpoint,
                                bytes=nbytes)
         if msg.kind == "error":
             raise RPCError("pserver %s answered %s with an error: %s" % (self.endpoint, desc, msg.get("msg", "")))
         return msg
+
+    def _free_slot(self, rid):
+        seg = self._slots.pop(rid, None)
+        if seg is not None:
+            seg.busy = None     # answered: the pserver has read the payload
 
     def _timeout(self, rid, total):
         desc = self._pending.pop(rid, "")
@@ -322,6 +335,7 @@ class Server:
         self.endpoint = "%s:%d" % (host, port)
         self.closed = False
         self.malformed = 0   # count of rejected messages (for tests and logs)
+        self._shm_peers = set()   # peers that sent shared-memory payloads: replies go back the same way
 
     def deadline(self):
         return deadline_seconds(self.deadline_ms)
@@ -343,10 +357,13 @@ class Server:
             t0 = time.perf_counter()
             peer, body = frames[0], frames[1:]
             try:
+                if shm_payload.is_packed(body):
+                    body = shm_payload.unpack(body)
+                    self._shm_peers.add(peer.bytes)
                 msg = wire.decode(body)
                 if msg.kind in ("ok", "error"):
                     raise WireError("a %r reply is not a request" % msg.kind)
-            except WireError as e:
+            except (WireError, shm_payload.ShmError) as e:
                 self.malformed += 1
                 self._send(peer, wire.encode("error", wire.peek_request_id(body) if body else -1,
                                              msg="malformed request rejected by %s: %s" % (self.endpoint, e)))
@@ -362,11 +379,22 @@ class Server:
         except zmq.ZMQError:
             pass   # the peer is gone; ROUTER drops what it cannot route
 
-    def reply(self, req, value=None, name=None, lod=None, **fields):
-        """An ``ok`` reply to ``req`` (with a value for gets and prefetches)."""
+    def shares_memory_with(self, req):
+        """Whether the sender of ``req`` is on this host and gets big payloads through shared memory."""
+        return req.peer.bytes in self._shm_peers
+
+    def reply(self, req, value=None, name=None, lod=None, snapshot=False, **fields):
+        """An ``ok`` reply to ``req`` (with a value for gets and prefetches). ``snapshot``: the value
+        may change right after this call (a shared-memory peer then gets a copy; others must be
+        given a copy by the caller). To a shared-memory peer, arrays in resident segments go as
+        references (see ``shm_payload``)."""
         m = req.msg
-        self._send(req.peer, wire.encode("ok", m.rid, name if name is not None else m.name, value,
-                                         m.trainer, m.step, lod, **fields))
+        frames = wire.encode("ok", m.rid, name if name is not None else m.name, value, m.trainer, m.step, lod,
+                             **fields)
+        if value is not None and self.shares_memory_with(req):
+            frames, _ = shm_payload.pack(frames, ("reply", req.peer.bytes, name if name is not None else m.name), None,
+                                         resident_ok=not snapshot, snapshot=snapshot)
+        self._send(req.peer, frames)
 
     def error(self, req, text):
         m = req.msg

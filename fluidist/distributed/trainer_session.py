@@ -35,6 +35,7 @@ def _notify_complete(targets):
     with _steps_lock:
         for key in pairs:
             _steps.pop(key, None)
+            _fetched.pop(key, None)
 
 
 def notify_all_complete():
@@ -46,6 +47,23 @@ def notify_all_complete():
         union.update(targets)
         targets.clear()
     _notify_complete(union)
+
+
+_fetched = {}                                 # (endpoint, trainer id) -> step of its last answered recv
+
+
+def mark_fetched(pairs):
+    """Every (endpoint, trainer id) in ``pairs`` answered a ``recv`` at the current step: in sync mode a
+    pserver answers those only once it has finished that step, which is all a fetch_barrier waits for."""
+    with _steps_lock:
+        for key in pairs:
+            _fetched[key] = _steps.get(key, 0)
+
+
+def fetched(endpoint, trainer_id):
+    """Whether ``endpoint`` answered a ``recv`` of ``trainer_id`` at the current step."""
+    key = (endpoint, trainer_id)
+    return _fetched.get(key, -1) == _steps.get(key, 0)
 
 
 def step(endpoint, trainer_id):

@@ -1,22 +1,31 @@
 """CompiledProgram.with_data_parallel: one process drives several places; gradients are
 all-reduced across the places (threads) and, with ``num_trainers > 1``, across processes.
 
-The program is cut at its first optimize op: every place runs forward and backward on its slice of
-the batch in its own scope, the runner sums the gradients (the loss gradient having been scaled by
-1/(places * trainers)), and every place then applies the same update. Place 0 uses the caller's
-scope, so parameters are read where users expect them.
+Every place runs the whole program on its slice of the batch in its own thread and scope; its copy
+of the program has the loss gradient scaled by 1/(places x trainers) and ``c_allreduce_sum`` ops on
+the gradients after backward (the ops and communicators of the collective mode), so every place
+then applies the same update. Place 0 uses the caller's scope, so parameters are read where users
+expect them.
 """
 from __future__ import annotations
 
+import itertools
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from ..distributed.collective import registry as collective_registry
+from ..distributed.collective.base import CollectiveError
+from ..distributed.collective.common import CollectiveTimeout
+from ..distributed.collective.registry import init_comms_from_nccl_id
+from ..distributed.collective.threads import thread_group
+from ..framework import unique_name
+from ..framework.op_role import OP_ROLE_ATTR, OpRole, is_backward_op, is_loss_grad_op, param_grad_pairs
 from ..framework.program import Program
 from .executor import Executor, _as_fetch_names
-from ..core.place import CPUPlace, CUDAPlace, cpu_places, cuda_places, to_host
+from ..core.place import CUDAPlace, cpu_places, cuda_places, to_host
 from ..core.scope import Scope, global_scope
 from ..core.tensor import LoDTensor, SelectedRows
 
@@ -215,7 +224,18 @@ def _split_feed(feed, n, names_lod):
     return per_place
 
 
+_LOCAL_RINGS = itertools.count(1 << 20)   # ring ids of the runners' thread rings (clear of users' ids)
+
+
 class _DataParallelRunner:
+    """Every place runs the whole program in its own thread and scope; the gradients are all-reduced
+    by ``c_allreduce_sum`` ops on the communicators of the collective mode: a ring of the places'
+    threads (``c_comm_init_all``'s kind), and across processes ring 0 (from ``gen_nccl_id``). With
+    several places and several processes, place 0 all-reduces across processes and broadcasts to its
+    siblings. ``fuse_all_reduce_ops`` (Paddle's default) puts the dense gradients into one buffer
+    (``coalesce_tensor``) reduced at once; else each gradient is reduced right after the op that
+    produces it."""
+
     def __init__(self, compiled, executor, scope):
         prog = compiled._run_program or compiled._program
         bs = compiled._build_strategy
@@ -233,10 +253,13 @@ class _DataParallelRunner:
                 raise ValueError("BuildStrategy.num_trainers is %d but the program lists %d trainer endpoints"
                                  % (self.num_trainers, len(eps)))
         self.loss_name = compiled._loss_name
-        self.fwd_bwd, self.update, self.pairs = self._cut(prog, compiled)
+        self.local_ring = next(_LOCAL_RINGS) if self.nplaces > 1 else None
+        self.pairs = _grad_pairs(prog)
+        fuse = bool(getattr(bs, "fuse_all_reduce_ops", True))
+        self.programs = [self._place_program(prog, compiled, i, fuse) for i in range(self.nplaces)]
         if bs.debug_graphviz_path:  # as Paddle: the DOT text at <path>_multi_devices_graph
             from ..debugger import data_parallel_graph
-            data_parallel_graph(self.fwd_bwd, self.update, self.pairs, places, self.num_trainers).save(
+            data_parallel_graph(self.programs, places, self.num_trainers).save(
                 bs.debug_graphviz_path + "_multi_devices_graph")
         shared = compiled._share_vars_from._runner if compiled._share_vars_from is not None else None
         if shared is not None and shared.nplaces != self.nplaces:
@@ -247,35 +270,25 @@ class _DataParallelRunner:
         self.scopes = list(shared.scopes) if shared is not None else \
             [scope] + [Scope() for _ in range(self.nplaces - 1)]
         self.executors = [Executor(p) for p in places]
-        threads = int(getattr(compiled._exec_strategy, "num_threads", 0) or 0)    # 0: one per place
-        self.pool = ThreadPoolExecutor(max_workers=min(threads, self.nplaces) if threads > 0 else self.nplaces) \
-            if self.nplaces > 1 else None
+        # all places run at once: their all-reduces wait for each other
+        self.pool = ThreadPoolExecutor(max_workers=self.nplaces) if self.nplaces > 1 else None
         self.comm = None
         if self.num_trainers > 1:
-            from ..distributed.collective.registry import init_comms_from_nccl_id
             comms = init_comms_from_nccl_id(scope, places[0], self.num_trainers, self.trainer_id,
                                             max(1, prog._nccl_comm_num or 1))
             self.comm = comms[0] if isinstance(comms, (list, tuple)) else comms
+        if self.local_ring is not None:
+            self._make_local_ring()
+            weakref.finalize(self, collective_registry.destroy, self.local_ring)
         if shared is None:
             self._broadcast_persistables(prog, scope)
 
-    def _cut(self, prog, compiled):
-        """(forward+backward program, update program, [(param, grad)]) with the loss grad scaled."""
+    # ------------------------------------------------------------ the per-place programs
+    def _place_program(self, prog, compiled, i, fuse):
+        """``prog`` for place ``i``: the loss gradient scaled by 1/(places x trainers), the gradients
+        all-reduced after backward."""
         p = prog.clone()
         block = p.global_block()
-        cut = len(block.ops)
-        for i, op in enumerate(block.ops):
-            if int(op.attr(OP_ROLE_ATTR) or 0) & OpRole.Optimize and not int(op.attr(OP_ROLE_ATTR)) & OpRole.LRSched:
-                cut = i
-                break
-        pairs, seen = [], set()
-        for op in block.ops[:cut]:
-            rv = op.attr(OP_ROLE_VAR_ATTR) or []
-            if int(op.attr(OP_ROLE_ATTR) or 0) & OpRole.Backward:
-                for j in range(0, len(rv) - 1, 2):
-                    if rv[j + 1] not in seen:
-                        seen.add(rv[j + 1])
-                        pairs.append((rv[j], rv[j + 1]))
         total = self.nplaces * self.num_trainers
         scale = compiled._build_strategy.gradient_scale_strategy
         if scale == BuildStrategy.GradientScaleStrategy.Customized:
@@ -285,21 +298,70 @@ class _DataParallelRunner:
             total = 1          # every device's loss gradient is 1: gradients are summed, not averaged
         if total > 1 and self.loss_name:
             loss_grad = self.loss_name + "@GRAD"
-            for op in list(block.ops[:cut]):
-                role = int(op.attr(OP_ROLE_ATTR) or 0)
-                if role & (OpRole.Backward | OpRole.Loss) == (OpRole.Backward | OpRole.Loss) and \
-                        loss_grad in op.output_arg_names:
+            for op in block.writers_of(loss_grad):
+                if is_loss_grad_op(op):
                     block.insert_after(op, "scale", inputs={"X": [loss_grad]}, outputs={"Out": [loss_grad]},
                                        attrs={"scale": 1.0 / total, OP_ROLE_ATTR: OpRole.Backward})
-                    cut += 1
                     break
-        update = p.clone()
-        ub = update.global_block()
-        ub.ops = ub.ops[cut:]
-        block.ops = block.ops[:cut]
-        p._version += 1
-        update._version += 1
-        return p, update, pairs
+        if total > 1 or self.nplaces > 1 or self.num_trainers > 1:
+            self._insert_allreduces(block, i, fuse)
+        p.lint()
+        return p
+
+    def _reduce_ops(self, i):
+        """(op type, attrs) of the all-reduce of one tensor on place ``i``."""
+        role = {OP_ROLE_ATTR: OpRole.Backward | OpRole.Collective}
+        ops = []
+        if self.nplaces > 1:
+            ops.append(("c_allreduce_sum", dict(role, ring_id=self.local_ring)))
+        if self.num_trainers > 1:
+            if i == 0:
+                ops.append(("c_allreduce_sum", dict(role, ring_id=0)))
+            if self.nplaces > 1:
+                ops.append(("c_broadcast", dict(role, ring_id=self.local_ring, root=0)))
+        return ops
+
+    def _insert_allreduces(self, block, i, fuse):
+        reduce_ops = self._reduce_ops(i)
+        if not reduce_ops:
+            return
+        producers = {}
+        for _, g in self.pairs:
+            op = _last_backward_writer(block, g)
+            if op is not None:
+                producers[g] = op
+        dense = [g for g in producers if not _row_sparse(block, g, producers[g])]
+        sparse = [g for g in producers if g not in dense]
+        with block.edits() as edits:
+            if fuse and len(dense) > 1 and len({block.var(g).dtype for g in dense}) == 1:
+                last = max((producers[g] for g in dense), key=block._index_of)
+                fused = block.create_var(name=unique_name.generate("@FUSED_GRAD@"), dtype=block.var(dense[0]).dtype,
+                                         stop_gradient=True)
+                anchor = edits.insert_after(last, "coalesce_tensor", inputs={"Input": dense},
+                                            outputs={"Output": dense, "FusedOutput": [fused.name]},
+                                            attrs={"copy_data": True, "dtype": fused.dtype,
+                                                   OP_ROLE_ATTR: OpRole.Backward | OpRole.Collective})
+                for op_type, attrs in reduce_ops:
+                    anchor = edits.insert_after(anchor, op_type, inputs={"X": [fused.name]},
+                                                outputs={"Out": [fused.name]}, attrs=attrs)
+            else:
+                sparse = sparse + dense
+            for g in sparse:
+                anchor = producers[g]
+                for op_type, attrs in reduce_ops:
+                    anchor = edits.insert_after(anchor, op_type, inputs={"X": [g]}, outputs={"Out": [g]},
+                                                attrs=attrs)
+
+    # ------------------------------------------------------------ communicators
+    def _make_local_ring(self):
+        """The ring of this runner's places (threads), made anew after a failure broke it."""
+        if isinstance(self.places[0], CUDAPlace):
+            from ..distributed.collective.nccl import nccl_thread_group
+            devices = [p.device_id for p in self.places]
+            collective_registry.register_group(self.local_ring, nccl_thread_group(self.local_ring, devices), devices)
+        else:
+            collective_registry.register_group(self.local_ring, thread_group(self.nplaces, self.local_ring))
+        self._local_broken = False
 
     def _broadcast_persistables(self, prog, scope):
         names = sorted(v.name for v in prog.list_vars() if v.persistable and v.type != "RAW")
@@ -316,30 +378,37 @@ class _DataParallelRunner:
                 with self.places[i].device_context():
                     self.scopes[i].vals[name] = xp.array(to_host(value)) if xp is not np else np.array(value, copy=True)
 
-    def _each_place(self, fn):
-        if self.pool is None:
-            return [fn(0)]
-        futures = [self.pool.submit(fn, i) for i in range(self.nplaces)]
-        return [f.result() for f in futures]
+    # ------------------------------------------------------------ running
+    def _run_place(self, i, feed):
+        try:
+            with collective_registry.thread_rank(i):
+                self.executors[i].run(self.programs[i], feed=feed, scope=self.scopes[i])
+        except BaseException as e:
+            if self.local_ring is not None:   # wake the siblings waiting in an all-reduce for this place
+                self._local_broken = True
+                for comm in collective_registry.group_communicators(self.local_ring):
+                    fail = getattr(getattr(comm, "group", None), "fail", None)
+                    if fail is not None:
+                        fail("place %d (%r) failed: %s: %s" % (i, self.places[i], type(e).__name__, e))
+            raise
 
-    def _allreduce_grads(self):
-        for _, g in self.pairs:
-            vals = [s.vals.get(g) for s in self.scopes]
-            if any(v is None for v in vals):
-                continue
-            if isinstance(vals[0], SelectedRows):
-                total = _concat_rows(vals)
-                if self.comm is not None:
-                    total = self.comm.allreduce(total.to_dense(self.places[0].xp), "sum")
-            else:
-                total = vals[0]
-                if self.nplaces > 1:
-                    total = sum((to_host(v) if not isinstance(self.places[0], CUDAPlace) else v) for v in vals[1:])
-                    total = vals[0] + total
-                if self.comm is not None:
-                    total = self.comm.allreduce(total, "sum")
-            for i, s in enumerate(self.scopes):
-                s.vals[g] = total if i == 0 else (total.copy() if hasattr(total, "copy") else total)
+    def _each_place(self, feeds):
+        if self.pool is None:
+            self._run_place(0, feeds[0])
+            return
+        futures = [self.pool.submit(self._run_place, i, feeds[i]) for i in range(self.nplaces)]
+        errors = []
+        for f in futures:
+            try:
+                f.result()
+            except BaseException as e:
+                errors.append(e)
+        if errors:
+            if self._local_broken:
+                self._make_local_ring()
+            # the root cause first: a sibling's error only says that this place failed
+            root = next((e for e in errors if not isinstance(e, (CollectiveError, CollectiveTimeout))), errors[0])
+            raise root
 
     def run(self, feed, fetch_names, return_numpy, return_merged):
         if isinstance(feed, dict):
@@ -356,17 +425,7 @@ class _DataParallelRunner:
             feeds = [{} for _ in range(self.nplaces)]
         else:
             raise TypeError("feed must be a dict or a list of dicts, got %r" % type(feed).__name__)
-
-        def phase1(i):
-            self.executors[i].run(self.fwd_bwd, feed=feeds[i], scope=self.scopes[i])
-
-        def phase2(i):
-            self.executors[i].run(self.update, scope=self.scopes[i])
-
-        self._each_place(phase1)
-        self._allreduce_grads()
-        if self.update.global_block().ops:
-            self._each_place(phase2)
+        self._each_place(feeds)
         per_place = []
         for i in range(self.nplaces):
             row = []
@@ -387,10 +446,20 @@ class _DataParallelRunner:
         return merged
 
 
-def _concat_rows(vals):
-    rows = np.concatenate([to_host(v.rows) for v in vals])
-    value = np.concatenate([to_host(v.value) for v in vals])
-    return SelectedRows(rows, value, vals[0].height)
+def _grad_pairs(prog):
+    """(param, grad) of the backward ops' op_role_var, in order."""
+    return param_grad_pairs(op for op in prog.global_block().ops if is_backward_op(op))
+
+
+def _last_backward_writer(block, name):
+    writers = [op for op in block.writers_of(name) if is_backward_op(op)]
+    return writers[-1] if writers else None
+
+
+def _row_sparse(block, name, producer):
+    """Does ``name`` hold a SelectedRows at run time (a sparse lookup's gradient, a sum of them)?"""
+    from ..regularizer import is_selected_rows_grad
+    return is_selected_rows_grad(block.var(name))
 
 
 __all__ = ["CompiledProgram", "BuildStrategy", "ExecutionStrategy"]

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..framework.dtypes import VarType
 from ..framework.program import Program, Variable, default_main_program
 from ..framework import registry
 from ..core.place import CPUPlace, to_host
 from ..core.scope import global_scope
-from ..core.tensor import LoDTensor, SelectedRows
+from ..core.tensor import LoDTensor, LoDTensorArray, SelectedRows
 
 if TYPE_CHECKING:  # for the annotations only (compiler imports this module's helpers)
     from ..core.place import CUDAPlace
@@ -61,7 +62,15 @@ class ExecContext:
 
     def set_lod(self, slot_or_name, lod, i=0):
         name = self.op.outputs[slot_or_name][i] if slot_or_name in self.op.outputs else slot_or_name
-        self.state.scope._set_lod(name, lod)
+        state = self.state
+        if state.nested:
+            state.plan._target(state.scope, name)._set_lod_here(name, lod)
+        else:
+            state.scope._set_lod(name, lod)
+
+    def find_value(self, name):
+        """The value of variable ``name`` seen from the running scope (None where it has none)."""
+        return self.state.scope._find_value(name)
 
     def input_name(self, slot, i=0):
         return self.op.inputs[slot][i]
@@ -78,15 +87,25 @@ class ExecContext:
         return np.random.RandomState(mixed)
 
     def run_block(self, block, scope=None):
-        """Run a sub-block (conditional_block, while, listen_and_serv's optimize blocks)."""
-        return self.executor._run_block(self.program, block.idx, scope or self.state.scope)
+        """Run a block in ``scope`` itself (listen_and_serv's optimize blocks): every value its ops
+        write lands in that scope. The block may be of another program (the pserver's rounds run a
+        copy of theirs)."""
+        return self.executor._run_block(block.program, block.idx, scope or self.state.scope)
+
+    def run_sub_block(self, block, scope):
+        """Run a control-flow sub-block (while, conditional_block, recurrent) in ``scope``, a child
+        of the running scope: the variables the sub-block declares live in ``scope``; the others are
+        read from, and written to, the scope up the chain that holds them."""
+        self.executor._plan(self.program, block.idx).run_nested(scope)
 
 
 class _RunState:
-    __slots__ = ("scope",)
+    __slots__ = ("scope", "nested", "plan")
 
-    def __init__(self):
+    def __init__(self, plan):
         self.scope = None
+        self.nested = False
+        self.plan = plan
 
 
 class _Step:
@@ -110,7 +129,13 @@ class Plan:
         self.program = program
         self.version = program._version
         self.block = program.block(block_idx)
-        self.state = _RunState()
+        self.state = _RunState(self)
+        self._local = frozenset(self.block.vars)
+        self._hops = {}
+        # block 0: the arrays its run starts with empty (Paddle makes them afresh in each run's scope)
+        self.fresh_arrays = tuple(n for n, v in self.block.vars.items()
+                                  if v.type == VarType.LOD_TENSOR_ARRAY and not v.persistable) \
+            if block_idx == 0 else ()
         place = executor.place
         xp = place.xp
         self.steps = []
@@ -184,7 +209,7 @@ class Plan:
                     lines.append("            if _v is not None:")
                     if dup:
                         for j, n in enumerate(names):
-                            lines.append("                vals[%r] = _v[%d]" % (n, j))
+                            lines.append("                if _v[%d] is not None: vals[%r] = _v[%d]" % (j, n, j))
                     else:
                         lines.append("                vals[%r] = _v" % names[0])
             if st.share_lod is not None:
@@ -221,26 +246,67 @@ class Plan:
                         ins[slot] = vals[names[0]]
             except KeyError as e:
                 ins = self._slow_inputs(step, scope, e.args[0])
-            try:
-                outs = step.kernel(step.ctx, ins, step.attrs)
-            except Exception as e:
-                _annotate(e, step)
-                raise
-            if outs:
-                for slot, names, dup in step.outs:
-                    v = outs.get(slot)
-                    if v is None:
-                        continue
-                    if dup:
-                        for n, x in zip(names, v):
-                            vals[n] = x
-                    else:
-                        vals[names[0]] = v
+            _store(step, _call(step, ins), vals.__setitem__)
             if step.share_lod is not None and lods:
                 src, dst = step.share_lod
                 lod = lods.get(src)
                 if lod is not None:
                     lods[dst] = lod
+
+    # ------------------------------------------------------------ sub-blocks in child scopes
+    def run_nested(self, scope):
+        """Run this block in ``scope`` (see ``ExecContext.run_sub_block``)."""
+        state = self.state
+        saved = state.scope, state.nested
+        state.scope, state.nested = scope, True
+
+        def put(name, value):
+            self._target(scope, name).vals[name] = value
+        try:
+            for step in self.steps:
+                ins = {}
+                for slot, names, dup in step.ins:
+                    if dup:
+                        ins[slot] = [self._read(scope, n, step) for n in names]
+                    else:
+                        ins[slot] = self._read(scope, names[0], step)
+                _store(step, _call(step, ins), put)
+                if step.share_lod is not None:
+                    src, dst = step.share_lod
+                    self._target(scope, dst)._set_lod_here(dst, scope._find_lod(src))
+        finally:
+            state.scope, state.nested = saved
+
+    def _read(self, scope, name, step):
+        s = scope
+        while s is not None:
+            vals = s.vals
+            if name in vals:
+                return vals[name]
+            s = s.parent
+        raise _missing_value_error(self.block, name, step.op)
+
+    def _target(self, scope, name):
+        """The scope a nested run writes ``name`` to: ``scope`` for the block's own variables; else
+        the scope holding it, or the ancestor scope of the block that declares it."""
+        if name in self._local:
+            return scope
+        owner = scope._owner(name)
+        if owner is not None:
+            return owner
+        hops = self._hops.get(name)
+        if hops is None:
+            hops, blk = 0, self.block
+            while blk.parent_idx >= 0 and name not in blk.vars:
+                blk = blk.parent_block
+                hops += 1
+            self._hops[name] = hops = max(hops, 1)
+        s = scope
+        for _ in range(hops):
+            if s.parent is None:
+                break
+            s = s.parent
+        return s
 
     def _slow_inputs(self, step, scope, missing):
         """Inputs that live in a parent scope, or a clear error naming the missing one."""
@@ -254,6 +320,30 @@ class Plan:
                 got.append(owner.vals[n])
             ins[slot] = got if dup else got[0]
         return ins
+
+
+def _call(step, ins):
+    try:
+        return step.kernel(step.ctx, ins, step.attrs)
+    except Exception as e:
+        _annotate(e, step)
+        raise
+
+
+def _store(step, outs, put):
+    """``put(name, value)`` for each output the kernel gave (a None item of a list is left out)."""
+    if not outs:
+        return
+    for slot, names, dup in step.outs:
+        v = outs.get(slot)
+        if v is None:
+            continue
+        if dup:
+            for n, x in zip(names, v):
+                if x is not None:
+                    put(n, x)
+        else:
+            put(names[0], v)
 
 
 def _annotate(e, step):
@@ -271,6 +361,16 @@ def _missing_value_error(block, name, op):
                           "run the startup program first" % (name, op.type))
     return ValueError("variable %r read by op %r has no value: no earlier op writes it and it was "
                       "not fed" % (name, op.type))
+
+
+def _fetch_array(value, return_numpy):
+    """A fetched LoDTensorArray: a list of numpy arrays (Paddle's ``as_numpy``), or a copy."""
+    if return_numpy:
+        return [None if t is None else np.array(to_host(t._array), copy=True) for t in value]
+    out = LoDTensorArray()
+    for t in value:
+        out.append(None if t is None else LoDTensor(np.array(to_host(t._array), copy=True), t._lod))
+    return out
 
 
 def _as_fetch_names(fetch_list):
@@ -421,6 +521,8 @@ class Executor:
         fetch_names = _as_fetch_names(fetch_list)
         plan = self._plan(program, 0)
         self._feed(program, scope, feed)
+        for n in plan.fresh_arrays:
+            scope.vals[n] = LoDTensorArray()
         self._check_inputs(plan, scope)
         if self.place.xp is np:
             plan.run(scope)
@@ -478,6 +580,9 @@ class Executor:
                     raise ValueError("fetch variable %r is not a variable of the program" % name)
                 raise ValueError("fetch variable %r has no value: no op of the program produces it and "
                                  "it was neither fed nor set in the scope" % name)
+            if isinstance(value, LoDTensorArray):
+                out.append(_fetch_array(value, return_numpy))
+                continue
             if return_numpy:
                 if isinstance(value, SelectedRows):
                     value = value.value

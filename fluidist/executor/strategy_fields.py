@@ -16,7 +16,8 @@ honoured                                    ``reduce_strategy`` (AllReduce; Redu
                                             (fluidist always runs ops in order),
                                             ``is_distribution``, ``gradient_merge`` /
                                             ``gradient_merge_configs``, ``num_iteration_per_run``,
-                                            ``num_threads`` (at most that many places run at once)
+                                            ``fuse_all_reduce_ops`` (the dense gradients are
+                                            coalesced and all-reduced at once)
 refused (NotImplementedError)               ``sync_batch_norm=True``
 no effect, warned once                      the rest (see ``NO_EFFECT``)
 ==========================================  ===================================================
@@ -26,7 +27,6 @@ from dataclasses import dataclass
 
 # field -> (Paddle's default, why it changes nothing here)
 NO_EFFECT_BUILD = {
-    "fuse_all_reduce_ops": (True, "gradients are all-reduced one by one, unfused"),
     "fuse_broadcast_ops": (True, "nothing is broadcast: every place updates its own parameters"),
     "fuse_elewise_add_act_ops": (False, "fluidist runs no graph fusion passes"),
     "fuse_all_optimizer_ops": (False, "fluidist runs no graph fusion passes"),
@@ -44,6 +44,8 @@ NO_EFFECT_BUILD = {
     "mkldnn_enabled_op_types": (set(), "there are no MKL-DNN kernels"),
 }
 NO_EFFECT_EXEC = {
+    "num_threads": (0, "each place runs its ops in order in a thread of its own; all places run at once "
+                       "(their all-reduces wait for each other)"),
     "num_iteration_per_drop_scope": (100, "per-place scopes keep their values; nothing is dropped"),
     "use_thread_barrier": (False, "there is no communicator thread to synchronise"),
     "allow_op_delay": (False, "ops run in program order"),

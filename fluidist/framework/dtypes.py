@@ -31,10 +31,12 @@ class VarType:
     FETCH_LIST = "FETCH_LIST"
     STEP_SCOPES = "STEP_SCOPES"
     READER = "READER"
+    LOD_RANK_TABLE = "LOD_RANK_TABLE"
 
 
 VAR_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY, VarType.RAW,
-             VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES, VarType.READER)
+             VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES, VarType.READER,
+             VarType.LOD_RANK_TABLE)
 
 
 def convert_dtype(dtype):

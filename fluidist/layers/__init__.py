@@ -8,7 +8,8 @@ from .conv import *  # noqa: F401,F403
 from .learning_rate_scheduler import *  # noqa: F401,F403
 from .control_flow import *  # noqa: F401,F403
 from .embedding import *  # noqa: F401,F403
-from .sequence import *  # noqa: F401,F403
+from .sequence_lod import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
 from .metric_op import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403

@@ -1,77 +1,32 @@
-"""Control-flow layers: comparisons, logical ops, ``ConditionalBlock``, ``Switch``, ``cond``, and the
-global step counter that learning-rate schedules run on."""
+"""Control-flow layers: comparisons, logical ops, ``ConditionalBlock``, ``Switch``, ``cond``, ``case``,
+``switch_case``, ``IfElse``, ``While``, ``while_loop``, ``is_empty``, ``Print``, and the global step counter
+that learning-rate schedules run on. The tensor-array layers (``tensor_array.py``) and the RNN blocks
+``StaticRNN`` / ``DynamicRNN`` (``rnn_blocks.py``) are re-exported here, where Paddle keeps them."""
+from functools import partial
+
+from ..framework import unique_name
 from ..framework.dtypes import VarType
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer
+from .block_guard import SubBlockGuard
 from .layer_helper import LayerHelper
+from .logic import *  # noqa: F401,F403
+from .logic import __all__ as _logic_names
+from .logic import _check_var, equal, logical_and, logical_not
+from .nest import map_structure, same_structure
+from .tensor import assign, cast, fill_constant
+from .tensor_array import *  # noqa: F401,F403
+from .tensor_array import __all__ as _array_names
+from .rnn_blocks import DynamicRNN, StaticRNN  # noqa: F401
+from .while_loop import While, while_loop  # noqa: F401
 
-__all__ = ["less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal",
-           "logical_and", "logical_or", "logical_xor", "logical_not", "increment",
-           "autoincreased_step_counter", "ConditionalBlock", "Switch", "cond"]
+# Paddle 1.8 exports these array layers from fluid.layers; the rank-table ones stay in this module
+_IN_LAYERS = ("create_array", "array_write", "array_read", "array_length", "reorder_lod_tensor_by_rank",
+              "tensor_array_to_tensor")
 
-
-def _check_var(x, layer, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
-
-
-def _compare_layer(op_type):
-    def layer(x, y, force_cpu=None, cond=None, name=None):
-        _check_var(x, op_type, "x")
-        _check_var(y, op_type, "y")
-        helper = LayerHelper(op_type, name=name)
-        if cond is None:
-            cond = helper.create_variable_for_type_inference(dtype="bool", stop_gradient=True)
-        cond.stop_gradient = True
-        attrs = {"force_cpu": bool(force_cpu)} if force_cpu is not None else {}
-        helper.append_op(op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [cond]}, attrs=attrs)
-        return cond
-    layer.__name__ = op_type
-    layer.__doc__ = "``%s(x, y)``: elementwise comparison, a bool Variable." % op_type
-    return layer
-
-
-less_than = _compare_layer("less_than")
-less_equal = _compare_layer("less_equal")
-greater_than = _compare_layer("greater_than")
-greater_equal = _compare_layer("greater_equal")
-equal = _compare_layer("equal")
-not_equal = _compare_layer("not_equal")
-
-
-def _logical_layer(op_type, binary=True):
-    def layer(x, y=None, out=None, name=None):
-        _check_var(x, op_type, "x")
-        inputs = {"X": [x]}
-        if binary:
-            _check_var(y, op_type, "y")
-            inputs["Y"] = [y]
-        helper = LayerHelper(op_type, name=name)
-        if out is None:
-            out = helper.create_variable_for_type_inference(dtype="bool", stop_gradient=True)
-        helper.append_op(op_type, inputs=inputs, outputs={"Out": [out]})
-        return out
-    layer.__name__ = op_type
-    return layer
-
-
-logical_and = _logical_layer("logical_and")
-logical_or = _logical_layer("logical_or")
-logical_xor = _logical_layer("logical_xor")
-_logical_not = _logical_layer("logical_not", binary=False)
-
-
-def logical_not(x, out=None, name=None):
-    return _logical_not(x, out=out, name=name)
-
-
-def increment(x, value=1.0, in_place=True):
-    """``x + value`` by an ``increment`` op (into ``x`` itself when ``in_place``)."""
-    _check_var(x, "increment", "x")
-    helper = LayerHelper("increment")
-    out = x if in_place else helper.create_variable_for_type_inference(dtype=x.dtype)
-    helper.append_op("increment", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"step": float(value)})
-    return out
+__all__ = list(_logic_names) + ["autoincreased_step_counter", "ConditionalBlock", "Switch", "cond", "case", "switch_case",
+           "select_input", "IfElse", "While", "while_loop", "is_empty", "Print",
+           "DynamicRNN", "StaticRNN"] + [n for n in _array_names if n in _IN_LAYERS]
 
 
 def autoincreased_step_counter(counter_name=None, begin=1, step=1):
@@ -105,7 +60,7 @@ class ConditionalBlock:
         self.helper = LayerHelper("conditional_block", name=name)
 
     def block(self):
-        return _ConditionalBlockGuard(self)
+        return SubBlockGuard(self.helper.main_program, self.complete)
 
     def complete(self):
         """Append the ``conditional_block`` op: ``Input`` = what the sub-block reads from outside,
@@ -128,22 +83,6 @@ class ConditionalBlock:
         parent.append_op("conditional_block", inputs={"Cond": self.inputs, "Input": params},
                          outputs={"Out": outs, "Scope": [step_scope]},
                          attrs={"sub_block": inside, "is_scalar_condition": self.is_scalar_condition})
-
-
-class _ConditionalBlockGuard:
-    def __init__(self, cond_block):
-        self.cond_block = cond_block
-        self.program = cond_block.helper.main_program
-
-    def __enter__(self):
-        self.program._create_block()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.cond_block.complete()
-        self.program._rollback()
-        return False
 
 
 class Switch:
@@ -190,54 +129,266 @@ class Switch:
         return False
 
 
-def _flatten_outputs(out, which):
-    if out is None:
+# ---------------------------------------------------------------------------- cond / case / switch_case
+def select_input(inputs, mask):
+    """``inputs[mask]`` (``mask``: an int32 ``[1]`` Variable); only the chosen input is read."""
+    helper = LayerHelper("select_input")
+    first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+    out = helper.create_variable(name=unique_name.generate("select_input.out"), dtype=first.dtype,
+                                 shape=first.shape, lod_level=first.lod_level)
+    helper.append_op("select_input", inputs={"X": list(inputs) if isinstance(inputs, (list, tuple)) else [inputs],
+                                             "Mask": [mask]}, outputs={"Out": [out]})
+    return out
+
+
+def _copy_to_parent(var):
+    """``var`` (built in a sub-block) assigned to a new variable of the enclosing block."""
+    if var is None:
         return None
-    if isinstance(out, Variable):
-        return [out]
-    if isinstance(out, (list, tuple)) and all(isinstance(v, Variable) for v in out):
-        return list(out)
-    raise TypeError("cond: %s must return None, a Variable or a list/tuple of Variables, got %r"
-                    % (which, type(out).__name__))
+    if not isinstance(var, Variable):
+        raise TypeError("cond: a branch must return Variables (or lists/tuples/dicts of them), got %r"
+                        % type(var).__name__)
+    program = LayerHelper("cond").main_program
+    parent = program.block(program.current_block().parent_idx)
+    out = parent.create_var(name=unique_name.generate("cond.out"), dtype=var.dtype, shape=var.shape,
+                            type=var.type, lod_level=var.lod_level)
+    assign(var, out)
+    return out
 
 
 def cond(pred, true_fn=None, false_fn=None, name=None):
-    """``true_fn()`` if the bool ``[1]`` ``pred`` holds, else ``false_fn()``; each branch is a
-    ``conditional_block`` (the second on ``logical_not(pred)``) that assigns its results to shared
-    output variables, which are returned (a Variable, or a list/tuple as the branches return)."""
+    """``true_fn()`` if the bool ``[1]`` ``pred`` holds, else ``false_fn()``.
+
+    As in Paddle 1.8: each branch is a ``conditional_block`` (the second on ``logical_not(pred)``)
+    copying its results to new variables of the enclosing block, and a ``select_input`` per result
+    on ``cast(pred, int32)`` gives what is returned, in the structure the branches return."""
     _check_var(pred, "cond", "pred")
-    helper = LayerHelper("cond", name=name)
-    parent = helper.main_program.current_block()
-    outputs, shape_of = None, None
-
-    def branch(fn, condition, which):
-        nonlocal outputs, shape_of
+    if pred.dtype not in (None, "bool"):
+        raise TypeError("cond: pred %r must be a bool Variable, got %s" % (pred.name, pred.dtype))
+    outputs = {}
+    for which, fn, condition in (("true_fn", true_fn, lambda: pred), ("false_fn", false_fn,
+                                                                       lambda: logical_not(pred))):
         if fn is None:
-            return
-        with ConditionalBlock([condition], is_scalar_condition=True).block():
+            continue
+        if not callable(fn):
+            raise TypeError("cond: %s must be callable, got %r" % (which, type(fn).__name__))
+        with ConditionalBlock([condition()], is_scalar_condition=True).block():
             raw = fn()
-            rets = _flatten_outputs(raw, which)
-            if rets is not None:
-                if outputs is None:
-                    shape_of = raw
-                    outputs = [parent.create_var(
-                        name=helper.name + ".out_%d" % i, dtype=r.dtype, shape=r.shape, lod_level=r.lod_level)
-                        for i, r in enumerate(rets)]
-                elif len(rets) != len(outputs):
-                    raise ValueError("cond: true_fn returns %d outputs but false_fn returns %d"
-                                     % (len(outputs), len(rets)))
-                blk = helper.main_program.current_block()
-                for r, o in zip(rets, outputs):
-                    blk.append_op("assign", inputs={"X": [r]}, outputs={"Out": [o]})
-            elif outputs is not None:
-                raise ValueError("cond: true_fn returns outputs but false_fn returns None")
-
-    branch(true_fn, pred, "true_fn")
-    if false_fn is not None:
-        branch(false_fn, logical_not(pred), "false_fn")
-    if outputs is None:
+            if raw is not None:
+                outputs[which] = map_structure(_copy_to_parent, raw)
+    true_out, false_out = outputs.get("true_fn"), outputs.get("false_fn")
+    if true_out is None and false_out is None:
         return None
-    if isinstance(shape_of, Variable):
-        return outputs[0]
-    return type(shape_of)(outputs) if isinstance(shape_of, tuple) else outputs
+    if true_out is None or false_out is None:
+        raise ValueError("cond: incompatible return values of true_fn and false_fn: %s returns None while "
+                         "%s does not" % (("true_fn", "false_fn") if true_out is None else ("false_fn", "true_fn")))
+    try:
+        same_structure(true_out, false_out)
+    except ValueError as e:
+        raise ValueError("cond: incompatible return values of true_fn and false_fn: %s" % e) from None
+    mask = cast(pred, "int32")
+    return map_structure(lambda f, t: select_input([f, t], mask), false_out, true_out)
 
+
+def case(pred_fn_pairs, default=None, name=None):
+    """The function of the first ``(pred, fn)`` pair whose ``pred`` holds, else ``default`` (the last
+    pair's function when None); nested ``cond``s, as in Paddle."""
+    if not isinstance(pred_fn_pairs, (list, tuple)):
+        raise TypeError("case: pred_fn_pairs must be a list or tuple of (pred, fn), got %r"
+                        % type(pred_fn_pairs).__name__)
+    for pair in pred_fn_pairs:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError("case: each element of pred_fn_pairs must be a (pred, fn) tuple, got %r" % (pair,))
+        pred, fn = pair
+        _check_var(pred, "case", "pred")
+        if not callable(fn):
+            raise TypeError("case: the fn paired with %s must be callable" % pred.name)
+    pairs = list(pred_fn_pairs)
+    if default is None:
+        if not pairs:
+            raise ValueError("case: pred_fn_pairs is empty and there is no default")
+        default = pairs.pop()[1]
+    elif not callable(default):
+        raise TypeError("case: default must be callable")
+    fn = default
+    for pred, true_fn in reversed(pairs):
+        fn = partial(cond, pred, true_fn, fn)
+    return fn()
+
+
+def switch_case(branch_index, branch_fns, default=None, name=None):
+    """The branch of ``branch_fns`` (a list of functions, or of / a dict of ``index: fn``) whose
+    index equals the int ``[1]`` ``branch_index``, else ``default`` (the branch with the largest index
+    when None)."""
+    _check_var(branch_index, "switch_case", "branch_index")
+    if branch_index.dtype not in ("uint8", "int32", "int64"):
+        raise TypeError("switch_case: branch_index %r must be uint8, int32 or int64, got %s"
+                        % (branch_index.name, branch_index.dtype))
+    if branch_index.dtype != "int64":
+        branch_index = cast(branch_index, "int64")
+    if not isinstance(branch_fns, (list, tuple, dict)):
+        raise TypeError("switch_case: branch_fns must be a list, tuple or dict, got %r" % type(branch_fns).__name__)
+    items = list(branch_fns.items()) if isinstance(branch_fns, dict) else list(branch_fns)
+    if items and all(callable(f) for f in items):
+        items = list(enumerate(items))
+    keys = set()
+    for pair in items:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError("switch_case: each branch must be an (int, fn) tuple, got %r" % (pair,))
+        key, fn = pair
+        if not isinstance(key, int):
+            raise TypeError("switch_case: branch index %r must be an int" % (key,))
+        if key in keys:
+            raise ValueError("switch_case: the branch index %d appears more than once" % key)
+        keys.add(key)
+        if not callable(fn):
+            raise TypeError("switch_case: the branch of index %d must be callable" % key)
+    items.sort(key=lambda kv: kv[0])
+    if default is None:
+        if not items:
+            raise ValueError("switch_case: branch_fns is empty and there is no default")
+        default = items.pop()[1]
+    elif not callable(default):
+        raise TypeError("switch_case: default must be callable")
+    fn = default
+    for index, true_fn in items:
+        pred = equal(branch_index, fill_constant([1], "int64", index))
+        fn = partial(cond, pred, true_fn, fn)
+    return fn()
+
+
+# ---------------------------------------------------------------------------- IfElse
+class IfElse:
+    """Rows of a batch go down one of two branches by a bool mask ``cond`` (``[N, 1]``)::
+
+        ie = layers.IfElse(cond)
+        with ie.true_block():
+            ie.output(layers.scale(ie.input(x), 2.0))
+        with ie.false_block():
+            ie.output(ie.input(x))
+        out, = ie()
+
+    ``input(x)`` is the branch's rows of ``x`` (``split_lod_tensor``); both branches always run, on
+    their rows (maybe none); ``ie()`` merges the outputs back in row order (``merge_lod_tensor``)."""
+
+    OUT_IF_ELSE_BLOCKS, IN_IF_ELSE_TRUE_BLOCKS, IN_IF_ELSE_FALSE_BLOCKS = 0, 1, 2
+
+    def __init__(self, cond, name=None):
+        _check_var(cond, "IfElse", "cond")
+        self.helper = LayerHelper("ifelse", name=name)
+        self.cond = cond
+        self.input_table = {}
+        self.status = IfElse.OUT_IF_ELSE_BLOCKS
+        self.conditional_true_block = ConditionalBlock(inputs=[cond])
+        self.conditional_false_block = ConditionalBlock(inputs=[cond])
+        self.output_table = ([], [])   # (false outputs, true outputs)
+
+    def _parent_block(self):
+        program = self.helper.main_program
+        return program.block(program.current_block().parent_idx)
+
+    def input(self, x):
+        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse.input must be called inside true_block() or false_block()")
+        _check_var(x, "IfElse.input", "x")
+        if id(x) not in self.input_table:
+            parent = self._parent_block()
+            pair = [parent.create_var(name=unique_name.generate("ifelse_input" + self.helper.name), dtype=x.dtype,
+                                      shape=x.shape, lod_level=x.lod_level) for _ in range(2)]
+            parent.append_op("split_lod_tensor", inputs={"X": [x], "Mask": [self.cond]},
+                             outputs={"OutTrue": [pair[0]], "OutFalse": [pair[1]]}, attrs={"level": 0})
+            self.input_table[id(x)] = pair
+        out_true, out_false = self.input_table[id(x)]
+        return out_true if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else out_false
+
+    def true_block(self):
+        return _IfElseBlockGuard(True, self)
+
+    def false_block(self):
+        return _IfElseBlockGuard(False, self)
+
+    def output(self, *outs):
+        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse.output must be called inside true_block() or false_block()")
+        table = self.output_table[1 if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else 0]
+        parent = self._parent_block()
+        for each in outs:
+            _check_var(each, "IfElse.output", "output")
+            outside = parent.create_var(name=unique_name.generate(self.helper.name + "_output"), dtype=each.dtype,
+                                        shape=each.shape, lod_level=each.lod_level)
+            table.append(outside)
+            assign(each, outside)
+
+    def __call__(self):
+        if self.status != IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse() must be called after its blocks")
+        false_len, true_len = map(len, self.output_table)
+        if false_len == 0 and true_len == 0:
+            raise ValueError("IfElse(): call true_block() / false_block() and output() in them first")
+        if false_len and true_len and false_len != true_len:
+            raise ValueError("IfElse(): the true block has %d outputs but the false block %d" % (true_len, false_len))
+        if not false_len or not true_len:
+            return self.output_table[0 if false_len else 1]
+        helper = LayerHelper("merge_lod_tensor")
+        merged = []
+        for f, t in zip(*self.output_table):
+            out = helper.create_variable_for_type_inference(dtype=t.dtype)
+            helper.append_op("merge_lod_tensor", inputs={"X": [self.cond], "Mask": [self.cond], "InTrue": [t],
+                                                         "InFalse": [f]},
+                             outputs={"Out": [out]}, attrs={"level": 0})
+            merged.append(out)
+        return merged
+
+
+class _IfElseBlockGuard:
+    def __init__(self, is_true, ifelse):
+        if ifelse.status != IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse: a block cannot be opened inside another block")
+        self.is_true = is_true
+        self.ie = ifelse
+        block = ifelse.conditional_true_block if is_true else ifelse.conditional_false_block
+        self.guard = block.block()
+
+    def __enter__(self):
+        self.ie.status = IfElse.IN_IF_ELSE_TRUE_BLOCKS if self.is_true else IfElse.IN_IF_ELSE_FALSE_BLOCKS
+        self.guard.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None and not self.ie.output_table[1 if self.is_true else 0]:
+            self.guard.__exit__(ValueError, None, None)
+            self.ie.status = IfElse.OUT_IF_ELSE_BLOCKS
+            raise ValueError("IfElse: call output() inside the %s block" % ("true" if self.is_true else "false"))
+        self.guard.__exit__(exc_type, exc, tb)
+        self.ie.status = IfElse.OUT_IF_ELSE_BLOCKS
+        return False
+
+
+# ---------------------------------------------------------------------------- is_empty / Print
+def is_empty(x, cond=None):
+    """A bool ``[1]``: whether ``x`` has no elements."""
+    _check_var(x, "is_empty", "x")
+    helper = LayerHelper("is_empty")
+    if cond is None:
+        cond = helper.create_variable_for_type_inference(dtype="bool")
+    _check_var(cond, "is_empty", "cond")
+    cond.stop_gradient = True
+    helper.append_op("is_empty", inputs={"X": [x]}, outputs={"Out": [cond]})
+    return cond
+
+
+def Print(input, first_n=-1, message=None, summarize=20, print_tensor_name=True, print_tensor_type=True,
+          print_tensor_shape=True, print_tensor_lod=True, print_phase="both"):
+    """Print ``input`` when the program runs (and its gradient, per ``print_phase``: "forward",
+    "backward" or "both"), in Paddle's layout; returns it unchanged."""
+    _check_var(input, "Print", "input")
+    if str(print_phase).upper() not in ("FORWARD", "BACKWARD", "BOTH"):
+        raise ValueError("Print: print_phase must be 'forward', 'backward' or 'both', got %r" % (print_phase,))
+    helper = LayerHelper("print_" + input.name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("print", inputs={"In": [input]}, outputs={"Out": [out]},
+                     attrs={"first_n": int(first_n), "summarize": int(summarize), "message": message or "",
+                            "print_tensor_name": bool(print_tensor_name), "print_tensor_type": bool(print_tensor_type),
+                            "print_tensor_shape": bool(print_tensor_shape), "print_tensor_lod": bool(print_tensor_lod),
+                            "print_phase": str(print_phase).upper()})
+    return out

@@ -1,4 +1,5 @@
 """Neural-network layers with Paddle 1.x argument names."""
+import copy
 from functools import reduce
 
 from ..framework.program import Variable
@@ -24,8 +25,10 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
     inputs = helper.multiple_input()
     attrs = helper.param_attr
     attrs = attrs if isinstance(attrs, list) else [attrs]
-    if len(attrs) == 1:
-        attrs = attrs * len(inputs)     # create_parameter copies each: one weight per input
+    if len(attrs) == 1 and len(inputs) > 1:
+        # one attr for several inputs: a copy each (Paddle's multiple_param_attr), so that an unnamed one
+        # names one weight per input instead of the first input's weight being taken for all
+        attrs = [copy.deepcopy(attrs[0]) for _ in inputs]
     if len(attrs) != len(inputs):
         raise ValueError("fc: %d param_attrs for %d inputs" % (len(attrs), len(inputs)))
     dtype = helper.input_dtype()

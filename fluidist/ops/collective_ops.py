@@ -17,6 +17,7 @@ from ..distributed.collective import registry
 from ..distributed.collective.rendezvous import (CommId, new_comm_id, receive_on_endpoint, send_to_endpoints,
                                                  split_endpoint)
 from ..core.tensor import SelectedRows
+from .tensor import is_fused_buffer
 from ..framework.registry import register_op, same_shape
 
 
@@ -148,12 +149,34 @@ def _dense(ctx, x, op):
     return x
 
 
+def _in_place(ctx, x):
+    """Reduce into X itself when X is a buffer ``coalesce_tensor`` made (and Out is X): its parts are
+    the gradients, views that must see the result. Any other X gets a new array, since it may be a
+    fed array or a value the caller still holds."""
+    return ctx.op.outputs.get("Out") == ctx.op.inputs.get("X") and is_fused_buffer(x)
+
+
+def _allreduce_rows(ctx, comm, x, red):
+    """A row-sparse X: gathered (it stays row-sparse) on a ring of threads, which can exchange
+    SelectedRows; made dense and summed across processes."""
+    if red != "sum":
+        raise TypeError("c_allreduce_%s: %r is a SelectedRows (row-sparse) value; only a sum is defined for it"
+                        % (red, ctx.input_name("X")))
+    gather = getattr(comm, "allgather_rows", None)
+    if gather is not None:
+        return gather(x)
+    return comm.allreduce(x.to_dense(ctx.xp), "sum")
+
+
 def _make_allreduce(red):
     def kernel(ctx, ins, attrs):
         op = "c_allreduce_" + red
-        x = _dense(ctx, ins["X"], op)
         comm = registry.get_communicator(attrs["ring_id"], ctx.place)
-        return {"Out": comm.allreduce(x, red, use_calc_stream=bool(attrs["use_calc_stream"]))}
+        if isinstance(ins["X"], SelectedRows):
+            return {"Out": _allreduce_rows(ctx, comm, ins["X"], red)}
+        x = _dense(ctx, ins["X"], op)
+        out = x if _in_place(ctx, x) else None
+        return {"Out": comm.allreduce(x, red, out=out, use_calc_stream=bool(attrs["use_calc_stream"]))}
     kernel.__name__ = "c_allreduce_" + red
     kernel.__doc__ = "Out = the element-wise %s of X over the ranks of ring ``ring_id``." % red
     return kernel
@@ -169,9 +192,13 @@ for _red in ("sum", "max", "min", "prod"):
              infer=same_shape("X", "Out"), side_effect=True, share_lod=("X", "Out"))
 def c_broadcast(ctx, ins, attrs):
     """Out = rank ``root``'s X on every rank of ring ``ring_id``."""
-    x = _dense(ctx, ins["X"], "c_broadcast")
+    x = ins["X"]
     comm = registry.get_communicator(attrs["ring_id"], ctx.place)
-    return {"Out": comm.broadcast(x, int(attrs["root"]), use_calc_stream=bool(attrs["use_calc_stream"]))}
+    if isinstance(x, SelectedRows) and comm.rank != int(attrs["root"]):
+        x = x.to_dense(ctx.xp)     # receives the root's (dense) value: only its shape matters here
+    x = _dense(ctx, x, "c_broadcast")
+    out = x if _in_place(ctx, x) else None
+    return {"Out": comm.broadcast(x, int(attrs["root"]), out=out, use_calc_stream=bool(attrs["use_calc_stream"]))}
 
 
 def _check_nranks(op, attrs, comm):

@@ -156,10 +156,13 @@ def _expand_times(ctx, ins, attrs):
 
 
 def _expand_infer(ctx):
+    """Paddle's: the rank kept, -1 where the times are only known at run time (a tensor)."""
     xs = ctx.input_shape("X")
-    times = ctx.attr("expand_times")
-    if xs is None or len(times) != len(xs) or ctx.has_input("ExpandTimes") or ctx.has_input("expand_times_tensor"):
+    if xs is None:
         return
+    times = ctx.attr("expand_times")
+    if ctx.has_input("ExpandTimes") or len(times) != len(xs):
+        times = [-1] * len(xs)
     ctx.set_output("Out", [d * t if d >= 0 and t > 0 else -1 for d, t in zip(xs, times)], ctx.input_dtype("X"),
                    ctx.input_lod_level("X"))
 

@@ -454,7 +454,7 @@ def stable_softmax(xp, x, axis):
     return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)
 
 
-@register_op("softmax", inputs=["X"], outputs=["Out"], attrs={"axis": -1}, infer=same_shape())
+@register_op("softmax", inputs=["X"], outputs=["Out"], attrs={"axis": -1}, infer=same_shape(), share_lod=("X", "Out"))
 def softmax(ctx, ins, attrs):
     return {"Out": stable_softmax(ctx.xp, ins["X"], attrs["axis"])}
 

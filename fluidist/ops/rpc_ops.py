@@ -2,9 +2,9 @@
 checkpoint_notify) and the server side (listen_and_serv), over ``fluidist.distributed.rpc``.
 
 Trainer side. Every op sends its requests to all its endpoints first and then waits for all replies
-under one deadline (``FLAGS_rpc_deadline``), so N pservers cost one round trip. A ``send`` does not
-wait: its acknowledgements are awaited by the thread's next barrier / recv / prefetch / close
-(``rpc.post``), so gradients travel while the backward pass goes on; the arrays go out without copies
+under one deadline (``FLAGS_rpc_deadline``), so N pservers cost one round trip. A ``send`` (and a
+``send_barrier``) does not wait: its acknowledgements are awaited by the thread's next recv / prefetch
+/ fetch_barrier / close (``rpc.post``), so gradients travel while the backward pass goes on; the arrays go out without copies
 (kernels never write their inputs in place, so they do not change meanwhile), and an error reply
 still surfaces, naming the send. Each op also remembers, per executor, the (endpoint, trainer id)
 pairs it talked to: ``Executor.close()`` then tells each of those pservers "complete".
@@ -13,7 +13,7 @@ Server side: ``listen_and_serv`` runs the event loop of ``fluidist.distributed.p
 """
 import numpy as np
 
-from ..distributed import rpc
+from ..distributed import recv_ahead, recv_buffers, rpc
 from ..distributed import trainer_session as session
 from ..distributed.pserver import SYNC, ParameterServer
 from ..core.tensor import SelectedRows
@@ -25,6 +25,8 @@ _CTRL = np.zeros((0,), dtype=np.float32)
 
 
 def _endpoints(ctx, attrs, key, n=None):
+    """The endpoints of attr ``key`` (checked); ``ctx`` is the kernel's context or the op itself."""
+    op = getattr(ctx, "op", ctx)
     eps = attrs.get(key) or []
     if isinstance(eps, str):
         eps = [eps]
@@ -32,7 +34,7 @@ def _endpoints(ctx, attrs, key, n=None):
         rpc.split_endpoint(ep)
     if n is not None and len(eps) != n:
         raise ValueError("op %r: attr %r has %d endpoints but the op has %d variables"
-                         % (ctx.op.type, key, len(eps), n))
+                         % (op.type, key, len(eps), n))
     return list(eps)
 
 
@@ -95,12 +97,15 @@ def send(ctx, ins, attrs):
 @register_op("send_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"endpoints": [], "trainer_id": 0, "half_async": False})
 def send_barrier(ctx, ins, attrs):
-    """Tell each pserver that this trainer has sent all it sends in this step."""
+    """Tell each pserver that this trainer has sent all it sends in this step. Like ``send``, it does
+    not wait: the acknowledgements are awaited with the replies of the ``recv`` that follows (a
+    pserver handles a trainer's requests in order, so that ``recv`` is answered after the round this
+    barrier completes): one round trip per step instead of two."""
     eps = _endpoints(ctx, attrs, "endpoints")
     tid = int(attrs["trainer_id"])
     session.remember(ctx.executor, eps, tid)
-    rpc.call_all([(ep, dict(kind="send_barrier", trainer=tid, step=session.step(ep, tid) + 1, what="send_barrier"))
-                  for ep in eps])
+    rpc.post([(ep, dict(kind="send_barrier", trainer=tid, step=session.step(ep, tid) + 1, what="send_barrier"))
+              for ep in eps])
     session.advance(eps, tid)
     return _dummies(ctx)
 
@@ -109,25 +114,31 @@ def send_barrier(ctx, ins, attrs):
              attrs={"epmap": [], "recv_varnames": [], "trainer_id": 0, "with_barrier": True, "sync_mode": True})
 def recv(ctx, ins, attrs):
     """Get Out[i] (named recv_varnames[i] on the pserver, if given) from epmap[i]. With one Out and
-    several endpoints, the blocks recv_varnames[i] are fetched and concatenated along axis 0."""
-    outs = ctx.op.outputs.get("Out") or []
-    tid = int(attrs["trainer_id"])
-    remote = attrs.get("recv_varnames") or []
-    epmap = attrs.get("epmap") or []
-    concat = len(outs) == 1 and len(epmap) > 1
-    if concat:
-        eps = _endpoints(ctx, attrs, "epmap")
-        if len(remote) != len(eps):
-            raise ValueError("recv: %r from %d endpoints needs %d recv_varnames, got %d"
-                             % (outs[0], len(eps), len(eps), len(remote)))
-    else:
-        eps = _endpoints(ctx, attrs, "epmap", len(outs))
-        if remote and len(remote) != len(outs):
-            raise ValueError("recv: recv_varnames has %d names for %d outputs" % (len(remote), len(outs)))
-        remote = remote or outs
+    several endpoints, the blocks recv_varnames[i] are fetched and concatenated along axis 0.
+
+    The first of consecutive ``recv`` ops asks for what all of them receive at once (one wait
+    instead of one round trip per op, see ``recv_ahead``); the others take their replies."""
+    outs, eps, remote, concat, tid = _recv_spec(ctx.op, attrs)
     session.remember(ctx.executor, eps, tid)
-    replies = rpc.call_all([(ep, dict(kind="get", name=n, trainer=tid, step=session.step(ep, tid), what="recv %s" % n))
-                            for ep, n in zip(eps, remote)], timeout_s=session.dependent_deadline())
+    replies = recv_ahead.take(ctx.op)
+    if replies is None:
+        group = [(ctx.op, (outs, eps, remote, concat, tid))]
+        for other in recv_ahead.following(ctx.op):
+            group.append((other, _recv_spec(other, other.attrs)))
+        requests, counts = [], []
+        for _, (_, o_eps, o_remote, _, o_tid) in group:
+            session.remember(ctx.executor, o_eps, o_tid)
+            requests += [(ep, dict(kind="get", name=n, trainer=o_tid, step=session.step(ep, o_tid),
+                                   what="recv %s" % n)) for ep, n in zip(o_eps, o_remote)]
+            counts.append(len(o_eps))
+        got = rpc.call_all(requests, timeout_s=session.dependent_deadline())
+        session.mark_fetched([(ep, o_tid) for _, (_, o_eps, _, _, o_tid) in group for ep in o_eps])
+        at, per_op = 0, []
+        for c in counts:
+            per_op.append(got[at:at + c])
+            at += c
+        replies = per_op[0]
+        recv_ahead.keep([(op, r) for (op, _), r in zip(group[1:], per_op[1:])])
     for r, n in zip(replies, remote):
         if r.value is None:
             raise rpc.RPCError("recv: the pserver sent no value for %r" % n)
@@ -136,24 +147,47 @@ def recv(ctx, ins, attrs):
         vals = [r.value for r in replies]
         if any(isinstance(v, SelectedRows) for v in vals):
             raise ValueError("recv: cannot concatenate row-sparse blocks of %r" % outs[0])
-        return {"Out": [_to_place(np.concatenate(vals, axis=0), xp)]}
+        return {"Out": [_to_place(recv_buffers.join(ctx, outs[0], vals), xp)]}
     scope = ctx.scope
     for r, n in zip(replies, outs):
         if r.lod:
             scope._set_lod(n, r.lod)
-    return {"Out": [_to_place(r.value, xp) for r in replies]}
+    # into the parameters' own arrays (and never keeping a view of a pserver's shared memory)
+    values = recv_buffers.place(ctx, outs, [r.value for r in replies]) if xp is np else [r.value for r in replies]
+    return {"Out": [_to_place(v, xp) for v in values]}
+
+
+def _recv_spec(op, attrs):
+    """(outs, endpoints, remote names, concat?, trainer id) of a ``recv`` op, checked."""
+    outs = op.outputs.get("Out") or []
+    tid = int(attrs.get("trainer_id") or 0)
+    remote = attrs.get("recv_varnames") or []
+    epmap = attrs.get("epmap") or []
+    concat = len(outs) == 1 and len(epmap) > 1
+    eps = _endpoints(op, attrs, "epmap", None if concat else len(outs))
+    if concat:
+        if len(remote) != len(eps):
+            raise ValueError("recv: %r from %d endpoints needs %d recv_varnames, got %d"
+                             % (outs[0], len(eps), len(eps), len(remote)))
+    else:
+        if remote and len(remote) != len(outs):
+            raise ValueError("recv: recv_varnames has %d names for %d outputs" % (len(remote), len(outs)))
+        remote = remote or outs
+    return outs, eps, remote, concat, tid
 
 
 @register_op("fetch_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"endpoints": [], "trainer_id": 0})
 def fetch_barrier(ctx, ins, attrs):
-    """Wait until each pserver has finished this trainer's step. Out vars that already hold values
-    (the transpiler makes the received params the outputs, as dependencies) keep them."""
+    """Wait until each pserver has finished this trainer's step. A pserver that already answered a
+    ``recv`` of this step has (it answers those only then): it is not asked again. Out vars that
+    already hold values (the transpiler makes the received params the outputs, as dependencies)
+    keep them."""
     eps = _endpoints(ctx, attrs, "endpoints")
     tid = int(attrs["trainer_id"])
     session.remember(ctx.executor, eps, tid)
     rpc.call_all([(ep, dict(kind="fetch_barrier", trainer=tid, step=session.step(ep, tid), what="fetch_barrier"))
-                  for ep in eps], timeout_s=session.dependent_deadline())
+                  for ep in eps if not session.fetched(ep, tid)], timeout_s=session.dependent_deadline())
     names = ctx.op.outputs.get("Out")
     if not names:
         return None
@@ -178,7 +212,7 @@ def prefetch(ctx, ins, attrs):
     replies = rpc.call_all([(ep, dict(kind="prefetch", name=n, value=v, trainer=tid, step=session.step(ep, tid),
                                       out=o, what="prefetch %s" % n))
                             for ep, n, v, o in zip(eps, names, ins["X"], outs)], timeout_s=session.dependent_deadline())
-    return {"Out": [_to_place(r.value, ctx.xp) for r in replies]}
+    return {"Out": [_to_place(recv_buffers.owned(r.value), ctx.xp) for r in replies]}
 
 
 @register_op("checkpoint_notify", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
@@ -206,6 +240,7 @@ def listen_and_serv(ctx, ins, attrs):
     hands this kernel no inputs (``inputs_are_names``)."""
     xp = ctx.xp
     program = ctx.program
-    ParameterServer(program, ctx.scope, attrs, run_block=lambda idx: ctx.run_block(program.block(idx)),
+    ParameterServer(program, ctx.scope, attrs,
+                    run_block=lambda idx, prog=program: ctx.run_block(prog.block(idx)),
                     to_place=lambda v: _to_place(v, xp)).serve()
     return None

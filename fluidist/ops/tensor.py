@@ -1,9 +1,11 @@
 """Tensor ops: constants and random initialisers, assign, cast, sum, concat, split, reshape,
 transpose, and the small integer ops LR schedules need."""
+import weakref
+
 import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
-from ..core.tensor import SelectedRows, scatter_add
+from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add
 from ..core.place import to_host
 
 
@@ -34,6 +36,36 @@ def _full_shape(attrs):
     return tuple(attrs.get("full_shape") or attrs["shape"])
 
 
+_DRAW_CHUNK_BYTES = 64 << 20
+
+
+def _draw(ctx, attrs, draw):
+    """``draw(shape)`` (a float64 sample) over the full shape, cut to the rows this op keeps and moved
+    to the place. A shard of a big table (rows ``row_begin:row_end:row_step`` of it) is drawn in chunks
+    of whole rows, keeping only its rows: the generator's stream is the same as one draw of the whole
+    table, without ever holding the whole table (10M rows x 16 in float64 would be 1.3 GB)."""
+    full = _full_shape(attrs)
+    rb, re_ = attrs.get("row_begin", -1), attrs.get("row_end", -1)
+    row_bytes = 8 * int(np.prod(full[1:])) if len(full) > 1 else 8
+    if rb is None or rb < 0 or not full or full[0] * row_bytes <= _DRAW_CHUNK_BYTES:
+        return _finish_random(ctx, attrs, draw(full))
+    keep = range(*slice(rb, re_, attrs.get("row_step") or 1).indices(full[0]))   # as host[rb:re_:step]
+    step = keep.step
+    out = np.empty((len(keep),) + tuple(full[1:]), dtype=attrs["dtype"])
+    per = max(1, _DRAW_CHUNK_BYTES // row_bytes)
+    at, done = 0, 0
+    while at < full[0] and done < len(keep):
+        n = min(per, full[0] - at)
+        chunk = draw((n,) + tuple(full[1:]))
+        first = keep.start if at <= keep.start else keep.start + -(-(at - keep.start) // step) * step
+        stop = min(at + n, keep.stop)
+        rows = chunk[first - at:stop - at:step] if first < stop else chunk[:0]
+        out[done:done + len(rows)] = rows
+        done += len(rows)
+        at += n
+    return {"Out": ctx.xp.asarray(out)}
+
+
 _RAND_COMMON = {"shape": [], "seed": 0, "dtype": "float32", "salt": "", "full_shape": [],
                 "row_begin": -1, "row_end": -1, "row_step": 1}
 
@@ -42,14 +74,14 @@ _RAND_COMMON = {"shape": [], "seed": 0, "dtype": "float32", "salt": "", "full_sh
              infer=_shape_attr_infer, init="random")
 def uniform_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
-    return _finish_random(ctx, attrs, r.uniform(attrs["min"], attrs["max"], _full_shape(attrs)))
+    return _draw(ctx, attrs, lambda shape: r.uniform(attrs["min"], attrs["max"], shape))
 
 
 @register_op("gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
              infer=_shape_attr_infer, init="random")
 def gaussian_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
-    return _finish_random(ctx, attrs, r.normal(attrs["mean"], attrs["std"], _full_shape(attrs)))
+    return _draw(ctx, attrs, lambda shape: r.normal(attrs["mean"], attrs["std"], shape))
 
 
 @register_op("truncated_gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
@@ -106,6 +138,8 @@ def fill_constant_batch_size_like(ctx, ins, attrs):
 
 @register_op("fill_zeros_like", inputs=["X"], outputs=["Out"], infer=same_shape())
 def fill_zeros_like(ctx, ins, attrs):
+    if isinstance(ins["X"], LoDTensorArray):
+        return {"Out": LoDTensorArray()}    # an array gradient with no items: zeros
     return {"Out": ctx.xp.zeros_like(ins["X"])}
 
 
@@ -214,13 +248,28 @@ def concat(ctx, ins, attrs):
         prev = ctx.scope.vals.get(ctx.op.outputs["Out"][0])
         xp = ctx.xp
         if isinstance(prev, xp.ndarray) and prev.flags.writeable and prev.dtype == xs[0].dtype and \
-                prev.shape[0] == sum(x.shape[0] for x in xs) and prev.shape[1:] == xs[0].shape[1:] and \
-                not any(xp.may_share_memory(prev, x) for x in xs):
-            return {"Out": xp.concatenate(xs, axis=attrs["axis"], out=prev)}
+                prev.shape[0] == sum(x.shape[0] for x in xs) and prev.shape[1:] == xs[0].shape[1:]:
+            if attrs["axis"] == 0 and _are_row_blocks_of(prev, xs):
+                return {"Out": prev}     # recv wrote the blocks straight into the parameter's rows
+            if not any(xp.may_share_memory(prev, x) for x in xs):
+                return {"Out": xp.concatenate(xs, axis=attrs["axis"], out=prev)}
     return {"Out": ctx.xp.concatenate(xs, axis=attrs["axis"])}
 
 
 _DIST_ROLE = 0x0008   # OpRole.Dist
+
+
+def _are_row_blocks_of(whole, xs):
+    """Whether ``xs`` are, in order, the consecutive row blocks of the C-contiguous ``whole``."""
+    if not whole.flags.c_contiguous:
+        return False
+    row = whole.strides[0] if whole.ndim else 0
+    at = whole.__array_interface__["data"][0]
+    for x in xs:
+        if not x.flags.c_contiguous or x.__array_interface__["data"][0] != at:
+            return False
+        at += x.shape[0] * row
+    return True
 
 
 @register_grad("concat", inputs=["X*", "Out@GRAD"])
@@ -355,7 +404,20 @@ def transpose2_grad(ctx, ins, attrs):
     return {"X@GRAD": ctx.xp.ascontiguousarray(ins["Out@GRAD"].transpose(inv))}
 
 
-@register_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": 1.0}, infer=same_shape())
+def _increment_grad_maker(op):
+    """In place (a loop counter): the reverse increment, which gives the gradient ops of a loop step
+    back the counter value they read (the gradient passes through unchanged, under the same name).
+    Otherwise ``X@GRAD = Out@GRAD``."""
+    x, out = op.input("X")[0], op.output("Out")[0]
+    if x == out:
+        return [{"type": "increment", "inputs": {"X": [out]}, "outputs": {"Out": [x]},
+                 "attrs": {"step": -float(op.attrs.get("step", 1.0))}, "keep": True}]
+    return [{"type": "scale", "inputs": {"X": [out + "@GRAD"]}, "outputs": {"Out": [x + "@GRAD"]},
+             "attrs": {"scale": 1.0, "bias": 0.0, "bias_after_scale": True}}]
+
+
+@register_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": 1.0}, infer=same_shape(),
+             grad=_increment_grad_maker)
 def increment(ctx, ins, attrs):
     x = ins["X"]
     return {"Out": (x + attrs["step"]).astype(x.dtype, copy=False)}
@@ -365,3 +427,56 @@ def increment(ctx, ins, attrs):
              infer=lambda c: c.set_output("Out", [len(c.input_shape("Input") or [])], "int32"))
 def shape_op(ctx, ins, attrs):
     return {"Out": ctx.xp.asarray(np.array(ins["Input"].shape, dtype=np.int32))}
+
+
+# ------------------------------------------------------------------ coalesce_tensor
+_FUSED = {}    # id -> weak reference of the buffers coalesce_tensor made (collectives reduce them in place)
+
+
+def is_fused_buffer(x):
+    """True for a FusedOutput of ``coalesce_tensor``: its parts are other variables' values."""
+    ref = _FUSED.get(id(x))
+    return ref is not None and ref() is x
+
+
+def _remember_fused(x):
+    key = id(x)
+    _FUSED[key] = weakref.ref(x, lambda _, key=key: _FUSED.pop(key, None))
+
+
+def _coalesce_infer(ctx):
+    total, known = 0, True
+    for v in ctx.input_vars("Input"):
+        if v is None or v.shape is None or any(d < 0 for d in v.shape):
+            known = False
+            break
+        total += int(np.prod(v.shape))
+    ctx.set_output("FusedOutput", [total] if known else [-1], ctx.input_dtype("Input") or ctx.attr("dtype"))
+
+
+@register_op("coalesce_tensor", inputs=["Input*"], outputs=["Output*", "FusedOutput"],
+             attrs={"copy_data": False, "set_constant": False, "constant": 0.0, "dtype": "float32",
+                    "check_name": False}, infer=_coalesce_infer)
+def coalesce_tensor(ctx, ins, attrs):
+    """One flat ``FusedOutput`` holding every ``Input`` back to back; ``Output[i]`` is a view of its
+    part, shaped like ``Input[i]`` (so an op that writes ``FusedOutput`` in place, an all-reduce of all
+    gradients at once, updates every ``Output``). ``copy_data`` copies the inputs in; ``set_constant``
+    fills ``constant`` instead."""
+    xs = ins["Input"]
+    dtype = xs[0].dtype if xs else np.dtype(attrs["dtype"])
+    for x, name in zip(xs, ctx.op.inputs["Input"]):
+        if x.dtype != dtype:
+            raise TypeError("coalesce_tensor: %r is %s but %r is %s: the fused tensor has one dtype"
+                            % (name, x.dtype, ctx.op.inputs["Input"][0], dtype))
+    fused = ctx.xp.empty(sum(int(x.size) for x in xs), dtype=dtype)
+    if attrs["set_constant"]:
+        fused.fill(attrs["constant"])
+    outs, begin = [], 0
+    for x in xs:
+        part = fused[begin:begin + x.size]
+        if attrs["copy_data"] and not attrs["set_constant"]:
+            part[...] = x.reshape(-1)
+        outs.append(part.reshape(x.shape))
+        begin += x.size
+    _remember_fused(fused)
+    return {"Output": outs, "FusedOutput": fused}

@@ -5,8 +5,8 @@
 parameter broadcast and ``c_*`` ops as Paddle's ``transpiler/collective.py`` did (GradAllReduce,
 LocalSGD, SingleProcessMultiThread). LocalSGD can average every ``local_sgd_steps`` steps.
 """
-from ..framework import unique_name
-from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from ..framework import registry, unique_name
+from ..framework.op_role import OP_ROLE_ATTR, OpRole, has_role, is_backward_op, is_loss_grad_op, role_vars
 from ..framework.program import Parameter
 from .details import parse_endpoints
 
@@ -137,24 +137,9 @@ class Collective:
         raise NotImplementedError
 
 
-def _role(op):
-    return int(op.attr(OP_ROLE_ATTR) or 0)
-
-
-def _is_loss_grad_op(op):
-    return _role(op) & (OpRole.Backward | OpRole.Loss) == (OpRole.Backward | OpRole.Loss)
-
-
-def _is_backward_op(op):
-    return _role(op) & OpRole.Backward != 0
-
-
-def _is_optimizer_op(op):
-    return _role(op) & OpRole.Optimize != 0
-
-
 def _is_update_op(op):
-    return "Param" in op.inputs and "Grad" in op.inputs and "LearningRate" in op.inputs
+    """A parameter update op, as the registry says (its ``UpdateRule``)."""
+    return registry.update_rule(op) is not None and bool(op.input("Param"))
 
 
 class GradAllReduce(Collective):
@@ -167,7 +152,7 @@ class GradAllReduce(Collective):
     def _insert_scale_loss_grad_ops(self):
         block = self.main_program.global_block()
         for op in list(block.ops):
-            if _is_loss_grad_op(op):
+            if is_loss_grad_op(op):
                 g = op.output_arg_names[0]
                 block.insert_after(op, "scale", inputs={"X": [g]}, outputs={"Out": [g]},
                                    attrs={"scale": 1.0 / self.nranks, OP_ROLE_ATTR: OpRole.Backward})
@@ -176,36 +161,30 @@ class GradAllReduce(Collective):
         block = self.main_program.global_block()
         ring_id = -1
         grad = None
-        for idx in range(len(block.ops) - 1, -1, -1):
-            op = block.ops[idx]
-            if not _is_backward_op(op) or not op.attr(OP_ROLE_VAR_ATTR):
-                continue
-            role_var = op.attr(OP_ROLE_VAR_ATTR)
-            if len(role_var) % 2:
-                raise ValueError("op %r has an odd op_role_var %s" % (op.type, role_var))
-            offset = idx
-            for i in range(0, len(role_var), 2):
-                param = block._find_var_recursive(role_var[i])
-                grad = role_var[i + 1]
-                if param is not None and getattr(param, "is_distributed", False):
+        with block.edits() as edits:
+            for op in reversed(block.ops):
+                if not is_backward_op(op):
                     continue
-                if offset == idx:
-                    offset += 1
-                    block._insert_op(offset, "c_sync_calc_stream", inputs={"X": [grad]}, outputs={"Out": [grad]},
-                                     attrs={OP_ROLE_ATTR: OpRole.Backward | COLL})
-                    offset += 1
-                ring_id = (ring_id + 1) % self.nrings
-                block._insert_op(offset, "c_allreduce_sum", inputs={"X": [grad]}, outputs={"Out": [grad]},
-                                 attrs={"ring_id": ring_id, OP_ROLE_ATTR: OpRole.Backward | COLL})
+                anchor = op
+                for p, g in role_vars(op):
+                    param = block._find_var_recursive(p)
+                    grad = g
+                    if param is not None and getattr(param, "is_distributed", False):
+                        continue
+                    if anchor is op:
+                        anchor = edits.insert_after(op, "c_sync_calc_stream", inputs={"X": [g]}, outputs={"Out": [g]},
+                                                    attrs={OP_ROLE_ATTR: OpRole.Backward | COLL})
+                    ring_id = (ring_id + 1) % self.nrings
+                    anchor = edits.insert_after(anchor, "c_allreduce_sum", inputs={"X": [g]}, outputs={"Out": [g]},
+                                                attrs={"ring_id": ring_id, OP_ROLE_ATTR: OpRole.Backward | COLL})
         if grad is None:
             return
-        for idx, op in enumerate(block.ops):
-            if _is_optimizer_op(op):
+        first_opt = next((op for op in block.ops if has_role(op, OpRole.Optimize)), None)
+        if first_opt is not None:
+            with block.edits() as edits:
                 for ring_id in range(self.nrings):
-                    block._insert_op(idx + ring_id, "c_sync_comm_stream", inputs={"X": [grad]},
-                                     outputs={"Out": [grad]},
-                                     attrs={"ring_id": ring_id, OP_ROLE_ATTR: OpRole.Backward | COLL})
-                break
+                    edits.insert_before(first_opt, "c_sync_comm_stream", inputs={"X": [grad]}, outputs={"Out": [grad]},
+                                        attrs={"ring_id": ring_id, OP_ROLE_ATTR: OpRole.Backward | COLL})
 
 
 class LocalSGD(Collective):
@@ -287,17 +266,17 @@ class LocalSGD(Collective):
         opt = OpRole.Optimize
         if in_place_after_updates:
             # Paddle's placement: the delta and its all-reduce go right after each update op
-            for p in reversed(params):
-                upd = [op for op in gb.ops if _is_update_op(op) and op.input("Param")[0] == p.name][-1]
-                snap = self.snapshot_name(p.name)
-                ring_id = (ring_id + 1) % self.nrings
-                i = gb._index_of(upd)
-                gb._insert_op(i + 1, "elementwise_sub", inputs={"X": [snap], "Y": [p.name]},
-                              outputs={"Out": [p.name]}, attrs={OP_ROLE_ATTR: opt})
-                gb._insert_op(i + 2, "c_sync_calc_stream", inputs={"X": [p.name]}, outputs={"Out": [p.name]},
-                              attrs={OP_ROLE_ATTR: opt | COLL})
-                gb._insert_op(i + 3, "c_allreduce_sum", inputs={"X": [p.name]}, outputs={"Out": [p.name]},
-                              attrs={"ring_id": ring_id, OP_ROLE_ATTR: opt | COLL})
+            with gb.edits() as edits:
+                for p in reversed(params):
+                    upd = [op for op in gb.writers_of(p.name) if _is_update_op(op)][-1]
+                    snap = self.snapshot_name(p.name)
+                    ring_id = (ring_id + 1) % self.nrings
+                    a = edits.insert_after(upd, "elementwise_sub", inputs={"X": [snap], "Y": [p.name]},
+                                           outputs={"Out": [p.name]}, attrs={OP_ROLE_ATTR: opt})
+                    a = edits.insert_after(a, "c_sync_calc_stream", inputs={"X": [p.name]}, outputs={"Out": [p.name]},
+                                           attrs={OP_ROLE_ATTR: opt | COLL})
+                    edits.insert_after(a, "c_allreduce_sum", inputs={"X": [p.name]}, outputs={"Out": [p.name]},
+                                       attrs={"ring_id": ring_id, OP_ROLE_ATTR: opt | COLL})
         else:
             for p in params:
                 snap = self.snapshot_name(p.name)

@@ -400,11 +400,11 @@ def _send_lr_steps(plan, program):
     name = _lr_step_name(plan.trainer_id)
     block.create_var(name=name, shape=[1], dtype="float32")
     dummy = _ctrl_var(block)
-    block._insert_op(0, "fill_constant", outputs={"Out": [name]},
-                     attrs={"shape": [1], "value": 1.0, "dtype": "float32", OP_ROLE_ATTR: RPC})
-    block._insert_op(1, "send", inputs={"X": [name] * len(plan.endpoints)}, outputs={"Out": [dummy.name]},
-                     attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [],
-                            "trainer_id": plan.trainer_id, "sync_mode": False, OP_ROLE_ATTR: RPC})
+    fill = block._prepend_op("fill_constant", outputs={"Out": [name]},
+                             attrs={"shape": [1], "value": 1.0, "dtype": "float32", OP_ROLE_ATTR: RPC})
+    block.insert_after(fill, "send", inputs={"X": [name] * len(plan.endpoints)}, outputs={"Out": [dummy.name]},
+                       attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [],
+                              "trainer_id": plan.trainer_id, "sync_mode": False, OP_ROLE_ATTR: RPC})
 
 
 def _prefetch_names(k):

@@ -67,22 +67,29 @@ def test_trainers_get_equal_disjoint_batches():
         workload.trainer_batches(data, 32, 9, 0, 1)
 
 
-def test_torch_side_blocks_are_the_transpilers_blocks():
-    """PyTorch's servers must hold exactly the blocks fluidist's pservers hold."""
+def transpiled(model_id):
+    """The benchmark's model ``model_id`` transpiled for 2 trainers x 2 pservers: (model, transpiler, endpoints)."""
     import fluidist as fluid
     import fluidist_roles
-    model = workload.load_model("mlp_1m")
+    model = workload.load_model(model_id)
     main, startup, _ = fluidist_roles.build_program(model)
     eps = ["127.0.0.1:1", "127.0.0.1:2"]
     t = fluid.DistributeTranspiler()
     t.transpile(0, program=main, pservers=",".join(eps), trainers=2, startup_program=startup,
                 current_endpoint=eps[0])
+    return model, t, eps
+
+
+def test_torch_side_blocks_are_the_transpilers_blocks():
+    """PyTorch's servers must hold exactly the blocks fluidist's pservers hold."""
+    model, t, eps = transpiled("mlp_1m")
     for s, ep in enumerate(eps):
         prog = t.get_pserver_program(ep)
         got = sorted((op.inputs["Param"][0], tuple(prog.global_block().var(op.inputs["Param"][0]).shape))
                      for i in range(1, prog.num_blocks) for op in prog.block(i).ops if op.type == "sgd")
         want = sorted((b["block"], tuple(b["shape"])) for b in workload.shard_plan(model, 2) if b["server"] == s)
         assert got == want
+    import fluidist_roles
     sent, recv = fluidist_roles.trainer_bytes_per_step(t.get_trainer_program(wait_port=False))
     assert sent == recv == 4 * model.num_params()
 
@@ -96,7 +103,8 @@ def test_tiny_fluidist_run_writes_every_metric(tmp_path, monkeypatch, capsys):
     out = tmp_path / "pserver.json"
     launcher.main(["--ntrainer", "2", "--nserver", "2", "--batch-size", "32", "--epochs", "1", "--warmup", "1",
                    "--data", "synthetic_1000_small", "--model", "mlp_1m", "--sync", "--compare", "torch",
-                   "--zmq-rounds", "3", "--log-dir", str(tmp_path / "logs"), "--timeout", "60", "--out", str(out),
+                   "--zmq-rounds", "3", "--rounds", "2", "--log-dir", str(tmp_path / "logs"), "--timeout", "60",
+                   "--out", str(out),
                    "--timeline", str(tmp_path / "timeline.json")])
     printed = capsys.readouterr().out
     assert "trainers (times in ms)" in printed and "servers" in printed
@@ -140,3 +148,59 @@ def test_tiny_fluidist_run_writes_every_metric(tmp_path, monkeypatch, capsys):
     assert "zmq_over_fluidist_bytes_per_sec" in r["goals"]
     assert r["context"]["zmq_topology_over_fluidist_bytes_per_sec"] > 0
     assert fl["summary"]["steps_per_sec"] == min(t["steps_per_sec"] for t in fl["trainers"])
+    # two rounds, each summarised; the table gives the median and spread over them
+    assert [rd["round"] for rd in r["rounds"]] == [0, 1]
+    sps = r["summary"]["fluidist"]["steps_per_sec"]
+    assert sps["n"] == 2 and sps["min"] <= sps["median"] <= sps["max"]
+    assert sps["values"] == [rd["fluidist"]["steps_per_sec"] for rd in r["rounds"]]
+    assert r["summary"]["fluidist"]["trainer_peak_rss"]["median"] > 0
+    assert "over 2 rounds: median [min-max]" in printed
+
+
+def test_click_data_is_zipf_like_and_deterministic():
+    data = workload.load_data("clicks_small")
+    ids = data.x["ids"]
+    assert ids.shape == (256, 26) and ids.dtype == np.int64 and 0 <= ids.min() and ids.max() < 100000
+    _, counts = np.unique(ids, return_counts=True)
+    assert counts.max() >= 20 and np.median(counts) == 1          # a few hot ids, a long tail of rare ones
+    np.testing.assert_array_equal(workload.load_data("clicks_small").x["ids"], ids)
+    assert 0.2 < data.y.mean() < 0.8
+    x, y = workload.trainer_batches(data, 32, 2, 1, 1)[0]
+    np.testing.assert_array_equal(x["ids"], ids[32:64])
+    with pytest.raises(ValueError, match="do not go together"):
+        workload.check_compatible(data, workload.load_model("mlp_1m"), "clicks_small", "mlp_1m")
+
+
+def test_ctr_program_keeps_the_table_on_the_pservers():
+    """The CTR model's table is a distributed table: trainers prefetch rows and send row-sparse
+    gradients; the pservers hold the table's shards (row i on pserver i % 2) and no trainer recvs it."""
+    model, t, eps = transpiled("ctr_small")
+    trainer = t.get_trainer_program(wait_port=False)
+    types = [op.type for op in trainer.global_block().ops]
+    assert "prefetch" in types and "lookup_table" not in types
+    recvd = {n for op in trainer.global_block().ops if op.type == "recv" for n in op.output_arg_names}
+    assert model.TABLE not in recvd
+    import fluidist_roles
+    sent, recv = fluidist_roles.trainer_bytes_per_step(trainer)
+    assert sent == recv == 4 * (model.num_params() - model.table_rows * model.embedding_dim)
+    for k, ep in enumerate(eps):
+        shard = t.get_pserver_program(ep).global_block().var(model.TABLE)
+        assert list(shard.shape) == [len(range(k, model.table_rows, 2)), model.embedding_dim]
+
+
+@pytest.mark.timeout(90)
+def test_tiny_ctr_run_counts_rows_examples_and_memory(tmp_path, monkeypatch):
+    import launcher
+    monkeypatch.setenv("FLAGS_rpc_deadline", "30000")
+    out = tmp_path / "ctr.json"
+    launcher.main(["--batch-size", "32", "--warmup", "1", "--data", "clicks_small", "--model", "ctr_small",
+                   "--zmq-rounds", "0", "--rounds", "1", "--log-dir", str(tmp_path / "logs"), "--timeout", "60",
+                   "--out", str(out)])
+    r = json.loads(out.read_text())
+    for t in r["fluidist"]["trainers"]:
+        assert t["steps"] == 3 and np.isfinite(t["loss_last"])
+        assert 32 <= t["rows_in_per_step"] <= 32 * 26 and t["rows_out_per_step"] == t["rows_in_per_step"]
+        assert t["examples_per_sec"] == pytest.approx(32 * t["steps_per_sec"])
+        assert t["peak_rss"] > 0
+    s = r["summary"]["fluidist"]
+    assert s["rows_per_sec"]["median"] > 0 and s["server_peak_rss"]["median"] > 0

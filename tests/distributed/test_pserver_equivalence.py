@@ -54,9 +54,35 @@ def test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, 
                 assert err < 1e-5, "step %d param %s: relative error %g" % (step, name, err)
 
 
-def test_async_one_trainer_with_lr_decay_equals_local(tmp_path):
+@pytest.mark.parametrize("transport", ["tcp", "shm"])
+@pytest.mark.parametrize("model,optimizer", [("fc", "momentum"), ("dtable", "sgd")])
+def test_sync_equal_local_over_each_transport(tmp_path, monkeypatch, model, optimizer, transport):
+    """Forced TCP, and shared memory for every payload (resident parameter blocks, sums on arrival,
+    blocks received into the parameters): still equal to local training."""
+    monkeypatch.setenv("FLUIDIST_PS_TRANSPORT", transport)
+    monkeypatch.setenv("FLUIDIST_PS_SHM_MIN_BYTES", "1")
+    test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, False)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "shm"])
+def test_async_two_trainers_converge(tmp_path, monkeypatch, transport):
+    monkeypatch.setenv("FLUIDIST_PS_TRANSPORT", transport)
+    monkeypatch.setenv("FLUIDIST_PS_SHM_MIN_BYTES", "1")
+    steps = 30
+    runs = run_cluster(tmp_path, "emb", "sgd", steps=steps, batch=16, async_mode=True)
+    losses = np.array([[float(np.mean(r["loss_%d" % i])) for i in range(steps)] for r in runs])
+    # both trainers together (each alone is noisy: the other's updates land between its steps)
+    assert np.all(np.isfinite(losses)) and losses[:, -8:].mean() < 0.8 * losses[:, :8].mean(), losses
+
+
+@pytest.mark.parametrize("transport", ["auto", "shm"])
+def test_async_one_trainer_with_lr_decay_equals_local(tmp_path, monkeypatch, transport):
     """One trainer in async mode applies its gradients in order, so it must equal the local run,
-    LR schedule included (the pservers advance the schedule on every trainer step)."""
+    LR schedule included (the pservers advance the schedule on every trainer step); also with every
+    payload through shared memory (async replies are snapshots)."""
+    if transport == "shm":
+        monkeypatch.setenv("FLUIDIST_PS_TRANSPORT", "shm")
+        monkeypatch.setenv("FLUIDIST_PS_SHM_MIN_BYTES", "1")
     steps, batch = 3, 4
     (result,) = run_cluster(tmp_path, "fc", "sgd", True, steps, batch, async_mode=True, trainers=1)
     ref, params = local_history("fc", "sgd", True, steps, batch)

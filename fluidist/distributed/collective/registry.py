@@ -85,6 +85,12 @@ def get_communicator(ring_id=0, place=None):
     return comm
 
 
+def group_communicators(ring_id):
+    """The communicators of single-process ring ``ring_id`` (empty when it is not one)."""
+    group = _groups.get(int(ring_id))
+    return list(group[0]) if group is not None else []
+
+
 def has_communicator(ring_id):
     return int(ring_id) in _rings or int(ring_id) in _groups
 

@@ -3,7 +3,8 @@ import threading
 
 import numpy as np
 
-from .base import CollectiveError, _CPUCommunicator, _reduce_into
+from ...core.tensor import SelectedRows
+from .base import _DTYPE_CODE, _OP_CODE, CollectiveError, _CPUCommunicator, _reduce_into
 from .common import CollectiveTimeout, collective_timeout, plural as _plural
 
 class ThreadGroup:
@@ -102,6 +103,25 @@ class ThreadCommunicator(_CPUCommunicator):
 
     def _barrier(self, seq, sig):
         self._deposit(seq, sig, None, "barrier")
+
+    def allgather_rows(self, x):
+        """Every rank's SelectedRows ``x`` as one SelectedRows, rows and values in rank order (the sum
+        of row-sparse gradients: repeated rows add up when it is merged)."""
+        if not isinstance(x, SelectedRows):
+            raise TypeError("allgather_rows on ring %d takes a SelectedRows, got %s" % (self.ring_id, type(x).__name__))
+        value = np.asarray(x.value)
+        sig = (_OP_CODE["allgather"], _DTYPE_CODE.get(value.dtype, 0), -1, 0)   # row counts differ by rank
+        got = []
+        self._run("allgather_rows", sig, self._allgather_rows, x, got)
+        return got[0]
+
+    def _allgather_rows(self, seq, sig, x, got):
+        xs = self._deposit(seq, sig, x, "allgather_rows")
+        heights = {v.height for v in xs}
+        if len(heights) > 1:
+            raise CollectiveError("ring %d: allgather_rows of SelectedRows of heights %s" % (self.ring_id, sorted(heights)))
+        got.append(SelectedRows(np.concatenate([np.asarray(v.rows) for v in xs]),
+                                np.concatenate([np.asarray(v.value) for v in xs]), x.height))
 
 
 def thread_group(nranks, ring_id, timeout=None):
