@@ -77,19 +77,53 @@ def test_schedule_values(name):
 def test_exponential_decay_staircase_op_list():
     _, main, startup, lr = lr_values(lambda: L.exponential_decay(0.1, 10, 0.5, staircase=True), 1)
     ops = main.global_block().ops
-    assert [op.type for op in ops] == ["increment", "cast", "fill_constant", "elementwise_div", "floor",
-                                       "fill_constant", "elementwise_pow", "fill_constant", "elementwise_mul"]
+    assert [op.type for op in ops] == ["increment", "cast", "scale", "floor", "fill_constant", "elementwise_pow",
+                                       "scale"]
     inc = ops[0]
     assert inc.input("X") == inc.output("Out") == ["@LR_DECAY_COUNTER@"] and inc.attr("step") == 1.0
     counter = main.global_block().var("@LR_DECAY_COUNTER@")
     assert counter.persistable and counter.dtype == "int64" and counter.shape == (1,)
     assert ops[1].input("X") == ["@LR_DECAY_COUNTER@"] and ops[1].attr("out_dtype") == "float32"
-    assert [op.attr("value") for op in ops if op.type == "fill_constant"] == [10.0, 0.5, pytest.approx(0.1)]
+    assert [op.attr("value") for op in ops if op.type == "fill_constant"] == [0.5]
+    assert [(op.attr("scale"), op.attr("bias")) for op in ops if op.type == "scale"] == [
+        (pytest.approx(0.1), 0.0), (pytest.approx(0.1), 0.0)]
     assert ops[-1].output("Out") == [lr.name]
     # the startup program starts the counter one below the first step (0)
     init = [op for op in startup.global_block().ops if op.output("Out") == ["@LR_DECAY_COUNTER@"]]
     assert len(init) == 1 and init[0].type == "fill_constant" and init[0].attr("value") == -1.0
     assert init[0].attr("dtype") == "int64"
+
+
+# main-program op types of each schedule as paddlepaddle 1.8.5 builds them (its Variable operators
+# make one scale op of x + n, n + x, x - n, n - x, x * n, n * x and x / n)
+PADDLE18_OP_TYPES = {
+    "exponential_staircase": (lambda: L.exponential_decay(0.1, 10, 0.5, staircase=True),
+                              "increment cast scale floor fill_constant elementwise_pow scale"),
+    "exponential": (lambda: L.exponential_decay(0.1, 10, 0.5),
+                    "increment cast scale fill_constant elementwise_pow scale"),
+    "natural_exp_staircase": (lambda: L.natural_exp_decay(0.1, 10, 0.5, staircase=True),
+                              "increment cast scale floor scale exp scale"),
+    "inverse_time_staircase": (lambda: L.inverse_time_decay(0.1, 10, 0.5, staircase=True),
+                               "increment cast scale floor scale scale fill_constant elementwise_div"),
+    "polynomial": (lambda: L.polynomial_decay(0.1, 10, 0.001, 2.0),
+                   "increment cast fill_constant elementwise_min scale scale fill_constant elementwise_pow scale "
+                   "scale"),
+    "polynomial_cycle": (lambda: L.polynomial_decay(0.1, 10, 0.001, 2.0, cycle=True),
+                         "increment cast scale ceil fill_constant fill_constant equal logical_not conditional_block "
+                         "scale elementwise_div scale fill_constant elementwise_pow scale scale"),
+    "noam": (lambda: L.noam_decay(16, 4),
+             "increment cast fill_constant elementwise_pow scale elementwise_min scale"),
+    "cosine": (lambda: L.cosine_decay(0.1, 10, 5), "increment cast scale floor scale scale cos scale scale"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PADDLE18_OP_TYPES))
+def test_schedule_op_types_as_paddle18(name):
+    build, want = PADDLE18_OP_TYPES[name]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        build()
+    assert [op.type for op in main.global_block().ops] == want.split()
 
 
 def test_piecewise_decay_structure():

@@ -1,4 +1,6 @@
 """LayerHelper: what every layer uses to create parameters, temporaries and ops."""
+import copy
+
 from ..framework import unique_name
 from ..framework.dtypes import convert_dtype
 from ..framework.program import Variable, default_main_program, default_startup_program
@@ -67,7 +69,9 @@ class LayerHelper:
         """A Parameter in the main program's global block, initialised in the startup program."""
         if attr is False:
             return None
-        attr = ParamAttr._to_attr(attr)
+        # a copy, as Paddle's: naming it must not name the caller's ParamAttr, which may stand for
+        # several parameters (one per input of an fc, or the same attr passed to several layers)
+        attr = copy.deepcopy(ParamAttr._to_attr(attr))
         if attr.name is None:
             attr.name = unique_name.generate(".".join([self.name, "b" if is_bias else "w"]))
         init = attr.initializer or default_initializer or (

@@ -4,10 +4,11 @@ Each schedule returns a ``[1]`` float32 Variable computed every step from the gl
 ``@LR_DECAY_COUNTER@`` (int64, persistable; an ``increment`` op prepended to the main program makes
 the first run see step 0, or 1 for ``noam_decay``), and is passed to an optimizer as its learning
 rate. Every op is built under ``_lr_schedule_guard`` (op_role LRSched), which is how the transpiler
-finds and moves them. Arithmetic with Python numbers is spelled as Paddle's operator overloading
-spelled it: a ``fill_constant`` for the number, then the ``elementwise_*`` op, so that
-``exponential_decay(..., staircase=True)`` is ``increment, cast, fill_constant, elementwise_div,
-floor, fill_constant, elementwise_pow, fill_constant, elementwise_mul``.
+finds and moves them. Arithmetic with Python numbers builds the ops that Paddle 1.8's Variable
+operators built: ``x + n``, ``n + x``, ``x - n``, ``n - x``, ``x * n``, ``n * x`` and ``x / n`` are one
+``scale`` op; ``n / x`` and powers are a ``fill_constant`` for the number and the ``elementwise_*``
+op. So ``exponential_decay(..., staircase=True)`` is ``increment, cast, scale, floor,
+fill_constant, elementwise_pow, scale``, as in Paddle 1.8.
 """
 import math
 
@@ -56,16 +57,33 @@ def _arith(op_type, x, y):
     return _op("elementwise_" + op_type, x, y)
 
 
+def _scale(x, scale, bias):
+    out = _tmp(x.dtype)
+    _block().append_op("scale", inputs={"X": [x]}, outputs={"Out": [out]},
+                       attrs={"scale": float(scale), "bias": float(bias), "bias_after_scale": True})
+    return out
+
+
+# (scale, bias) of the scale op standing for ``x <op> n`` and for ``n <op> x``
+_VAR_OP_NUM = {"add": lambda n: (1.0, n), "sub": lambda n: (1.0, -n), "mul": lambda n: (n, 0.0),
+               "div": lambda n: (1.0 / n, 0.0)}
+_NUM_OP_VAR = {"add": lambda n: (1.0, n), "sub": lambda n: (-1.0, n), "mul": lambda n: (n, 0.0)}
+
+
 def _var_op_num(op_type, x, number):
-    """``Variable <op> number``."""
+    """``Variable <op> number``: a ``scale`` op for + - * /, else ``fill_constant`` and the op."""
+    if op_type in _VAR_OP_NUM and not isinstance(number, Variable):
+        return _scale(x, *_VAR_OP_NUM[op_type](float(number)))
     return _arith(op_type, x, number)
 
 
 def _num_op_var(op_type, number, x):
-    """``number <op> Variable`` (``__radd__``, ``__rmul__``: Paddle kept the Variable as X for the
-    commutative ones and put the number first for ``-``, ``/`` and ``**``)."""
-    if op_type in ("add", "mul"):
-        return _arith(op_type, x, number)
+    """``number <op> Variable``: a ``scale`` op for + - *, else ``fill_constant`` and the op with
+    the number as X (``n / x``, ``n ** x``)."""
+    if isinstance(number, Variable):
+        return _arith(op_type, number, x)
+    if op_type in _NUM_OP_VAR:
+        return _scale(x, *_NUM_OP_VAR[op_type](float(number)))
     return _arith(op_type, number, x)
 
 

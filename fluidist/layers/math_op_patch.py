@@ -28,7 +28,7 @@ def _const_like(x, value):
 def _binary(op_type, reverse=False, scalar=None):
     def method(self, other):
         if not isinstance(other, Variable):
-            if scalar is not None and not reverse:
+            if scalar is not None:
                 s, b = scalar(other)
                 return _scalar_op(self, s, b)
             other = _const_like(self, other)
@@ -56,7 +56,7 @@ def monkey_patch_variable():
     Variable.__add__ = _binary("elementwise_add", scalar=lambda v: (1.0, v))
     Variable.__radd__ = _binary("elementwise_add", scalar=lambda v: (1.0, v))
     Variable.__sub__ = _binary("elementwise_sub", scalar=lambda v: (1.0, -v))
-    Variable.__rsub__ = _binary("elementwise_sub", reverse=True)
+    Variable.__rsub__ = _binary("elementwise_sub", reverse=True, scalar=lambda v: (-1.0, v))
     Variable.__mul__ = _binary("elementwise_mul", scalar=lambda v: (v, 0.0))
     Variable.__rmul__ = _binary("elementwise_mul", scalar=lambda v: (v, 0.0))
     Variable.__truediv__ = _binary("elementwise_div", scalar=lambda v: (1.0 / v, 0.0))

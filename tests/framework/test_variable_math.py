@@ -53,3 +53,16 @@ def test_data_feeder():
     assert out["seq"].recursive_sequence_lengths() == [[2, 1]]
     with pytest.raises(ValueError, match="sample 0 has 2 fields for 3"):
         feeder.feed([([1, 2, 3], [0])])
+
+
+def test_number_minus_variable_is_one_scale_op_as_in_paddle18():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        y = 1.5 - x
+    ops = main.global_block().ops
+    assert [op.type for op in ops] == ["scale"]
+    assert ops[0].attr("scale") == -1.0 and ops[0].attr("bias") == 1.5
+    xv = np.arange(6, dtype="float32").reshape(2, 3)
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": xv}, fetch_list=[y])
+    np.testing.assert_allclose(got, 1.5 - xv)

@@ -366,3 +366,21 @@ def test_lod_bag_of_words_trains_and_sparse_equals_dense():
     np.testing.assert_allclose(sparse_losses, dense_losses, rtol=1e-5)
     for n in dense:
         np.testing.assert_allclose(sparse[n], dense[n], rtol=1e-5, atol=1e-6, err_msg=n)
+
+
+def test_fc_of_several_inputs_makes_one_weight_per_input_as_paddle18():
+    """Paddle 1.8 copies the ParamAttr for every input: fc_0.w_0 and fc_0.w_1, even when the shapes agree."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        a = fluid.data(name="a", shape=[None, 4], dtype="float32")
+        b = fluid.data(name="b", shape=[None, 4], dtype="float32")
+        c = fluid.data(name="c", shape=[None, 3], dtype="float32")
+        fluid.layers.fc(input=[a, b], size=2)
+        attr = fluid.ParamAttr(learning_rate=0.5)
+        fluid.layers.fc(input=[a, c], size=2, param_attr=attr)
+        fluid.layers.fc(input=a, size=2, param_attr=attr)
+    params = {p.name: list(p.shape) for p in main.global_block().all_parameters()}
+    assert params == {"fc_0.w_0": [4, 2], "fc_0.w_1": [4, 2], "fc_0.b_0": [2], "fc_1.w_0": [4, 2],
+                      "fc_1.w_1": [3, 2], "fc_1.b_0": [2], "fc_2.w_0": [4, 2], "fc_2.b_0": [2]}
+    assert attr.name is None            # the caller's attr is never named
+    assert main.global_block().var("fc_1.w_1").optimize_attr["learning_rate"] == 0.5

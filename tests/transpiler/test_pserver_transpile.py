@@ -120,8 +120,8 @@ def test_exponential_lr_decay_moves_to_pserver_lr_block():
     ps0 = t.get_pserver_program(EP0)
     las = ps0.global_block().ops[0]
     assert las.attr("lr_decay_block_id") == 1
-    assert op_types(ps0.block(1)) == ["increment", "cast", "fill_constant", "elementwise_div", "floor",
-                                      "fill_constant", "elementwise_pow", "fill_constant", "elementwise_mul"]
+    assert op_types(ps0.block(1)) == ["increment", "cast", "scale", "floor", "fill_constant", "elementwise_pow",
+                                      "scale"]
     assert op_types(ps0.block(2)) == ["sum", "scale", "sgd"]
     assert [b.idx for b in las.attr("optimize_blocks")] == [1, 2, 3]
 
