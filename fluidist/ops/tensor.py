@@ -454,6 +454,28 @@ def _coalesce_infer(ctx):
     ctx.set_output("FusedOutput", [total] if known else [-1], ctx.input_dtype("Input") or ctx.attr("dtype"))
 
 
+def _data_ptr(a):
+    return a.data.ptr if hasattr(a.data, "ptr") else a.ctypes.data      # CuPy | NumPy
+
+
+def _reusable_fused(ctx, xs, dtype):
+    """The buffer this op made at the previous step, when it fits again: as Paddle's fused gradient
+    buffer lives across steps, and a data-parallel step then allocates no new buffer per place. Not
+    reused when an input lies in it anywhere but its own part (the copy would read what it overwrote)."""
+    if not xs:
+        return None
+    old = ctx.find_value(ctx.output_name("FusedOutput"))
+    if old is None or not is_fused_buffer(old) or type(old) is not type(xs[0]) or old.dtype != dtype \
+            or old.size != sum(int(x.size) for x in xs):
+        return None
+    begin = 0
+    for x in xs:
+        if ctx.xp.may_share_memory(x, old) and _data_ptr(x) != _data_ptr(old[begin:begin + x.size]):
+            return None
+        begin += x.size
+    return old
+
+
 @register_op("coalesce_tensor", inputs=["Input*"], outputs=["Output*", "FusedOutput"],
              attrs={"copy_data": False, "set_constant": False, "constant": 0.0, "dtype": "float32",
                     "check_name": False}, infer=_coalesce_infer)
@@ -468,7 +490,9 @@ def coalesce_tensor(ctx, ins, attrs):
         if x.dtype != dtype:
             raise TypeError("coalesce_tensor: %r is %s but %r is %s: the fused tensor has one dtype"
                             % (name, x.dtype, ctx.op.inputs["Input"][0], dtype))
-    fused = ctx.xp.empty(sum(int(x.size) for x in xs), dtype=dtype)
+    fused = _reusable_fused(ctx, xs, dtype)
+    if fused is None:
+        fused = ctx.xp.empty(sum(int(x.size) for x in xs), dtype=dtype)
     if attrs["set_constant"]:
         fused.fill(attrs["constant"])
     outs, begin = [], 0

@@ -128,14 +128,19 @@ def test_allreduce_every_op_dtype_and_size(groups, n):
 @pytest.mark.parametrize("n", [2, 3])
 def test_allreduce_in_place_and_into_out(groups, n):
     comms = groups(n)
-    for size in (5, 3001, 300001):      # the direct and the chunked paths
+    for size in (2, 5, 3001, 300001):      # fewer elements than ranks, the direct and the chunked paths
         xs = [_data(r, (size,), "float64") for r in range(n)]
         want = _reference(xs, "sum")
         bufs = [x.copy() for x in xs]
-        outs = _threads(n, lambda r: comms[r].allreduce(bufs[r], "sum", out=bufs[r]))
-        for r in range(n):
-            assert outs[r] is bufs[r]
-            _close(bufs[r], want, "float64")
+        for _ in range(3):   # again on the same buffers: in place twice in a row must not race
+            np.copyto(bufs[0], xs[0])
+            for r in range(1, n):
+                np.copyto(bufs[r], xs[r])
+            outs = _threads(n, lambda r: comms[r].allreduce(bufs[r], "sum", out=bufs[r]))
+            for r in range(n):
+                assert outs[r] is bufs[r]
+                _close(bufs[r], want, "float64")
+                np.testing.assert_array_equal(bufs[r], bufs[0])    # the same bits on every rank
         given = [np.empty_like(x) for x in xs]
         outs = _threads(n, lambda r: comms[r].allreduce(xs[r], "max", out=given[r]))
         for r in range(n):
