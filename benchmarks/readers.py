@@ -44,20 +44,25 @@ def write_multislot(path, lines, seed=0):
                                            label))
 
 
-def build():
+def build(with_read_op=False):
+    """The CTR-like model; ``with_read_op``: fed by a non-iterable DataLoader's read op, whose
+    loader is returned in place of the feed variables."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 3
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         dense = fluid.data("dense", [None, 3], "float32")
         ids = fluid.data("ids", [None, 1], "int64", lod_level=1)
         label = fluid.data("label", [None, 1], "int64")
+        feed_vars = [dense, ids, label]
+        if with_read_op:
+            feed_vars = fluid.io.DataLoader.from_generator(feed_list=feed_vars, capacity=8, iterable=False)
         emb = fluid.layers.embedding(ids, size=[NUM_IDS, 16], is_sparse=True)
         h = fluid.layers.fc(fluid.layers.concat([fluid.layers.sequence_pool(emb, "sum"), dense], axis=1), 32,
                             act="relu")
         loss = fluid.layers.mean(fluid.layers.sigmoid_cross_entropy_with_logits(
             fluid.layers.fc(h, 1), fluid.layers.cast(label, "float32")))
         fluid.optimizer.SGD(0.1).minimize(loss)
-    return main, startup, [dense, ids, label], loss
+    return main, startup, feed_vars, loss
 
 
 def hand_batches(records):
@@ -102,19 +107,7 @@ def run_way(way, ctx):
 
 
 def read_op_program():
-    main, startup = fluid.Program(), fluid.Program()
-    main.random_seed = startup.random_seed = 3
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        dense = fluid.data("dense", [None, 3], "float32")
-        ids = fluid.data("ids", [None, 1], "int64", lod_level=1)
-        label = fluid.data("label", [None, 1], "int64")
-        loader = fluid.io.DataLoader.from_generator(feed_list=[dense, ids, label], capacity=8, iterable=False)
-        emb = fluid.layers.embedding(ids, size=[NUM_IDS, 16], is_sparse=True)
-        h = fluid.layers.fc(fluid.layers.concat([fluid.layers.sequence_pool(emb, "sum"), dense], axis=1), 32,
-                            act="relu")
-        loss = fluid.layers.mean(fluid.layers.sigmoid_cross_entropy_with_logits(
-            fluid.layers.fc(h, 1), fluid.layers.cast(label, "float32")))
-        fluid.optimizer.SGD(0.1).minimize(loss)
+    main, _, loader, _ = build(with_read_op=True)
     return main, loader
 
 

@@ -3,37 +3,22 @@ numbers (tests/data/paddle18_optimizers.json: the same model, initial values and
 Paddle 1.8.5); apply/restore exactness; Recompute equals plain training; refusals."""
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
 
 import fluidist as fluid
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
+from make_paddle18_optimizers import build  # noqa: E402  (the cases Paddle 1.8.5 ran)
+
 REF = json.load(open(os.path.join(os.path.dirname(__file__), "data", "paddle18_optimizers.json")))
 INPUTS = REF["inputs"]
 
 
 def run(kind, steps=None):
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.data("x", [None, 4], "float32")
-        y = fluid.data("y", [None, 3], "float32")
-        pred = fluid.layers.fc(x, 3, param_attr=fluid.ParamAttr(name="w"), bias_attr=fluid.ParamAttr(name="b"))
-        loss = fluid.layers.mean(fluid.layers.square(pred - y))
-        extra = None
-        if kind == "adadelta":
-            fluid.optimizer.Adadelta(learning_rate=0.5, epsilon=1e-6, rho=0.9).minimize(loss)
-        elif kind == "dpsgd":
-            fluid.optimizer.Dpsgd(learning_rate=0.1, clip=0.5, batch_size=5.0, sigma=0.0).minimize(loss)
-        elif kind == "lookahead":
-            fluid.optimizer.LookaheadOptimizer(fluid.optimizer.SGD(0.3), alpha=0.4, k=2).minimize(loss)
-        elif kind == "model_average":
-            fluid.optimizer.Momentum(0.2, 0.5).minimize(loss)
-            extra = fluid.optimizer.ModelAverage(0.5, min_average_window=2, max_average_window=4)
-        elif kind == "ema":
-            fluid.optimizer.SGD(0.3).minimize(loss)
-            extra = fluid.optimizer.ExponentialMovingAverage(0.8)
-            extra.update()
+    main, startup, loss, extra = build(fluid, kind)
     main.lint()
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.Scope()

@@ -1,6 +1,9 @@
-import json, sys
+"""Paddle 1.8.5's numbers for tests/test_optimizer_extras.py: ``python make_paddle18_optimizers.py OUT.json``
+under paddlepaddle 1.8.5. The test builds the same cases with ``build(fluid, kind)`` in fluidist."""
+import json
+import sys
+
 import numpy as np
-import paddle.fluid as fluid
 
 rng = np.random.RandomState(0)
 W = rng.randn(4, 3).astype("float32") * 0.5
@@ -8,7 +11,9 @@ B = rng.randn(3).astype("float32") * 0.1
 XS = [rng.randn(5, 4).astype("float32") for _ in range(6)]
 YS = [rng.randn(5, 3).astype("float32") for _ in range(6)]
 
-def run(kind):
+def build(fluid, kind):
+    """The model and optimizer of case ``kind`` in ``fluid`` (Paddle 1.8's or fluidist's):
+    (main, startup, loss, extra), extra the ModelAverage/EMA object where the case has one."""
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.data("x", [None, 4], "float32")
@@ -29,6 +34,11 @@ def run(kind):
             fluid.optimizer.SGD(0.3).minimize(loss)
             extra = fluid.optimizer.ExponentialMovingAverage(0.8)
             extra.update()
+    return main, startup, loss, extra
+
+
+def run(fluid, kind):
+    main, startup, loss, extra = build(fluid, kind)
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.Scope()
     with fluid.scope_guard(scope):
@@ -50,8 +60,14 @@ def run(kind):
             out["w_restored"] = np.array(scope.find_var("w").get_tensor()).tolist()
     return out
 
-res = {"inputs": {"W": W.tolist(), "B": B.tolist(), "XS": [x.tolist() for x in XS], "YS": [y.tolist() for y in YS]}}
-for k in ["adadelta", "dpsgd", "lookahead", "model_average", "ema"]:
-    res[k] = run(k)
-json.dump(res, open(sys.argv[1], "w"), indent=1)
-print("ok")
+def main(out_path):
+    import paddle.fluid as fluid
+    res = {"inputs": {"W": W.tolist(), "B": B.tolist(), "XS": [x.tolist() for x in XS], "YS": [y.tolist() for y in YS]}}
+    for k in ["adadelta", "dpsgd", "lookahead", "model_average", "ema"]:
+        res[k] = run(fluid, k)
+    json.dump(res, open(out_path, "w"), indent=1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
