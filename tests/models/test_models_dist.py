@@ -4,8 +4,11 @@ trainers in sync and async mode, and 2 nccl2 workers on the CPU collective backe
 - sync and nccl2: at every step the mean of the trainers' losses (each on its half of the batch)
   equals the loss of one process on the whole batch; for models with batch_norm, whose statistics
   are each trainer's own, the one process runs data-parallel over two places instead.
-- async: each trainer's test-program loss on a fixed batch it never trains on falls clearly from
-  its value on the initial parameters.
+- async: the trainers' test-program loss on a fixed batch they never train on, averaged over the
+  trainers, falls clearly from its value on the initial parameters. Averaged, because each trainer
+  ends on its own stale snapshot of the pservers' parameters: with small batches one trainer's
+  snapshot alone lands anywhere from 0.1x to 1.2x the initial loss (measured over repeated runs of
+  the LSTM case at 30 steps), while the mean over trainers after 60 steps stayed below 0.9x.
 
 The cases in CI_* run in every test run; the rest of the model x mode table is marked slow."""
 import json
@@ -21,7 +24,7 @@ pytestmark = pytest.mark.timeout(300)
 
 TRAINERS = PSERVERS = 2
 SYNC_STEPS = 3
-ASYNC_STEPS = 30
+ASYNC_STEPS = 60
 # the high learning rate case checks Paddle's numerics in one process; it is not meant to converge
 CASES = sorted(c for c in harness.CASES if c != "se_resnext_high_lr")
 # one of each kind: sparse tables and auc, a distributed table, batch_norm, LoD through a DynamicRNN,
@@ -93,5 +96,7 @@ def test_pserver_async_converges(tmp_path, case):
     initial = harness.initial_evaluation(fluid, case)
     for k, r in enumerate(results):
         assert np.all(np.isfinite(r["loss"])), "trainer %d: %s" % (k, r["loss"])
-        assert r["eval_after"] < 0.9 * initial, "trainer %d: loss %.4f before, %.4f after %d async steps" % (
-            k, initial, r["eval_after"], ASYNC_STEPS)
+        assert np.isfinite(r["eval_after"]), "trainer %d: test loss %r after training" % (k, r["eval_after"])
+    after = np.mean([r["eval_after"] for r in results])
+    assert after < 0.9 * initial, "test loss %.4f before, %.4f after %d async steps (trainers: %s)" % (
+        initial, after, ASYNC_STEPS, ", ".join("%.4f" % r["eval_after"] for r in results))
