@@ -147,7 +147,9 @@ def torch_worker(a):
         return loss.item()
 
     try:
-        return timed_loop(a, step)
+        result = timed_loop(a, step)
+        dist.barrier()      # both ranks done before either tears gloo down (else: an abort at exit)
+        return result
     finally:
         dist.destroy_process_group()
 
