@@ -63,7 +63,7 @@ class ParallelExecutor:
         runner = self._compiled_program._runner
         if runner is None:
             return
-        program = self._compiled_program._program
+        program = self._compiled_program._run_program    # with gradient merge: the merged copy
         keep = {v.name for v in program.list_vars() if v.persistable}
         for s in runner.scopes:
             s.erase([n for n in list(s.vals) if n not in keep])

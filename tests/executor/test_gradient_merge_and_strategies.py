@@ -205,3 +205,22 @@ def test_fields_without_effect_warn_once_and_sync_batch_norm_is_refused():
                                                                "num_iteration_per_run", "use_thread_barrier",
                                                                "allow_op_delay", "use_cuda",
                                                                "use_experimental_executor"])
+
+
+def test_drop_local_exe_scopes_keeps_the_merged_gradients(monkeypatch):
+    """Gradient merge adds persistables of its own (the step counter, the sums): dropping the places'
+    temporaries between merged steps must keep them."""
+    monkeypatch.setenv("CPU_NUM", "2")
+    ref = reference("adam", False, 1)[0]
+    main, startup, loss = model()
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    bs = fluid.BuildStrategy()
+    bs.gradient_merge = True
+    bs.gradient_merge_configs = {"k_steps": K // 2, "avg": True}
+    pe = fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main, build_strategy=bs,
+                                scope=scope)
+    for i in range(K // 2):
+        pe.run(fetch_list=[loss.name], feed=concat(micro_batches(2 * K)[2 * i:2 * i + 2]))
+        pe.drop_local_exe_scopes()
+    assert_params(params(scope, main), ref)
