@@ -59,20 +59,6 @@ class Graph:
         self.subgraphs.append(sub)
         return sub
 
-    # -- reading ------------------------------------------------------------------------------
-    def all_nodes(self):
-        """Every node id of this graph and its clusters."""
-        out = dict(self.nodes)
-        for s in self.subgraphs:
-            out.update(s.all_nodes())
-        return out
-
-    def all_edges(self):
-        out = list(self.edges)
-        for s in self.subgraphs:
-            out.extend(s.all_edges())
-        return out
-
     def _lines(self, indent):
         pad = "  " * indent
         lines = []

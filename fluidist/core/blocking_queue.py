@@ -114,11 +114,6 @@ _readers = {}    # reader variable name -> (queue name, [(shape, dtype, lod_leve
 _lock = threading.Lock()
 
 
-def register_queue(queue):
-    with _lock:
-        _queues[queue.name] = queue
-
-
 def register_reader(reader_name, queue, meta):
     """Reader variable ``reader_name`` reads ``queue``; ``meta``: (shape, dtype, lod_level) of
     each value a batch holds, in order."""

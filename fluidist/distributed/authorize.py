@@ -72,9 +72,8 @@ class _Prefetch:
 class ServingRules:
     """The acceptance rules of one pserver program (see the module doc)."""
 
-    def __init__(self, program, endpoint, fanin, recv_names, grad_to_block, prefetch_blocks, checkpoint_root=None):
+    def __init__(self, program, endpoint, recv_names, grad_to_block, prefetch_blocks, checkpoint_root=None):
         self.endpoint = endpoint
-        self.fanin = fanin
         gb = program.global_block()
         self._gb = gb
         self.recv = {}
@@ -246,7 +245,7 @@ def serving_rules(program, endpoint=None):
     op = listen_and_serv_op(program, endpoint)
     if op is None:
         raise ValueError("the program has no listen_and_serv op")
-    return ServingRules(program, op.attr("endpoint"), int(op.attr("Fanin")), op.input("X"),
+    return ServingRules(program, op.attr("endpoint"), op.input("X"),
                         parse_block_map(op.attr("grad_to_block_id"), "grad_to_block_id"),
                         parse_block_map(op.attr("prefetch_var_name_to_block_id"), "prefetch_var_name_to_block_id"))
 

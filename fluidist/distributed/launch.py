@@ -38,7 +38,6 @@ are not supported. Inside a Slurm step (``srun``) with several nodes, ``--nnodes
 (port ``MASTER_PORT``, else 29500 + ``SLURM_JOB_ID`` mod 1000).
 """
 import argparse
-import json
 import logging
 import os
 import shutil

@@ -178,9 +178,6 @@ class PeerTable:
         self.fds_of.setdefault(peer, set()).add(fd)
         self.gone_since.pop(peer, None)
 
-    def known(self, peer):
-        return peer in self.fds_of
-
     def connected(self, peer):
         return bool(self.fds_of.get(peer))
 

@@ -107,10 +107,9 @@ class ParameterServer:
                                  % (what, idx, nblocks - 1))
         self.round_blocks = [b.idx for b in blocks if b.idx != self.lr_block]
         self.sums = ArrivalSums(program, self.round_blocks, self.fanin) if self.sync else None
-        self.gb = self.program.global_block()
         if recv_names is None:
             recv_names = _receive_names(program, self.endpoint)
-        self.rules = ServingRules(program, self.endpoint, self.fanin, recv_names, self.grad_to_block,
+        self.rules = ServingRules(program, self.endpoint, recv_names, self.grad_to_block,
                                   self.prefetch_blocks)
         self.scope = scope
         self.deadline_ms = deadline_ms

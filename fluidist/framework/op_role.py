@@ -64,8 +64,3 @@ def param_grad_pairs(ops):
                 seen.add(p)
                 pairs.append((p, g))
     return pairs
-
-
-def optimize_ops(block):
-    """The optimize ops of ``block`` (role exactly Optimize: LR-schedule ops are not among them)."""
-    return [op for op in block.ops if is_optimize_op(op)]

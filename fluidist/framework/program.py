@@ -491,8 +491,6 @@ class Block:
         self.program._version += 1
         return v
 
-    rename_var = _rename_var
-
     def _clone_variable(self, var, force_persistable=True):
         """Copy ``var`` (from any program) into this block, keeping its kind and attributes."""
         v = _copy_var(var, self)

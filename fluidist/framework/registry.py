@@ -46,7 +46,7 @@ The registry imports nothing of fluidist: the op families in ``fluidist.ops`` fi
 package is imported (``import fluidist`` does).
 """
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
 GRAD = "@GRAD"
@@ -88,7 +88,6 @@ class OpDef:
     forward: Optional[str] = None
     grad_type: Optional[str] = None   # the type of the gradient op registered for this op
     doc: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def input_slots(self):
@@ -97,10 +96,6 @@ class OpDef:
     @property
     def output_slots(self):
         return set(self.outputs)
-
-    @property
-    def differentiable(self):
-        return self.grad is not None
 
 
 _REGISTRY: Dict[str, OpDef] = {}
@@ -359,8 +354,3 @@ def make_grad_specs(op):
     if d.grad == "default":
         return default_grad_maker(d, op)
     return d.grad(op)
-
-
-def is_differentiable(type):
-    d = _REGISTRY.get(type)
-    return d is not None and d.grad is not None

@@ -144,7 +144,7 @@ def _lstm_backward(xp, rec, w, bias, attrs, d_out, d_cell, proj=None):
             dh = dpre @ proj.T
         else:
             dh = dr
-        o, c_act, c_new = rec["o"][t], rec["c_act"][t], rec["c"][t]
+        o, c_act = rec["o"][t], rec["c_act"][t]
         cand, i, f, c_prev = rec["cand"][t], rec["i"][t], rec["f"][t], rec["c_prev"][t]
         dog = dh * c_act * _act_grad(ga, o)
         dc = d_cell[t] + dc_next + dh * o * _act_grad(ca, c_act)

@@ -6,7 +6,6 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
 from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add
-from ..core.place import to_host
 
 
 def _shape_attr_infer(ctx):

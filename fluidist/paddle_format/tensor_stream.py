@@ -196,17 +196,3 @@ def selected_rows_bytes(rows, value, height, what="tensor"):
     rows = np.asarray(rows, dtype="<i8").reshape(-1)
     return (struct.pack("<IQ", TENSOR_VERSION, rows.size) + rows.tobytes()
             + struct.pack("<q", int(height)) + tensor_bytes(value, what))
-
-
-def looks_like_tensor_file(path):
-    """True when ``path`` starts as a Paddle LoDTensor or SelectedRows file does (version 0, then a
-    small count), as opposed to a NumPy file, a zip archive, JSON or a pickle."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(12)
-    except OSError:
-        return False
-    if len(head) < 12:
-        return False
-    version, count = struct.unpack("<IQ", head)
-    return version == TENSOR_VERSION and count < (1 << 32)

@@ -41,8 +41,7 @@ def _places(places, who):
     return list(places)
 
 
-def add_reader_ops(block, queue, feed_vars, reader_name, double_buffer_name, use_double_buffer, drop_last=True,
-                   startup_block=None):
+def add_reader_ops(block, queue, feed_vars, reader_name, double_buffer_name, use_double_buffer, startup_block=None):
     """The ops a non-iterable reader adds: ``create_py_reader`` (into ``startup_block`` when given,
     the reader variable then being declared in both programs, as Paddle's ``py_reader`` did),
     ``create_double_buffer_reader``, and ``read`` into ``feed_vars``; returns the reader variable
@@ -86,8 +85,7 @@ class GeneratorLoader:
         if not self._iterable:
             block = default_main_program().current_block()
             self._reader = add_reader_ops(block, self._queue, self._feed_list, unique_reader_name("create_py_reader"),
-                                          unique_reader_name("double_buffer"), self._use_double_buffer,
-                                          self._drop_last)
+                                          unique_reader_name("double_buffer"), self._use_double_buffer)
             block.append_op("read", inputs={"Reader": [self._reader]}, outputs={"Out": self._feed_list},
                             attrs={"drop_last": self._drop_last})
 

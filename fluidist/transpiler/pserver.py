@@ -84,12 +84,6 @@ class PServerPlan:
     accumulators: Dict[str, List[str]] = field(default_factory=dict)  # param -> accumulators shaped like it
     whole: set = field(default_factory=set)   # params kept in one block: their update needs the whole tensor
 
-    def param_of(self, grad):
-        for p, g in self.grad_of.items():
-            if g == grad:
-                return p
-        return None
-
     def accumulator_name(self, acc, pb, several_blocks_here):
         """The name of accumulator ``acc`` for param block ``pb`` on its pserver: the same name, with a
         block suffix only when two blocks of the parameter live on that pserver."""

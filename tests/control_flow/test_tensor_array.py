@@ -10,11 +10,9 @@ L = fluid.layers
 cf = fluid.layers.control_flow   # where Paddle 1.8 keeps the rank-table layers
 
 
-def _exe_run(main, feed, fetch, startup=None):
+def _exe_run(main, feed, fetch):
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.Scope()
-    if startup is not None:
-        exe.run(startup, scope=scope)
     return exe.run(main, feed=feed, fetch_list=fetch, scope=scope, return_numpy=False)
 
 

@@ -1,6 +1,5 @@
 """fluid.dataset with a MultiSlotDataGenerator pipe command, and Executor.train_from_dataset:
 batches equal to feeding the same instances by hand; errors name the file and line."""
-import io
 import os
 import subprocess
 import sys
@@ -45,9 +44,6 @@ def hand_feeds(instances, batch):
     for i in range(0, len(instances), batch):
         part = instances[i:i + batch]
         ids = np.array([c for _, cats, _ in part for c in cats], np.int64).reshape(-1, 1)
-        lod = [[0]]
-        for _, cats, _ in part:
-            lod[0].append(lod[0][-1] + len(cats))
         yield {"dense": np.array([d for d, _, _ in part], np.float32),
                "ids": fluid.create_lod_tensor(ids, [[len(c) for _, c, _ in part]], fluid.CPUPlace()),
                "label": np.array([l for _, _, l in part], np.int64)}

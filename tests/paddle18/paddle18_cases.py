@@ -354,13 +354,6 @@ CASES = {"beam_search_translate": beam_search_translate, "training_decoder": tra
          "sequence_ops": sequence_ops, "rnn_units": rnn_units}
 
 
-# layers a case needs from other work (the tensor layers of issue 10a): the test skips until they exist
-NEEDS = {"rnn_cells": ["reverse", "slice", "squeeze"],
-         "training_decoder": ["pad", "slice", "squeeze", "reduce_all", "embedding"],
-         "decoders": ["unsqueeze", "expand", "stack", "gather_nd", "reduce_all", "range", "slice", "squeeze",
-                      "embedding"]}
-
-
 def run(fluid, name):
     """Run case ``name``; returns {"values": [...], "lods": [...]} of its fetch list. A case may
     return a fifth item: {parameter name: value} set after the startup program."""

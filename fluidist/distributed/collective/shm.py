@@ -9,12 +9,11 @@ import mmap
 import os
 import platform
 import stat
-import sys
 import time
 
 import numpy as np
 
-from .base import CollectiveError, _CPUCommunicator, _contiguous, _describe, _reduce_into
+from .base import CollectiveError, _CPUCommunicator, _describe, _reduce_into
 from .. import liveness
 from .common import CollectiveTimeout, describe_seconds, pid_alive, pid_state, plural as _plural
 
@@ -316,7 +315,7 @@ class ShmCommunicator(_CPUCommunicator):
         self._allreduce_chunked(seq, sig, x, uf, out, scatter_only=True)
 
     def _allgather(self, seq, sig, x, out):
-        r, n, L = self.rank, self.nranks, x.size
+        r, L = self.rank, x.size
         ce = self.layout.stage // x.itemsize
         nsteps = max(1, -(-L // ce))
         t0 = self._t + 1
@@ -371,9 +370,6 @@ class ShmCommunicator(_CPUCommunicator):
         self._wait(_POSTED, t, self._peers, seq, "barrier", t)
         self._check_headers(slot, sig, seq, self._peers)
         self._post_done(t)
-
-
-# ====================================================================== ZeroMQ
 
 
 def create_segment(path, size, token):

@@ -262,7 +262,7 @@ class ZmqCommunicator(_CPUCommunicator):
             self._recv(j, seq, sig, 5, 0, 0, opname)
 
     def _allgather(self, seq, sig, x, out):
-        n, r, L = self.nranks, self.rank, x.size
+        r, L = self.rank, x.size
         out[r * L:(r + 1) * L] = x
         if L == 0:
             return self._exchange_empty(seq, sig, "allgather")
@@ -301,6 +301,3 @@ class ZmqCommunicator(_CPUCommunicator):
 
     def _barrier(self, seq, sig):
         self._exchange_empty(seq, sig, "barrier")
-
-
-# ====================================================================== threads of one process
