@@ -17,7 +17,7 @@ role, so ``CompiledProgram.with_data_parallel`` all-reduces each micro-batch's g
 they are accumulated, and the collective transpiler's all-reduce ops (which follow the gradients'
 producers) come before them too: the pass works the same locally, data parallel and in Fleet.
 """
-from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from .framework.op_role import OP_ROLE_ATTR, OpRole, backward_param_grads
 
 STEP_VAR = "@GRAD_MERGE_STEP@"
 ACC_SUFFIX = "@GRAD_MERGE"
@@ -26,21 +26,6 @@ ACC_SUFFIX = "@GRAD_MERGE"
 def _update_op(op):
     role = int(op.attr(OP_ROLE_ATTR) or 0)
     return bool(role & (OpRole.Optimize | OpRole.LRSched)) and not role & OpRole.Backward
-
-
-def _grad_pairs(block):
-    """[(param, grad)] from the op_role_var of backward ops, in program order."""
-    pairs, seen = [], set()
-    for op in block.ops:
-        role = int(op.attr(OP_ROLE_ATTR) or 0)
-        if not role & OpRole.Backward:
-            continue
-        rv = op.attr(OP_ROLE_VAR_ATTR) or []
-        for j in range(0, len(rv) - 1, 2):
-            if rv[j + 1] not in seen:
-                seen.add(rv[j + 1])
-                pairs.append((rv[j], rv[j + 1]))
-    return pairs
 
 
 def _zero_fill(startup, var):
@@ -60,7 +45,7 @@ def apply_gradient_merge(main, startup, k_steps, avg=True):
     block = main.global_block()
     if block.has_var(STEP_VAR):
         raise ValueError("gradient merge was already applied to this program")
-    pairs = _grad_pairs(block)
+    pairs = backward_param_grads(block)
     if not pairs:
         raise ValueError("gradient merge: the program has no backward ops with parameter gradients "
                          "(apply it after minimize)")

@@ -22,7 +22,7 @@ from ..distributed.collective.common import CollectiveTimeout
 from ..distributed.collective.registry import init_comms_from_nccl_id
 from ..distributed.collective.threads import thread_group
 from ..framework import unique_name
-from ..framework.op_role import OP_ROLE_ATTR, OpRole, is_backward_op, is_loss_grad_op, param_grad_pairs
+from ..framework.op_role import OP_ROLE_ATTR, OpRole, backward_param_grads, is_backward_op, is_loss_grad_op
 from ..framework.program import Program
 from .executor import Executor, _as_fetch_names
 from ..core.place import CUDAPlace, cpu_places, cuda_places, to_host
@@ -237,7 +237,7 @@ class _DataParallelRunner:
     produces it."""
 
     def __init__(self, compiled, executor, scope):
-        prog = compiled._run_program or compiled._program
+        prog = compiled._run_program     # set by _program_for_run before the runner is made
         bs = compiled._build_strategy
         place = executor.place
         places = compiled._places
@@ -254,7 +254,7 @@ class _DataParallelRunner:
                                  % (self.num_trainers, len(eps)))
         self.loss_name = compiled._loss_name
         self.local_ring = next(_LOCAL_RINGS) if self.nplaces > 1 else None
-        self.pairs = _grad_pairs(prog)
+        self.pairs = backward_param_grads(prog.global_block())
         fuse = bool(getattr(bs, "fuse_all_reduce_ops", True))
         self.programs = [self._place_program(prog, compiled, i, fuse) for i in range(self.nplaces)]
         if bs.debug_graphviz_path:  # as Paddle: the DOT text at <path>_multi_devices_graph
@@ -330,7 +330,7 @@ class _DataParallelRunner:
             op = _last_backward_writer(block, g)
             if op is not None:
                 producers[g] = op
-        dense = [g for g in producers if not _row_sparse(block, g, producers[g])]
+        dense = [g for g in producers if not _row_sparse(block, g)]
         sparse = [g for g in producers if g not in dense]
         with block.edits() as edits:
             if fuse and len(dense) > 1 and len({block.var(g).dtype for g in dense}) == 1:
@@ -446,17 +446,12 @@ class _DataParallelRunner:
         return merged
 
 
-def _grad_pairs(prog):
-    """(param, grad) of the backward ops' op_role_var, in order."""
-    return param_grad_pairs(op for op in prog.global_block().ops if is_backward_op(op))
-
-
 def _last_backward_writer(block, name):
     writers = [op for op in block.writers_of(name) if is_backward_op(op)]
     return writers[-1] if writers else None
 
 
-def _row_sparse(block, name, producer):
+def _row_sparse(block, name):
     """Does ``name`` hold a SelectedRows at run time (a sparse lookup's gradient, a sum of them)?"""
     from ..regularizer import is_selected_rows_grad
     return is_selected_rows_grad(block.var(name))

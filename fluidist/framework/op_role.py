@@ -64,3 +64,8 @@ def param_grad_pairs(ops):
                 seen.add(p)
                 pairs.append((p, g))
     return pairs
+
+
+def backward_param_grads(block):
+    """``[(param, grad)]`` of the backward ops of ``block``, each parameter once, in program order."""
+    return param_grad_pairs(op for op in block.ops if is_backward_op(op))
