@@ -7,11 +7,10 @@
 Paddle passes ``program.desc`` / ``block.desc``; fluidist's Program and Block are their own descriptions,
 so both the objects and their ``desc`` (the object itself) are accepted.
 """
-import os
 import warnings
 
 from .framework.op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
-from .graphviz import DotNotFound, Graph, render
+from .graphviz import DotNotFound, Graph
 
 __all__ = ["draw_block_graphviz", "pprint_program_codes", "pprint_block_codes", "add_block", "op_label", "data_parallel_graph",
            "HIDDEN_ATTRS"]
@@ -109,9 +108,8 @@ def draw_block_graphviz(block, highlights=None, path="./temp.dot", format="pdf")
     block = _block_of(block)
     g = Graph("block_%d" % block.idx, graph_attr={"rankdir": "TB", "fontname": "Helvetica"})
     add_block(g, block, highlights=highlights)
-    g.save(path)
     try:
-        return render(path, os.path.splitext(path)[0] + "." + format, format)
+        return g.render(path, format)
     except DotNotFound as e:
         warnings.warn(str(e), stacklevel=2)
         return None

@@ -177,8 +177,7 @@ def _read_scope(scope, selected):
     """``(name, host value, lod)`` for each selected variable, read from ``scope``."""
     out = []
     for name, _ in selected:
-        owner = scope._owner(name)
-        value = owner.vals.get(name) if owner is not None else None
+        value = scope._find_value(name)
         if value is None:
             raise ValueError("cannot save variable %r: it has no value in the scope "
                              "(run the startup program first, or leave it out)" % name)
@@ -724,11 +723,7 @@ def save(program, model_path, scope=None, format=None):
     opt = [(v.name, v) for v in _unique_vars(program.list_vars()) if is_belong_to_optimizer(v)]
     if fmt == "paddle":
         for suffix, selected in ((".pdparams", params), (".pdopt", opt)):
-            state = {}
-            for name, value, _ in _read_scope(scope, selected):
-                if isinstance(value, SelectedRows):
-                    value = value.to_dense(np)
-                state[name] = value
+            state = {name: _dense(value) for name, value, _ in _read_scope(scope, selected)}
             _write_bytes(os.path.join(dirname, base + suffix), safe_pickle.dumps_state(state))
         _write_bytes(os.path.join(dirname, base + ".pdmodel"), paddle_program.write_program(program, base))
         return
@@ -748,7 +743,7 @@ def _read_state_file(path, names=None):
             for n in wanted:
                 if n in src.index:
                     value, _ = _read_own(src, n, None)
-                    out[n] = value.to_dense(np) if isinstance(value, SelectedRows) else value
+                    out[n] = _dense(value)
         finally:
             src.close()
         return out
@@ -868,8 +863,7 @@ def set_program_state(program, state_dict):
     for v in get_program_persistable_vars(program):
         if v.name not in state_dict:
             continue
-        owner = scope._owner(v.name)
-        current = owner.vals.get(v.name) if owner is not None else None
+        current = scope._find_value(v.name)
         if current is None:
             raise ValueError("variable %r has no value in the scope: run the startup program before "
                              "set_program_state" % v.name)

@@ -78,11 +78,7 @@ class Scope:
         owner.vals[name] = value
 
     def _set_lod(self, name, lod):
-        owner = self._owner(name) or self
-        if lod:
-            owner.lods[name] = lod
-        else:
-            owner.lods.pop(name, None)
+        (self._owner(name) or self)._set_lod_here(name, lod)
 
     def _set_lod_here(self, name, lod):
         if lod:

@@ -125,9 +125,9 @@ class Records:
         """Permute the values of the named slots across instances (the other slots stay)."""
         values, offsets = list(self.values), list(self.offsets)
         perm = rng.permutation(self.n)
+        moved = self.take(perm) if any(slot.name in names for slot in self.slots) else None
         for j, slot in enumerate(self.slots):
             if slot.name in names:
-                moved = self.take(perm)
                 values[j], offsets[j] = moved.values[j], moved.offsets[j]
         return Records(self.slots, values, offsets)
 
