@@ -10,7 +10,6 @@ step time of each way and the spread (min-max) over the rounds. One BLAS thread 
 places run as threads, so ``--places 2`` on a 2-core machine uses both cores.
 """
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -21,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import fluidist as fluid  # noqa: E402
+import spread  # noqa: E402  (beside this file)
 
 SIZES = [784, 1024, 1024, 10]
 
@@ -87,11 +87,8 @@ def main():
         med = statistics.median(ts)
         rows.append({"way": name, "median_ms": 1000 * med, "min_ms": 1000 * min(ts), "max_ms": 1000 * max(ts)})
         print("%-10s %12.2f %14.2f-%.2f" % (name, 1000 * med, 1000 * min(ts), 1000 * max(ts)))
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump({"places": a.places, "batch": a.batch, "python": platform.python_version(), "rows": rows}, f,
-                  indent=1)
-    print("wrote", a.out)
+    spread.write_results(a.out, {"places": a.places, "batch": a.batch, "python": platform.python_version(),
+                                 "rows": rows})
 
 
 if __name__ == "__main__":

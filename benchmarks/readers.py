@@ -16,7 +16,6 @@ read_op, dataset, hand, ...) and the table gives the median time per batch and t
 over the rounds. ``parse`` times ``load_into_memory`` of the MultiSlot text (lines per second).
 """
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -29,6 +28,7 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 import fluidist as fluid  # noqa: E402
+import spread  # noqa: E402  (beside this file)
 
 NUM_IDS, IDS_PER_LINE, BATCH = 1000, 8, 64
 
@@ -147,12 +147,10 @@ def main():
         print("%-8s %10.3f %22s %10.2f" % (w, r["median_ms"], "[%.3f - %.3f]" % (r["min_ms"], r["max_ms"]),
                                             r["median_ms"] / ref))
     print("parse (load_into_memory): %.0f lines/s [%.0f - %.0f]" % (statistics.median(parse), min(parse), max(parse)))
-    os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump({"rows": rows, "parse_lines_per_s": {"median": statistics.median(parse), "min": min(parse),
-                                                       "max": max(parse)},
-                   "batches": len(ctx["batches"]), "batch": BATCH, "rounds": a.rounds,
-                   "machine": platform.platform(), "python": sys.version.split()[0]}, f, indent=1)
+    spread.write_results(a.out, {"rows": rows, "parse_lines_per_s": {"median": statistics.median(parse),
+                                                                     "min": min(parse), "max": max(parse)},
+                                 "batches": len(ctx["batches"]), "batch": BATCH, "rounds": a.rounds,
+                                 "machine": platform.platform(), "python": sys.version.split()[0]})
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ the spread (min to max of the round medians). The step is not compared numerical
 run on one thread (NumPy's BLAS through threadpoolctl when it is installed, ``torch.set_num_threads``).
 """
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -26,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import fluidist as fluid  # noqa: E402
+import spread  # noqa: E402  (beside this file)
 
 BATCH, WIDTH, HIDDEN = 32, 32, 64
 
@@ -145,13 +145,10 @@ def main():
     for kind, res in cases.items():
         for name, r in res.items():
             print("%-12s %-9s %10.2f %8.2f - %7.2f" % (kind, name, r["median_ms"], r["min_ms"], r["max_ms"]))
-    if args.out:
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump({"cases": cases, "batch": BATCH, "width": WIDTH, "hidden": HIDDEN,
-                       "lengths": lengths, "rounds": args.rounds, "steps": args.steps,
-                       "python": platform.python_version(), "numpy": np.__version__,
-                       "torch": getattr(torch, "__version__", None)}, f, indent=1)
+    spread.write_results(args.out, {"cases": cases, "batch": BATCH, "width": WIDTH, "hidden": HIDDEN,
+                                    "lengths": lengths, "rounds": args.rounds, "steps": args.steps,
+                                    "python": platform.python_version(), "numpy": np.__version__,
+                                    "torch": getattr(torch, "__version__", None)})
 
 
 if __name__ == "__main__":

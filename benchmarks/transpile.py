@@ -13,7 +13,6 @@ The table gives the median over the rounds and the spread (min-max), the ops of 
 and the time per 1,000 ops, which stays flat when the cost is linear.
 """
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -22,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import fluidist as fluid  # noqa: E402
+import spread  # noqa: E402  (beside this file)
 
 PSERVERS = ["127.0.0.1:%d" % (7000 + i) for i in range(4)]
 TRAINERS = 8
@@ -106,11 +106,8 @@ def main():
             print("%-11s %7d %7d %9.3fs %9.3fs %9.3fs %9.3fs %14.2f   (total %.3f-%.3f s)"
                   % (model, row["params"], row["ops"], med["transpile"], med["trainer"], med["pservers"],
                      med["total"], 1000.0 * 1000.0 * med["total"] / row["ops"], min(total), max(total)))
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump({"pservers": len(PSERVERS), "trainers": TRAINERS, "python": platform.python_version(),
-                   "machine": platform.machine(), "rows": rows}, f, indent=1)
-    print("wrote", a.out)
+    spread.write_results(a.out, {"pservers": len(PSERVERS), "trainers": TRAINERS, "python": platform.python_version(),
+                                 "machine": platform.machine(), "rows": rows})
 
 
 if __name__ == "__main__":

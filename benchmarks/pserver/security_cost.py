@@ -23,6 +23,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+import spread  # noqa: E402  (benchmarks/spread.py)
 
 CASES = [("mlp_1m", "synthetic_1000"), ("mlp_10m", "synthetic_3160")]
 MODES = {"plain": {"FLUIDIST_INSECURE": "1"}, "curve": {"FLUIDIST_INSECURE": ""}}
@@ -94,11 +96,7 @@ def main(argv=None):
     result = {"rounds": args.rounds, "results": table, "log_dir": log_dir,
               "environment": {"python": platform.python_version(), "machine": platform.machine(),
                               "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg()}}
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
-        print("wrote %s" % args.out)
+    spread.write_results(args.out, result)
     return 0
 
 
