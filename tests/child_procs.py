@@ -62,3 +62,15 @@ class ChildProcesses:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def wait_until(pred, timeout, what, interval=0.1):
+    """``pred()``'s first true value, polled every ``interval`` s; AssertionError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+        time.sleep(interval)

@@ -30,3 +30,23 @@ def parse(line):
     """(dense floats, category ids, label) of one raw line."""
     label, dense, cats = line.rstrip("\n").split("\t")
     return [float(d) for d in dense.split(",")], [int(c[1:]) for c in cats.split()], [int(label)]
+
+
+def raw_instances(files):
+    """The parsed instances of ``files``, in order."""
+    out = []
+    for path in files:
+        with open(path) as f:
+            out += [parse(line) for line in f]
+    return out
+
+
+def hand_feeds(instances, batch):
+    """Feeds of the instances in batches, built by hand (LoD of the ids from their counts)."""
+    import fluidist as fluid
+    for i in range(0, len(instances), batch):
+        part = instances[i:i + batch]
+        ids = np.array([c for _, cats, _ in part for c in cats], np.int64).reshape(-1, 1)
+        yield {"dense": np.array([d for d, _, _ in part], np.float32),
+               "ids": fluid.create_lod_tensor(ids, [[len(c) for _, c, _ in part]], fluid.CPUPlace()),
+               "label": np.array([l for _, _, l in part], np.int64)}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from ctr_data import GENERATOR, parse, write_files
+from ctr_data import GENERATOR, hand_feeds, raw_instances, write_files
 from ctr_model import auc, build
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,24 +29,6 @@ def make_dataset(kind, data_vars, files, batch=8, thread=1, pipe=PIPE):
     ds.set_thread(thread)
     ds.set_filelist(files)
     return ds
-
-
-def raw_instances(files):
-    out = []
-    for path in files:
-        with open(path) as f:
-            out += [parse(line) for line in f]
-    return out
-
-
-def hand_feeds(instances, batch):
-    """Feeds of the instances in batches, built by hand (LoD of the ids from their counts)."""
-    for i in range(0, len(instances), batch):
-        part = instances[i:i + batch]
-        ids = np.array([c for _, cats, _ in part for c in cats], np.int64).reshape(-1, 1)
-        yield {"dense": np.array([d for d, _, _ in part], np.float32),
-               "ids": fluid.create_lod_tensor(ids, [[len(c) for _, c, _ in part]], fluid.CPUPlace()),
-               "label": np.array([l for _, _, l in part], np.int64)}
 
 
 def test_data_generator_writes_the_multislot_format():

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from child_procs import wait_until
 from cluster import Cluster, free_ports
 from test_collective_ops import finish, launch
 
@@ -16,15 +17,6 @@ pytestmark = pytest.mark.timeout(240)
 LIMIT = 15.0
 NO_DEADLINE = {"FLAGS_rpc_deadline": ""}
 DETECTION = {}
-
-
-def _wait_until(pred, timeout, what):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for %s" % what)
 
 
 def _exit_times(procs, t0, limit):
@@ -56,7 +48,7 @@ def test_a_lost_pserver_or_trainer_ends_every_other_process_naming_it(tmp_path, 
     eps = ["127.0.0.1:%d" % p for p in free_ports(2)]
     with Cluster(tmp_path) as c:
         procs = _ps_job(c, eps, extra=["--step_delay", "0.05"])
-        _wait_until(lambda: all("step 3 done" in c.log("tr%d" % k) for k in range(2)), 90, "the trainers' step 3")
+        wait_until(lambda: all("step 3 done" in c.log("tr%d" % k) for k in range(2)), 90, "the trainers' step 3")
         t0 = time.monotonic()
         os.kill(procs[victim].pid, signal.SIGKILL if how == "kill" else signal.SIGSTOP)
         others = {n: p for n, p in procs.items() if n != victim}
@@ -89,7 +81,7 @@ def test_a_lost_collective_rank_ends_the_others_naming_it(tmp_path, transport, h
                 if "ready" not in log.read():
                     return False
             return True
-        _wait_until(ready, 90, "every rank's first all-reduce")
+        wait_until(ready, 90, "every rank's first all-reduce")
         victim = procs[1][1]
         t0 = time.monotonic()
         os.kill(victim.pid, signal.SIGKILL if how == "kill" else signal.SIGSTOP)

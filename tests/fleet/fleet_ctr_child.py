@@ -13,17 +13,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "dataset"))
 
 import fluidist as fluid  # noqa: E402
-from ctr_data import GENERATOR, parse  # noqa: E402
+from ctr_data import GENERATOR, hand_feeds, raw_instances  # noqa: E402
 from ctr_model import auc, build  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.parameter_server.distribute_transpiler import StrategyFactory, fleet  # noqa: E402
-
-
-def lines_of(files):
-    for path in files:
-        with open(path) as f:
-            for line in f:
-                yield parse(line)
 
 
 def main():
@@ -50,11 +43,8 @@ def main():
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(fleet.startup_program)
     fleet.init_worker()
-    test = list(lines_of([a.test_file]))
-    test_feed = {"dense": np.array([d for d, _, _ in test], np.float32),
-                 "ids": fluid.create_lod_tensor(np.array([c for _, cs, _ in test for c in cs], np.int64).reshape(-1, 1),
-                                                [[len(cs) for _, cs, _ in test]], fluid.CPUPlace()),
-                 "label": np.array([l for _, _, l in test], np.int64)}
+    test = raw_instances([a.test_file])
+    test_feed = next(hand_feeds(test, len(test)))
 
     def test_auc():
         p, = exe.run(eval_prog, feed=test_feed, fetch_list=[eval_prob])
@@ -82,7 +72,7 @@ def main():
         ds.release_memory()
     else:
         loader = fluid.io.DataLoader.from_generator(feed_list=list(data_vars), capacity=4)
-        loader.set_sample_generator(lambda: iter(lines_of(files)), batch_size=a.batch, drop_last=False,
+        loader.set_sample_generator(lambda: iter(raw_instances(files)), batch_size=a.batch, drop_last=False,
                                     places=fluid.cpu_places(1))
         for _ in range(a.epochs):
             for data in loader():

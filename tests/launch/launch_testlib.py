@@ -6,7 +6,8 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+
+from child_procs import wait_until  # noqa: F401 (the launcher tests import it from here)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -114,15 +115,6 @@ def pid_alive(pid):
     return state not in ("Z", "X")
 
 
-def wait_until(pred, timeout, what, interval=0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
-        time.sleep(interval)
 
 
 def read_json(path):
