@@ -14,15 +14,10 @@ Gradients of tensor arrays are not renamed: the ops producing them add into one 
 """
 from .framework.dtypes import VarType, is_float_dtype
 from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
-from .framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable
+from .framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _strip_grad
 from .framework import registry
 
 _GRAD_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
-
-
-def _strip_grad(name):
-    base = name.split(RENAME_INFIX)[0]
-    return base[:-len(GRAD_SUFFIX)] if base.endswith(GRAD_SUFFIX) else base
 
 
 def _no_grad_names(block, no_grad_set):

@@ -32,6 +32,11 @@ def grad_var_name(name):
     return name + GRAD_SUFFIX
 
 
+def _strip_grad(name):
+    base = name.split(RENAME_INFIX)[0]
+    return base[:-len(GRAD_SUFFIX)] if base.endswith(GRAD_SUFFIX) else base
+
+
 def _shape_tuple(shape):
     if shape is None:
         return None

@@ -7,12 +7,13 @@ candidates (one row each). Ties break as in Paddle's kernel: among equal scores 
 later prefix ranks first; within one prefix the earlier candidate does."""
 import numpy as np
 
+from ..core.place import to_host
 from ..core.tensor import LoDTensorArray
 from ..framework.registry import register_op
 
 
 def _host(x):
-    return np.asarray(x.get() if hasattr(x, "get") else x)
+    return np.asarray(to_host(x))
 
 
 def _abs_level(lod, level):

@@ -10,6 +10,7 @@ import numpy as np
 from .math import _bcast
 from . import sub_block as sb
 from .lod_utils import host_bools, merge_lengths, sub_lod
+from ..core.place import to_host
 from ..core.scope import Scope
 from ..core.tensor import LoDTensorArray
 from ..framework.registry import register_grad, register_op
@@ -368,7 +369,7 @@ _TYPE_CODES = {"float32": "f", "float64": "d", "float16": "N5paddle8platform7flo
 
 
 def _format_tensor(name, value, lod, attrs):
-    host = np.asarray(value.get() if hasattr(value, "get") else value)
+    host = np.asarray(to_host(value))
     lines = ["Tensor[%s]" % name] if attrs["print_tensor_name"] else []
     if attrs["print_tensor_shape"]:
         lines.append("\tshape: [%s]" % "".join("%d," % d for d in host.shape))

@@ -91,16 +91,8 @@ def gather_nd_grad(ctx, ins, attrs):
     x, index, d = ins["X"], ins["Index"], ins["Out@GRAD"]
     coords, k = _nd_index(ctx, x, index)
     dx = xp.zeros(x.shape, dtype=d.dtype)
-    _add_at(xp, dx, coords, d.reshape((-1,) + tuple(x.shape[k:])))
+    scatter_add(xp, dx, coords, d.reshape((-1,) + tuple(x.shape[k:])))
     return {"X@GRAD": dx}
-
-
-def _add_at(xp, target, coords, values):
-    if xp is np:
-        np.add.at(target, coords, values)
-    else:
-        import cupyx
-        cupyx.scatter_add(target, coords, values)
 
 
 # ------------------------------------------------------------------ scatter
@@ -139,7 +131,7 @@ def scatter_nd_add(ctx, ins, attrs):
     x, index, upd = ins["X"], ins["Index"], ins["Updates"]
     coords, k = _nd_index(ctx, x, index)
     out = x.copy()
-    _add_at(xp, out, coords, upd.reshape((-1,) + tuple(x.shape[k:])))
+    scatter_add(xp, out, coords, upd.reshape((-1,) + tuple(x.shape[k:])))
     return {"Out": out}
 
 
@@ -177,7 +169,7 @@ def index_select_grad(ctx, ins, attrs):
     dim = attrs["dim"] % x.ndim
     idx = xp.asarray(_ids(ctx, "Index", ins["Index"], x.shape[dim]))
     dx = xp.zeros(x.shape, dtype=d.dtype)
-    _add_at(xp, xp.moveaxis(dx, dim, 0), (idx,), xp.moveaxis(d, dim, 0))
+    scatter_add(xp, xp.moveaxis(dx, dim, 0), (idx,), xp.moveaxis(d, dim, 0))
     return {"X@GRAD": dx}
 
 
@@ -203,7 +195,7 @@ def index_sample_grad(ctx, ins, attrs):
     x, index, d = ins["X"], ins["Index"], ins["Out@GRAD"]
     rows = xp.broadcast_to(xp.arange(x.shape[0])[:, None], index.shape)
     dx = xp.zeros(x.shape, dtype=d.dtype)
-    _add_at(xp, dx, (rows.reshape(-1), index.reshape(-1).astype(np.int64)), d.reshape(-1))
+    scatter_add(xp, dx, (rows.reshape(-1), index.reshape(-1).astype(np.int64)), d.reshape(-1))
     return {"X@GRAD": dx}
 
 

@@ -1,6 +1,7 @@
 """LoD arithmetic shared by the sequence, tensor-array and control-flow ops (host-side lists)."""
 import numpy as np
 
+from ..core.place import to_host
 from ..core.tensor import lengths_to_offsets
 
 
@@ -22,7 +23,7 @@ def merge_lengths(parts):
 
 
 def host_bools(mask):
-    return np.asarray(mask.get() if hasattr(mask, "get") else mask).reshape(-1).astype(bool)
+    return np.asarray(to_host(mask)).reshape(-1).astype(bool)
 
 
 def seq_offsets(ctx, slot="X", value=None, level=-1):

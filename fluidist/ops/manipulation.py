@@ -5,6 +5,7 @@ kron, trace; each with its gradient where Paddle 1.8 has one."""
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from ..core.tensor import scatter_add
 
 
 def _xshape_grad_maker(op):
@@ -147,14 +148,6 @@ def _sum_tiles(xp, d, shape):
     return d.reshape(view).sum(axis=tuple(range(0, 2 * len(shape), 2)))
 
 
-def _expand_times(ctx, ins, attrs):
-    if ins.get("ExpandTimes") is not None:
-        return [int(t) for t in ins["ExpandTimes"].reshape(-1).tolist()]
-    if ins.get("expand_times_tensor"):
-        return [int(t.reshape(-1)[0]) for t in ins["expand_times_tensor"]]
-    return list(attrs["expand_times"])
-
-
 def _expand_infer(ctx):
     """Paddle's: the rank kept, -1 where the times are only known at run time (a tensor)."""
     xs = ctx.input_shape("X")
@@ -172,7 +165,7 @@ def _expand_infer(ctx):
 def expand(ctx, ins, attrs):
     """X tiled ``expand_times[i]`` times along each axis i."""
     x = ins["X"]
-    times = _expand_times(ctx, ins, attrs)
+    times = _list_input(ins, "ExpandTimes", "expand_times_tensor", attrs["expand_times"])
     if len(times) != x.ndim:
         raise ValueError("op 'expand': expand_times %s needs one entry per dimension of X %r (rank %d)"
                          % (times, ctx.op.inputs["X"][0], x.ndim))
@@ -418,17 +411,9 @@ def pad2d_grad(ctx, ins, attrs):
         keep = src >= 0
         moved = xp.moveaxis(dx, axis, 0)[xp.asarray(np.nonzero(keep)[0])]
         acc = xp.zeros((n,) + moved.shape[1:], dtype=d.dtype)
-        _add_rows(xp, acc, xp.asarray(src[keep]), moved)
+        scatter_add(xp, acc, xp.asarray(src[keep]), moved)
         dx = xp.moveaxis(acc, 0, axis)
     return {"X@GRAD": xp.ascontiguousarray(dx)}
-
-
-def _add_rows(xp, target, rows, values):
-    if xp is np:
-        np.add.at(target, rows, values)
-    else:
-        import cupyx
-        cupyx.scatter_add(target, rows, values)
 
 
 @register_op("pad_constant_like", inputs=["X", "Y"], outputs=["Out"], attrs={"pad_value": 0.0}, no_grad=("X",),
@@ -453,16 +438,8 @@ def pad_constant_like_grad(ctx, ins, attrs):
 def _crop_box(ctx, ins, attrs, tensor):
     x = ins["X"]
     if tensor:
-        shape = list(attrs["shape"])
-        if ins.get("Shape") is not None:
-            shape = [int(v) for v in ins["Shape"].reshape(-1).tolist()]
-        elif ins.get("ShapeTensor"):
-            shape = [int(t.reshape(-1)[0]) for t in ins["ShapeTensor"]]
-        offsets = list(attrs["offsets"])
-        if ins.get("Offsets") is not None:
-            offsets = [int(v) for v in ins["Offsets"].reshape(-1).tolist()]
-        elif ins.get("OffsetsTensor"):
-            offsets = [int(t.reshape(-1)[0]) for t in ins["OffsetsTensor"]]
+        shape = _list_input(ins, "Shape", "ShapeTensor", attrs["shape"])
+        offsets = _list_input(ins, "Offsets", "OffsetsTensor", attrs["offsets"])
     else:
         shape = list(ins["Y"].shape) if ins.get("Y") is not None else list(attrs["shape"])
         offsets = [int(v) for v in ins["Offsets"].reshape(-1).tolist()] if ins.get("Offsets") is not None \
@@ -671,7 +648,7 @@ def unfold_grad(ctx, ins, attrs):
     vals = d.reshape(n, c, -1)
     for i in range(n):     # scatter-add per sample keeps the index arrays 1-D
         for ch in range(c):
-            _add_rows(xp, acc[i, ch], flat_pos, vals[i, ch])
+            scatter_add(xp, acc[i, ch], flat_pos, vals[i, ch])
     acc = acc.reshape(n, c, hp, wp)
     return {"X@GRAD": xp.ascontiguousarray(acc[:, :, g[4]:g[4] + h, g[5]:g[5] + w])}
 

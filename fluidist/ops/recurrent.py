@@ -3,6 +3,7 @@ first (time) dimension, with memories carried from step to step; ``recurrent_gra
 gradient block back over the steps. ``rnn_memory_helper`` is the identity the RNN blocks put
 between a step's variables and what leaves the step."""
 from ..core.scope import Scope
+from ..framework.program import _strip_grad, grad_var_name
 from ..framework.registry import register_grad, register_op
 from . import sub_block as sb
 
@@ -103,7 +104,7 @@ def recurrent_grad(ctx, ins, attrs):
     ex_states, states = list(attrs["ex_states"]), list(attrs["states"])
     outs = op.input("outputs")
     og = sb.outer_grads(scope, outs, op.input("outputs@GRAD"))
-    links = {sb.strip_grad(inside): inside for inside in attrs["original_output_grad"]}
+    links = {_strip_grad(inside): inside for inside in attrs["original_output_grad"]}
     grad_block = attrs["sub_block"]
     written = {n for o in grad_block.ops for n in o.output_arg_names}
     inputs, params = op.input("inputs"), op.input("parameters")
@@ -149,7 +150,7 @@ def recurrent_grad(ctx, ins, attrs):
 
 
 def _given(g, written, name):
-    grad = sb.grad_of(name)
+    grad = grad_var_name(name)
     return g.vals.get(grad) if grad in written else None
 
 

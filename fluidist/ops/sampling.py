@@ -4,6 +4,7 @@
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from ..core.tensor import scatter_add
 
 
 def _out_hw(ctx, ins, attrs):
@@ -108,18 +109,10 @@ def grid_sampler_grad(ctx, ins, attrs):
         vals, inside, yc, xc = _gather_pixels(xp, x, y0 + oy, x0 + ox)
         contrib = (d * wgt[:, None]) * inside[:, None]            # N, C, H', W'
         rows = ((bi * h + yc) * w + xc).reshape(-1)
-        _scatter_rows(xp, flat, rows, contrib.transpose(0, 2, 3, 1).reshape(-1, c))
+        scatter_add(xp, flat, rows, contrib.transpose(0, 2, 3, 1).reshape(-1, c))
         g = (d * vals).sum(axis=1)                                 # N, H', W'
         dgx = dgx + g * dw_dx
         dgy = dgy + g * dw_dy
     dgrid = xp.stack([dgx * (w - 1) / 2, dgy * (h - 1) / 2], axis=-1)
     dxg = xp.ascontiguousarray(flat.reshape(n, h, w, c).transpose(0, 3, 1, 2))
     return {"X@GRAD": dxg, "Grid@GRAD": dgrid.astype(grid.dtype, copy=False)}
-
-
-def _scatter_rows(xp, target, rows, values):
-    if xp is np:
-        np.add.at(target, rows, values)
-    else:
-        import cupyx
-        cupyx.scatter_add(target, rows, values)

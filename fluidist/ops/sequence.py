@@ -5,6 +5,7 @@ sequence_reverse, lod_reset (and lod_append) and im2sequence, each with its grad
 one. Sequences are those of the last LoD level unless an op says otherwise."""
 import numpy as np
 
+from ..core.place import to_host
 from ..core.tensor import lengths_to_offsets, scatter_add
 from ..framework.registry import register_grad, register_op
 from .lod_utils import segments, seq_offsets
@@ -15,7 +16,7 @@ def _rows(xp, idx):
 
 
 def _host(x):
-    return np.asarray(x.get() if hasattr(x, "get") else x)
+    return np.asarray(to_host(x))
 
 
 # ------------------------------------------------------------------ sequence_conv

@@ -10,16 +10,7 @@ import numpy as np
 
 from ..core.scope import Scope
 from ..core.tensor import LoDTensorArray, SelectedRows
-from ..framework.program import GRAD_SUFFIX, RENAME_INFIX
-
-
-def grad_of(name):
-    return name + GRAD_SUFFIX
-
-
-def strip_grad(name):
-    base = name.split(RENAME_INFIX)[0]
-    return base[:-len(GRAD_SUFFIX)] if base.endswith(GRAD_SUFFIX) else base
+from ..framework.program import _strip_grad, grad_var_name
 
 
 def outer_written(block):
@@ -103,7 +94,7 @@ def outer_grads(scope, outs, out_grads):
     got = {}
     listed = set(out_grads)
     for n in outs:
-        g = grad_of(n)
+        g = grad_var_name(n)
         v = scope._find_value(g) if g in listed else None
         if v is None:
             continue
@@ -155,16 +146,16 @@ class GradRun:
         g = Scope(fwd_scope)
         linked = set()
         for inside in self.links:
-            n = strip_grad(inside)
+            n = _strip_grad(inside)
             self._hand_in(g, inside, n, fwd_scope)
-            linked.add(grad_of(n))
+            linked.add(grad_var_name(n))
         for n in self.outer:
-            name = grad_of(n)
+            name = grad_var_name(n)
             if name not in linked and isinstance(fwd_scope._find_value(n), LoDTensorArray):
                 self._hand_in(g, name, n, fwd_scope)
         self.ctx.run_sub_block(self.block, g)
         for n in self.written:
-            name = grad_of(n)
+            name = grad_var_name(n)
             if n in self._arrays:
                 v = g.vals.get(name)
                 if isinstance(v, LoDTensorArray):
@@ -189,7 +180,7 @@ class GradRun:
 
     def given(self, g, x):
         """(gradient, lod) the step gave for outer variable ``x``, or None."""
-        name = grad_of(x)
+        name = grad_var_name(x)
         if name in self.grad_written or x in self._arrays:
             v = g.vals.get(name)
             if v is not None:
