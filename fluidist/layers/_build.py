@@ -1,12 +1,7 @@
 """Small helpers shared by the tensor and math layers: argument checks and the one-op layer."""
-from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
-
-def check_var(x, layer, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
-    return x
+check_var = check_variable
 
 
 def int_list(value, layer, arg, length=None):
@@ -20,9 +15,10 @@ def int_list(value, layer, arg, length=None):
     return [int(v) for v in value]
 
 
-def one_op(op_type, inputs, attrs=None, out_slot="Out", dtype=None, name=None, layer=None, stop_gradient=False):
+def one_op(op_type, inputs, attrs=None, out_slot="Out", dtype=None, name=None, layer=None, stop_gradient=False,
+           lod_level=None):
     """Append one ``op_type`` op writing a new Variable to ``out_slot``; returns it. ``dtype`` defaults
-    to the first input's."""
+    to the first input's; ``lod_level``, when given, is set on the output."""
     helper = LayerHelper(layer or op_type, name=name)
     if dtype is None:
         first = next(iter(inputs.values()))
@@ -30,6 +26,8 @@ def one_op(op_type, inputs, attrs=None, out_slot="Out", dtype=None, name=None, l
     out = helper.create_variable_for_type_inference(dtype, stop_gradient=stop_gradient)
     helper.append_op(op_type, inputs={k: v if isinstance(v, (list, tuple)) else [v] for k, v in inputs.items()},
                      outputs={out_slot: [out]}, attrs=attrs or {})
+    if lod_level is not None:
+        out.lod_level = lod_level
     if stop_gradient:
         out.stop_gradient = True
     return out

@@ -25,3 +25,8 @@ class SubBlockGuard:
         finally:
             self.program._rollback()
         return False
+
+
+def parent_block(program):
+    """The block enclosing ``program``'s current block (where a sub-block's layers put what outlives it)."""
+    return program.block(program.current_block().parent_idx)

@@ -8,7 +8,7 @@ from ..framework import unique_name
 from ..framework.dtypes import VarType
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer
-from .block_guard import SubBlockGuard
+from .block_guard import SubBlockGuard, parent_block
 from .layer_helper import LayerHelper
 from .logic import *  # noqa: F401,F403
 from .logic import __all__ as _logic_names
@@ -148,8 +148,7 @@ def _copy_to_parent(var):
     if not isinstance(var, Variable):
         raise TypeError("cond: a branch must return Variables (or lists/tuples/dicts of them), got %r"
                         % type(var).__name__)
-    program = LayerHelper("cond").main_program
-    parent = program.block(program.current_block().parent_idx)
+    parent = parent_block(LayerHelper("cond").main_program)
     out = parent.create_var(name=unique_name.generate("cond.out"), dtype=var.dtype, shape=var.shape,
                             type=var.type, lod_level=var.lod_level)
     assign(var, out)
@@ -283,16 +282,12 @@ class IfElse:
         self.conditional_false_block = ConditionalBlock(inputs=[cond])
         self.output_table = ([], [])   # (false outputs, true outputs)
 
-    def _parent_block(self):
-        program = self.helper.main_program
-        return program.block(program.current_block().parent_idx)
-
     def input(self, x):
         if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
             raise ValueError("IfElse.input must be called inside true_block() or false_block()")
         _check_var(x, "IfElse.input", "x")
         if id(x) not in self.input_table:
-            parent = self._parent_block()
+            parent = parent_block(self.helper.main_program)
             pair = [parent.create_var(name=unique_name.generate("ifelse_input" + self.helper.name), dtype=x.dtype,
                                       shape=x.shape, lod_level=x.lod_level) for _ in range(2)]
             parent.append_op("split_lod_tensor", inputs={"X": [x], "Mask": [self.cond]},
@@ -311,7 +306,7 @@ class IfElse:
         if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
             raise ValueError("IfElse.output must be called inside true_block() or false_block()")
         table = self.output_table[1 if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else 0]
-        parent = self._parent_block()
+        parent = parent_block(self.helper.main_program)
         for each in outs:
             _check_var(each, "IfElse.output", "output")
             outside = parent.create_var(name=unique_name.generate(self.helper.name + "_output"), dtype=each.dtype,

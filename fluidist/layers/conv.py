@@ -1,15 +1,13 @@
 """Image layers with Paddle 1.x signatures: conv2d, pool2d, adaptive_pool2d, batch_norm, dropout."""
-from ..framework.program import Variable
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["conv2d", "pool2d", "adaptive_pool2d", "batch_norm", "dropout"]
 
 
 def _check_input(x, layer, arg="input", rank=None):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+    check_variable(x, layer, arg)
     if rank is not None and (x.shape is None or len(x.shape) != rank):
         raise ValueError("%s: %r (variable %r) must be a %d-D tensor, got shape %s"
                          % (layer, arg, x.name, rank, None if x.shape is None else list(x.shape)))

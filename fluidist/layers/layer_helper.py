@@ -15,6 +15,7 @@ def check_variable(x, layer, arg, dtypes=None):
     if dtypes and x.dtype not in dtypes:
         raise TypeError("%s: %r (variable %r) must be of dtype %s, got %s"
                         % (layer, arg, x.name, "/".join(dtypes), x.dtype))
+    return x
 
 
 class LayerHelper:

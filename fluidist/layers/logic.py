@@ -1,15 +1,12 @@
 """Comparison and logical layers and ``increment`` (Paddle keeps them in ``layers.control_flow``,
 which re-exports them)."""
-from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal",
            "logical_and", "logical_or", "logical_xor", "logical_not", "increment"]
 
 
-def _check_var(x, layer, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+_check_var = check_variable
 
 
 def _compare_layer(op_type):

@@ -1,6 +1,5 @@
 """Loss layers."""
-from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
            "log_loss"]
@@ -18,9 +17,7 @@ def square_error_cost(input, label):
     return out
 
 
-def _check(x, layer, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+_check = check_variable
 
 
 def cross_entropy(input, label, soft_label=False, ignore_index=kIgnoreIndex):

@@ -10,6 +10,14 @@ __all__ = ["squeeze", "unsqueeze", "flatten", "stack", "unstack", "expand", "exp
            "space_to_depth", "shuffle_channel", "temporal_shift", "unfold", "meshgrid", "diag_embed", "t"]
 
 
+def _int_tensors(values):
+    """``values`` (ints and int Variables) as the tensor-list input of an op, each int made a CPU int32
+    ``[1]`` constant, and as its attr, -1 where a Variable stands: ``(tensors, attr_values)``."""
+    from .tensor import fill_constant
+    tensors = [v if isinstance(v, Variable) else fill_constant([1], "int32", v, force_cpu=True) for v in values]
+    return tensors, [-1 if isinstance(v, Variable) else int(v) for v in values]
+
+
 def squeeze(input, axes, name=None):
     """``input`` without the size-1 dimensions listed in ``axes`` (others listed are kept)."""
     check_var(input, "squeeze", "input")
@@ -61,11 +69,7 @@ def expand(x, expand_times, name=None):
         expand_times.stop_gradient = True
         inputs["ExpandTimes"] = [expand_times]
     elif any(isinstance(t, Variable) for t in expand_times):
-        from .tensor import fill_constant
-        tensors = [t if isinstance(t, Variable) else fill_constant([1], "int32", t, force_cpu=True)
-                   for t in expand_times]
-        inputs["expand_times_tensor"] = tensors
-        attrs["expand_times"] = [-1 if isinstance(t, Variable) else int(t) for t in expand_times]
+        inputs["expand_times_tensor"], attrs["expand_times"] = _int_tensors(expand_times)
     else:
         attrs["expand_times"] = int_list(list(expand_times), "expand", "expand_times")
     out = helper.create_variable_for_type_inference(x.dtype)
@@ -98,10 +102,7 @@ def _slice(op_type, input, axes, starts, ends, strides=None):
             attrs[key] = [-1] * len(axes)
             infer = [-1] * len(axes)
         elif any(isinstance(v, Variable) for v in vals):
-            from .tensor import fill_constant
-            inputs[list_slot] = [v if isinstance(v, Variable) else fill_constant([1], "int32", v, force_cpu=True)
-                                 for v in vals]
-            attrs[key] = [-1 if isinstance(v, Variable) else int(v) for v in vals]
+            inputs[list_slot], attrs[key] = _int_tensors(vals)
             infer = [-1 if isinstance(v, Variable) else f for v, f in zip(vals, infer)]
         else:
             attrs[key] = int_list(list(vals), op_type, key, len(axes))
@@ -195,7 +196,6 @@ def crop(x, shape=None, offsets=None, name=None):
 def crop_tensor(x, shape=None, offsets=None, name=None):
     """The box of ``x`` at ``offsets`` with ``shape`` (-1: to the end); either may be a list holding
     int Variables, or one int Variable."""
-    from .tensor import fill_constant
     check_var(x, "crop_tensor", "x")
     if shape is None:
         shape = list(x.shape)
@@ -207,11 +207,9 @@ def crop_tensor(x, shape=None, offsets=None, name=None):
         if isinstance(vals, Variable):
             vals.stop_gradient = True
             inputs[whole] = vals
-            attrs[key] = [-1] * len(x.shape) if key == "shape" else [-1] * len(x.shape)
+            attrs[key] = [-1] * len(x.shape)
         elif any(isinstance(v, Variable) for v in vals):
-            inputs[parts] = [v if isinstance(v, Variable) else fill_constant([1], "int32", v, force_cpu=True)
-                             for v in vals]
-            attrs[key] = [-1 if isinstance(v, Variable) else int(v) for v in vals]
+            inputs[parts], attrs[key] = _int_tensors(vals)
         else:
             attrs[key] = int_list(list(vals), "crop_tensor", key, len(x.shape))
     return one_op("crop_tensor", inputs, attrs, name=name)

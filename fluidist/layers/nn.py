@@ -1,9 +1,7 @@
 """Neural-network layers with Paddle 1.x argument names."""
-import copy
 from functools import reduce
 
-from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["fc", "mean", "mul", "matmul", "scale", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
            "reduce_prod", "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
@@ -14,8 +12,7 @@ __all__ = ["fc", "mean", "mul", "matmul", "scale", "reduce_sum", "reduce_mean", 
 
 
 def _check_var(x, layer, arg="input"):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+    return check_variable(x, layer, arg)
 
 
 def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=None, name=None, is_test=False):
@@ -26,9 +23,8 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
     attrs = helper.param_attr
     attrs = attrs if isinstance(attrs, list) else [attrs]
     if len(attrs) == 1 and len(inputs) > 1:
-        # one attr for several inputs: a copy each (Paddle's multiple_param_attr), so that an unnamed one
-        # names one weight per input instead of the first input's weight being taken for all
-        attrs = [copy.deepcopy(attrs[0]) for _ in inputs]
+        # one attr for all inputs (create_parameter names a copy: one weight per input, as Paddle)
+        attrs = attrs * len(inputs)
     if len(attrs) != len(inputs):
         raise ValueError("fc: %d param_attrs for %d inputs" % (len(attrs), len(inputs)))
     dtype = helper.input_dtype()

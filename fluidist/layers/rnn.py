@@ -1,9 +1,8 @@
 """Recurrent layers of Paddle 1.8's ``layers/rnn.py``: ``dynamic_lstm``, ``dynamic_lstmp``,
 ``dynamic_gru``, ``gru_unit``, ``lstm_unit``, ``lstm`` (cuDNN's LSTM), ``beam_search``,
 ``beam_search_decode``; the cell and decoder API lives in ``rnn_api.py`` and is re-exported here."""
-from ..framework.program import Variable
 from ..param_attr import ParamAttr
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 from .nn import fc
 from .tensor import concat
 
@@ -15,8 +14,7 @@ __all__ = ["dynamic_lstm", "dynamic_lstmp", "dynamic_gru", "gru_unit", "lstm_uni
 
 
 def _check_var(x, layer, arg="input"):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+    return check_variable(x, layer, arg)
 
 
 def _check_state(state, layer, arg, width):

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..framework import unique_name
 from ..framework.dtypes import convert_dtype
-from ..framework.program import Variable, default_main_program
-from .layer_helper import LayerHelper
+from ..framework.program import default_main_program
+from .layer_helper import LayerHelper, check_variable
 from .nest import flatten, map_structure, pack_sequence_as, same_structure
 from .rnn_blocks import StaticRNN
 from .while_loop import While
@@ -30,9 +30,7 @@ def _L():
     return sys.modules["fluidist.layers"]
 
 
-def _check_var(x, where, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (where, arg, type(x).__name__))
+_check_var = check_variable
 
 
 # ---------------------------------------------------------------------------- cells

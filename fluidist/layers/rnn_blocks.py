@@ -5,18 +5,15 @@ import contextlib
 
 from ..framework import unique_name
 from ..framework.dtypes import VarType
-from ..framework.program import Variable
-from .block_guard import SubBlockGuard
-from .layer_helper import LayerHelper
+from .block_guard import SubBlockGuard, parent_block
+from .layer_helper import LayerHelper, check_variable
 from .logic import increment, less_than
 from .tensor import fill_constant
 from .tensor_array import array_read, array_to_lod_tensor, array_write, shrink_memory
 from .while_loop import While
 
 
-def _check_var(x, layer, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+_check_var = check_variable
 
 
 class DynamicRNN:
@@ -53,10 +50,6 @@ class DynamicRNN:
         self.input_array = []
         self.mem_link = []
 
-    def _parent_block(self):
-        program = self.helper.main_program
-        return program.block(program.current_block().parent_idx)
-
     def _assert_in_rnn_block(self, method):
         if self.status != DynamicRNN.IN_RNN:
             raise ValueError("DynamicRNN.%s can only be called inside 'with rnn.block():'" % method)
@@ -65,7 +58,7 @@ class DynamicRNN:
         """Step ``t`` of each sequence of ``x`` (LoD level ``level``) still running."""
         self._assert_in_rnn_block("step_input")
         _check_var(x, "DynamicRNN.step_input", "x")
-        parent = self._parent_block()
+        parent = parent_block(self.helper.main_program)
         if self.lod_rank_table is None:
             self.lod_rank_table = parent.create_var(name=unique_name.generate("lod_rank_table"),
                                                     type=VarType.LOD_RANK_TABLE, stop_gradient=True)
@@ -93,7 +86,7 @@ class DynamicRNN:
         _check_var(x, "DynamicRNN.static_input", "x")
         if self.lod_rank_table is None:
             raise RuntimeError("DynamicRNN.static_input() must be called after step_input()")
-        parent = self._parent_block()
+        parent = parent_block(self.helper.main_program)
         reordered = parent.create_var(name=unique_name.generate("dynamic_rnn_static_input_reordered"),
                                       type=VarType.LOD_TENSOR, dtype=x.dtype, shape=x.shape, lod_level=x.lod_level)
         parent.append_op("reorder_lod_tensor_by_rank", inputs={"X": [x], "RankTable": [self.lod_rank_table]},
@@ -131,7 +124,7 @@ class DynamicRNN:
         by the rank table) or, without ``init``, ``value`` of ``shape`` per sequence."""
         self._assert_in_rnn_block("memory")
         self._init_zero_idx()
-        parent = self._parent_block()
+        parent = parent_block(self.helper.main_program)
         if init is not None:
             _check_var(init, "DynamicRNN.memory", "init")
             init_tensor = init
@@ -181,7 +174,7 @@ class DynamicRNN:
     def output(self, *outputs):
         """Collect these step results; ``rnn()`` gives them back as LoD sequences."""
         self._assert_in_rnn_block("output")
-        parent = self._parent_block()
+        parent = parent_block(self.helper.main_program)
         for each in outputs:
             _check_var(each, "DynamicRNN.output", "output")
             outside = parent.create_var(
@@ -192,7 +185,7 @@ class DynamicRNN:
 
     def _init_zero_idx(self):
         if self.zero_idx is None:
-            parent = self._parent_block()
+            parent = parent_block(self.helper.main_program)
             self.zero_idx = parent.create_var(name=unique_name.generate("zero_idx"), dtype="int64", shape=[1])
             parent.append_op("fill_constant", outputs={"Out": [self.zero_idx]},
                              attrs={"shape": [1], "dtype": "int64", "value": 0.0, "force_cpu": True})
@@ -246,10 +239,6 @@ class StaticRNN:
         if self.status != StaticRNN.IN_RNN_BLOCK:
             raise ValueError("StaticRNN.%s can only be called inside 'with rnn.step():'" % method)
 
-    def _parent_block(self):
-        program = self.helper.main_program
-        return program.block(program.current_block().parent_idx)
-
     def memory(self, init=None, shape=None, batch_ref=None, init_value=0.0, init_batch_dim_idx=0,
                ref_batch_dim_idx=1):
         """A memory starting at ``init``, or at ``init_value`` of ``shape`` with its batch dimension
@@ -259,7 +248,7 @@ class StaticRNN:
             if shape is None or batch_ref is None:
                 raise ValueError("StaticRNN.memory: without init, give shape and batch_ref")
             _check_var(batch_ref, "StaticRNN.memory", "batch_ref")
-            parent = self._parent_block()
+            parent = parent_block(self.helper.main_program)
             boot = parent.create_var(name=unique_name.generate("@".join([self.helper.name, "memory_boot"])),
                                      shape=shape, dtype=batch_ref.dtype, persistable=False)
             parent.append_op("fill_constant_batch_size_like", inputs={"Input": [batch_ref]}, outputs={"Out": [boot]},
@@ -293,8 +282,8 @@ class StaticRNN:
         tmp = self.helper.create_variable_for_type_inference(dtype=o.dtype)
         self.helper.append_op("rnn_memory_helper", inputs={"X": [o]}, outputs={"Out": [tmp]},
                               attrs={"dtype": o.dtype})
-        out = self._parent_block().create_var(name=tmp.name, shape=[self.seq_len] + list(o.shape or []),
-                                              dtype=tmp.dtype)
+        out = parent_block(self.helper.main_program).create_var(
+            name=tmp.name, shape=[self.seq_len] + list(o.shape or []), dtype=tmp.dtype)
         self.outputs.append(out)
 
     def output(self, *outputs):
@@ -319,7 +308,7 @@ class StaticRNN:
     def _complete_op(self):
         program = self.helper.main_program
         rnn_block = program.current_block()
-        parent = self._parent_block()
+        parent = parent_block(self.helper.main_program)
         local = set()
         for op in rnn_block.ops:
             local.update(op.output_arg_names)

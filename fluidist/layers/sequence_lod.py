@@ -1,7 +1,8 @@
 """Sequence layers over LoD input (Paddle 1.8's ``layers/sequence_lod.py``), and ``lod_reset``,
 ``lod_append`` and ``im2sequence`` (which Paddle keeps in ``layers/nn.py``)."""
 from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from ._build import one_op
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["sequence_conv", "sequence_softmax", "sequence_pool", "sequence_concat", "sequence_first_step",
            "sequence_last_step", "sequence_slice", "sequence_expand", "sequence_expand_as", "sequence_pad",
@@ -10,21 +11,7 @@ __all__ = ["sequence_conv", "sequence_softmax", "sequence_pool", "sequence_conca
 
 
 def _check_var(x, layer, arg="input"):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
-
-
-def _simple(op_type, inputs, attrs=None, out_slot="Out", dtype=None, name=None, lod_level=None):
-    """Append ``op_type`` with one output (a new variable) and return it."""
-    helper = LayerHelper(op_type, name=name)
-    first = next(iter(inputs.values()))
-    first = first[0] if isinstance(first, (list, tuple)) else first
-    out = helper.create_variable_for_type_inference(dtype or first.dtype)
-    helper.append_op(op_type, inputs={k: v if isinstance(v, (list, tuple)) else [v] for k, v in inputs.items()},
-                     outputs={out_slot: [out]}, attrs=attrs or {})
-    if lod_level is not None:
-        out.lod_level = lod_level
-    return out
+    return check_variable(x, layer, arg)
 
 
 def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=True, padding_start=None,
@@ -53,7 +40,7 @@ def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=Tr
 def sequence_softmax(input, use_cudnn=False, name=None):
     """Softmax over each sequence's values (input ``[N, 1]`` or ``[N]``)."""
     _check_var(input, "sequence_softmax")
-    return _simple("sequence_softmax", {"X": input}, {"use_cudnn": bool(use_cudnn)}, name=name)
+    return one_op("sequence_softmax", {"X": input}, {"use_cudnn": bool(use_cudnn)}, name=name)
 
 _POOL_TYPES = ("average", "sum", "sqrt", "max", "last", "first")
 
@@ -91,7 +78,7 @@ def sequence_concat(input, name=None):
         raise TypeError("sequence_concat: input must be a non-empty list of Variables")
     for v in input:
         _check_var(v, "sequence_concat")
-    return _simple("sequence_concat", {"X": list(input)}, name=name)
+    return one_op("sequence_concat", {"X": list(input)}, name=name)
 
 
 def sequence_slice(input, offset, length, name=None):
@@ -102,7 +89,7 @@ def sequence_slice(input, offset, length, name=None):
     _check_var(length, "sequence_slice", "length")
     offset.stop_gradient = True
     length.stop_gradient = True
-    return _simple("sequence_slice", {"X": input, "Offset": offset, "Length": length}, name=name)
+    return one_op("sequence_slice", {"X": input, "Offset": offset, "Length": length}, name=name)
 
 
 def sequence_expand(x, y, ref_level=-1, name=None):
@@ -110,14 +97,14 @@ def sequence_expand(x, y, ref_level=-1, name=None):
     ``ref_level`` of ``y``'s LoD is long."""
     _check_var(x, "sequence_expand", "x")
     _check_var(y, "sequence_expand", "y")
-    return _simple("sequence_expand", {"X": x, "Y": y}, {"ref_level": int(ref_level)}, name=name)
+    return one_op("sequence_expand", {"X": x, "Y": y}, {"ref_level": int(ref_level)}, name=name)
 
 
 def sequence_expand_as(x, y, name=None):
     """Row ``i`` of ``x`` repeated as many times as sequence ``i`` of ``y`` is long (``y``'s LoD)."""
     _check_var(x, "sequence_expand_as", "x")
     _check_var(y, "sequence_expand_as", "y")
-    return _simple("sequence_expand_as", {"X": x, "Y": y}, name=name)
+    return one_op("sequence_expand_as", {"X": x, "Y": y}, name=name)
 
 
 def sequence_pad(x, pad_value, maxlen=None, name=None):
@@ -141,13 +128,13 @@ def sequence_unpad(x, length, name=None):
     _check_var(x, "sequence_unpad", "x")
     _check_var(length, "sequence_unpad", "length")
     length.stop_gradient = True
-    return _simple("sequence_unpad", {"X": x, "Length": length}, name=name, lod_level=1)
+    return one_op("sequence_unpad", {"X": x, "Length": length}, name=name, lod_level=1)
 
 
 def sequence_reshape(input, new_dim):
     """Each sequence's values laid out again in rows of ``new_dim``."""
     _check_var(input, "sequence_reshape")
-    return _simple("sequence_reshape", {"X": input}, {"new_dim": int(new_dim)}, lod_level=1)
+    return one_op("sequence_reshape", {"X": input}, {"new_dim": int(new_dim)}, lod_level=1)
 
 
 def sequence_scatter(input, index, updates, name=None):
@@ -156,13 +143,13 @@ def sequence_scatter(input, index, updates, name=None):
     _check_var(input, "sequence_scatter")
     _check_var(index, "sequence_scatter", "index")
     _check_var(updates, "sequence_scatter", "updates")
-    return _simple("sequence_scatter", {"X": input, "Ids": index, "Updates": updates}, name=name)
+    return one_op("sequence_scatter", {"X": input, "Ids": index, "Updates": updates}, name=name)
 
 
 def sequence_enumerate(input, win_size, pad_value=0, name=None):
     """Row ``t``: the ``win_size`` ids from row ``t`` on within its sequence, ``pad_value`` past its end."""
     _check_var(input, "sequence_enumerate")
-    out = _simple("sequence_enumerate", {"X": input}, {"win_size": int(win_size), "pad_value": int(pad_value)},
+    out = one_op("sequence_enumerate", {"X": input}, {"win_size": int(win_size), "pad_value": int(pad_value)},
                   name=name)
     out.stop_gradient = True
     return out
@@ -186,7 +173,7 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
 def sequence_reverse(x, name=None):
     """Each sequence's rows in reverse order."""
     _check_var(x, "sequence_reverse", "x")
-    return _simple("sequence_reverse", {"X": x}, out_slot="Y", name=name)
+    return one_op("sequence_reverse", {"X": x}, out_slot="Y", name=name)
 
 
 def lod_reset(x, y=None, target_lod=None):
@@ -195,10 +182,10 @@ def lod_reset(x, y=None, target_lod=None):
     _check_var(x, "lod_reset", "x")
     if y is not None:
         _check_var(y, "lod_reset", "y")
-        return _simple("lod_reset", {"X": x, "Y": y})
+        return one_op("lod_reset", {"X": x, "Y": y})
     if target_lod is None:
         raise ValueError("lod_reset: give y or target_lod")
-    return _simple("lod_reset", {"X": x}, {"target_lod": [int(v) for v in target_lod]})
+    return one_op("lod_reset", {"X": x}, {"target_lod": [int(v) for v in target_lod]})
 
 
 def lod_append(x, level):
@@ -207,10 +194,10 @@ def lod_append(x, level):
         raise ValueError("lod_append: x can't be None")
     _check_var(x, "lod_append", "x")
     if isinstance(level, Variable):
-        return _simple("lod_reset", {"X": x, "Y": level}, {"append": True})
+        return one_op("lod_reset", {"X": x, "Y": level}, {"append": True})
     if not isinstance(level, (list, tuple)):
         raise ValueError("lod_append: level must be a list, tuple or Variable, got %r" % type(level).__name__)
-    return _simple("lod_reset", {"X": x}, {"append": True, "target_lod": [int(v) for v in level]})
+    return one_op("lod_reset", {"X": x}, {"append": True, "target_lod": [int(v) for v in level]})
 
 
 def _pair(v, what):
@@ -240,4 +227,4 @@ def im2sequence(input, filter_size=1, stride=1, padding=0, input_image_size=None
         _check_var(input_image_size, "im2sequence", "input_image_size")
         inputs["Y"] = input_image_size
         attrs["out_stride"] = _pair(out_stride, "out_stride")
-    return _simple("im2sequence", inputs, attrs, name=name, lod_level=1)
+    return one_op("im2sequence", inputs, attrs, name=name, lod_level=1)

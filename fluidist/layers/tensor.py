@@ -8,16 +8,14 @@ from ..framework.dtypes import convert_dtype
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer
 from ..param_attr import ParamAttr
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["fill_constant", "fill_constant_batch_size_like", "cast", "assign", "sums", "concat", "split", "reshape",
            "transpose", "create_global_var", "create_tensor", "create_parameter", "zeros", "ones", "zeros_like",
            "argmax", "argmin"]
 
 
-def _check_var(x, layer, arg):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+_check_var = check_variable
 
 
 def _int_shape(shape, layer):

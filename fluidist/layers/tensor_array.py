@@ -5,7 +5,7 @@ them): ``create_array``, ``array_write`` / ``array_read`` / ``array_length``, ``
 from ..framework import unique_name
 from ..framework.dtypes import VarType
 from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["create_array", "array_write", "array_read", "array_length", "lod_rank_table", "max_sequence_len",
            "lod_tensor_to_array", "array_to_lod_tensor", "shrink_memory", "reorder_lod_tensor_by_rank",
@@ -13,8 +13,7 @@ __all__ = ["create_array", "array_write", "array_read", "array_length", "lod_ran
 
 
 def _check_var(x, layer, arg, array=None):
-    if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
+    check_variable(x, layer, arg)
     if array is True and x.type != VarType.LOD_TENSOR_ARRAY:
         raise TypeError("%s: %r (%s) must be a LoDTensorArray (from create_array or array_write), not a %s"
                         % (layer, arg, x.name, x.type))
