@@ -47,10 +47,9 @@ def resolve_job_secret(args, mode):
     try:
         if path:
             return security.read_secret_file(path)
-        if os.environ.get(security.INSECURE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
-            return security.job_secret()   # None, with its warning
-        if os.environ.get(security.SECRET_ENV, "").strip() or os.environ.get(security.SECRET_FILE_ENV, "").strip():
-            return security.job_secret()
+        if security.insecure_requested() or os.environ.get(security.SECRET_ENV, "").strip() \
+                or os.environ.get(security.SECRET_FILE_ENV, "").strip():
+            return security.job_secret()   # None (with its warning) when plain sockets were asked for
     except security.SecurityError as e:
         raise LaunchError(str(e)) from None
     if spans_nodes(args, mode):

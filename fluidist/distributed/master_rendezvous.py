@@ -23,7 +23,7 @@ import socket
 import time
 
 from . import security
-from .launch_utils import LaunchError, logger, split_endpoint
+from .launch_utils import LaunchError, format_endpoint, logger, split_endpoint
 
 __all__ = ["parse_master", "parse_nnodes", "master_rendezvous", "recv_json_line", "accept_member", "reply_member",
            "join_exchange", "let_clients_close_first", "connect_until"]
@@ -280,7 +280,7 @@ def master_rendezvous(master, nnodes, node_rank, node_ip, nproc, make_endpoints,
             raise LaunchError("--node_rank %d is not in 0..%d (--nnodes %s)" % (node_rank, hi - 1, nnodes))
     deadline = time.monotonic() + timeout
     host_ip = _resolve(host, port)
-    where = "%s:%d" % ("[%s]" % host_ip if ":" in host_ip else host_ip, port)
+    where = format_endpoint(host_ip, port)
     srv = None
     if node_rank in (None, 0):
         srv, err = _listen(host_ip, port)

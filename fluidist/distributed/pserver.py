@@ -36,6 +36,7 @@ import logging
 import os
 import re
 import time
+from collections import Counter
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from ..core.tensor import SelectedRows
 from . import liveness, rpc, shm_payload
 from .arrival_sums import ArrivalSums
 from .authorize import Refused, ServingRules, listen_and_serv_op, parse_block_map as _pairs
+from .collective.common import plural
 
 SYNC, ASYNC, HALF_ASYNC, GEO = 0, 1, 2, 3
 LOOKUP_TABLE_PATH = "kLookupTablePath"
@@ -63,8 +65,7 @@ class _Fatal(Exception):
 
 
 def _plural(ids):
-    ids = sorted(ids)
-    return ("trainer %d" % ids[0]) if len(ids) == 1 else "trainers %s" % ", ".join(str(i) for i in ids)
+    return plural("trainer", sorted(ids))
 
 
 class ParameterServer:
@@ -119,6 +120,7 @@ class ParameterServer:
         self.completed = set()
         self.sent = [set() for _ in range(self.fanin)]   # sync: what each trainer sent in its current step
         self.deferred = []            # requests waiting for a round
+        self._parked = Counter()      # trainer -> how many of its requests are in self.deferred
         self.wait_since = None        # when the first barrier of the next round arrived
         self.server = None
         # a trainer that never sends anything for this long is taken for dead (once it spoke, heartbeats tell)
@@ -154,6 +156,7 @@ class ParameterServer:
             for req in self.deferred:
                 self.server.error(req, "pserver %s stopped: %s" % (self.endpoint, e))
             self.deferred = []
+            self._parked.clear()
             raise RuntimeError("pserver %s: %s" % (self.endpoint, e)) from None
         finally:
             self.server.close()
@@ -174,8 +177,7 @@ class ParameterServer:
     def _barrier_limit(self):
         """Seconds a round waits for missing barriers: the deadline asked for, else the default one
         (applied, with heartbeats on, only to trainers that are not connected)."""
-        explicit = rpc.explicit_deadline_seconds(self.deadline_ms)
-        return explicit if explicit is not None else rpc.deadline_seconds(self.deadline_ms)
+        return rpc.deadline_seconds(self.deadline_ms)
 
     def _check_deadline(self):
         now = time.monotonic()
@@ -237,11 +239,12 @@ class ParameterServer:
             else:
                 self.rules.check_get(m)
             if self.sync and self.rounds < self.barriers[k]:
-                parked = sum(1 for r in self.deferred if r.msg.trainer == k)
+                parked = self._parked[k]
                 if parked >= self.rules.max_parked:
                     raise _BadRequest("pserver %s: trainer %d already has %d requests waiting for step %d"
                                       % (self.endpoint, k, parked, self.barriers[k]))
                 self.deferred.append(req)
+                self._parked[k] += 1
             else:
                 self._answer(req)
         elif kind == "send_barrier":
@@ -379,6 +382,7 @@ class ParameterServer:
                 else:
                     still.append(req)
             self.deferred = still
+            self._parked = Counter(r.msg.trainer for r in still)
 
     def _round(self):
         step = self.rounds + 1

@@ -107,15 +107,8 @@ class _Segment:
         self.size = max(int(size), _ALIGN)
         self.name = "%s%d-%d" % (PREFIX, os.getpid(), next(self._ids))
         self.path = os.path.join(SHM_DIR, self.name)
-        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
-        try:
-            os.ftruncate(fd, self.size)
-            self.mm = mmap.mmap(fd, self.size)
-        except BaseException:
-            os.close(fd)
-            os.unlink(self.path)
-            raise
-        os.close(fd)
+        from .collective.shm import create_segment
+        self.mm = create_segment(self.path, self.size)
         self.buf = np.frombuffer(self.mm, dtype=np.uint8)
         self.addr = self.buf.__array_interface__["data"][0]
         self.busy = None          # the request (client, rid) whose payload it holds, until answered

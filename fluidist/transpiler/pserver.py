@@ -749,7 +749,7 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
             # a copy of a sliced parameter (Lookahead's slow weights): each block copies its block
             here = blocks_here[src[0]]
             for b in here:
-                target = out + (".block%d" % b.index if len(here) > 1 else "")
+                target = plan.accumulator_name(out, b, len(here) > 1)
                 if pgb.has_var(target):
                     sb.append_op("assign", inputs={"X": [b.name]}, outputs={"Out": [target]})
             continue

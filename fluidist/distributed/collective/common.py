@@ -143,12 +143,7 @@ def pid_alive(pid):
         return False
     except PermissionError:
         return True
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        return state not in ("Z", "X")
-    except (OSError, IndexError):
-        return True
+    return pid_state(pid) not in ("Z", "X")      # None (no /proc entry, unreadable): alive
 
 
 def local_ip_towards(addr):

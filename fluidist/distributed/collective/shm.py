@@ -372,7 +372,9 @@ class ShmCommunicator(_CPUCommunicator):
         self._post_done(t)
 
 
-def create_segment(path, size, token):
+def create_segment(path, size, token=None):
+    """Create ``path`` (a new file, mode 0600) of ``size`` bytes and map it read-write; ``token``, if
+    given, is written at its start. On failure the file is closed and removed."""
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
     try:
         os.ftruncate(fd, size)
@@ -382,8 +384,9 @@ def create_segment(path, size, token):
         os.unlink(path)
         raise
     os.close(fd)
-    magic = token.encode()[:_MAGIC_LEN]
-    mm[:len(magic)] = magic
+    if token:
+        magic = token.encode()[:_MAGIC_LEN]
+        mm[:len(magic)] = magic
     return mm
 
 
