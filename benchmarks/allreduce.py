@@ -30,7 +30,7 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
-from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spread  # noqa: E402
 

@@ -44,7 +44,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
 import spread  # noqa: E402
-from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 
 IMPLS = ("fluidist_grad_allreduce", "fluidist_local_sgd", "torch_ddp")
 MODELS = ("mlp", "cnn")

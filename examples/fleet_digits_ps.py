@@ -27,7 +27,7 @@ import fluidist as fluid  # noqa: E402
 from digits import MODELS, make_optimizer, train_share  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.parameter_server.distribute_transpiler import StrategyFactory, fleet  # noqa: E402
-from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 from local_procs import Child, python_cmd  # noqa: E402
 
 

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import metrics  # noqa: E402
 import spread  # noqa: E402
 import workload  # noqa: E402
-from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 
 GOAL_SPEEDUP_VS_TORCH = 2.0       # fluidist steps/s >= 2x PyTorch's (stated for the 10M model)
 GOAL_ZMQ_FACTOR = 2.0             # fluidist bytes/s within 2x of bare ZeroMQ

@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 import metrics  # noqa: E402
 import workload  # noqa: E402
-from fluidist.distributed.launch_utils import find_free_ports  # noqa: E402
+from fluidist.launch.cluster import find_free_ports  # noqa: E402
 
 
 def get_name(rank, args):

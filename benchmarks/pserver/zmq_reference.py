@@ -29,7 +29,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 import metrics  # noqa: E402
-from fluidist.distributed.launch_utils import find_free_ports  # noqa: E402
+from fluidist.launch.cluster import find_free_ports  # noqa: E402
 
 
 def serve(port, sizes, requests, deadline_ms=60000):

@@ -1,10 +1,62 @@
-"""Waiting for servers to listen (the runtime side of Paddle's ``wait_port``)."""
+"""Endpoints (``host:port``): the one parser and formatter every part of fluidist uses, and waiting
+for servers to listen (the runtime side of Paddle's ``wait_port``).
+
+This module imports nothing of fluidist, so the runtime, the transpiler, the role makers, Fleet and
+the launcher may all use it."""
 import logging
 import os
 import socket
 import time
 
 logger = logging.getLogger("fluidist.distributed.ports")
+
+__all__ = ["EndpointError", "split_endpoint", "format_endpoint", "strip_brackets", "is_endpoint", "wait_server_ready"]
+
+
+class EndpointError(ValueError):
+    """A malformed ``host:port``; the message names the endpoint and what it was given for."""
+
+
+def strip_brackets(host):
+    """``"[::1]"`` -> ``"::1"``; other hosts unchanged."""
+    host = str(host).strip()
+    if host.startswith("[") and host.endswith("]"):
+        return host[1:-1]
+    return host
+
+
+def format_endpoint(host, port):
+    """``host:port``, with an IPv6 address in brackets (``[::1]:6170``), as URLs and ZeroMQ write it."""
+    return "[%s]:%d" % (host, int(port)) if ":" in host else "%s:%d" % (host, int(port))
+
+
+def split_endpoint(endpoint, what="endpoint", allow_port_zero=False):
+    """``"host:port"`` or ``"[v6]:port"`` -> ``(host, port)``, the host without brackets.
+
+    Raises :class:`EndpointError` naming ``what`` and the endpoint when it is not a string of that
+    form, its port is not in 1..65535 (0..65535 with ``allow_port_zero``: a server binding any free
+    port), or an IPv6 address is written without brackets (``::1:7000`` is ambiguous)."""
+    text = endpoint.strip() if isinstance(endpoint, str) else None
+    low = 0 if allow_port_zero else 1
+    if text is not None:
+        host, sep, port = text.rpartition(":")
+        if text.startswith("[") and "]" not in host:  # "[::1]" alone: brackets but no port
+            sep = ""
+    if text is None or not sep or not host or not port.isdigit() or not low <= int(port) <= 65535:
+        raise EndpointError("%s: %r is not host:port (a port in %d..65535; IPv6 in brackets: [::1]:6170)"
+                            % (what, endpoint, low))
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        raise EndpointError("%s: %r: write an IPv6 address in brackets, e.g. [%s]:%s" % (what, endpoint, host, port))
+    return strip_brackets(host), int(port)
+
+
+def is_endpoint(text):
+    """Whether ``text`` is a ``host:port`` :func:`split_endpoint` accepts."""
+    try:
+        split_endpoint(text)
+    except EndpointError:
+        return False
+    return True
 
 
 def wait_server_ready(endpoints, timeout=None, interval=0.5):
@@ -30,9 +82,9 @@ def wait_server_ready(endpoints, timeout=None, interval=0.5):
 
 
 def _port_open(endpoint):
-    host, _, port = endpoint.rpartition(":")
     try:
-        with socket.create_connection((host, int(port)), timeout=2):
+        host, port = split_endpoint(endpoint, "wait_server_ready")
+        with socket.create_connection((host, port), timeout=2):
             return True
     except (OSError, ValueError):
         return False

@@ -204,7 +204,7 @@ def test_exchange_between_workers_and_its_deadline(monkeypatch):
     """The all-to-all behind global_shuffle, two workers as two threads; a missing worker is named."""
     import threading
     from fluidist.dataset import exchange
-    from fluidist.distributed.launch_utils import find_free_ports
+    from fluidist.launch.cluster import find_free_ports
     eps = ["127.0.0.1:%d" % p for p in find_free_ports(2)]
     got = {}
 

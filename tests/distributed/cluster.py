@@ -2,7 +2,7 @@
 import os
 
 from child_procs import ChildProcesses
-from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: F401 (re-exported)
+from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: F401 (re-exported)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

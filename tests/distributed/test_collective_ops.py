@@ -25,7 +25,7 @@ if __name__ == "__main__":
     sys.path.insert(0, ROOT)
 
 import fluidist as fluid  # noqa: E402
-from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 
 SHM_GLOB = "/dev/shm/fluidist-coll-*"
 

@@ -421,7 +421,7 @@ def test_the_id_listener_takes_only_a_well_formed_id_from_a_peer_with_the_secret
     import threading
     import zmq
     from fluidist.distributed import security
-    from fluidist.distributed.launch_utils import find_free_ports
+    from fluidist.launch.cluster import find_free_ports
     ep = "127.0.0.1:%d" % find_free_ports(1)[0]
     box = {}
     t = threading.Thread(target=lambda: box.update(msg=rendezvous.receive_on_endpoint(

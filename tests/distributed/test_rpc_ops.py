@@ -15,7 +15,7 @@ import pytest
 import fluidist as fluid
 from fluidist.distributed import rpc
 from fluidist.core.tensor import SelectedRows
-from fluidist.distributed.launch_utils import find_free_ports as free_ports  # noqa: E402
+from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -572,7 +572,7 @@ def test_close_notifies_every_pserver_once_and_completion_is_counted_per_trainer
     ({"distributed_mode": 3}, "GEO-SGD"),
     ({"distributed_mode": 7}, "unknown distributed_mode"),
     ({"Fanin": 0}, "Fanin must be >= 1"),
-    ({"endpoint": "localhost"}, "must be 'host:port'"),
+    ({"endpoint": "localhost"}, "'localhost' is not host:port"),
     ({"lr_decay_block_id": 5}, "names block 5 but the program has blocks 1..1"),
     ({"grad_to_block_id": ["w@GRAD:0"]}, "grad_to_block_id names block 0"),
     ({"grad_to_block_id": ["w@GRAD"]}, "must be 'name:block_index'"),

@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from fluidist.distributed.elastic import check_plan, job_prefix
-from fluidist.distributed.etcd_client import EtcdClient, EtcdError
+from fluidist.launch.elastic import check_plan, job_prefix
+from fluidist.launch.etcd_client import EtcdClient, EtcdError
 from launch_testlib import Launcher, base_env, free_port, script, wait_until
 
 pytestmark = pytest.mark.timeout(180)

@@ -50,7 +50,7 @@ def test_default_log_dir_is_log_and_console_script_entry(tmp_path):
     assert sorted(os.listdir(tmp_path / "log")) == ["endpoints.log", "workerlog.0"]
     g = read_json(out / "trainer_0.json")
     assert g["PADDLE_TRAINERS_NUM"] == "1" and g["PADDLE_TRAINER_ID"] == "0"
-    from fluidist.distributed.launch import main  # the function pyproject.toml names for fluidist-launch
+    from fluidist.launch.cli import main  # the function pyproject.toml names for fluidist-launch
     assert callable(main)
 
 
@@ -209,7 +209,7 @@ def test_empty_log_dir_sends_every_child_to_the_console(tmp_path):
 def _visible_gpus(env):
     import subprocess
     import sys
-    code = "from fluidist.distributed.launch_utils import cuda_device_count as c; print(c() or 0)"
+    code = "from fluidist.launch.cluster import cuda_device_count as c; print(c() or 0)"
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     return int(r.stdout.strip() or 0)
 

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from fluidist.distributed.etcd_client import EtcdClient, EtcdError, Lease
+from fluidist.launch.etcd_client import EtcdClient, EtcdError, Lease
 from launch_testlib import Launcher, base_env, free_port, pid_alive, read, read_json, run_launcher, script, wait_until
 from launch_testlib import script as _script
 

@@ -4,10 +4,12 @@ import socket
 
 import pytest
 
-from fluidist.distributed import launch, launch_utils
-from fluidist.distributed.elastic import assign_ranks, desired_members, parse_np
-from fluidist.distributed.launch_utils import (LaunchError, check_ports_free, get_cluster, get_gpus,
-                                               parse_endpoints, parse_ips, pick_node_ip, split_devices)
+from fluidist.distributed import launch  # Paddle's path (an alias of fluidist.launch's modules)
+from fluidist.launch import cluster as launch_cluster
+from fluidist.launch.cluster import (check_ports_free, get_cluster, get_gpus, parse_endpoints, parse_ips, pick_node_ip,
+                                     split_devices)
+from fluidist.launch.common import LaunchError
+from fluidist.launch.elastic import assign_ranks, desired_members, parse_np
 
 
 # -- get_gpus ---------------------------------------------------------------------------------
@@ -42,7 +44,7 @@ def test_get_gpus_errors_name_the_id():
 
 
 def test_get_gpus_reads_the_environment(monkeypatch):
-    monkeypatch.setattr(launch_utils, "cuda_device_count", lambda: 4)
+    monkeypatch.setattr(launch_cluster, "cuda_device_count", lambda: 4)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
     assert get_gpus("6,7") == ["2", "3"]
     assert get_gpus(None) == ["0", "1", "2", "3"]
@@ -52,9 +54,9 @@ def test_get_gpus_reads_the_environment(monkeypatch):
 
 def test_cuda_device_count_is_zero_with_empty_cuda_visible_devices(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert launch_utils.cuda_device_count() == 0
+    assert launch_cluster.cuda_device_count() == 0
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
-    assert launch_utils.cuda_device_count() == 0
+    assert launch_cluster.cuda_device_count() == 0
 
 
 def test_split_devices():
@@ -110,7 +112,7 @@ def test_build_collective_multi_node_uses_started_port_everywhere(monkeypatch):
 
 
 def test_build_collective_gpu_mode_sets_flags_selected_gpus(monkeypatch, tmp_path):
-    monkeypatch.setattr(launch_utils, "cuda_device_count", lambda: 4)
+    monkeypatch.setattr(launch_cluster, "cuda_device_count", lambda: 4)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
     script = tmp_path / "train.py"
     script.write_text("")
@@ -162,7 +164,7 @@ def test_parse_ips_and_endpoints():
     assert parse_endpoints("a,b:9", "--workers", default_port=lambda i: 100 + i) == [("a", 100), ("b", 9)]
     with pytest.raises(LaunchError, match="--servers: 'a' has no port"):
         parse_endpoints("a", "--servers")
-    with pytest.raises(LaunchError, match="'a:99999' is not ip:port"):
+    with pytest.raises(LaunchError, match="'a:99999' is not host:port"):
         parse_endpoints("a:99999", "--servers")
     with pytest.raises(LaunchError, match="endpoint twice"):
         parse_endpoints("a:1,a:1", "--servers")
@@ -185,10 +187,10 @@ def test_pick_node_ip():
 
 
 def test_find_free_ports():
-    ports = launch_utils.find_free_ports(3)
+    ports = launch_cluster.find_free_ports(3)
     assert len(set(ports)) == 3
     with pytest.raises(LaunchError, match="cannot find 1 free port.* on 10.123.0.77.*not an address of this machine"):
-        launch_utils.find_free_ports(1, "10.123.0.77")
+        launch_cluster.find_free_ports(1, "10.123.0.77")
 
 
 def test_check_ports_free_names_the_port_in_use():
@@ -313,7 +315,7 @@ def test_desired_members():
 
 # -- addresses, Slurm ---------------------------------------------------------------------------
 def test_ipv6_endpoints_and_ips():
-    from fluidist.distributed.launch_utils import format_endpoint, parse_endpoints, parse_ips, split_endpoint
+    from fluidist.launch.cluster import format_endpoint, parse_endpoints, parse_ips, split_endpoint
     assert parse_ips("[::1],10.0.0.1,fe80::2") == ["::1", "10.0.0.1", "fe80::2"]
     with pytest.raises(LaunchError, match="takes IPs without ports"):
         parse_ips("10.0.0.1:80")
@@ -351,5 +353,5 @@ def test_nnodes_and_node_rank_with_ips(monkeypatch):
     with pytest.raises(LaunchError, match="needs --master host:port"):
         launch.build_collective(_args(["--nnodes", "2"]))
     with pytest.raises(LaunchError, match="--node_rank needs a fixed --nnodes"):
-        from fluidist.distributed.master_rendezvous import master_rendezvous
+        from fluidist.launch.master_rendezvous import master_rendezvous
         master_rendezvous("127.0.0.1:1", "1:2", 0, None, 1, lambda ip: [])

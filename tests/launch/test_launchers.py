@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from fluidist.distributed import launch_utils
-from fluidist.distributed.launchers import launcher, openKS_launcher, ps_launcher
+from fluidist.launch import cluster as launch_cluster
+from fluidist.launch.launchers import launcher, openKS_launcher, ps_launcher
 from launch_testlib import ROOT, base_env, read, read_json, script
 
 pytestmark = pytest.mark.timeout(120)
@@ -88,7 +88,7 @@ def test_openks_gpu_mode_is_the_collective_launcher(clean_env, monkeypatch, caps
 
 
 def test_launcher_gpu_selection_and_cluster(clean_env, monkeypatch):
-    monkeypatch.setattr(launch_utils, "cuda_device_count", lambda: 4)
+    monkeypatch.setattr(launch_cluster, "cuda_device_count", lambda: 4)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
     la = launcher(["--ips", "10.0.0.1,10.0.0.2", "--node_ip", "10.0.0.2", "--started_port", "6170", "t.py"])
     assert la.get_gpus("4,5,6,7") == ["0", "1", "2", "3"]
@@ -97,7 +97,7 @@ def test_launcher_gpu_selection_and_cluster(clean_env, monkeypatch):
     cluster = la.get_cluster_from_args(la.get_gpus("6,7"))
     assert cluster.trainers_endpoints() == ["10.0.0.1:6170", "10.0.0.1:6171", "10.0.0.2:6170", "10.0.0.2:6171"]
     assert [(t.rank, t.gpus) for t in la.pod.trainers] == [(2, ["2"]), (3, ["3"])]
-    with pytest.raises(launch_utils.LaunchError, match="Can't find your selected_gpus 1"):
+    with pytest.raises(launch_cluster.LaunchError, match="Can't find your selected_gpus 1"):
         la.get_gpus("1")
 
 

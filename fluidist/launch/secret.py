@@ -12,8 +12,9 @@ launcher's own rendezvous with the other nodes proves it with an HMAC.
 """
 import os
 
-from . import security
-from .launch_utils import LaunchError, logger, parse_endpoints, parse_ips
+from ..distributed import security
+from .cluster import parse_endpoints, parse_ips
+from .common import LaunchError, logger
 
 __all__ = ["resolve_job_secret", "spans_nodes", "child_security_env"]
 

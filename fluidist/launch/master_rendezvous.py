@@ -1,0 +1,296 @@
+"""The ``--master host:port`` rendezvous of a multi-node collective job, with no external service.
+
+One launcher hosts it on the master address: node 0 when ``--node_rank`` is given, otherwise the first
+launcher that manages to listen there (the master address must then be one of its machine's). Every other
+launcher connects (retrying until ``--rendezvous_timeout``) and sends one JSON line: its node IP (``--node_ip``
+/ ``POD_IP``, else the local address of its connection to the master), its process count, the trainer
+endpoints it chose on that IP, and its ``--node_rank`` if it has one. The host waits for ``--nnodes`` nodes
+(``N:M``: M nodes, or at least N once no node has joined for ``last_call`` seconds), checks that they agree
+(the same process count, node ranks given by all or none, each once), numbers them (the given node ranks,
+else the host first and the others in the order they joined) and answers every node with the whole node
+list. Clients close first, so the master port is not left in TIME_WAIT on the host.
+
+Every node proves it holds the job secret: the host opens each connection with a fresh nonce, the
+joining node's line carries an HMAC of its content and that nonce (and a nonce of its own), and the
+host's answer an HMAC of the answer and the joiner's nonce. A node without the secret is refused (and
+logged) while the rendezvous goes on; a joiner that gets an answer without a valid proof stops. With
+``--insecure`` everywhere, no proofs.
+
+Nodes may share an IP (several launchers on one machine): their trainers listen on different ports.
+"""
+import json
+import socket
+import time
+
+from ..distributed import security
+from .cluster import format_endpoint, split_endpoint
+from .common import LaunchError, logger
+
+__all__ = ["parse_master", "parse_nnodes", "master_rendezvous", "recv_json_line", "accept_member", "reply_member",
+           "join_exchange", "let_clients_close_first", "connect_until"]
+
+PROTOCOL = 2
+
+
+def parse_master(text):
+    """``"host:port"`` or ``"[v6]:port"`` -> ``(host, port)``."""
+    return split_endpoint(text, "--master")
+
+
+def parse_nnodes(text):
+    """``"N"`` -> (N, N); ``"N:M"`` -> (N, M) (torchrun's elastic range)."""
+    text = str(text).strip()
+    try:
+        lo, hi = (int(x) for x in text.split(":", 1)) if ":" in text else (int(text),) * 2
+    except ValueError:
+        raise LaunchError("--nnodes must be N or MIN:MAX, got %r" % text) from None
+    if lo < 1 or hi < lo:
+        raise LaunchError("--nnodes %s: need 1 <= MIN <= MAX" % text)
+    return lo, hi
+
+
+def recv_json_line(sock, deadline, catcher, what):
+    """One JSON line from ``sock`` before ``deadline`` (monotonic), checking ``catcher`` for signals."""
+    buf = b""
+    while b"\n" not in buf:
+        if catcher is not None:
+            catcher.check()
+        if time.monotonic() > deadline:
+            raise LaunchError("rendezvous: timed out waiting for %s" % what)
+        sock.settimeout(0.2)
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            raise LaunchError("rendezvous: %s closed the connection" % what)
+        buf += chunk
+        if len(buf) > 1 << 20:
+            raise LaunchError("rendezvous: oversized message from %s" % what)
+    return json.loads(buf.split(b"\n", 1)[0].decode("utf-8"))
+
+
+def accept_member(srv, deadline, catcher, secret):
+    """``(connection, message)`` of the next node that connects to the listening ``srv``, challenged with a
+    nonce and proven to hold ``secret`` (None: plain mode); None when nobody connected within the socket's
+    timeout, the line was unreadable, or the node failed the proof (it is told why, and logged)."""
+    try:
+        conn, addr = srv.accept()
+    except socket.timeout:
+        return None
+    who = "node at %s" % addr[0]
+    nonce = security.new_nonce()
+    try:
+        conn.sendall((json.dumps({"v": PROTOCOL, "nonce": nonce}) + "\n").encode("utf-8"))
+        msg = recv_json_line(conn, min(deadline, time.monotonic() + 10), catcher, who)
+        if not isinstance(msg, dict):
+            raise ValueError("not a JSON object")
+        security.verify(msg, "join", nonce, who, secret)
+    except security.SecurityError as e:
+        logger.warning("rendezvous: refused a connection: %s", e)
+        _send(conn, {"ok": False, "error": str(e)})
+        conn.close()
+        return None
+    except (LaunchError, ValueError, OSError):
+        conn.close()
+        return None
+    return conn, msg
+
+
+def reply_member(conn, obj, member, secret):
+    """Answer ``member`` (its message) with ``obj``, proven with the secret against the member's nonce."""
+    _send(conn, security.sign(obj, "welcome", member.get("nonce"), secret))
+
+
+def join_exchange(conn, info, deadline, catcher, what, secret):
+    """The joining side: read the host's challenge, send ``info`` with its proof, return the host's
+    proven answer (LaunchError when the host is of another job, version or secret)."""
+    challenge = recv_json_line(conn, deadline, catcher, what)
+    if not isinstance(challenge, dict) or challenge.get("v") != PROTOCOL or not isinstance(challenge.get("nonce"), str):
+        raise LaunchError("rendezvous: %s speaks another rendezvous protocol than this launcher's %d (mixed fluidist "
+                          "versions, or not a fluidist launcher)" % (what, PROTOCOL))
+    nonce = security.new_nonce()
+    conn.sendall((json.dumps(security.sign(dict(info, nonce=nonce), "join", challenge["nonce"], secret))
+                  + "\n").encode("utf-8"))
+    reply = recv_json_line(conn, deadline, catcher, what)
+    if not isinstance(reply, dict):
+        raise LaunchError("rendezvous: %s answered something that is not a JSON object" % what)
+    if reply.get("ok") is False and "mac" not in reply:
+        raise LaunchError("rendezvous: %s" % reply.get("error"))
+    try:
+        security.verify(reply, "welcome", nonce, what, secret)
+    except security.SecurityError as e:
+        raise LaunchError("rendezvous: %s" % e) from None
+    return reply
+
+
+def let_clients_close_first(conns, seconds=5):
+    """Wait (up to ``seconds``) for each client to close its end, so this side's port is not left in
+    TIME_WAIT."""
+    end = time.monotonic() + seconds
+    for conn in conns:
+        conn.settimeout(max(0.05, end - time.monotonic()))
+        try:
+            conn.recv(1)
+        except OSError:
+            pass
+
+
+def connect_until(host, port, deadline, catcher, what, timeout):
+    """A connection to ``host:port``, retried until ``deadline`` (the other side may not listen yet)."""
+    while True:
+        if catcher is not None:
+            catcher.check()
+        try:
+            return socket.create_connection((host, port), timeout=2)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise LaunchError("rendezvous: could not reach %s within %.0f s (is its launcher running, and is "
+                                  "the port open?)" % (what, timeout)) from None
+            time.sleep(0.3)
+
+
+def _send(conn, obj):
+    try:
+        conn.sendall((json.dumps(obj) + "\n").encode("utf-8"))
+    except OSError:
+        pass
+
+
+def _resolve(host, port):
+    try:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
+    except socket.gaierror as e:
+        raise LaunchError("--master %s: cannot resolve %s: %s" % (host, host, e)) from None
+
+
+def _listen(ip, port):
+    """A listening socket on ``ip:port``, or None when that is not possible here."""
+    srv = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind((ip, port))
+        srv.listen(64)
+    except OSError as e:
+        srv.close()
+        return None, e
+    srv.settimeout(0.2)
+    return srv, None
+
+
+def _check_member(members, msg, mine):
+    """The reason ``msg`` cannot join ``members``, or None."""
+    who = "node %s" % msg.get("node_ip")
+    if msg.get("v") != PROTOCOL:
+        return "%s speaks rendezvous protocol %r, this launcher %d (mixed fluidist versions)" % (
+            who, msg.get("v"), PROTOCOL)
+    if msg.get("nproc") != mine["nproc"]:
+        return ("%s runs %s processes but node %s runs %d; every node must use the same number of GPUs (--gpus) "
+                "or --nproc_per_node" % (who, msg.get("nproc"), mine["node_ip"], mine["nproc"]))
+    if (msg.get("node_rank") is None) != (mine["node_rank"] is None):
+        return "%s and node %s disagree on --node_rank: give it on every node or on none" % (who, mine["node_ip"])
+    if msg.get("node_rank") is not None:
+        for m in members:
+            if m["node_rank"] == msg["node_rank"]:
+                return "--node_rank %d is used by node %s and node %s" % (msg["node_rank"], m["node_ip"],
+                                                                           msg.get("node_ip"))
+    return None
+
+
+def _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret):
+    members, conns = [mine], []
+    error = None
+    last_join = time.monotonic()
+    try:
+        logger.info("rendezvous: hosting on %s for %s node(s)", where, lo if lo == hi else "%d to %d" % (lo, hi))
+        while error is None:
+            n = len(members)
+            now = time.monotonic()
+            if n >= hi or (n >= lo and now - last_join >= last_call):
+                break
+            if catcher is not None:
+                catcher.check()
+            if now > deadline:
+                error = ("waited on %s for %d node(s) but only %d joined (%s); start the launchers of the "
+                         "others, or raise --rendezvous_timeout" % (where, lo, n, ",".join(m["node_ip"] for m in members)))
+                break
+            got = accept_member(srv, deadline, catcher, secret)
+            if got is None:
+                continue
+            conn, msg = got
+            conns.append(conn)
+            error = _check_member(members, msg, mine)
+            members.append(msg)
+            last_join = time.monotonic()
+        if error is None and mine["node_rank"] is not None:
+            ranks = sorted(m["node_rank"] for m in members)
+            if ranks != list(range(len(members))):
+                error = "node ranks %s are not 0..%d" % (ranks, len(members) - 1)
+        if error is not None:
+            for conn, member in zip(conns, members[1:]):
+                reply_member(conn, {"ok": False, "error": error}, member, secret)
+            raise LaunchError("rendezvous: " + error)
+        if mine["node_rank"] is not None:
+            order = sorted(range(len(members)), key=lambda i: members[i]["node_rank"])
+        else:
+            order = list(range(len(members)))
+        nodes = [{"ip": members[i]["node_ip"], "endpoints": members[i]["endpoints"]} for i in order]
+        rank_of = {i: k for k, i in enumerate(order)}
+        for i, conn in enumerate(conns, start=1):
+            reply_member(conn, {"ok": True, "node_rank": rank_of[i], "nodes": nodes}, members[i], secret)
+        let_clients_close_first(conns)
+        logger.info("rendezvous: %d node(s) met on %s", len(members), where)
+        return rank_of[0], nodes
+    finally:
+        for conn in conns:
+            conn.close()
+        srv.close()
+
+
+def _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout, secret):
+    what = "the master %s:%d" % (host, port)
+    conn = connect_until(host, port, deadline, catcher, what, timeout)
+    try:
+        ip = node_ip or conn.getsockname()[0]
+        info = {"v": PROTOCOL, "node_ip": ip, "nproc": nproc, "endpoints": make_endpoints(ip), "node_rank": node_rank}
+        reply = join_exchange(conn, info, deadline, catcher, what, secret)
+    except OSError as e:
+        raise LaunchError("rendezvous with %s failed: %s" % (what, e)) from None
+    finally:
+        conn.close()
+    if not reply.get("ok"):
+        raise LaunchError("rendezvous: %s" % reply.get("error"))
+    return reply["node_rank"], reply["nodes"]
+
+
+def master_rendezvous(master, nnodes, node_rank, node_ip, nproc, make_endpoints, timeout=300.0, last_call=5.0,
+                      catcher=None, secret=security.FROM_ENV):
+    """Meet the other nodes at ``master`` (``"host:port"``); returns ``(this node's rank, nodes)`` where
+    ``nodes[k]`` is ``{"ip": ..., "endpoints": [...]}`` for node rank k. ``secret``: the job secret every
+    node proves (None: plain mode; default: this process's).
+
+    ``nnodes``: ``"N"`` or ``"N:M"``; ``node_rank``: int or None (assigned by the host);
+    ``make_endpoints(ip)``: this node's trainer endpoints once its IP is known."""
+    host, port = parse_master(master)
+    lo, hi = parse_nnodes(nnodes)
+    if node_rank is not None:
+        if lo != hi:
+            raise LaunchError("--node_rank needs a fixed --nnodes, got %s (leave --node_rank out: the master then "
+                              "numbers the nodes as they join)" % nnodes)
+        if not 0 <= node_rank < hi:
+            raise LaunchError("--node_rank %d is not in 0..%d (--nnodes %s)" % (node_rank, hi - 1, nnodes))
+    deadline = time.monotonic() + timeout
+    host_ip = _resolve(host, port)
+    where = format_endpoint(host_ip, port)
+    srv = None
+    if node_rank in (None, 0):
+        srv, err = _listen(host_ip, port)
+        if srv is None and node_rank == 0:
+            raise LaunchError("rendezvous: node 0 hosts the rendezvous but cannot listen on --master %s: %s (run "
+                              "node 0 on the master host, and use a free port)" % (where, err))
+    if srv is not None:
+        ip = node_ip or host_ip
+        mine = {"v": PROTOCOL, "node_ip": ip, "nproc": nproc, "endpoints": make_endpoints(ip),
+                "node_rank": node_rank}
+        return _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret)
+    return _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout, secret)
