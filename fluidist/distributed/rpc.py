@@ -31,7 +31,7 @@ import time
 
 import zmq
 
-from . import liveness, security, shm_payload, wire
+from . import liveness, ports, security, shm_payload, wire
 from .. import timeline as _timeline
 from .wire import WireError
 
@@ -103,18 +103,9 @@ def wait_limit(deadline_ms=None):
 
 
 def split_endpoint(endpoint):
-    """``"host:port"`` -> (host, port), with an error naming a malformed endpoint."""
-    if not isinstance(endpoint, str) or ":" not in endpoint:
-        raise ValueError("endpoint %r must be 'host:port' (e.g. '127.0.0.1:6174')" % (endpoint,))
-    host, _, port = endpoint.rpartition(":")
-    host = host.strip("[]")
-    try:
-        port = int(port)
-    except ValueError:
-        raise ValueError("endpoint %r: port %r is not a number" % (endpoint, port)) from None
-    if not host or not 0 <= port <= 65535:
-        raise ValueError("endpoint %r must be 'host:port' with a port in 0..65535" % (endpoint,))
-    return host, port
+    """``"host:port"`` -> (host, port); port 0 (a server binding any free port) is allowed. A malformed
+    endpoint raises :class:`~fluidist.distributed.ports.EndpointError` (a ValueError) naming it."""
+    return ports.split_endpoint(endpoint, allow_port_zero=True)
 
 
 def _tcp(endpoint, for_bind=False):
@@ -445,7 +436,7 @@ class Server:
             raise RPCError("pserver cannot listen on %s: %s" % (endpoint, why)) from None
         host, port = split_endpoint(endpoint)
         if port == 0:
-            port = int(self._sock.getsockopt_string(zmq.LAST_ENDPOINT).rsplit(":", 1)[1])
+            port = ports.split_endpoint(self._sock.getsockopt_string(zmq.LAST_ENDPOINT).split("://", 1)[-1])[1]
         self.endpoint = "%s:%d" % (host, port)
         self.closed = False
         self.malformed = 0   # count of rejected messages (for tests and logs)

@@ -25,6 +25,7 @@ import os
 import warnings
 
 from .. import io
+from ..distributed.ports import split_endpoint
 from ..executor.compiler import CompiledProgram
 from ..executor.executor import Executor
 from ..framework.program import Program, default_startup_program
@@ -186,7 +187,7 @@ class CollectiveOptimizer(DistributedOptimizer):
             raise ValueError("the collective fleet needs the workers' endpoints, but the role maker %s gives none: "
                              "use PaddleCloudRoleMaker(is_collective=True) (PADDLE_TRAINER_ENDPOINTS), "
                              "UserDefinedCollectiveRoleMaker or MPIRoleMaker" % type(f._role_maker).__name__)
-        node_num = len({ep.rpartition(":")[0] for ep in worker_endpoints})
+        node_num = len({split_endpoint(ep, "worker endpoint")[0] for ep in worker_endpoints})
         assert node_num >= 1, "nccl2 node_num must >= 1, now:%d" % node_num
         if node_num == 1:
             if s.nccl_comm_num > 1:

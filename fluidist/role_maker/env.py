@@ -8,6 +8,8 @@ and says exactly what is wrong.
 """
 import os
 
+from ..distributed import ports
+
 LAUNCHER = "python -m fluidist.distributed.launch"
 
 
@@ -115,7 +117,5 @@ class EnvReader:
 
 
 def is_endpoint(ep):
-    host, sep, port = ep.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        return False
-    return 0 < int(port) < 65536
+    """Whether ``ep`` is ``host:port`` (fluidist's one parser: :mod:`fluidist.distributed.ports`)."""
+    return ports.is_endpoint(ep)

@@ -3,6 +3,7 @@ under Paddle's import path)."""
 import functools
 import gc
 
+from ..distributed.ports import split_endpoint
 from ..distributed.ports import wait_server_ready  # noqa: F401
 
 
@@ -31,9 +32,7 @@ def parse_endpoints(value, what):
     else:
         raise TypeError("%s must be a comma-separated string or a list of ip:port, got %r" % (what, value))
     for ep in eps:
-        host, sep, port = ep.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError("%s: %r is not an ip:port endpoint" % (what, ep))
+        split_endpoint(ep, what)
     if len(set(eps)) != len(eps):
         raise ValueError("%s lists an endpoint twice: %s" % (what, eps))
     return eps

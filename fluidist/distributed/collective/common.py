@@ -11,6 +11,7 @@ import zmq
 
 from ...core.place import cupy_status  # noqa: F401 (re-exported: GPU detection with its reason)
 from .. import liveness, security
+from ..ports import split_endpoint  # noqa: F401 (the collectives' parser: fluidist's one)
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -79,13 +80,6 @@ def host_id():
             pass
         _host_id = "%s/%s" % (socket.gethostname(), boot)
     return _host_id
-
-
-def split_endpoint(endpoint, what="endpoint"):
-    host, sep, port = str(endpoint).rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError("%s %r is not of the form ip:port" % (what, endpoint))
-    return host, int(port)
 
 
 def bind_random(sock, host):
