@@ -1,0 +1,487 @@
+"""Blocks and their Operators (each refers to the other): a block's variables and ops, the def-use
+index and the edits that keep it current; an op's type, slots (``{slot: [variable names]}``) and
+attrs (plain values)."""
+from __future__ import annotations
+
+import contextlib
+import copy
+
+import numpy as np
+
+from . import registry, unique_name
+from .defuse import DefUse
+from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from .variable import Parameter, Variable, _copy_var
+
+def _names(arg, what):
+    """Normalise an op argument (Variable, name, or a list of them) to a list of names."""
+    if arg is None:
+        return []
+    if isinstance(arg, (list, tuple)):
+        names = [a if type(a) is str else _one_name(a, what) for a in arg]
+        return names
+    return [_one_name(arg, what)]
+
+
+def _one_name(a, what):
+    if isinstance(a, Variable):
+        return a.name
+    if isinstance(a, str):
+        return a
+    raise TypeError("%s must be a Variable or a variable name, got %r" % (what, type(a).__name__))
+
+
+_PLAIN_TYPES = frozenset([int, float, str, bool, type(None)])
+
+
+def _plain_attr(value):
+    """Attr values are kept in JSON-friendly form: lists not tuples, python scalars not numpy."""
+    t = type(value)
+    if t in _PLAIN_TYPES:
+        return value
+    if t is list and all(type(v) in _PLAIN_TYPES for v in value):
+        return list(value)
+    if isinstance(value, (Block, str, bool, type(None))):
+        return value
+    if isinstance(value, (np.bool_,)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain_attr(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_plain_attr(v) for v in value.tolist()]
+    return value
+
+
+class Operator:
+    """An op: ``type``, ``inputs``/``outputs`` as ``{slot: [var names]}``, and ``attrs``."""
+
+    def __init__(self, block, type, inputs=None, outputs=None, attrs=None):
+        self.block = block
+        self.type = type
+        self.inputs = {k: _names(v, "input %r of op %r" % (k, type)) for k, v in (inputs or {}).items()}
+        self.outputs = {k: _names(v, "output %r of op %r" % (k, type)) for k, v in (outputs or {}).items()}
+        self.attrs = {k: _plain_attr(v) for k, v in (attrs or {}).items()}
+
+    def _bump(self):
+        if self.block is not None and self.block.program is not None:
+            self.block.program._version += 1
+
+    # ---- Paddle's accessors
+    def input(self, name):
+        return list(self.inputs.get(name, []))
+
+    def output(self, name):
+        return list(self.outputs.get(name, []))
+
+    @property
+    def input_names(self):
+        return list(self.inputs.keys())
+
+    @property
+    def output_names(self):
+        return list(self.outputs.keys())
+
+    @property
+    def input_arg_names(self):
+        return [n for names in self.inputs.values() for n in names]
+
+    @property
+    def output_arg_names(self):
+        return [n for names in self.outputs.values() for n in names]
+
+    @property
+    def attr_names(self):
+        return list(self.attrs.keys())
+
+    def attr(self, name):
+        return self.attrs.get(name)
+
+    def has_attr(self, name):
+        return name in self.attrs
+
+    def _set_attr(self, name, value):
+        self.attrs[name] = _plain_attr(value)
+        self._bump()
+
+    _update_attr = _set_attr
+
+    def all_attrs(self):
+        return dict(self.attrs)
+
+    def _block_attr(self, name):
+        return self.attrs[name]
+
+    def _block_attr_id(self, name):
+        return self.attrs[name].idx
+
+    def _blocks_attr(self, name):
+        return list(self.attrs[name])
+
+    def _edit_names(self, edit):
+        """Change this op's variable names through ``edit()``, keeping its block's def-use index."""
+        index = self.block._defuse if self.block is not None else None
+        if index is not None:
+            index.discard(self)
+        edit()
+        if index is not None:
+            index.add(self)
+        self._bump()
+
+    def _rename_input(self, old, new):
+        self._edit_names(lambda: _rename_in(self.inputs, old, new))
+
+    def _rename_output(self, old, new):
+        self._edit_names(lambda: _rename_in(self.outputs, old, new))
+
+    def set_input(self, slot, names):
+        names = _names(names, "input %r" % slot)
+        self._edit_names(lambda: self.inputs.__setitem__(slot, names))
+
+    def set_output(self, slot, names):
+        names = _names(names, "output %r" % slot)
+        self._edit_names(lambda: self.outputs.__setitem__(slot, names))
+
+    @property
+    def idx(self):
+        return self.block._index_of(self)
+
+    def to_string(self, throw_on_error=False):
+        def slots(d):
+            return ", ".join("%s=%s" % (k, v) for k, v in sorted(d.items()))
+        attrs = []
+        for k in sorted(self.attrs):
+            v = self.attrs[k]
+            if isinstance(v, Block):
+                v = "block[%d]" % v.idx
+            elif isinstance(v, list) and v and isinstance(v[0], Block):
+                v = "[%s]" % ", ".join("block[%d]" % b.idx for b in v)
+            attrs.append("%s = %s" % (k, v))
+        return "{%s} = %s(inputs={%s}, %s)" % (slots(self.outputs), self.type, slots(self.inputs),
+                                               ", ".join(attrs))
+
+    def __str__(self):
+        return self.to_string()
+
+    __repr__ = __str__
+
+
+def _rename_in(slots, old, new):
+    for names in slots.values():
+        for i, n in enumerate(names):
+            if n == old:
+                names[i] = new
+
+
+class _BlockEdits:
+    """Insertions collected by ``Block.edits()`` and applied in one pass."""
+
+    def __init__(self, block):
+        self.block = block
+        self.after, self.before, self.new = {}, {}, []
+
+    def insert_after(self, anchor, type, inputs=None, outputs=None, attrs=None):
+        op = self._new(type, inputs, outputs, attrs)
+        self.after.setdefault(id(anchor), []).insert(0, op)   # right after the anchor
+        return op
+
+    def insert_before(self, anchor, type, inputs=None, outputs=None, attrs=None):
+        op = self._new(type, inputs, outputs, attrs)
+        self.before.setdefault(id(anchor), []).append(op)     # right before the anchor
+        return op
+
+    def _new(self, type, inputs, outputs, attrs):
+        op = self.block._make_op(type, inputs, outputs, attrs)
+        self.new.append(op)
+        return op
+
+    def commit(self):
+        if not self.new:
+            return
+        out = []
+        stack = list(reversed(self.block._ops))
+        while stack:   # each op with what goes before and after it (new ops can be anchors too)
+            item = stack.pop()
+            if isinstance(item, tuple):
+                out.append(item[1])
+                continue
+            before = self.before.pop(id(item), ())
+            after = self.after.pop(id(item), ())
+            stack.extend(reversed(after))
+            stack.append(("emit", item))
+            stack.extend(reversed(before))
+        if self.after or self.before:
+            raise ValueError("block %d edits: an anchor op is not in the block" % self.block.idx)
+        self.block._ops = out
+        if self.block._defuse is not None:
+            for op in self.new:
+                self.block._defuse.add(op)
+        self.block.program._version += 1
+
+
+class Block:
+    def __init__(self, program, idx, parent_idx=-1):
+        self.program = program
+        self.idx = idx
+        self.parent_idx = parent_idx
+        self.forward_block_idx = -1
+        self.vars = {}
+        self._ops = []
+        self._defuse = None
+
+    # ---- the op list; assigning a new list drops the def-use index (rebuilt when next asked)
+    @property
+    def ops(self):
+        return self._ops
+
+    @ops.setter
+    def ops(self, ops):
+        self._ops = list(ops)
+        self._defuse = None
+        if self.program is not None:
+            self.program._version += 1
+
+    # ---- def-use
+    def _index(self):
+        if self._defuse is None:
+            self._defuse = DefUse(self._ops)
+        return self._defuse
+
+    def writers_of(self, name):
+        """The ops of this block that write ``name``, in block order."""
+        return self._in_order(self._index().writers.get(name))
+
+    def readers_of(self, name):
+        """The ops of this block that read ``name``, in block order."""
+        return self._in_order(self._index().readers.get(name))
+
+    def last_writer(self, name):
+        """The last op of this block that writes ``name``, or None."""
+        ops = self._index().writers.get(name)
+        if not ops:
+            return None
+        if len(ops) == 1:
+            return next(iter(ops.values()))
+        return max(ops.values(), key=self._index_of)
+
+    def _in_order(self, ops):
+        if not ops:
+            return []
+        ops = list(ops.values())
+        if len(ops) > 1:
+            ops.sort(key=self._index_of)
+        return ops
+
+    # ---- variables
+    def var(self, name):
+        if not isinstance(name, str):
+            raise TypeError("var() takes a variable name, got %r" % type(name).__name__)
+        v = self.vars.get(name)
+        if v is None:
+            raise ValueError("variable %r is not in block %d" % (name, self.idx))
+        return v
+
+    def has_var(self, name):
+        return name in self.vars
+
+    def _find_var_recursive(self, name):
+        blk = self
+        while blk is not None:
+            v = blk.vars.get(name)
+            if v is not None:
+                return v
+            blk = blk.parent_block
+        return None
+
+    def _var_recursive(self, name):
+        v = self._find_var_recursive(name)
+        if v is None:
+            raise ValueError("variable %r is not in block %d nor its ancestors" % (name, self.idx))
+        return v
+
+    @property
+    def parent_block(self):
+        if self.parent_idx < 0:
+            return None
+        return self.program.blocks[self.parent_idx]
+
+    def create_var(self, **kwargs):
+        name = kwargs.get("name")
+        if name is not None and name in self.vars:
+            return self.vars[name]
+        v = Variable(self, **kwargs)
+        self.vars[v.name] = v
+        self.program._version += 1
+        return v
+
+    def create_parameter(self, **kwargs):
+        """Create a Parameter in the *global* block (parameters always live there)."""
+        gb = self.program.global_block()
+        name = kwargs.get("name")
+        if name is None:
+            kwargs["name"] = name = unique_name.generate("param")
+        existing = gb.vars.get(name)
+        if isinstance(existing, Parameter):
+            return existing
+        initializer = kwargs.pop("initializer", None)
+        p = Parameter(gb, **kwargs)
+        gb.vars[name] = p
+        self.program._version += 1
+        if initializer is not None:
+            initializer(p, gb)
+        return p
+
+    def _remove_var(self, name):
+        if name in self.vars:
+            del self.vars[name]
+            self.program._version += 1
+
+    def _rename_var(self, old, new):
+        """Rename a variable and every reference to it in this block's ops, in O(its uses)."""
+        if old not in self.vars:
+            raise ValueError("variable %r is not in block %d" % (old, self.idx))
+        if new in self.vars and new != old:
+            raise ValueError("cannot rename %r to %r: block %d already has a variable %r"
+                             % (old, new, self.idx, new))
+        v = self.vars.pop(old)
+        v.name = new
+        self.vars[new] = v
+        index = self._index()
+        users = dict(index.readers.get(old, {}))
+        users.update(index.writers.get(old, {}))
+        for op in users.values():
+            op._edit_names(lambda op=op: (_rename_in(op.inputs, old, new), _rename_in(op.outputs, old, new)))
+        self.program._version += 1
+        return v
+
+    def _clone_variable(self, var, force_persistable=True):
+        """Copy ``var`` (from any program) into this block, keeping its kind and attributes."""
+        v = _copy_var(var, self)
+        if force_persistable:
+            v.persistable = True
+        self.vars[v.name] = v
+        self.program._version += 1
+        return v
+
+    def all_parameters(self):
+        return [v for v in self.vars.values() if isinstance(v, Parameter)]
+
+    def iter_parameters(self):
+        return (v for v in self.vars.values() if isinstance(v, Parameter))
+
+    # ---- operators
+    def _make_op(self, type, inputs, outputs, attrs):
+        opdef = registry.lookup(type)
+        if opdef is None:
+            raise ValueError("unknown op type %r: no op of that type is registered" % type)
+        attrs = dict(attrs or {})
+        prog = self.program
+        if OP_ROLE_ATTR not in attrs:
+            role = prog._current_role
+            if role == OpRole.Forward and opdef.role is not None:
+                role = opdef.role   # no role guard active: the op type's own role
+            attrs[OP_ROLE_ATTR] = role
+        if OP_ROLE_VAR_ATTR not in attrs:
+            attrs[OP_ROLE_VAR_ATTR] = list(prog._op_role_var)
+        if prog._name_scope and OP_NAMESCOPE_ATTR not in attrs:
+            attrs[OP_NAMESCOPE_ATTR] = prog._name_scope
+        for k, v in opdef.attrs.items():
+            if k not in attrs:
+                attrs[k] = copy.deepcopy(v)
+        op = Operator(self, type, inputs, outputs, attrs)
+        registry.infer_shape(op, self)
+        return op
+
+    def append_op(self, type, inputs=None, outputs=None, attrs=None, stop_gradient=False):
+        op = self._make_op(type, inputs, outputs, attrs)
+        self._ops.append(op)
+        self._added(op)
+        return op
+
+    def _insert_op(self, index, type, inputs=None, outputs=None, attrs=None):
+        op = self._make_op(type, inputs, outputs, attrs)
+        self._ops.insert(index, op)
+        self._added(op)
+        return op
+
+    def _added(self, op):
+        if self._defuse is not None:
+            self._defuse.add(op)
+        self.program._version += 1
+
+    def _prepend_op(self, type, inputs=None, outputs=None, attrs=None):
+        return self._insert_op(0, type, inputs, outputs, attrs)
+
+    def insert_after(self, anchor, type, inputs=None, outputs=None, attrs=None):
+        """Insert a new op right after ``anchor`` (an Operator of this block)."""
+        return self._insert_op(self._index_of(anchor) + 1, type, inputs, outputs, attrs)
+
+    def insert_before(self, anchor, type, inputs=None, outputs=None, attrs=None):
+        """Insert a new op right before ``anchor`` (an Operator of this block)."""
+        return self._insert_op(self._index_of(anchor), type, inputs, outputs, attrs)
+
+    @contextlib.contextmanager
+    def edits(self):
+        """Many insertions by reference in one pass over the ops (linear, where one ``insert_after``
+        at a time costs a scan of the block each)::
+
+            with block.edits() as e:
+                split = e.insert_after(grad_op, "split_byref", ...)
+                e.insert_after(split, "send", ...)        # a new op can anchor the next one
+
+        The result is what inserting them one at a time would give (a second op inserted after the
+        same anchor lands between the anchor and the first). The block's ops change when the ``with``
+        ends (not at all if it raises)."""
+        e = _BlockEdits(self)
+        yield e
+        e.commit()
+
+    def _index_of(self, op):
+        try:
+            return self._ops.index(op)      # by identity: Operator defines no __eq__
+        except ValueError:
+            raise ValueError("op %r is not in block %d" % (op.type, self.idx)) from None
+
+    def _remove_op(self, index, end=None):
+        if isinstance(index, Operator):
+            index = self._index_of(index)
+        if end is None:
+            end = index + 1
+        gone = self._ops[index:end]
+        del self._ops[index:end]
+        self._removed(gone)
+
+    def remove_op(self, op):
+        """Remove ``op`` (an Operator of this block)."""
+        self._remove_op(self._index_of(op))
+
+    def remove_ops(self, ops):
+        ids = {id(o) for o in ops}
+        gone = [o for o in self._ops if id(o) in ids]
+        self._ops = [o for o in self._ops if id(o) not in ids]
+        self._removed(gone)
+
+    def _removed(self, ops):
+        if self._defuse is not None:
+            for op in ops:
+                self._defuse.discard(op)
+        self.program._version += 1
+
+    def _sync_with_cpp(self):
+        """Kept for Paddle compatibility; there is nothing to sync."""
+
+    def to_string(self, throw_on_error=False, with_details=False):
+        lines = ["{ // block %d" % self.idx]
+        for v in self.vars.values():
+            lines.append("    " + v.to_string())
+        lines.append("")
+        for op in self.ops:
+            lines.append("    " + op.to_string())
+        lines.append("}")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.to_string()

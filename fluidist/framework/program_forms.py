@@ -1,0 +1,138 @@
+"""The Program's copies and forms: ``clone(for_test)`` (objects copied directly, no JSON round trip)
+and the lossless JSON form (``to_dict`` / ``from_dict``). Functions filling a new Program, so that
+this module sits below :mod:`fluidist.framework.program`."""
+from __future__ import annotations
+
+import copy
+
+from . import registry
+from .block import Block, Operator
+from .op_role import OP_ROLE_ATTR, OpRole
+from .serialization import (FORMAT_VERSION, PROGRAM_FIELDS, attr_from_json, attr_to_json, object_from_json,
+                            object_to_json)
+from .variable import GRAD_SUFFIX, Parameter, Variable, _copy_var
+
+def clone_into(src, p, for_test=False):
+    """Fill the new Program ``p`` with a deep copy of ``src`` (blocks, variables, ops; attrs that are
+    Blocks point into the copy). With ``for_test``: without backward, optimize and LR-schedule ops,
+    dropout/batch_norm in test mode."""
+    p.blocks = []
+    for b in src.blocks:
+        nb = Block(p, b.idx, b.parent_idx)
+        nb.forward_block_idx = b.forward_block_idx
+        p.blocks.append(nb)
+    for b, nb in zip(src.blocks, p.blocks):
+        for name, v in b.vars.items():
+            nb.vars[name] = _copy_var(v, nb)
+        nb._ops = [_copy_op(op, nb, p.blocks) for op in b.ops]
+    p._seed = src._seed
+    for k in PROGRAM_FIELDS:
+        setattr(p, k, copy.copy(getattr(src, k)))
+    if for_test:
+        _strip_training(p)
+    p._version = 0
+    return p
+
+
+def _copy_op(op, block, blocks):
+    """``op`` as an op of ``block`` (names and attrs copied; Block attrs point into ``blocks``)."""
+    new = object.__new__(Operator)
+    new.block = block
+    new.type = op.type
+    new.inputs = {k: list(v) for k, v in op.inputs.items()}
+    new.outputs = {k: list(v) for k, v in op.outputs.items()}
+    new.attrs = _remap_blocks(op.attrs, blocks)
+    return new
+
+
+def to_dict(program):
+    """The lossless JSON-ready form (``to_json`` -> ``from_json`` -> ``to_json`` is exact)."""
+    blocks = []
+    for b in program.blocks:
+        blocks.append({
+            "idx": b.idx, "parent_idx": b.parent_idx, "forward_block_idx": b.forward_block_idx,
+            "vars": [_var_to_json(v) for v in b.vars.values()],
+            "ops": [{"type": op.type,
+                     "inputs": {k: list(v) for k, v in op.inputs.items()},
+                     "outputs": {k: list(v) for k, v in op.outputs.items()},
+                     "attrs": {k: attr_to_json(v) for k, v in op.attrs.items()}} for op in b.ops],
+        })
+    return {"fluidist_program": FORMAT_VERSION, "random_seed": program.random_seed,
+            "fields": {k: getattr(program, k) for k in PROGRAM_FIELDS}, "blocks": blocks}
+
+def from_dict_into(d, p):
+    """Fill the new Program ``p`` from ``d`` (:func:`to_dict`'s form); a dict of another format is a ValueError."""
+    if not isinstance(d, dict) or d.get("fluidist_program") != FORMAT_VERSION:
+        raise ValueError("not a fluidist program of format %d: %r"
+                         % (FORMAT_VERSION, d.get("fluidist_program") if isinstance(d, dict) else d))
+    p.blocks = []
+    for bd in d["blocks"]:
+        b = Block(p, bd["idx"], bd["parent_idx"])
+        b.forward_block_idx = bd.get("forward_block_idx", -1)
+        p.blocks.append(b)
+    for bd, b in zip(d["blocks"], p.blocks):
+        for vd in bd["vars"]:
+            vd = dict(vd)
+            if vd.pop("parameter", False):
+                vd["regularizer"] = object_from_json(vd.get("regularizer"))
+                vd["gradient_clip_attr"] = object_from_json(vd.get("gradient_clip_attr"))
+                v = Parameter(b, **vd)
+            else:
+                v = Variable(b, **vd)
+            b.vars[v.name] = v
+        b._ops = [Operator(b, od["type"], od["inputs"], od["outputs"],
+                           {k: attr_from_json(v, p.blocks) for k, v in od["attrs"].items()})
+                  for od in bd["ops"]]
+    p._seed = d.get("random_seed", 0)
+    for k, v in d.get("fields", {}).items():
+        if k in PROGRAM_FIELDS:
+            setattr(p, k, v)
+    p.current_block_idx = 0
+    p._version = 0
+    return p
+
+
+def _var_to_json(v):
+    m = v._meta()
+    if m.get("parameter"):
+        m["regularizer"] = object_to_json(m["regularizer"])
+        m["gradient_clip_attr"] = object_to_json(m["gradient_clip_attr"])
+    return m
+
+
+def _remap_blocks(attrs, blocks):
+    """A copy of ``attrs`` whose Block values point at the same-index blocks of ``blocks``."""
+    out = {}
+    for k, v in attrs.items():
+        if type(v) is list:
+            v = [blocks[x.idx] if isinstance(x, Block) else (_copy_list(x) if type(x) is list else x) for x in v]
+        elif isinstance(v, Block):
+            v = blocks[v.idx]
+        out[k] = v
+    return out
+
+
+def _copy_list(v):
+    return [_copy_list(x) if type(x) is list else x for x in v]
+
+
+def _set_test_mode(program):
+    """Ops with an ``is_test`` attr (dropout, batch_norm, ... as the registry says) run in test mode."""
+    for b in program.blocks:
+        for op in b.ops:
+            opdef = registry.lookup(op.type)
+            if "is_test" in op.attrs or (opdef is not None and "is_test" in opdef.attrs):
+                op.attrs["is_test"] = True
+    program._version += 1
+
+
+def _strip_training(program):
+    """Drop backward, optimize and LR-schedule ops, and switch dropout/batch_norm to test mode."""
+    drop = OpRole.Backward | OpRole.Optimize | OpRole.LRSched
+    for b in program.blocks:
+        b.ops = [op for op in b.ops if not (int(op.attrs.get(OP_ROLE_ATTR, 0)) & drop)]
+        used = {n for op in b.ops for n in op.input_arg_names + op.output_arg_names}
+        for name in list(b.vars):
+            if GRAD_SUFFIX in name and name not in used:
+                del b.vars[name]
+    _set_test_mode(program)
