@@ -1,0 +1,182 @@
+"""Inference models: the pruned program in ``__model__`` plus its persistables."""
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Sequence
+
+from ..framework.graph import ops_needed_for
+from ..framework.program import Program, Variable
+from ..paddle_format import program_desc as paddle_program
+
+from .common import (INDEX_FILE, MODEL_FILE, _as_program, _read_index_file, _save_format, _sha256, _write_bytes,
+                     is_persistable)
+from .vars import _ArchiveSource, _is_archive, _save, load_persistables
+
+if TYPE_CHECKING:  # for the annotations only
+    from ..core.scope import Scope
+    from ..executor.executor import Executor
+
+
+
+
+# ---------------------------------------------------------------- inference models
+def _prune_for_inference(program, feeds, targets):
+    """Keep, in the (already test-mode) ``program``, only the ops and global variables that compute
+    ``targets`` from ``feeds`` and persistables; raise if a needed value has no source."""
+    block = program.global_block()
+    keep = ops_needed_for(block, targets, feeds)
+    block.ops = [block.ops[i] for i in keep]
+    available = set(feeds)
+    for op in block.ops:
+        for n in op.input_arg_names:
+            if n in available:
+                continue
+            v = block._find_var_recursive(n)
+            if v is None or not v.persistable:
+                raise ValueError("save_inference_model: op %r needs variable %r, which is neither fed "
+                                 "(feeded_var_names=%s) nor persistable nor computed from them"
+                                 % (op.type, n, list(feeds)))
+        available.update(op.output_arg_names)
+    for t in targets:
+        if t not in available and not block._find_var_recursive(t).persistable:
+            raise ValueError("save_inference_model: target %r is not computed from the feeds %s"
+                             % (t, list(feeds)))
+    used = set(feeds) | set(targets)
+    for b in program.blocks:
+        for op in b.ops:
+            used.update(op.input_arg_names)
+            used.update(op.output_arg_names)
+    for name in list(block.vars):
+        if name not in used:
+            del block.vars[name]
+    program._version += 1
+    return program
+
+
+def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_vars: Sequence[Variable],
+                         executor: Executor, main_program: Program | None = None, model_filename: str | None = None,
+                         params_filename: str | None = None, export_for_deployment: bool = True,
+                         program_only: bool = False, scope: Scope | None = None,
+                         format: str | None = None) -> list[str]:
+    """Save the part of ``main_program`` that computes ``target_vars`` from ``feeded_var_names``
+    (test mode: no backward/optimize ops, dropout/batch_norm switched to inference) and the
+    persistables it reads. Returns the target names.
+
+    With ``export_for_deployment=False`` the whole program is written, unpruned, to
+    ``<model_filename>.main_program`` with all its persistables, as Paddle does. With
+    ``format="paddle"`` the files are Paddle's (a ProgramDesc with feed and fetch ops, LoDTensor
+    files), for Paddle 1.8 and Paddle Inference to load.
+    """
+    fmt = _save_format(format)
+    if isinstance(feeded_var_names, str):
+        feeded_var_names = [feeded_var_names]
+    elif not isinstance(feeded_var_names, (list, tuple)) or not all(isinstance(n, str) for n in feeded_var_names):
+        raise TypeError("feeded_var_names must be a list of variable names (str)")
+    if isinstance(target_vars, Variable):
+        target_vars = [target_vars]
+    elif not isinstance(target_vars, (list, tuple)) or not target_vars or \
+            not all(isinstance(v, Variable) for v in target_vars):
+        raise TypeError("target_vars must be a Variable or a non-empty list of Variables")
+    program = _as_program(main_program)
+    gb = program.global_block()
+    for n in feeded_var_names:
+        if gb._find_var_recursive(n) is None:
+            raise ValueError("feed variable %r is not a variable of the program" % n)
+    targets = [v.name for v in target_vars]
+    for n in targets:
+        if gb._find_var_recursive(n) is None:
+            raise ValueError("target variable %r is not a variable of the program" % n)
+    os.makedirs(dirname, exist_ok=True)
+    model_basename = os.path.basename(model_filename) if model_filename else MODEL_FILE
+    params_filename = os.path.basename(params_filename) if params_filename else None
+    if export_for_deployment:
+        infer = _prune_for_inference(program.clone(for_test=True), list(feeded_var_names), targets)
+        if fmt == "paddle":
+            blob = paddle_program.write_program(infer, model_basename, list(feeded_var_names), targets)
+        else:
+            d = infer.to_dict()
+            d["feed_target_names"] = list(feeded_var_names)
+            d["fetch_target_names"] = targets
+            blob = json.dumps(d).encode("utf-8")
+    else:
+        infer = program
+        model_basename += ".main_program"
+        blob = (paddle_program.write_program(program, model_basename) if fmt == "paddle"
+                else program.to_json().encode("utf-8"))
+    _write_bytes(os.path.join(dirname, model_basename), blob)
+    if not program_only:
+        _save(executor, dirname, infer, None, is_persistable, params_filename, scope, fmt,
+              extra_files={model_basename: _sha256(blob)})
+    return targets
+
+
+def _model_checksum(dirname, model_basename, params_filename):
+    """The SHA-256 a fluidist index records for the model file, if any."""
+    try:
+        if params_filename is not None:
+            path = os.path.join(dirname, params_filename)
+            if os.path.isfile(path) and _is_archive(path):
+                src = _ArchiveSource(path, path)
+                src.close()
+                return src.files
+            return None
+        path = os.path.join(dirname, INDEX_FILE)
+        return _read_index_file(path)[1] if os.path.exists(path) else None
+    except ValueError:
+        return None  # a bad index is reported when the parameters are read
+
+
+def load_inference_model(dirname: str | None, executor: Executor, model_filename: str | bytes | None = None,
+                         params_filename: str | bytes | None = None, pserver_endpoints: list[str] | None = None,
+                         scope: Scope | None = None) -> list:
+    """Load a model written by ``save_inference_model`` (fluidist's or Paddle's, detected): its
+    parameters go into the scope.
+
+    Returns ``[program, feed_target_names, fetch_targets]`` (fetch_targets are Variables of
+    ``program``), ready for ``executor.run(program, feed={...}, fetch_list=fetch_targets)``. As in
+    Paddle, ``dirname=None`` reads the model from memory: ``model_filename`` and ``params_filename``
+    then hold the bytes of the program and of the combined parameters.
+    """
+    if dirname is None:
+        if params_filename is None or model_filename is None:
+            raise ValueError("with dirname=None, model_filename and params_filename must hold the bytes of the "
+                             "program and of the parameters")
+        blob, where = bytes(model_filename), "<model bytes>"
+    else:
+        if not os.path.isdir(dirname):
+            raise ValueError("there is no directory named %r" % dirname)
+        model_basename = os.path.basename(model_filename) if model_filename else MODEL_FILE
+        params_filename = os.path.basename(params_filename) if params_filename else None
+        where = os.path.join(dirname, model_basename)
+        if not os.path.exists(where):
+            raise FileNotFoundError("no inference model at %s (written by save_inference_model)" % where)
+        with open(where, "rb") as f:
+            blob = f.read()
+        sums = _model_checksum(dirname, model_basename, params_filename)
+        if sums is not None and model_basename in sums and sums[model_basename] != _sha256(blob):
+            raise ValueError("%s is corrupt: its SHA-256 does not match the index" % where)
+    if blob[:1] == b"{":
+        try:
+            d = json.loads(blob.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError("%s is not an inference model's JSON form: %s" % (where, e))
+        if "feed_target_names" not in d or "fetch_target_names" not in d:
+            raise ValueError("%s holds a program but no feed/fetch target names: it was not written by "
+                             "save_inference_model" % where)
+        program = Program.from_dict(d)
+        feeds, fetches = list(d["feed_target_names"]), list(d["fetch_target_names"])
+    elif paddle_program.is_program_desc(blob):
+        program, feeds, fetches = paddle_program.read_program(blob, where)
+    else:
+        raise ValueError("%s is neither a fluidist inference model (JSON) nor a Paddle ProgramDesc" % where)
+    load_persistables(executor, dirname, program, params_filename, scope=scope)
+    if pserver_endpoints:
+        for op in program.global_block().ops:
+            if op.has_attr("epmap"):
+                op._set_attr("epmap", list(pserver_endpoints))
+    gb = program.global_block()
+    for n in fetches:
+        if gb._find_var_recursive(n) is None:
+            raise ValueError("%s: fetch target %r is not a variable of the program" % (where, n))
+    return [program, feeds, [gb._var_recursive(n) for n in fetches]]

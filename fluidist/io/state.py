@@ -1,0 +1,211 @@
+"""``fluid.save`` / ``fluid.load`` and the program state (``load_program_state`` / ``set_program_state``)."""
+from __future__ import annotations
+
+import os
+import urllib.parse
+import warnings
+
+import numpy as np
+
+from ..core.place import CPUPlace, cupy_module, to_host
+from ..core.scope import global_scope
+from ..core.tensor import SelectedRows
+from ..paddle_format import program_desc as paddle_program
+from ..paddle_format import safe_pickle
+from ..paddle_format.tensor_stream import PaddleFormatError
+
+from .common import (INDEX_FILE, _as_program, _logger, _read_scope, _save_format, _unique_vars, _write_bytes,
+                     get_program_parameter, get_program_persistable_vars, is_belong_to_optimizer, is_persistable)
+from .vars import _ArchiveSource, _DirSource, _commit, _is_archive, _read_own, _read_vars, _save_own, load_vars
+
+
+
+
+# ---------------------------------------------------------------- fluid.save / fluid.load
+def _prefix(model_path):
+    for suffix in (".pdparams", ".pdopt", ".pdmodel"):
+        if model_path.endswith(suffix):
+            return model_path[:-len(suffix)]
+    return model_path
+
+
+def save(program, model_path, scope=None, format=None):
+    """``model_path + .pdparams`` (the Parameters), ``.pdopt`` (the optimizer's variables) and
+    ``.pdmodel`` (the program), as Paddle 1.8's ``fluid.save``.
+
+    fluidist's format: ``.npz`` archives (``.pdopt`` only when there are optimizer variables) and the
+    program's JSON form. ``format="paddle"``: Paddle's pickled dicts of arrays (written opcode by
+    opcode, see ``paddle_format.safe_pickle``) and a ProgramDesc, for Paddle 1.8's ``fluid.load``.
+    """
+    fmt = _save_format(format)
+    program = _as_program(program)
+    if not os.path.basename(model_path):
+        raise ValueError("model_path %r must be dirname/file_prefix, not a directory" % model_path)
+    dirname, base = os.path.split(os.path.abspath(model_path))
+    os.makedirs(dirname, exist_ok=True)
+    scope = scope if scope is not None else global_scope()
+    params = [(v.name, v) for v in get_program_parameter(program)]
+    opt = [(v.name, v) for v in _unique_vars(program.list_vars()) if is_belong_to_optimizer(v)]
+    if fmt == "paddle":
+        for suffix, selected in ((".pdparams", params), (".pdopt", opt)):
+            state = {name: _dense(value) for name, value, _ in _read_scope(scope, selected)}
+            _write_bytes(os.path.join(dirname, base + suffix), safe_pickle.dumps_state(state))
+        _write_bytes(os.path.join(dirname, base + ".pdmodel"), paddle_program.write_program(program, base))
+        return
+    _save_own(dirname, _read_scope(scope, params), base + ".pdparams")
+    if opt:
+        _save_own(dirname, _read_scope(scope, opt), base + ".pdopt")
+    _write_bytes(os.path.join(dirname, base + ".pdmodel"), program.to_json().encode("utf-8"))
+
+
+def _read_state_file(path, names=None):
+    """``{name: array}`` from a ``.pdparams`` / ``.pdopt`` file of either format (detected)."""
+    if _is_archive(path):
+        src = _ArchiveSource(path, path)
+        wanted = names if names is not None else list(src.index)
+        out = {}
+        try:
+            for n in wanted:
+                if n in src.index:
+                    value, _ = _read_own(src, n, None)
+                    out[n] = _dense(value)
+        finally:
+            src.close()
+        return out
+    state = safe_pickle.load_state_file(path)
+    for k, v in state.items():
+        if not isinstance(k, str) or not isinstance(v, np.ndarray):
+            raise PaddleFormatError("%s: entry %r is a %s, not a named array" % (path, k, type(v).__name__))
+    return state
+
+
+def _state_values(path, selected):
+    state = _read_state_file(path, [n for n, _ in selected])
+    out = []
+    for name, decl in selected:
+        if name not in state:
+            raise ValueError("cannot find variable %r in %s" % (name, path))
+        out.append((name, state[name], []))
+    return out
+
+
+def load(program, model_path, executor=None, var_list=None, scope=None):
+    """Load what ``save`` wrote (either format, detected) into the scope, as Paddle 1.8's
+    ``fluid.load``: the Parameters from ``.pdparams``, the optimizer's variables from ``.pdopt``
+    (which must exist when the program has any). Without ``.pdparams``, ``model_path`` is read as
+    a directory of ``save_persistables`` / ``save_vars`` files, or, with ``var_list``, as one
+    combined file. Shapes and dtypes are checked; a failed load leaves the scope as it was."""
+    program = _as_program(program)
+    scope = scope if scope is not None else global_scope()
+    place = getattr(executor, "place", None) or CPUPlace()
+    prefix = _prefix(model_path)
+    params_path = prefix + ".pdparams"
+    if not os.path.exists(params_path):
+        _logger.warning("%s not found, trying to load files saved with save_params / save_persistables / "
+                        "save_vars", params_path)
+        if executor is None:
+            raise ValueError("executor is required when loading files saved with save_params, "
+                             "save_persistables or save_vars")
+        if os.path.isdir(model_path):
+            src = _DirSource(model_path)
+            chosen = [v for v in _unique_vars(program.list_vars()) if is_persistable(v) and (
+                src.has(v.name) or os.path.isfile(os.path.join(model_path, v.name)))]
+            load_vars(executor, model_path, program, vars=chosen, scope=scope)
+            return
+        if os.path.isfile(model_path):
+            if var_list is None:
+                raise ValueError("var_list is required when loading a single file saved with save_params, "
+                                 "save_persistables or save_vars")
+            names = {v.name for v in program.list_vars()}
+            for v in var_list:
+                if v.name not in names:
+                    raise LookupError("variable %r of var_list is not in the program" % v.name)
+            dirname, filename = os.path.split(model_path)
+            load_vars(executor, dirname, program, vars=var_list, filename=filename, scope=scope)
+            return
+        raise FileNotFoundError("cannot load %s: neither %s nor a directory or file of that name exists"
+                                % (model_path, params_path))
+    params = [(v.name, v) for v in get_program_parameter(program)]
+    loaded = _state_values(params_path, params)
+    opt = [(v.name, v) for v in _unique_vars(program.list_vars()) if is_belong_to_optimizer(v)]
+    if opt:
+        opt_path = prefix + ".pdopt"
+        if not os.path.exists(opt_path):
+            raise FileNotFoundError("the program has optimizer variables (%s...) but %s does not exist"
+                                    % (opt[0][0], opt_path))
+        loaded += _state_values(opt_path, opt)
+    _commit(loaded, dict(params + opt), scope, place, prefix)
+
+
+def load_program_state(model_path, var_list=None):
+    """``{name: ndarray}`` of what ``save`` wrote (``.pdparams`` merged with ``.pdopt``), or, as
+    Paddle does without ``.pdparams``, of a directory of variable files (every file, by its name)
+    or of one combined file (the variables of ``var_list``)."""
+    prefix = _prefix(model_path)
+    params_path = prefix + ".pdparams"
+    if os.path.exists(params_path):
+        state = _read_state_file(params_path)
+        if os.path.exists(prefix + ".pdopt"):
+            state.update(_read_state_file(prefix + ".pdopt"))
+        return state
+    _logger.warning("%s not found, trying to load files saved with save_params / save_persistables / "
+                    "save_vars", params_path)
+    if os.path.isfile(model_path):
+        if var_list is None:
+            raise ValueError("var_list can not be None when model_path is a file")
+        dirname, filename = os.path.split(model_path)
+        selected = [(v.name, v) for v in var_list]
+        return {n: _dense(v) for n, v, _ in _read_vars(dirname, selected, filename)}
+    if not os.path.isdir(model_path):
+        raise FileNotFoundError("cannot load %s: neither %s nor a directory or file of that name exists"
+                                % (model_path, params_path))
+    if var_list is not None:
+        selected = [(v.name, v) for v in var_list]
+    elif os.path.exists(os.path.join(model_path, INDEX_FILE)):
+        selected = [(n, None) for n in _DirSource(model_path).index]
+    else:
+        selected = []
+        for root, _, files in os.walk(model_path):
+            for f in sorted(files):
+                rel = os.path.relpath(os.path.join(root, f), model_path).replace(os.sep, "/")
+                selected.append((rel[:-4] if rel.endswith(".npy") else rel, None))
+        selected = [(urllib.parse.unquote(n), d) if n.endswith(".npy") else (n, d) for n, d in selected]
+    return {n: _dense(v) for n, v, _ in _read_vars(model_path, selected, None)}
+
+
+def _dense(value):
+    return value.to_dense(np) if isinstance(value, SelectedRows) else value
+
+
+def set_program_state(program, state_dict):
+    """Set the persistable variables of ``program`` found in ``state_dict`` (``{name: ndarray}``), in
+    the global scope, where the startup program must have made them: each must match the shape and
+    dtype it has there. Keys the program does not use are warned about. Everything is checked
+    before anything is set."""
+    program = _as_program(program)
+    scope = global_scope()
+    todo = []
+    for v in get_program_persistable_vars(program):
+        if v.name not in state_dict:
+            continue
+        current = scope._find_value(v.name)
+        if current is None:
+            raise ValueError("variable %r has no value in the scope: run the startup program before "
+                             "set_program_state" % v.name)
+        new = np.asarray(state_dict[v.name])
+        cur = to_host(current.value if isinstance(current, SelectedRows) else current)
+        if tuple(new.shape) != tuple(np.shape(cur)):
+            raise ValueError("shape mismatch for variable %r: the program holds %s, the state %s"
+                             % (v.name, list(np.shape(cur)), list(new.shape)))
+        if new.dtype != np.asarray(cur).dtype:
+            raise ValueError("dtype mismatch for variable %r: the program holds %s, the state %s"
+                             % (v.name, np.asarray(cur).dtype.name, new.dtype.name))
+        todo.append((v.name, current, new))
+    for name, current, new in todo:
+        on_host = isinstance(current.value if isinstance(current, SelectedRows) else current, np.ndarray)
+        scope.var(name).set_value(new.copy() if on_host else cupy_module().asarray(new))
+    used = {n for n, _, _ in todo}
+    unused = [k for k in state_dict if k not in used]
+    if unused:
+        warnings.warn("these entries of the state are not variables of the program and were not set: %s"
+                      % " ".join(sorted(unused)))

@@ -1,0 +1,294 @@
+"""``save_vars`` / ``load_vars`` and their Paddle names (params, persistables), in fluidist's format
+(directory or single ``.npz`` file) or Paddle's."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core.place import CPUPlace
+from ..core.scope import global_scope
+from ..core.tensor import SelectedRows
+from ..framework.dtypes import VarType
+from ..framework.program import Program
+from ..paddle_format import files as paddle_files
+
+from .common import (INDEX_FILE, INDEX_KEY, _ZIP_MAGIC, _index_text, _npy_bytes, _npz_bytes, _own_arrays,
+                     _parse_index, _plain_file_name, _read_index_file, _read_scope, _save_format, _select, _sha256,
+                     _write_bytes, file_stem, is_parameter, is_persistable)
+
+if TYPE_CHECKING:  # for the annotations only
+    from ..core.scope import Scope
+    from ..executor.executor import Executor
+
+
+
+
+# ---------------------------------------------------------------- save
+def _save_own(dirname, values, filename, extra_files=None):
+    arrays, index = _own_arrays(values)
+    sums = dict(extra_files or {})
+    if filename is not None:
+        members = {stem + ".npy": _npy_bytes(arr) for stem, arr in arrays.items()}
+        sums.update({member: _sha256(blob) for member, blob in members.items()})
+        members[INDEX_KEY + ".npy"] = _npy_bytes(np.frombuffer(
+            _index_text(index, sums).encode("utf-8"), dtype=np.uint8))
+        _write_bytes(os.path.join(dirname, filename), _npz_bytes(members))
+        return
+    for stem, arr in arrays.items():  # one file's bytes in memory at a time
+        blob = _npy_bytes(arr)
+        sums[stem + ".npy"] = _sha256(blob)
+        _write_bytes(os.path.join(dirname, stem + ".npy"), blob)
+    index_path = os.path.join(dirname, INDEX_FILE)
+    entries, files = {}, {}
+    if os.path.exists(index_path):
+        entries, old_files = _read_index_file(index_path)
+        files = dict(old_files or {})
+    entries.update(index)
+    files.update(sums)
+    _write_bytes(index_path, _index_text(entries, files).encode("utf-8"))
+
+
+def _save(executor, dirname, main_program, vars, predicate, filename, scope, format, extra_files=None):
+    fmt = _save_format(format)
+    scope = scope if scope is not None else global_scope()
+    selected = _select(main_program, vars, predicate)
+    if fmt == "paddle":
+        selected = [(n, d) for n, d in selected if d is None or d.type != VarType.RAW]
+    values = _read_scope(scope, selected)
+    os.makedirs(dirname, exist_ok=True)
+    if fmt == "paddle":
+        paddle_files.save_files(dirname, values, filename, _write_bytes)
+    else:
+        _save_own(dirname, values, filename, extra_files)
+
+
+def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None, scope=None,
+              format=None):
+    """Save ``vars`` (or the variables of ``main_program`` that ``predicate`` accepts) from the scope.
+
+    fluidist's format: without ``filename`` each variable becomes ``dirname/<stem>.npy`` and
+    ``__index__.json`` is updated (entries of earlier saves into the same directory are kept); with
+    ``filename`` all go into the ``.npz`` archive ``dirname/filename``. ``format="paddle"``: Paddle's
+    LoDTensor files, ``dirname/<variable name>`` each, or all in ``dirname/filename``.
+    """
+    _save(executor, dirname, main_program, vars, predicate, filename, scope, format)
+
+
+def save_params(executor, dirname, main_program=None, filename=None, scope=None, format=None):
+    """Save the Parameters of ``main_program`` (not optimizer accumulators or the learning rate)."""
+    save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope,
+              format=format)
+
+
+def save_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None, scope: Scope | None = None, format: str | None = None) -> None:
+    """Save every persistable variable of ``main_program``: parameters, accumulators, LR, counters."""
+    save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope,
+              format=format)
+
+
+# ---------------------------------------------------------------- load: fluidist's format
+class _DirSource:
+    """A directory of ``.npy`` files, with or without ``__index__.json``."""
+
+    def __init__(self, dirname):
+        self.where = dirname
+        path = os.path.join(dirname, INDEX_FILE)
+        self.has_index = os.path.exists(path)
+        self.index, self.files = _read_index_file(path) if self.has_index else ({}, None)
+
+    def has(self, name):
+        return name in self.index or os.path.isfile(os.path.join(self.where, file_stem(name) + ".npy"))
+
+    def member(self, name, member):
+        _plain_file_name(member, os.path.join(self.where, INDEX_FILE))
+        path = os.path.join(self.where, member)
+        paddle_files.inside(self.where, path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError("cannot load variable %r: file %s does not exist" % (name, path))
+        with open(path, "rb") as f:
+            blob = f.read()
+        _check_sum(self.files, member, blob, path, name, self.has_index)
+        return _npy_from_bytes(blob, path, name)
+
+    def close(self):
+        pass
+
+
+class _ArchiveSource:
+    """A fluidist ``.npz`` archive (a path, or its bytes)."""
+
+    def __init__(self, source, where):
+        self.where = where
+        try:
+            self.zf = zipfile.ZipFile(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source)
+        except (zipfile.BadZipFile, OSError) as e:
+            raise ValueError("%s is not a fluidist variables archive: %s" % (where, e))
+        names = set(self.zf.namelist())
+        if INDEX_KEY + ".npy" not in names:
+            self.zf.close()
+            raise ValueError("%s is not a fluidist variables archive (no %r entry)" % (where, INDEX_KEY))
+        raw = _npy_from_bytes(self._raw(INDEX_KEY + ".npy"), where, INDEX_KEY)
+        try:
+            d = json.loads(bytes(raw).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError("%s: its index cannot be read: %s" % (where, e))
+        self.index, self.files = _parse_index(d, where)
+
+    def _raw(self, member):
+        try:
+            return self.zf.read(member)
+        except (zipfile.BadZipFile, OSError) as e:  # a bad CRC-32, a truncated archive
+            raise ValueError("%s is corrupt: member %s cannot be read (%s)" % (self.where, member, e))
+
+    def has(self, name):
+        return name in self.index
+
+    def member(self, name, member):
+        if member not in self.zf.namelist():
+            raise KeyError("cannot load variable %r: it is not in %s" % (name, self.where))
+        blob = self._raw(member)
+        _check_sum(self.files, member, blob, "%s[%s]" % (self.where, member), name, True)
+        return _npy_from_bytes(blob, self.where, name)
+
+    def close(self):
+        self.zf.close()
+
+
+def _check_sum(files, member, blob, where, name, indexed):
+    if files is None or not indexed:
+        return
+    want = files.get(member)
+    if want is None:
+        raise ValueError("%s (variable %r) is not recorded in the index: refusing a file it does not vouch for"
+                         % (where, name))
+    if _sha256(blob) != want:
+        raise ValueError("%s (variable %r) is corrupt: its SHA-256 does not match the index" % (where, name))
+
+
+def _npy_from_bytes(blob, where, name):
+    try:
+        return np.load(io.BytesIO(blob), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise ValueError("%s (variable %r) is not a readable NumPy file: %s" % (where, name, e))
+
+
+def _read_own(src, name, decl):
+    entry = src.index.get(name)
+    if entry is None:
+        if isinstance(src, _ArchiveSource):
+            raise KeyError("cannot load variable %r: it is not in %s" % (name, src.where))
+        # a plain ``<stem>.npy``; with a format-2 index it must still be one the index vouches for
+        entry = {"kind": "tensor", "stem": file_stem(name)}
+    if not isinstance(entry, dict) or entry.get("kind") not in ("tensor", "selected_rows") \
+            or not isinstance(entry.get("stem"), str):
+        raise ValueError("%s: the index entry of variable %r is malformed" % (src.where, name))
+    stem = entry["stem"]
+    if entry["kind"] == "selected_rows":
+        rows = src.member(name, _plain_file_name(stem + "@rows.npy", src.where))
+        value = src.member(name, _plain_file_name(stem + "@value.npy", src.where))
+        return SelectedRows(rows, value, int(entry["height"])), None
+    return src.member(name, _plain_file_name(stem + ".npy", src.where)), entry.get("lod") or []
+
+
+# ---------------------------------------------------------------- load
+def _check_against_decl(name, decl, arr, where):
+    if decl is None:
+        return
+    if decl.dtype is not None and arr.dtype.name != decl.dtype:
+        raise ValueError("variable %r from %s has dtype %s but the program declares %s"
+                         % (name, where, arr.dtype.name, decl.dtype))
+    if decl.shape is not None and decl.type != VarType.SELECTED_ROWS:
+        want = tuple(decl.shape)
+        ok = len(want) == arr.ndim and all(w < 0 or w == s for w, s in zip(want, arr.shape))
+        if not ok:
+            raise ValueError("shape mismatch for variable %r: the program declares %s but %s holds %s"
+                             % (name, list(want), where, list(arr.shape)))
+
+
+def _is_archive(path):
+    with open(path, "rb") as f:
+        return f.read(4) == _ZIP_MAGIC
+
+
+def _read_vars(dirname, selected, filename):
+    """``(name, value, lod)`` for each selected variable, from whichever format the files are in."""
+    if filename is not None:
+        if dirname is None:  # Paddle's "from memory": filename holds the bytes
+            blob = bytes(filename)
+            if blob[:4] == _ZIP_MAGIC:
+                return _read_own_all(_ArchiveSource(blob, "<params bytes>"), selected)
+            return paddle_files.read_combined(blob, "<params bytes>", selected)
+        path = os.path.join(dirname, filename)
+        if not os.path.isfile(path):
+            raise FileNotFoundError("cannot load variables: file %s does not exist" % path)
+        if _is_archive(path):
+            return _read_own_all(_ArchiveSource(path, path), selected)
+        return paddle_files.read_combined(path, path, selected)
+    if dirname is None or not os.path.isdir(dirname):
+        raise FileNotFoundError("cannot load variables: there is no directory %s" % dirname)
+    src = _DirSource(dirname)
+    out = []
+    for name, decl in selected:
+        if src.has(name):
+            value, lod = _read_own(src, name, decl)
+            out.append((name, value, lod))
+            continue
+        paddle_path = paddle_files.var_path(dirname, name)
+        if not os.path.isfile(paddle_path):
+            raise FileNotFoundError("cannot load variable %r: neither %s nor %s exists"
+                                    % (name, os.path.join(dirname, file_stem(name) + ".npy"), paddle_path))
+        out.extend(paddle_files.read_dir(dirname, [(name, decl)]))
+    return out
+
+
+def _read_own_all(src, selected):
+    try:
+        return [(name,) + tuple(_read_own(src, name, decl)) for name, decl in selected]
+    finally:
+        src.close()
+
+
+def _commit(loaded, decls, scope, place, where):
+    """Check every value against its declaration, then write them all into the scope."""
+    for name, value, _ in loaded:
+        if not isinstance(value, SelectedRows):
+            _check_against_decl(name, decls.get(name), value, where)
+    xp = place.xp
+    with place.device_context():
+        for name, value, lod in loaded:
+            if isinstance(value, SelectedRows):
+                if xp is not np:
+                    value = SelectedRows(xp.asarray(value.rows), xp.asarray(value.value), value.height)
+                scope.var(name).set_value(value)
+            else:
+                scope.var(name).set_value(value if xp is np else xp.asarray(value))
+                scope.var(name).get_tensor().set_lod(lod or [])
+
+
+def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None, scope=None):
+    """Load ``vars`` (or the variables of ``main_program`` that ``predicate`` accepts) into the scope,
+    on the executor's place, from fluidist's or Paddle's files (detected). Shapes and dtypes are
+    checked against the program's declarations; a failed load leaves the scope as it was."""
+    scope = scope if scope is not None else global_scope()
+    place = getattr(executor, "place", None) or CPUPlace()
+    selected = _select(main_program, vars, predicate)
+    loaded = _read_vars(dirname, selected, filename)
+    where = os.path.join(dirname, filename) if dirname is not None and filename is not None else dirname
+    _commit(loaded, dict(selected), scope, place, where or "<params bytes>")
+
+
+def load_params(executor, dirname, main_program=None, filename=None, scope=None):
+    load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope)
+
+
+def load_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None, scope: Scope | None = None) -> None:
+    """Load every persistable variable of ``main_program`` (saved by ``save_persistables``, by fluidist
+    or by Paddle: the format is detected) into ``scope``."""
+    load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope)
