@@ -183,7 +183,7 @@ def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match="enable_dc_asgd"):
         fluid.DistributeTranspiler(c)
     main, startup, _ = fc_model()
-    with pytest.raises(ValueError, match="not an ip:port"):
+    with pytest.raises(ValueError, match="pservers: .127.0.0.1. is not host:port"):
         transpile(main, startup, pservers="127.0.0.1")
     with pytest.raises(ValueError, match="not one of the pservers"):
         transpile(main, startup).get_pserver_program("127.0.0.1:1")
