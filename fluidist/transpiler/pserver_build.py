@@ -1,0 +1,340 @@
+"""pserver mode's pserver programs: ``build_pserver_program`` and ``build_pserver_startup`` compute a
+pserver's main and startup programs from the plan."""
+from collections import defaultdict
+
+import numpy as np
+
+from ..framework import registry
+from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from ..framework.program import Program
+from .slicing import orig_varname
+from .pserver_plan import DIST, RPC
+from .pserver_trainer import LR_STEP_VAR, _lr_step_name, _prefetch_names
+
+
+# ---------------------------------------------------------------------------------------- pserver
+def _pserver_var(block, src, name=None, shape=None, persistable=True):
+    if name is None:
+        name = src.name
+    if block.has_var(name):
+        return block.var(name)
+    return block.create_var(name=name, shape=shape if shape is not None else src.shape, dtype=src.dtype,
+                            type=src.type, lod_level=src.lod_level, persistable=persistable)
+
+
+def build_pserver_program(plan, endpoint, config):
+    """The program of the pserver at ``endpoint``: its parameter and gradient blocks, an LR block,
+    one optimize block per parameter block, the distributed table's blocks, and the
+    ``listen_and_serv`` op that runs them."""
+    if endpoint not in plan.endpoints:
+        raise ValueError("get_pserver_program: endpoint %r is not one of the pservers %s"
+                         % (endpoint, plan.endpoints))
+    origin = plan.origin_main
+    ob = origin.global_block()
+    prog = Program()
+    prog.random_seed = origin.random_seed
+    gb = prog.global_block()
+    pairs = plan.blocks_on(endpoint)
+    multi = plan.sync and plan.trainers > 1
+    recv_inputs = _declare_blocks(plan, gb, ob, pairs, multi)
+
+    optimize_blocks = []
+    lr_block_id = -1
+    if plan.lr_op_indices:
+        lr_block = prog._create_block(0)
+        for i in plan.lr_op_indices:
+            _clone_op_into(lr_block, ob.ops[i], origin, prog)
+        prog._rollback()
+        lr_block_id = lr_block.idx
+        optimize_blocks.append(lr_block)
+
+    grad_to_block, sparse_to_param = [], []
+    if lr_block_id >= 0 and not plan.sync:
+        for k in range(plan.trainers):
+            v = gb.create_var(name=_lr_step_name(k), shape=[1], dtype="float32")
+            recv_inputs.append(v.name)
+        grad_to_block.append("%s:%d" % (LR_STEP_VAR, lr_block_id))
+    optimize_blocks += _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param)
+    prefetch_to_block, checkpoint_block = [], -1
+    if plan.table is not None:
+        tb, pb_, cb = _append_table_blocks(plan, endpoint, prog, ob, multi, recv_inputs)
+        optimize_blocks.append(tb)
+        grad_to_block.append("%s:%d" % (plan.table.merged_grad(plan.endpoints.index(endpoint)), tb.idx))
+        prefetch_to_block.append("%s:%d" % (_prefetch_names(plan.endpoints.index(endpoint))[0], pb_.idx))
+        checkpoint_block = cb.idx
+    if not optimize_blocks:
+        blk = prog._create_block(0)
+        prog._rollback()
+        optimize_blocks.append(blk)
+    gb.append_op("listen_and_serv", inputs={"X": recv_inputs}, outputs={},
+                 attrs={"endpoint": endpoint, "pserver_id": plan.endpoints.index(endpoint),
+                        "Fanin": plan.trainers, "optimize_blocks": optimize_blocks,
+                        "distributed_mode": plan.distributed_mode,
+                        "grad_to_block_id": list(dict.fromkeys(grad_to_block)),
+                        "sparse_grad_to_param": sparse_to_param, "lr_decay_block_id": lr_block_id,
+                        "rpc_get_thread_num": 12, "rpc_send_thread_num": 12, "rpc_prefetch_thread_num": 12,
+                        "prefetch_var_name_to_block_id": prefetch_to_block, "checkpint_block_id": checkpoint_block,
+                        OP_ROLE_ATTR: RPC})
+    prog._is_distributed = True
+    prog._distributed_lookup_table = plan.table.name if plan.table is not None else None
+    prog._ps_endpoint = endpoint
+    prog._endpoints = list(plan.endpoints)
+    return prog
+
+
+def _declare_blocks(plan, gb, ob, pairs, multi):
+    """Declare this pserver's parameter and gradient blocks in its global block (with several sync
+    trainers, one gradient copy per trainer); returns the names ``listen_and_serv`` receives."""
+    recv_inputs = []
+    for pb, gb_ in pairs:
+        pv = ob.var(pb.orig)
+        _pserver_var(gb, pv, pb.server_name, pb.shape)
+        gv = ob.var(gb_.orig)
+        _pserver_var(gb, gv, gb_.server_name, gb_.shape)
+        if multi:
+            for k in range(plan.trainers):
+                v = _pserver_var(gb, gv, "%s.trainer_%d" % (gb_.server_name, k), gb_.shape, persistable=False)
+                recv_inputs.append(v.name)
+        else:
+            recv_inputs.append(gb_.server_name)
+    return recv_inputs
+
+
+def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param):
+    """One optimize block per parameter block held here (the trainers' gradients averaged first when
+    there are several sync trainers); appends to ``grad_to_block`` / ``sparse_to_param`` and returns
+    the blocks."""
+    blocks = []
+    per_param_count = {}
+    for pb, _ in pairs:
+        per_param_count[pb.orig] = per_param_count.get(pb.orig, 0) + 1
+    for pb, gblk in pairs:
+        param = pb.orig
+        ops_for_param = [ob.ops[i] for i in plan.opt_ops_of.get(param, ())]
+        if not ops_for_param:
+            continue
+        blk = prog._create_block(0)
+        merged = gblk.server_name
+        grad_to_block.append("%s:%d" % (merged, blk.idx))
+        if multi:
+            blk.append_op("sum", inputs={"X": ["%s.trainer_%d" % (merged, k) for k in range(plan.trainers)]},
+                          outputs={"Out": [merged]}, attrs={"use_mkldnn": False, OP_ROLE_ATTR: OpRole.Optimize})
+            # fluidist: row-sparse gradients are averaged too (Paddle only summed them, so a sparse
+            # table learned `trainers` times faster than the local run it should equal)
+            blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
+                          attrs={"scale": 1.0 / plan.trainers, OP_ROLE_ATTR: OpRole.Optimize})
+        rename = _block_renames(plan, pb, gblk, ob, per_param_count[param] > 1)
+        for op in ops_for_param:
+            _append_block_op(blk, op, rename, pb, ob, prog)
+            if registry.update_rule(op) is not None and gblk.orig in plan.sparse_grads:
+                sparse_to_param.append("%s:%s" % (merged, pb.server_name))
+        prog._rollback()
+        blocks.append(blk)
+    return blocks
+
+
+def _append_table_blocks(plan, endpoint, prog, ob, multi, recv_inputs):
+    """This pserver's shard of the distributed table: its update block, its prefetch block (ids in,
+    rows out) and its checkpoint block (``save`` into the directory a checkpoint request names)."""
+    t = plan.table
+    n = len(plan.endpoints)
+    k = plan.endpoints.index(endpoint)
+    gb = prog.global_block()
+    opt = {OP_ROLE_ATTR: OpRole.Optimize}
+    gb.create_var(name=t.name, shape=[t.shard_rows(k, n), t.width], dtype=t.dtype, persistable=True)
+    merged = t.merged_grad(k)
+    gb.create_var(name=merged, shape=[t.shard_rows(k, n), t.width], dtype=t.dtype, type="SELECTED_ROWS",
+                  persistable=True)
+    _pserver_var(gb, ob.var(t.lr), t.lr, persistable=True)
+    if t.optimizer != "sgd":
+        import warnings
+        warnings.warn("the distributed table %r is updated with SGD on the pservers (its optimizer %r is "
+                      "not used for it)" % (t.name, t.optimizer))
+    blk = prog._create_block(0)
+    if multi:
+        per_trainer = [t.trainer_grad(i, k, True, plan.trainers) for i in range(plan.trainers)]
+        for name in per_trainer:
+            gb.create_var(name=name, shape=[-1, t.width], dtype=t.dtype, type="SELECTED_ROWS")
+        recv_inputs.extend(per_trainer)
+        blk.append_op("sum", inputs={"X": per_trainer}, outputs={"Out": [merged]}, attrs=dict(opt, use_mkldnn=False))
+        blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
+                      attrs=dict(opt, scale=1.0 / plan.trainers))
+    else:
+        recv_inputs.append(merged)
+    blk.append_op("sgd", inputs={"Param": [t.name], "Grad": [merged], "LearningRate": [t.lr]},
+                  outputs={"ParamOut": [t.name]}, attrs=dict(opt, op_role_var=[t.name, merged]))
+    prog._rollback()
+    ids, rows = _prefetch_names(k)
+    gb.create_var(name=ids, shape=[-1, 1], dtype="int64")
+    gb.create_var(name=rows, shape=[-1, t.width], dtype=t.dtype)
+    pblk = prog._create_block(0)
+    pblk.append_op("lookup_sparse_table", inputs={"W": [t.name], "Ids": [ids]}, outputs={"Out": [rows]},
+                   attrs={"is_sparse": True, "is_distributed": True, "padding_idx": -1, "shard_num": n})
+    prog._rollback()
+    gb.create_var(name="kLookupTablePath", type="RAW", persistable=True)
+    cblk = prog._create_block(0)
+    cblk.append_op("save", inputs={"X": [t.name]}, attrs={"file_path": "none"})
+    prog._rollback()
+    return blk, pblk, cblk
+
+
+def _block_renames(plan, pb, gblk, ob, several_blocks_here):
+    """Names of the origin program -> names on this pserver for one param block's optimize ops."""
+    param, grad = pb.orig, gblk.orig
+    rename = {param: pb.server_name, grad: gblk.server_name}
+    rows_scale = {param: pb.shape, grad: gblk.shape}
+    acc_shape = {}
+    for n in plan.accumulators.get(param, ()):
+        rename[n] = plan.accumulator_name(n, pb, several_blocks_here)
+        acc_shape[rename[n]] = pb.shape
+    return {"names": rename, "shapes": rows_scale, "acc_shape": acc_shape}
+
+
+def _append_block_op(blk, op, rename, pb, ob, prog):
+    names = rename["names"]
+    gb = prog.global_block()
+
+    def mapped(n):
+        new = names.get(n)
+        if new is None:
+            # vars derived from the param or grad (fc_w@GRAD@CLIP, fc_w@L2DECAY) follow the block's shape
+            base = n.split("@")[0]
+            shape = None
+            for orig, s in rename["shapes"].items():
+                if n != orig and (n.startswith(orig + "@") or base == orig):
+                    shape = s
+            src = ob._find_var_recursive(n)
+            if src is not None and not gb.has_var(n):
+                _pserver_var(gb, src, n, shape, persistable=src.persistable)
+            return n
+        src = ob._find_var_recursive(n)
+        if src is not None and not gb.has_var(new):
+            shape = rename["acc_shape"].get(new)
+            _pserver_var(gb, src, new, shape, persistable=True)
+        return new
+
+    inputs = {slot: [mapped(n) for n in ns] for slot, ns in op.inputs.items()}
+    outputs = {slot: [mapped(n) for n in ns] for slot, ns in op.outputs.items()}
+    attrs = dict(op.attrs)
+    if attrs.get(OP_ROLE_VAR_ATTR):
+        attrs[OP_ROLE_VAR_ATTR] = [names.get(n, n) for n in attrs[OP_ROLE_VAR_ATTR]]
+    blk.append_op(op.type, inputs=inputs, outputs=outputs, attrs=attrs)
+
+
+def _clone_op_into(block, op, origin, prog):
+    """Copy an op (and the vars it names, and its sub-blocks) from ``origin`` into ``block``."""
+    gb = prog.global_block()
+    ob = op.block
+    for n in op.input_arg_names + op.output_arg_names:
+        src = ob._find_var_recursive(n)
+        if src is not None and not gb.has_var(n) and not block.has_var(n):
+            target = gb if src.block.idx == 0 else block
+            _pserver_var(target, src, n, persistable=src.persistable)
+    attrs = dict(op.attrs)
+    for k, v in op.attrs.items():
+        if hasattr(v, "ops") and hasattr(v, "idx"):
+            sub = prog._create_block(block.idx)
+            for sop in v.ops:
+                _clone_op_into(sub, sop, origin, prog)
+            prog._rollback()
+            attrs[k] = sub
+    block.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
+
+
+def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
+    """The pserver's startup: origin init ops for what lives here, renamed to its blocks. A block of
+    a randomly initialised parameter gets exactly the rows the whole parameter has under the origin
+    startup program and seed (fluidist; Paddle drew a fresh random block)."""
+    origin_startup = startup or plan.origin_startup
+    prog = Program()
+    prog.random_seed = origin_startup.random_seed
+    sb = prog.global_block()
+    pgb = pserver_program.global_block()
+    for v in pgb.vars.values():
+        sb._clone_variable(v, force_persistable=v.persistable)
+    blocks_here = {}
+    for p in plan.params:
+        for b in plan.param_blocks[p]:
+            if b.endpoint == endpoint and b.name != p:
+                blocks_here.setdefault(p, []).append(b)
+    table = plan.table
+    block_copies = defaultdict(list)   # accumulator -> its per-block copies here (two blocks of one param)
+    for name in pgb.vars:
+        if ".block" in name and name.startswith(orig_varname(name) + ".block"):
+            block_copies[orig_varname(name)].append(name)
+    for op in origin_startup.global_block().ops:
+        if int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST):
+            continue   # a trainer startup's own recv / fetch_barrier / concat
+        if table is not None and op.output_arg_names == [table.name]:
+            _append_table_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
+            continue
+        outs = op.output_arg_names
+        if len(outs) != 1:
+            continue
+        out = outs[0]
+        src = op.input("X") if op.type == "assign" else []
+        if src and src[0] in blocks_here:
+            # a copy of a sliced parameter (Lookahead's slow weights): each block copies its block
+            here = blocks_here[src[0]]
+            for b in here:
+                target = plan.accumulator_name(out, b, len(here) > 1)
+                if pgb.has_var(target):
+                    sb.append_op("assign", inputs={"X": [b.name]}, outputs={"Out": [target]})
+            continue
+        if out in blocks_here:
+            for b in blocks_here[out]:
+                _append_block_init(sb, op, out, b)
+        elif pgb.has_var(out):
+            attrs = dict(op.attrs)
+            kind = registry.fact(op, "init")
+            if kind in ("random", "fill") and pgb.var(out).shape is not None:
+                full = list(op.attrs.get("shape") or [])
+                attrs["shape"] = list(pgb.var(out).shape)
+                if kind == "random" and full != attrs["shape"]:
+                    attrs["salt"] = attrs.get("salt") or out
+            sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
+        else:
+            for name in block_copies.get(out, ()):
+                attrs = dict(op.attrs)
+                attrs["shape"] = list(pgb.var(name).shape)
+                sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
+    return prog
+
+
+def _append_table_init(sb, op, table, k, n):
+    """Shard ``k`` of the table gets rows k, k+n, ... of what the whole table gets locally."""
+    attrs = dict(op.attrs)
+    shape = [table.shard_rows(k, n), table.width]
+    kind = registry.fact(op, "init")
+    if kind == "random":
+        attrs.update(full_shape=list(op.attrs["shape"]), shape=shape, row_begin=k, row_end=table.rows,
+                     row_step=n, salt=op.attrs.get("salt") or table.name)
+    elif kind == "fill":
+        attrs["shape"] = shape
+    else:
+        raise ValueError("cannot initialise the distributed table %r on a pserver from a %r op"
+                         % (table.name, op.type))
+    sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
+
+
+def _append_block_init(sb, op, whole, b):
+    attrs = dict(op.attrs)
+    kind = registry.fact(op, "init")
+    if kind == "random":
+        attrs["full_shape"] = list(op.attrs["shape"])
+        attrs["shape"] = list(b.shape)
+        attrs["row_begin"], attrs["row_end"] = b.row_begin, b.row_begin + b.rows
+        attrs["salt"] = op.attrs.get("salt") or whole
+    elif kind == "fill":
+        attrs["shape"] = list(b.shape)
+    elif kind == "values":
+        width = int(np.prod(op.attrs["shape"][1:])) if len(op.attrs["shape"]) > 1 else 1
+        for key in ("fp32_values", "int32_values", "int64_values", "bool_values"):
+            vals = op.attrs.get(key) or []
+            if vals:
+                attrs[key] = vals[b.row_begin * width:(b.row_begin + b.rows) * width]
+        attrs["shape"] = list(b.shape)
+    else:
+        raise ValueError("cannot initialise block %r of %r: its init op %r is not a fill or random op"
+                         % (b.name, whole, op.type))
+    sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [b.name]}, attrs=attrs)

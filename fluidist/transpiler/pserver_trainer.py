@@ -1,0 +1,215 @@
+"""pserver mode's trainer rewrite: ``rewrite_trainer`` applies the plan to the trainer's main and
+startup programs in place (sends, barriers, recvs, the distributed table's prefetch), as Paddle did."""
+from ..framework import registry, unique_name
+from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, is_lr_sched_op, is_optimize_op
+from .pserver_plan import DIST, RPC, _ctrl_var, _is_table_lookup
+
+
+# ---------------------------------------------------------------------------------------- trainer
+def rewrite_trainer(plan, program, startup):
+    """Insert split/send/send_barrier/recv/fetch_barrier/concat into ``program`` and recv/concat
+    into ``startup`` (in place). Optimize and LR ops are removed later by ``finish_trainer``."""
+    block = program.global_block()
+    tid = plan.trainer_id
+    # create block vars / rename single-block grads
+    for p in plan.params:
+        g = plan.grad_of[p]
+        gv = block.var(g)
+        gbs = plan.grad_blocks[g]
+        if len(gbs) == 1:
+            if gbs[0].name != g:
+                block._rename_var(g, gbs[0].name)
+        else:
+            for b in gbs:
+                block.create_var(name=b.name, shape=b.shape, dtype=gv.dtype, type=gv.type)
+            pv = block.var(p)
+            for b in plan.param_blocks[p]:
+                block.create_var(name=b.name, shape=b.shape, dtype=pv.dtype, type=pv.type)
+    send_dummies = []
+    order = [plan.grad_of[p] for p in plan.params]
+    param_of = {g: p for p, g in plan.grad_of.items()}
+    with block.edits() as edits:
+        _insert_sends(plan, block, edits, order, param_of, send_dummies)
+    barrier_out = None
+    if plan.sync:
+        barrier_out = _ctrl_var(block).name
+        block.append_op("send_barrier", inputs={"X": send_dummies}, outputs={"Out": [barrier_out]},
+                        attrs={"endpoints": plan.endpoints, "trainer_id": tid, "half_async": False,
+                               OP_ROLE_ATTR: RPC})
+    recv_outs = []
+    for p in plan.params:
+        g = plan.grad_of[p]
+        pbs = plan.param_blocks[p]
+        outs = [b.name for b in pbs]
+        recv_outs.extend(outs)
+        dep = barrier_out if plan.sync else plan.send_dummies[g]
+        block.append_op("recv", inputs={"X": [dep]}, outputs={"Out": outs},
+                        attrs={"epmap": [b.endpoint for b in pbs], "recv_varnames": [], "trainer_id": tid,
+                               "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
+                               OP_ROLE_VAR_ATTR: [p, plan.grad_blocks[g][0].name if len(pbs) == 1 else g]})
+    if plan.sync:
+        block.append_op("fetch_barrier", inputs={"X": [barrier_out]}, outputs={"Out": recv_outs},
+                        attrs={"endpoints": plan.endpoints, "trainer_id": tid, OP_ROLE_ATTR: RPC})
+    for p in plan.params:
+        pbs = plan.param_blocks[p]
+        if len(pbs) > 1:
+            block.append_op("concat", inputs={"X": [b.name for b in pbs]}, outputs={"Out": [p]},
+                            attrs={"axis": 0, OP_ROLE_ATTR: DIST})
+    if plan.table is not None:
+        _rewrite_table_trainer(plan, program, barrier_out)
+    if not plan.sync and plan.lr_op_indices:
+        _send_lr_steps(plan, program)
+    _rewrite_trainer_startup(plan, program, startup)
+    _mark_distributed(plan, program)
+
+
+def _insert_sends(plan, block, edits, order, param_of, send_dummies):
+    """After the last writer of each gradient: its split (when sliced) and its send."""
+    tid = plan.trainer_id
+    for g in order:
+        gbs = plan.grad_blocks[g]
+        p = param_of[g]
+        sent_name = gbs[0].name if len(gbs) == 1 else g
+        anchor = block.last_writer(sent_name)
+        if anchor is None:
+            raise ValueError("transpile: no op of the program writes gradient %r" % sent_name)
+        if len(gbs) > 1:
+            if g in plan.sparse_grads:
+                anchor = edits.insert_after(anchor, "split_selected_rows", inputs={"X": [g]},
+                                            outputs={"Out": [b.name for b in gbs]},
+                                            attrs={"height_sections": [b.rows for b in gbs], OP_ROLE_ATTR: DIST})
+            else:
+                anchor = edits.insert_after(anchor, "split_byref", inputs={"X": [g]},
+                                            outputs={"Out": [b.name for b in gbs]},
+                                            attrs={"sections": [b.rows for b in gbs], OP_ROLE_ATTR: DIST})
+        dummy = _ctrl_var(block)
+        edits.insert_after(anchor, "send", inputs={"X": [b.name for b in gbs]}, outputs={"Out": [dummy.name]},
+                           attrs={"epmap": [b.endpoint for b in gbs], "sections": [], "send_varnames": [],
+                                  "trainer_id": tid, "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
+                                  OP_ROLE_VAR_ATTR: [p, sent_name]})
+        plan.send_dummies[g] = dummy.name
+        send_dummies.append(dummy.name)
+
+
+LR_STEP_VAR = "@LR_STEP@"
+
+
+def _lr_step_name(trainer_id):
+    return "%s.trainer_%d" % (LR_STEP_VAR, trainer_id)
+
+
+def _send_lr_steps(plan, program):
+    """Async with an LR schedule: each trainer step first tells every pserver "one more step", and
+    the pserver runs its LR block on it, so the rate decays with the steps of all trainers (Paddle
+    sent a step counter to be summed; the LR block ran once at start-up otherwise)."""
+    block = program.global_block()
+    name = _lr_step_name(plan.trainer_id)
+    block.create_var(name=name, shape=[1], dtype="float32")
+    dummy = _ctrl_var(block)
+    fill = block._prepend_op("fill_constant", outputs={"Out": [name]},
+                             attrs={"shape": [1], "value": 1.0, "dtype": "float32", OP_ROLE_ATTR: RPC})
+    block.insert_after(fill, "send", inputs={"X": [name] * len(plan.endpoints)}, outputs={"Out": [dummy.name]},
+                       attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [],
+                              "trainer_id": plan.trainer_id, "sync_mode": False, OP_ROLE_ATTR: RPC})
+
+
+def _prefetch_names(k):
+    return "prefetch_compress_in_tmp_%d" % k, "prefetch_compress_out_tmp_%d" % k
+
+
+def _rewrite_table_trainer(plan, program, barrier_out):
+    """Lookups of the distributed table become split_ids / prefetch / merge_ids; its row-sparse
+    gradient goes out through split_ids / send, one part per pserver."""
+    t = plan.table
+    block = program.global_block()
+    n = len(plan.endpoints)
+    lookups = [op for op in block.readers_of(t.name) if _is_table_lookup(op) and op.input("W") == [t.name]]
+    for op in lookups:
+        if not op.attr("is_distributed"):
+            raise RuntimeError("lookup of the distributed table %r by op %r without is_distributed"
+                               % (t.name, op.type))
+    ids = [op.input("Ids")[0] for op in lookups]
+    outs = [op.output("Out")[0] for op in lookups]
+    ins, pre = [], []
+    for k in range(n):
+        a, b = _prefetch_names(k)
+        block.create_var(name=a, shape=[-1, 1], dtype="int64")
+        block.create_var(name=b, shape=[-1, t.width], dtype=t.dtype)
+        ins.append(a)
+        pre.append(b)
+    split = block.insert_before(lookups[0], "split_ids", inputs={"Ids": ids}, outputs={"Out": ins},
+                                attrs={OP_ROLE_ATTR: 0})
+    fetch = block.insert_after(split, "prefetch", inputs={"X": ins}, outputs={"Out": pre},
+                               attrs={"epmap": plan.endpoints, "trainer_id": plan.trainer_id, OP_ROLE_ATTR: 0})
+    block.insert_after(fetch, "merge_ids", inputs={"Ids": ids, "Rows": ins, "X": pre}, outputs={"Out": outs},
+                       attrs={OP_ROLE_ATTR: 0})
+    block.remove_ops(lookups)
+    # backward: the gradient split over the pservers and sent
+    anchor = block.last_writer(t.grad)
+    if anchor is None:
+        raise ValueError("transpile: no op writes the gradient %r of the distributed table" % t.grad)
+    gv = block.var(t.grad)
+    parts = [t.trainer_grad(plan.trainer_id, k, plan.sync, plan.trainers) for k in range(n)]
+    for name in parts:
+        block.create_var(name=name, shape=[-1, t.width], dtype=gv.dtype, type="SELECTED_ROWS")
+    anchor = block.insert_after(anchor, "split_ids", inputs={"Ids": [t.grad]}, outputs={"Out": parts},
+                                attrs={OP_ROLE_ATTR: DIST})
+    dummy = _ctrl_var(block)
+    block.insert_after(anchor, "send", inputs={"X": parts}, outputs={"Out": [dummy.name]},
+                     attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [],
+                            "trainer_id": plan.trainer_id, "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
+                            OP_ROLE_VAR_ATTR: [t.name, t.grad]})
+    plan.send_dummies[t.grad] = dummy.name
+    if barrier_out is not None:
+        for op in block.writers_of(barrier_out):
+            op.set_input("X", op.input("X") + [dummy.name])
+
+
+def _rewrite_trainer_startup(plan, program, startup):
+    sb = startup.global_block()
+    if plan.table is not None:
+        for op in sb.writers_of(plan.table.name):
+            sb.insert_before(op, "fake_init", outputs={"Out": [plan.table.name]},
+                             attrs={"shape": [plan.table.rows, plan.table.width]})
+            sb.remove_op(op)
+    main_block = program.global_block()
+    tid = plan.trainer_id
+    for p in plan.params:
+        pbs = plan.param_blocks[p]
+        pv = main_block.var(p)
+        for b in pbs:
+            if not sb.has_var(b.name):
+                sb.create_var(name=b.name, shape=b.shape, dtype=pv.dtype, type=pv.type)
+        sb.append_op("recv", inputs={"X": []}, outputs={"Out": [b.name for b in pbs]},
+                     attrs={"epmap": [b.endpoint for b in pbs], "recv_varnames": [], "trainer_id": tid,
+                            "sync_mode": plan.sync, OP_ROLE_ATTR: RPC})
+    dummy = sb.create_var(name=unique_name.generate("@CTRL_DEP@fetch_barrier"), type="RAW")
+    sb.append_op("fetch_barrier", inputs={"X": []}, outputs={"Out": [dummy.name]},
+                 attrs={"endpoints": plan.endpoints, "trainer_id": tid, OP_ROLE_ATTR: RPC})
+    for p in plan.params:
+        pbs = plan.param_blocks[p]
+        if len(pbs) > 1:
+            if not sb.has_var(p):
+                sb._clone_variable(main_block.var(p))
+            sb.append_op("concat", inputs={"X": [b.name for b in pbs]}, outputs={"Out": [p]},
+                         attrs={"axis": 0, OP_ROLE_ATTR: DIST})
+
+
+def _mark_distributed(plan, program):
+    program._is_distributed = True
+    program._endpoints = list(plan.endpoints)
+    program._is_chief = plan.trainer_id == 0
+    program._distributed_lookup_table = plan.table.name if plan.table is not None else None
+
+
+def finish_trainer(plan, program):
+    """Remove optimize and LR-schedule ops (they run on the pservers); ops that read the updated
+    parameters (registry fact ``after_update``: model averaging) move to the end, after the
+    parameters are received."""
+    block = program.global_block()
+    after = [op for op in block.ops if registry.fact(op, "after_update")]
+    moved = {id(op) for op in after}
+    block.ops = [op for op in block.ops
+                 if not (is_optimize_op(op) or is_lr_sched_op(op) or id(op) in moved)] + after
+    program._version += 1
+    return program
