@@ -18,7 +18,8 @@ FORBIDDEN = {
     "fluidist.core": ("fluidist.ops", "fluidist.layers", "fluidist.executor", "fluidist.distributed",
                       "fluidist.transpiler", "fluidist.fleet"),
     "fluidist.distributed": ("fluidist.ops", "fluidist.layers", "fluidist.executor", "fluidist.transpiler",
-                             "fluidist.fleet", "fluidist.backward", "fluidist.optimizer", "fluidist.launch"),
+                             "fluidist.fleet", "fluidist.backward", "fluidist.optimizer", "fluidist.optimizer_base",
+                             "fluidist.launch"),
     "fluidist.transpiler": ("fluidist.executor", "fluidist.fleet"),
 }
 

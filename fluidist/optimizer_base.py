@@ -1,0 +1,212 @@
+"""The optimizers' base class: each optimizer appends its update ops after backward, as Paddle 1.x did.
+
+``minimize(loss)`` = ``append_backward`` + ``apply_gradients``, which
+
+1. sorts the (param, grad) pairs by parameter name (so the optimize ops, and the transpiler's
+   dispatch, come out in Paddle's order);
+2. appends gradient clipping (``clip.py``) and weight decay (``regularizer.py``);
+3. creates the accumulators (persistable ``<name>_<n>`` variables such as ``velocity_0``,
+   ``moment1_3``, filled by ``fill_constant`` in the startup program) and the learning rate (a
+   persistable ``learning_rate_<n>``, or the Variable of an LR schedule);
+4. appends one update op per parameter under ``program._optimized_guard([param, grad])`` (op_role
+   Optimize, op_role_var [param, grad]), and then ``_finish_update`` (Adam's beta-pow ``scale``
+   ops, each under its own parameter's guard).
+
+A parameter with ``ParamAttr(learning_rate=x)`` gets ``scale(global lr, x)`` built under the LR guard
+(op_role LRSched|Optimize) as its LearningRate. The transpiler finds all of this through op_role,
+op_role_var and the slot names (Param, Grad, LearningRate, the accumulator slots) only.
+
+The optimizers themselves are in :mod:`fluidist.optimizer`.
+"""
+from collections import defaultdict
+
+from .backward import append_backward
+from .framework import unique_name
+from .framework.program import Variable, default_main_program, default_startup_program, name_scope, program_guard
+from .initializer import ConstantInitializer
+from .layers.layer_helper import LayerHelper
+
+__all__ = ["Optimizer"]
+
+
+class Optimizer:
+    """Base class. Subclasses implement ``_create_accumulators``, ``_append_optimize_op`` and, when
+    they have per-step bookkeeping, ``_finish_update``."""
+
+    type = "optimizer"
+
+    def __init__(self, learning_rate, regularization=None, name=None, grad_clip=None, parameter_list=None):
+        if isinstance(learning_rate, bool) or not isinstance(learning_rate, (float, int, Variable)):
+            raise TypeError("%s: learning_rate must be a float or a Variable, got %r"
+                            % (type(self).__name__, type(learning_rate).__name__))
+        if grad_clip is not None:
+            _check_clip(grad_clip)
+        self._learning_rate = learning_rate
+        self.regularization = regularization
+        self._grad_clip = grad_clip
+        self._name = name
+        self._parameter_list = parameter_list
+        self._dtype = None
+        self._learning_rate_map = {}
+        self._accumulators = defaultdict(dict)
+        self._opti_name_list = []
+        self.helper = None
+
+    # ---------------------------------------------------------------- learning rate
+    def _create_global_learning_rate(self):
+        program = default_main_program()
+        if program in self._learning_rate_map:
+            return
+        if isinstance(self._learning_rate, Variable):
+            if self._learning_rate.block.program is not program:
+                raise ValueError("%s: the learning-rate variable %r belongs to another program than the one "
+                                 "being optimized" % (type(self).__name__, self._learning_rate.name))
+            self._learning_rate_map[program] = self._learning_rate
+            return
+        lr = program.global_block().create_var(name=unique_name.generate("learning_rate"), shape=[1],
+                                               dtype=self._dtype or "float32", persistable=True,
+                                               stop_gradient=True)
+        LayerHelper("learning_rate").set_variable_initializer(lr, ConstantInitializer(float(self._learning_rate)))
+        self._learning_rate_map[program] = lr
+
+    def _global_learning_rate(self, program=None):
+        return self._learning_rate_map.get(program or default_main_program())
+
+    def _create_param_lr(self, param_and_grad):
+        """The LearningRate of one parameter: the global one, or ``scale``d by its
+        ``ParamAttr(learning_rate=...)`` (built under the LR guard, op_role LRSched|Optimize)."""
+        param = param_and_grad[0]
+        param_lr = getattr(param, "optimize_attr", {}).get("learning_rate", 1.0)
+        if isinstance(param_lr, Variable):
+            return param_lr
+        glr = self._global_learning_rate()
+        if float(param_lr) == 1.0:
+            return glr
+        program = default_main_program()
+        block = program.global_block()
+        with program._lr_schedule_guard(is_with_opt=True), name_scope("scale_with_param_lr"):
+            out = block.create_var(name=unique_name.generate_with_ignorable_key("learning_rate"), shape=[1],
+                                   dtype=glr.dtype, stop_gradient=True)
+            block.append_op("scale", inputs={"X": [glr]}, outputs={"Out": [out]},
+                            attrs={"scale": float(param_lr)})
+        return out
+
+    # ---------------------------------------------------------------- accumulators
+    def _add_accumulator(self, name, param, dtype=None, fill_value=0.0, shape=None):
+        """A persistable variable named as Paddle names it, ``unique_name.generate(<param>_<name>)``
+        (``fc_0.w_0_velocity_0``...), so that Paddle's saved optimizer state loads by name; of the
+        parameter's shape (or ``shape``), filled with ``fill_value`` by the startup program."""
+        if self._name is not None:
+            name = self._name + "_" + name
+        if param.name in self._accumulators[name]:
+            raise ValueError("accumulator %r for parameter %r already exists" % (name, param.name))
+        if shape is None:
+            shape = param.shape
+        var = default_main_program().global_block().create_var(
+            name=unique_name.generate(param.name + "_" + name), persistable=True, dtype=dtype or param.dtype,
+            type=param.type,
+            shape=shape, stop_gradient=True)
+        self.helper.set_variable_initializer(var, ConstantInitializer(float(fill_value)))
+        self._accumulators[name][param.name] = var
+        self._opti_name_list.append(var.name)
+        return var
+
+    def _get_accumulator(self, name, param):
+        if self._name is not None:
+            name = self._name + "_" + name
+        if param.name not in self._accumulators[name]:
+            raise ValueError("accumulator %r for parameter %r does not exist" % (name, param.name))
+        return self._accumulators[name][param.name]
+
+    def get_opti_var_name_list(self):
+        """Names of the accumulators this optimizer created."""
+        return list(self._opti_name_list)
+
+    # ---------------------------------------------------------------- hooks for subclasses
+    def _create_accumulators(self, block, parameters):
+        pass
+
+    def _append_optimize_op(self, block, param_and_grad):
+        raise NotImplementedError
+
+    def _finish_update(self, block, parameters_and_grads):
+        """Ops after all updates; each must be built under its own parameter's optimize guard."""
+
+    def _update_inputs(self, param_and_grad):
+        """Param, Grad and LearningRate slots of an update op."""
+        p, g = param_and_grad
+        return {"Param": [p], "Grad": [g], "LearningRate": [self._create_param_lr(param_and_grad)]}
+
+    # ---------------------------------------------------------------- passes
+    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, callbacks=None):
+        """``append_backward``; as in Paddle, ``error_clip_callback`` runs unless other callbacks are given."""
+        parameter_list = parameter_list if parameter_list is not None else self._parameter_list
+        if callbacks is None:
+            from .clip import error_clip_callback
+            callbacks = [error_clip_callback]
+        return append_backward(loss, parameter_list, no_grad_set, callbacks)
+
+    def _create_optimization_pass(self, parameters_and_grads):
+        """Append accumulators, learning rate and update ops; returns the ops appended."""
+        program = default_main_program()
+        block = program.global_block()
+        start = len(block.ops)
+        self.helper = LayerHelper(self.__class__.__name__)
+        self._create_accumulators(block, [p for p, g in parameters_and_grads if p.trainable])
+        self._create_global_learning_rate()
+        for pg in parameters_and_grads:
+            if pg[1] is None or not pg[0].trainable:
+                continue
+            with program._optimized_guard(pg), name_scope("optimizer"):
+                self._append_optimize_op(block, pg)
+        self._finish_update(block, [pg for pg in parameters_and_grads if pg[1] is not None and pg[0].trainable])
+        return block.ops[start:]
+
+    def apply_gradients(self, params_grads):
+        """Clip, regularize and update: returns the optimize ops."""
+        from .clip import append_gradient_clip_ops
+        from .regularizer import append_regularization_ops
+        params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
+        if self._grad_clip is not None:
+            params_grads = self._grad_clip(params_grads)
+        else:
+            params_grads = append_gradient_clip_ops(params_grads)
+        params_grads = append_regularization_ops(params_grads, self.regularization)
+        return self._create_optimization_pass(params_grads)
+
+    def apply_optimize(self, loss, startup_program, params_grads):
+        program = loss.block.program
+        with program_guard(program, startup_program or default_startup_program()):
+            return self.apply_gradients(params_grads)
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, grad_clip=None):
+        """Append backward and optimize ops; returns ``(optimize_ops, params_grads)``.
+
+        ``grad_clip`` (or the constructor's) clips every gradient and takes precedence over the
+        parameters' own ``gradient_clip`` attrs."""
+        if grad_clip is not None:
+            _check_clip(grad_clip)
+            self._grad_clip = grad_clip
+        if not isinstance(loss, Variable):
+            raise TypeError("%s.minimize: loss must be a Variable, got %r" % (type(self).__name__,
+                                                                               type(loss).__name__))
+        self._dtype = self._dtype or loss.dtype
+        program = loss.block.program
+        with program_guard(program, startup_program or default_startup_program()):
+            params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
+            optimize_ops = self.apply_gradients(params_grads)
+        return optimize_ops, params_grads
+
+
+def _check_clip(clip):
+    from .clip import BaseGradientClipAttr
+    if not isinstance(clip, BaseGradientClipAttr):
+        raise TypeError("grad_clip must be a GradientClip* object (clip.GradientClipByValue, ByNorm, "
+                        "ByGlobalNorm), got %r" % type(clip).__name__)
+
+
+def _check_range(owner, name, value, low, high, low_open=False, high_open=False):
+    ok = (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
+    if not ok:
+        raise ValueError("%s: %s must be in %s%s, %s%s, got %r" % (owner, name, "(" if low_open else "[", low,
+                                                                 high, ")" if high_open else "]", value))
