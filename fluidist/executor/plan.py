@@ -1,0 +1,351 @@
+"""An executor's plan of a block: a flat list of kernel calls (``Plan``), the context kernels get
+(``ExecContext``), and the kernel wrapper hook the profiler sets (``set_kernel_wrapper``)."""
+from __future__ import annotations
+
+import weakref
+import zlib
+
+import numpy as np
+
+from ..framework.dtypes import VarType
+from ..framework import registry
+
+
+# set_kernel_wrapper(f): plans call f(kernel, op) -> kernel for each op (the profiler's timing); None:
+# plans hold the plain kernels (no cost). Setting it drops the cached plans of every live executor.
+_kernel_hook = None
+_executors = weakref.WeakSet()
+
+
+def set_kernel_wrapper(wrapper):
+    """Wrap every kernel that plans call from now on (``wrapper(kernel, op) -> kernel``), or stop
+    wrapping (``None``). Cached plans of every live executor are dropped so the change takes effect."""
+    global _kernel_hook
+    _kernel_hook = wrapper
+    for exe in list(_executors):
+        exe._plans.clear()
+
+
+class ExecContext:
+    """What a kernel sees besides its inputs: the array module, the scope, the op, the executor."""
+
+    __slots__ = ("xp", "place", "op", "executor", "program", "state", "opdef")
+
+    def __init__(self, xp, place, op, executor, program, state, opdef):
+        self.xp = xp
+        self.place = place
+        self.op = op
+        self.executor = executor
+        self.program = program
+        self.state = state
+        self.opdef = opdef
+
+    @property
+    def scope(self):
+        return self.state.scope
+
+    def lod(self, slot_or_name, i=0):
+        name = self.op.inputs[slot_or_name][i] if slot_or_name in self.op.inputs else slot_or_name
+        return self.state.scope._find_lod(name)
+
+    def set_lod(self, slot_or_name, lod, i=0):
+        name = self.op.outputs[slot_or_name][i] if slot_or_name in self.op.outputs else slot_or_name
+        state = self.state
+        if state.nested:
+            state.plan._target(state.scope, name)._set_lod_here(name, lod)
+        else:
+            state.scope._set_lod(name, lod)
+
+    def find_value(self, name):
+        """The value of variable ``name`` seen from the running scope (None where it has none)."""
+        return self.state.scope._find_value(name)
+
+    def input_name(self, slot, i=0):
+        return self.op.inputs[slot][i]
+
+    def output_name(self, slot, i=0):
+        return self.op.outputs[slot][i]
+
+    def rng(self, seed=0, salt=""):
+        """A numpy RandomState: deterministic from (seed, salt) when seed != 0, else fresh entropy."""
+        seed = int(seed or 0)
+        if seed == 0:
+            return np.random.RandomState()
+        mixed = zlib.crc32(("%d/%s" % (seed, salt)).encode()) & 0x7FFFFFFF
+        return np.random.RandomState(mixed)
+
+    def run_block(self, block, scope=None):
+        """Run a block in ``scope`` itself (listen_and_serv's optimize blocks): every value its ops
+        write lands in that scope. The block may be of another program (the pserver's rounds run a
+        copy of theirs)."""
+        return self.executor._run_block(block.program, block.idx, scope or self.state.scope)
+
+    def run_sub_block(self, block, scope):
+        """Run a control-flow sub-block (while, conditional_block, recurrent) in ``scope``, a child
+        of the running scope: the variables the sub-block declares live in ``scope``; the others are
+        read from, and written to, the scope up the chain that holds them."""
+        self.executor._plan(self.program, block.idx).run_nested(scope)
+
+
+class _RunState:
+    __slots__ = ("scope", "nested", "plan")
+
+    def __init__(self, plan):
+        self.scope = None
+        self.nested = False
+        self.plan = plan
+
+
+class _Step:
+    __slots__ = ("kernel", "ctx", "attrs", "ins", "outs", "op", "index", "share_lod", "in_names")
+
+    def __init__(self, kernel, ctx, attrs, ins, outs, op, index, share_lod):
+        self.kernel = kernel
+        self.ctx = ctx
+        self.attrs = attrs
+        self.ins = ins
+        self.outs = outs
+        self.op = op
+        self.index = index
+        self.share_lod = share_lod
+
+
+class Plan:
+    """A block turned into kernel calls with resolved names."""
+
+    def __init__(self, executor, program, block_idx):
+        self.program = program
+        self.version = program._version
+        self.block = program.block(block_idx)
+        self.state = _RunState(self)
+        self._local = frozenset(self.block.vars)
+        self._hops = {}
+        # block 0: the arrays its run starts with empty (Paddle makes them afresh in each run's scope)
+        self.fresh_arrays = tuple(n for n, v in self.block.vars.items()
+                                  if v.type == VarType.LOD_TENSOR_ARRAY and not v.persistable) \
+            if block_idx == 0 else ()
+        place = executor.place
+        xp = place.xp
+        self.steps = []
+        written = set()
+        self.external = []  # (name, op type) read before any op of this block writes it
+        seen_external = set()
+        for i, op in enumerate(self.block.ops):
+            opdef = registry.lookup(op.type)
+            if opdef is None:
+                raise ValueError("block %d op %d: unknown op type %r (no kernel registered)"
+                                 % (block_idx, i, op.type))
+            if opdef.kernel is None:
+                raise ValueError("block %d op %d: op type %r has no kernel" % (block_idx, i, op.type))
+            ins = []
+            for slot, names in op.inputs.items():
+                if not names or opdef.inputs_are_names:  # e.g. listen_and_serv's receive vars
+                    continue
+                ins.append((slot, tuple(names), slot in opdef.duplicable))
+                for n in names:
+                    if n not in written and n not in seen_external:
+                        seen_external.add(n)
+                        self.external.append((n, op.type))
+            outs = []
+            for slot, names in op.outputs.items():
+                if not names:
+                    continue
+                outs.append((slot, tuple(names), slot in opdef.duplicable))
+                written.update(names)
+            share = None
+            if opdef.share_lod:
+                si, so = opdef.share_lod
+                if op.inputs.get(si) and op.outputs.get(so):
+                    share = (op.inputs[si][0], op.outputs[so][0])
+            ctx = ExecContext(xp, place, op, executor, program, self.state, opdef)
+            kernel = opdef.kernel if _kernel_hook is None else _kernel_hook(opdef.kernel, op)
+            self.steps.append(_Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
+                                    share))
+        self.written = written
+        self.external_names = frozenset(n for n, _ in self.external)
+        self._fast = None
+
+    def run(self, scope):
+        self.state.scope = scope
+        if self._fast is None:
+            self._fast = self._compile()
+        failed_at = self._fast(scope.vals, scope.lods)
+        if failed_at is not None:
+            self._interpret(scope, failed_at)
+
+    def _compile(self):
+        """Straight-line Python for this plan: one kernel call per op with its names resolved.
+
+        Returns ``f(vals, lods)``; it returns None when done, or the index of the step whose input
+        was missing from ``vals`` (so the interpreter can look in parent scopes or report it)."""
+        env = {}
+        lines = ["def _run(vals, lods):", "    i = 0", "    try:"]
+        for i, st in enumerate(self.steps):
+            env["k%d" % i], env["c%d" % i], env["a%d" % i] = st.kernel, st.ctx, st.attrs
+            parts = []
+            for slot, names, dup in st.ins:
+                if dup:
+                    parts.append("%r: [%s]" % (slot, ", ".join("vals[%r]" % n for n in names)))
+                else:
+                    parts.append("%r: vals[%r]" % (slot, names[0]))
+            lines.append("        i = %d" % i)
+            lines.append("        _o = k%d(c%d, {%s}, a%d)" % (i, i, ", ".join(parts), i))
+            if st.outs:
+                lines.append("        if _o:")
+                for slot, names, dup in st.outs:
+                    lines.append("            _v = _o.get(%r)" % slot)
+                    lines.append("            if _v is not None:")
+                    if dup:
+                        for j, n in enumerate(names):
+                            lines.append("                if _v[%d] is not None: vals[%r] = _v[%d]" % (j, n, j))
+                    else:
+                        lines.append("                vals[%r] = _v" % names[0])
+            if st.share_lod is not None:
+                lines.append("        if lods and %r in lods:" % st.share_lod[0])
+                lines.append("            lods[%r] = lods[%r]" % (st.share_lod[1], st.share_lod[0]))
+        lines.append("        return None")
+        lines.append("    except KeyError as e:")
+        lines.append("        if e.args and e.args[0] in steps[i].in_names:")
+        lines.append("            return i")
+        lines.append("        annotate(e, steps[i])")
+        lines.append("        raise")
+        lines.append("    except Exception as e:")
+        lines.append("        annotate(e, steps[i])")
+        lines.append("        raise")
+        env["steps"] = self.steps
+        env["annotate"] = _annotate
+        for st in self.steps:
+            st.in_names = {n for _, names, _ in st.ins for n in names}
+        code = compile("\n".join(lines), "<fluidist plan of block %d>" % self.block.idx, "exec")
+        exec(code, env)
+        return env["_run"]
+
+    def _interpret(self, scope, start=0):
+        """The general loop: handles values living in parent scopes and names missing ones."""
+        vals = scope.vals
+        lods = scope.lods
+        for step in self.steps[start:]:
+            ins = {}
+            try:
+                for slot, names, dup in step.ins:
+                    if dup:
+                        ins[slot] = [vals[n] for n in names]
+                    else:
+                        ins[slot] = vals[names[0]]
+            except KeyError as e:
+                ins = self._slow_inputs(step, scope, e.args[0])
+            _store(step, _call(step, ins), vals.__setitem__)
+            if step.share_lod is not None and lods:
+                src, dst = step.share_lod
+                lod = lods.get(src)
+                if lod is not None:
+                    lods[dst] = lod
+
+    # ------------------------------------------------------------ sub-blocks in child scopes
+    def run_nested(self, scope):
+        """Run this block in ``scope`` (see ``ExecContext.run_sub_block``)."""
+        state = self.state
+        saved = state.scope, state.nested
+        state.scope, state.nested = scope, True
+
+        def put(name, value):
+            self._target(scope, name).vals[name] = value
+        try:
+            for step in self.steps:
+                ins = {}
+                for slot, names, dup in step.ins:
+                    if dup:
+                        ins[slot] = [self._read(scope, n, step) for n in names]
+                    else:
+                        ins[slot] = self._read(scope, names[0], step)
+                _store(step, _call(step, ins), put)
+                if step.share_lod is not None:
+                    src, dst = step.share_lod
+                    self._target(scope, dst)._set_lod_here(dst, scope._find_lod(src))
+        finally:
+            state.scope, state.nested = saved
+
+    def _read(self, scope, name, step):
+        s = scope
+        while s is not None:
+            vals = s.vals
+            if name in vals:
+                return vals[name]
+            s = s.parent
+        raise _missing_value_error(self.block, name, step.op)
+
+    def _target(self, scope, name):
+        """The scope a nested run writes ``name`` to: ``scope`` for the block's own variables; else
+        the scope holding it, or the ancestor scope of the block that declares it."""
+        if name in self._local:
+            return scope
+        owner = scope._owner(name)
+        if owner is not None:
+            return owner
+        hops = self._hops.get(name)
+        if hops is None:
+            hops, blk = 0, self.block
+            while blk.parent_idx >= 0 and name not in blk.vars:
+                blk = blk.parent_block
+                hops += 1
+            self._hops[name] = hops = max(hops, 1)
+        s = scope
+        for _ in range(hops):
+            if s.parent is None:
+                break
+            s = s.parent
+        return s
+
+    def _slow_inputs(self, step, scope, missing):
+        """Inputs that live in a parent scope, or a clear error naming the missing one."""
+        ins = {}
+        for slot, names, dup in step.ins:
+            got = []
+            for n in names:
+                owner = scope._owner(n)
+                if owner is None:
+                    raise _missing_value_error(self.block, n, step.op)
+                got.append(owner.vals[n])
+            ins[slot] = got if dup else got[0]
+        return ins
+
+
+def _call(step, ins):
+    try:
+        return step.kernel(step.ctx, ins, step.attrs)
+    except Exception as e:
+        _annotate(e, step)
+        raise
+
+
+def _store(step, outs, put):
+    """``put(name, value)`` for each output the kernel gave (a None item of a list is left out)."""
+    if not outs:
+        return
+    for slot, names, dup in step.outs:
+        v = outs.get(slot)
+        if v is None:
+            continue
+        if dup:
+            for n, x in zip(names, v):
+                if x is not None:
+                    put(n, x)
+        else:
+            put(names[0], v)
+
+
+def _annotate(e, step):
+    note = "(in op %d %r of block %d)" % (step.index, step.op.type, step.op.block.idx)
+    if e.args and isinstance(e.args[0], str) and note not in e.args[0]:
+        e.args = ("%s %s" % (e.args[0], note),) + e.args[1:]
+
+
+def _missing_value_error(block, name, op):
+    v = block._find_var_recursive(name)
+    if v is not None and v.is_data:
+        return ValueError("feed variable %r is required by op %r but was not fed" % (name, op.type))
+    if v is not None and v.persistable:
+        return ValueError("variable %r (read by op %r) has no value in the scope: "
+                          "run the startup program first" % (name, op.type))
+    return ValueError("variable %r read by op %r has no value: no earlier op writes it and it was "
+                      "not fed" % (name, op.type))
