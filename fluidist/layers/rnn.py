@@ -1,6 +1,7 @@
 """Recurrent layers of Paddle 1.8's ``layers/rnn.py``: ``dynamic_lstm``, ``dynamic_lstmp``,
 ``dynamic_gru``, ``gru_unit``, ``lstm_unit``, ``lstm`` (cuDNN's LSTM), ``beam_search``,
-``beam_search_decode``; the cell and decoder API lives in ``rnn_api.py`` and is re-exported here."""
+``beam_search_decode``; the cell API (``rnn_api.py``) and the decoders (``rnn_decode.py``) are
+re-exported here."""
 from ..param_attr import ParamAttr
 from .layer_helper import LayerHelper, check_variable
 from .nn import fc
@@ -8,9 +9,11 @@ from .tensor import concat
 
 from .rnn_api import *  # noqa: F401,F403
 from .rnn_api import __all__ as _api_names
+from .rnn_decode import *  # noqa: F401,F403
+from .rnn_decode import __all__ as _decode_names
 
 __all__ = ["dynamic_lstm", "dynamic_lstmp", "dynamic_gru", "gru_unit", "lstm_unit", "lstm", "beam_search",
-           "beam_search_decode", "gather_tree"] + list(_api_names)
+           "beam_search_decode", "gather_tree"] + list(_api_names) + list(_decode_names)
 
 
 def _check_var(x, layer, arg="input"):

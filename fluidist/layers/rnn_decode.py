@@ -1,0 +1,378 @@
+"""Paddle 1.8's decoding API (``layers/rnn.py``): ``Decoder``, ``BeamSearchDecoder``, ``dynamic_decode``
+(a ``While`` over the decoder's steps), ``DecodeHelper``, ``TrainingHelper``, ``GreedyEmbeddingHelper``,
+``SampleEmbeddingHelper`` and ``BasicDecoder``; re-exported by ``layers/rnn.py``. Like ``rnn_api``,
+it looks the public layers up when it runs (the layer package imports it)."""
+import collections
+import warnings
+
+import numpy as np
+
+from ..framework.dtypes import convert_dtype
+from ..framework.program import default_main_program
+from .nest import flatten, map_structure
+from .rnn_api import _L, _check_var, _dim, _transpose_batch_time
+from .while_loop import While
+
+__all__ = ["Decoder", "BeamSearchDecoder", "dynamic_decode", "DecodeHelper", "TrainingHelper",
+           "GreedyEmbeddingHelper", "SampleEmbeddingHelper", "BasicDecoder"]
+
+
+# ---------------------------------------------------------------------------- decoders
+class Decoder:
+    """A decoder for ``dynamic_decode``: ``initialize``, ``step``, ``finalize``."""
+
+    def initialize(self, inits):
+        raise NotImplementedError
+
+    def step(self, time, inputs, states, **kwargs):
+        raise NotImplementedError
+
+    def finalize(self, outputs, final_states, sequence_lengths):
+        raise NotImplementedError
+
+    @property
+    def tracks_own_finished(self):
+        return False
+
+
+class BeamSearchDecoder(Decoder):
+    """Beam search over ``cell``: each step keeps the ``beam_size`` best continuations of each batch
+    entry; ``finalize`` follows the parents back (``gather_tree``)."""
+
+    OutputWrapper = collections.namedtuple("OutputWrapper", ("scores", "predicted_ids", "parent_ids"))
+    StateWrapper = collections.namedtuple("StateWrapper", ("cell_states", "log_probs", "finished", "lengths"))
+
+    def __init__(self, cell, start_token, end_token, beam_size, embedding_fn=None, output_fn=None):
+        self.cell = cell
+        self.embedding_fn = embedding_fn
+        self.output_fn = output_fn
+        self.start_token = start_token
+        self.end_token = end_token
+        self.beam_size = beam_size
+
+    @staticmethod
+    def tile_beam_merge_with_batch(x, beam_size):
+        """``[batch, ...]`` to ``[batch * beam_size, ...]``, each entry repeated ``beam_size`` times."""
+        L = _L()
+        _check_var(x, "BeamSearchDecoder.tile_beam_merge_with_batch", "x")
+        x = L.unsqueeze(x, [1])
+        expand_times = [1] * len(x.shape)
+        expand_times[1] = beam_size
+        x = L.expand(x, expand_times)
+        x = L.transpose(x, list(range(2, len(x.shape))) + [0, 1])
+        x = L.reshape(x, shape=[0] * (len(x.shape) - 2) + [-1])
+        return L.transpose(x, [len(x.shape) - 1] + list(range(0, len(x.shape) - 1)))
+
+    def _split_batch_beams(self, x):
+        return _L().reshape(x, shape=[-1, self.beam_size] + list(x.shape[1:]))
+
+    def _merge_batch_beams(self, x):
+        return _L().reshape(x, shape=[-1] + list(x.shape[2:]))
+
+    def _expand_to_beam_size(self, x):
+        L = _L()
+        x = L.unsqueeze(x, [1])
+        expand_times = [1] * len(x.shape)
+        expand_times[1] = self.beam_size
+        return L.expand(x, expand_times)
+
+    def _mask_probs(self, probs, finished):
+        L = _L()
+        finished = L.cast(finished, dtype=probs.dtype)
+        return L.elementwise_sub(
+            L.elementwise_mul(L.expand(L.unsqueeze(finished, [2]), [1, 1, self.vocab_size]), self.noend_mask_tensor,
+                              axis=-1),
+            L.elementwise_mul(probs, L.scale(finished, bias=-1.0), axis=0))
+
+    def _gather(self, x, indices, batch_size):
+        L = _L()
+        if batch_size.dtype != indices.dtype:
+            batch_size = L.cast(batch_size, indices.dtype)
+        batch_size.stop_gradient = True
+        batch_pos = L.expand(L.unsqueeze(L.range(0, batch_size, 1, dtype=indices.dtype), [1]), [1, self.beam_size])
+        coords = L.stack([batch_pos, indices], axis=2)
+        coords.stop_gradient = True
+        return L.gather_nd(x, coords)
+
+    def initialize(self, initial_cell_states):
+        L = _L()
+        self.kinf = 1e9
+        state = flatten(initial_cell_states)[0]
+        self.batch_size = _dim(L, state, 0)
+        self.start_token_tensor = L.fill_constant(shape=[1], dtype="int64", value=self.start_token)
+        self.end_token_tensor = L.fill_constant(shape=[1], dtype="int64", value=self.end_token)
+        init_cell_states = map_structure(self._expand_to_beam_size, initial_cell_states)
+        init_inputs = L.expand(L.unsqueeze(L.expand(self.start_token_tensor, self.batch_size), [1]),
+                               [1, self.beam_size])
+        log_probs = L.expand(L.assign(np.array([[0.0] + [-self.kinf] * (self.beam_size - 1)], dtype="float32")),
+                             [self.batch_size, 1])
+        init_finished = L.fill_constant_batch_size_like(input=state, shape=[-1, self.beam_size], dtype="bool",
+                                                        value=False, force_cpu=True)
+        init_lengths = L.zeros_like(init_inputs)
+        init_inputs = self.embedding_fn(init_inputs) if self.embedding_fn else init_inputs
+        return init_inputs, self.StateWrapper(init_cell_states, log_probs, init_finished, init_lengths), init_finished
+
+    def _beam_search_step(self, time, logits, next_cell_states, beam_state):
+        L = _L()
+        self.vocab_size = logits.shape[-1]
+        self.vocab_size_tensor = L.fill_constant(shape=[1], dtype="int64", value=self.vocab_size)
+        noend = [-self.kinf] * self.vocab_size
+        noend[self.end_token] = 0
+        self.noend_mask_tensor = L.assign(np.array(noend, "float32"))
+        step_log_probs = L.log(L.softmax(logits))
+        step_log_probs = self._mask_probs(step_log_probs, beam_state.finished)
+        log_probs = L.elementwise_add(x=step_log_probs, y=beam_state.log_probs, axis=0)
+        scores = L.reshape(log_probs, [-1, self.beam_size * self.vocab_size])
+        topk_scores, topk_indices = L.topk(input=scores, k=self.beam_size)
+        beam_indices = L.elementwise_floordiv(topk_indices, self.vocab_size_tensor)
+        token_indices = L.elementwise_mod(topk_indices, self.vocab_size_tensor)
+        next_log_probs = self._gather(L.reshape(log_probs, [-1, self.beam_size * self.vocab_size]), topk_indices,
+                                      self.batch_size)
+        next_cell_states = map_structure(lambda x: self._gather(x, beam_indices, self.batch_size), next_cell_states)
+        next_finished = self._gather(beam_state.finished, beam_indices, self.batch_size)
+        next_lengths = self._gather(beam_state.lengths, beam_indices, self.batch_size)
+        next_lengths = L.elementwise_add(next_lengths, L.cast(L.logical_not(next_finished), beam_state.lengths.dtype))
+        next_finished = L.logical_or(next_finished, L.equal(token_indices, self.end_token_tensor))
+        return (self.OutputWrapper(topk_scores, token_indices, beam_indices),
+                self.StateWrapper(next_cell_states, next_log_probs, next_finished, next_lengths))
+
+    def step(self, time, inputs, states, **kwargs):
+        inputs = map_structure(self._merge_batch_beams, inputs)
+        cell_states = map_structure(self._merge_batch_beams, states.cell_states)
+        cell_outputs, next_cell_states = self.cell(inputs, cell_states, **kwargs)
+        cell_outputs = map_structure(self._split_batch_beams, cell_outputs)
+        next_cell_states = map_structure(self._split_batch_beams, next_cell_states)
+        if self.output_fn is not None:
+            cell_outputs = self.output_fn(cell_outputs)
+        output, state = self._beam_search_step(time, cell_outputs, next_cell_states, states)
+        sample_ids = output.predicted_ids
+        sample_ids.stop_gradient = True
+        next_inputs = self.embedding_fn(sample_ids) if self.embedding_fn else sample_ids
+        return output, state, next_inputs, state.finished
+
+    def finalize(self, outputs, final_states, sequence_lengths):
+        return _L().gather_tree(outputs.predicted_ids, outputs.parent_ids), final_states
+
+    @property
+    def tracks_own_finished(self):
+        return True
+
+
+def _maybe_copy(L, state, new_state, step_mask):
+    """``new_state`` where ``step_mask`` is 0, ``state`` (kept) where it is 1 (a finished entry)."""
+    state_dtype = state.dtype
+    if convert_dtype(state_dtype) == "bool":
+        state = L.cast(state, dtype="float32")
+        new_state = L.cast(new_state, dtype="float32")
+    if step_mask.dtype != state.dtype:
+        step_mask = L.cast(step_mask, dtype=state.dtype)
+        step_mask.stop_gradient = True
+    new_state = L.elementwise_sub(L.elementwise_mul(state, step_mask, axis=0),
+                                  L.elementwise_mul(new_state, L.scale(step_mask, bias=-1.0), axis=0))
+    if convert_dtype(state_dtype) == "bool":
+        new_state = L.cast(new_state, dtype=state_dtype)
+    return new_state
+
+
+def _array_outside_while(L, dtype):
+    """A tensor array created in the block enclosing the current (While) block."""
+    program = default_main_program()
+    current = program.current_block_idx
+    program.current_block_idx = program.current_block().parent_idx
+    array = L.create_array(dtype)
+    program.current_block_idx = current
+    return array
+
+
+def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=False, impute_finished=False,
+                   is_test=False, return_length=False, **kwargs):
+    """Run ``decoder`` step by step in a ``While`` until every entry finished (or ``max_step_num``
+    steps). Returns ``(final_outputs, final_states)`` (and the sequence lengths with
+    ``return_length``); outputs are ``[batch, time, ...]`` unless ``output_time_major``."""
+    L = _L()
+    initial_inputs, initial_states, initial_finished = decoder.initialize(inits)
+    global_inputs, global_states, global_finished = initial_inputs, initial_states, initial_finished
+    global_finished.stop_gradient = True
+    step_idx = L.fill_constant(shape=[1], dtype="int64", value=0)
+    cond = L.logical_not(L.reduce_all(initial_finished))
+    if max_step_num is not None:
+        max_step_num = L.fill_constant(shape=[1], dtype="int64", value=max_step_num)
+    loop = While(cond, is_test=is_test)
+    sequence_lengths = L.cast(L.zeros_like(initial_finished), "int64")
+    sequence_lengths.stop_gradient = True
+    if is_test:
+        inputs = map_structure(lambda x: x, initial_inputs)
+        states = map_structure(lambda x: x, initial_states)
+    else:
+        inputs_arrays = map_structure(lambda x: L.array_write(x, step_idx), initial_inputs)
+        states_arrays = map_structure(lambda x: L.array_write(x, step_idx), initial_states)
+
+    with loop.block():
+        if not is_test:
+            inputs = map_structure(lambda array: L.array_read(array, step_idx), inputs_arrays)
+            states = map_structure(lambda array: L.array_read(array, step_idx), states_arrays)
+        outputs, next_states, next_inputs, next_finished = decoder.step(step_idx, inputs, states, **kwargs)
+        if not decoder.tracks_own_finished:
+            next_finished = L.logical_or(next_finished, global_finished)
+            next_sequence_lengths = L.elementwise_add(
+                sequence_lengths, L.cast(L.logical_not(global_finished), sequence_lengths.dtype))
+            if impute_finished:
+                next_states = map_structure(lambda x, y: _maybe_copy(L, x, y, global_finished), states, next_states)
+        else:
+            if not hasattr(next_states, "lengths"):
+                warnings.warn("`next_states` has no `lengths` attribute, the returned `sequence_lengths` would be "
+                              "all zeros.")
+            next_sequence_lengths = getattr(next_states, "lengths", sequence_lengths)
+        outputs_arrays = map_structure(lambda x: _array_outside_while(L, x.dtype), outputs)
+        map_structure(lambda x, x_array: L.array_write(x, i=step_idx, array=x_array), outputs, outputs_arrays)
+        L.increment(x=step_idx, value=1.0, in_place=True)
+        L.assign(next_finished, global_finished)
+        L.assign(next_sequence_lengths, sequence_lengths)
+        if is_test:
+            map_structure(L.assign, next_inputs, global_inputs)
+            map_structure(L.assign, next_states, global_states)
+        else:
+            map_structure(lambda x, x_array: L.array_write(x, i=step_idx, array=x_array), next_inputs, inputs_arrays)
+            map_structure(lambda x, x_array: L.array_write(x, i=step_idx, array=x_array), next_states, states_arrays)
+        if max_step_num is not None:
+            L.logical_and(L.logical_not(L.reduce_all(global_finished)), L.less_equal(step_idx, max_step_num), cond)
+        else:
+            L.logical_not(L.reduce_all(global_finished), cond)
+    final_outputs = map_structure(lambda array: L.tensor_array_to_tensor(array, axis=0, use_stack=True)[0],
+                                  outputs_arrays)
+    if is_test:
+        final_states = global_states
+    else:
+        final_states = map_structure(lambda array: L.array_read(array, step_idx), states_arrays)
+    try:
+        final_outputs, final_states = decoder.finalize(final_outputs, final_states, sequence_lengths)
+    except NotImplementedError:
+        pass
+    if not output_time_major:
+        final_outputs = map_structure(_transpose_batch_time, final_outputs)
+    return (final_outputs, final_states, sequence_lengths) if return_length else (final_outputs, final_states)
+
+
+class DecodeHelper:
+    """How a ``BasicDecoder`` starts, samples and feeds its next step."""
+
+    def initialize(self):
+        pass
+
+    def sample(self, time, outputs, states):
+        pass
+
+    def next_inputs(self, time, outputs, states, sample_ids):
+        pass
+
+
+class TrainingHelper(DecodeHelper):
+    """Teacher forcing: step ``t`` reads ``inputs[:, t]`` (``inputs[t]`` when ``time_major``); an entry
+    finishes at its ``sequence_length``."""
+
+    def __init__(self, inputs, sequence_length, time_major=False):
+        L = _L()
+        self.inputs = inputs
+        self.sequence_length = sequence_length
+        self.time_major = time_major
+        self.inputs_ = map_structure(
+            lambda x: L.pad(x, paddings=([0, 1] + [0, 0] * (len(x.shape) - 1)) if time_major else
+                            ([0, 0, 0, 1] + [0, 0] * (len(x.shape) - 2))), self.inputs)
+
+    def _step_of(self, x, t):
+        L = _L()
+        axis = 0 if self.time_major else 1
+        return L.squeeze(L.slice(x, axes=[axis], starts=[t], ends=[t + 1] if isinstance(t, int) else
+                                 [L.elementwise_add(t, L.fill_constant([1], t.dtype, 1))]), axes=[axis])
+
+    def initialize(self):
+        L = _L()
+        init_finished = L.equal(self.sequence_length,
+                                L.fill_constant(shape=[1], dtype=self.sequence_length.dtype, value=0))
+        init_inputs = map_structure(lambda x: self._step_of(x, 0), self.inputs)
+        return init_inputs, init_finished
+
+    def sample(self, time, outputs, states):
+        return _L().argmax(outputs, axis=-1)
+
+    def next_inputs(self, time, outputs, states, sample_ids):
+        L = _L()
+        time = L.cast(time, "int32") if convert_dtype(time.dtype) != "int32" else time
+        if self.sequence_length.dtype != time.dtype:
+            self.sequence_length = L.cast(self.sequence_length, time.dtype)
+        next_time = L.elementwise_add(time, L.fill_constant([1], "int32", 1))
+        finished = L.less_equal(self.sequence_length, next_time)
+        next_inputs = map_structure(lambda x: self._step_of(x, next_time), self.inputs_)
+        return finished, next_inputs, states
+
+
+class GreedyEmbeddingHelper(DecodeHelper):
+    """Greedy decoding: the arg-max id feeds the next step through ``embedding_fn``; an entry
+    finishes at ``end_token``."""
+
+    def __init__(self, embedding_fn, start_tokens, end_token):
+        L = _L()
+        self.embedding_fn = embedding_fn
+        self.start_tokens = start_tokens
+        self.end_token = L.fill_constant(shape=[1], dtype="int64", value=end_token)
+
+    def initialize(self):
+        L = _L()
+        init_finished = L.fill_constant_batch_size_like(input=self.start_tokens, shape=[-1], dtype="bool",
+                                                        value=False, force_cpu=True)
+        return self.embedding_fn(self.start_tokens), init_finished
+
+    def sample(self, time, outputs, states):
+        return _L().argmax(outputs, axis=-1)
+
+    def next_inputs(self, time, outputs, states, sample_ids):
+        finished = _L().equal(sample_ids, self.end_token)
+        return finished, self.embedding_fn(sample_ids), states
+
+
+class SampleEmbeddingHelper(GreedyEmbeddingHelper):
+    """Sampling decoding: the next id is drawn from ``softmax(outputs / softmax_temperature)``."""
+
+    def __init__(self, embedding_fn, start_tokens, end_token, softmax_temperature=None, seed=None):
+        super().__init__(embedding_fn, start_tokens, end_token)
+        L = _L()
+        self.softmax_temperature = L.fill_constant(shape=[1], dtype="float32", value=softmax_temperature) \
+            if softmax_temperature is not None else None
+        self.seed = seed
+
+    def sample(self, time, outputs, states):
+        L = _L()
+        logits = L.elementwise_div(outputs, self.softmax_temperature) if self.softmax_temperature is not None \
+            else outputs
+        probs = L.softmax(logits)
+        probs.stop_gradient = True
+        return L.sampling_id(probs, seed=self.seed or 0, dtype=self.start_tokens.dtype)
+
+
+class BasicDecoder(Decoder):
+    """A decoder over ``cell`` driven by a ``DecodeHelper`` (teacher forcing, greedy, sampling)."""
+
+    class OutputWrapper(collections.namedtuple("OutputWrapper", ("cell_outputs", "sample_ids"))):
+        pass
+
+    def __init__(self, cell, helper, output_fn=None):
+        self.cell = cell
+        self.helper = helper
+        self.output_fn = output_fn
+
+    def initialize(self, initial_cell_states):
+        initial_inputs, initial_finished = self.helper.initialize()
+        return initial_inputs, initial_cell_states, initial_finished
+
+    def step(self, time, inputs, states, **kwargs):
+        cell_outputs, cell_states = self.cell(inputs, states, **kwargs)
+        if self.output_fn is not None:
+            cell_outputs = self.output_fn(cell_outputs)
+        sample_ids = self.helper.sample(time=time, outputs=cell_outputs, states=cell_states)
+        sample_ids.stop_gradient = True
+        finished, next_inputs, next_states = self.helper.next_inputs(time=time, outputs=cell_outputs,
+                                                                     states=cell_states, sample_ids=sample_ids)
+        return self.OutputWrapper(cell_outputs, sample_ids), next_states, next_inputs, finished
+
+    def finalize(self, outputs, final_states, sequence_lengths):
+        return outputs, final_states
