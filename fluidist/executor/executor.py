@@ -14,6 +14,7 @@ from ..framework.program import Program, Variable, default_main_program
 from ..core.place import CPUPlace, to_host
 from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, LoDTensorArray, SelectedRows
+from ..reader.feeding import _NP_DTYPES, _shape_ok, check_feed_value  # noqa: F401 (check_feed_value: re-exported)
 from .plan import Plan, _executors, _missing_value_error
 from .plan import set_kernel_wrapper  # noqa: F401 (re-exported: the profiler's hook)
 
@@ -60,50 +61,6 @@ def _as_fetch_names(fetch_list):
         else:
             raise TypeError("fetch_list[%d] must be a Variable or a name, got %r" % (i, type(f).__name__))
     return names
-
-
-_NP_DTYPES = {n: np.dtype(n) for n in ("float16", "float32", "float64", "int8", "uint8", "int16", "int32",
-                                       "int64", "bool")}
-
-
-def _shape_ok(want, shape):
-    if want is None:
-        return True
-    if len(want) != len(shape):
-        return False
-    for w, d in zip(want, shape):
-        if w != d and w >= 0:
-            return False
-    return True
-
-
-def check_feed_value(var, name, value):
-    """Turn a fed value into (array, lod), checked against the declared variable."""
-    lod = None
-    if isinstance(value, LoDTensor):
-        lod = value.lod()
-        value = np.asarray(value)
-    elif not isinstance(value, np.ndarray) and not hasattr(value, "__cuda_array_interface__"):
-        value = np.asarray(value)
-    if var is None:
-        return value, lod
-    want_dtype = _NP_DTYPES.get(var.dtype)
-    if want_dtype is not None and value.dtype != want_dtype:
-        if var.need_check_feed:
-            raise ValueError("feed variable %r expects dtype %s but got %s"
-                             % (name, var.dtype, value.dtype.name))
-        value = value.astype(var.dtype)
-    if var.shape is not None and (var.need_check_feed or var.is_data):
-        shape = value.shape
-        want = var.shape
-        if len(shape) != len(want) or any(w != s and w >= 0 for w, s in zip(want, shape)):
-            raise ValueError("feed variable %r expects shape %s but got %s"
-                             % (name, list(want), list(shape)))
-    if var.lod_level and lod:
-        if lod[-1][-1] != value.shape[0]:
-            raise ValueError("feed variable %r: its LoD ends at %d but it has %d rows"
-                             % (name, lod[-1][-1], value.shape[0]))
-    return value, lod
 
 
 class Executor:

@@ -9,7 +9,7 @@ Three kinds of generator, as in Paddle:
 - a *batch* generator yields one value per feed variable (arrays or LoDTensors), already batched.
 
 Every batch is checked against the feed variables exactly as ``Executor.run`` checks a feed
-(dtype, shape, LoD against rows), so a bad batch fails with the variable's name; the failure ends
+(``check_feed_value``, here, which the executor imports: dtype, shape, LoD against rows), so a bad batch fails with the variable's name; the failure ends
 the pass in the consumer with that error.
 """
 import itertools
@@ -20,10 +20,53 @@ import numpy as np
 from ..core.blocking_queue import BlockingQueue
 from ..core.tensor import LoDTensor
 from ..data_feeder import DataFeeder
-from ..executor.executor import check_feed_value
 from .decorator import batch as batch_reader
 
 _names = itertools.count()
+
+
+_NP_DTYPES = {n: np.dtype(n) for n in ("float16", "float32", "float64", "int8", "uint8", "int16", "int32",
+                                       "int64", "bool")}
+
+
+def _shape_ok(want, shape):
+    if want is None:
+        return True
+    if len(want) != len(shape):
+        return False
+    for w, d in zip(want, shape):
+        if w != d and w >= 0:
+            return False
+    return True
+
+
+def check_feed_value(var, name, value):
+    """Turn a fed value into (array, lod), checked against the declared variable."""
+    lod = None
+    if isinstance(value, LoDTensor):
+        lod = value.lod()
+        value = np.asarray(value)
+    elif not isinstance(value, np.ndarray) and not hasattr(value, "__cuda_array_interface__"):
+        value = np.asarray(value)
+    if var is None:
+        return value, lod
+    want_dtype = _NP_DTYPES.get(var.dtype)
+    if want_dtype is not None and value.dtype != want_dtype:
+        if var.need_check_feed:
+            raise ValueError("feed variable %r expects dtype %s but got %s"
+                             % (name, var.dtype, value.dtype.name))
+        value = value.astype(var.dtype)
+    if var.shape is not None and (var.need_check_feed or var.is_data):
+        shape = value.shape
+        want = var.shape
+        if len(shape) != len(want) or any(w != s and w >= 0 for w, s in zip(want, shape)):
+            raise ValueError("feed variable %r expects shape %s but got %s"
+                             % (name, list(want), list(shape)))
+    if var.lod_level and lod:
+        if lod[-1][-1] != value.shape[0]:
+            raise ValueError("feed variable %r: its LoD ends at %d but it has %d rows"
+                             % (name, lod[-1][-1], value.shape[0]))
+    return value, lod
 
 
 def unique_reader_name(prefix):
