@@ -355,3 +355,28 @@ def test_nnodes_and_node_rank_with_ips(monkeypatch):
     with pytest.raises(LaunchError, match="--node_rank needs a fixed --nnodes"):
         from fluidist.launch.master_rendezvous import master_rendezvous
         master_rendezvous("127.0.0.1:1", "1:2", 0, None, 1, lambda ip: [])
+
+
+# -- the launcher's old paths ---------------------------------------------------------------------
+def test_old_launcher_paths_are_the_new_modules_names():
+    import subprocess
+    import sys
+
+    import fluidist.distributed.launch as old_launch
+    import fluidist.distributed.launch_utils as old_utils
+    from fluidist.distributed import elastic, etcd_client, launchers, master_rendezvous
+    from fluidist.launch import cli, collective, procs, ps, slurm
+    from fluidist.launch import elastic as new_elastic
+    from fluidist.launch import etcd_client as new_etcd
+    from fluidist.launch import launchers as new_launchers
+    from fluidist.launch import master_rendezvous as new_master
+    assert elastic is new_elastic and etcd_client is new_etcd and master_rendezvous is new_master
+    assert launchers.openKS_launcher is new_launchers.openKS_launcher
+    assert (old_launch.main, old_launch.run, old_launch.build_collective, old_launch.run_ps,
+            old_launch.slurm_defaults) == (cli.main, cli.run, collective.build_collective, ps.run_ps,
+                                           slurm.slurm_defaults)
+    assert old_utils.find_free_ports is launch_cluster.find_free_ports and old_utils.LocalJob is procs.LocalJob
+    assert old_utils.LaunchError is LaunchError
+    r = subprocess.run([sys.executable, "-m", "fluidist.launch", "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "--nproc_per_node" in r.stdout, r.stderr
