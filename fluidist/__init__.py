@@ -42,5 +42,8 @@ from . import profiler, timeline  # noqa: F401  (fluid.profiler without its own 
 
 _patch()
 log_helper.configure_from_env()  # FLUIDIST_LOG_LEVEL: the launcher's --log_level
+if core.place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
+    from .core import switch as _switch
+    _switch.install()
 
 __version__ = "0.1.0"

@@ -12,6 +12,19 @@ os.environ.setdefault("FLUIDIST_JOB_SECRET", secrets.token_urlsafe(32))
 
 
 @pytest.fixture(autouse=True)
+def cpu_only_on_the_cpu(request):
+    """``FLUIDIST_TEST_DEVICE=standin|cuda`` makes every ``fluid.CPUPlace()`` a test creates that device's
+    place (fluidist reads the variable when imported, in the test processes' children too); a test
+    marked ``cpu_only("why")`` checks CPU-only behaviour and runs on the real CPU."""
+    if request.node.get_closest_marker("cpu_only") is None:
+        yield
+        return
+    from fluidist.core import switch
+    with switch.suspended():
+        yield
+
+
+@pytest.fixture(autouse=True)
 def fresh_names_and_programs():
     """Each test starts with fresh default programs, a fresh global scope and fresh unique names."""
     import fluidist as fluid

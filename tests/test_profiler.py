@@ -6,6 +6,7 @@ import pytest
 
 import fluidist as fluid
 import fluidist.profiler as profiler
+from fluidist.core.place import to_host
 from fluidist.ops import registry
 
 
@@ -61,7 +62,7 @@ def test_off_means_plain_kernels_and_same_results():
     exe.run(main, feed=feed, fetch_list=[loss])
     assert _kernels(exe, main) == plain
     scope_a = fluid.global_scope()
-    params_before = {p.name: np.array(scope_a.vals[p.name]) for p in main.global_block().all_parameters()}
+    params_before = {p.name: to_host(scope_a.vals[p.name]).copy() for p in main.global_block().all_parameters()}
     profiler.start_profiler("CPU")
     assert profiler.is_profiler_enabled()
     wrapped = _kernels(exe, main)

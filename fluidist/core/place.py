@@ -1,9 +1,43 @@
-"""Places: where kernels run. Each place knows its array module (numpy or cupy)."""
+"""Places: where kernels run, and the only way values cross between host and device.
+
+A place has an array module (``xp``: numpy, cupy, or the stand-in device's) and three methods that
+every move of a value between host and device goes through: ``owns(array)``, ``to_device(array)``
+(a host array as an array of the place) and ``to_host(array)`` (a NumPy array). The Executor's plan
+(feeds, fetches, host-side ops), ``LoDTensor.set`` and the runtime (values sent and received) call
+them; kernels never do (``core.placement`` moves whole values: SelectedRows, tensor arrays, ...).
+"""
+import contextlib
+import os
+
 import numpy as np
+
+from ..device.standin import StandinArray, StandinPlace  # noqa: F401  (a Place kind, re-exported)
+from ..device.standin import xp as standin_xp
+
+
+# how to get CuPy from a wheel (never its source package, which compiles for an hour)
+GPU_INSTALL = 'pip install "fluidist[gpu-cuda13]" (or "fluidist[gpu-cuda12]" for a CUDA 12 driver)'
 
 
 class CPUPlace:
+    """The host. Its arrays are NumPy's; a device array given to it is copied to the host."""
+
     xp = np
+    is_device = False
+    kind = "cpu"
+
+    def owns(self, value):
+        return isinstance(value, np.ndarray)
+
+    def to_device(self, value, into=None):
+        value = to_host(value) if not isinstance(value, np.ndarray) else value
+        if into is not None:
+            into[...] = value
+            return into
+        return value
+
+    def to_host(self, value):
+        return to_host(value)
 
     def __eq__(self, other):
         return isinstance(other, CPUPlace)
@@ -15,12 +49,15 @@ class CPUPlace:
         return "CPUPlace"
 
     def device_context(self):
-        import contextlib
         return contextlib.nullcontext()
 
 
 class CUDAPlace:
-    """A GPU. Kernels run through CuPy; ``pip install fluidist[gpu]`` brings it."""
+    """A GPU. Kernels run through CuPy (see ``GPU_INSTALL``); values cross to and from the
+    host through ``to_device`` / ``to_host``."""
+
+    is_device = True
+    kind = "cuda"
 
     def __init__(self, device_id=0):
         self.device_id = int(device_id)
@@ -28,6 +65,26 @@ class CUDAPlace:
     @property
     def xp(self):
         return cupy_module()
+
+    def owns(self, value):
+        cp = cupy_module()
+        return isinstance(value, cp.ndarray) and value.device.id == self.device_id
+
+    def to_device(self, value, into=None):
+        cp = cupy_module()
+        if into is not None:
+            if isinstance(value, cp.ndarray):
+                into[...] = value
+            else:
+                into.set(np.ascontiguousarray(value))
+            return into
+        if isinstance(value, cp.ndarray) and value.device.id == self.device_id:
+            return value
+        with cp.cuda.Device(self.device_id):
+            return cp.asarray(value)
+
+    def to_host(self, value):
+        return to_host(value)
 
     def __eq__(self, other):
         return isinstance(other, CUDAPlace) and other.device_id == self.device_id
@@ -51,7 +108,7 @@ def cupy_module():
     try:
         import cupy
     except ImportError as e:
-        raise RuntimeError("CUDAPlace needs CuPy (pip install fluidist[gpu]): %s" % e) from None
+        raise RuntimeError("CUDAPlace needs CuPy (%s): %s" % (GPU_INSTALL, e)) from None
     return cupy
 
 
@@ -61,7 +118,7 @@ def cupy_status():
     try:
         import cupy
     except Exception as e:   # ImportError, or CUDA libraries that fail to load
-        return None, "CuPy cannot be imported (%s: %s); pip install fluidist[gpu]" % (type(e).__name__, e)
+        return None, "CuPy cannot be imported (%s: %s); %s" % (type(e).__name__, e, GPU_INSTALL)
     try:
         n = cupy.cuda.runtime.getDeviceCount()
     except Exception as e:
@@ -103,10 +160,71 @@ def cuda_pinned_places(device_count=None):
 
 
 def to_host(value):
-    """A numpy array for a numpy or cupy array (other values unchanged)."""
+    """A numpy array for a numpy, cupy or stand-in array (other values unchanged)."""
     if isinstance(value, np.ndarray) or value is None:
         return value
-    get = getattr(value, "get", None)
-    if get is not None and type(value).__module__.startswith("cupy"):
-        return get()
+    if type(value) is StandinArray or _is_cupy(value):
+        return value.get()
     return value
+
+
+def _is_cupy(value):
+    return type(value).__module__.partition(".")[0] == "cupy" and hasattr(value, "get")
+
+
+def array_module(value):
+    """The array module of ``value``'s place: numpy, cupy or the stand-in's."""
+    if type(value) is StandinArray:
+        return standin_xp
+    if _is_cupy(value):
+        return cupy_module()
+    return np
+
+
+def place_of(value):
+    """The place an array lives on: ``CPUPlace()`` for a NumPy array (or anything else)."""
+    if type(value) is StandinArray:
+        return StandinPlace(0)
+    if _is_cupy(value):
+        return CUDAPlace(value.device.id)
+    return CPUPlace()
+
+
+def is_device_array(value):
+    """True for an array of a device place (CuPy's or the stand-in's)."""
+    return type(value) is StandinArray or _is_cupy(value)
+
+
+# FLUIDIST_TEST_DEVICE (tests and the stand-in guide): which place fluid.CPUPlace() gives, read at import
+TEST_DEVICES = ("cpu", "standin", "cuda")
+
+
+def test_device():
+    """The value of ``FLUIDIST_TEST_DEVICE`` (``cpu`` when unset), checked."""
+    name = os.environ.get("FLUIDIST_TEST_DEVICE", "").strip().lower() or "cpu"
+    if name not in TEST_DEVICES:
+        raise ValueError("FLUIDIST_TEST_DEVICE=%r: expected one of %s" % (name, ", ".join(TEST_DEVICES)))
+    return name
+
+
+_default_override = None   # a device name that wins over FLUIDIST_TEST_DEVICE (device.switch.suspended)
+
+
+def set_default_override(name):
+    """Make ``default_place()`` use device ``name`` (None: back to the environment); returns the old one."""
+    global _default_override
+    old, _default_override = _default_override, name
+    return old
+
+
+def default_place():
+    """The place ``Executor()`` runs on when given none: ``CUDAPlace(0)`` where CuPy sees a GPU, else
+    the CPU (Paddle's GPU build does the same); under ``FLUIDIST_TEST_DEVICE`` the place it names."""
+    name = _default_override or test_device()
+    if name == "cpu" and _default_override:
+        return CPUPlace()
+    if name == "standin":
+        return StandinPlace(0)
+    if name == "cuda" or is_compiled_with_cuda():
+        return CUDAPlace(0)
+    return CPUPlace()

@@ -1,16 +1,28 @@
 """Runtime values: LoDTensor (an array plus level-of-detail offsets) and SelectedRows."""
 import numpy as np
 
-from .place import to_host
+from .place import array_module, is_device_array, to_host
 
 
 def scatter_add(xp, out, idx, val):
     """``out[idx] += val`` with repeated indices accumulated (numpy's add.at, cupyx's scatter_add)."""
     if xp is np:
         np.add.at(out, idx, val)
-    else:
+    elif getattr(xp, "__name__", "") == "cupy":
         import cupyx
         cupyx.scatter_add(out, idx, val)
+    else:
+        xp.add.at(out, idx, val)
+    return out
+
+
+def scatter_max(xp, out, idx, val):
+    """``out[idx] = max(out[idx], val)`` with repeated indices (numpy's maximum.at, cupyx's scatter_max)."""
+    if getattr(xp, "__name__", "") == "cupy":
+        import cupyx
+        cupyx.scatter_max(out, idx, val)
+    else:
+        xp.maximum.at(out, idx, val)
     return out
 
 
@@ -36,9 +48,11 @@ class SelectedRows:
     def set_height(self, h):
         self.height = int(h)
 
-    def merged(self, xp=np):
+    def merged(self, xp=None):
+        """Duplicate rows summed (``xp``: the array module of the values' place, found when None)."""
         if self.rows is None or len(self.rows) == 0:
             return self
+        xp = xp or array_module(self.value)
         uniq, inv = xp.unique(self.rows, return_inverse=True)
         if len(uniq) == len(self.rows):
             return self
@@ -46,7 +60,9 @@ class SelectedRows:
         scatter_add(xp, out, inv.reshape(-1), self.value)
         return SelectedRows(uniq, out, self.height)
 
-    def to_dense(self, xp=np):
+    def to_dense(self, xp=None):
+        """The dense ``height`` x width tensor, on the values' place."""
+        xp = xp or array_module(self.value)
         out = xp.zeros((self.height,) + tuple(self.value.shape[1:]), dtype=self.value.dtype)
         return scatter_add(xp, out, self.rows, self.value)
 
@@ -92,10 +108,14 @@ class LoDTensor:
         return self._lod
 
     def set(self, array, place=None):
-        arr = np.array(to_host(array), copy=True)
-        if place is not None and not isinstance(place.xp, type(np)) and place.xp is not np:
-            with place.device_context():
-                arr = place.xp.asarray(arr)
+        """Store a copy of ``array`` on ``place`` (a device place copies it there through its
+        ``to_device``; no place or a CPU place keeps it on the host)."""
+        if place is not None and getattr(place, "is_device", False):
+            arr = place.to_device(array if is_device_array(array) else np.asarray(array))
+            if arr is array:
+                arr = arr.copy()
+        else:
+            arr = np.array(to_host(array), copy=True)
         if self._scope is not None:
             self._scope._set_value(self._name, arr)
         else:

@@ -71,14 +71,16 @@ def _plural(ids):
 class ParameterServer:
     """The state and event loop of one ``listen_and_serv`` op."""
 
-    def __init__(self, program, scope, attrs, run_block, to_place, deadline_ms=None, recv_names=None):
+    def __init__(self, program, scope, attrs, run_block, to_place, deadline_ms=None, recv_names=None,
+                 to_host=to_host):
         """``run_block(idx[, prog])`` runs block ``idx`` of ``program`` (or of ``prog``, a copy of it) in
         ``scope`` (the kernel's executor does); ``to_place(value)`` moves a received value to the place
-        the blocks run on; ``recv_names`` are the variables the op receives (its ``X``; default: read
+        the blocks run on, ``to_host(value)`` a served one from it to the host; ``recv_names`` are the variables the op receives (its ``X``; default: read
         from the program's op on this endpoint)."""
         self.program = program
         self.run_block = run_block
         self.to_place = to_place
+        self.to_host = to_host
         self.endpoint = attrs["endpoint"]
         rpc.split_endpoint(self.endpoint)
         self.fanin = int(attrs["Fanin"])
@@ -316,7 +318,8 @@ class ParameterServer:
                 if not self.sync and not shared:
                     value = _host_copy(value)   # the next update writes the parameter in place
                 elif self.sync and shared:
-                    value = self._resident(m.name, value)
+                    value = self._resident(m.name, value)    # host arrays only
+                value = self.to_host(value)     # a value on a device place leaves through the place
                 lod = self.scope._find_lod(m.name) or None
                 self.server.reply(req, value=value, lod=lod, snapshot=not self.sync)
             elif m.kind == "fetch_barrier":
@@ -346,7 +349,7 @@ class ParameterServer:
         value = self.scope._find_value(out)
         if value is None:
             raise _BadRequest("pserver %s: the prefetch block of %r did not produce %r" % (self.endpoint, m.name, out))
-        self.server.reply(req, value=value, name=out)
+        self.server.reply(req, value=self.to_host(value), name=out)
 
     def _checkpoint(self, m):
         if self.checkpoint_block < 0:

@@ -25,7 +25,8 @@ from ..framework import unique_name
 from ..framework.op_role import OP_ROLE_ATTR, OpRole, backward_param_grads, is_backward_op, is_loss_grad_op
 from ..framework.program import Program
 from .executor import Executor, _as_fetch_names
-from ..core.place import CUDAPlace, cpu_places, cuda_places, to_host
+from ..core.place import CUDAPlace, cpu_places, cuda_places, is_device_array, to_host
+from ..core.placement import copy_to, to_place
 from ..core.scope import Scope, global_scope
 from ..core.tensor import LoDTensor, SelectedRows
 
@@ -369,14 +370,12 @@ class _DataParallelRunner:
             value = scope.vals.get(name)
             if value is None:
                 continue
-            if self.comm is not None and isinstance(value, np.ndarray) or (self.comm is not None and
-                                                                           hasattr(value, "__cuda_array_interface__")):
-                value = self.comm.broadcast(value, 0)
+            if self.comm is not None and (isinstance(value, np.ndarray) or is_device_array(value)):
+                value = _broadcast_from_rank0(self.comm, value, self.places[0])
                 scope.vals[name] = value
             for i in range(1, self.nplaces):
-                xp = self.places[i].xp
                 with self.places[i].device_context():
-                    self.scopes[i].vals[name] = xp.array(to_host(value)) if xp is not np else np.array(value, copy=True)
+                    self.scopes[i].vals[name] = copy_to(value, self.places[i])
 
     # ------------------------------------------------------------ running
     def _run_place(self, i, feed):
@@ -444,6 +443,14 @@ class _DataParallelRunner:
             parts = [per_place[i][j] for i in range(self.nplaces)]
             merged.append(np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts], axis=0))
         return merged
+
+
+def _broadcast_from_rank0(comm, value, place):
+    """Trainer 0's ``value`` on every trainer. NCCL takes device arrays; the CPU backend takes host
+    ones, so a value on a device place crosses through the place."""
+    if isinstance(value, np.ndarray) or collective_registry.backend_for(place) == "nccl":
+        return comm.broadcast(value, 0)
+    return to_place(comm.broadcast(to_host(value), 0), place)
 
 
 def _last_backward_writer(block, name):

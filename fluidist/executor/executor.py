@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..framework.program import Program, Variable, default_main_program
-from ..core.place import CPUPlace, to_host
+from ..core.place import CPUPlace, default_place, is_device_array, to_host
+from ..core.placement import is_placed, to_place
 from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..reader.feeding import _NP_DTYPES, _shape_ok, check_feed_value  # noqa: F401 (check_feed_value: re-exported)
@@ -24,13 +25,26 @@ if TYPE_CHECKING:  # for the annotations only (compiler imports this module's he
     from .compiler import CompiledProgram
 
 
+def _host_copy(value):
+    """A NumPy copy of a fetched value (one device-to-host transfer for a device array)."""
+    host = to_host(value)
+    return np.array(host, copy=True) if host is value or not isinstance(host, np.ndarray) else host
+
+
+def _copy_on_place(value):
+    """A copy of an array where it lives (a device array stays on its device)."""
+    if isinstance(value, np.ndarray) or is_device_array(value):
+        return value.copy()
+    return np.array(value, copy=True)
+
+
 def _fetch_array(value, return_numpy):
-    """A fetched LoDTensorArray: a list of numpy arrays (Paddle's ``as_numpy``), or a copy."""
+    """A fetched LoDTensorArray: a list of numpy arrays (Paddle's ``as_numpy``), or a copy (on its place)."""
     if return_numpy:
-        return [None if t is None else np.array(to_host(t._array), copy=True) for t in value]
+        return [None if t is None else _host_copy(t._array) for t in value]
     out = LoDTensorArray()
     for t in value:
-        out.append(None if t is None else LoDTensor(np.array(to_host(t._array), copy=True), t._lod))
+        out.append(None if t is None else LoDTensor(_copy_on_place(t._array), t._lod))
     return out
 
 
@@ -64,10 +78,11 @@ def _as_fetch_names(fetch_list):
 
 
 class Executor:
-    """Runs Programs on a place: ``Executor(CPUPlace()).run(program, feed, fetch_list)``."""
+    """Runs Programs on a place: ``Executor(CPUPlace()).run(program, feed, fetch_list)``. Without a
+    place, ``CUDAPlace(0)`` where CuPy sees a GPU, else the CPU (``core.place.default_place``)."""
 
     def __init__(self, place: CPUPlace | CUDAPlace | None = None) -> None:
-        self.place = place if place is not None else CPUPlace()
+        self.place = place if place is not None else default_place()
         self._closed = False
         self._plans = weakref.WeakKeyDictionary()
         self._close_hooks = []
@@ -84,7 +99,11 @@ class Executor:
         return plan
 
     def _run_block(self, program, block_idx, scope):
-        self._plan(program, block_idx).run(scope)
+        """A whole block in ``scope`` itself (a pserver's optimize, prefetch and checkpoint blocks):
+        its inputs placed first, as for a run."""
+        plan = self._plan(program, block_idx)
+        self._place_inputs(plan, scope)
+        plan.run(scope)
 
     # ------------------------------------------------------------------ running
     def run(self, program: Program | CompiledProgram | None = None,
@@ -141,6 +160,7 @@ class Executor:
         for n in plan.fresh_arrays:
             scope.vals[n] = LoDTensorArray()
         self._check_inputs(plan, scope)
+        self._place_inputs(plan, scope)
         if self.place.xp is np:
             plan.run(scope)
         else:
@@ -149,22 +169,26 @@ class Executor:
         return self._fetch(plan, scope, fetch_names, return_numpy)
 
     def _feed(self, program, scope, feed):
+        """Fed values into the scope, each checked and copied to the executor's place (one transfer
+        per fed variable on a device)."""
         block = program.global_block()
         vals, lods = scope.vals, scope.lods
-        xp = self.place.xp
+        place = self.place
+        on_host = not getattr(place, "is_device", False)
         for name, value in feed.items():
             var = block.vars.get(name)
             if var is None:
                 raise ValueError("feed variable %r is not a variable of the program" % name)
-            if type(value) is np.ndarray and xp is np and var.lod_level == 0 and \
+            if type(value) is np.ndarray and on_host and var.lod_level == 0 and \
                     value.dtype is _NP_DTYPES.get(var.dtype) and _shape_ok(var.shape, value.shape):
                 vals[name] = value
                 if lods and name in lods:
                     del lods[name]
                 continue
             arr, lod = check_feed_value(var, name, value)
-            if xp is not np:
-                arr = xp.asarray(arr)
+            if not place.owns(arr):
+                with place.device_context():
+                    arr = place.to_device(arr)
             vals[name] = arr
             if lod:
                 lods[name] = lod
@@ -181,6 +205,27 @@ class Executor:
                     continue
                 raise _missing_value_error(plan.block, name,
                                            next(s.op for s in plan.steps if name in s.op.input_arg_names))
+
+    def _place_inputs(self, plan, scope):
+        """Values the block reads from the scope that are not on the executor's place (set by the
+        user without a place, or by another executor) are moved there, once: the moved value
+        replaces the old one in the scope that holds it."""
+        vals = scope.vals
+        place = self.place
+        on_host = not getattr(place, "is_device", False)
+        for name in plan.placed_names:
+            holder = vals
+            if name not in vals:
+                owner = scope._owner(name) if scope.parent is not None else None
+                if owner is None:
+                    continue
+                holder = owner.vals
+            v = holder[name]
+            if v is None or (on_host and type(v) is np.ndarray):
+                continue
+            if not is_placed(v, place):
+                with place.device_context():
+                    holder[name] = to_place(v, place)
 
     def _fetch(self, plan, scope, names, return_numpy):
         out = []
@@ -203,12 +248,12 @@ class Executor:
             if return_numpy:
                 if isinstance(value, SelectedRows):
                     value = value.value
-                out.append(np.array(to_host(value), copy=True))
+                out.append(_host_copy(value))
             else:
                 if isinstance(value, SelectedRows):
                     out.append(value)
-                else:
-                    out.append(LoDTensor(np.array(to_host(value), copy=True), owner._find_lod(name)))
+                else:   # stays on the place: a copy there
+                    out.append(LoDTensor(_copy_on_place(value), owner._find_lod(name)))
         return out
 
     def on_close(self, callback):

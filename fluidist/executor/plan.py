@@ -8,6 +8,7 @@ import zlib
 import numpy as np
 
 from ..framework.dtypes import VarType
+from ..core.placement import to_host_value, to_place
 from ..framework import registry
 
 
@@ -126,10 +127,12 @@ class Plan:
             if block_idx == 0 else ()
         place = executor.place
         xp = place.xp
+        on_device = getattr(place, "is_device", False)
         self.steps = []
         written = set()
         self.external = []  # (name, op type) read before any op of this block writes it
         seen_external = set()
+        reads = set()       # and names ops with inputs_are_names read (sub-blocks' outer variables)
         for i, op in enumerate(self.block.ops):
             opdef = registry.lookup(op.type)
             if opdef is None:
@@ -139,6 +142,8 @@ class Plan:
                 raise ValueError("block %d op %d: op type %r has no kernel" % (block_idx, i, op.type))
             ins = []
             for slot, names in op.inputs.items():
+                if names and opdef.inputs_are_names:   # while's X, listen_and_serv's: placed, not passed
+                    reads.update(n for n in names if n not in written)
                 if not names or opdef.inputs_are_names:  # e.g. listen_and_serv's receive vars
                     continue
                 ins.append((slot, tuple(names), slot in opdef.duplicable))
@@ -157,12 +162,17 @@ class Plan:
                 si, so = opdef.share_lod
                 if op.inputs.get(si) and op.outputs.get(so):
                     share = (op.inputs[si][0], op.outputs[so][0])
-            ctx = ExecContext(xp, place, op, executor, program, self.state, opdef)
-            kernel = opdef.kernel if _kernel_hook is None else _kernel_hook(opdef.kernel, op)
+            host = on_device and opdef.runs_on_host(place)
+            ctx = ExecContext(np if host else xp, place, op, executor, program, self.state, opdef)
+            kernel = opdef.kernel
+            if host or (on_device and opdef.host_inputs):
+                kernel = _on_host(kernel, op, opdef, place, host)
+            kernel = kernel if _kernel_hook is None else _kernel_hook(kernel, op)
             self.steps.append(_Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
                                     share))
         self.written = written
         self.external_names = frozenset(n for n, _ in self.external)
+        self.placed_names = self.external_names | frozenset(reads)   # values run() puts on the place
         self._fast = None
 
     def run(self, scope):
@@ -308,6 +318,36 @@ class Plan:
                 got.append(owner.vals[n])
             ins[slot] = got if dup else got[0]
         return ins
+
+
+def _on_host(kernel, op, opdef, place, whole_op):
+    """The kernel of a host-side op (registry facts ``host`` / ``host_inputs``) on a device place: its
+    inputs (all, or the ``host_inputs`` slots) copied to the host, and, for a whole host op, its
+    outputs moved to the place. An output that replaces its input (same variable, same shape and
+    dtype) is copied into the input's device array, so views of it see the result (fused gradient
+    buffers reduced by a CPU collective). These copies are the plan's: kernels never move data."""
+    slots = None if whole_op else frozenset(opdef.host_inputs)
+    in_place = {s: (names[0], next(si for si, ns in op.inputs.items() if ns and ns[0] == names[0]))
+                for s, names in op.outputs.items() if len(names) == 1 and names[0] in op.input_arg_names}
+
+    def host_side(ctx, ins, attrs):
+        host_ins = {s: (to_host_value(v) if slots is None or s in slots else v) for s, v in ins.items()}
+        out = kernel(ctx, host_ins, attrs)
+        if whole_op and out:
+            out = {s: _back_to_place(v, ins.get(in_place[s][1]) if s in in_place else None, place)
+                   for s, v in out.items()}
+        return out
+    host_side.__name__ = getattr(kernel, "__name__", "kernel")
+    host_side.__doc__ = kernel.__doc__
+    return host_side
+
+
+def _back_to_place(value, old, place):
+    """A host op's output on the place: into ``old`` (the device array it replaces) where it fits."""
+    if old is not None and isinstance(value, np.ndarray) and place.owns(old) and old.shape == value.shape \
+            and old.dtype == value.dtype:
+        return place.to_device(value, into=old)
+    return to_place(value, place)
 
 
 def _call(step, ins):

@@ -30,6 +30,14 @@ its own (a second table drifts):
   updates elsewhere (the pserver transpiler) leaves it on the trainer, after the parameters are
   received.
 - ``forward``: on a gradient op, the forward op whose entry it shares (attrs and their defaults).
+- ``host``: the op runs on the host whatever the executor's place, and says why (LoD bookkeeping,
+  RPC, readers, printing, Python callbacks, sequential algorithms written for the CPU). On a device
+  place the Executor's plan hands its kernel host (NumPy) arrays and ``ctx.xp`` is numpy, and moves
+  its array outputs to the place. A gradient op takes its forward op's ``host`` unless it says.
+- ``host_except``: place kinds (``"cuda"``, ``"standin"``) on which a ``host`` op runs on the device
+  after all (the collectives: NCCL takes device arrays, the CPU backend host ones).
+- ``host_inputs``: input slots the kernel reads on the host (shape and size tensors that decide
+  an output's shape, as Paddle keeps them on the CPU); the plan copies only those.
 
 Slots: a trailing ``*`` marks a duplicable slot (the kernel gets/returns a list), a trailing ``?``
 an optional one (the kernel gets ``None`` when it is absent). Kernels are written against
@@ -86,8 +94,15 @@ class OpDef:
     inputs_are_names: bool = False
     after_update: bool = False
     forward: Optional[str] = None
+    host: Optional[str] = None        # why the op runs on the host (see the module docstring)
+    host_except: tuple = ()           # place kinds on which a host op runs on the device
+    host_inputs: tuple = ()           # input slots read on the host
     grad_type: Optional[str] = None   # the type of the gradient op registered for this op
     doc: str = ""
+
+    def runs_on_host(self, place):
+        """Whether the kernel gets host arrays on ``place`` (always on a CPU place)."""
+        return bool(self.host) and getattr(place, "kind", "cpu") not in self.host_except
 
     @property
     def input_slots(self):
@@ -100,7 +115,7 @@ class OpDef:
 
 _REGISTRY: Dict[str, OpDef] = {}
 _FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
-          "after_update")
+          "after_update", "host", "host_except", "host_inputs")
 
 
 def _parse_slots(slots):
@@ -135,6 +150,9 @@ def define_op(type, inputs=(), outputs=(), attrs=None, kernel=None, infer=None, 
     unknown = set(facts) - set(_FACTS)
     if unknown:
         raise TypeError("register_op(%r): unknown facts %s (known: %s)" % (type, sorted(unknown), list(_FACTS)))
+    for fact in ("host_inputs", "host_except"):
+        if fact in facts:
+            facts[fact] = tuple(facts[fact])
     ins, dup_i, opt_i = _parse_slots(inputs)
     outs, dup_o, opt_o = _parse_slots(outputs)
     d = OpDef(type=type, inputs=ins, outputs=outs, duplicable=dup_i | dup_o, optional=opt_i | opt_o,
@@ -168,6 +186,10 @@ def register_grad(forward, inputs=None, outputs=None, type=None, attrs=None, inf
         shared.update(attrs)
     else:
         shared = fwd.attrs
+
+    for fact in ("host", "host_except", "host_inputs"):     # a host op's gradient runs on the host too
+        if fact not in facts and getattr(fwd, fact):
+            facts[fact] = getattr(fwd, fact)
 
     def deco(kernel):
         define_op(gtype, inputs, outputs, shared, kernel, infer,

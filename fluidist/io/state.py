@@ -7,7 +7,8 @@ import warnings
 
 import numpy as np
 
-from ..core.place import CPUPlace, cupy_module, to_host
+from ..core.place import CPUPlace, place_of
+from ..core.placement import to_place
 from ..core.scope import global_scope
 from ..core.tensor import SelectedRows
 from ..paddle_format import program_desc as paddle_program
@@ -193,17 +194,17 @@ def set_program_state(program, state_dict):
             raise ValueError("variable %r has no value in the scope: run the startup program before "
                              "set_program_state" % v.name)
         new = np.asarray(state_dict[v.name])
-        cur = to_host(current.value if isinstance(current, SelectedRows) else current)
-        if tuple(new.shape) != tuple(np.shape(cur)):
+        cur = current.value if isinstance(current, SelectedRows) else current
+        cur = cur if hasattr(cur, "shape") and hasattr(cur, "dtype") else np.asarray(cur)
+        if tuple(new.shape) != tuple(cur.shape):
             raise ValueError("shape mismatch for variable %r: the program holds %s, the state %s"
-                             % (v.name, list(np.shape(cur)), list(new.shape)))
-        if new.dtype != np.asarray(cur).dtype:
+                             % (v.name, list(cur.shape), list(new.shape)))
+        if new.dtype != cur.dtype:
             raise ValueError("dtype mismatch for variable %r: the program holds %s, the state %s"
-                             % (v.name, np.asarray(cur).dtype.name, new.dtype.name))
-        todo.append((v.name, current, new))
-    for name, current, new in todo:
-        on_host = isinstance(current.value if isinstance(current, SelectedRows) else current, np.ndarray)
-        scope.var(name).set_value(new.copy() if on_host else cupy_module().asarray(new))
+                             % (v.name, cur.dtype.name, new.dtype.name))
+        todo.append((v.name, cur, new))
+    for name, cur, new in todo:        # where the value it replaces lives, through that place
+        scope.var(name).set_value(to_place(new.copy(), place_of(cur)))
     used = {n for n, _, _ in todo}
     unused = [k for k in state_dict if k not in used]
     if unused:

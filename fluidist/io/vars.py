@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.place import CPUPlace
+from ..core.placement import to_place
 from ..core.scope import global_scope
 from ..core.tensor import SelectedRows
 from ..framework.dtypes import VarType
@@ -259,15 +260,10 @@ def _commit(loaded, decls, scope, place, where):
     for name, value, _ in loaded:
         if not isinstance(value, SelectedRows):
             _check_against_decl(name, decls.get(name), value, where)
-    xp = place.xp
     with place.device_context():
-        for name, value, lod in loaded:
-            if isinstance(value, SelectedRows):
-                if xp is not np:
-                    value = SelectedRows(xp.asarray(value.rows), xp.asarray(value.value), value.height)
-                scope.var(name).set_value(value)
-            else:
-                scope.var(name).set_value(value if xp is np else xp.asarray(value))
+        for name, value, lod in loaded:       # onto the executor's place, through it
+            scope.var(name).set_value(to_place(value, place))
+            if not isinstance(value, SelectedRows):
                 scope.var(name).get_tensor().set_lod(lod or [])
 
 

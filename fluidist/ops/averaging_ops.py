@@ -56,7 +56,7 @@ def average_accumulates(ctx, ins, attrs):
             "out_old_num_accumulates": n_old, "out_num_updates": n_upd}
 
 
-@register_op("exponential_moving_average", inputs=["Param", "Ema", "Decay", "ThresSteps?", "Step?"],
+@register_op("exponential_moving_average", host_inputs=("ThresSteps",), inputs=["Param", "Ema", "Decay", "ThresSteps?", "Step?"],
              outputs=["EmaOut", "DecayOut", "StepOut?"], attrs={"decay": 0.999},
              infer=no_infer, role=OpRole.Optimize, after_update=True)
 def exponential_moving_average(ctx, ins, attrs):

@@ -7,13 +7,14 @@ candidates (one row each). Ties break as in Paddle's kernel: among equal scores 
 later prefix ranks first; within one prefix the earlier candidate does."""
 import numpy as np
 
-from ..core.place import to_host
 from ..core.tensor import LoDTensorArray
 from ..framework.registry import register_op
 
+_HOST = 'selects and backtracks beams per sequence in Python, on the host'
+
 
 def _host(x):
-    return np.asarray(to_host(x))
+    return np.asarray(x)
 
 
 def _abs_level(lod, level):
@@ -52,7 +53,7 @@ def _beam_search_infer(ctx):
     ctx.set_output("parent_idx", (-1,), "int32")
 
 
-@register_op("beam_search", inputs=["pre_ids", "pre_scores", "ids?", "scores"],
+@register_op("beam_search", host=_HOST, inputs=["pre_ids", "pre_scores", "ids?", "scores"],
              outputs=["selected_ids", "selected_scores", "parent_idx?"],
              attrs={"level": 0, "beam_size": 1, "end_id": 0, "is_accumulated": True}, needs_lod=True,
              infer=_beam_search_infer)
@@ -126,7 +127,7 @@ def _step(arr, t, what, ctx):
     return _host(value).reshape(-1), lod
 
 
-@register_op("beam_search_decode", inputs=["Ids", "Scores"], outputs=["SentenceIds", "SentenceScores"],
+@register_op("beam_search_decode", host=_HOST, inputs=["Ids", "Scores"], outputs=["SentenceIds", "SentenceScores"],
              attrs={"beam_size": 1, "end_id": 0},
              infer=lambda c: (c.set_output("SentenceIds", (-1,), "int64", 2),
                               c.set_output("SentenceScores", (-1,), c.input_dtype("Scores"), 2)))

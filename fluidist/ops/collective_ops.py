@@ -20,6 +20,8 @@ from ..core.tensor import SelectedRows
 from .tensor import is_fused_buffer
 from ..framework.registry import register_op, same_shape
 
+_HOST = "fluidist's CPU collectives take host buffers (NCCL, on a CUDAPlace, takes device arrays)"
+
 
 def _is_cuda(ctx):
     return registry.backend_for(ctx.place) == "nccl"
@@ -191,12 +193,12 @@ def _make_allreduce(red):
 
 
 for _red in ("sum", "max", "min", "prod"):
-    register_op("c_allreduce_" + _red, inputs=["X"], outputs=["Out"],
+    register_op("c_allreduce_" + _red, host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"],
                 attrs={"ring_id": 0, "use_calc_stream": False}, infer=same_shape("X", "Out"),
                 side_effect=True, share_lod=("X", "Out"))(_make_allreduce(_red))
 
 
-@register_op("c_broadcast", inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "root": 0, "use_calc_stream": False},
+@register_op("c_broadcast", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "root": 0, "use_calc_stream": False},
              infer=same_shape("X", "Out"), side_effect=True, share_lod=("X", "Out"))
 def c_broadcast(ctx, ins, attrs):
     """Out = rank ``root``'s X on every rank of ring ``ring_id``."""
@@ -226,7 +228,7 @@ def _allgather_infer(ctx):
     ctx.set_output("Out", [d0] + list(shape[1:]), ctx.input_dtype("X"))
 
 
-@register_op("c_allgather", inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False},
+@register_op("c_allgather", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False},
              infer=_allgather_infer, side_effect=True)
 def c_allgather(ctx, ins, attrs):
     """Out = the X of every rank, concatenated along dim 0 in rank order."""
@@ -248,7 +250,7 @@ def _reducescatter_infer(ctx):
     ctx.set_output("Out", [d0] + list(shape[1:]), ctx.input_dtype("X"))
 
 
-@register_op("c_reducescatter", inputs=["X"], outputs=["Out"],
+@register_op("c_reducescatter", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"],
              attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False}, infer=_reducescatter_infer,
              side_effect=True)
 def c_reducescatter(ctx, ins, attrs):
@@ -259,7 +261,7 @@ def c_reducescatter(ctx, ins, attrs):
     return {"Out": comm.reducescatter(x, "sum", use_calc_stream=bool(attrs["use_calc_stream"]))}
 
 
-@register_op("barrier", inputs=["X?"], outputs=["Out?"], attrs={"ring_id": 0}, side_effect=True)
+@register_op("barrier", host=_HOST, host_except=("cuda",), inputs=["X?"], outputs=["Out?"], attrs={"ring_id": 0}, side_effect=True)
 def barrier(ctx, ins, attrs):
     """Wait until every rank of ring ``ring_id`` got here; Out = X."""
     registry.get_communicator(attrs["ring_id"], ctx.place).barrier()

@@ -10,10 +10,11 @@ import numpy as np
 from .math import _bcast
 from . import sub_block as sb
 from .lod_utils import host_bools, merge_lengths, sub_lod
-from ..core.place import to_host
 from ..core.scope import Scope
 from ..core.tensor import LoDTensorArray
 from ..framework.registry import register_grad, register_op
+
+_HOST = 'prints values'
 
 
 def _cmp_infer(ctx):
@@ -321,7 +322,7 @@ def _merge(ctx, like, mask, lod, level, parts):
     return out, (merge_lengths(lengths) if lengths is not None else [])
 
 
-@register_op("split_lod_tensor", inputs=["X", "Mask"], outputs=["OutTrue", "OutFalse"], attrs={"level": 0},
+@register_op("split_lod_tensor", host_inputs=("Mask",), inputs=["X", "Mask"], outputs=["OutTrue", "OutFalse"], attrs={"level": 0},
              needs_lod=True, no_grad=("Mask",),
              infer=lambda c: (c.share("OutTrue", "X"), c.share("OutFalse", "X")))
 def split_lod_tensor(ctx, ins, attrs):
@@ -345,7 +346,7 @@ def split_lod_tensor_grad(ctx, ins, attrs):
     return {"X@GRAD": out}
 
 
-@register_op("merge_lod_tensor", inputs=["X", "Mask", "InTrue", "InFalse"], outputs=["Out"], attrs={"level": 0},
+@register_op("merge_lod_tensor", host_inputs=("Mask",), inputs=["X", "Mask", "InTrue", "InFalse"], outputs=["Out"], attrs={"level": 0},
              needs_lod=True, no_grad=("X", "Mask"), infer=lambda c: c.share("Out", "InTrue"))
 def merge_lod_tensor(ctx, ins, attrs):
     """The inverse of ``split_lod_tensor``: ``X`` gives the LoD (or the rows) the mask refers to."""
@@ -369,7 +370,7 @@ _TYPE_CODES = {"float32": "f", "float64": "d", "float16": "N5paddle8platform7flo
 
 
 def _format_tensor(name, value, lod, attrs):
-    host = np.asarray(to_host(value))
+    host = np.asarray(value)
     lines = ["Tensor[%s]" % name] if attrs["print_tensor_name"] else []
     if attrs["print_tensor_shape"]:
         lines.append("\tshape: [%s]" % "".join("%d," % d for d in host.shape))
@@ -391,7 +392,7 @@ def _print_grad_maker(op):
              "outputs": {"Out": [n + "@GRAD" for n in op.input("In")]}, "attrs": attrs}]
 
 
-@register_op("print", inputs=["In"], outputs=["Out"], share_lod=("In", "Out"), side_effect=True,
+@register_op("print", host=_HOST, inputs=["In"], outputs=["Out"], share_lod=("In", "Out"), side_effect=True,
              attrs={"first_n": -1, "message": "", "summarize": 20, "print_tensor_name": True,
                     "print_tensor_type": True, "print_tensor_shape": True, "print_tensor_lod": True,
                     "print_phase": "BOTH", "is_forward": True},

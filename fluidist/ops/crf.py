@@ -8,15 +8,16 @@ their loops over time steps are short and sequential.
 """
 import numpy as np
 
-from ..core.place import to_host
 from ..framework.registry import register_grad, register_op
+
+_HOST = "dynamic programming over each sequence in Python (Paddle's kernel is CPU-only too)"
 
 
 def _sequences(ctx, slot, value, lengths):
     """[(start, end)] row ranges of each sequence of ``value`` (flattened to rows), from its LoD or
     from ``lengths`` (padded [N, T, ...] input)."""
     if lengths is not None:
-        lens = np.asarray(to_host(lengths)).reshape(-1).astype(np.int64)
+        lens = np.asarray(lengths).reshape(-1).astype(np.int64)
         t = value.shape[1]
         if lens.size and (lens.min() < 0 or lens.max() > t):
             raise ValueError("op %r: Length %s does not fit %s %r padded to %d steps"
@@ -32,7 +33,7 @@ def _sequences(ctx, slot, value, lengths):
 
 
 def _rows(value, padded):
-    a = np.asarray(to_host(value))
+    a = np.asarray(value)
     if padded:
         return a.reshape(a.shape[0] * a.shape[1], -1)
     return a.reshape(a.shape[0], -1)
@@ -84,7 +85,7 @@ def _crf_sequence(x, w, labels):
     return log_z - gold, la, lb, log_z
 
 
-@register_op("linear_chain_crf", inputs=["Emission", "Transition", "Label", "Length?"],
+@register_op("linear_chain_crf", host=_HOST, inputs=["Emission", "Transition", "Label", "Length?"],
              outputs=["Alpha", "EmissionExps", "TransitionExps", "LogLikelihood"], infer=_crf_infer,
              no_grad=("Label", "Length"), needs_lod=True)
 def linear_chain_crf(ctx, ins, attrs):
@@ -96,7 +97,7 @@ def linear_chain_crf(ctx, ins, attrs):
     dtype = emission.dtype
     spans, padded = _sequences(ctx, "Emission", emission, ins.get("Length"))
     x = _rows(emission, padded).astype(np.float64)
-    w = np.asarray(to_host(ins["Transition"]), dtype=np.float64)
+    w = np.asarray(ins["Transition"], dtype=np.float64)
     lab = _rows(ins["Label"], padded).reshape(-1).astype(np.int64)
     _check_labels(ctx, lab, x.shape[1])
     nll = np.zeros((len(spans), 1))
@@ -121,9 +122,9 @@ def linear_chain_crf_grad(ctx, ins, attrs):
     emission = ins["Emission"]
     spans, padded = _sequences(ctx, "Emission", emission, ins.get("Length"))
     x = _rows(emission, padded).astype(np.float64)
-    w = np.asarray(to_host(ins["Transition"]), dtype=np.float64)
+    w = np.asarray(ins["Transition"], dtype=np.float64)
     lab = _rows(ins["Label"], padded).reshape(-1).astype(np.int64)
-    d_out = np.asarray(to_host(ins["LogLikelihood@GRAD"]), dtype=np.float64).reshape(-1)
+    d_out = np.asarray(ins["LogLikelihood@GRAD"], dtype=np.float64).reshape(-1)
     dx = np.zeros_like(x)
     dw = np.zeros_like(w)
     trans = w[2:]
@@ -176,7 +177,7 @@ def _viterbi(x, w):
     return path
 
 
-@register_op("crf_decoding", inputs=["Emission", "Transition", "Label?", "Length?"], outputs=["ViterbiPath"],
+@register_op("crf_decoding", host=_HOST, inputs=["Emission", "Transition", "Label?", "Length?"], outputs=["ViterbiPath"],
              infer=_decoding_infer, share_lod=("Emission", "ViterbiPath"), needs_lod=True)
 def crf_decoding(ctx, ins, attrs):
     """The highest-scoring tag path of each sequence (int64, one per row; padded [N, T] with Length).
@@ -185,7 +186,7 @@ def crf_decoding(ctx, ins, attrs):
     emission = ins["Emission"]
     spans, padded = _sequences(ctx, "Emission", emission, ins.get("Length"))
     x = _rows(emission, padded).astype(np.float64)
-    w = np.asarray(to_host(ins["Transition"]), dtype=np.float64)
+    w = np.asarray(ins["Transition"], dtype=np.float64)
     path = np.zeros(x.shape[0], dtype=np.int64)
     for a, b in spans:
         if b > a:
@@ -261,7 +262,7 @@ def _chunk_infer(ctx):
         ctx.set_output(slot, (1,), "int64")
 
 
-@register_op("chunk_eval", inputs=["Inference", "Label", "SeqLength?"],
+@register_op("chunk_eval", host=_HOST, inputs=["Inference", "Label", "SeqLength?"],
              outputs=["Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks", "NumCorrectChunks"],
              attrs={"num_chunk_types": 1, "chunk_scheme": "IOB", "excluded_chunk_types": []}, infer=_chunk_infer,
              needs_lod=True)

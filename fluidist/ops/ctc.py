@@ -10,8 +10,9 @@ logits for the backward op, which scales it by ``Loss@GRAD`` (and by 1 / steps w
 """
 import numpy as np
 
-from ..core.place import to_host
 from ..framework.registry import register_grad, register_op
+
+_HOST = 'the CTC recursion over each sequence in Python, on the host'
 
 
 def _log_softmax(z):
@@ -61,7 +62,7 @@ def ctc_loss_and_grad(logits, label, blank):
 
 def _logit_spans(ctx, logits, lengths):
     if lengths is not None:
-        lens = np.asarray(to_host(lengths)).reshape(-1).astype(np.int64)
+        lens = np.asarray(lengths).reshape(-1).astype(np.int64)
         return [("padded", i, int(n)) for i, n in enumerate(lens)]
     lod = ctx.lod("Logits")
     if not lod:
@@ -72,9 +73,9 @@ def _logit_spans(ctx, logits, lengths):
 
 
 def _labels(ctx, ins):
-    label = np.asarray(to_host(ins["Label"]))
+    label = np.asarray(ins["Label"])
     if ins.get("LabelLength") is not None:
-        lens = np.asarray(to_host(ins["LabelLength"])).reshape(-1).astype(np.int64)
+        lens = np.asarray(ins["LabelLength"]).reshape(-1).astype(np.int64)
         return [label[i, :int(n)].reshape(-1).tolist() for i, n in enumerate(lens)]
     lod = ctx.lod("Label")
     if not lod:
@@ -93,12 +94,12 @@ def _ctc_infer(ctx):
     ctx.set_output("WarpCTCGrad", ls, ctx.input_dtype("Logits"))
 
 
-@register_op("warpctc", inputs=["Logits", "Label", "LogitsLength?", "LabelLength?"], outputs=["WarpCTCGrad", "Loss"],
+@register_op("warpctc", host=_HOST, inputs=["Logits", "Label", "LogitsLength?", "LabelLength?"], outputs=["WarpCTCGrad", "Loss"],
              attrs={"blank": 0, "norm_by_times": False}, infer=_ctc_infer,
              no_grad=("Label", "LogitsLength", "LabelLength"), needs_lod=True)
 def warpctc(ctx, ins, attrs):
     xp = ctx.xp
-    logits = np.asarray(to_host(ins["Logits"]))
+    logits = np.asarray(ins["Logits"])
     blank = int(attrs["blank"])
     classes = logits.shape[-1]
     if not 0 <= blank < classes:
@@ -130,7 +131,7 @@ def warpctc(ctx, ins, attrs):
 def warpctc_grad(ctx, ins, attrs):
     xp = ctx.xp
     g = ins["WarpCTCGrad"]
-    d = np.asarray(to_host(ins["Loss@GRAD"])).reshape(-1)
+    d = np.asarray(ins["Loss@GRAD"]).reshape(-1)
     spans = _logit_spans(ctx, g, ins.get("LogitsLength"))
     scale = np.zeros(len(spans))
     for i, (_, _, steps) in enumerate(spans):

@@ -3,13 +3,14 @@ reference) and ``sequence_erase`` (drop given tokens from LoD sequences, which `
 uses for its ``ignored_tokens``). Both run on the host and have no gradient."""
 import numpy as np
 
-from ..core.place import to_host
 from ..framework.registry import register_op
+
+_HOST = 'per-sequence bookkeeping in Python, on the host'
 
 
 def _spans(ctx, slot, value, lengths):
     if lengths is not None:
-        lens = np.asarray(to_host(lengths)).reshape(-1).astype(np.int64)
+        lens = np.asarray(lengths).reshape(-1).astype(np.int64)
         t = value.shape[1] if value.ndim > 1 else 1
         return [(i * t, i * t + int(n)) for i, n in enumerate(lens)]
     lod = ctx.lod(slot)
@@ -47,14 +48,14 @@ def _ed_infer(ctx):
     ctx.set_output("SequenceNum", (1,), "int64")
 
 
-@register_op("edit_distance", inputs=["Hyps", "Refs", "HypsLength?", "RefsLength?"], outputs=["SequenceNum", "Out"],
+@register_op("edit_distance", host=_HOST, inputs=["Hyps", "Refs", "HypsLength?", "RefsLength?"], outputs=["SequenceNum", "Out"],
              attrs={"normalized": False}, infer=_ed_infer, needs_lod=True)
 def edit_distance(ctx, ins, attrs):
     """Out[i] = Levenshtein distance of hypothesis i to reference i (divided by the reference length
     when ``normalized``); SequenceNum = the number of pairs."""
     xp = ctx.xp
-    hyps = np.asarray(to_host(ins["Hyps"])).reshape(-1)
-    refs = np.asarray(to_host(ins["Refs"])).reshape(-1)
+    hyps = np.asarray(ins["Hyps"]).reshape(-1)
+    refs = np.asarray(ins["Refs"]).reshape(-1)
     hs = _spans(ctx, "Hyps", ins["Hyps"], ins.get("HypsLength"))
     rs = _spans(ctx, "Refs", ins["Refs"], ins.get("RefsLength"))
     if len(hs) != len(rs):
@@ -72,13 +73,13 @@ def edit_distance(ctx, ins, attrs):
     return {"Out": xp.asarray(out), "SequenceNum": xp.asarray(np.array([len(hs)], dtype=np.int64))}
 
 
-@register_op("sequence_erase", inputs=["X"], outputs=["Out"], attrs={"tokens": []},
+@register_op("sequence_erase", host=_HOST, inputs=["X"], outputs=["Out"], attrs={"tokens": []},
              infer=lambda c: c.set_output("Out", (-1,) + tuple((c.input_shape("X") or (0, 1))[1:]),
                                           c.input_dtype("X"), c.input_lod_level("X")), needs_lod=True)
 def sequence_erase(ctx, ins, attrs):
     """X [rows, 1] (int, LoD) with every row holding one of ``tokens`` removed; the LoD shrinks with it."""
     xp = ctx.xp
-    x = np.asarray(to_host(ins["X"]))
+    x = np.asarray(ins["X"])
     lod = ctx.lod("X")
     if not lod:
         raise ValueError("op 'sequence_erase': X %r has no LoD; feed it as a LoDTensor" % ctx.op.inputs["X"][0])

@@ -3,7 +3,6 @@ where / where_index, multiplex, unique, shard_index, argsort; with gradients whe
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
-from ..core.place import to_host
 from ..core.tensor import scatter_add
 
 
@@ -295,11 +294,10 @@ def multiplex_grad(ctx, ins, attrs):
 def _unique(xp, x):
     """Unique values in order of first appearance, the index of each element into them, and counts."""
     flat = x.reshape(-1)
-    vals, first, inverse, counts = np.unique(np.asarray(to_host(flat)), return_index=True,
-                                             return_inverse=True, return_counts=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
+    vals, first, inverse, counts = xp.unique(flat, return_index=True, return_inverse=True, return_counts=True)
+    order = xp.argsort(first)          # first appearances are distinct: any sort is stable here
+    rank = xp.empty_like(order)
+    rank[order] = xp.arange(order.size)
     return vals[order], rank[inverse.reshape(-1)], counts[order]
 
 

@@ -5,9 +5,10 @@ import os
 
 import numpy as np
 
-from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from ..framework.registry import register_op
+
+_HOST = 'reads and writes files'
 
 CHECKPOINT_PATH_VAR = "kLookupTablePath"
 
@@ -22,7 +23,7 @@ def _path(ctx, attrs, name):
     return path
 
 
-@register_op("save", inputs=["X"], attrs={"file_path": "", "overwrite": True}, side_effect=True)
+@register_op("save", host=_HOST, inputs=["X"], attrs={"file_path": "", "overwrite": True}, side_effect=True)
 def save(ctx, ins, attrs):
     name = ctx.op.inputs["X"][0]
     path = _path(ctx, attrs, name)
@@ -32,11 +33,11 @@ def save(ctx, ins, attrs):
     x = ins["X"]
     if isinstance(x, SelectedRows):
         x = x.to_dense(np)
-    np.save(path, np.asarray(to_host(x)), allow_pickle=False)
+    np.save(path, np.asarray(x), allow_pickle=False)
     return {}
 
 
-@register_op("load", outputs=["Out"], attrs={"file_path": "", "load_as_fp16": False}, side_effect=True)
+@register_op("load", host=_HOST, outputs=["Out"], attrs={"file_path": "", "load_as_fp16": False}, side_effect=True)
 def load(ctx, ins, attrs):
     name = ctx.op.outputs["Out"][0]
     path = _path(ctx, attrs, name)

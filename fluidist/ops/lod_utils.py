@@ -1,7 +1,6 @@
 """LoD arithmetic shared by the sequence, tensor-array and control-flow ops (host-side lists)."""
 import numpy as np
 
-from ..core.place import to_host
 from ..core.tensor import lengths_to_offsets
 
 
@@ -23,7 +22,8 @@ def merge_lengths(parts):
 
 
 def host_bools(mask):
-    return np.asarray(to_host(mask)).reshape(-1).astype(bool)
+    """A mask the op reads on the host (``host_inputs``) as a flat bool array."""
+    return np.asarray(mask).reshape(-1).astype(bool)
 
 
 def seq_offsets(ctx, slot="X", value=None, level=-1):

@@ -15,21 +15,33 @@ def _neg_log(xp, p):
 
 
 def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
-    """Flat int64 labels, checked to be class ids in ``[0, classes)`` or ``ignore_index``; and the
-    mask of ignored ones."""
+    """Flat int64 labels, checked to be class ids in ``[0, classes)`` or ``ignore_index``; the mask of
+    ignored ones; and on a device place the mask of labels out of range (None on the host).
+
+    On the host a label out of range raises. On a device that check would make the host wait for
+    the device at every step, so there such labels are clipped, and the forward ops give their rows a
+    NaN loss instead (the fetched loss shows it)."""
     name = ctx.op.inputs[slot][0]
     if label.dtype.kind not in "iu":
         raise ValueError("op %r: hard Label %r must be an integer tensor (int64), got %s; set soft_label=True "
                          "for probability labels" % (ctx.op.type, name, label.dtype))
     flat = label.reshape(-1).astype(np.int64, copy=False)
     ignore = flat == ignore_index
+    if ctx.xp is not np:
+        bad = ((flat < 0) | (flat >= classes)) & ~ignore
+        return ctx.xp.where(bad, 0, flat), ignore, bad
     if flat.size:
         live = flat[~ignore]
         if live.size and (int(live.min()) < 0 or int(live.max()) >= classes):
             bad = int(live.min()) if int(live.min()) < 0 else int(live.max())
             raise ValueError("op %r: label %d in Label %r is out of range for %d classes"
                              % (ctx.op.type, bad, name, classes))
-    return flat, ignore
+    return flat, ignore, None
+
+
+def _nan_where(xp, bad, loss):
+    """``loss`` with NaN on the rows whose label was out of range (device places only)."""
+    return loss if bad is None else xp.where(bad.reshape(loss.shape), xp.nan, loss).astype(loss.dtype)
 
 
 def _check_label_shape(ctx, x, label, soft, slot_x="X"):
@@ -66,9 +78,9 @@ def cross_entropy(ctx, ins, attrs):
     if soft:
         y = (label.reshape(-1, d) * _neg_log(xp, x2)).sum(axis=1)
     else:
-        lab, ignore = _hard_labels(ctx, label, d, attrs["ignore_index"])
+        lab, ignore, bad = _hard_labels(ctx, label, d, attrs["ignore_index"])
         p = x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]
-        y = xp.where(ignore, 0, _neg_log(xp, p))
+        y = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, p)))
     return {"Y": y.astype(x.dtype, copy=False).reshape(tuple(x.shape[:-1]) + (1,))}
 
 
@@ -81,7 +93,7 @@ def cross_entropy_grad(ctx, ins, attrs):
     if attrs["soft_label"]:
         dx = -dy2 * label.reshape(-1, d) / x2
     else:
-        lab, ignore = _hard_labels(ctx, label, d, attrs["ignore_index"])
+        lab, ignore, _ = _hard_labels(ctx, label, d, attrs["ignore_index"])
         rows = xp.arange(x2.shape[0])
         safe = xp.where(ignore, 0, lab)
         dx = xp.zeros_like(x2)
@@ -118,9 +130,9 @@ def cross_entropy2(ctx, ins, attrs):
     _check_label_shape(ctx, x, label, False)
     d = x.shape[-1]
     x2 = x.reshape(-1, d)
-    lab, ignore = _hard_labels(ctx, label, d, attrs["ignore_index"])
+    lab, ignore, bad = _hard_labels(ctx, label, d, attrs["ignore_index"])
     match = xp.where(ignore, 0, x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]).astype(x.dtype)
-    y = xp.where(ignore, 0, _neg_log(xp, match)).astype(x.dtype)
+    y = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, match)).astype(x.dtype))
     rows = tuple(x.shape[:-1]) + (1,)
     return {"Y": y.reshape(rows), "MatchX": match.reshape(rows), "XShape": np.array(x.shape, dtype=np.int64)}
 
@@ -131,7 +143,7 @@ def cross_entropy_grad2(ctx, ins, attrs):
     label, match, dy = ins["Label"], ins["MatchX"], ins["Y@GRAD"]
     shape = tuple(int(s) for s in ins["XShape"])
     d = shape[-1]
-    lab, ignore = _hard_labels(ctx, label, d, attrs["ignore_index"])
+    lab, ignore, _ = _hard_labels(ctx, label, d, attrs["ignore_index"])
     m, dy1 = match.reshape(-1), dy.reshape(-1)
     dx = xp.zeros((m.shape[0], d), dtype=dy.dtype)
     safe_m = xp.where(ignore, 1, m)
@@ -174,10 +186,10 @@ def softmax_with_cross_entropy(ctx, ins, attrs):
     if soft:
         loss = (lab * _neg_log(xp, softmax)).sum(axis=-1, keepdims=True)
     else:
-        flat, ignore = _hard_labels(ctx, lab, d, attrs["ignore_index"])
+        flat, ignore, bad = _hard_labels(ctx, lab, d, attrs["ignore_index"])
         p2 = softmax.reshape(-1, d)
         picked = p2[xp.arange(p2.shape[0]), xp.where(ignore, 0, flat)]
-        loss = xp.where(ignore, 0, _neg_log(xp, picked)).reshape(tuple(z.shape[:-1]) + (1,))
+        loss = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, picked))).reshape(tuple(z.shape[:-1]) + (1,))
     return {"Softmax": xp.moveaxis(softmax, -1, axis).astype(logits.dtype, copy=False),
             "Loss": xp.moveaxis(loss, -1, axis).astype(logits.dtype, copy=False)}
 
@@ -195,7 +207,7 @@ def softmax_with_cross_entropy_grad(ctx, ins, attrs):
     if attrs["soft_label"]:
         dz = (p - lab) * dl
     else:
-        flat, ignore = _hard_labels(ctx, lab, d, attrs["ignore_index"])
+        flat, ignore, _ = _hard_labels(ctx, lab, d, attrs["ignore_index"])
         dz = p.reshape(-1, d).copy()
         rows = xp.arange(dz.shape[0])
         dz[rows, xp.where(ignore, 0, flat)] -= xp.where(ignore, 0, 1).astype(dz.dtype)

@@ -260,7 +260,7 @@ def scale(ctx, ins, attrs):
         if b != 0.0:
             raise ValueError("scale: a SelectedRows input %r takes no bias" % ctx.op.inputs["X"][0])
         return {"Out": SelectedRows(x.rows, (x.value * s).astype(x.value.dtype, copy=False), x.height)}
-    if b == 0.0 and ctx.op.inputs["X"] == ctx.op.outputs["Out"] and x.flags.writeable and x.base is None \
+    if b == 0.0 and ctx.op.inputs["X"] == ctx.op.outputs["Out"] and _writeable(x) and x.base is None \
             and x.dtype.kind == "f" and not _is_fed(ctx, ctx.op.inputs["X"][0]):
         # scale in place of a variable onto itself (the pserver's 1/trainers on a freshly summed
         # gradient): the variable is overwritten anyway, and the array is not a view of another
@@ -273,6 +273,11 @@ def scale(ctx, ins, attrs):
     else:
         out = (x + b) * s
     return {"Out": out.astype(x.dtype, copy=False)}
+
+
+def _writeable(x):
+    """NumPy's ``flags.writeable``; device arrays (CuPy's) have no such flag and are always writeable."""
+    return getattr(x.flags, "writeable", True)
 
 
 @register_op("mean", inputs=["X"], outputs=["Out"], infer=lambda c: c.set_output("Out", (1,), c.input_dtype("X")))
@@ -407,9 +412,11 @@ _act("swish", lambda xp, x, a: x * _sigmoid(xp, x * a["beta"], a),
 def erf(xp, x):
     """The error function on ``xp`` arrays: scipy's (or cupyx's) when present, else ``math.erf``
     elementwise (exact, slower)."""
-    if xp is not np:
+    if getattr(xp, "__name__", "") == "cupy":
         import cupyx.scipy.special as cs
         return cs.erf(x)
+    if xp is not np:        # the stand-in device: a device kernel over NumPy's numbers
+        return xp.kernel(lambda a: erf(np, a))(x)
     try:
         from scipy.special import erf as sp_erf
     except ImportError:  # scipy is optional

@@ -4,6 +4,8 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op
 
+_HOST = "sorts predictions into stat buckets in Python (Paddle's kernel is CPU-only too)"
+
 
 # ------------------------------------------------------------------ top_k
 def _top_k_infer(ctx):
@@ -148,7 +150,7 @@ def _auc_area(pos, neg):
     return float((np.abs(fp - fp_prev) * (tp + tp_prev) / 2.0).sum() / tot_pos / tot_neg)
 
 
-@register_op("auc", inputs=["Predict", "Label", "StatPos", "StatNeg"], outputs=["AUC", "StatPosOut", "StatNegOut"],
+@register_op("auc", host=_HOST, inputs=["Predict", "Label", "StatPos", "StatNeg"], outputs=["AUC", "StatPosOut", "StatNegOut"],
              attrs={"curve": "ROC", "num_thresholds": (2 ** 12) - 1, "slide_steps": 1}, infer=_auc_infer)
 def auc(ctx, ins, attrs):
     """ROC AUC over bucketed counts that persist across runs. Each sample lands in bucket
@@ -156,15 +158,14 @@ def auc(ctx, ins, attrs):
     ``slide_steps = 0``: StatPos / StatNeg ([1, buckets]) accumulate every batch seen. Otherwise they
     hold ``slide_steps`` per-batch rows in a ring, then their sum, then the step counter, and AUC is
     over the last ``slide_steps`` batches. StatPosOut / StatNegOut are the updated counts."""
-    from ..core.place import to_host
     xp = ctx.xp
     if attrs["curve"] != "ROC":
         raise ValueError("op 'auc': only curve='ROC' is supported, got %r" % attrs["curve"])
     thresholds = int(attrs["num_thresholds"])
     buckets = thresholds + 1
     steps = int(attrs["slide_steps"])
-    predict = np.asarray(to_host(ins["Predict"]))
-    label = np.asarray(to_host(ins["Label"])).reshape(-1)
+    predict = np.asarray(ins["Predict"])
+    label = np.asarray(ins["Label"]).reshape(-1)
     p = predict.reshape(predict.shape[0], -1)[:, -1]
     if p.shape[0] != label.shape[0]:
         raise ValueError("op 'auc': Predict %r has %d rows but Label %r has %d"
@@ -174,8 +175,8 @@ def auc(ctx, ins, attrs):
         raise ValueError("op 'auc': predictions of Predict %r must lie in [0, 1]" % ctx.op.inputs["Predict"][0])
     batch_pos = np.bincount(idx[label != 0], minlength=buckets)
     batch_neg = np.bincount(idx[label == 0], minlength=buckets)
-    pos = np.array(to_host(ins["StatPos"]), dtype=np.int64).reshape(-1)
-    neg = np.array(to_host(ins["StatNeg"]), dtype=np.int64).reshape(-1)
+    pos = np.array(ins["StatPos"], dtype=np.int64).reshape(-1)
+    neg = np.array(ins["StatNeg"], dtype=np.int64).reshape(-1)
     # slide_steps = 0 uses the first `buckets` entries (the layer's batch buckets have one more)
     want = (buckets, buckets + 1) if steps == 0 else ((steps + 1) * buckets + 1,)
     for slot, stat in (("StatPos", pos), ("StatNeg", neg)):

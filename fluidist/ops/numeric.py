@@ -4,9 +4,11 @@ merge_selected_rows / get_tensor_from_selected_rows; and the random ops of the b
 randint, randperm, sampling_id and random_crop kinds."""
 import numpy as np
 
-from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from ..framework.registry import register_grad, register_op, same_shape
+
+_HOST_GREEDY = 'greedy selection in Python, on the host'
+_HOST_RNG = "draws with NumPy's generator, on the host"
 from .math import _RED_ATTRS, _reduce_axes, _reduce_infer, _reduce_out
 from .tensor import _bsl_infer, _rng
 
@@ -412,12 +414,12 @@ def randperm(ctx, ins, attrs):
     return {"Out": ctx.xp.asarray(_rng(ctx, attrs).permutation(attrs["n"]).astype(attrs["dtype"]))}
 
 
-@register_op("sampling_id", inputs=["X"], outputs=["Out"], attrs={"min": 0.0, "max": 1.0, "seed": 0},
+@register_op("sampling_id", host=_HOST_RNG, inputs=["X"], outputs=["Out"], attrs={"min": 0.0, "max": 1.0, "seed": 0},
              infer=lambda c: c.set_output("Out", [c.input_shape("X")[0]], "int64") if c.input_shape("X") else None)
 def sampling_id(ctx, ins, attrs):
     """For each row of probabilities, a column drawn with those probabilities (a uniform draw in
     ``[min, max)`` against the running sum)."""
-    host = np.asarray(to_host(ins["X"]), dtype=np.float64)
+    host = np.asarray(ins["X"], dtype=np.float64)
     u = _rng(ctx, attrs).uniform(attrs["min"], attrs["max"], host.shape[0])
     cum = np.cumsum(host, axis=1)
     ids = np.minimum((cum < u[:, None]).sum(axis=1), host.shape[1] - 1)
@@ -473,12 +475,12 @@ def _focus_mask(m):
     return mask
 
 
-@register_op("similarity_focus", inputs=["X"], outputs=["Out"], attrs={"axis": 1, "indexes": []},
+@register_op("similarity_focus", host=_HOST_GREEDY, inputs=["X"], outputs=["Out"], attrs={"axis": 1, "indexes": []},
              infer=lambda c: c.share("Out", "X"))
 def similarity_focus(ctx, ins, attrs):
     """For a 4-D X and each of ``indexes`` along ``axis``, the focus mask of that 2-D slice (one
     largest entry per row and column, greedily); the masks are OR-ed and repeated along ``axis``."""
-    x = np.asarray(to_host(ins["X"]))
+    x = np.asarray(ins["X"])
     axis = attrs["axis"]
     if x.ndim != 4 or axis not in (1, 2, 3):
         raise ValueError("op 'similarity_focus': X %r must be 4-D and axis 1, 2 or 3, got shape %s, axis %d"

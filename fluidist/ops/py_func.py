@@ -9,9 +9,10 @@ output gradients (less ``backward_skip_vars``); it returns one gradient (or None
 """
 import numpy as np
 
-from ..core.place import to_host
 from ..core.tensor import LoDTensor
 from ..framework.registry import register_op
+
+_HOST = 'calls Python functions with host values'
 
 _CALLABLES = []
 
@@ -43,7 +44,7 @@ def _grad_maker(op):
              "attrs": {"forward_callable_id": bwd, "backward_callable_id": -1, "backward_skip_vars": []}}]
 
 
-@register_op("py_func", inputs=["X*?"], outputs=["Out*?"],
+@register_op("py_func", host=_HOST, inputs=["X*?"], outputs=["Out*?"],
              attrs={"forward_callable_id": -1, "backward_callable_id": -1, "backward_skip_vars": []},
              grad=_grad_maker, side_effect=True, needs_lod=True)
 def py_func(ctx, ins, attrs):
@@ -53,7 +54,7 @@ def py_func(ctx, ins, attrs):
                          "where they were built)" % idx)
     args = []
     for i, v in enumerate(ins.get("X") or []):
-        t = LoDTensor(np.asarray(to_host(v)))
+        t = LoDTensor(np.asarray(v))
         lod = ctx.lod("X", i)
         if lod:
             t.set_lod(lod)

@@ -14,6 +14,8 @@ from ..core import blocking_queue
 from ..framework.dtypes import VarType
 from ..framework.registry import register_op
 
+_HOST = 'pops batches a Python thread prepared on the host'
+
 _READER_ATTRS = {"shape_concat": [], "lod_levels": [], "dtypes": [], "need_check_feed": [], "ranks": []}
 
 
@@ -47,7 +49,7 @@ def _read_infer(ctx):
         ctx.set_output("Out", shape, dtype, lod_level, i=i)
 
 
-@register_op("read", inputs=["Reader"], outputs=["Out*"], attrs={"throw_eof_exp": True, "drop_last": True,
+@register_op("read", host=_HOST, inputs=["Reader"], outputs=["Out*"], attrs={"throw_eof_exp": True, "drop_last": True,
                                                                 "infer_out": True},
              infer=_read_infer, side_effect=True, inputs_are_names=True)
 def read(ctx, ins, attrs):

@@ -18,7 +18,6 @@ axis at a time; the gradient is the adjoint (a scatter-add per tap) applied in r
 """
 import numpy as np
 
-from ..core.place import to_host
 from ..core.tensor import scatter_add
 from ..framework.registry import register_grad, register_op
 
@@ -37,13 +36,13 @@ def _attr_sizes(attrs, nd):
 def _out_sizes(ctx, ins, attrs, in_sizes):
     nd = len(in_sizes)
     if ins.get("OutSize") is not None:
-        sizes = [int(v) for v in np.asarray(to_host(ins["OutSize"])).reshape(-1)]
+        sizes = [int(v) for v in np.asarray(ins["OutSize"]).reshape(-1)]
     elif ins.get("SizeTensor"):
-        sizes = [int(np.asarray(to_host(t)).reshape(-1)[0]) for t in ins["SizeTensor"]]
+        sizes = [int(np.asarray(t).reshape(-1)[0]) for t in ins["SizeTensor"]]
     else:
         scale = attrs["scale"]
         if ins.get("Scale") is not None:
-            scale = float(np.asarray(to_host(ins["Scale"])).reshape(-1)[0])
+            scale = float(np.asarray(ins["Scale"]).reshape(-1)[0])
         if scale and scale > 0:
             sizes = [int(s * scale) for s in in_sizes]
         else:
@@ -206,7 +205,8 @@ def _interp_grad_kernel(ctx, ins, attrs):
 
 
 for _type in ("bilinear_interp", "nearest_interp", "trilinear_interp", "bicubic_interp"):
-    register_op(_type, inputs=["X", "OutSize?", "SizeTensor*?", "Scale?"], outputs=["Out"],
+    register_op(_type, host_inputs=("OutSize", "SizeTensor", "Scale"), inputs=["X", "OutSize?", "SizeTensor*?",
+                                                                            "Scale?"], outputs=["Out"],
                 attrs=dict(_INTERP_ATTRS, interp_method=_type.split("_")[0]), infer=_interp_infer,
                 no_grad=("OutSize", "SizeTensor", "Scale"))(_interp_kernel)
     register_grad(_type, inputs=["X", "Out@GRAD"], outputs=["X@GRAD?"])(_interp_grad_kernel)

@@ -16,9 +16,12 @@ import numpy as np
 from ..distributed import recv_ahead, recv_buffers, rpc
 from ..distributed import trainer_session as session
 from ..distributed.pserver import SYNC, ParameterServer
+from ..core.placement import to_host_value, to_place
 from ..core.tensor import SelectedRows
 from ..framework.op_role import OpRole
 from ..framework.registry import register_op
+
+_HOST = 'sends and receives host buffers over ZeroMQ'
 
 # the value of control-dependency outputs (Paddle's RAW dummies): read by nobody, never mutated
 _CTRL = np.zeros((0,), dtype=np.float32)
@@ -38,20 +41,12 @@ def _endpoints(ctx, attrs, key, n=None):
     return list(eps)
 
 
-def _to_place(value, xp):
-    if xp is np or value is None:
-        return value
-    if isinstance(value, SelectedRows):
-        return SelectedRows(xp.asarray(value.rows), xp.asarray(value.value), value.height)
-    return xp.asarray(value)
-
-
 def _dummies(ctx, slot="Out"):
     names = ctx.op.outputs.get(slot)
     return {slot: [_CTRL] * len(names)} if names else None
 
 
-@register_op("send", inputs=["X*"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
+@register_op("send", host=_HOST, inputs=["X*"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"epmap": [], "sections": [], "send_varnames": [], "trainer_id": 0, "merge_add": False,
                     "use_send_handler": True, "sync_mode": True})
 def send(ctx, ins, attrs):
@@ -94,7 +89,7 @@ def send(ctx, ins, attrs):
     return _dummies(ctx)
 
 
-@register_op("send_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
+@register_op("send_barrier", host=_HOST, inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"endpoints": [], "trainer_id": 0, "half_async": False})
 def send_barrier(ctx, ins, attrs):
     """Tell each pserver that this trainer has sent all it sends in this step. Like ``send``, it does
@@ -110,7 +105,7 @@ def send_barrier(ctx, ins, attrs):
     return _dummies(ctx)
 
 
-@register_op("recv", inputs=["X*?"], outputs=["Out*"], side_effect=True, role=OpRole.RPC,
+@register_op("recv", host=_HOST, inputs=["X*?"], outputs=["Out*"], side_effect=True, role=OpRole.RPC,
              attrs={"epmap": [], "recv_varnames": [], "trainer_id": 0, "with_barrier": True, "sync_mode": True})
 def recv(ctx, ins, attrs):
     """Get Out[i] (named recv_varnames[i] on the pserver, if given) from epmap[i]. With one Out and
@@ -142,19 +137,18 @@ def recv(ctx, ins, attrs):
     for r, n in zip(replies, remote):
         if r.value is None:
             raise rpc.RPCError("recv: the pserver sent no value for %r" % n)
-    xp = ctx.xp
     if concat:
         vals = [r.value for r in replies]
         if any(isinstance(v, SelectedRows) for v in vals):
             raise ValueError("recv: cannot concatenate row-sparse blocks of %r" % outs[0])
-        return {"Out": [_to_place(recv_buffers.join(ctx, outs[0], vals), xp)]}
+        return {"Out": [recv_buffers.join(ctx, outs[0], vals)]}
     scope = ctx.scope
     for r, n in zip(replies, outs):
         if r.lod:
             scope._set_lod(n, r.lod)
-    # into the parameters' own arrays (and never keeping a view of a pserver's shared memory)
-    values = recv_buffers.place(ctx, outs, [r.value for r in replies]) if xp is np else [r.value for r in replies]
-    return {"Out": [_to_place(v, xp) for v in values]}
+    # into the parameters' own arrays (and never keeping a view of a pserver's shared memory); on a
+    # device place the plan then moves them there (recv runs on the host: its registry entry says so)
+    return {"Out": recv_buffers.place(ctx, outs, [r.value for r in replies])}
 
 
 def _recv_spec(op, attrs):
@@ -176,7 +170,7 @@ def _recv_spec(op, attrs):
     return outs, eps, remote, concat, tid
 
 
-@register_op("fetch_barrier", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
+@register_op("fetch_barrier", host=_HOST, inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"endpoints": [], "trainer_id": 0})
 def fetch_barrier(ctx, ins, attrs):
     """Wait until each pserver has finished this trainer's step. A pserver that already answered a
@@ -198,7 +192,7 @@ def fetch_barrier(ctx, ins, attrs):
     return {"Out": [_CTRL if v is None else v for v in have]}
 
 
-@register_op("prefetch", inputs=["X*"], outputs=["Out*"], side_effect=True, role=OpRole.RPC,
+@register_op("prefetch", host=_HOST, inputs=["X*"], outputs=["Out*"], side_effect=True, role=OpRole.RPC,
              attrs={"epmap": [], "trainer_id": 0})
 def prefetch(ctx, ins, attrs):
     """Send the ids X[i] to epmap[i]; Out[i] gets the table rows the pserver's prefetch block returns."""
@@ -212,10 +206,10 @@ def prefetch(ctx, ins, attrs):
     replies = rpc.call_all([(ep, dict(kind="prefetch", name=n, value=v, trainer=tid, step=session.step(ep, tid),
                                       out=o, what="prefetch %s" % n))
                             for ep, n, v, o in zip(eps, names, ins["X"], outs)], timeout_s=session.dependent_deadline())
-    return {"Out": [_to_place(recv_buffers.owned(r.value), ctx.xp) for r in replies]}
+    return {"Out": [recv_buffers.owned(r.value) for r in replies]}
 
 
-@register_op("checkpoint_notify", inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
+@register_op("checkpoint_notify", host=_HOST, inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
              attrs={"epmap": [], "dir": "", "lookup_table": "", "trainer_id": 0})
 def checkpoint_notify(ctx, ins, attrs):
     """Ask each pserver to save its shard of the lookup table into ``dir``."""
@@ -238,9 +232,9 @@ def listen_and_serv(ctx, ins, attrs):
     """Serve the trainers on ``endpoint`` until all ``Fanin`` of them have completed (see module doc).
     X names the receive variables; they have no values until trainers send them, so the executor
     hands this kernel no inputs (``inputs_are_names``)."""
-    xp = ctx.xp
     program = ctx.program
+    place = ctx.place        # received values go to the executor's place, served ones leave it through it
     ParameterServer(program, ctx.scope, attrs,
                     run_block=lambda idx, prog=program: ctx.run_block(prog.block(idx)),
-                    to_place=lambda v: _to_place(v, xp)).serve()
+                    to_place=lambda v: to_place(v, place), to_host=to_host_value).serve()
     return None

@@ -8,9 +8,10 @@ when 0), so runs with a seed repeat, but the draws differ from Paddle's; ``nce``
 """
 import numpy as np
 
-from ..core.place import to_host
 from ..core.tensor import SelectedRows, scatter_add
 from ..framework.registry import register_grad, register_op
+
+_HOST = "draws its samples with NumPy's generator and walks label paths in Python, on the host"
 
 _UNIFORM, _LOG_UNIFORM, _CUSTOM = 0, 1, 2
 
@@ -70,7 +71,7 @@ def _nce_infer(ctx):
 
 
 def _nce_samples(ctx, ins, attrs, n_rows, n_true):
-    labels = np.asarray(to_host(ins["Label"])).reshape(n_rows, -1).astype(np.int64)
+    labels = np.asarray(ins["Label"]).reshape(n_rows, -1).astype(np.int64)
     total = int(attrs["num_total_classes"])
     if labels.size and (labels.min() < 0 or labels.max() >= total):
         raise ValueError("op 'nce': a label in Label %r is out of range for num_total_classes=%d"
@@ -81,7 +82,7 @@ def _nce_samples(ctx, ins, attrs, n_rows, n_true):
     if sampler == _CUSTOM:
         if ins.get("CustomDistProbs") is None:
             raise ValueError("op 'nce': sampler 2 (custom_dist) needs the CustomDistProbs input")
-        dist = np.asarray(to_host(ins["CustomDistProbs"])).reshape(-1)
+        dist = np.asarray(ins["CustomDistProbs"]).reshape(-1)
     if custom_neg:
         neg = np.tile(np.asarray(custom_neg, dtype=np.int64), (n_rows, 1))
     else:
@@ -100,7 +101,7 @@ def _nce_logits(xp, x, w, bias, samples):
     return z
 
 
-@register_op("nce", inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?", "CustomDistProbs?",
+@register_op("nce", host=_HOST, inputs=["Input", "Label", "Weight", "Bias?", "SampleWeight?", "CustomDistProbs?",
                             "CustomDistAlias?", "CustomDistAliasProbs?"],
              outputs=["Cost", "SampleLogits", "SampleLabels"], attrs=_NCE_ATTRS, infer=_nce_infer,
              no_grad=("Label", "SampleWeight", "CustomDistProbs", "CustomDistAlias", "CustomDistAliasProbs"))
@@ -143,11 +144,11 @@ def _grad_infer(table_slot, slots):
 def nce_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, w, o = ins["Input"], ins["Weight"], ins["SampleLogits"]
-    samples = np.asarray(to_host(ins["SampleLabels"])).astype(np.int64)
+    samples = np.asarray(ins["SampleLabels"]).astype(np.int64)
     label = ins["Label"]
     n_true = label.shape[1] if label.ndim > 1 else 1
     total = int(attrs["num_total_classes"])
-    dist = np.asarray(to_host(ins["CustomDistProbs"])).reshape(-1) if ins.get("CustomDistProbs") is not None else None
+    dist = np.asarray(ins["CustomDistProbs"]).reshape(-1) if ins.get("CustomDistProbs") is not None else None
     bb = xp.asarray(((samples.shape[1] - n_true) * _prob(int(attrs["sampler"]), samples, total, dist)).astype(x.dtype))
     d = ins["Cost@GRAD"].reshape(-1, 1)
     if ins.get("SampleWeight") is not None:
@@ -167,12 +168,12 @@ def _tree_paths(ctx, ins, attrs, n_rows):
     """(node index [N, L], bit [N, L], valid [N, L]) of each row's path from the root."""
     table = ins.get("PathTable")
     if table is not None:
-        idx = np.asarray(to_host(table)).reshape(n_rows, -1).astype(np.int64)
-        code = np.asarray(to_host(ins["PathCode"])).reshape(n_rows, -1).astype(np.int64)
+        idx = np.asarray(table).reshape(n_rows, -1).astype(np.int64)
+        code = np.asarray(ins["PathCode"]).reshape(n_rows, -1).astype(np.int64)
         valid = np.cumprod(idx >= 0, axis=1).astype(bool)
         return np.where(valid, idx, 0), np.where(valid, code, 0), valid
     classes = int(attrs["num_classes"])
-    label = np.asarray(to_host(ins["Label"])).reshape(-1).astype(np.int64)
+    label = np.asarray(ins["Label"]).reshape(-1).astype(np.int64)
     if label.size and (label.min() < 0 or label.max() >= classes):
         raise ValueError("op 'hierarchical_sigmoid': a label in Label %r is out of range for num_classes=%d"
                          % (ctx.op.inputs["Label"][0], classes))
@@ -203,7 +204,7 @@ _HS_ATTRS = {"num_classes": 2, "remote_prefetch": False, "trainer_id": 0, "heigh
              "table_names": [], "is_sparse": False}
 
 
-@register_op("hierarchical_sigmoid", inputs=["X", "W", "Label", "PathTable?", "PathCode?", "Bias?"],
+@register_op("hierarchical_sigmoid", host=_HOST, inputs=["X", "W", "Label", "PathTable?", "PathCode?", "Bias?"],
              outputs=["Out", "PreOut", "W_Out?"], attrs=_HS_ATTRS, infer=_hs_infer,
              no_grad=("Label", "PathTable", "PathCode"))
 def hierarchical_sigmoid(ctx, ins, attrs):
@@ -270,7 +271,7 @@ def _unique_log_uniform(rng, n, count):
     return np.asarray(picked, dtype=np.int64), tries
 
 
-@register_op("sample_logits", inputs=["Logits", "Labels", "CustomizedSamples?", "CustomizedProbabilities?"],
+@register_op("sample_logits", host=_HOST, inputs=["Logits", "Labels", "CustomizedSamples?", "CustomizedProbabilities?"],
              outputs=["Samples", "Probabilities", "LogitsDim", "LabelsDim", "SampledLogits", "SampledLabels"],
              attrs=_SL_ATTRS, infer=_sl_infer, no_grad=("Labels", "CustomizedSamples", "CustomizedProbabilities"))
 def sample_logits(ctx, ins, attrs):
@@ -282,11 +283,11 @@ def sample_logits(ctx, ins, attrs):
     xp = ctx.xp
     logits = ins["Logits"]
     n, k = logits.shape
-    labels = np.asarray(to_host(ins["Labels"])).reshape(n, -1).astype(np.int64)
+    labels = np.asarray(ins["Labels"]).reshape(n, -1).astype(np.int64)
     n_true = labels.shape[1]
     if attrs["use_customized_samples"]:
-        samples = np.asarray(to_host(ins["CustomizedSamples"])).astype(np.int64)
-        probs = np.asarray(to_host(ins["CustomizedProbabilities"])).astype(np.float64)
+        samples = np.asarray(ins["CustomizedSamples"]).astype(np.int64)
+        probs = np.asarray(ins["CustomizedProbabilities"]).astype(np.float64)
     else:
         num = int(attrs["num_samples"])
         if num > k:
@@ -296,7 +297,7 @@ def sample_logits(ctx, ins, attrs):
         neg, tries = _unique_log_uniform(rng, k, num)
         samples = np.concatenate([labels, np.tile(neg, (n, 1))], axis=1)
         probs = -np.expm1(tries * np.log1p(-_log_uniform_prob(samples, k)))
-    picked = np.take_along_axis(np.asarray(to_host(logits)).astype(np.float64), samples, axis=1) - np.log(probs)
+    picked = np.take_along_axis(np.asarray(logits).astype(np.float64), samples, axis=1) - np.log(probs)
     if attrs["remove_accidental_hits"]:
         hits = (samples[:, n_true:, None] == labels[:, None, :]).any(axis=2)
         picked[:, n_true:] -= np.where(hits, 1e20, 0.0)
@@ -311,7 +312,7 @@ def sample_logits(ctx, ins, attrs):
 @register_grad("sample_logits", inputs=["LogitsDim", "Samples", "SampledLogits@GRAD"], outputs=["Logits@GRAD?"])
 def sample_logits_grad(ctx, ins, attrs):
     xp = ctx.xp
-    shape = tuple(int(v) for v in np.asarray(to_host(ins["LogitsDim"])))
+    shape = tuple(int(v) for v in np.asarray(ins["LogitsDim"]))
     samples = xp.asarray(ins["Samples"])
     d = ins["SampledLogits@GRAD"]
     out = xp.zeros(shape, dtype=d.dtype)

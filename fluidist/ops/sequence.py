@@ -5,8 +5,7 @@ sequence_reverse, each with its gradient where Paddle has one (lod_reset / lod_a
 are in ``sequence_build.py``). Sequences are those of the last LoD level unless an op says otherwise."""
 import numpy as np
 
-from ..core.place import to_host
-from ..core.tensor import lengths_to_offsets, scatter_add
+from ..core.tensor import lengths_to_offsets, scatter_add, scatter_max
 from ..framework.registry import register_grad, register_op
 from .lod_utils import segments, seq_offsets
 
@@ -16,7 +15,8 @@ def _rows(xp, idx):
 
 
 def _host(x):
-    return np.asarray(to_host(x))
+    """An input the op reads on the host (its registry entry's ``host_inputs``) as a NumPy array."""
+    return np.asarray(x)
 
 
 # ------------------------------------------------------------------ sequence_conv
@@ -112,11 +112,7 @@ def _softmax_segments(xp, x, offsets):
     seg_x = xp.asarray(seg)
     n = len(lengths)
     mx = xp.full((n,), -np.inf, dtype=x.dtype)
-    if xp is np:
-        np.maximum.at(mx, seg, flat)
-    else:
-        import cupyx
-        cupyx.scatter_max(mx, seg_x, flat)
+    scatter_max(xp, mx, seg_x, flat)
     e = xp.exp(flat - mx[seg_x])
     s = scatter_add(xp, xp.zeros((n,), dtype=x.dtype), seg_x, e)
     return (e / s[seg_x]).reshape(x.shape)
@@ -216,7 +212,7 @@ def _slice_rows(ctx, x, ins):
     return rows, [lengths_to_offsets(length.tolist())]
 
 
-@register_op("sequence_slice", inputs=["X", "Offset", "Length"], outputs=["Out"], needs_lod=True,
+@register_op("sequence_slice", host_inputs=("Offset", "Length"), inputs=["X", "Offset", "Length"], outputs=["Out"], needs_lod=True,
              no_grad=("Offset", "Length"), infer=lambda c: c.share("Out", "X"))
 def sequence_slice(ctx, ins, attrs):
     """Rows ``[Offset[i], Offset[i] + Length[i])`` of each sequence ``i``."""
@@ -361,7 +357,7 @@ def _unpad_index(ctx, x, length):
     return seg, pos, offsets
 
 
-@register_op("sequence_unpad", inputs=["X", "Length"], outputs=["Out"], no_grad=("Length",),
+@register_op("sequence_unpad", host_inputs=("Length",), inputs=["X", "Length"], outputs=["Out"], no_grad=("Length",),
              infer=lambda c: c.set_output("Out", (-1,) + tuple((c.input_shape("X") or (0, 0))[2:]),
                                            c.input_dtype("X"), 1))
 def sequence_unpad(ctx, ins, attrs):
@@ -420,7 +416,7 @@ def _scatter_index(ctx, x, ids):
     return seg, cols
 
 
-@register_op("sequence_scatter", inputs=["X", "Ids", "Updates"], outputs=["Out"], needs_lod=True,
+@register_op("sequence_scatter", host_inputs=("Ids",), inputs=["X", "Ids", "Updates"], outputs=["Out"], needs_lod=True,
              no_grad=("Ids",), infer=lambda c: c.share("Out", "X"))
 def sequence_scatter(ctx, ins, attrs):
     """``Out = X``, then ``Out[i, Ids[j]] += Updates[j]`` for each item ``j`` of sequence ``i`` of Ids."""
@@ -468,7 +464,7 @@ def _mask_dtype(value):
     return _DTYPE_CODES.get(value, value) if isinstance(value, int) else value
 
 
-@register_op("sequence_mask", inputs=["X", "MaxLenTensor?"], outputs=["Y"], attrs={"maxlen": -1, "out_dtype": "int64"},
+@register_op("sequence_mask", host_inputs=("MaxLenTensor",), inputs=["X", "MaxLenTensor?"], outputs=["Y"], attrs={"maxlen": -1, "out_dtype": "int64"},
              infer=lambda c: c.set_output("Y", tuple(c.input_shape("X") or ()) + (c.attr("maxlen"),),
                                           _mask_dtype(c.attr("out_dtype"))))
 def sequence_mask(ctx, ins, attrs):

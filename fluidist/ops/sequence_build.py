@@ -34,7 +34,7 @@ def _target_lod(ctx, x, ins, attrs):
     return lod
 
 
-@register_op("lod_reset", inputs=["X", "Y?"], outputs=["Out"], attrs={"target_lod": [], "append": False},
+@register_op("lod_reset", host_inputs=("Y",), inputs=["X", "Y?"], outputs=["Out"], attrs={"target_lod": [], "append": False},
              needs_lod=True, no_grad=("Y",), infer=lambda c: c.share("Out", "X"))
 def lod_reset(ctx, ins, attrs):
     """X with a new LoD: Y's LoD, or Y's values as offsets, or ``target_lod``; with ``append`` the
@@ -89,7 +89,7 @@ def _patches(xp, x, attrs):
     return p.transpose(0, 2, 3, 1, 4, 5).reshape(n, oh, ow, c * kh * kw), (oh, ow), (rows, cols)
 
 
-@register_op("im2sequence", inputs=["X", "Y?"], outputs=["Out"], attrs=_IM2SEQ_ATTRS, no_grad=("Y",),
+@register_op("im2sequence", host_inputs=("Y",), inputs=["X", "Y?"], outputs=["Out"], attrs=_IM2SEQ_ATTRS, no_grad=("Y",),
              infer=lambda c: c.set_output("Out", (-1, ((c.input_shape("X") or (0, 0))[1]) *
                                                   c.attr("kernels")[0] * c.attr("kernels")[1]),
                                           c.input_dtype("X"), 1))

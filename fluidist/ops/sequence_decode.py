@@ -2,8 +2,9 @@
 rows, and ``hash`` (XXH64 of each row of ids, Paddle's feature hashing)."""
 import numpy as np
 
-from ..core.place import to_host
 from ..framework.registry import register_grad, register_op
+
+_HOST = 'per-sequence bookkeeping in Python, on the host'
 
 
 def _ctc_collapse(seq, blank, merge):
@@ -22,17 +23,17 @@ def _ctc_infer(ctx):
         ctx.set_output("OutputLength", ctx.input_shape("InputLength"), "int64")
 
 
-@register_op("ctc_align", inputs=["Input", "InputLength?"], outputs=["Output", "OutputLength?"],
+@register_op("ctc_align", host=_HOST, inputs=["Input", "InputLength?"], outputs=["Output", "OutputLength?"],
              attrs={"blank": 0, "merge_repeated": True, "padding_value": 0}, infer=_ctc_infer, needs_lod=True)
 def ctc_align(ctx, ins, attrs):
     """Each sequence of token ids with repeats merged (``merge_repeated``) and ``blank`` removed.
     LoD Input ([T, 1]): Output is [T', 1] with the new sequence lengths (all empty: one -1 row, as
     Paddle gives). Padded Input ([N, T] with InputLength): Output [N, T] padded with
     ``padding_value``, and OutputLength."""
-    x = np.asarray(to_host(ins["Input"]))
+    x = np.asarray(ins["Input"])
     blank, merge = attrs["blank"], attrs["merge_repeated"]
     if ins.get("InputLength") is not None:
-        lengths = np.asarray(to_host(ins["InputLength"])).reshape(-1)
+        lengths = np.asarray(ins["InputLength"]).reshape(-1)
         out = np.full(x.shape, attrs["padding_value"], dtype=x.dtype)
         out_len = np.zeros((x.shape[0], 1), dtype=np.int64)
         for i in range(x.shape[0]):
@@ -112,12 +113,12 @@ def _hash_infer(ctx):
         ctx.set_output("Out", [xs[0], ctx.attr("num_hash"), 1], ctx.input_dtype("X"), ctx.input_lod_level("X"))
 
 
-@register_op("hash", inputs=["X"], outputs=["Out"], attrs={"num_hash": 1, "mod_by": 100000}, infer=_hash_infer,
+@register_op("hash", host=_HOST, inputs=["X"], outputs=["Out"], attrs={"num_hash": 1, "mod_by": 100000}, infer=_hash_infer,
              share_lod=("X", "Out"))
 def hash_op(ctx, ins, attrs):
     """For each row of integer ids, ``num_hash`` hashes: XXH64 of the row's bytes with seeds
     0 .. num_hash-1, modulo ``mod_by``; Out is [N, num_hash, 1]."""
-    x = np.ascontiguousarray(np.asarray(to_host(ins["X"])))
+    x = np.ascontiguousarray(np.asarray(ins["X"]))
     if x.dtype.kind not in "iu":
         raise ValueError("op 'hash': X %r must hold integer ids, got %s" % (ctx.op.inputs["X"][0], x.dtype))
     rows = x.reshape(x.shape[0], -1).view(np.uint8)
@@ -137,7 +138,7 @@ def _instances(ctx, ins, is_lod):
     return [(i, 1) for i in range(ins.shape[0])]
 
 
-@register_op("filter_by_instag", inputs=["Ins", "Ins_tag", "Filter_tag"], outputs=["Out", "LossWeight", "IndexMap"],
+@register_op("filter_by_instag", host=_HOST, inputs=["Ins", "Ins_tag", "Filter_tag"], outputs=["Out", "LossWeight", "IndexMap"],
              attrs={"is_lod": True, "out_val_if_empty": 0}, needs_lod=True, no_grad=("Ins_tag", "Filter_tag"),
              infer=lambda c: (c.set_output("Out", c.input_shape("Ins"), c.input_dtype("Ins"), 1),
                               c.set_output("LossWeight", [-1, 1], "float32", 1),
@@ -148,13 +149,13 @@ def filter_by_instag(ctx, ins, attrs):
     instance. Nothing kept: one row of ``out_val_if_empty`` with weight 0."""
     xp = ctx.xp
     x = ins["Ins"]
-    tags = np.asarray(to_host(ins["Ins_tag"])).reshape(-1)
+    tags = np.asarray(ins["Ins_tag"]).reshape(-1)
     tag_lod = ctx.lod("Ins_tag")
     if not tag_lod:
         raise ValueError("op 'filter_by_instag': Ins_tag %r needs a LoD (the tags of each instance)"
                          % ctx.op.inputs["Ins_tag"][0])
     toff = [int(o) for o in tag_lod[-1]]
-    wanted = set(np.asarray(to_host(ins["Filter_tag"])).reshape(-1).tolist())
+    wanted = set(np.asarray(ins["Filter_tag"]).reshape(-1).tolist())
     spans = _instances(ctx, x, attrs["is_lod"])
     if len(spans) != len(toff) - 1:
         raise ValueError("op 'filter_by_instag': Ins has %d instances but Ins_tag has tags for %d"
@@ -189,7 +190,7 @@ def filter_by_instag_grad(ctx, ins, attrs):
     x, d = ins["Ins"], ins["Out@GRAD"]
     dx = xp.zeros(x.shape, dtype=d.dtype)
     if float(xp.asarray(ins["LossWeight"]).sum()) > 0:
-        for out_start, in_start, n in np.asarray(to_host(ins["IndexMap"])).tolist():
+        for out_start, in_start, n in np.asarray(ins["IndexMap"]).tolist():
             dx[in_start:in_start + n] = d[out_start:out_start + n]
     lod = ctx.lod("Ins")
     if lod:

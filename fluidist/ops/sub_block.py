@@ -8,6 +8,7 @@ hands them in under the names the gradient block reads them by (its ``original_o
 """
 import numpy as np
 
+from ..core.place import array_module
 from ..core.scope import Scope
 from ..core.tensor import LoDTensorArray, SelectedRows
 from ..framework.program import _strip_grad, grad_var_name
@@ -55,13 +56,7 @@ def zeros_for(value):
         return SelectedRows(np.zeros(0, np.int64), None, value.height)
     if value is None:
         return None
-    xp = np if isinstance(value, np.ndarray) else _xp_of(value)
-    return xp.zeros_like(value)
-
-
-def _xp_of(value):
-    import cupy   # a value on a GPU
-    return cupy.get_array_module(value)
+    return array_module(value).zeros_like(value)
 
 
 def copy_array(value):
@@ -79,12 +74,12 @@ def add_grads(a, b):
         return a
     (x, lod), (y, _) = a, b
     if isinstance(x, SelectedRows) and isinstance(y, SelectedRows):
-        xp = np if isinstance(x.value, np.ndarray) else _xp_of(x.value)
+        xp = array_module(x.value)
         return SelectedRows(xp.concatenate([x.rows, y.rows]), xp.concatenate([x.value, y.value]), x.height), lod
     if isinstance(x, SelectedRows):
         x, y = y, x
     if isinstance(y, SelectedRows):
-        return x + y.to_dense(np if isinstance(x, np.ndarray) else _xp_of(x)), lod
+        return x + y.to_dense(array_module(x)), lod
     return x + y, lod
 
 

@@ -246,7 +246,7 @@ def concat(ctx, ins, attrs):
         # previous buffer (a fresh multi-MB array every step costs page faults), when it is ours
         prev = ctx.scope.vals.get(ctx.op.outputs["Out"][0])
         xp = ctx.xp
-        if isinstance(prev, xp.ndarray) and prev.flags.writeable and prev.dtype == xs[0].dtype and \
+        if isinstance(prev, xp.ndarray) and getattr(prev.flags, "writeable", True) and prev.dtype == xs[0].dtype and \
                 prev.shape[0] == sum(x.shape[0] for x in xs) and prev.shape[1:] == xs[0].shape[1:]:
             if attrs["axis"] == 0 and _are_row_blocks_of(prev, xs):
                 return {"Out": prev}     # recv wrote the blocks straight into the parameter's rows

@@ -18,6 +18,7 @@ import threading
 import numpy as np
 
 from ..core.blocking_queue import BlockingQueue
+from ..core.place import is_device_array
 from ..core.tensor import LoDTensor
 from ..data_feeder import DataFeeder
 from .decorator import batch as batch_reader
@@ -45,8 +46,9 @@ def check_feed_value(var, name, value):
     lod = None
     if isinstance(value, LoDTensor):
         lod = value.lod()
-        value = np.asarray(value)
-    elif not isinstance(value, np.ndarray) and not hasattr(value, "__cuda_array_interface__"):
+        raw = value._get()
+        value = raw if is_device_array(raw) else np.asarray(value)   # already on a device: stays there
+    elif not isinstance(value, np.ndarray) and not is_device_array(value):
         value = np.asarray(value)
     if var is None:
         return value, lod

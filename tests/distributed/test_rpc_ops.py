@@ -14,6 +14,7 @@ import pytest
 
 import fluidist as fluid
 from fluidist.distributed import rpc
+from fluidist.core.place import to_host
 from fluidist.core.tensor import SelectedRows
 from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 
@@ -534,7 +535,7 @@ def test_requests_parked_behind_a_barrier_are_bounded_and_a_step_is_counted_once
     finally:
         c.close()
     server.result(timeout=15)
-    np.testing.assert_allclose(ps_scope.find_var("w").value(), init_values(shapes)["w"] - LR * g, rtol=1e-6)
+    np.testing.assert_allclose(to_host(ps_scope.find_var("w").value()), init_values(shapes)["w"] - LR * g, rtol=1e-6)
 
 
 def test_dc_asgd_sets_the_sending_trainer_id(monkeypatch):
@@ -543,10 +544,10 @@ def test_dc_asgd_sets_the_sending_trainer_id(monkeypatch):
     shapes = {"w": (2,)}
     server, ps_scope = serve_in_thread(ep, 2, params=shapes, mode=1, dc_asgd=True)
     run_trainer(1, 2, {"w": ep}, shapes, 1, sync=False, barriers=False)
-    np.testing.assert_array_equal(ps_scope.find_var("last_trainer").value(), [1])
+    np.testing.assert_array_equal(to_host(ps_scope.find_var("last_trainer").value()), [1])
     run_trainer(0, 2, {"w": ep}, shapes, 1, sync=False, barriers=False)
     server.result(timeout=15)
-    np.testing.assert_array_equal(ps_scope.find_var("last_trainer").value(), [0])
+    np.testing.assert_array_equal(to_host(ps_scope.find_var("last_trainer").value()), [0])
 
 
 def test_close_notifies_every_pserver_once_and_completion_is_counted_per_trainer(monkeypatch):

@@ -165,6 +165,8 @@ def test_no_segment_is_left_behind_by_a_child():
     assert len(names) == 2 and not any(os.path.exists(os.path.join(shm_payload.SHM_DIR, n)) for n in names)
 
 
+@pytest.mark.cpu_only("recv writes received blocks into the parameter's host memory; on a device the plan "
+                      "copies them to the device instead")
 def test_consecutive_recvs_ask_at_once_and_write_into_the_parameter(monkeypatch):
     """Two recv ops in a row: the first sends both gets and waits once; the second takes its reply.
     Blocks joined by a Dist concat land in the parameter's rows (the concat copies nothing). The

@@ -290,10 +290,10 @@ def test_batch_norm_updates_running_stats_in_place_of_its_inputs():
     scope._set_value("variance", ins["Variance"].copy())
     exe = fluid.Executor()
     exe.run(prog, feed=feed, scope=scope)
-    m1 = scope._find_value("mean").copy()
+    m1 = np.array(scope.find_var("mean").get_tensor())
     np.testing.assert_allclose(m1, 0.9 * ins["Mean"] + 0.1 * ins["X"].mean(axis=(0, 2, 3)))
     exe.run(prog, feed=feed, scope=scope)
-    np.testing.assert_allclose(scope._find_value("mean"), 0.9 * m1 + 0.1 * ins["X"].mean(axis=(0, 2, 3)))
+    np.testing.assert_allclose(np.array(scope.find_var("mean").get_tensor()), 0.9 * m1 + 0.1 * ins["X"].mean(axis=(0, 2, 3)))
 
 
 def test_batch_norm_shape_mismatch():

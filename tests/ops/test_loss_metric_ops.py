@@ -3,6 +3,8 @@ log_loss) and metric ops (top_k, accuracy, arg_max, arg_min) against NumPy, with
 import numpy as np
 import pytest
 
+import fluidist as fluid
+
 from op_test import check_grad, run_op
 
 rng = np.random.RandomState(3)
@@ -42,8 +44,13 @@ def test_cross_entropy_of_a_zero_probability_is_clamped():
 
 
 def test_cross_entropy_label_errors():
-    with pytest.raises(ValueError, match="label 4 .* out of range for 4 classes"):
-        run_op("cross_entropy", {"X": probs(2, 4), "Label": np.array([[1], [4]], np.int64)}, outputs=("Y",))
+    bad = {"X": probs(2, 4), "Label": np.array([[1], [4]], np.int64)}
+    if isinstance(fluid.CPUPlace(), fluid.core.place.CPUPlace):
+        with pytest.raises(ValueError, match="label 4 .* out of range for 4 classes"):
+            run_op("cross_entropy", bad, outputs=("Y",))
+    else:   # a device checks no labels (that would read them back every step): the row's loss is NaN
+        y = run_op("cross_entropy", bad, outputs=("Y",))["Y"][0].reshape(-1)
+        assert np.isfinite(y[0]) and np.isnan(y[1])
     with pytest.raises(ValueError, match="must be an integer tensor"):
         run_op("cross_entropy", {"X": probs(2, 4), "Label": np.array([[1.0], [0.0]])}, outputs=("Y",))
     with pytest.raises(ValueError, match="Label 'label_in' has shape \\[2, 2\\]"):

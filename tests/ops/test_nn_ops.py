@@ -4,6 +4,7 @@ import pytest
 
 import fluidist as fluid
 from fluidist.backward import append_backward
+from fluidist.core.place import to_host
 from fluidist.core.tensor import SelectedRows
 from op_test import check_grad, run_op
 
@@ -93,14 +94,15 @@ def test_sparse_grad_is_selected_rows_with_duplicates_kept():
     g = fluid.Executor(fluid.CPUPlace()).run(prog, feed=feed, fetch_list=["w@GRAD"], scope=fluid.Scope(),
                                              return_numpy=False)[0]
     assert isinstance(g, SelectedRows)
-    np.testing.assert_array_equal(g.rows, [4, 1, 4, 2])
-    assert g.rows.dtype == np.int64 and g.height == 6
-    np.testing.assert_allclose(g.value, 2 * feed["w"][[4, 1, 4, 2]])
+    rows = to_host(g.rows)     # rows and values stay on the executor's place
+    np.testing.assert_array_equal(rows, [4, 1, 4, 2])
+    assert rows.dtype == np.int64 and g.height == 6
+    np.testing.assert_allclose(np.array(g.get_tensor()), 2 * feed["w"][[4, 1, 4, 2]])
     # the same gradient, densified, as the dense kernel computes it
     dprog, _ = _grad_program(False)
     assert dprog.global_block().var("w@GRAD").type == "LOD_TENSOR"
     dense = fluid.Executor(fluid.CPUPlace()).run(dprog, feed=feed, fetch_list=["w@GRAD"], scope=fluid.Scope())[0]
-    np.testing.assert_allclose(g.to_dense(), dense)
+    np.testing.assert_allclose(to_host(g.to_dense()), dense)
     np.testing.assert_allclose(dense[4], 4 * feed["w"][4])
     np.testing.assert_array_equal(dense[[0, 3, 5]], 0)
 
@@ -111,8 +113,8 @@ def test_padding_rows_get_no_gradient(is_sparse):
     g = fluid.Executor(fluid.CPUPlace()).run(prog, feed=feed, fetch_list=["w@GRAD"], scope=fluid.Scope(),
                                              return_numpy=False)[0]
     if is_sparse:
-        np.testing.assert_array_equal(g.rows, [1, 2])
-        dense = g.to_dense()
+        np.testing.assert_array_equal(to_host(g.rows), [1, 2])
+        dense = to_host(g.to_dense())
     else:
         dense = np.array(g)
     np.testing.assert_array_equal(dense[4], 0)

@@ -18,6 +18,7 @@ import time
 
 from ... import timeline as _timeline
 from .base import CollectiveError, check_reduce
+from ...core.place import GPU_INSTALL
 from .common import collective_timeout, host_id
 from .rendezvous import RendezvousClient, RendezvousServer
 
@@ -32,7 +33,7 @@ def _cupy():
         import cupy
         from cupy.cuda import nccl
     except ImportError as e:
-        raise RuntimeError("the NCCL backend needs CuPy built with NCCL (pip install fluidist[gpu]): %s" % e) from None
+        raise RuntimeError("the NCCL backend needs CuPy built with NCCL (%s): %s" % (GPU_INSTALL, e)) from None
     if not getattr(nccl, "available", True):
         raise RuntimeError("the NCCL backend needs CuPy built with NCCL, but cupy.cuda.nccl is not available")
     return cupy, nccl

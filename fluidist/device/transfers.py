@@ -1,0 +1,120 @@
+"""The stand-in device's transfer log: every copy between host and device memory, each way.
+
+A transfer is *explicit* when the code asked for a copy (``a.get()``, ``xp.asnumpy(a)``,
+``xp.asarray(host)``, a Place moving a value) and *implicit* when CuPy would make it silently:
+a scalar read from the device (``float(a)``, ``int(a)``, ``bool(a)``, ``a.item()``, ``a.tolist()``,
+printing), or host data used as an index or assigned into a device array. On a GPU each of them is
+a synchronisation of the host with the device, so counting them bounds what a training step costs.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from typing import Iterator, List, NamedTuple
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Transfer(NamedTuple):
+    """One copy between host and device."""
+    direction: str      # "h2d" or "d2h"
+    implicit: bool      # True where CuPy makes it without being asked (scalars, host indices)
+    what: str           # the operation: "asarray", "get", "float()", "index", ...
+    shape: tuple
+    dtype: str
+    where: str          # file:line (function) of the code that caused it
+
+    def __str__(self):
+        return "%s %s %s %s%s at %s" % (self.direction, "implicit" if self.implicit else "explicit", self.what,
+                                        self.dtype, list(self.shape), self.where)
+
+
+class TransferLog:
+    """The transfers made while it was open (see :func:`count_transfers`)."""
+
+    def __init__(self) -> None:
+        self.events: List[Transfer] = []
+
+    @property
+    def h2d(self) -> List[Transfer]:
+        """Host-to-device transfers, in order."""
+        return [e for e in self.events if e.direction == "h2d"]
+
+    @property
+    def d2h(self) -> List[Transfer]:
+        """Device-to-host transfers, in order."""
+        return [e for e in self.events if e.direction == "d2h"]
+
+    @property
+    def implicit(self) -> List[Transfer]:
+        """The transfers CuPy would make without being asked (hidden synchronisations)."""
+        return [e for e in self.events if e.implicit]
+
+    def counts(self) -> dict:
+        """``{"h2d": n, "d2h": m}``."""
+        return {"h2d": len(self.h2d), "d2h": len(self.d2h)}
+
+    def clear(self) -> None:
+        del self.events[:]
+
+    def __str__(self):
+        if not self.events:
+            return "no transfers"
+        return "%d transfers (h2d %d, d2h %d):\n  %s" % (len(self.events), len(self.h2d), len(self.d2h),
+                                                          "\n  ".join(str(e) for e in self.events))
+
+
+_open_logs: List[TransferLog] = []
+_lock = threading.Lock()
+_totals = {"h2d": 0, "d2h": 0}
+# frames of these modules are skipped when naming where a transfer came from: they only carry it out
+_CARRIERS = ("fluidist.device", "fluidist.core.place", "fluidist.core.placement")
+
+
+@contextlib.contextmanager
+def count_transfers() -> Iterator[TransferLog]:
+    """Record every stand-in transfer made inside the ``with`` block (in any thread)::
+
+        with standin.count_transfers() as log:
+            exe.run(main, feed=..., fetch_list=[loss])
+        assert log.counts() == {"h2d": 2, "d2h": 1}, str(log)
+    """
+    log = TransferLog()
+    with _lock:
+        _open_logs.append(log)
+    try:
+        yield log
+    finally:
+        with _lock:
+            _open_logs.remove(log)
+
+
+def totals() -> dict:
+    """Transfers made by this process so far: ``{"h2d": n, "d2h": m}``."""
+    return dict(_totals)
+
+
+def _where() -> str:
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_globals.get("__name__", "")
+        if not (name.startswith(_CARRIERS) or name.startswith("numpy")):
+            return "%s:%d (%s)" % (os.path.relpath(f.f_code.co_filename, os.path.dirname(os.path.dirname(_HERE))),
+                                   f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return "?"
+
+
+def record(direction: str, implicit: bool, what: str, array) -> None:
+    """Count one transfer of ``array`` (a NumPy array, or anything with shape and dtype)."""
+    _totals[direction] += 1
+    if not _open_logs:
+        return
+    shape = tuple(getattr(array, "shape", ()))
+    dtype = str(getattr(array, "dtype", type(array).__name__))
+    event = Transfer(direction, implicit, what, shape, dtype, _where())
+    with _lock:
+        for log in _open_logs:
+            log.events.append(event)

@@ -1,0 +1,105 @@
+"""A training step moves data between host and device only where the user asked: each fed variable
+host-to-device once, each fetched variable device-to-host once, nothing else (no hidden
+synchronisation: no scalar read, no host-side op, no implicit copy), counted on the stand-in device.
+"""
+import numpy as np
+import pytest
+
+import fluidist as fluid
+from fluidist.device.standin import StandinPlace, count_transfers
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _mlp(optimizer):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 64], "float32")
+        y = fluid.data("y", [None, 1], "int64")
+        h = fluid.layers.fc(x, 32, act="relu")
+        h = fluid.layers.fc(h, 32, act="tanh")
+        logits = fluid.layers.fc(h, 10)
+        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, y))
+        acc = fluid.layers.accuracy(fluid.layers.softmax(logits), y)
+        optimizer.minimize(loss)
+    return main, startup, [loss, acc], {"x": (64, "float32"), "y": (1, "int64")}
+
+
+def _cnn(optimizer):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        img = fluid.data("img", [None, 1, 8, 8], "float32")
+        y = fluid.data("y", [None, 1], "int64")
+        c = fluid.layers.conv2d(img, 4, 3, padding=1, act="relu")
+        c = fluid.layers.batch_norm(c)
+        c = fluid.layers.pool2d(c, 2, pool_stride=2)
+        logits = fluid.layers.fc(c, 10)
+        loss = fluid.layers.mean(fluid.layers.cross_entropy(fluid.layers.softmax(logits), y))
+        optimizer.minimize(loss)
+    return main, startup, [loss], {"img": ((1, 8, 8), "float32"), "y": (1, "int64")}
+
+
+def _batch(spec, n, rng):
+    feed = {}
+    for name, (shape, dtype) in spec.items():
+        shape = (shape,) if isinstance(shape, int) else shape
+        feed[name] = rng.randint(0, 10, (n,) + shape).astype(dtype) if dtype == "int64" else \
+            rng.rand(*((n,) + shape)).astype(dtype)
+    return feed
+
+
+@pytest.mark.parametrize("build,optimizer", [
+    (_mlp, lambda: fluid.optimizer.SGD(0.1)),
+    (_mlp, lambda: fluid.optimizer.Momentum(0.1, 0.9)),
+    (_mlp, lambda: fluid.optimizer.Adam(0.01)),
+    (_cnn, lambda: fluid.optimizer.Adam(0.01)),
+], ids=["mlp-sgd", "mlp-momentum", "mlp-adam", "cnn-batchnorm-adam"])
+def test_a_step_moves_each_feed_in_once_and_each_fetch_out_once(build, optimizer):
+    main, startup, fetches, spec = build(optimizer())
+    exe = fluid.Executor(StandinPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    rng = np.random.RandomState(0)
+    losses = []
+    for step in range(3):        # the first step plans the program; every step must be the same
+        feed = _batch(spec, 16, rng)
+        with count_transfers() as log:
+            out = exe.run(main, feed=feed, fetch_list=fetches, scope=scope)
+        assert sorted((e.direction, e.what, e.shape) for e in log.events) == sorted(
+            [("h2d", "to_device", feed[n].shape) for n in spec] +
+            [("d2h", "get", tuple(np.shape(v))) for v in out]), "step %d:\n%s" % (step, log)
+        assert all(isinstance(v, np.ndarray) for v in out)
+        losses.append(float(out[0].reshape(-1)[0]))
+    assert np.all(np.isfinite(losses))
+
+
+def test_fetches_kept_on_the_device_move_nothing():
+    """``return_numpy=False`` keeps fetched values on the executor's place: a step then moves only
+    its feeds."""
+    main, startup, fetches, spec = _mlp(fluid.optimizer.SGD(0.1))
+    exe = fluid.Executor(StandinPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = _batch(spec, 8, np.random.RandomState(1))
+    exe.run(main, feed=feed, scope=scope)
+    with count_transfers() as log:
+        out = exe.run(main, feed=feed, fetch_list=fetches, scope=scope, return_numpy=False)
+    assert log.counts() == {"h2d": 2, "d2h": 0}, str(log)
+    with count_transfers() as log:
+        host = np.array(out[0])          # a LoDTensor of the device: read through its place
+    assert log.counts() == {"h2d": 0, "d2h": 1} and host.shape == (1,)
+
+
+def test_the_same_step_on_the_cpu_and_the_standin_gives_the_same_numbers():
+    results = []
+    for place in (fluid.core.place.CPUPlace(), StandinPlace()):
+        main, startup, fetches, spec = _mlp(fluid.optimizer.Adam(0.01))
+        exe = fluid.Executor(place)
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        rng = np.random.RandomState(3)
+        results.append([exe.run(main, feed=_batch(spec, 16, rng), fetch_list=fetches[:1], scope=scope)[0]
+                        for _ in range(3)])
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
