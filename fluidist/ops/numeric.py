@@ -397,7 +397,7 @@ def gaussian_random_batch_size_like(ctx, ins, attrs):
     return {"Out": ctx.xp.asarray(host.astype(attrs["dtype"]))}
 
 
-@register_op("randint", outputs=["Out"], attrs={"shape": [], "low": 0, "high": 0, "dtype": "int64", "seed": 0},
+@register_op("randint", host=_HOST_RNG, outputs=["Out"], attrs={"shape": [], "low": 0, "high": 0, "dtype": "int64", "seed": 0},
              infer=lambda c: c.set_output("Out", c.attr("shape"), c.attr("dtype")))
 def randint(ctx, ins, attrs):
     """Integers drawn uniformly from ``[low, high)``."""
@@ -407,7 +407,7 @@ def randint(ctx, ins, attrs):
     return {"Out": ctx.xp.asarray(host.astype(attrs["dtype"]))}
 
 
-@register_op("randperm", outputs=["Out"], attrs={"n": 1, "dtype": "int64", "seed": 0},
+@register_op("randperm", host=_HOST_RNG, outputs=["Out"], attrs={"n": 1, "dtype": "int64", "seed": 0},
              infer=lambda c: c.set_output("Out", [c.attr("n")], c.attr("dtype")))
 def randperm(ctx, ins, attrs):
     """A random permutation of ``0 .. n-1``."""

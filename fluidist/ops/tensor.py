@@ -13,6 +13,9 @@ def _shape_attr_infer(ctx):
 
 
 _RANDOM_SALT_ATTR = "salt"
+# the registry's ``host`` fact of the random initialisers: NumPy's generator, so that every place
+# draws the same numbers from the same seed (the plan moves them to a device place)
+_HOST_RNG = "draws with NumPy's generator, on the host (the same numbers on every place)"
 
 
 def _rng(ctx, attrs):
@@ -69,21 +72,21 @@ _RAND_COMMON = {"shape": [], "seed": 0, "dtype": "float32", "salt": "", "full_sh
                 "row_begin": -1, "row_end": -1, "row_step": 1}
 
 
-@register_op("uniform_random", outputs=["Out"], attrs=dict(_RAND_COMMON, min=-1.0, max=1.0),
+@register_op("uniform_random", host=_HOST_RNG, outputs=["Out"], attrs=dict(_RAND_COMMON, min=-1.0, max=1.0),
              infer=_shape_attr_infer, init="random")
 def uniform_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
     return _draw(ctx, attrs, lambda shape: r.uniform(attrs["min"], attrs["max"], shape))
 
 
-@register_op("gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
+@register_op("gaussian_random", host=_HOST_RNG, outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
              infer=_shape_attr_infer, init="random")
 def gaussian_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
     return _draw(ctx, attrs, lambda shape: r.normal(attrs["mean"], attrs["std"], shape))
 
 
-@register_op("truncated_gaussian_random", outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
+@register_op("truncated_gaussian_random", host=_HOST_RNG, outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
              infer=_shape_attr_infer, init="random")
 def truncated_gaussian_random(ctx, ins, attrs):
     r = _rng(ctx, attrs)
