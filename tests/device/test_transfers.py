@@ -103,3 +103,26 @@ def test_the_same_step_on_the_cpu_and_the_standin_gives_the_same_numbers():
         results.append([exe.run(main, feed=_batch(spec, 16, rng), fetch_list=fetches[:1], scope=scope)[0]
                         for _ in range(3)])
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
+
+def test_fused_gradients_reduced_by_a_host_collective_on_two_standin_places():
+    """The fused gradient buffer (``coalesce_tensor``) is all-reduced in place by fluidist's CPU
+    collective, which takes host buffers: on stand-in places the plan copies it out and back *into*
+    the device buffer, so the gradients (views of it) see the sum. Two places equal one."""
+    losses = []
+    for nplaces in (1, 2):
+        main, startup, fetches, spec = _mlp(fluid.optimizer.SGD(0.1))
+        exe = fluid.Executor(StandinPlace())
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        bs = fluid.BuildStrategy()
+        bs.fuse_all_reduce_ops = True
+        prog = fluid.CompiledProgram(main).with_data_parallel(
+            loss_name=fetches[0].name, build_strategy=bs, places=[StandinPlace(i) for i in range(nplaces)])
+        rng = np.random.RandomState(4)
+        steps = []
+        for _ in range(3):
+            out = exe.run(prog, feed=_batch(spec, 8, rng), fetch_list=fetches[:1], scope=scope)
+            steps.append(float(np.mean(out[0])))
+        losses.append(steps)
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
