@@ -1,63 +1,112 @@
-"""Is the peer alive? ZeroMQ heartbeats on every connection, and socket monitors that say when a
-peer's connection went down, instead of long deadlines.
+"""Is the peer alive, slow, or gone? ZeroMQ heartbeats on every connection, socket monitors that say
+when a peer's connection closed, and the kernel's count of how long a connection has been silent.
 
-ZeroMQ's own I/O thread pings every peer (``HEARTBEAT_IVL``) and closes a connection that stays
-silent for half the peer timeout (``HEARTBEAT_TIMEOUT``). The pongs come from the peer's I/O thread,
-which runs whatever its Python code does, so a peer that is merely slow (a 20-minute evaluation, a
-huge step) stays connected for ever, while one that was killed (its socket closes at once) or stopped
-(``SIGSTOP``: it answers no ping) loses its connection. A peer whose connection has been down for
-another half of the timeout, without a new handshake, is dead.
+Three cases, told apart:
 
-``FLUIDIST_PEER_TIMEOUT`` (seconds, default 8; ``0`` or ``off`` turns heartbeats off and leaves only
-the deadlines): a dead peer is noticed within about this long by every peer that talks to it.
+- **gone**: the peer's process died (or closed its socket): its kernel closes the TCP connection, the
+  monitor reports it at once, and the peer is dead once ``CLOSED_GRACE`` (0.5 s) passed without a new
+  connection of it. Named within about 2 s by every peer that talks to it.
+- **silent**: the connection is open but nothing at all arrives on it, not even the pongs that the peer's
+  ZeroMQ I/O thread sends whatever its Python code does: the peer is stopped (``SIGSTOP``, a debugger), its
+  host froze, or the network between is cut. After ``FLUIDIST_PEER_WARN`` seconds (default 10) a warning
+  names it; after ``FLUIDIST_PEER_TIMEOUT`` seconds (default 300) it is taken for dead. Silence is read
+  from the kernel (``TCP_INFO``'s time since the last data received; Linux); elsewhere ZeroMQ's own
+  heartbeat timeout, set to the same bound, closes the connection then.
+- **slow**: it answers pings, so it is waited for without limit (unless a deadline was asked for).
+
+``FLUIDIST_PEER_TIMEOUT=0`` (or ``off``) turns heartbeats off and leaves only the deadlines.
 
 :class:`Link` follows one connecting socket (a trainer's DEALER to a pserver, a rank's PUSH to
 another rank); :class:`PeerTable` follows the connections a bound socket accepted (a pserver's
-ROUTER), by file descriptor, and maps them to the peers that sent on them.
+ROUTER), by file descriptor and routing id, and maps them to the peers that sent on them.
 """
+import logging
 import os
+import socket
+import struct
 import time
+from collections import OrderedDict
 
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 PEER_TIMEOUT_ENV = "FLUIDIST_PEER_TIMEOUT"
-DEFAULT_PEER_TIMEOUT = 8.0
+PEER_WARN_ENV = "FLUIDIST_PEER_WARN"
+DEFAULT_PEER_TIMEOUT = 300.0
+DEFAULT_PEER_WARN = 10.0
+CLOSED_GRACE = 0.5          # a peer whose connections all closed, and none came back within this, is gone
+_MAX_TTL_MS = 6553000       # ZMTP carries the heartbeat TTL in deciseconds, 16 bits
+_TCP_INFO_BYTES = 104
+_LAST_DATA_RECV = 52        # offset of tcpi_last_data_recv (ms, u32) in Linux's struct tcp_info
 
 _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
                      | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
-_LINK_EVENTS = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED
+_LINK_EVENTS = zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED
 _TABLE_EVENTS = zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
 
+logger = logging.getLogger("fluidist.distributed.liveness")
 
-def peer_timeout(env=None):
-    """Seconds after which a silent peer is dead, or None when heartbeats are off."""
-    env = os.environ if env is None else env
-    raw = env.get(PEER_TIMEOUT_ENV, "").strip().lower()
+
+def _seconds(env, name, default, minimum):
+    raw = env.get(name, "").strip().lower()
     if not raw:
-        return DEFAULT_PEER_TIMEOUT
+        return default
     if raw in ("0", "off", "no", "false"):
         return None
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError("%s must be a number of seconds (or 0 / off), got %r" % (PEER_TIMEOUT_ENV, raw)) from None
-    if value < 0.5:
-        raise ValueError("%s must be at least 0.5 s (or 0 / off), got %r" % (PEER_TIMEOUT_ENV, raw))
+        raise ValueError("%s must be a number of seconds (or 0 / off), got %r" % (name, raw)) from None
+    if value < minimum:
+        raise ValueError("%s must be at least %g s (or 0 / off), got %r" % (name, minimum, raw))
     return value
 
 
+def peer_timeout(env=None):
+    """Seconds a connected but silent peer is waited for before it is dead, or None when heartbeats are off."""
+    return _seconds(os.environ if env is None else env, PEER_TIMEOUT_ENV, DEFAULT_PEER_TIMEOUT, 0.5)
+
+
+def peer_warn(env=None):
+    """Seconds of silence after which a connected peer is warned about (None: never)."""
+    return _seconds(os.environ if env is None else env, PEER_WARN_ENV, DEFAULT_PEER_WARN, 0.1)
+
+
 def configure(sock, timeout=None):
-    """Heartbeats on ``sock`` (before it binds or connects); returns the peer timeout (None: off)."""
+    """Heartbeats on ``sock`` (before it binds or connects); returns the peer timeout (None: off).
+
+    Pings go often enough that a live peer is never silent for long (at least 4 per warning period);
+    ZeroMQ itself closes a connection only after the whole bound of silence."""
     t = peer_timeout() if timeout is None else timeout
     if t is None:
         return None
     ms = int(t * 1000)
-    sock.setsockopt(zmq.HEARTBEAT_IVL, max(100, min(1000, ms // 8)))
-    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, ms // 2)
-    sock.setsockopt(zmq.HEARTBEAT_TTL, ms // 2)
-    sock.setsockopt(zmq.HANDSHAKE_IVL, max(10000, 2 * ms))
+    warn = peer_warn()
+    ivl = min(1000, ms // 8, int(warn * 1000) // 4 if warn else 1000)
+    sock.setsockopt(zmq.HEARTBEAT_IVL, max(100, ivl))
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, ms)
+    sock.setsockopt(zmq.HEARTBEAT_TTL, min(ms, _MAX_TTL_MS))
+    sock.setsockopt(zmq.HANDSHAKE_IVL, max(10000, min(2 * ms, 60000)))
     return t
+
+
+def silent_seconds(fd):
+    """Seconds since anything arrived on TCP socket ``fd`` (the kernel's count), or None when unknown."""
+    if fd is None or fd < 0 or not hasattr(socket, "TCP_INFO"):
+        return None
+    try:
+        s = socket.socket(fileno=fd)
+    except OSError:
+        return None
+    try:
+        info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)
+    except OSError:
+        return None
+    finally:
+        s.detach()
+    if len(info) < _LAST_DATA_RECV + 4:
+        return None
+    return struct.unpack_from("I", info, _LAST_DATA_RECV)[0] / 1000.0
 
 
 def _stop_monitor(sock, mon):
@@ -84,17 +133,39 @@ def _drain(mon):
             continue
 
 
+class SilenceWatch:
+    """Warns once per silent spell of a peer; says when the silence passed the bound."""
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.warn = peer_warn()
+        self._warned = set()
+
+    def check(self, peer, silent, describe):
+        """``silent``: seconds the connected ``peer`` has been silent (None: unknown or not connected).
+        Logs a warning naming it (``describe()``) past the warning time; returns True past the bound."""
+        if silent is None or self.warn is None or silent < self.warn:
+            self._warned.discard(peer)
+            return silent is not None and silent > self.timeout
+        if peer not in self._warned:
+            self._warned.add(peer)
+            logger.warning("%s is connected but has been silent for %.1f s (stopped, frozen or cut off?): waiting "
+                           "for it up to %s=%g s", describe(), silent, PEER_TIMEOUT_ENV, self.timeout)
+        return silent > self.timeout
+
+
 class Link:
     """The connection of one connecting socket to its one peer, as its monitor reports it."""
 
     def __init__(self, sock, timeout):
         self.timeout = timeout
-        self.grace = timeout / 2.0
+        self.grace = min(CLOSED_GRACE, timeout / 2.0)
         self._sock = sock
         self._mon = sock.get_monitor_socket(_LINK_EVENTS)
         self.started = time.monotonic()
         self.up = False
         self.ever_up = False
+        self.fd = None
         self.down_since = self.started
         self.losses = 0           # connections lost after a handshake (each loses what was in flight)
         self.refusals = 0         # handshakes that failed (another secret, or none)
@@ -103,7 +174,9 @@ class Link:
     def update(self):
         for ev in _drain(self._mon):
             e = ev["event"]
-            if e == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            if e == zmq.EVENT_CONNECTED:
+                self.fd = int(ev["value"])
+            elif e == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.up = self.ever_up = True
                 self.down_since = None
             elif e == zmq.EVENT_DISCONNECTED:
@@ -111,17 +184,23 @@ class Link:
                     self.losses += 1
                     self.down_since = time.monotonic()
                 self.up = False
+                self.fd = None
             elif e & _HANDSHAKE_FAILED:
                 self.refusals += 1
                 self.last_refusal = e
         return self
 
     def dead_for(self, now=None):
-        """Seconds the peer has been dead (down longer than the grace after having been up), else 0."""
+        """Seconds the peer has been gone (its connection closed longer than the grace ago, after having
+        been up), else 0."""
         if self.up or not self.ever_up or self.down_since is None:
             return 0.0
         down = (time.monotonic() if now is None else now) - self.down_since
         return down if down > self.grace else 0.0
+
+    def silent_for(self):
+        """Seconds nothing arrived on the open connection (None: not up, or not known here)."""
+        return silent_seconds(self.fd) if self.up else None
 
     def refused(self):
         """Why the peer keeps refusing our handshakes (never up, two refusals or more), or None."""
@@ -135,45 +214,99 @@ class Link:
         _stop_monitor(self._sock, self._mon)
 
 
+def _newer_routing_id(a, b):
+    """Whether ROUTER routing id ``a`` was given out after ``b``: ids the ROUTER makes itself are a zero
+    byte and a big-endian counter of the connections it attached (peers cannot choose such ids)."""
+    return len(a) == len(b) == 5 and a[0] == b[0] == 0 and a > b
+
+
 class PeerTable:
     """The connections a bound socket accepted, by file descriptor, and the peers seen on them.
 
-    ``seen(fd, peer)`` records that a message from ``peer`` (e.g. a trainer id) came on ``fd``
-    (``zmq.Frame.get(zmq.SRCFD)``); call :meth:`update` first, so that a descriptor closed and reused
-    by a new connection is not taken for the old one. A peer whose descriptors are all closed has been
-    gone since the last one closed."""
+    A message may be read after the monitor reported its connection closed (it was queued while this
+    process was not reading): :meth:`stale` tells such a message, so that a dead peer's queued
+    requests never make it alive again. Call :meth:`update` before looking at a message's descriptor
+    (``zmq.Frame.get(zmq.SRCFD)``). A descriptor is open from its ACCEPTED event to its DISCONNECTED
+    event; the routing id of the messages on it ties them to that one connection, so a message of a
+    closed connection whose descriptor number was reused by a new one is told apart too. A peer whose
+    connections are all closed has been gone since the last one closed."""
+
+    _CLOSED_IDS_KEPT = 4096
 
     def __init__(self, sock, timeout):
         self.timeout = timeout
-        self.grace = timeout / 2.0
+        self.grace = min(CLOSED_GRACE, timeout / 2.0)
         self._sock = sock
         self._mon = sock.get_monitor_socket(_TABLE_EVENTS)
+        self.open_fds = set()
         self.peer_of = {}        # fd -> peer
+        self.rid_of = {}         # fd -> routing id of the connection on it
         self.fds_of = {}         # peer -> set of open fds
         self.gone_since = {}     # peer -> when its last connection closed
+        self._closed_ids = OrderedDict()
+        self.silence = SilenceWatch(timeout)
 
     def update(self):
         for ev in _drain(self._mon):
             fd = int(ev["value"])
             if ev["event"] == zmq.EVENT_DISCONNECTED:
-                peer = self.peer_of.pop(fd, None)
-                if peer is not None:
-                    fds = self.fds_of.get(peer, set())
-                    fds.discard(fd)
-                    if not fds:
-                        self.gone_since[peer] = time.monotonic()
+                self.open_fds.discard(fd)
+                self._release(fd)
             elif ev["event"] == zmq.EVENT_ACCEPTED:
-                self.peer_of.pop(fd, None)   # a reused descriptor: nobody's until a message says whose
+                self._release(fd)      # a reused number: nobody's until a message says whose
+                self.open_fds.add(fd)
         return self
 
-    def seen(self, fd, peer):
+    def _release(self, fd):
+        rid = self.rid_of.pop(fd, None)
+        if rid is not None:
+            self._close_id(rid)
+        peer = self.peer_of.pop(fd, None)
+        if peer is not None:
+            fds = self.fds_of.get(peer, set())
+            fds.discard(fd)
+            if not fds:
+                self.gone_since[peer] = time.monotonic()
+
+    def _close_id(self, rid):
+        self._closed_ids[rid] = True
+        while len(self._closed_ids) > self._CLOSED_IDS_KEPT:
+            self._closed_ids.popitem(last=False)
+
+    def stale(self, fd, rid=None):
+        """Whether a message with routing id ``rid`` read on descriptor ``fd`` came on a connection that
+        is already closed (its sender cannot hear a reply, and may be dead)."""
         if fd is None or fd < 0:
+            return False
+        if rid is not None and rid in self._closed_ids:
+            return True
+        if fd not in self.open_fds:
+            if rid is not None:
+                self._close_id(rid)
+            return True
+        bound = self.rid_of.get(fd)
+        if rid is not None and bound is not None and bound != rid:
+            if _newer_routing_id(rid, bound):
+                self._release(fd)      # the bound one was a closed connection's message, read late
+                return False
+            self._close_id(rid)
+            return True
+        return False
+
+    def seen(self, fd, peer, rid=None):
+        """A message of ``peer`` that is not :meth:`stale` came on ``fd``: that connection is ``peer``'s."""
+        if fd is None or fd < 0 or fd not in self.open_fds:
             return
+        if rid is not None:
+            self.rid_of[fd] = rid
         old = self.peer_of.get(fd)
         if old == peer:
             return
         if old is not None:
-            self.fds_of.get(old, set()).discard(fd)
+            fds = self.fds_of.get(old, set())
+            fds.discard(fd)
+            if not fds:
+                self.gone_since[old] = time.monotonic()
         self.peer_of[fd] = peer
         self.fds_of.setdefault(peer, set()).add(fd)
         self.gone_since.pop(peer, None)
@@ -185,6 +318,18 @@ class PeerTable:
         """``{peer: seconds}`` of the peers gone for longer than the grace."""
         now = time.monotonic() if now is None else now
         return {p: now - t for p, t in self.gone_since.items() if now - t > self.grace}
+
+    def silent(self, peers=None):
+        """``{peer: seconds}``: how long nothing arrived from each connected peer (the freshest of its
+        connections); peers whose silence is not known here are left out."""
+        out = {}
+        for peer, fds in self.fds_of.items():
+            if not fds or (peers is not None and peer not in peers):
+                continue
+            times = [silent_seconds(fd) for fd in fds]
+            if times and all(t is not None for t in times):
+                out[peer] = min(times)
+        return out
 
     def close(self):
         _stop_monitor(self._sock, self._mon)

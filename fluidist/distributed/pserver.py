@@ -51,6 +51,7 @@ SYNC, ASYNC, HALF_ASYNC, GEO = 0, 1, 2, 3
 LOOKUP_TABLE_PATH = "kLookupTablePath"
 TRAINER_ID_VAR = "@TRAINER_ID@"
 _TRAINER_SUFFIX = re.compile(r"\.trainer_\d+$")
+_POLL_S = 0.5    # the loop looks at its peers at least this often
 
 
 logger = logging.getLogger("fluidist.distributed.pserver")
@@ -138,6 +139,8 @@ class ParameterServer:
                 self._run(self.lr_block, "the learning-rate block")
             while len(self.completed) < self.fanin:
                 req = self.server.recv(self._poll_timeout())
+                if req is not None and self._from_closed_connection(req):
+                    req = None
                 if req is not None:
                     try:
                         self._handle(req)
@@ -163,18 +166,45 @@ class ParameterServer:
         finally:
             self.server.close()
 
+    def _from_closed_connection(self, req):
+        """A request read after its connection closed (queued while this loop did not read) is dropped:
+        nobody hears the reply, and its sender, maybe dead, must not count as connected again."""
+        peers = self.server.peers
+        if peers is None or not peers.stale(req.fd, req.peer.bytes):
+            return False
+        logger.info("pserver %s: dropped %r of trainer %d: its connection had closed before it was read",
+                    self.endpoint, req.msg.kind, req.msg.trainer)
+        return True
+
     def _heard_from(self, req):
         """A request of trainer k was accepted: its connection is k's (refused ones never count)."""
         k = req.msg.trainer
         self.spoke[k] = True
         if self.server.peers is not None:
-            self.server.peers.seen(req.fd, k)
+            self.server.peers.seen(req.fd, k, req.peer.bytes)
 
     def _poll_timeout(self):
         if self.wait_since is None:
-            return 1.0
+            return _POLL_S
         left = self.wait_since + self._barrier_limit() - time.monotonic()
-        return min(1.0, max(0.0, left) + 0.001)
+        return min(_POLL_S, max(0.0, left) + 0.001)
+
+    def _check_peers(self, peers, now):
+        """End the job when a trainer is gone (its connections closed) or silent past the bound."""
+        live = [k for k in range(self.fanin) if k not in self.completed]
+        dead = {k: t for k, t in peers.update().dead(now).items() if k in live}
+        if dead:
+            raise _Fatal("%s lost %s connection to pserver %s %.1f s ago and did not come back (the process "
+                         "died or closed it)" % (_plural(dead), "its" if len(dead) == 1 else "their",
+                                                 self.endpoint, max(dead.values())))
+        silent = {}
+        for k, t in peers.silent(live).items():
+            if peers.silence.check(k, t, lambda k=k: "pserver %s: trainer %d" % (self.endpoint, k)):
+                silent[k] = t
+        if silent:
+            raise _Fatal("%s connected to pserver %s %s been silent for %.1f s (stopped, frozen, or cut off; %s)"
+                         % (_plural(silent), self.endpoint, "has" if len(silent) == 1 else "have",
+                            max(silent.values()), liveness.describe_timeout(peers.timeout)))
 
     def _barrier_limit(self):
         """Seconds a round waits for missing barriers: the deadline asked for, else the default one
@@ -185,12 +215,7 @@ class ParameterServer:
         now = time.monotonic()
         peers = self.server.peers
         if peers is not None:
-            dead = {k: t for k, t in peers.update().dead(now).items() if k not in self.completed}
-            if dead:
-                raise _Fatal("%s lost %s connection to pserver %s %.1f s ago and did not come back (killed, stopped, "
-                             "or unreachable; %s)" % (_plural(dead), "its" if len(dead) == 1 else "their",
-                                                      self.endpoint, max(dead.values()),
-                                                      liveness.describe_timeout(peers.timeout)))
+            self._check_peers(peers, now)
         silent = [k for k in range(self.fanin)
                   if k not in self.completed and not self.spoke[k] and now - self.started > self.idle_limit]
         if silent:

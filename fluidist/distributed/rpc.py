@@ -10,9 +10,10 @@ Security: every socket is a CURVE socket keyed by the job secret (``security``);
 never completes the handshake, and a client that keeps failing to authenticate gets an error saying so.
 
 Liveness: ZeroMQ heartbeats on every connection and a monitor on every client socket (``liveness``).
-A request whose connection is lost while it waits (the pserver died, was stopped, or dropped a message
-over its size limit) fails at once, naming the pserver; a pserver whose connection has been down for
-about ``FLUIDIST_PEER_TIMEOUT`` seconds is dead for every later request. A pserver that is alive but
+A request whose connection is lost while it waits (the pserver died, or dropped a message over its
+size limit) fails at once, naming the pserver; a pserver whose connection closed is dead for every
+later request. A pserver that is connected but silent (stopped, frozen) is warned about after
+``FLUIDIST_PEER_WARN`` seconds and dead after ``FLUIDIST_PEER_TIMEOUT``. A pserver that is alive but
 slow to answer is waited for without limit, unless a deadline was asked for.
 
 Deadlines: ``FLAGS_rpc_deadline`` (milliseconds, Paddle's name), read when a wait starts, or an
@@ -162,6 +163,7 @@ class Client:
             timeout = liveness.configure(self._sock)
             if timeout is not None:
                 self._link = liveness.Link(self._sock, timeout)
+                self._silence = liveness.SilenceWatch(timeout)
             self._sock.connect(addr)
         except zmq.ZMQError as e:
             self._close_socket()
@@ -275,9 +277,15 @@ class Client:
         dead = link.dead_for()
         if dead:
             desc = self._forget(rid) if rid is not None else "the next request"
-            reason = ("pserver %s is gone: its connection has been down for %.1f s (it died, was stopped, or is "
-                      "unreachable; %s); cannot send %s" % (self.endpoint, dead, liveness.describe_timeout(link.timeout),
-                                                          desc))
+            reason = ("pserver %s is gone: its connection closed %.1f s ago and did not come back (the process died "
+                      "or closed it); cannot send %s" % (self.endpoint, dead, desc))
+            _peer_lost(self.endpoint, reason)
+            raise PeerLost(reason)
+        silent = link.silent_for()
+        if self._silence.check(self.endpoint, silent, lambda: "pserver %s" % self.endpoint):
+            desc = self._forget(rid) if rid is not None else "the next request"
+            reason = ("pserver %s is connected but has been silent for %.1f s (stopped, frozen, or cut off; %s); "
+                      "cannot finish %s" % (self.endpoint, silent, liveness.describe_timeout(link.timeout), desc))
             _peer_lost(self.endpoint, reason)
             raise PeerLost(reason)
 

@@ -133,6 +133,7 @@ class FsGroup:
         self.session = None
         self.round = 0
         self.peer_timeout = liveness.peer_timeout()
+        self._silence = liveness.SilenceWatch(self.peer_timeout) if self.peer_timeout is not None else None
         self._heartbeat = None
         self._beats = {}       # rank -> (last counter seen, when it last changed)
 
@@ -199,7 +200,8 @@ class FsGroup:
             last = self._beats.get(r)
             if last is None or last[0] != beat:
                 self._beats[r] = (beat, now)
-            elif now - last[1] > self.peer_timeout:
+            elif self._silence.check(r, now - last[1], lambda: "GeneralRoleMaker: rank %s of group %r (its heartbeat "
+                                     "counter)" % (self._who([r]), self.name)):
                 raise RankLost("GeneralRoleMaker: rank %s of group %r stopped beating %.1f s ago (killed, stopped, or "
                                "cut off from %s; %s), so %s cannot finish"
                                % (self._who([r]), self.name, now - last[1], self.root,

@@ -1,7 +1,8 @@
-"""Heartbeats, not deadlines: a pserver, trainer or collective rank killed (SIGKILL) or stopped
-(SIGSTOP) mid-run ends every other process of the job within 15 s, each naming it; a peer that is
-merely slow (it sleeps many times the peer timeout between steps) is never ended. No FLAGS_rpc_deadline
-and no FLUIDIST_COLLECTIVE_TIMEOUT here: only the shipped defaults (FLUIDIST_PEER_TIMEOUT 8 s)."""
+"""Heartbeats, not deadlines: a pserver, trainer or collective rank killed (SIGKILL) mid-run ends every
+other process of the job within seconds with the shipped defaults, each naming it; one stopped (SIGSTOP)
+ends them once it has been silent for FLUIDIST_PEER_TIMEOUT (set to 4 s here; 300 s by default), after a
+warning; a peer that is merely slow (it sleeps many times the peer timeout between steps) is never ended.
+No FLAGS_rpc_deadline and no FLUIDIST_COLLECTIVE_TIMEOUT here."""
 import os
 import signal
 import time
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.timeout(240)
 
 LIMIT = 15.0
 NO_DEADLINE = {"FLAGS_rpc_deadline": ""}
+STOP_BOUND = {"FLUIDIST_PEER_TIMEOUT": "4", "FLUIDIST_PEER_WARN": "1"}
 DETECTION = {}
 
 
@@ -30,16 +32,17 @@ def _exit_times(procs, t0, limit):
     return {name: out.get(name) for name in procs}
 
 
-def _ps_job(c, eps, trainers=2, extra=()):
+def _ps_job(c, eps, trainers=2, extra=(), env=None):
     common = ["--endpoints", ",".join(eps), "--trainers", trainers, "--model", "fc", "--steps", 100000,
               "--batch", 2] + list(extra)
     procs = {}
     for i, ep in enumerate(eps):
         procs["ps%d" % i] = c.start("ps%d" % i, "pserver_model.py",
-                                    ["--role", "pserver", "--current_endpoint", ep] + common, env=NO_DEADLINE)
+                                    ["--role", "pserver", "--current_endpoint", ep] + common,
+                                    env=dict(NO_DEADLINE, **(env or {})))
     for k in range(trainers):
         procs["tr%d" % k] = c.start("tr%d" % k, "pserver_model.py", ["--role", "trainer", "--trainer_id", k] + common,
-                                    env=NO_DEADLINE)
+                                    env=dict(NO_DEADLINE, **(env or {})))
     return procs
 
 
@@ -47,7 +50,7 @@ def _ps_job(c, eps, trainers=2, extra=()):
 def test_a_lost_pserver_or_trainer_ends_every_other_process_naming_it(tmp_path, victim, how):
     eps = ["127.0.0.1:%d" % p for p in free_ports(2)]
     with Cluster(tmp_path) as c:
-        procs = _ps_job(c, eps, extra=["--step_delay", "0.05"])
+        procs = _ps_job(c, eps, extra=["--step_delay", "0.05"], env=STOP_BOUND if how == "stop" else None)
         wait_until(lambda: all("step 3 done" in c.log("tr%d" % k) for k in range(2)), 90, "the trainers' step 3")
         t0 = time.monotonic()
         os.kill(procs[victim].pid, signal.SIGKILL if how == "kill" else signal.SIGSTOP)
@@ -65,8 +68,10 @@ def test_a_lost_pserver_or_trainer_ends_every_other_process_naming_it(tmp_path, 
 
 
 @pytest.mark.parametrize("transport,how", [("zmq", "kill"), ("zmq", "stop"), ("shm", "stop")])
-def test_a_lost_collective_rank_ends_the_others_naming_it(tmp_path, transport, how):
+def test_a_lost_collective_rank_ends_the_others_naming_it(tmp_path, transport, how, monkeypatch):
     env_keep = os.environ.pop("FLUIDIST_COLLECTIVE_TIMEOUT", None)
+    for k, v in (STOP_BOUND if how == "stop" else {}).items():
+        monkeypatch.setenv(k, v)
     try:
         _, procs = launch(tmp_path, "loop", 3, transport)
     finally:

@@ -78,6 +78,7 @@ class ShmCommunicator(_CPUCommunicator):
         self._views = {}
         self._stopped_since = {}          # rank -> when its process was first seen stopped
         self._peer_timeout = liveness.peer_timeout()
+        self._silence = liveness.SilenceWatch(self._peer_timeout) if self._peer_timeout is not None else None
         self._c[self._my + _PID] = os.getpid()
         # small tensors: one exchange round; each rank reduces the whole tensor
         self._direct_max = min(layout.stage, int(os.environ.get("FLUIDIST_SHM_DIRECT_BYTES", 128 * 1024)))
@@ -184,7 +185,8 @@ class ShmCommunicator(_CPUCommunicator):
                                        describe_seconds(self.timeout), self.rank))
 
     def _check_stopped(self, j, opname, seq):
-        """A peer stopped (SIGSTOP, a debugger) for longer than the peer timeout is taken for hung."""
+        """A peer stopped (SIGSTOP, a debugger) is warned about after ``FLUIDIST_PEER_WARN`` s and taken for
+        hung after the peer timeout."""
         if self._peer_timeout is None:
             return
         now = time.monotonic()
@@ -192,7 +194,8 @@ class ShmCommunicator(_CPUCommunicator):
             self._stopped_since.pop(j, None)
             return
         since = self._stopped_since.setdefault(j, now)
-        if now - since > self._peer_timeout:
+        if self._silence.check(j, now - since, lambda: "rank %d (pid %d, stopped) of ring %d, seen from rank %d"
+                               % (j, self._pids[j], self.ring_id, self.rank)):
             raise CollectiveError("rank %d (pid %d) of ring %d has been stopped for %.1f s (SIGSTOP or a debugger), so "
                                   "%s #%d cannot finish (%s)" % (j, self._pids[j], self.ring_id, now - since, opname,
                                                                  seq, liveness.describe_timeout(self._peer_timeout)))

@@ -36,6 +36,7 @@ class ZmqCommunicator(_CPUCommunicator):
         self._push = {}
         self._links = {}
         peer_timeout = liveness.peer_timeout()
+        self._silence = liveness.SilenceWatch(peer_timeout) if peer_timeout is not None else None
         for j, addr in enumerate(addrs):
             if j != rank:
                 s = _new_socket(zmq.PUSH, role="client")
@@ -164,9 +165,15 @@ class ZmqCommunicator(_CPUCommunicator):
                                       % (self.ring_id, j, refused, link.refusals))
             dead = link.dead_for()
             if dead:
-                raise CollectiveError("rank %d of ring %d is gone: its connection has been down for %.1f s (it died, was "
-                                      "stopped, or is unreachable; %s), so %s #%d cannot finish (seen from rank %d)"
-                                      % (j, self.ring_id, dead, liveness.describe_timeout(link.timeout),
+                raise CollectiveError("rank %d of ring %d is gone: its connection closed %.1f s ago and did not come "
+                                      "back (the process died or closed it), so %s #%d cannot finish (seen from rank %d)"
+                                      % (j, self.ring_id, dead, opname, seq, self.rank))
+            silent = link.silent_for()
+            if self._silence.check(j, silent, lambda: "rank %d of ring %d (seen from rank %d)"
+                                   % (j, self.ring_id, self.rank)):
+                raise CollectiveError("rank %d of ring %d is connected but has been silent for %.1f s (stopped, frozen, "
+                                      "or cut off; %s), so %s #%d cannot finish (seen from rank %d)"
+                                      % (j, self.ring_id, silent, liveness.describe_timeout(link.timeout),
                                          opname, seq, self.rank))
 
     def _checked(self, msg, j, seq, sig):
