@@ -239,7 +239,7 @@ class PeerTable:
         self._sock = sock
         self._mon = sock.get_monitor_socket(_TABLE_EVENTS)
         self.open_fds = set()
-        self.peer_of = {}        # fd -> peer
+        self.peers_on = {}       # fd -> the peers seen on it
         self.rid_of = {}         # fd -> routing id of the connection on it
         self.fds_of = {}         # peer -> set of open fds
         self.gone_since = {}     # peer -> when its last connection closed
@@ -261,8 +261,7 @@ class PeerTable:
         rid = self.rid_of.pop(fd, None)
         if rid is not None:
             self._close_id(rid)
-        peer = self.peer_of.pop(fd, None)
-        if peer is not None:
+        for peer in self.peers_on.pop(fd, ()):
             fds = self.fds_of.get(peer, set())
             fds.discard(fd)
             if not fds:
@@ -294,20 +293,13 @@ class PeerTable:
         return False
 
     def seen(self, fd, peer, rid=None):
-        """A message of ``peer`` that is not :meth:`stale` came on ``fd``: that connection is ``peer``'s."""
+        """A message of ``peer`` that is not :meth:`stale` came on ``fd``: that connection is ``peer``'s
+        (one connection may carry several peers: trainers of one process share it)."""
         if fd is None or fd < 0 or fd not in self.open_fds:
             return
         if rid is not None:
             self.rid_of[fd] = rid
-        old = self.peer_of.get(fd)
-        if old == peer:
-            return
-        if old is not None:
-            fds = self.fds_of.get(old, set())
-            fds.discard(fd)
-            if not fds:
-                self.gone_since[old] = time.monotonic()
-        self.peer_of[fd] = peer
+        self.peers_on.setdefault(fd, set()).add(peer)
         self.fds_of.setdefault(peer, set()).add(fd)
         self.gone_since.pop(peer, None)
 

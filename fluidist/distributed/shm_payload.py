@@ -30,13 +30,18 @@ A receiver maps only such files owned by its own user.
 import atexit
 import itertools
 import json
+import logging
 import mmap
 import os
 import re
 import socket
+import stat
 import threading
 
 import numpy as np
+
+from ..core import bounded_json
+from .collective.shm import SegmentSpaceError, create_segment
 
 MAGIC = b"fluidist-shm/1"
 SHM_DIR = "/dev/shm"
@@ -45,6 +50,9 @@ MODE_ENV = "FLUIDIST_PS_TRANSPORT"
 MIN_BYTES_ENV = "FLUIDIST_PS_SHM_MIN_BYTES"
 _NAME = re.compile(r"^fluidist-ps-\d+-\d+$")
 _ALIGN = 64
+logger = logging.getLogger("fluidist.distributed.shm_payload")
+MAX_DESCRIPTOR_BYTES = 1 << 16
+MAX_MAPPED = 1024           # peers' segments kept mapped at once
 
 
 class ShmError(ValueError):
@@ -92,9 +100,24 @@ def _is_local_host(host):
 def use_for(host):
     """Whether a client of a pserver at ``host`` sends its big buffers through shared memory."""
     m = mode()
-    if m == "tcp" or not supported():
+    if m == "tcp" or not supported() or _fallback is not None:
         return False
     return m == "shm" or _is_local_host(host)
+
+
+_fallback = None      # why this process stopped putting payloads in shared memory (None: it has not)
+
+
+def _no_room(err):
+    """A segment did not fit in /dev/shm: with ``auto``, this process sends its payloads over TCP from
+    now on (said once); with ``shm`` asked for, that is an error naming the way out."""
+    global _fallback
+    if mode() == "shm":
+        raise ShmError("%s; set %s=tcp to send payloads over TCP" % (err.strerror, MODE_ENV)) from None
+    if _fallback is None:
+        _fallback = err.strerror
+        logger.warning("parameter-server payloads of process %d go over TCP from now on: %s (%s=tcp skips shared "
+                       "memory from the start)", os.getpid(), err.strerror, MODE_ENV)
 
 
 # ------------------------------------------------------------------------------------ own segments
@@ -107,7 +130,6 @@ class _Segment:
         self.size = max(int(size), _ALIGN)
         self.name = "%s%d-%d" % (PREFIX, os.getpid(), next(self._ids))
         self.path = os.path.join(SHM_DIR, self.name)
-        from .collective.shm import create_segment
         self.mm = create_segment(self.path, self.size)
         self.buf = np.frombuffer(self.mm, dtype=np.uint8)
         self.addr = self.buf.__array_interface__["data"][0]
@@ -150,7 +172,9 @@ class Outbox:
                     if seg.size < size:
                         seg.unlink()
                         self._all.remove(seg)
-                        seg = segs[i] = self._new(size)
+                        del segs[i]
+                        seg = self._new(size)
+                        segs.insert(i, seg)
                     seg.busy = owner
                     return seg
             seg = self._new(size)
@@ -164,14 +188,22 @@ class Outbox:
         in ``arr``'s place)."""
         if self.locate(arr) is not None:
             return arr
+        if _fallback is not None:
+            return arr
         with self._lock:
             seg = self._homes.get(key)
             if seg is None or seg.size < arr.nbytes:
                 if seg is not None:
+                    del self._homes[key]
                     self._resident.remove(seg)
                     self._all.remove(seg)
                     seg.unlink()
-                seg = self._homes[key] = self._new(arr.nbytes)
+                try:
+                    seg = self._new(arr.nbytes)
+                except SegmentSpaceError as e:
+                    _no_room(e)
+                    return arr
+                self._homes[key] = seg
                 self._resident.append(seg)
         out = seg.buf[:arr.nbytes].view(arr.dtype).reshape(arr.shape)
         np.copyto(out, arr)
@@ -241,21 +273,31 @@ def _remove_own_segments():
 
 # ------------------------------------------------------------------------------------ peers' segments
 class _Mapped:
+    """A peer's segment mapped read-only: a regular file of this user, private to it (0600), opened without
+    following links or blocking (a FIFO or a directory in its place is refused, never waited on)."""
+
     __slots__ = ("mm", "size", "buf", "addr")
 
     def __init__(self, name):
         path = os.path.join(SHM_DIR, name)
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, flags)
         except OSError as e:
             raise ShmError("cannot open shared-memory segment %s: %s (are the processes on one host and do "
                            "they share /dev/shm? set %s=tcp otherwise)" % (path, e.strerror, MODE_ENV)) from None
         try:
             st = os.fstat(fd)
-            if st.st_uid != os.getuid():
-                raise ShmError("shared-memory segment %s belongs to another user" % path)
+            if not stat.S_ISREG(st.st_mode):
+                raise ShmError("shared-memory segment %s is not a regular file" % path)
+            if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+                raise ShmError("shared-memory segment %s is not a private file of this user (uid %d, mode %04o)"
+                               % (path, st.st_uid, stat.S_IMODE(st.st_mode)))
             self.size = st.st_size
-            self.mm = mmap.mmap(fd, self.size, prot=mmap.PROT_READ) if self.size else None
+            try:
+                self.mm = mmap.mmap(fd, self.size, prot=mmap.PROT_READ) if self.size else None
+            except (OSError, ValueError, OverflowError) as e:
+                raise ShmError("cannot map shared-memory segment %s: %s" % (path, e)) from None
         finally:
             os.close(fd)
         self.buf = memoryview(self.mm) if self.mm is not None else memoryview(b"")
@@ -277,7 +319,11 @@ class Inbox:
         with self._lock:
             m = self._maps.get(name)
             if m is None or offset + nbytes > m.size:
-                m = self._maps[name] = _Mapped(name)
+                m = _Mapped(name)
+                self._maps.pop(name, None)
+                while len(self._maps) >= MAX_MAPPED:   # oldest first; views still in use keep theirs alive
+                    self._maps.pop(next(iter(self._maps)))
+                self._maps[name] = m
         if offset + nbytes > m.size:
             raise ShmError("range %d+%d lies outside segment %s of %d bytes" % (offset, nbytes, name, m.size))
         return m.buf[offset:offset + nbytes]
@@ -311,6 +357,8 @@ def pack(frames, key, owner, resident_ok=False, snapshot=False, announce=False):
     with ``snapshot``, the buffers left in the message are copied too (their arrays may change
     before ZeroMQ has sent them); with ``announce``, a message without big buffers still carries an
     (empty) descriptor, which tells the receiver that the sender reads shared memory."""
+    if _fallback is not None:
+        return frames, None
     limit = min_bytes()
     big = [i for i in range(1, len(frames)) if _nbytes(frames[i]) >= limit]
     if snapshot:
@@ -331,7 +379,11 @@ def pack(frames, key, owner, resident_ok=False, snapshot=False, announce=False):
         for i in copy:
             offsets.append(total)
             total += -(-_nbytes(frames[i]) // _ALIGN) * _ALIGN
-        seg = box.slot(key, total, owner)
+        try:
+            seg = box.slot(key, total, owner)
+        except SegmentSpaceError as e:
+            _no_room(e)
+            return frames, None
         for i, off in zip(copy, offsets):
             src = _as_array(frames[i])
             np.copyto(seg.buf[off:off + src.nbytes], src)
@@ -359,9 +411,9 @@ def unpack(frames):
         return frames
     raw = frames[1].bytes if hasattr(frames[1], "bytes") else bytes(frames[1])
     try:
-        desc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise ShmError("shared-memory descriptor is not valid JSON") from None
+        desc = bounded_json.loads(raw, "shared-memory descriptor", MAX_DESCRIPTOR_BYTES, 2)
+    except bounded_json.JSONBoundsError as e:
+        raise ShmError(str(e)) from None
     body = list(frames[2:])
     if not isinstance(desc, list):
         raise ShmError("shared-memory descriptor must be a list")

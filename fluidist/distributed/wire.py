@@ -26,6 +26,7 @@ import json
 
 import numpy as np
 
+from ..core import bounded_json
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
 
@@ -44,6 +45,7 @@ _STR_FIELDS = ("out", "dir", "table", "msg")
 _KNOWN_FIELDS = frozenset(["v", "kind", "id", "name", "trainer", "step", "value", "lod"]) | frozenset(_STR_FIELDS)
 
 MAX_HEADER_BYTES = 1 << 20
+MAX_HEADER_DEPTH = 8             # the header nests 3 deep (value.shape, lod levels)
 MAX_RANK = 32
 MAX_NAME_CHARS = 4096            # a variable name (or 'out' / 'table') longer than this is not one
 MAX_TRAINER_ID = (1 << 20) - 1
@@ -284,12 +286,10 @@ def _decode(frames):
     if len(head) > MAX_HEADER_BYTES:
         raise WireError("header of %d bytes is larger than the %d allowed" % (len(head), MAX_HEADER_BYTES))
     try:
-        header = json.loads(head.decode("utf-8"), object_pairs_hook=_no_duplicates,
-                            parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        if isinstance(e, WireError):
-            raise
-        raise WireError("header is not valid UTF-8 JSON: %s" % _show(str(e), 200)) from None
+        header = bounded_json.loads(head, "header", MAX_HEADER_BYTES, MAX_HEADER_DEPTH,
+                                    object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except bounded_json.JSONBoundsError as e:
+        raise WireError(_show(str(e), 200)) from None
     if not isinstance(header, dict):
         raise WireError("header must be a JSON object, got %s" % type(header).__name__)
     v = header.get("v")
@@ -345,7 +345,8 @@ def peek_request_id(frames):
     """The request id of a (possibly malformed) message, or -1: lets an error reply name the request."""
     try:
         raw = frames[0]
-        header = json.loads((raw.bytes if hasattr(raw, "bytes") else bytes(raw))[:MAX_HEADER_BYTES])
+        header = bounded_json.loads((raw.bytes if hasattr(raw, "bytes") else bytes(raw)), "header",
+                                    MAX_HEADER_BYTES, MAX_HEADER_DEPTH)
         rid = header.get("id") if isinstance(header, dict) else None
         return rid if type(rid) is int and -1 <= rid < (1 << 63) else -1
     except Exception:

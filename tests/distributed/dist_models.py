@@ -58,6 +58,13 @@ def build(model="fc", optimizer="sgd", lr_decay=False):
             pred = fluid.layers.fc(h, 1, param_attr=fluid.ParamAttr(name="out_w"),
                                    bias_attr=fluid.ParamAttr(name="out_b"))
             loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        elif model == "big":
+            # big_w is 2048 x 4096 float32 = 32 MiB: 16 MiB blocks on each of two pservers
+            x = fluid.data(name="x", shape=[None, 2048], dtype="float32")
+            y = fluid.data(name="y", shape=[None, 1], dtype="float32")
+            h = fluid.layers.fc(x, 4096, param_attr=fluid.ParamAttr(name="big_w"), bias_attr=False)
+            loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.reduce_mean(h, dim=1,
+                                                                                             keep_dim=True), y))
         elif model in ("emb", "dtable"):
             ids = fluid.data(name="ids", shape=[None, 1], dtype="int64")
             y = fluid.data(name="y", shape=[None, 1], dtype="float32")
@@ -104,6 +111,9 @@ def global_batch(model, step, n):
     rng = np.random.RandomState(1000 + step)
     if model in ("fc", "all_opt"):
         x = rng.uniform(-1, 1, (n, 64)).astype("float32")
+        return {"x": x, "y": np.sin(x.sum(1, keepdims=True)).astype("float32")}
+    if model == "big":
+        x = rng.uniform(-1, 1, (n, 2048)).astype("float32")
         return {"x": x, "y": np.sin(x.sum(1, keepdims=True)).astype("float32")}
     ids = rng.randint(0, 2048, (n, 1)).astype("int64")
     ids[: n // 2] = rng.randint(0, 16, (n // 2, 1))  # repeated ids across trainers

@@ -109,8 +109,8 @@ BUF = np.zeros((2, 3), np.float32).tobytes()
 
 @pytest.mark.parametrize("frames,why", [
     ([], "no header"),
-    ([b"\xff\xfe not json"], "not valid UTF-8 JSON"),
-    ([b"{not json"], "not valid UTF-8 JSON"),
+    ([b"\xff\xfe not json"], "not valid JSON: not UTF-8"),
+    ([b"{not json"], "header is not valid JSON"),
     ([b"[1, 2]"], "must be a JSON object"),
     ([_header(v=2), BUF], "protocol version"),
     ([_header(kind="exec"), BUF], "unknown message kind"),
@@ -151,7 +151,7 @@ BUF = np.zeros((2, 3), np.float32).tobytes()
     ([b'{"v": 1, "v": 1, "kind": "get", "id": 1, "trainer": 0, "step": 0}'], "repeats a field: ['v']"),
     ([b'{"v": 1, "kind": "get", "id": 1, "trainer": 0, "step": NaN}'], "NaN, which is not a JSON number"),
     ([b'{"v": 1, "kind": "get", "id": 1.5, "trainer": 0, "step": 0}'], "'id' must be an integer"),
-    ([b"[" * 100000], "not valid UTF-8 JSON"),
+    ([b"[" * 100000], "nests arrays/objects more than 8 deep"),
     ([_header(lod=[[0, 1, 3]]), BUF], "LoD level 0 ends at 3 but the value has rows 2"),
     ([_header(lod=[[0, 2, 1]]), BUF], "never decrease"),
     ([_header(lod=[[1, 2]]), BUF], "offsets from 0"),

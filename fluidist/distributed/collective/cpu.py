@@ -27,6 +27,7 @@ shared-memory and thread transports, and then copied to everyone.
 This module chooses the transport and sets a ring up; each transport lives in its own module
 (``shm.py``, ``zmq_ring.py``, ``threads.py``) over ``base.py`` and ``common.py``.
 """
+import logging
 import os
 
 import zmq
@@ -37,12 +38,13 @@ from .common import (bind_random, collective_timeout, host_id, local_ip_towards,
                      split_endpoint)
 from .. import security
 from .rendezvous import RendezvousClient, RendezvousServer
-from .shm import (SHM_DIR, SHM_PREFIX, ShmCommunicator, ShmLayout, create_segment, open_segment,  # noqa: F401
-                  shm_chunk_bytes, shm_supported)
+from .shm import (SHM_DIR, SHM_PREFIX, SegmentSpaceError, ShmCommunicator, ShmLayout, create_segment,  # noqa: F401
+                  open_segment, shm_chunk_bytes, shm_supported)
 from .threads import ThreadCommunicator, ThreadGroup, thread_group  # noqa: F401
 from .zmq_ring import ZmqCommunicator  # noqa: F401
 
 TRANSPORT_ENV = "FLUIDIST_COLLECTIVE_TRANSPORT"  # auto (default) | shm | zmq
+logger = logging.getLogger("fluidist.distributed.collective")
 
 
 def _transport_choice():
@@ -102,10 +104,17 @@ def _rank0_setup(comm_id, nranks, me, pull, what, timeout, wait):
             server.fail(reason)
             raise CollectiveError("%s: %s" % (what, reason))
         pids = [t["pid"] for t in table]
+        mm = None
         if want_shm:
             layout = ShmLayout(nranks, shm_chunk_bytes(nranks))
             path = shm_path(comm_id)
-            mm = create_segment(path, layout.size, comm_id.token)
+            try:
+                mm = create_segment(path, layout.size, comm_id.token)
+            except SegmentSpaceError as e:
+                if "shm" in wishes:
+                    raise CollectiveError("%s: %s; set %s=zmq" % (what, e.strerror, TRANSPORT_ENV)) from None
+                logger.warning("%s: %s; ring %d uses ZeroMQ (TCP) instead", what, e.strerror, comm_id.ring_id)
+        if mm is not None:
             try:
                 server.reply_all({"transport": "shm", "path": path, "size": layout.size,
                                   "chunk": layout.chunk, "table": table})

@@ -5,6 +5,7 @@ token, the ring), only if it is a regular file of this user that nobody else may
 only if it holds the ring's token. Peers are watched through their pids: one that exits, or that
 stays stopped (``SIGSTOP``) for ``FLUIDIST_PEER_TIMEOUT``, fails the collective with its name.
 """
+import errno
 import mmap
 import os
 import platform
@@ -375,12 +376,47 @@ class ShmCommunicator(_CPUCommunicator):
         self._post_done(t)
 
 
+class SegmentSpaceError(OSError):
+    """The shared-memory file system has no room for a segment (a container's /dev/shm is often 64 MiB)."""
+
+
+def _no_room(path, size, free):
+    where = os.path.dirname(path)
+    return SegmentSpaceError(
+        errno.ENOSPC, "%s has %.1f MiB free, a shared-memory segment of %.1f MiB does not fit (a container's "
+        "default %s is 64 MiB: give it more, e.g. docker --shm-size, or keep the traffic on TCP)"
+        % (where, free / 2.0 ** 20, size / 2.0 ** 20, where))
+
+
+def free_bytes(directory):
+    """Bytes an unprivileged process may still allocate in ``directory``'s file system (None: unknown)."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
 def create_segment(path, size, token=None):
     """Create ``path`` (a new file, mode 0600) of ``size`` bytes and map it read-write; ``token``, if
-    given, is written at its start. On failure the file is closed and removed."""
+    given, is written at its start. On failure the file is closed and removed.
+
+    The pages are allocated now (``posix_fallocate``): on a full tmpfs this raises
+    ``SegmentSpaceError`` here, where a sparse file would kill the process with SIGBUS at its first
+    write past the free space."""
+    free = free_bytes(os.path.dirname(path))
+    if free is not None and free < size:
+        raise _no_room(path, size, free)
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
     try:
-        os.ftruncate(fd, size)
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise _no_room(path, size, free_bytes(os.path.dirname(path)) or 0) from None
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
+            os.ftruncate(fd, size)     # a file system without fallocate: sparse, as before
         mm = mmap.mmap(fd, size)
     except BaseException:
         os.close(fd)
