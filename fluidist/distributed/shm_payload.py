@@ -23,9 +23,11 @@ rounds, which wait for every trainer's next barrier, sent after that trainer cop
 When: ``FLUIDIST_PS_TRANSPORT`` = ``auto`` (default: shared memory when the pserver's address is
 this host's: loopback or one of its interfaces), ``shm`` (always) or ``tcp`` (never). Buffers below
 ``FLUIDIST_PS_SHM_MIN_BYTES`` (default 64 KiB) stay in the message. Segments are files
-``/dev/shm/fluidist-ps-<pid>-<n>``, created 0600 by their owner and removed when it exits; those of
-a process killed before its exit hooks ran are removed by the next process here that makes segments.
-A receiver maps only such files owned by its own user.
+``/dev/shm/fluidist-ps-<pid>-<start>-<n>`` (``start``: when the process started, in hex, so that a
+process with a reused pid never meets a name of the earlier one), allocated up front and created 0600
+by their owner, removed when it exits; those of a process killed before its exit hooks ran are
+removed by the next process here that makes segments. A receiver maps only private regular files of
+its own user, and checks at each use that the file still holds the range (see ``Inbox.view``).
 """
 import atexit
 import itertools
@@ -34,6 +36,7 @@ import logging
 import mmap
 import os
 import re
+import secrets
 import socket
 import stat
 import threading
@@ -41,6 +44,7 @@ import threading
 import numpy as np
 
 from ..core import bounded_json
+from .collective.common import pid_alive, pid_start_ticks
 from .collective.shm import SegmentSpaceError, create_segment
 
 MAGIC = b"fluidist-shm/1"
@@ -48,7 +52,7 @@ SHM_DIR = "/dev/shm"
 PREFIX = "fluidist-ps-"
 MODE_ENV = "FLUIDIST_PS_TRANSPORT"
 MIN_BYTES_ENV = "FLUIDIST_PS_SHM_MIN_BYTES"
-_NAME = re.compile(r"^fluidist-ps-\d+-\d+$")
+_NAME = re.compile(r"^fluidist-ps-(\d+)-(?:([0-9a-f]+)-)?\d+$")   # the start part is absent in older names
 _ALIGN = 64
 logger = logging.getLogger("fluidist.distributed.shm_payload")
 MAX_DESCRIPTOR_BYTES = 1 << 16
@@ -128,7 +132,7 @@ class _Segment:
 
     def __init__(self, size):
         self.size = max(int(size), _ALIGN)
-        self.name = "%s%d-%d" % (PREFIX, os.getpid(), next(self._ids))
+        self.name = "%s%d-%s-%d" % (PREFIX, os.getpid(), _own_start(), next(self._ids))
         self.path = os.path.join(SHM_DIR, self.name)
         self.mm = create_segment(self.path, self.size)
         self.buf = np.frombuffer(self.mm, dtype=np.uint8)
@@ -140,6 +144,19 @@ class _Segment:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+
+
+_start = None
+
+
+def _own_start():
+    """This process's start time in hex (a random token where /proc cannot tell): with the pid, a name
+    no other process, past or present, uses."""
+    global _start
+    if _start is None or _start[0] != os.getpid():
+        ticks = pid_start_ticks(os.getpid())
+        _start = (os.getpid(), "%x" % ticks if ticks is not None else secrets.token_hex(8))
+    return _start[1]
 
 
 def _addr_len(arr):
@@ -242,8 +259,8 @@ def outbox():
 
 def reclaim_stale_segments():
     """Remove segments left by processes of this user that died without running their exit hooks
-    (SIGKILL, SIGTERM without a handler). Returns the names removed."""
-    from .collective.common import pid_alive
+    (SIGKILL, SIGTERM without a handler), also when their pid now belongs to another process. Returns
+    the names removed."""
     gone = []
     try:
         names = os.listdir(SHM_DIR)
@@ -251,18 +268,27 @@ def reclaim_stale_segments():
         return gone
     me = os.getuid()
     for name in names:
-        if not _NAME.match(name):
+        found = _NAME.match(name)
+        if not found or not _owner_gone(int(found.group(1)), found.group(2)):
             continue
-        pid = int(name[len(PREFIX):].split("-")[0])
         path = os.path.join(SHM_DIR, name)
         try:
-            if os.stat(path).st_uid != me or pid_alive(pid):
+            if os.stat(path, follow_symlinks=False).st_uid != me:
                 continue
             os.unlink(path)
             gone.append(name)
         except OSError:
             continue
     return gone
+
+
+def _owner_gone(pid, start):
+    if not pid_alive(pid):
+        return True
+    if start is None or not re.fullmatch(r"[0-9a-f]{1,15}", start):
+        return False
+    ticks = pid_start_ticks(pid)
+    return ticks is not None and ticks != int(start, 16)     # the pid was reused by a later process
 
 
 @atexit.register
@@ -276,7 +302,7 @@ class _Mapped:
     """A peer's segment mapped read-only: a regular file of this user, private to it (0600), opened without
     following links or blocking (a FIFO or a directory in its place is refused, never waited on)."""
 
-    __slots__ = ("mm", "size", "buf", "addr")
+    __slots__ = ("mm", "size", "buf", "addr", "ino")
 
     def __init__(self, name):
         path = os.path.join(SHM_DIR, name)
@@ -294,6 +320,7 @@ class _Mapped:
                 raise ShmError("shared-memory segment %s is not a private file of this user (uid %d, mode %04o)"
                                % (path, st.st_uid, stat.S_IMODE(st.st_mode)))
             self.size = st.st_size
+            self.ino = st.st_ino
             try:
                 self.mm = mmap.mmap(fd, self.size, prot=mmap.PROT_READ) if self.size else None
             except (OSError, ValueError, OverflowError) as e:
@@ -316,9 +343,15 @@ class Inbox:
             raise ShmError("bad shared-memory segment name %r" % (name,))
         if type(offset) is not int or type(nbytes) is not int or offset < 0 or nbytes < 0:
             raise ShmError("bad shared-memory range %r+%r" % (offset, nbytes))
+        try:   # the file now: replaced or truncated since it was mapped, it is mapped again (or refused)
+            st = os.stat(os.path.join(SHM_DIR, name), follow_symlinks=False)
+        except OSError as e:
+            raise ShmError("cannot open shared-memory segment %s: %s (are the processes on one host and do they "
+                           "share /dev/shm? set %s=tcp otherwise)" % (os.path.join(SHM_DIR, name), e.strerror,
+                                                                       MODE_ENV)) from None
         with self._lock:
             m = self._maps.get(name)
-            if m is None or offset + nbytes > m.size:
+            if m is None or m.ino != st.st_ino or st.st_size < m.size or offset + nbytes > m.size:
                 m = _Mapped(name)
                 self._maps.pop(name, None)
                 while len(self._maps) >= MAX_MAPPED:   # oldest first; views still in use keep theirs alive

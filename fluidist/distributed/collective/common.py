@@ -129,6 +129,16 @@ def pid_state(pid):
         return None
 
 
+def pid_start_ticks(pid):
+    """When process ``pid`` started (clock ticks since boot, /proc's field 22), or None: with the pid,
+    it names one process for good, where a pid alone may be reused."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def pid_alive(pid):
     """False once process ``pid`` (on this host) has exited, also while it is an unreaped zombie."""
     try:
