@@ -14,6 +14,7 @@ NumPy version here.
 import collections
 import io
 import pickle
+import pickletools
 import struct
 
 import numpy as np
@@ -154,25 +155,51 @@ class _RestrictedUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError("persistent ids are refused")
 
 
-def _finish(obj, path, depth=0):
-    """Turn stand-ins into arrays and check every value is of an admitted type."""
-    if depth > 100:
-        raise PaddleFormatError("%s nests deeper than 100 levels" % path)
-    if isinstance(obj, (_ArrayStub,)):
-        return obj.resolve()
-    if isinstance(obj, dict):
+MAX_DEPTH = 100
+
+
+def _finish(obj, path, done=None, depth=0):
+    """Turn stand-ins into arrays and check every value is of an admitted type. ``done`` maps the id of
+    each object already finished to its result: an object the stream references many times (its memo
+    lets a few hundred bytes describe a tree of 2**60 nodes) is finished once, and its references share
+    the result."""
+    if done is None:
+        done = {}
+    if depth > MAX_DEPTH:
+        raise PaddleFormatError("%s nests deeper than %d levels (or refers to itself)" % (path, MAX_DEPTH))
+    key = id(obj)
+    if key in done:
+        return done[key][1]
+    if isinstance(obj, _ArrayStub):
+        out = obj.resolve()
+    elif isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
             if not isinstance(k, (str, int)):
                 raise PaddleFormatError("%s: a dict key of type %s is refused" % (path, type(k).__name__))
-            out[k] = _finish(v, path, depth + 1)
-        return out
-    if isinstance(obj, (list, tuple)):
-        items = [_finish(v, path, depth + 1) for v in obj]
-        return items if isinstance(obj, list) else tuple(items)
-    if obj is None or isinstance(obj, (str, bytes, bool, int, float, np.ndarray)):
+            out[k] = _finish(v, path, done, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        items = [_finish(v, path, done, depth + 1) for v in obj]
+        out = items if isinstance(obj, list) else tuple(items)
+    elif obj is None or isinstance(obj, (str, bytes, bool, int, float, np.ndarray)):
         return obj
-    raise PaddleFormatError("%s: a value of type %s is refused" % (path, type(obj).__name__))
+    else:
+        raise PaddleFormatError("%s: a value of type %s is refused" % (path, type(obj).__name__))
+    done[key] = (obj, out)     # the input is kept with its result, so that its id is not reused meanwhile
+    return out
+
+
+def _check_stream(blob, path):
+    """Walk the stream's opcodes (``pickletools``, which reads an argument only as far as the stream
+    holds it) before the unpickler runs: the unpickler allocates a bytes argument at the length the
+    stream claims before it reads it, so a 9-byte stream could make it allocate gigabytes."""
+    try:
+        for op, arg, pos in pickletools.genops(io.BytesIO(blob)):
+            if op.name == "STOP":
+                return
+    except (ValueError, TypeError, struct.error) as e:
+        raise PaddleFormatError("%s is not a readable Paddle state file: %s" % (path, e)) from None
+    raise PaddleFormatError("%s is not a readable Paddle state file: it has no STOP opcode" % path)
 
 
 def load_state_file(path):
@@ -183,13 +210,14 @@ def load_state_file(path):
 
 
 def loads_state(blob, path="<bytes>"):
+    _check_stream(blob, path)
     try:
         obj = _RestrictedUnpickler(io.BytesIO(blob), encoding="latin1").load()
         obj = _finish(obj, path)
     except PaddleFormatError:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
-            KeyError, struct.error, MemoryError) as e:
+            KeyError, struct.error, MemoryError, RecursionError) as e:
         raise PaddleFormatError("%s is not a readable Paddle state file: %s" % (path, e))
     if not isinstance(obj, dict):
         raise PaddleFormatError("%s holds a %s, not a dict of arrays" % (path, type(obj).__name__))
