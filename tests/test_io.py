@@ -266,20 +266,25 @@ def test_saves_into_one_directory_accumulate(tmp_path):
     assert np.array(s2.find_var("a").get_tensor()).tolist() == [1.0, 1.0]
 
 
-def test_plain_npy_files_load_without_index(tmp_path):
-    """A directory of ``<name>.npy`` files written by hand (e.g. converted weights) loads too."""
+def test_plain_npy_files_load_without_index_only_when_asked(tmp_path, monkeypatch):
+    """A directory of ``<name>.npy`` files written by hand (e.g. converted weights), or one whose index
+    was lost, has no checksums: it is refused unless FLUIDIST_LOAD_UNCHECKED=1 asks for it."""
     main, startup, pred, loss, exe = trained(steps=0)
     r = np.random.RandomState(1)
     want = {}
     for p in main.all_parameters():
         want[p.name] = r.randn(*p.shape).astype("float32")
         np.save(str(tmp_path / (p.name + ".npy")), want[p.name])
+    with pytest.raises(ValueError, match="the directory has no __index__.json.*FLUIDIST_LOAD_UNCHECKED=1"):
+        fluid.io.load_params(exe, str(tmp_path), main)
+    monkeypatch.setenv("FLUIDIST_LOAD_UNCHECKED", "1")
     fluid.io.load_params(exe, str(tmp_path), main)
     for n, v in want.items():
         np.testing.assert_array_equal(np.array(fluid.global_scope().find_var(n).get_tensor()), v)
 
 
-def test_dtype_mismatch_is_named(tmp_path):
+def test_dtype_mismatch_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLUIDIST_LOAD_UNCHECKED", "1")
     main, startup, pred, loss, exe = trained(steps=0)
     w = main.all_parameters()[0]
     np.save(str(tmp_path / (w.name + ".npy")), np.zeros(w.shape, "float64"))
@@ -426,12 +431,21 @@ def test_loading_never_follows_a_link_out_of_the_directory(tmp_path):
         fluid.io.load_inference_model(d, exe, scope=fluid.Scope())
 
 
-def test_format_1_indexes_still_load(tmp_path):
+@pytest.mark.parametrize("how", ["downgraded", "deleted"])
+def test_an_index_downgraded_or_deleted_does_not_switch_checksums_off(tmp_path, monkeypatch, how):
     main, exe, d = saved_dir(tmp_path)
     index_path = os.path.join(d, "__index__.json")
     with open(index_path) as f:
         index = json.load(f)
-    with open(index_path, "w") as f:
-        json.dump({"fluidist_vars": 1, "vars": index["vars"]}, f)
+    if how == "deleted":
+        os.unlink(index_path)
+    else:
+        with open(index_path, "w") as f:
+            json.dump({"fluidist_vars": 1, "vars": index["vars"]}, f)
+    w = main.all_parameters()[0].name
+    flip_bit(os.path.join(d, fluid.io.file_stem(w) + ".npy"), offset=-3)
+    with pytest.raises(ValueError, match="no checksum to be checked against"):
+        fluid.io.load_inference_model(d, exe, scope=fluid.Scope())
+    monkeypatch.setenv("FLUIDIST_LOAD_UNCHECKED", "1")      # asked for: read unchecked (format 1 files still load)
     program, feeds, fetches = fluid.io.load_inference_model(d, exe, scope=fluid.Scope())
     assert feeds == ["x"]

@@ -12,7 +12,8 @@ fluidist's own format is NumPy files and JSON, never pickle (``allow_pickle=Fals
 * directory mode: one ``<stem>.npy`` per variable, where ``<stem>`` is the variable name with every
   character outside ``[A-Za-z0-9_.-~]`` percent-encoded (names hold ``/``, ``@`` and ``.``), plus
   ``__index__.json`` mapping names to stems, recording LoD and SelectedRows heights, and the SHA-256
-  of every file (format 2; format 1 indexes, without checksums, are still read). A SelectedRows
+  of every file (format 2; files of a format-1 index, or of a directory without index, have no
+  checksum and are refused unless ``FLUIDIST_LOAD_UNCHECKED=1``). A SelectedRows
   value is ``<stem>@rows.npy`` and ``<stem>@value.npy`` (``@`` never occurs in a stem).
 * single-file mode (``filename=``): one ``.npz`` archive holding the same arrays under the stems as
   keys and the index, as JSON bytes, under the key ``@index``.

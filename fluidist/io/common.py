@@ -20,6 +20,7 @@ from ..framework.program import Parameter, Program, Variable, default_main_progr
 _logger = logging.getLogger("fluidist.io")
 
 INDEX_FILE = "__index__.json"
+UNCHECKED_ENV = "FLUIDIST_LOAD_UNCHECKED"
 INDEX_KEY = "@index"
 MODEL_FILE = "__model__"
 FORMAT_VERSION = 2

@@ -154,8 +154,9 @@ def load_inference_model(dirname: str | None, executor: Executor, model_filename
         with open(where, "rb") as f:
             blob = f.read()
         sums = _model_checksum(dirname, model_basename, params_filename)
-        if sums is not None and model_basename in sums and sums[model_basename] != _sha256(blob):
-            raise ValueError("%s is corrupt: its SHA-256 does not match the index" % where)
+        if sums is not None and sums.get(model_basename) != _sha256(blob):
+            raise ValueError("%s is corrupt: its SHA-256 does not match the index%s" % (
+                where, "" if model_basename in sums else ", which does not record it"))
     if blob[:1] == b"{":
         try:
             d = json.loads(blob.decode("utf-8"))

@@ -18,7 +18,7 @@ from ..framework.dtypes import VarType
 from ..framework.program import Program
 from ..paddle_format import files as paddle_files
 
-from .common import (INDEX_FILE, INDEX_KEY, _ZIP_MAGIC, _index_text, _npy_bytes, _npz_bytes, _own_arrays,
+from .common import (INDEX_FILE, INDEX_KEY, UNCHECKED_ENV, _ZIP_MAGIC, _index_text, _npy_bytes, _npz_bytes, _own_arrays,
                      _parse_index, _plain_file_name, _read_index_file, _read_scope, _save_format, _select, _sha256,
                      _write_bytes, file_stem, is_parameter, is_persistable)
 
@@ -162,8 +162,15 @@ class _ArchiveSource:
 
 
 def _check_sum(files, member, blob, where, name, indexed):
+    """A file of fluidist's format is read only when an index vouches for its SHA-256: a deleted or
+    format-1 index must not switch the check off (``FLUIDIST_LOAD_UNCHECKED=1`` reads such files anyway)."""
     if files is None or not indexed:
-        return
+        if os.environ.get(UNCHECKED_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+            return
+        raise ValueError("%s (variable %r) has no checksum to be checked against: %s; refusing to read what might be "
+                         "corrupt (save it again, or set %s=1 to read it unchecked)"
+                         % (where, name, "the index is of format 1, which records none" if indexed else
+                            "the directory has no %s" % INDEX_FILE, UNCHECKED_ENV))
     want = files.get(member)
     if want is None:
         raise ValueError("%s (variable %r) is not recorded in the index: refusing a file it does not vouch for"
