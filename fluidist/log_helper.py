@@ -11,8 +11,11 @@ should act on go through :mod:`warnings` instead.
 
 :func:`get_logger` is Paddle 1.8's ``paddle.fluid.log_helper.get_logger``.
 """
+from __future__ import annotations
+
 import logging
 import os
+import time
 
 __all__ = ["get_logger", "ROOT", "configure_from_env"]
 
@@ -60,3 +63,28 @@ def configure_from_env(environ=None):
         return None
     get_logger(ROOT, level, DEFAULT_FORMAT)
     return level
+
+
+class LineBudget:
+    """At most ``lines`` log lines per ``window_s`` seconds for one kind of event (a refused handshake, a
+    refused rendezvous line): a peer that repeats the event cannot flood the log. ``take()`` says whether
+    this event may be logged, and how many were left unlogged since the last line (say that number in it)."""
+
+    def __init__(self, lines: int = 5, window_s: float = 60.0):
+        self.lines = int(lines)
+        self.window_s = float(window_s)
+        self._window_start = None
+        self._used = 0
+        self._unlogged = 0
+
+    def take(self, now: float | None = None) -> tuple[bool, int]:
+        """``(log it?, events left unlogged before it)``; the count restarts once it was said."""
+        now = time.monotonic() if now is None else now
+        if self._window_start is None or now - self._window_start >= self.window_s:
+            self._window_start, self._used = now, 0
+        if self._used >= self.lines:
+            self._unlogged += 1
+            return False, self._unlogged
+        self._used += 1
+        unlogged, self._unlogged = self._unlogged, 0
+        return True, unlogged

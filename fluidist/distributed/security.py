@@ -32,6 +32,8 @@ import threading
 import zmq
 from zmq.utils import z85
 
+from ..log_helper import LineBudget
+
 logger = logging.getLogger("fluidist.distributed.security")
 
 SECRET_ENV = "FLUIDIST_JOB_SECRET"
@@ -233,6 +235,7 @@ class _ZapHandler:
         self._ready = threading.Event()
         self._error = None
         self.refused = 0
+        self._log_budget = LineBudget(5, 60.0)     # a peer retrying without the secret cannot flood the log
         self._thread = threading.Thread(target=self._run, name="fluidist-zap", daemon=True)
         self._thread.start()
         self._ready.wait(10)
@@ -274,8 +277,11 @@ class _ZapHandler:
         if mechanism == b"CURVE" and creds and creds[0] in self.allowed:
             return [version, rid, b"200", b"OK", b"fluidist-peer", b""]
         self.refused += 1
-        logger.warning("refused a %s connection from %s: it does not hold this job's secret",
-                       mechanism.decode("ascii", "replace"), address.decode("ascii", "replace"))
+        log, unlogged = self._log_budget.take()
+        if log:
+            logger.warning("refused a %s connection from %s: it does not hold this job's secret%s",
+                           mechanism.decode("ascii", "replace"), address.decode("ascii", "replace"),
+                           " (and %d more refused since the last such line)" % unlogged if unlogged else "")
         return [version, rid, b"400", b"not a peer of this job", b"", b""]
 
     def stop(self):
