@@ -41,7 +41,8 @@ _LAST_DATA_RECV = 52        # offset of tcpi_last_data_recv (ms, u32) in Linux's
 
 _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
                      | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
-_LINK_EVENTS = zmq.EVENT_CONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED
+_LINK_EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_CONNECT_RETRIED | zmq.EVENT_HANDSHAKE_SUCCEEDED
+                | zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED)
 _TABLE_EVENTS = zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
 
 logger = logging.getLogger("fluidist.distributed.liveness")
@@ -166,6 +167,7 @@ class Link:
         self.up = False
         self.ever_up = False
         self.fd = None
+        self.refused_since = None   # since when every connection attempt failed (nothing listens there)
         self.down_since = self.started
         self.losses = 0           # connections lost after a handshake (each loses what was in flight)
         self.refusals = 0         # handshakes that failed (another secret, or none)
@@ -176,6 +178,10 @@ class Link:
             e = ev["event"]
             if e == zmq.EVENT_CONNECTED:
                 self.fd = int(ev["value"])
+                self.refused_since = None
+            elif e == zmq.EVENT_CONNECT_RETRIED:
+                if self.refused_since is None:
+                    self.refused_since = time.monotonic()
             elif e == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.up = self.ever_up = True
                 self.down_since = None
@@ -197,6 +203,12 @@ class Link:
             return 0.0
         down = (time.monotonic() if now is None else now) - self.down_since
         return down if down > self.grace else 0.0
+
+    def refused_for(self, now=None):
+        """Seconds every attempt to connect has failed, before the peer ever answered (else 0)."""
+        if self.ever_up or self.refused_since is None:
+            return 0.0
+        return (time.monotonic() if now is None else now) - self.refused_since
 
     def silent_for(self):
         """Seconds nothing arrived on the open connection (None: not up, or not known here)."""

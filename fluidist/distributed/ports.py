@@ -8,6 +8,8 @@ import os
 import socket
 import time
 
+from .liveness import peer_warn
+
 logger = logging.getLogger("fluidist.distributed.ports")
 
 __all__ = ["EndpointError", "split_endpoint", "format_endpoint", "strip_brackets", "is_endpoint", "wait_server_ready"]
@@ -66,18 +68,25 @@ def wait_server_ready(endpoints, timeout=None, interval=0.5):
         raise TypeError("wait_server_ready takes a list of endpoints, got the string %r" % endpoints)
     if timeout is None:
         timeout = float(os.environ.get("FLUIDIST_WAIT_PORT_TIMEOUT", "300"))
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
+    warn_after = peer_warn()
     pending = list(endpoints)
-    warned = False
+    said = 0     # 1: the info line, 2: the warning after FLUIDIST_PEER_WARN seconds
     while True:
         pending = [ep for ep in pending if not _port_open(ep)]
         if not pending:
             return
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline:
             raise TimeoutError("servers not ready after %.1f s: %s" % (timeout, ", ".join(pending)))
-        if not warned:
+        if said == 0:
             logger.info("server not ready, waiting for %s", ", ".join(pending))
-            warned = True
+            said = 1
+        elif said == 1 and warn_after is not None and now - start > warn_after:
+            logger.warning("nothing listens at %s after %.1f s (not started yet, or gone); waiting up to %.0f s "
+                           "(FLUIDIST_WAIT_PORT_TIMEOUT)", ", ".join(pending), now - start, timeout)
+            said = 2
         time.sleep(interval)
 
 

@@ -24,6 +24,7 @@ Messages are ``wire`` messages: a JSON header plus raw array buffers, sent and r
 copying the payload.
 """
 import itertools
+import logging
 import math
 import os
 import socket as _socket
@@ -35,6 +36,8 @@ import zmq
 from . import liveness, ports, security, shm_payload, wire
 from .. import timeline as _timeline
 from .wire import WireError
+
+logger = logging.getLogger("fluidist.distributed.rpc")
 
 DEFAULT_DEADLINE_MS = 180000
 SERVER_LINGER_MS = 3000   # a closing server still delivers its last replies for this long
@@ -164,6 +167,7 @@ class Client:
             if timeout is not None:
                 self._link = liveness.Link(self._sock, timeout)
                 self._silence = liveness.SilenceWatch(timeout)
+                self._said_refused = False
             self._sock.connect(addr)
         except zmq.ZMQError as e:
             self._close_socket()
@@ -281,6 +285,12 @@ class Client:
                       "or closed it); cannot send %s" % (self.endpoint, dead, desc))
             _peer_lost(self.endpoint, reason)
             raise PeerLost(reason)
+        refused = link.refused_for()
+        if refused and self._silence.warn is not None and refused > self._silence.warn and not self._said_refused:
+            self._said_refused = True
+            logger.warning("pserver %s has refused every connection for %.1f s (nothing listens there: not started "
+                           "yet, or gone); waiting for its first answer up to %.0f s after this client started "
+                           "(FLAGS_rpc_deadline)", self.endpoint, refused, deadline_seconds(self.deadline_ms))
         silent = link.silent_for()
         if self._silence.check(self.endpoint, silent, lambda: "pserver %s" % self.endpoint):
             desc = self._forget(rid) if rid is not None else "the next request"

@@ -6,12 +6,14 @@ pserver that was stopped while its job failed exits once resumed. The knobs are 
 test short."""
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
 from child_procs import wait_until
-from cluster import Cluster, free_ports
+from cluster import Cluster, child_env, free_ports
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -138,3 +140,40 @@ def test_a_killed_trainer_is_named_within_seconds(tmp_path):
             # named within 2 s; exiting (interpreter teardown) on a loaded 2-core machine takes a little more
             assert t is not None and t < 5.0, (n, t, c.log(n)[-3000:])
             assert "trainer 0" in c.log(n), c.log(n)[-3000:]
+
+
+CLIENT = """
+import sys
+from fluidist.distributed import rpc
+from fluidist.distributed.ports import wait_server_ready
+try:
+    if sys.argv[2] == "wait_port":
+        wait_server_ready([sys.argv[1]])
+    else:
+        rpc.Client(sys.argv[1]).call("get", "w")
+except Exception as e:
+    print("FAILED:", type(e).__name__, e, flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["wait_port", "rpc"])
+def test_a_trainer_started_after_its_pserver_died_says_so_early(tmp_path, how):
+    """Nothing listens at the pserver's address any more: a warning names it after FLUIDIST_PEER_WARN
+    seconds, long before the wait's bound (here 6 s; 300 s / 180 s by default)."""
+    eps = ["127.0.0.1:%d" % p for p in free_ports(1)]
+    env = dict(FLUIDIST_PEER_WARN="1", FLUIDIST_WAIT_PORT_TIMEOUT="6", FLAGS_rpc_deadline="6000")
+    with Cluster(tmp_path) as c:
+        procs = _start_job(c, eps, NO_DEADLINE)
+        _wait_steps(c, ["tr0", "tr1"], 1)
+        procs["ps0"].kill()
+        procs["ps0"].wait()
+        t0 = time.monotonic()
+        late = subprocess.Popen([sys.executable, "-c", CLIENT, eps[0], how], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=child_env(env))
+        out = late.communicate(timeout=30)[0]
+        took = time.monotonic() - t0
+    assert "FAILED:" in out and eps[0] in out, out
+    warning = [line for line in out.splitlines() if "WARNING" in line or "nothing listens" in line
+               or "refused every connection" in line]
+    assert warning and eps[0] in warning[0], out
+    assert took < 20, (took, out)
