@@ -23,11 +23,12 @@ once per step, a bounded number of requests waiting for a round. A request that 
 whose handling raises, gets an error reply naming the trainer and the variable; the pserver serves on.
 Only a failed sync round (the job's state is then lost) or a trainer that died ends the loop early.
 
-Liveness: the socket's heartbeats tell when a trainer's connection is gone (``liveness.PeerTable``); a
-trainer that has spoken and whose connections have all been down for half of ``FLUIDIST_PEER_TIMEOUT``
-(killed, stopped, unreachable) ends the job with a message naming it, while a trainer that is merely
-slow is waited for without limit (unless ``FLAGS_rpc_deadline`` asks for one). A trainer that never
-spoke is given ``FLUIDIST_TRAINER_IDLE_TIMEOUT`` seconds (600) to show up, and a sync round waits for
+Liveness (``liveness``): a trainer whose connections all closed (its process died) ends the job within
+about 2 s, naming it; one that is connected but silent (stopped, frozen) is named in a warning after
+``FLUIDIST_PEER_WARN`` seconds and ends the job after ``FLUIDIST_PEER_TIMEOUT``; one that is merely slow
+is waited for without limit (unless ``FLAGS_rpc_deadline`` asks for one). A request read after its
+connection closed is dropped, so a dead trainer's queued requests never bring it back. A trainer that
+never spoke is given ``FLUIDIST_TRAINER_IDLE_TIMEOUT`` seconds (600) to show up, and a sync round waits for
 a barrier from a trainer that is not connected at most the default deadline. A trainer that stops
 because it lost another pserver says so in its ``complete`` (``msg``): in sync mode that ends the job
 with its reason.
