@@ -20,6 +20,7 @@ import time
 import numpy as np
 import zmq
 
+from ..core import bounded_json
 from ..distributed import liveness, security
 from ..distributed.rpc import _tcp, context
 from .records import Records
@@ -179,8 +180,9 @@ class WorkerExchange:
 
     def _header(self, raw, what):
         try:
-            head = json.loads(bytes(raw).decode())
-        except (UnicodeDecodeError, ValueError):
+            raw = bytes(raw)
+            head = bounded_json.loads(raw, what, len(raw), 16)
+        except ValueError:
             raise ExchangeError("global_shuffle: worker %d received a malformed %s" % (self.rank, what)) from None
         if not isinstance(head, dict) or head.get("v") != VERSION:
             raise ExchangeError("global_shuffle: worker %d received a %s of an unknown version" % (self.rank, what))

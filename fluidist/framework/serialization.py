@@ -1,7 +1,7 @@
 """Pieces of the lossless JSON form of a Program (``Program.to_json`` / ``Program.from_json``):
 attr values (Blocks as ``{"__block__": idx}``) and the objects hung on Parameters (regularizers,
 clip attrs), written through the small class registry below. Imports nothing of the IR."""
-import json
+from ..core import bounded_json
 
 FORMAT_VERSION = 1
 
@@ -60,10 +60,18 @@ def attr_from_json(value, blocks):
     return value
 
 
+PROGRAM_JSON_DEPTH = 64    # blocks, ops, attributes and nested list attributes nest far less
+
+
+def program_json_depth():
+    """How deeply a program's JSON form may nest (deeper text is refused before it is parsed)."""
+    return PROGRAM_JSON_DEPTH
+
+
 def loads(text):
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
+        return bounded_json.loads(text, "the program's JSON form", len(text), PROGRAM_JSON_DEPTH)
+    except bounded_json.JSONBoundsError as e:
         raise ValueError("not a program's JSON form: %s" % e)
 
 

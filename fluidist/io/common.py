@@ -12,6 +12,7 @@ import zipfile
 
 import numpy as np
 
+from ..core import bounded_json
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from ..framework.dtypes import VarType
@@ -21,6 +22,7 @@ _logger = logging.getLogger("fluidist.io")
 
 INDEX_FILE = "__index__.json"
 UNCHECKED_ENV = "FLUIDIST_LOAD_UNCHECKED"
+MAX_INDEX_BYTES = 1 << 28
 INDEX_KEY = "@index"
 MODEL_FILE = "__model__"
 FORMAT_VERSION = 2
@@ -203,8 +205,8 @@ def _parse_index(d, where):
 def _read_index_file(path):
     with open(path, "r") as f:
         try:
-            d = json.load(f)
-        except json.JSONDecodeError as e:
+            d = bounded_json.loads(f.read(), path, MAX_INDEX_BYTES, 8)
+        except bounded_json.JSONBoundsError as e:
             raise ValueError("%s is not a valid fluidist variable index: %s" % (path, e))
     return _parse_index(d, path)
 

@@ -5,8 +5,10 @@ import json
 import os
 from typing import TYPE_CHECKING, Sequence
 
+from ..core import bounded_json
 from ..framework.graph import ops_needed_for
 from ..framework.program import Program, Variable
+from ..framework.serialization import program_json_depth
 from ..paddle_format import program_desc as paddle_program
 
 from .common import (INDEX_FILE, MODEL_FILE, _as_program, _read_index_file, _save_format, _sha256, _write_bytes,
@@ -159,8 +161,8 @@ def load_inference_model(dirname: str | None, executor: Executor, model_filename
                 where, "" if model_basename in sums else ", which does not record it"))
     if blob[:1] == b"{":
         try:
-            d = json.loads(blob.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            d = bounded_json.loads(blob, where, len(blob), program_json_depth())
+        except bounded_json.JSONBoundsError as e:
             raise ValueError("%s is not an inference model's JSON form: %s" % (where, e))
         if "feed_target_names" not in d or "fetch_target_names" not in d:
             raise ValueError("%s holds a program but no feed/fetch target names: it was not written by "

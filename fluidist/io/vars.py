@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import io
-import json
 import os
 import zipfile
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core import bounded_json
 from ..core.place import CPUPlace
 from ..core.placement import to_place
 from ..core.scope import global_scope
@@ -18,8 +18,8 @@ from ..framework.dtypes import VarType
 from ..framework.program import Program
 from ..paddle_format import files as paddle_files
 
-from .common import (INDEX_FILE, INDEX_KEY, UNCHECKED_ENV, _ZIP_MAGIC, _index_text, _npy_bytes, _npz_bytes, _own_arrays,
-                     _parse_index, _plain_file_name, _read_index_file, _read_scope, _save_format, _select, _sha256,
+from .common import (INDEX_FILE, INDEX_KEY, MAX_INDEX_BYTES, UNCHECKED_ENV, _ZIP_MAGIC, _index_text, _npy_bytes,
+                     _npz_bytes, _own_arrays, _parse_index, _plain_file_name, _read_index_file, _read_scope, _save_format, _select, _sha256,
                      _write_bytes, file_stem, is_parameter, is_persistable)
 
 if TYPE_CHECKING:  # for the annotations only
@@ -136,8 +136,8 @@ class _ArchiveSource:
             raise ValueError("%s is not a fluidist variables archive (no %r entry)" % (where, INDEX_KEY))
         raw = _npy_from_bytes(self._raw(INDEX_KEY + ".npy"), where, INDEX_KEY)
         try:
-            d = json.loads(bytes(raw).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            d = bounded_json.loads(bytes(raw), "its index", MAX_INDEX_BYTES, 8)
+        except bounded_json.JSONBoundsError as e:
             raise ValueError("%s: its index cannot be read: %s" % (where, e))
         self.index, self.files = _parse_index(d, where)
 

@@ -17,6 +17,8 @@ from itertools import zip_longest
 
 import numpy as np
 
+from ..core import bounded_json
+
 __all__ = ["batch", "cache", "map_readers", "buffered", "compose", "chain", "shuffle", "ComposeNotAligned",
            "firstn", "xmap_readers", "multiprocess_reader"]
 
@@ -233,7 +235,7 @@ def _decode_sample(head, blobs):
         if "l" in d:
             return [dec(v) for v in d["l"]]
         return d["v"]
-    return dec(json.loads(head.decode()))
+    return dec(bounded_json.loads(head, "a sample's header from a reader process", len(head), 128))
 
 
 def _write_frame(fd, parts):

@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+from ..core import bounded_json
 from ..distributed import liveness
 
 from .base import MockBarrier, Role, LazyRoleGetters, RoleMakerBase
@@ -232,7 +233,7 @@ class FsGroup:
                 if got[r] is None:
                     text = _read(os.path.join(here, str(r)))
                     if text is not None:
-                        got[r] = json.loads(text)
+                        got[r] = bounded_json.loads(text, "rank %d's value in %s" % (r, here), len(text), 64)
             missing = [r for r in range(self.size) if got[r] is None]
             if not missing:
                 return [_decode(g["v"]) for g in got]

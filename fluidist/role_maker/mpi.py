@@ -20,6 +20,8 @@ import socket
 
 import numpy as np
 
+from ..core import bounded_json
+
 from .base import Role, RoleMakerBase
 
 
@@ -46,7 +48,7 @@ def allgather_json(comm, obj):
     comm.Allgatherv(data, [out, sizes])
     values, off = [], 0
     for n in sizes:
-        values.append(json.loads(out[off:off + int(n)].tobytes().decode()))
+        values.append(bounded_json.loads(out[off:off + int(n)].tobytes(), "an MPI rank's value", int(n), 64))
         off += int(n)
     return values
 

@@ -24,6 +24,8 @@ import os
 import threading
 import time
 
+from ..core import bounded_json
+
 __all__ = ["enabled", "start", "stop", "reset", "complete", "frame_bytes", "events", "role_name", "to_chrome", "write_trace",
            "merge"]
 
@@ -121,8 +123,9 @@ def write_trace(path, name=None):
 
 def _load(path):
     try:
-        with open(path) as f:
-            trace = json.load(f)
+        with open(path, "rb") as f:
+            raw = f.read()
+        trace = bounded_json.loads(raw, "the trace", len(raw), 16)
     except (OSError, ValueError) as e:
         raise ValueError("cannot read the trace %s: %s" % (path, e)) from None
     if isinstance(trace, list):

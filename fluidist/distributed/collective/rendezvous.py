@@ -25,11 +25,14 @@ from typing import Optional
 
 import zmq
 
+from ...core import bounded_json
+
 from .common import (CollectiveTimeout, collective_timeout, host_id, pid_alive,  # noqa: F401 (re-exported)
                      split_endpoint, zmq_context)
 from .common import bind_random as _bind_random, new_socket as _new_socket, plural as _plural
 
 PROTOCOL = 1
+MAX_MESSAGE_BYTES = 1 << 20     # a rendezvous message: a rank's address, pid, host and flags
 _TOKEN = re.compile(r"[0-9a-f]{16}\Z")
 _ADDRESS = re.compile(r"tcp://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}\Z")
 
@@ -172,7 +175,7 @@ def receive_on_endpoint(endpoint, what, expect, sender="rank 0", timeout=None, p
                 continue
             ident, raw = frames
             try:
-                msg = json.loads(raw)
+                msg = bounded_json.loads(raw, "a rendezvous message", MAX_MESSAGE_BYTES, 8)
                 if not isinstance(msg, dict):
                     raise ValueError("not an object")
             except ValueError:
@@ -245,7 +248,7 @@ class RendezvousServer:
                 continue
             ident, raw = frames
             try:
-                msg = json.loads(raw)
+                msg = bounded_json.loads(raw, "a rendezvous message", MAX_MESSAGE_BYTES, 8)
                 rank = int(msg["rank"])
             except (ValueError, KeyError, TypeError):
                 self._send(ident, {"error": "malformed rendezvous message"})
@@ -326,9 +329,9 @@ def _recv_ready(sock):
 
 def _loads(raw, what):
     try:
-        msg = json.loads(raw)
-    except ValueError:
-        raise RuntimeError("%s is not JSON: %r" % (what, raw[:80])) from None
+        msg = bounded_json.loads(raw, what, MAX_MESSAGE_BYTES, 8)
+    except ValueError as e:
+        raise RuntimeError("%s is not JSON: %r (%s)" % (what, raw[:80], e)) from None
     if not isinstance(msg, dict):
         raise RuntimeError("%s is not a JSON object: %r" % (what, raw[:80]))
     return msg
