@@ -126,3 +126,50 @@ def test_a_stale_segment_named_after_a_reused_pid_does_not_stop_the_new_process(
             path = os.path.join(shm_payload.SHM_DIR, n)
             if os.path.exists(path):
                 os.unlink(path)
+
+
+TRAINER = """
+import sys
+from fluidist.distributed import rpc
+try:
+    rpc.Client(sys.argv[1]).call("get", "w", timeout_s=20)
+    print("ANSWERED")
+except rpc.RPCError as e:
+    print("ERROR:", e)
+"""
+
+
+@pytest.mark.parametrize("label,why", [("nested", "nests arrays/objects"), ("fifo", "not a regular file")])
+def test_the_trainers_reply_path_refuses_hostile_descriptors(tmp_path, segment_names, label, why):
+    """A pserver (here a raw ROUTER of the job) answers a real trainer process with a hostile descriptor:
+    the trainer's request fails naming the pserver and the reason, within seconds."""
+    import zmq
+    from cluster import child_env
+    from fluidist.distributed import security
+    ctx = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    router.linger = 0
+    security.secure_server(router)
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    ep = "127.0.0.1:%d" % port
+    fifo = segment_names()
+    os.mkfifo(os.path.join(shm_payload.SHM_DIR, fifo), 0o600)
+    desc = b"[" * 60000 if label == "nested" else b'[[1,"%s",0,64]]' % fifo.encode()
+    child = None
+    try:
+        child = subprocess.Popen([sys.executable, "-c", TRAINER, ep], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, env=child_env({"FLUIDIST_PS_TRANSPORT": "shm"}))
+        assert router.poll(30000), "the trainer sent nothing"
+        peer, *body = router.recv_multipart()
+        request = wire.decode(shm_payload.unpack(body))
+        reply = wire.encode("ok", request.rid, "w", np.zeros(16, np.float32))
+        router.send_multipart([peer] + _packed(desc, reply))
+        out = child.communicate(timeout=20)[0]
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+            child.wait()
+        router.close(0)
+        security.release_context(ctx)
+        ctx.term()
+    assert "ERROR:" in out and ep in out and "malformed reply" in out and why in out, out
