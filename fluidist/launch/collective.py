@@ -8,7 +8,7 @@ from .args import DEFAULT_COLLECTIVE_PORT
 from .cluster import (check_ports_free, cluster_from_nodes, find_free_ports, format_endpoint, get_cluster, get_gpus,
                       parse_ips, pick_node_ip, split_devices, split_endpoint)
 from .common import LaunchError, logger
-from .master_rendezvous import (accept_member, connect_until, join_exchange, let_clients_close_first,
+from .master_rendezvous import (MemberGate, connect_until, join_exchange, let_clients_close_first,
                                 master_rendezvous, parse_nnodes, reply_member)
 from .procs import ProcSpec, child_base_env, log_path, run_local, script_command, write_endpoints_log
 
@@ -196,16 +196,21 @@ def run_collective(args, catcher):
 # trainers start; every other node sends a JSON line saying what it is about to run; node 0 answers
 # all of them at once, with the first disagreement if there is one. Clients close first, so node 0's
 # port is not left in TIME_WAIT when its trainer 0 binds it.
+def _listed(value):
+    """A list another node sent, for a message (whatever it holds)."""
+    return ",".join(map(str, value)) if isinstance(value, list) else repr(value)[:200]
+
+
 def _disagreement(mine, theirs, my_ip, their_ip):
     if theirs.get("ips") != mine["ips"]:
         return ("node %s has --ips %s but node %s has %s; the list and its order must be the same on every node"
-                % (their_ip, ",".join(theirs.get("ips") or []), my_ip, ",".join(mine["ips"])))
+                % (their_ip, _listed(theirs.get("ips")), my_ip, ",".join(mine["ips"])))
     if theirs.get("nproc") != mine["nproc"]:
         return ("node %s runs %s processes but node %s runs %d; every node must use the same number of GPUs "
                 "(--gpus) or --nproc_per_node" % (their_ip, theirs.get("nproc"), my_ip, mine["nproc"]))
     if theirs.get("endpoints") != mine["endpoints"]:
         return ("node %s computed trainer endpoints %s but node %s computed %s; use the same --started_port "
-                "on every node" % (their_ip, ",".join(theirs.get("endpoints") or []), my_ip,
+                "on every node" % (their_ip, _listed(theirs.get("endpoints")), my_ip,
                                    ",".join(mine["endpoints"])))
     return None
 
@@ -229,6 +234,7 @@ def node_rendezvous(cluster, pod, port, info, timeout, catcher=None, secret=FROM
         srv.settimeout(0.2)
         peers = {}
         error = None
+        gate = MemberGate(srv, secret)
         try:
             logger.info("rendezvous: waiting on %s:%d for nodes %s", root, port, ",".join(ips[1:]))
             while len(peers) < len(ips) - 1 and error is None:
@@ -238,7 +244,7 @@ def node_rendezvous(cluster, pod, port, info, timeout, catcher=None, secret=FROM
                     missing = [ip for ip in ips[1:] if ip not in peers]
                     raise LaunchError("rendezvous: waited %.0f s on %s:%d for the launchers of nodes %s"
                                       % (timeout, root, port, ",".join(missing)))
-                got = accept_member(srv, deadline, catcher, secret)
+                got = gate.next(deadline, catcher)
                 if got is None:
                     continue
                 conn, msg = got
@@ -258,6 +264,7 @@ def node_rendezvous(cluster, pod, port, info, timeout, catcher=None, secret=FROM
                     pass
             let_clients_close_first([conn for conn, _ in peers.values()])
         finally:
+            gate.close()
             for conn, _ in peers.values():
                 conn.close()
             srv.close()

@@ -19,14 +19,17 @@ logged) while the rendezvous goes on; a joiner that gets an answer without a val
 Nodes may share an IP (several launchers on one machine): their trainers listen on different ports.
 """
 import json
+import selectors
 import socket
 import time
 
+from ..core import bounded_json
 from ..distributed import security
+from ..log_helper import LineBudget
 from .cluster import format_endpoint, split_endpoint
 from .common import LaunchError, logger
 
-__all__ = ["parse_master", "parse_nnodes", "master_rendezvous", "recv_json_line", "accept_member", "reply_member",
+__all__ = ["parse_master", "parse_nnodes", "master_rendezvous", "recv_json_line", "MemberGate", "reply_member",
            "join_exchange", "let_clients_close_first", "connect_until"]
 
 PROTOCOL = 2
@@ -49,8 +52,27 @@ def parse_nnodes(text):
     return lo, hi
 
 
+MAX_LINE_BYTES = 1 << 20     # one rendezvous line: a node's IP, process count and endpoints
+MAX_LINE_DEPTH = 8           # its JSON nests 3 deep (the endpoints list in the node list in an answer)
+MAX_PENDING = 64             # connections that have not sent their line yet, read side by side
+LINE_SECONDS = 10.0          # how long one of them may take to send it
+_refusals = LineBudget(5, 60.0)
+
+
+def parse_line(raw, what):
+    """A rendezvous line (bytes, without its newline) as a JSON object: size and nesting are bounded
+    before it is parsed, so no line from the network can crash the launcher (LaunchError otherwise)."""
+    try:
+        msg = bounded_json.loads(raw, "the line of %s" % what, MAX_LINE_BYTES, MAX_LINE_DEPTH)
+    except bounded_json.JSONBoundsError as e:
+        raise LaunchError("rendezvous: %s" % e) from None
+    if not isinstance(msg, dict):
+        raise LaunchError("rendezvous: %s sent something that is not a JSON object" % what)
+    return msg
+
+
 def recv_json_line(sock, deadline, catcher, what):
-    """One JSON line from ``sock`` before ``deadline`` (monotonic), checking ``catcher`` for signals."""
+    """One JSON object line from ``sock`` before ``deadline`` (monotonic), checking ``catcher`` for signals."""
     buf = b""
     while b"\n" not in buf:
         if catcher is not None:
@@ -65,36 +87,114 @@ def recv_json_line(sock, deadline, catcher, what):
         if not chunk:
             raise LaunchError("rendezvous: %s closed the connection" % what)
         buf += chunk
-        if len(buf) > 1 << 20:
+        if len(buf) > MAX_LINE_BYTES:
             raise LaunchError("rendezvous: oversized message from %s" % what)
-    return json.loads(buf.split(b"\n", 1)[0].decode("utf-8"))
+    return parse_line(buf.split(b"\n", 1)[0], what)
 
 
-def accept_member(srv, deadline, catcher, secret):
-    """``(connection, message)`` of the next node that connects to the listening ``srv``, challenged with a
-    nonce and proven to hold ``secret`` (None: plain mode); None when nobody connected within the socket's
-    timeout, the line was unreadable, or the node failed the proof (it is told why, and logged)."""
-    try:
-        conn, addr = srv.accept()
-    except socket.timeout:
+class _Pending:
+    __slots__ = ("conn", "who", "nonce", "buf", "until")
+
+    def __init__(self, conn, who, nonce, until):
+        self.conn, self.who, self.nonce, self.buf, self.until = conn, who, nonce, b"", until
+
+
+class MemberGate:
+    """The joining nodes of a rendezvous host, read side by side: each connection is challenged with a
+    nonce at once and then read without blocking, within ``LINE_SECONDS`` of its accept, at most
+    ``MAX_PENDING`` at a time (the oldest is dropped past that). Idle or slow connections, however
+    many, cannot hold up a node that sends its line; a node that fails the proof of the secret is told
+    why and logged (a few lines a minute)."""
+
+    def __init__(self, srv, secret):
+        self.srv = srv
+        self.secret = secret
+        self._pending = []
+        self._sel = selectors.DefaultSelector()
+        srv.setblocking(False)
+        self._sel.register(srv, selectors.EVENT_READ, None)
+
+    def next(self, deadline, catcher, wait_s=0.2):
+        """``(connection, message)`` of the next node proven to hold the secret (None: plain mode), or
+        None when none came within ``wait_s`` (or by ``deadline``)."""
+        end = min(deadline, time.monotonic() + wait_s)
+        while True:
+            if catcher is not None:
+                catcher.check()
+            now = time.monotonic()
+            for p in [p for p in self._pending if now > p.until]:
+                self._drop(p)
+            if now >= end:
+                return None
+            for key, _ in self._sel.select(max(0.0, min(end - now, 0.05))):
+                got = self._accept() if key.data is None else self._read(key.data)
+                if got is not None:
+                    return got
+
+    def _accept(self):
+        try:
+            conn, addr = self.srv.accept()
+        except OSError:
+            return None
+        if len(self._pending) >= MAX_PENDING:
+            self._drop(self._pending[0])
+        nonce = security.new_nonce()
+        try:
+            conn.settimeout(2)
+            conn.sendall((json.dumps({"v": PROTOCOL, "nonce": nonce}) + "\n").encode("utf-8"))
+            conn.setblocking(False)
+        except OSError:
+            conn.close()
+            return None
+        p = _Pending(conn, "node at %s" % addr[0], nonce, time.monotonic() + LINE_SECONDS)
+        self._pending.append(p)
+        self._sel.register(conn, selectors.EVENT_READ, p)
         return None
-    who = "node at %s" % addr[0]
-    nonce = security.new_nonce()
-    try:
-        conn.sendall((json.dumps({"v": PROTOCOL, "nonce": nonce}) + "\n").encode("utf-8"))
-        msg = recv_json_line(conn, min(deadline, time.monotonic() + 10), catcher, who)
-        if not isinstance(msg, dict):
-            raise ValueError("not a JSON object")
-        security.verify(msg, "join", nonce, who, secret)
-    except security.SecurityError as e:
-        logger.warning("rendezvous: refused a connection: %s", e)
-        _send(conn, {"ok": False, "error": str(e)})
-        conn.close()
-        return None
-    except (LaunchError, ValueError, OSError):
-        conn.close()
-        return None
-    return conn, msg
+
+    def _read(self, p):
+        try:
+            chunk = p.conn.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            chunk = b""
+        if not chunk or len(p.buf) + len(chunk) > MAX_LINE_BYTES + 1:
+            self._drop(p)
+            return None
+        p.buf += chunk
+        if b"\n" not in p.buf:
+            return None
+        self._forget(p)
+        p.conn.settimeout(2)
+        try:
+            msg = parse_line(p.buf.split(b"\n", 1)[0], p.who)
+            security.verify(msg, "join", p.nonce, p.who, self.secret)
+        except security.SecurityError as e:
+            log, unlogged = _refusals.take()
+            if log:
+                logger.warning("rendezvous: refused a connection: %s%s", e,
+                               " (and %d more refused since the last such line)" % unlogged if unlogged else "")
+            _send(p.conn, {"ok": False, "error": str(e)})
+            p.conn.close()
+            return None
+        except LaunchError as e:
+            logger.info("%s", e)
+            p.conn.close()
+            return None
+        return p.conn, msg
+
+    def _forget(self, p):
+        self._pending.remove(p)
+        self._sel.unregister(p.conn)
+
+    def _drop(self, p):
+        self._forget(p)
+        p.conn.close()
+
+    def close(self):
+        for p in list(self._pending):
+            self._drop(p)
+        self._sel.close()
 
 
 def reply_member(conn, obj, member, secret):
@@ -178,12 +278,29 @@ def _listen(ip, port):
     return srv, None
 
 
+def member_fields_error(msg):
+    """What is wrong with the fields of a joining node's line (even one that holds the secret), or None."""
+    ip, nproc, endpoints, rank = msg.get("node_ip"), msg.get("nproc"), msg.get("endpoints"), msg.get("node_rank")
+    if not isinstance(ip, str) or not 0 < len(ip) <= 255:
+        return "a node sent node_ip %.80r, not a host name or IP" % (ip,)
+    if type(nproc) is not int or not 0 < nproc <= 1 << 16:
+        return "node %s sent nproc %.80r, not a process count" % (ip, nproc)
+    if not isinstance(endpoints, list) or not all(isinstance(e, str) and len(e) <= 300 for e in endpoints):
+        return "node %s sent endpoints that are not a list of host:port strings" % ip
+    if rank is not None and (type(rank) is not int or not 0 <= rank < 1 << 16):
+        return "node %s sent node_rank %.80r, not a node rank" % (ip, rank)
+    return None
+
+
 def _check_member(members, msg, mine):
     """The reason ``msg`` cannot join ``members``, or None."""
     who = "node %s" % msg.get("node_ip")
     if msg.get("v") != PROTOCOL:
         return "%s speaks rendezvous protocol %r, this launcher %d (mixed fluidist versions)" % (
             who, msg.get("v"), PROTOCOL)
+    wrong = member_fields_error(msg)
+    if wrong:
+        return wrong
     if msg.get("nproc") != mine["nproc"]:
         return ("%s runs %s processes but node %s runs %d; every node must use the same number of GPUs (--gpus) "
                 "or --nproc_per_node" % (who, msg.get("nproc"), mine["node_ip"], mine["nproc"]))
@@ -201,6 +318,7 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret):
     members, conns = [mine], []
     error = None
     last_join = time.monotonic()
+    gate = MemberGate(srv, secret)
     try:
         logger.info("rendezvous: hosting on %s for %s node(s)", where, lo if lo == hi else "%d to %d" % (lo, hi))
         while error is None:
@@ -214,7 +332,7 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret):
                 error = ("waited on %s for %d node(s) but only %d joined (%s); start the launchers of the "
                          "others, or raise --rendezvous_timeout" % (where, lo, n, ",".join(m["node_ip"] for m in members)))
                 break
-            got = accept_member(srv, deadline, catcher, secret)
+            got = gate.next(deadline, catcher)
             if got is None:
                 continue
             conn, msg = got
@@ -242,6 +360,7 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret):
         logger.info("rendezvous: %d node(s) met on %s", len(members), where)
         return rank_of[0], nodes
     finally:
+        gate.close()
         for conn in conns:
             conn.close()
         srv.close()
