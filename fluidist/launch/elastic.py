@@ -38,6 +38,7 @@ import time
 import urllib.parse
 import uuid
 
+from ..core import bounded_json
 from .etcd_client import EtcdClient, EtcdError, Lease
 from .cluster import Cluster, Pod, Trainer, check_ports_free, find_free_ports, split_endpoint
 from .common import LaunchError, LaunchInterrupted, logger
@@ -47,6 +48,8 @@ __all__ = ["run_elastic", "parse_np", "assign_ranks", "desired_members", "Elasti
            "check_node_info"]
 
 PREFIX = "/fluidist/elastic/"
+MAX_VALUE_BYTES = 1 << 20      # a node's entry or the plan, as another launcher wrote it into etcd
+MAX_VALUE_DEPTH = 8
 _ENDPOINT = re.compile(r"(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}\Z")
 
 
@@ -221,10 +224,10 @@ class ElasticNode:
         for kv in kvs:
             uid = kv.key[len(self.nodes_prefix):]
             try:
-                info = json.loads(kv.value)
-            except ValueError:
-                info = None
-            why = check_node_info(info)
+                info = bounded_json.loads(kv.value, "its value", MAX_VALUE_BYTES, MAX_VALUE_DEPTH)
+                why = check_node_info(info)
+            except ValueError as e:
+                why = str(e)
             if why:
                 self._warn_once("node " + uid, "ignoring the node entry %s in etcd: %s" % (kv.key, why))
                 continue
@@ -242,10 +245,10 @@ class ElasticNode:
         if kv is None:
             return None, 0
         try:
-            plan = json.loads(kv.value)
-        except ValueError:
-            plan = None
-        why = check_plan(plan)
+            plan = bounded_json.loads(kv.value, "its value", MAX_VALUE_BYTES, MAX_VALUE_DEPTH)
+            why = check_plan(plan)
+        except ValueError as e:
+            why = str(e)
         if why:   # replaced like a missing plan (the compare-and-swap keeps its revision)
             self._warn_once("plan %d" % kv.mod_revision, "ignoring the plan in etcd (%s): %s" % (self.plan_key, why))
             return None, kv.mod_revision

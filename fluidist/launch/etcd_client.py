@@ -23,7 +23,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from ..core import bounded_json
+
 __all__ = ["EtcdClient", "EtcdError", "KeyValue", "Lease", "prefix_range_end"]
+
+MAX_ANSWER_BYTES = 64 << 20     # one answer or watch event of etcd (the job's keys are small)
+MAX_ANSWER_DEPTH = 16           # etcd's JSON nests about 5 deep (result, kvs / events, kv)
 
 
 class EtcdError(RuntimeError):
@@ -133,7 +138,7 @@ class EtcdClient:
         req = urllib.request.Request(url, data=data, method="POST", headers=self._headers())
         try:
             with self._opener.open(req, timeout=self.timeout if timeout is None else timeout) as resp:
-                text = resp.read().decode("utf-8")
+                text = resp.read(MAX_ANSWER_BYTES + 1).decode("utf-8", "replace")
         except urllib.error.HTTPError as e:
             detail = e.read().decode("utf-8", "replace")[:500]
             raise EtcdError("etcd at %s: %s answered HTTP %d: %s" % (self.endpoint, path, e.code, detail)) from None
@@ -143,7 +148,7 @@ class EtcdClient:
         # A stream call (keepalive) answers {"result": ...} lines; plain calls answer one object.
         line = text.strip().splitlines()[0] if text.strip() else "{}"
         try:
-            out = json.loads(line)
+            out = bounded_json.loads(line, "etcd's answer", MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH)
         except ValueError:
             out = None
         if not isinstance(out, dict):
@@ -158,7 +163,8 @@ class EtcdClient:
         try:
             with self._opener.open(self.endpoint + "/version", timeout=self.timeout if timeout is None else timeout) \
                     as resp:
-                return json.loads(resp.read().decode("utf-8"))
+                return bounded_json.loads(resp.read(MAX_ANSWER_BYTES + 1), "etcd's /version", MAX_ANSWER_BYTES,
+                                          MAX_ANSWER_DEPTH)
         except (urllib.error.URLError, socket.timeout, OSError, ValueError) as e:
             raise EtcdError("etcd at %s: /version failed: %s" % (self.endpoint, getattr(e, "reason", e))) from None
 
@@ -296,14 +302,19 @@ class EtcdClient:
                     return
                 sock.settimeout(left)  # bounds each read: a quiet stream ends at the deadline
                 try:
-                    line = resp.readline()
+                    line = resp.readline(MAX_ANSWER_BYTES + 1)
                 except (socket.timeout, TimeoutError):
                     return
                 except (OSError, http.client.HTTPException) as e:
                     raise EtcdError("etcd at %s: /v3/watch stream broke: %s" % (self.endpoint, e)) from None
                 if not line:
                     return
-                msg = json.loads(line.decode("utf-8"))
+                try:
+                    msg = bounded_json.loads(line, "a /v3/watch event", MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH)
+                except bounded_json.JSONBoundsError as e:
+                    raise EtcdError("etcd at %s: %s" % (self.endpoint, e)) from None
+                if not isinstance(msg, dict):
+                    raise EtcdError("etcd at %s: a /v3/watch event is not a JSON object" % self.endpoint)
                 if "error" in msg:
                     raise EtcdError("etcd at %s: /v3/watch error: %s" % (self.endpoint, msg["error"]))
                 for ev in msg.get("result", {}).get("events", []):

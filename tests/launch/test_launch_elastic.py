@@ -272,3 +272,22 @@ def test_elastic_without_etcd_is_a_clear_error(tmp_path):
     assert r.returncode == 1
     assert "elastic job j: cannot register in etcd: etcd at http://127.0.0.1:%d did not answer within 1 s" % port \
         in r.stderr
+
+
+def test_deep_values_in_etcd_are_ignored_not_fatal(tmp_path, etcd):
+    """A node entry and a plan of 200,000 '[' (what anyone who can write the job's etcd keys may put there):
+    the launcher waiting on the job warns that it ignores them and runs the job."""
+    out = tmp_path / "out"
+    out.mkdir()
+    job = "deep-" + uuid.uuid4().hex[:8]
+    c = EtcdClient(etcd)
+    prefix = "/fluidist/elastic/%s/" % job
+    c.put(prefix + "nodes/evil", "[" * 200000)
+    c.put(prefix + "plan", "[" * 200000)
+    node = _node(tmp_path, out, etcd, job, "A", np="1", script="env_check.py")
+    try:
+        assert node.wait(60) == 0, node.stderr()
+        assert "ignoring the node entry %snodes/evil" % prefix in node.stderr(), node.stderr()
+        assert "nests arrays/objects" in node.stderr(), node.stderr()
+    finally:
+        node.close()
