@@ -8,7 +8,7 @@ import os
 import pytest
 
 import fluidist as fluid
-from fluidist.core import bounded_json
+from fluidist import bounded_json
 
 DEEP = "[" * 200000
 

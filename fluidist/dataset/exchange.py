@@ -20,7 +20,7 @@ import time
 import numpy as np
 import zmq
 
-from ..core import bounded_json
+from .. import bounded_json
 from ..distributed import liveness, security
 from ..distributed.rpc import _tcp, context
 from .records import Records

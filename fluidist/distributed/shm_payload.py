@@ -43,7 +43,7 @@ import threading
 
 import numpy as np
 
-from ..core import bounded_json
+from .. import bounded_json
 from .collective.common import pid_alive, pid_start_ticks
 from .collective.shm import SegmentSpaceError, create_segment
 

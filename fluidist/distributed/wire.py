@@ -26,7 +26,7 @@ import json
 
 import numpy as np
 
-from ..core import bounded_json
+from .. import bounded_json
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
 

@@ -1,7 +1,7 @@
 """Pieces of the lossless JSON form of a Program (``Program.to_json`` / ``Program.from_json``):
 attr values (Blocks as ``{"__block__": idx}``) and the objects hung on Parameters (regularizers,
 clip attrs), written through the small class registry below. Imports nothing of the IR."""
-from ..core import bounded_json
+from .. import bounded_json
 
 FORMAT_VERSION = 1
 

@@ -12,7 +12,7 @@ import zipfile
 
 import numpy as np
 
-from ..core import bounded_json
+from .. import bounded_json
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from ..framework.dtypes import VarType

@@ -5,7 +5,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Sequence
 
-from ..core import bounded_json
+from .. import bounded_json
 from ..framework.graph import ops_needed_for
 from ..framework.program import Program, Variable
 from ..framework.serialization import program_json_depth

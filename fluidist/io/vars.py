@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import bounded_json
+from .. import bounded_json
 from ..core.place import CPUPlace
 from ..core.placement import to_place
 from ..core.scope import global_scope

@@ -38,7 +38,7 @@ import time
 import urllib.parse
 import uuid
 
-from ..core import bounded_json
+from .. import bounded_json
 from .etcd_client import EtcdClient, EtcdError, Lease
 from .cluster import Cluster, Pod, Trainer, check_ports_free, find_free_ports, split_endpoint
 from .common import LaunchError, LaunchInterrupted, logger

@@ -23,7 +23,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from ..core import bounded_json
+from .. import bounded_json
 
 __all__ = ["EtcdClient", "EtcdError", "KeyValue", "Lease", "prefix_range_end"]
 

@@ -23,7 +23,7 @@ import selectors
 import socket
 import time
 
-from ..core import bounded_json
+from .. import bounded_json
 from ..distributed import security
 from ..log_helper import LineBudget
 from .cluster import format_endpoint, split_endpoint

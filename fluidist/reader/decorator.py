@@ -17,7 +17,7 @@ from itertools import zip_longest
 
 import numpy as np
 
-from ..core import bounded_json
+from .. import bounded_json
 
 __all__ = ["batch", "cache", "map_readers", "buffered", "compose", "chain", "shuffle", "ComposeNotAligned",
            "firstn", "xmap_readers", "multiprocess_reader"]

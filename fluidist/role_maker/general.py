@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from ..core import bounded_json
+from .. import bounded_json
 from ..distributed import liveness
 
 from .base import MockBarrier, Role, LazyRoleGetters, RoleMakerBase

@@ -20,7 +20,7 @@ import socket
 
 import numpy as np
 
-from ..core import bounded_json
+from .. import bounded_json
 
 from .base import Role, RoleMakerBase
 

@@ -24,7 +24,7 @@ import os
 import threading
 import time
 
-from ..core import bounded_json
+from .. import bounded_json
 
 __all__ = ["enabled", "start", "stop", "reset", "complete", "frame_bytes", "events", "role_name", "to_chrome", "write_trace",
            "merge"]

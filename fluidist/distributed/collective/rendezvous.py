@@ -25,7 +25,7 @@ from typing import Optional
 
 import zmq
 
-from ...core import bounded_json
+from ... import bounded_json
 
 from .common import (CollectiveTimeout, collective_timeout, host_id, pid_alive,  # noqa: F401 (re-exported)
                      split_endpoint, zmq_context)
