@@ -28,8 +28,15 @@ from .manipulation import *  # noqa: F401,F403
 from .nn_math import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
 from .ctc import *  # noqa: F401,F403
+from .detection import *  # noqa: F401,F403  (refused: fluidist has no detection ops)
+from .distributions import *  # noqa: F401,F403  (refused)
 from .refused import *  # noqa: F401,F403  (last: the names fluidist refuses)
+from . import collective, device, layer_function_generator, utils  # noqa: F401  (Paddle's module paths)
 
 from . import io as _io
 
 data = _io.layers_data
+
+from .paddle_modules import place_names as _place_names
+
+_place_names(globals())  # each name also where Paddle 1.8 keeps it: layers.nn.conv2d, layers.loss.nce, ...
