@@ -40,6 +40,13 @@ from .layers.math_op_patch import monkey_patch_variable as _patch
 from . import log_helper  # noqa: F401
 from . import profiler, timeline  # noqa: F401  (fluid.profiler without its own import, as in Paddle)
 
+from . import paddle_paths  # noqa: E402,F401  (Paddle 1.8's module paths: fluid.lod_tensor, fluid.unique_name, ...)
+from . import contrib, dygraph  # noqa: E402,F401  (refused module trees)
+from .paddle_paths import (DataFeedDesc, DistMultiTrainer, HashName, LoDTensorArray, MultiTrainer,  # noqa: F401,E402
+                           PipelineTrainer, RoundRobin, Tensor, TrainerDesc, VarBase, create_random_int_lodtensor,
+                           disable_dygraph, disable_imperative, enable_dygraph, enable_imperative,
+                           learning_rate_decay, memory_optimize, release_memory)
+
 _patch()
 log_helper.configure_from_env()  # FLUIDIST_LOG_LEVEL: the launcher's --log_level
 if core.place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place

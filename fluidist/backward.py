@@ -12,6 +12,7 @@ says under which names the gradient op must hand in the gradients coming from ou
 Only float variables (and arrays of them) get gradients; integer and bool ones never do.
 Gradients of tensor arrays are not renamed: the ops producing them add into one array.
 """
+from .compat import refused, refused_class  # noqa: E402
 from .framework.dtypes import VarType, is_float_dtype
 from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _strip_grad
@@ -423,3 +424,10 @@ class SubBlockBackward:
         finally:
             program.current_block_idx = saved
         return gb, inside
+
+
+ProgramStats = refused_class("fluid.backward.ProgramStats",
+                             "recompute is append_backward(loss, checkpoints=[...]) or "
+                             "fluid.optimizer.RecomputeOptimizer; its segments are not an API here")
+serialize_op_decs = refused("fluid.backward.serialize_op_decs",
+                            "print ops with op.to_string() or fluid.transpiler.details.program_to_code")

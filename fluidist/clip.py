@@ -250,3 +250,10 @@ def append_gradient_clip_ops(params_grads, global_clip=None, override=False):
         with p.block.program._optimized_guard([p, g]), name_scope("gradient_clip"):
             out.append(c._create_operators_in(context, p, g))
     return out
+
+
+# Paddle 1.8's clip module also has the classes under these names
+GradientClipBase = BaseGradientClipAttr
+ClipByValue = GradientClipByValue
+ClipByNorm = GradientClipByNorm
+ClipByGlobalNorm = GradientClipByGlobalNorm

@@ -41,3 +41,48 @@ def refused_class(name, instead=""):
 
 def is_refused(obj):
     return bool(getattr(obj, "__fluidist_refused__", False))
+
+
+class _RefusedTree:
+    """Imports of ``<package>.<anything>`` under a refused tree: each gives a module whose public
+    names are refusals (see :func:`refuse_module_tree`)."""
+
+    def __init__(self, package, paddle_name, instead):
+        self.package, self.paddle_name, self.instead = package, paddle_name, instead
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.util
+        if fullname.startswith(self.package + "."):
+            return importlib.util.spec_from_loader(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        module.__path__ = []
+        module.__getattr__ = _refusing_getattr(self.paddle_name + module.__name__[len(self.package):], self.instead)
+
+
+def _refusing_getattr(paddle_module, instead):
+    made = {}
+
+    def __getattr__(name):
+        if name.startswith("_"):
+            raise AttributeError("module %r has no attribute %r" % (paddle_module, name))
+        if name not in made:
+            made[name] = refused_class("%s.%s" % (paddle_module, name), instead)
+        return made[name]
+    return __getattr__
+
+
+def refuse_module_tree(package_globals, paddle_name, instead):
+    """Make the package whose globals are given, and every module path under it, a refused tree:
+    importing any of them works, and each public name in them is a refused class (calling it, or
+    instantiating a subclass, raises NotImplementedError naming ``paddle_name.<module>.<name>`` and
+    ``instead``). For Paddle's APIs fluidist leaves out wholesale (dygraph, contrib)."""
+    import sys
+    package = package_globals["__name__"]
+    package_globals["__getattr__"] = _refusing_getattr(paddle_name, instead)
+    if not any(isinstance(f, _RefusedTree) and f.package == package for f in sys.meta_path):
+        sys.meta_path.append(_RefusedTree(package, paddle_name, instead))

@@ -5,6 +5,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .compat import refused_class
 from .core.tensor import create_lod_tensor
 from .framework.program import Program, Variable, default_main_program
 
@@ -62,3 +63,37 @@ class DataFeeder:
                     arr = arr.reshape([len(col)] + [d if d >= 0 else -1 for d in shape[1:]])
                 out[var.name] = arr
         return out
+
+
+# ------------------------------------------------------------------ Paddle 1.8's argument checks
+def convert_dtype(dtype):
+    """A dtype (string, NumPy dtype or VarType) as Paddle's string ('float32', 'int64', ...)."""
+    from .framework.dtypes import convert_dtype as _canonical
+    return _canonical(dtype)
+
+
+def check_type(input, input_name, expected_type, op_name, extra_message=""):
+    """TypeError naming ``op_name`` and ``input_name`` unless ``input`` is an ``expected_type``."""
+    if not isinstance(input, expected_type):
+        raise TypeError("The type of '%s' in %s must be %s, but received %s. %s"
+                        % (input_name, op_name, expected_type, type(input), extra_message))
+
+
+def check_dtype(input_dtype, input_name, expected_dtype, op_name, extra_message=""):
+    """TypeError unless ``input_dtype`` is one of ``expected_dtype`` (a name or a list of names)."""
+    expected = [expected_dtype] if isinstance(expected_dtype, str) else list(expected_dtype)
+    if convert_dtype(input_dtype) not in expected:
+        raise TypeError("The data type of '%s' in %s must be %s, but received %s. %s"
+                        % (input_name, op_name, expected, convert_dtype(input_dtype), extra_message))
+
+
+def check_variable_and_dtype(input, input_name, expected_dtype, op_name, extra_message=""):
+    """``check_type(input, Variable)`` and ``check_dtype`` of its dtype."""
+    check_type(input, input_name, Variable, op_name, extra_message)
+    check_dtype(input.dtype, input_name, expected_dtype, op_name, extra_message)
+
+
+DataToLoDTensorConverter = refused_class("fluid.data_feeder.DataToLoDTensorConverter",
+                                         "use fluid.DataFeeder(feed_list, place).feed(samples)")
+BatchedTensorProvider = refused_class("fluid.data_feeder.BatchedTensorProvider",
+                                      "batch with fluid.io.batch(reader, n) and feed with fluid.DataFeeder")

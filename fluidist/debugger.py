@@ -7,6 +7,7 @@
 Paddle passes ``program.desc`` / ``block.desc``; fluidist's Program and Block are their own descriptions,
 so both the objects and their ``desc`` (the object itself) are accepted.
 """
+from .compat import refused, refused_class  # noqa: E402
 import warnings
 
 from .framework.op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
@@ -161,3 +162,13 @@ def data_parallel_graph(programs, places, num_trainers=1):
         for (op, a), (_, b) in zip(mine, theirs):
             g.edge(a, b, label="ring %s" % op.attr("ring_id"), fontsize="9", dir="both", style="dashed")
     return g
+
+
+_REPR = "print(program) or fluidist.debugger.pprint_program_codes(program) shows variables and ops as text"
+for _name in ("repr_data_type", "repr_tensor", "repr_lodtensor", "repr_selected_rows", "repr_tensor_array",
+              "repr_var", "repr_attr", "repr_op"):
+    globals()[_name] = refused("fluid.debugger." + _name, _REPR)
+prepare_fast_nan_inf_debug = refused("fluid.debugger.prepare_fast_nan_inf_debug",
+                                     "set FLAGS_check_nan_inf=1 (fluid.set_flags) to have the executor check outputs")
+run_fast_nan_inf_debug = refused("fluid.debugger.run_fast_nan_inf_debug",
+                                 "set FLAGS_check_nan_inf=1 (fluid.set_flags) to have the executor check outputs")

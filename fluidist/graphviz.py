@@ -4,6 +4,7 @@ The pictures of :mod:`fluidist.debugger`, :mod:`fluidist.net_drawer`, :mod:`flui
 ``BuildStrategy.debug_graphviz_path`` are built with it. ``dot`` is Graphviz's program (Debian's
 ``graphviz`` package); without it the DOT text is still written and :func:`render` says how to get it.
 """
+from .compat import refused, refused_class  # noqa: E402
 import os
 import shutil
 import subprocess
@@ -113,3 +114,11 @@ def render(dot_path, out_path=None, format=None):
     if r.returncode != 0:
         raise RuntimeError("dot -T%s %s failed (exit %d): %s" % (format, dot_path, r.returncode, r.stderr.strip()))
     return out_path
+
+
+_GRAPH = "build pictures with fluidist.graphviz.Graph (node / edge / save / render) or fluid.debugger.draw_block_graphviz"
+crepr = refused("fluid.graphviz.crepr", _GRAPH)
+Rank = refused_class("fluid.graphviz.Rank", _GRAPH)
+Node = refused_class("fluid.graphviz.Node", _GRAPH)
+Edge = refused_class("fluid.graphviz.Edge", _GRAPH)
+GraphPreviewGenerator = refused_class("fluid.graphviz.GraphPreviewGenerator", _GRAPH)

@@ -1,5 +1,6 @@
 """``fluid.install_check.run_check()``: train a tiny model to show that fluidist works here, on one
 place and then data parallel on two CPU places (or the GPUs, when CuPy sees some)."""
+from .compat import refused, refused_class  # noqa: E402
 import types
 
 import numpy as np
@@ -67,3 +68,7 @@ def run_check():
     _train(fluid, several)
     print("Your fluidist works well on %d %s, data parallel." % (len(several), "GPUs" if gpus else "CPU places"))
     print("fluidist is installed and working.")
+
+
+SimpleLayer = refused_class("fluid.install_check.SimpleLayer",
+                            "it is a dygraph layer; fluid.install_check.run_check() checks fluidist with a static program")

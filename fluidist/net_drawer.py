@@ -3,6 +3,7 @@
 The result is a :class:`fluidist.graphviz.Graph` (``source``, ``save()``, ``render()``, as the ``graphviz``
 package's ``Digraph`` that Paddle returned); the DOT text is saved to ``filename``.
 """
+from .compat import refused, refused_class  # noqa: E402
 import itertools
 
 from .debugger import add_block
@@ -34,3 +35,10 @@ def draw_graph(startup_program, main_program, **kwargs):
         add_block(sub, program.global_block(), prefix=name + ":")
     g.save()
     return g
+
+
+_DRAW = "use fluid.net_drawer.draw_graph(startup_program, main_program) for the whole picture"
+unique_id = refused("fluid.net_drawer.unique_id", _DRAW)
+draw_node = refused("fluid.net_drawer.draw_node", _DRAW)
+draw_edge = refused("fluid.net_drawer.draw_edge", _DRAW)
+parse_graph = refused("fluid.net_drawer.parse_graph", _DRAW)

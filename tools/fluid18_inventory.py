@@ -104,6 +104,8 @@ def importable_modules():
 def names_of(rel, mod):
     """The names of ``paddle.fluid.<rel>`` a script reaches, in a stable order."""
     names = list(getattr(mod, "__all__", None) or [])
+    if rel == "core":   # a compiled module: every class of it counts as "defined there"; EXTRA says which matter
+        return [n for n in EXTRA["core"] if hasattr(mod, n)]
     if not _under(rel, REFUSED_TREES):
         for key, value in sorted(vars(mod).items()):
             if (key.startswith("_") or key in names or not (inspect.isclass(value) or inspect.isfunction(value))

@@ -83,10 +83,12 @@ def offsets_to_lengths(offsets):
     return [offsets[i + 1] - offsets[i] for i in range(len(offsets) - 1)]
 
 
-class LoDTensor:
-    """An array with optional LoD (offsets per level). ``np.array(t)`` gives the data.
+class Tensor:
+    """Paddle's ``core.Tensor``: an array on a place (``np.array(t)`` gives the data); ``LoDTensor``
+    adds level-of-detail offsets. The underscored methods are the ones Paddle's pybind gives scripts
+    (``_get_dims``, ``_get_float_element``, ``_alloc_float``, ...), with Paddle's behaviour.
 
-    A LoDTensor obtained from ``scope.find_var(name).get_tensor()`` is a live view: reading it reads
+    A tensor obtained from ``scope.find_var(name).get_tensor()`` is a live view: reading it reads
     the scope, ``set()`` writes the scope.
     """
 
@@ -95,6 +97,7 @@ class LoDTensor:
         self._lod = [list(l) for l in lod] if lod else []
         self._scope = _scope
         self._name = _name
+        self._dims = None       # dims set by _set_dims before any memory is allocated
 
     # storage
     def _get(self):
@@ -107,6 +110,12 @@ class LoDTensor:
             return self._scope._find_lod(self._name)
         return self._lod
 
+    def _put(self, arr):
+        if self._scope is not None:
+            self._scope._set_value(self._name, arr)
+        else:
+            self._array = arr
+
     def set(self, array, place=None):
         """Store a copy of ``array`` on ``place`` (a device place copies it there through its
         ``to_device``; no place or a CPU place keeps it on the host)."""
@@ -116,10 +125,36 @@ class LoDTensor:
                 arr = arr.copy()
         else:
             arr = np.array(to_host(array), copy=True)
-        if self._scope is not None:
-            self._scope._set_value(self._name, arr)
-        else:
-            self._array = arr
+        self._put(arr)
+
+    def shape(self):
+        a = self._get()
+        return list(a.shape) if a is not None else list(self._dims or [])
+
+    def _dtype(self):
+        a = self._get()
+        return a.dtype if a is not None else None
+
+    def __array__(self, dtype=None, copy=None):
+        a = to_host(self._get())
+        if a is None:
+            raise ValueError("tensor %r holds no value yet" % (self._name or "<tensor>"))
+        if isinstance(a, SelectedRows):
+            a = to_host(a.value)
+        return np.array(a, dtype=dtype, copy=True)
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self.shape())
+
+    # Paddle's pybind methods
+    from .tensor_methods import (_alloc_double, _alloc_float, _alloc_int, _clear, _copy,  # noqa: E402
+                                 _get_dims, _get_double_element, _get_float_element, _is_initialized,
+                                 _mutable_data, _place, _set_dims, _set_double_element, _set_float_element,
+                                 _set_layout, _share_data_with)
+
+
+class LoDTensor(Tensor):
+    """An array with optional LoD (offsets per level). ``np.array(t)`` gives the data."""
 
     def set_lod(self, lod):
         lod = [list(map(int, l)) for l in lod]
@@ -143,22 +178,6 @@ class LoDTensor:
         if not lod:
             return True
         return lod[-1][-1] == (arr.shape[0] if arr is not None else 0)
-
-    def shape(self):
-        a = self._get()
-        return list(a.shape) if a is not None else []
-
-    def _dtype(self):
-        a = self._get()
-        return a.dtype if a is not None else None
-
-    def __array__(self, dtype=None, copy=None):
-        a = to_host(self._get())
-        if a is None:
-            raise ValueError("tensor %r holds no value yet" % (self._name or "<tensor>"))
-        if isinstance(a, SelectedRows):
-            a = to_host(a.value)
-        return np.array(a, dtype=dtype, copy=True)
 
     def __repr__(self):
         return "LoDTensor(%s%s)" % (self.shape(), ", lod=%s" % self.lod() if self.lod() else "")

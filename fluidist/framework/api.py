@@ -98,3 +98,41 @@ load_op_library = refused("fluid.load_op_library",
 device_guard = refused("fluid.device_guard",
                        "fluidist runs every op of a program on the Executor's place; choose it with "
                        "fluid.Executor(fluid.CPUPlace()) or fluid.Executor(fluid.CUDAPlace(i))")
+
+
+# ---------------------------------------------------------------- more of Paddle's framework module
+def convert_np_dtype_to_dtype_(np_dtype):
+    """The VarType of a NumPy dtype (fluidist's VarTypes are dtype strings: ``'float32'``, ...)."""
+    from .dtypes import convert_dtype
+    return convert_dtype(np_dtype)
+
+
+def dtype_is_floating(dtype):
+    """True for float16 / float32 / float64."""
+    from .dtypes import convert_dtype
+    return convert_dtype(dtype) in ("float16", "float32", "float64")
+
+
+def generate_control_dev_var_name():
+    """A fresh name for a control-dependency variable (``@LOCAL_DEV_VAR@`` + a counter)."""
+    from . import unique_name
+    return unique_name.generate("@LOCAL_DEV_VAR@")
+
+
+_IR = ("Paddle's C++ IR graph passes are not provided; rewrite the Program itself "
+       "(block.ops, block.insert_before / insert_after / remove_op) ")
+IrGraph = refused_class("fluid.framework.IrGraph", _IR)
+IrNode = refused_class("fluid.framework.IrNode", _IR)
+IrOpNode = refused_class("fluid.framework.IrOpNode", _IR)
+IrVarNode = refused_class("fluid.framework.IrVarNode", _IR)
+OpProtoHolder = refused_class("fluid.framework.OpProtoHolder",
+                              "fluidist.framework.registry.get(op_type) gives an op's slots and attr defaults")
+get_all_op_protos = refused("fluid.framework.get_all_op_protos",
+                            "fluidist.framework.registry.all_op_types() lists the registered op types")
+NameScope = refused_class("fluid.framework.NameScope", "use the context manager fluid.name_scope(prefix)")
+_DYGRAPH = "it is a dygraph type; fluidist builds static programs (fluid.layers.create_parameter, Variables)"
+ParamBase = refused_class("fluid.framework.ParamBase", _DYGRAPH)
+ParameterMetaClass = refused_class("fluid.framework.ParameterMetaClass", _DYGRAPH)
+VariableMetaClass = refused_class("fluid.framework.VariableMetaClass", _DYGRAPH)
+switch_device = refused("fluid.framework.switch_device",
+                        "fluidist runs every op of a program on the Executor's place")

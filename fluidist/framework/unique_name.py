@@ -43,3 +43,10 @@ def guard(new_generator=None):
         yield
     finally:
         switch(old)
+
+
+from ..compat import refused_class as _refused_class  # noqa: E402
+
+DygraphParameterNameChecker = _refused_class("fluid.unique_name.DygraphParameterNameChecker",
+                                             "fluidist has no dygraph mode; parameters are named by "
+                                             "unique_name.generate under fluid.unique_name.guard()")

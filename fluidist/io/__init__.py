@@ -36,6 +36,8 @@ from .common import (FORMAT_VERSION, FORMATS, INDEX_FILE, INDEX_KEY, MODEL_FILE,
                      is_parameter, is_persistable)
 from .inference import load_inference_model, save_inference_model  # noqa: F401
 from .state import load, load_program_state, save, set_program_state  # noqa: F401
+from .paddle_helpers import (append_fetch_ops, get_parameter_value, get_parameter_value_by_name,  # noqa: F401
+                             prepend_feed_ops)
 from .vars import load_params, load_persistables, load_vars, save_params, save_persistables, save_vars  # noqa: F401
 
 __all__ = ["save_vars", "save_params", "save_persistables", "load_vars", "load_params",

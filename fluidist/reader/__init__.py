@@ -5,3 +5,20 @@ from .decorator import (ComposeNotAligned, batch, buffered, cache, chain, compos
 from .loader import DataLoader, PyReader, default_collate_fn  # noqa: F401
 
 __all__ = ["PyReader", "DataLoader", "default_collate_fn"]
+from .dataset_loader import DatasetLoader  # noqa: F401,E402
+from .loader import GeneratorLoader  # noqa: F401,E402
+from ..compat import refused_class as _refused_class  # noqa: E402
+
+DataLoaderBase = GeneratorLoader  # Paddle's base of its loaders; fluidist's static loader is the one kind
+DygraphGeneratorLoader = _refused_class("fluid.reader.DygraphGeneratorLoader",
+                                        "fluidist has no dygraph mode; use fluid.io.DataLoader.from_generator "
+                                        "with feed_list for a static program")
+_keep_order = {"value": True}
+
+
+def keep_data_loader_order(*args):
+    """Paddle's switch for keeping multi-device batches in order; fluidist's loaders always keep it.
+    With no argument it returns the setting."""
+    if not args:
+        return _keep_order["value"]
+    _keep_order["value"] = bool(args[0])

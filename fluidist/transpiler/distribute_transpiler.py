@@ -5,10 +5,21 @@ import logging
 
 from ..framework.program import Program, default_main_program, default_startup_program
 from . import pserver as ps
-from .config import DistributeTranspilerConfig, ServerRuntimeConfig
+from .config import DistributeTranspilerConfig, DistributedMode, ServerRuntimeConfig  # noqa: F401
 from .details import gc_paused, parse_endpoints
+from .slicing import VarBlock, slice_variable  # noqa: F401  (Paddle's names in this module)
 
 logger = logging.getLogger(__name__)
+
+
+def log(*args):
+    """Paddle's transpiler debug print; here a DEBUG record of this module's logger."""
+    logger.debug(" ".join(str(a) for a in args))
+
+
+def same_or_split_var(p_name, var_name):
+    """True when ``p_name`` is ``var_name`` or one of its blocks (``var_name.block<i>``)."""
+    return p_name == var_name or p_name.startswith(var_name + ".block")
 
 
 class DistributeTranspiler:

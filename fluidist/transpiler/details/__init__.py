@@ -1,10 +1,11 @@
 """Small helpers shared by the transpiler modes (``wait_server_ready`` is the runtime's, kept here
-under Paddle's import path)."""
+under Paddle's import path), and Paddle's ``transpiler.details`` modules: ``checkport``,
+``program_utils``, ``ufind``, ``vars_distributed``."""
 import functools
 import gc
 
-from ..distributed.ports import split_endpoint
-from ..distributed.ports import wait_server_ready  # noqa: F401
+from ...distributed.ports import split_endpoint
+from ...distributed.ports import wait_server_ready  # noqa: F401
 
 
 def gc_paused(fn):
@@ -43,7 +44,7 @@ def program_to_code(prog, fetch_list=None, skip_op_callstack=True):
     ``{Out=[...]} = type(inputs={...}, attr = value, ...)``. With ``fetch_list`` (Variables or names)
     only the ops those need are printed. ``skip_op_callstack`` is accepted for compatibility: fluidist
     records no op call stacks."""
-    from ..framework.graph import ops_needed_for
+    from ...framework.graph import ops_needed_for
     targets = None
     if fetch_list is not None:
         targets = [v if isinstance(v, str) else v.name for v in fetch_list]

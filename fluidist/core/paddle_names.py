@@ -1,0 +1,198 @@
+"""The rest of the ``fluid.core`` names scripts reach: variable-name constants, the flag registry
+(``core.globals()``), feed / fetch holders, build facts (``is_compiled_with_*``), the op-role names,
+and refusals for Paddle's C++ program descriptions. The native inference API (``core.AnalysisConfig``,
+``create_paddle_predictor``, ...) runs programs, so it lives in ``fluidist.inference`` and is placed
+into ``fluid.core`` by ``fluidist.paddle_paths``."""
+from ..compat import refused, refused_class
+from ..framework import api as _flags
+from ..framework.op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from .scope import ScopeVariable
+from .tensor import LoDTensor, LoDTensorArray
+
+
+class EnforceNotMet(RuntimeError):
+    """Paddle's C++ check failures (fluidist raises Python's own exceptions with the same messages)."""
+
+
+class Place:
+    """A place of either kind: ``set_place(p)`` stores one, ``is_gpu_place()`` / ``gpu_device_id()`` ask."""
+
+    def __init__(self):
+        self._place = None
+
+    def set_place(self, place):
+        self._place = place._place if isinstance(place, Place) else place
+
+    def is_gpu_place(self):
+        return type(self._place).__name__ == "CUDAPlace"
+
+    def is_cpu_place(self):
+        return type(self._place).__name__ == "CPUPlace"
+
+    def gpu_device_id(self):
+        return int(getattr(self._place, "device_id", 0))
+
+
+Variable = ScopeVariable
+
+
+def kEmptyVarName():
+    return "@EMPTY@"
+
+
+def kTempVarName():
+    return "@TEMP@"
+
+
+def kGradVarSuffix():
+    return "@GRAD"
+
+
+def kZeroVarSuffix():
+    return "@ZERO"
+
+
+grad_var_suffix, empty_var_name = kGradVarSuffix, kEmptyVarName
+
+
+class _OpProtoAndCheckerMaker:
+    """``core.op_proto_and_checker_maker``: the names of the op-role attrs and the roles."""
+    OpRole = OpRole
+
+    @staticmethod
+    def kOpRoleAttrName():
+        return OP_ROLE_ATTR
+
+    @staticmethod
+    def kOpRoleVarAttrName():
+        return OP_ROLE_VAR_ATTR
+
+    @staticmethod
+    def kOpNameScopeAttrName():
+        return OP_NAMESCOPE_ATTR
+
+    @staticmethod
+    def kOpCreationCallstackAttrName():
+        return "op_callstack"
+
+
+op_proto_and_checker_maker = _OpProtoAndCheckerMaker()
+
+
+class _FlagRegistry:
+    """``core.globals()``: the FLAGS_* values as a mapping (``set_flags`` / ``get_flags`` underneath)."""
+
+    def __getitem__(self, name):
+        return _flags.get_flags(name)[name]
+
+    def __setitem__(self, name, value):
+        _flags.set_flags({name: value})
+
+    def __contains__(self, name):
+        try:
+            self[name]
+        except ValueError:
+            return False
+        return True
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def is_public(self, name):
+        return str(name).startswith("FLAGS_")
+
+
+_FLAGS = _FlagRegistry()
+
+
+def globals():  # noqa: A001  (Paddle's name)
+    return _FLAGS
+
+
+def is_compiled_with_mkldnn():
+    return False
+
+
+def is_compiled_with_brpc():
+    return False
+
+
+def is_compiled_with_dist():
+    """True: parameter-server and collective training are part of fluidist."""
+    return True
+
+
+def init_devices(*args, **kwargs):
+    """Paddle initialised its device contexts here; fluidist's places need nothing."""
+
+
+def init_gflags(args=None):
+    """Paddle parsed ``--FLAGS`` here; fluidist reads FLAGS_* from the environment and ``set_flags``."""
+    return True
+
+
+def init_glog(name=None):
+    """Paddle started glog here; fluidist logs through Python's logging (``FLUIDIST_LOG_LEVEL``)."""
+
+
+_threads = {"n": 1}
+
+
+def set_num_threads(n):
+    """Recorded (NumPy's own BLAS threads are set by its environment variables, e.g. OMP_NUM_THREADS)."""
+    _threads["n"] = int(n)
+
+
+def set_feed_variable(scope, value, var_name, index):
+    """Put ``value`` (a LoDTensor or array) at ``index`` of the feed holder ``var_name`` of ``scope``."""
+    holder = _holder(scope, var_name)
+    while len(holder) <= index:
+        holder.append(None)
+    holder[index] = value if isinstance(value, LoDTensor) else LoDTensor(value)
+
+
+def get_fetch_variable(scope, var_name, index):
+    """The LoDTensor at ``index`` of the fetch holder ``var_name`` of ``scope``."""
+    holder = _holder(scope, var_name)
+    if index >= len(holder) or holder[index] is None:
+        raise IndexError("fetch holder %r has nothing at index %d" % (var_name, index))
+    return holder[index]
+
+
+def _holder(scope, var_name):
+    v = scope.var(var_name)
+    if not isinstance(v.value(), LoDTensorArray):
+        v.set_value(LoDTensorArray())
+    return v.value()
+
+
+def get_variable_tensor(scope, var_name):
+    """The tensor of variable ``var_name`` of ``scope`` (a live view)."""
+    var = scope.find_var(var_name)
+    if var is None:
+        raise ValueError("variable %r is not in the scope" % var_name)
+    return var.get_tensor()
+
+
+class ProfilerState:
+    kDisabled, kCPU, kCUDA, kAll = 0, 1, 2, 3
+
+
+class EventSortingKey:
+    kDefault, kCalls, kTotal, kMax, kMin, kAve = 0, 1, 2, 3, 4, 5
+
+
+_PROFILER = "use fluid.profiler.profiler(state, sorted_key) or start_profiler / stop_profiler"
+enable_profiler = refused("fluid.core.enable_profiler", _PROFILER)
+disable_profiler = refused("fluid.core.disable_profiler", _PROFILER)
+reset_profiler = refused("fluid.core.reset_profiler", "use fluid.profiler.reset_profiler()")
+is_profiler_enabled = refused("fluid.core.is_profiler_enabled", "use fluid.profiler.is_profiler_enabled()")
+_DESC = ("fluidist's programs are Python objects: parse a serialized ProgramDesc with "
+         "fluid.Program.parse_from_string(bytes) and edit it through Program / Block / Operator")
+ProgramDesc = refused_class("fluid.core.ProgramDesc", _DESC)
+BlockDesc = refused_class("fluid.core.BlockDesc", _DESC)
+OpDesc = refused_class("fluid.core.OpDesc", _DESC)
+get_all_op_protos = refused("fluid.core.get_all_op_protos",
+                            "fluidist.framework.registry.all_op_types() lists the registered op types")
+load_op_library = refused("fluid.core.load_op_library",
+                          "write the op in Python with fluidist.framework.registry.register_op instead")

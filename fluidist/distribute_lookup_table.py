@@ -1,0 +1,40 @@
+"""``fluid.distribute_lookup_table``: find the distributed lookup table of a program (the
+``lookup_table`` ops with ``is_distributed=True``) and its ids and outputs."""
+__all__ = []
+
+_LOOKUP_OPS = ("lookup_table", "lookup_table_v2")
+
+
+def _distributed_lookups(program):
+    return [op for op in program.global_block().ops
+            if op.type in _LOOKUP_OPS and op.attr("is_distributed") is True]
+
+
+def find_distributed_lookup_table(program):
+    """The name of the program's one distributed table (the W of its distributed lookups), or None;
+    ValueError when a lookup of that table is not distributed or two tables are."""
+    table = None
+    for op in program.global_block().ops:
+        if op.type not in _LOOKUP_OPS:
+            continue
+        name = op.input("W")[0]
+        if op.attr("is_distributed") is True:
+            if table is None:
+                table = name
+            elif table != name:
+                raise ValueError("only one distributed lookup table is supported, found %r and %r" % (table, name))
+        elif table is not None and name == table:
+            raise ValueError("the distributed table %r is also looked up without is_distributed" % name)
+    return table
+
+
+def find_distributed_lookup_table_inputs(program, table_name):
+    """The Variables of the ids looked up in ``table_name``."""
+    block = program.global_block()
+    return [block.var(op.input("Ids")[0]) for op in _distributed_lookups(program) if op.input("W")[0] == table_name]
+
+
+def find_distributed_lookup_table_outputs(program, table_name):
+    """The Variables the lookups of ``table_name`` write."""
+    block = program.global_block()
+    return [block.var(op.output("Out")[0]) for op in _distributed_lookups(program) if op.input("W")[0] == table_name]

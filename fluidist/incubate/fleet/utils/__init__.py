@@ -1,0 +1,1 @@
+"""``incubate.fleet.utils``: Paddle's Fleet utilities (HDFS client, program inspection helpers)."""

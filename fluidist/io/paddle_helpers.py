@@ -1,0 +1,32 @@
+"""The helpers of Paddle 1.8's ``fluid.io`` beyond its ``__all__`` that scripts call: reading a
+parameter's value, and adding feed / fetch ops to a program (which fluidist's executor does not
+need: it feeds and fetches by name, so those two are refused)."""
+import numpy as np
+
+from ..compat import refused
+from ..core.place import to_host
+from ..core.scope import global_scope
+from ..framework.program import default_main_program
+from .common import is_parameter
+
+
+def get_parameter_value(para, executor):
+    """The value of the Parameter ``para`` in the global scope, as a NumPy array."""
+    if not is_parameter(para):
+        raise TypeError("get_parameter_value: %r is not a Parameter" % (getattr(para, "name", para),))
+    var = global_scope().find_var(para.name)
+    if var is None or not var.is_initialized():
+        raise ValueError("parameter %r holds no value: run the startup program first" % para.name)
+    return np.array(to_host(var.value()), copy=True)
+
+
+def get_parameter_value_by_name(name, executor, program=None):
+    """The value of the parameter ``name`` of ``program`` (the default main program)."""
+    program = program if program is not None else default_main_program()
+    return get_parameter_value(program.global_block().var(name), executor)
+
+
+_FEED_FETCH = ("fluidist's Executor feeds and fetches by name: pass feed={name: value} and fetch_list=[...] "
+               "to exe.run; save_inference_model records the feed and fetch names")
+prepend_feed_ops = refused("fluid.io.prepend_feed_ops", _FEED_FETCH)
+append_fetch_ops = refused("fluid.io.append_fetch_ops", _FEED_FETCH)

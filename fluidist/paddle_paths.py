@@ -1,0 +1,37 @@
+"""Paddle 1.8's ``paddle.fluid`` module paths that fluidist's own layout does not give by itself.
+
+Imported last by ``fluidist/__init__``: it imports the modules that exist only under Paddle's names
+(``fluid.lod_tensor``, ``fluid.data_feeder``'s checks, ``fluid.trainer_desc``, ...), makes
+``fluidist.unique_name`` importable as the module it is (``framework.unique_name``), puts into
+``fluidist.framework`` the names Paddle's framework module has that live in ``core`` here (the
+framework package may not import ``core``: the import-layer rule), and gives the top-level names of
+Paddle's ``fluid/__init__`` that come from those modules. ``tests/compat/fluid18_modules.txt`` lists
+every path and name checked."""
+import sys
+
+from . import (annotations, average, contrib, data, data_feed_desc, dataloader, default_scope_funcs,  # noqa: F401
+               device_worker, distribute_lookup_table, dygraph, dygraph_utils, evaluator, framework, layer_helper, layer_helper_base,
+               lod_tensor, multiprocess_utils, op, trainer_desc, trainer_factory, wrapped_decorator)
+from .compat import refused, refused_class
+from .core import LoDTensorArray, Tensor  # noqa: F401
+from .core.place import cpu_places, cuda_pinned_places, cuda_places, is_compiled_with_cuda
+from .data_feed_desc import DataFeedDesc  # noqa: F401
+from .framework import unique_name
+from .layers import learning_rate_scheduler as learning_rate_decay  # noqa: F401
+from .lod_tensor import create_random_int_lodtensor  # noqa: F401
+from .trainer_desc import DistMultiTrainer, MultiTrainer, PipelineTrainer, TrainerDesc  # noqa: F401
+from .transpiler import HashName, RoundRobin, memory_optimize, release_memory  # noqa: F401
+
+sys.modules[__package__ + ".unique_name"] = unique_name
+
+for _name, _value in [("cpu_places", cpu_places), ("cuda_places", cuda_places),
+                      ("cuda_pinned_places", cuda_pinned_places), ("is_compiled_with_cuda", is_compiled_with_cuda)]:
+    setattr(framework, _name, _value)
+
+_DYGRAPH = ("fluidist runs static programs only: build the network with fluid.layers and run it with "
+            "fluid.Executor")
+enable_imperative = refused("fluid.enable_imperative", _DYGRAPH)
+disable_imperative = refused("fluid.disable_imperative", "fluidist is always in static mode: nothing to disable")
+enable_dygraph = refused("fluid.enable_dygraph", _DYGRAPH)
+disable_dygraph = refused("fluid.disable_dygraph", "fluidist is always in static mode: nothing to disable")
+VarBase = refused_class("fluid.VarBase", _DYGRAPH)
