@@ -12,6 +12,7 @@ import sys
 from . import (annotations, average, contrib, data, data_feed_desc, dataloader, default_scope_funcs,  # noqa: F401
                device_worker, distribute_lookup_table, dygraph, dygraph_utils, evaluator, framework, layer_helper, layer_helper_base,
                lod_tensor, multiprocess_utils, op, trainer_desc, trainer_factory, wrapped_decorator)
+from . import core, inference
 from .compat import refused, refused_class
 from .core import LoDTensorArray, Tensor  # noqa: F401
 from .core.place import cpu_places, cuda_pinned_places, cuda_places, is_compiled_with_cuda
@@ -23,6 +24,9 @@ from .trainer_desc import DistMultiTrainer, MultiTrainer, PipelineTrainer, Train
 from .transpiler import HashName, RoundRobin, memory_optimize, release_memory  # noqa: F401
 
 sys.modules[__package__ + ".unique_name"] = unique_name
+
+for _name in inference.__all__:          # the native inference API runs programs: it lives above core
+    setattr(core, _name, getattr(inference, _name))
 
 for _name, _value in [("cpu_places", cpu_places), ("cuda_places", cuda_places),
                       ("cuda_pinned_places", cuda_pinned_places), ("is_compiled_with_cuda", is_compiled_with_cuda)]:

@@ -148,6 +148,30 @@ class CompiledProgram:
         self._places = list(places) if places is not None else None
         return self
 
+    def _with_inference_optimize(self, config):
+        """Run this program's saved model through the native inference API: ``config`` is a
+        NativeConfig or AnalysisConfig naming the model; ``exe.run(compiled, feed=[PaddleTensor, ...])``
+        then returns the predictor's PaddleTensors (a dict feed is matched to the inputs by name).
+        Returns self."""
+        if self._data_parallel:
+            raise ValueError("Cannot compile the program with inference optimization: it is already "
+                             "compiled for data parallel")
+        if getattr(self, "_infer_config", None) is not None:
+            raise ValueError("The program is already compiled with inference optimization")
+        if not hasattr(config, "_create_predictor"):
+            raise TypeError("_with_inference_optimize takes a NativeConfig or an AnalysisConfig, got %r"
+                            % type(config).__name__)
+        self._infer_config = config
+        self._predictor = None
+        return self
+
+    def _run_inference(self, feed):
+        if self._predictor is None:
+            self._predictor = self._infer_config._create_predictor()
+        if isinstance(feed, dict):
+            return self._predictor._run_named(feed)
+        return self._predictor.run(list(feed))
+
     def _program_for_run(self, executor, scope):
         """The program this CompiledProgram runs: the strategies are read once, here (see
         ``strategy_fields``), and with gradient merge on, a merged copy of the program whose new
@@ -167,6 +191,8 @@ class CompiledProgram:
         return self._run_program
 
     def _run_on(self, executor, feed, fetch_list, scope, return_numpy, return_merged):
+        if getattr(self, "_infer_config", None) is not None:
+            return self._run_inference(feed)
         scope = scope if scope is not None else global_scope()
         program = self._program_for_run(executor, scope)
         out = None

@@ -77,8 +77,9 @@ def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_v
         raise TypeError("feeded_var_names must be a list of variable names (str)")
     if isinstance(target_vars, Variable):
         target_vars = [target_vars]
-    elif not isinstance(target_vars, (list, tuple)) or not target_vars or \
-            not all(isinstance(v, Variable) for v in target_vars):
+    elif not isinstance(target_vars, (list, tuple)) or not all(isinstance(v, Variable) for v in target_vars) \
+            or (not target_vars and export_for_deployment):
+        # Paddle saves the whole program when not exporting for deployment: no targets needed then
         raise TypeError("target_vars must be a Variable or a non-empty list of Variables")
     program = _as_program(main_program)
     gb = program.global_block()
