@@ -27,6 +27,7 @@ from ..framework.program import Program
 from .executor import Executor, _as_fetch_names
 from ..core.place import CUDAPlace, cpu_places, cuda_places, is_device_array, to_host
 from ..core.placement import copy_to, to_place
+from ..core.fetched import as_fetched
 from ..core.scope import Scope, global_scope
 from ..core.tensor import LoDTensor, SelectedRows
 
@@ -460,14 +461,14 @@ class _DataParallelRunner:
                     raise ValueError("fetch variable %r has no value on place %d" % (name, i))
                 if isinstance(v, SelectedRows):
                     v = v.value
-                row.append(np.array(to_host(v), copy=True))
+                row.append(as_fetched(np.array(to_host(v), copy=True)))
             per_place.append(row)
         if not return_merged:
             return per_place
         merged = []
         for j in range(len(fetch_names)):
             parts = [per_place[i][j] for i in range(self.nplaces)]
-            merged.append(np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts], axis=0))
+            merged.append(as_fetched(np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts], axis=0)))
         return merged
 
 

@@ -14,9 +14,11 @@ reading and parsing still overlap with it.
 values of its ``var_dict`` (from thread 0's scope) every ``period_secs`` seconds while training
 runs. ``infer_from_dataset`` runs the program without its backward and optimize ops.
 """
+import logging
 import sys
 import threading
 import time
+import traceback
 
 import numpy as np
 
@@ -26,6 +28,8 @@ from ..core.tensor import LoDTensor, SelectedRows
 from ..framework.op_role import OP_ROLE_ATTR, OpRole
 from ..framework.program import Program, Variable, default_main_program
 
+_log = logging.getLogger(__name__)
+
 
 class FetchHandler:
     """``handler(res_dict)`` is called with ``{key: numpy value or None}`` for the variables of
@@ -34,6 +38,13 @@ class FetchHandler:
     def __init__(self, var_dict=None, period_secs=60):
         if var_dict is None:
             raise ValueError("FetchHandler: var_dict must be a dict of {key: Variable}")
+        if isinstance(var_dict, (list, tuple)):
+            # Paddle's scripts also pass a list of Variables or names (Paddle's monitor thread then
+            # failed quietly and training went on): each is fetched under its own name
+            var_dict = {(v.name if isinstance(v, Variable) else v): v for v in var_dict}
+        if not isinstance(var_dict, dict):
+            raise TypeError("FetchHandler: var_dict must be a dict of {key: Variable} (or a list of Variables "
+                            "or names), got %r" % type(var_dict).__name__)
         self.var_dict = var_dict
         self.period_secs = period_secs
 
@@ -74,8 +85,12 @@ class FetchHandlerMonitor:
         while not self._stop.wait(period):
             try:
                 self.handler.handler(self._values())
-            except BaseException as e:      # reported when training ends
+            except Exception as e:
+                # as in Paddle, a failing handler ends its monitor, not the training: say so once
                 self.error = e
+                _log.warning("FetchHandler %s failed and is no longer called (training goes on): %s",
+                             type(self.handler).__name__, "".join(traceback.format_exception_only(type(e), e)).strip(),
+                             exc_info=True)
                 return
 
     def start(self):
@@ -84,8 +99,6 @@ class FetchHandlerMonitor:
     def stop(self):
         self._stop.set()
         self._thread.join()
-        if self.error is not None:
-            raise self.error
 
 
 def _talks_to_others(program):

@@ -13,6 +13,7 @@ import numpy as np
 from ..framework.program import Program, Variable, default_main_program
 from ..core.place import CPUPlace, default_place, is_device_array, to_host
 from ..core.placement import is_placed, to_place
+from ..core.fetched import as_fetched
 from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..reader.feeding import _NP_DTYPES, _shape_ok, check_feed_value  # noqa: F401 (check_feed_value: re-exported)
@@ -41,7 +42,7 @@ def _copy_on_place(value):
 def _fetch_array(value, return_numpy):
     """A fetched LoDTensorArray: a list of numpy arrays (Paddle's ``as_numpy``), or a copy (on its place)."""
     if return_numpy:
-        return [None if t is None else _host_copy(t._array) for t in value]
+        return [None if t is None else as_fetched(_host_copy(t._array)) for t in value]
     out = LoDTensorArray()
     for t in value:
         out.append(None if t is None else LoDTensor(_copy_on_place(t._array), t._lod))
@@ -233,7 +234,7 @@ class Executor:
         for name in names:
             value = vals.get(name)
             if type(value) is np.ndarray and return_numpy:
-                out.append(value.copy())
+                out.append(as_fetched(value.copy()))
                 continue
             owner = scope._owner(name)
             value = owner.vals.get(name) if owner is not None else None
@@ -248,7 +249,7 @@ class Executor:
             if return_numpy:
                 if isinstance(value, SelectedRows):
                     value = value.value
-                out.append(_host_copy(value))
+                out.append(as_fetched(_host_copy(value)))
             else:
                 if isinstance(value, SelectedRows):
                     out.append(value)

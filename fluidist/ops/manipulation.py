@@ -56,7 +56,9 @@ def _flatten_shape(shape, axis):
     return [prod(shape[:axis]), prod(shape[axis:])]
 
 
-def _reshaping(type, shape_fn, attrs):
+def _reshaping(type, shape_fn, attrs, keeps_lod=False):
+    """Register a shape-only op. ``keeps_lod``: as Paddle's squeeze2 / unsqueeze2, the output keeps
+    the input's LoD when its first dimension is the input's (the rows are the same rows)."""
     def infer(ctx):
         xs = ctx.input_shape("X")
         if xs is None:
@@ -66,15 +68,20 @@ def _reshaping(type, shape_fn, attrs):
 
     def kernel(ctx, ins, a):
         x = ins["X"]
-        return {"Out": x.reshape(shape_fn(list(x.shape), a)), "XShape": _xshape(x)}
+        out = x.reshape(shape_fn(list(x.shape), a))
+        if keeps_lod and out.ndim and x.ndim and out.shape[0] == x.shape[0]:
+            lod = ctx.lod("X")
+            if lod:
+                ctx.set_lod("Out", lod)
+        return {"Out": out, "XShape": _xshape(x)}
 
     register_op(type, inputs=["X"], outputs=["Out", "XShape?"], attrs=attrs, infer=infer,
-                grad=_xshape_grad_maker)(kernel)
+                grad=_xshape_grad_maker, needs_lod=keeps_lod)(kernel)
     register_grad(type, inputs=["XShape", "Out@GRAD"])(_reshape_like_xshape)
 
 
-_reshaping("squeeze2", lambda s, a: _squeeze_shape(s, a["axes"]), {"axes": []})
-_reshaping("unsqueeze2", lambda s, a: _unsqueeze_shape(s, a["axes"]), {"axes": []})
+_reshaping("squeeze2", lambda s, a: _squeeze_shape(s, a["axes"]), {"axes": []}, keeps_lod=True)
+_reshaping("unsqueeze2", lambda s, a: _unsqueeze_shape(s, a["axes"]), {"axes": []}, keeps_lod=True)
 _reshaping("flatten2", lambda s, a: _flatten_shape(s, a["axis"]), {"axis": 1})
 
 

@@ -259,6 +259,8 @@ def scale(ctx, ins, attrs):
     if isinstance(x, SelectedRows):  # a row-sparse gradient scaled on a pserver: its rows only
         if b != 0.0:
             raise ValueError("scale: a SelectedRows input %r takes no bias" % ctx.op.inputs["X"][0])
+        if x.value is None:   # no rows in this block this step (a pserver's shard the batch missed)
+            return {"Out": SelectedRows(x.rows, None, x.height)}
         return {"Out": SelectedRows(x.rows, (x.value * s).astype(x.value.dtype, copy=False), x.height)}
     if b == 0.0 and ctx.op.inputs["X"] == ctx.op.outputs["Out"] and _writeable(x) and x.base is None \
             and x.dtype.kind == "f" and not _is_fed(ctx, ctx.op.inputs["X"][0]):

@@ -65,7 +65,7 @@ def build(model="fc", optimizer="sgd", lr_decay=False):
             h = fluid.layers.fc(x, 4096, param_attr=fluid.ParamAttr(name="big_w"), bias_attr=False)
             loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.reduce_mean(h, dim=1,
                                                                                              keep_dim=True), y))
-        elif model in ("emb", "dtable"):
+        elif model in ("emb", "dtable", "emb_one_shard"):
             ids = fluid.data(name="ids", shape=[None, 1], dtype="int64")
             y = fluid.data(name="y", shape=[None, 1], dtype="float32")
             # 2048 x 8 = 16384 elements: the table's row-sparse gradient is split over both pservers;
@@ -117,6 +117,9 @@ def global_batch(model, step, n):
         return {"x": x, "y": np.sin(x.sum(1, keepdims=True)).astype("float32")}
     ids = rng.randint(0, 2048, (n, 1)).astype("int64")
     ids[: n // 2] = rng.randint(0, 16, (n // 2, 1))  # repeated ids across trainers
+    if model == "emb_one_shard" and step % 2 == 0:
+        ids %= 512  # every row in the first pserver's block: the second gets a gradient with no rows
+
     return {"ids": ids, "y": (ids % 7).astype("float32") / 7.0}
 
 
