@@ -5,8 +5,10 @@ that ``Executor.close()`` (or ``fleet.stop_worker()``) tells each of them "compl
 When a request fails because its pserver was lost, the other pservers get a "complete" that says why
 (its ``msg``): a sync job then ends at once with the root cause everywhere, instead of each pserver
 finding out later that this trainer went away."""
+import atexit
 import functools
 import logging
+import sys
 import threading
 import weakref
 
@@ -25,6 +27,7 @@ def remember(executor, endpoints, trainer_id):
     pservers "complete" when the executor closes."""
     if executor is None:
         return
+    _watch_process_exit()
     targets = _close_targets.get(executor)
     if targets is None:
         targets = _close_targets[executor] = set()
@@ -33,13 +36,13 @@ def remember(executor, endpoints, trainer_id):
         targets.add((ep, trainer_id))
 
 
-def _notify_complete(targets):
+def _notify_complete(targets, timeout_s=None):
     pairs = sorted(targets)
     targets.clear()
     if not pairs:
         return
     rpc.call_all([(ep, dict(kind="complete", trainer=tid, step=step(ep, tid), what="complete"))
-                  for ep, tid in pairs])
+                  for ep, tid in pairs], timeout_s=timeout_s)
     with _steps_lock:
         for key in pairs:
             _steps.pop(key, None)
@@ -55,6 +58,41 @@ def notify_all_complete():
         union.update(targets)
         targets.clear()
     _notify_complete(union)
+
+
+EXIT_NOTICE_TIMEOUT = 5.0                     # seconds the pservers get to take a process's exit notice
+_exit = {"watching": False, "failed": False}
+
+
+def _watch_process_exit():
+    """Once per process: at a normal exit, tell the pservers "complete" for every executor that did not
+    close (most scripts end without ``Executor.close()``; Paddle's pservers then kept serving until
+    killed, and fluidist's would report a lost trainer); an uncaught exception is not a normal end."""
+    if _exit["watching"]:
+        return
+    _exit["watching"] = True
+    previous = sys.excepthook
+
+    def excepthook(kind, value, tb):
+        _exit["failed"] = True
+        previous(kind, value, tb)
+    sys.excepthook = excepthook
+    atexit.register(_complete_at_exit)
+
+
+def _complete_at_exit():
+    if _exit["failed"]:
+        return
+    union = set()
+    for targets in list(_close_targets.values()):
+        union.update(targets)
+        targets.clear()
+    if not union:
+        return
+    try:
+        _notify_complete(union, timeout_s=EXIT_NOTICE_TIMEOUT)
+    except Exception as e:  # the process is ending: say it, do not raise
+        logger.warning("could not tell the pservers this trainer is done at exit: %s", e)
 
 
 _fetched = {}                                 # (endpoint, trainer id) -> step of its last answered recv

@@ -31,6 +31,8 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--step_delay", type=float, default=0.0, help="seconds a trainer sleeps after each step")
     ap.add_argument("--pause", default="", help="STEP:SECONDS: a trainer sleeps this long after that step")
+    ap.add_argument("--no_close", action="store_true", help="end without Executor.close(), as most scripts do")
+    ap.add_argument("--fail_after", type=int, default=-1, help="raise (uncaught) after this step")
     a = ap.parse_args()
     main_prog, startup, loss, params = build(a.model, a.optimizer, a.lr_decay)
     t = fluid.DistributeTranspiler()
@@ -53,11 +55,14 @@ def main():
         for name, v in zip(params, out[1:]):
             history["%s_%d" % (name, step)] = v
         print("step %d done" % step, flush=True)
+        if step == a.fail_after:
+            raise RuntimeError("trainer %d fails on purpose after step %d" % (a.trainer_id, step))
         if step == pause_step:
             time.sleep(pause_s)
         elif a.step_delay:
             time.sleep(a.step_delay)
-    exe.close()
+    if not a.no_close:
+        exe.close()
     if a.out:
         np.savez(a.out, **history)
 
