@@ -42,6 +42,7 @@ from . import profiler, timeline  # noqa: F401  (fluid.profiler without its own 
 
 from . import paddle_paths  # noqa: E402,F401  (Paddle 1.8's module paths: fluid.lod_tensor, fluid.unique_name, ...)
 from . import contrib, dygraph  # noqa: E402,F401  (refused module trees)
+from .layers.io import data  # noqa: E402,F811  (the function, not the module fluid.data that has it: as in Paddle)
 from .paddle_paths import (DataFeedDesc, DistMultiTrainer, HashName, LoDTensorArray, MultiTrainer,  # noqa: F401,E402
                            PipelineTrainer, RoundRobin, Tensor, TrainerDesc, VarBase, create_random_int_lodtensor,
                            disable_dygraph, disable_imperative, enable_dygraph, enable_imperative,
