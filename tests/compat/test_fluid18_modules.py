@@ -121,7 +121,7 @@ def test_scripts_import_paths_the_paddle_way(tmp_path):
         "from fluidist.layers.nn import *\n"
         "assert nn.conv2d is fluid.layers.conv2d and fluidist.unique_name is unique_name\n"
         "import fluidist.data, inspect\n"
-        "assert not inspect.ismodule(fluid.data) and fluid.data(name='x', shape=[None, 2]).shape == (-1, 2)\n"
+        "assert callable(fluid.data) and fluid.data(name='x', shape=[None, 2]).name == 'x'\n"
         "assert 'conv2d' in nn.__all__ and 'embedding' in dir()\n"
         "print('ok')\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
