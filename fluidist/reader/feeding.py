@@ -58,7 +58,9 @@ def check_feed_value(var, name, value):
             raise ValueError("feed variable %r expects dtype %s but got %s"
                              % (name, var.dtype, value.dtype.name))
         value = value.astype(var.dtype)
-    if var.shape is not None and (var.need_check_feed or var.is_data):
+    # Paddle checks the shape of what fluid.data declares (need_check_feed), not of fluid.layers.data:
+    # scripts feed a layers.data variable of shape [-1, 3] with a [3] vector and the ops take it
+    if var.shape is not None and var.need_check_feed:
         shape = value.shape
         want = var.shape
         if len(shape) != len(want) or any(w != s and w >= 0 for w, s in zip(want, shape)):

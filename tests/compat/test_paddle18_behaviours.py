@@ -90,3 +90,18 @@ def test_generated_layers_and_the_default_scope_stack():
     assert dsf.find_var("tmp") is not None and fluid.global_scope().find_var("tmp") is None
     dsf.leave_local_scope()
     assert dsf.get_cur_scope() is fluid.global_scope()
+
+
+def test_layers_data_takes_values_of_another_shape_fluid_data_does_not():
+    prog = fluid.Program()
+    with fluid.program_guard(prog, fluid.Program()):
+        loose = fluid.layers.data(name="loose", shape=[3], dtype="float32")    # declared [-1, 3]
+        strict = fluid.data(name="strict", shape=[None, 3], dtype="float32")
+        out = fluid.layers.sqrt(loose)
+        fluid.layers.sqrt(strict)
+    exe = fluid.Executor(fluid.CPUPlace())
+    res, = exe.run(prog, feed={"loose": np.array([0, 9, 36], "float32"),
+                               "strict": np.ones((1, 3), "float32")}, fetch_list=[out])
+    np.testing.assert_allclose(res, [0, 3, 6])
+    with pytest.raises(ValueError, match=r"'strict' expects shape \[-1, 3\] but got \[3\]"):
+        exe.run(prog, feed={"loose": np.ones(3, "float32"), "strict": np.ones(3, "float32")}, fetch_list=[out])
