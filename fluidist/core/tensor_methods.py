@@ -5,7 +5,7 @@ checks the offset and the element type (``_get_float_element`` on an int64 tenso
 ``_alloc_*`` allocate memory of the tensor's dims (set with ``_set_dims``) and that type."""
 import numpy as np
 
-from .place import CPUPlace, to_host
+from .place import CPUPlace, place_of, to_host
 
 
 def _value(t, what):
@@ -104,10 +104,7 @@ def _alloc_int(self, place):
 def _place(self):
     """The place whose memory holds the tensor (CPUPlace for a NumPy array)."""
     a = self._get()
-    if a is None or isinstance(a, np.ndarray):
-        return CPUPlace()
-    from .place import CUDAPlace
-    return CUDAPlace(int(a.device.id))
+    return CPUPlace() if a is None else place_of(a)
 
 
 def _copy(self, place):
