@@ -125,15 +125,29 @@ class Executor:
             use_program_cache: accepted for Paddle's signature; the Executor always reuses its plan of a
                 program until the program changes.
             return_merged: for a data-parallel CompiledProgram, False returns each place's values apart.
-            feed_var_name, fetch_var_name: accepted for Paddle's signature (fluidist has no feed/fetch ops).
+            feed_var_name: accepted for Paddle's signature (fluidist has no feed ops).
+            fetch_var_name: accepted for Paddle's signature (fluidist has no fetch ops).
             use_prune: refused (ValueError): fluidist runs every op of the program.
 
         Returns:
             one value per entry of ``fetch_list``.
 
         Raises:
-            RuntimeError: the Executor was closed. ValueError / TypeError: a feed that does not fit its
-            variable, an input no op and no feed provides (the message names the variable and the op).
+            RuntimeError: the Executor was closed.
+            ValueError: a feed that does not fit its variable, or an input that no op and no feed
+                provides (the message names the variable and the op).
+            TypeError: a feed or fetch_list of the wrong kind (the message names the entry).
+
+        Example:
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+            ...     y = fluid.layers.fc(x, size=1)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> out, = exe.run(main, feed={"x": np.ones((4, 2), "float32")}, fetch_list=[y])
+            >>> out.shape
+            (4, 1)
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")

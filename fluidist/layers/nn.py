@@ -1,6 +1,10 @@
 """Neural-network layers with Paddle 1.x argument names."""
+from __future__ import annotations
+
 from functools import reduce
 
+from ..framework.variable import Variable
+from ..hints import Axes
 from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["fc", "mean", "mul", "matmul", "scale", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
@@ -86,68 +90,534 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
     return helper.append_activation(out)
 
 
-def _reduce_layer(op_type):
-    def layer(input, dim=None, keep_dim=False, name=None):
-        if dim is not None and not isinstance(dim, (list, tuple)):
-            dim = [dim]
-        attrs = {"dim": list(dim) if dim else [0], "keep_dim": keep_dim,
-                 "reduce_all": dim is None or len(dim) == 0}
-        return _unary(op_type, input, name, attrs)
-    layer.__name__ = op_type
-    return layer
+def _reduce(op_type: str, input: Variable, dim: Axes | None, keep_dim: bool, name: str | None) -> Variable:
+    if dim is not None and not isinstance(dim, (list, tuple)):
+        dim = [dim]
+    attrs = {"dim": list(dim) if dim else [0], "keep_dim": keep_dim, "reduce_all": dim is None or len(dim) == 0}
+    return _unary(op_type, input, name, attrs)
 
 
-reduce_sum = _reduce_layer("reduce_sum")
-reduce_mean = _reduce_layer("reduce_mean")
-reduce_max = _reduce_layer("reduce_max")
-reduce_min = _reduce_layer("reduce_min")
-reduce_prod = _reduce_layer("reduce_prod")
+def reduce_sum(input: Variable, dim: Axes | None = None, keep_dim: bool = False, name: str | None = None) -> Variable:
+    """Sum of ``input``'s elements along ``dim``.
+
+    Args:
+        input: the tensor to reduce.
+        dim: an axis or a list of axes (negative counts from the end); None or ``[]`` reduces over all.
+        keep_dim: keep the reduced axes with size 1.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``input``'s dtype; with no axes left it has shape ``[1]``.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> row_sums = fluid.layers.reduce_sum(x, dim=1)
+    """
+    return _reduce("reduce_sum", input, dim, keep_dim, name)
 
 
-def _elementwise_layer(op_type):
-    def layer(x, y, axis=-1, act=None, name=None):
-        _check_var(x, op_type, "x")
-        _check_var(y, op_type, "y")
-        helper = LayerHelper(op_type, name=name, act=act)
-        out = helper.create_variable_for_type_inference(x.dtype)
-        helper.append_op(op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]}, attrs={"axis": axis})
-        return helper.append_activation(out)
-    layer.__name__ = op_type
-    return layer
+def reduce_mean(input: Variable, dim: Axes | None = None, keep_dim: bool = False, name: str | None = None) -> Variable:
+    """Mean of ``input``'s elements along ``dim``.
+
+    Args:
+        input: the tensor to reduce.
+        dim: an axis or a list of axes; None or ``[]`` reduces over all.
+        keep_dim: keep the reduced axes with size 1.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``input``'s dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> loss = fluid.layers.reduce_mean(x)
+    """
+    return _reduce("reduce_mean", input, dim, keep_dim, name)
 
 
-elementwise_add = _elementwise_layer("elementwise_add")
-elementwise_sub = _elementwise_layer("elementwise_sub")
-elementwise_mul = _elementwise_layer("elementwise_mul")
-elementwise_div = _elementwise_layer("elementwise_div")
-elementwise_max = _elementwise_layer("elementwise_max")
-elementwise_min = _elementwise_layer("elementwise_min")
-elementwise_pow = _elementwise_layer("elementwise_pow")
-elementwise_floordiv = _elementwise_layer("elementwise_floordiv")
-elementwise_mod = _elementwise_layer("elementwise_mod")
+def reduce_max(input: Variable, dim: Axes | None = None, keep_dim: bool = False, name: str | None = None) -> Variable:
+    """Largest element of ``input`` along ``dim`` (the gradient goes to every maximal element).
+
+    Args:
+        input: the tensor to reduce.
+        dim: an axis or a list of axes; None or ``[]`` reduces over all.
+        keep_dim: keep the reduced axes with size 1.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``input``'s dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> biggest = fluid.layers.reduce_max(x, dim=-1, keep_dim=True)
+    """
+    return _reduce("reduce_max", input, dim, keep_dim, name)
 
 
-def _act_layer(op_type, **defaults):
-    def layer(x, name=None, **kwargs):
-        attrs = dict(defaults)
-        attrs.update({k: v for k, v in kwargs.items() if v is not None})
-        return _unary(op_type, x, name, attrs)
-    layer.__name__ = op_type
-    return layer
+def reduce_min(input: Variable, dim: Axes | None = None, keep_dim: bool = False, name: str | None = None) -> Variable:
+    """Smallest element of ``input`` along ``dim``.
+
+    Args:
+        input: the tensor to reduce.
+        dim: an axis or a list of axes; None or ``[]`` reduces over all.
+        keep_dim: keep the reduced axes with size 1.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``input``'s dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> smallest = fluid.layers.reduce_min(x, dim=0)
+    """
+    return _reduce("reduce_min", input, dim, keep_dim, name)
 
 
-relu = _act_layer("relu")
-sigmoid = _act_layer("sigmoid")
-tanh = _act_layer("tanh")
-exp = _act_layer("exp")
-log = _act_layer("log")
-sqrt = _act_layer("sqrt")
-rsqrt = _act_layer("rsqrt")
-square = _act_layer("square")
-abs = _act_layer("abs")
-reciprocal = _act_layer("reciprocal")
-softplus = _act_layer("softplus")
-softsign = _act_layer("softsign")
+def reduce_prod(input: Variable, dim: Axes | None = None, keep_dim: bool = False, name: str | None = None) -> Variable:
+    """Product of ``input``'s elements along ``dim``.
+
+    Args:
+        input: the tensor to reduce.
+        dim: an axis or a list of axes; None or ``[]`` reduces over all.
+        keep_dim: keep the reduced axes with size 1.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``input``'s dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> p = fluid.layers.reduce_prod(x, dim=[0, 1])
+    """
+    return _reduce("reduce_prod", input, dim, keep_dim, name)
+
+
+def _elementwise(op_type: str, x: Variable, y: Variable, axis: int, act: str | None, name: str | None) -> Variable:
+    _check_var(x, op_type, "x")
+    _check_var(y, op_type, "y")
+    helper = LayerHelper(op_type, name=name, act=act)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]}, attrs={"axis": axis})
+    return helper.append_activation(out)
+
+
+def elementwise_add(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """Elementwise ``x + y``, with ``y`` broadcast onto ``x``.
+
+    Args:
+        x: the first operand; the output has its shape and dtype.
+        y: the second operand: the same shape as ``x``, or a shape that matches a run of ``x``'s
+            axes starting at ``axis`` (trailing size-1 axes of ``y`` are ignored).
+        axis: where ``y``'s axes start in ``x``; -1 aligns ``y`` with ``x``'s last axes.
+        act: an activation applied to the result (``"relu"``, ``"sigmoid"``, ...), or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
+        >>> sum = fluid.layers.elementwise_add(x, y)
+    """
+    return _elementwise("elementwise_add", x, y, axis, act, name)
+
+
+def elementwise_sub(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """Elementwise ``x - y``, with ``y`` broadcast onto ``x``.
+
+    Args:
+        x: the first operand; the output has its shape and dtype.
+        y: the second operand: the same shape as ``x``, or a shape that matches a run of ``x``'s
+            axes starting at ``axis`` (trailing size-1 axes of ``y`` are ignored).
+        axis: where ``y``'s axes start in ``x``; -1 aligns ``y`` with ``x``'s last axes.
+        act: an activation applied to the result (``"relu"``, ``"sigmoid"``, ...), or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
+        >>> diff = fluid.layers.elementwise_sub(x, y)
+    """
+    return _elementwise("elementwise_sub", x, y, axis, act, name)
+
+
+def elementwise_mul(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """Elementwise ``x * y``, with ``y`` broadcast onto ``x``.
+
+    Args:
+        x: the first operand; the output has its shape and dtype.
+        y: the second operand: the same shape as ``x``, or a shape that matches a run of ``x``'s
+            axes starting at ``axis`` (trailing size-1 axes of ``y`` are ignored).
+        axis: where ``y``'s axes start in ``x``; -1 aligns ``y`` with ``x``'s last axes.
+        act: an activation applied to the result (``"relu"``, ``"sigmoid"``, ...), or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
+        >>> prod = fluid.layers.elementwise_mul(x, y)
+    """
+    return _elementwise("elementwise_mul", x, y, axis, act, name)
+
+
+def elementwise_div(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """Elementwise ``x / y``, with ``y`` broadcast onto ``x``.
+
+    Args:
+        x: the first operand; the output has its shape and dtype.
+        y: the second operand: the same shape as ``x``, or a shape that matches a run of ``x``'s
+            axes starting at ``axis`` (trailing size-1 axes of ``y`` are ignored).
+        axis: where ``y``'s axes start in ``x``; -1 aligns ``y`` with ``x``'s last axes.
+        act: an activation applied to the result (``"relu"``, ``"sigmoid"``, ...), or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
+        >>> ratio = fluid.layers.elementwise_div(x, y)
+    """
+    return _elementwise("elementwise_div", x, y, axis, act, name)
+
+
+def elementwise_max(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """Elementwise ``max(x, y)``, with ``y`` broadcast onto ``x``.
+
+    Args:
+        x: the first operand; the output has its shape and dtype.
+        y: the second operand: the same shape as ``x``, or a shape that matches a run of ``x``'s
+            axes starting at ``axis`` (trailing size-1 axes of ``y`` are ignored).
+        axis: where ``y``'s axes start in ``x``; -1 aligns ``y`` with ``x``'s last axes.
+        act: an activation applied to the result (``"relu"``, ``"sigmoid"``, ...), or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
+        >>> upper = fluid.layers.elementwise_max(x, y)
+    """
+    return _elementwise("elementwise_max", x, y, axis, act, name)
+
+
+def elementwise_min(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """Elementwise ``min(x, y)``, with ``y`` broadcast onto ``x``.
+
+    Args:
+        x: the first operand; the output has its shape and dtype.
+        y: the second operand: the same shape as ``x``, or a shape that matches a run of ``x``'s
+            axes starting at ``axis`` (trailing size-1 axes of ``y`` are ignored).
+        axis: where ``y``'s axes start in ``x``; -1 aligns ``y`` with ``x``'s last axes.
+        act: an activation applied to the result (``"relu"``, ``"sigmoid"``, ...), or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
+        >>> lower = fluid.layers.elementwise_min(x, y)
+    """
+    return _elementwise("elementwise_min", x, y, axis, act, name)
+
+
+def elementwise_pow(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """Elementwise ``x ** y``, with ``y`` broadcast onto ``x``.
+
+    Args:
+        x: the first operand; the output has its shape and dtype.
+        y: the second operand: the same shape as ``x``, or a shape that matches a run of ``x``'s
+            axes starting at ``axis`` (trailing size-1 axes of ``y`` are ignored).
+        axis: where ``y``'s axes start in ``x``; -1 aligns ``y`` with ``x``'s last axes.
+        act: an activation applied to the result (``"relu"``, ``"sigmoid"``, ...), or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
+        >>> p = fluid.layers.elementwise_pow(x, y)
+    """
+    return _elementwise("elementwise_pow", x, y, axis, act, name)
+
+
+def elementwise_floordiv(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                         name: str | None = None) -> Variable:
+    """Elementwise ``x // y``, with ``y`` broadcast onto ``x``.
+
+    The quotient is truncated toward zero (C's division), for integers and floats alike, as in
+    Paddle 1.8's CPU kernel, where Python would floor. No gradient.
+
+    Args:
+        x: the first operand; the output has its shape and dtype.
+        y: the second operand: the same shape as ``x``, or a shape that matches a run of ``x``'s
+            axes starting at ``axis`` (trailing size-1 axes of ``y`` are ignored).
+        axis: where ``y``'s axes start in ``x``; -1 aligns ``y`` with ``x``'s last axes.
+        act: an activation applied to the result (``"relu"``, ``"sigmoid"``, ...), or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="int64")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="int64")
+        >>> q = fluid.layers.elementwise_floordiv(x, y)
+    """
+    return _elementwise("elementwise_floordiv", x, y, axis, act, name)
+
+
+def elementwise_mod(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """Elementwise ``x % y``, with ``y`` broadcast onto ``x``.
+
+    Integer inputs take the sign of ``x`` (C's ``%``), as Paddle 1.8's CPU kernel; floats take
+    Python's (the sign of ``y``). No gradient.
+
+    Args:
+        x: the first operand; the output has its shape and dtype.
+        y: the second operand: the same shape as ``x``, or a shape that matches a run of ``x``'s
+            axes starting at ``axis`` (trailing size-1 axes of ``y`` are ignored).
+        axis: where ``y``'s axes start in ``x``; -1 aligns ``y`` with ``x``'s last axes.
+        act: an activation applied to the result (``"relu"``, ``"sigmoid"``, ...), or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="int64")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="int64")
+        >>> r = fluid.layers.elementwise_mod(x, y)
+    """
+    return _elementwise("elementwise_mod", x, y, axis, act, name)
+
+
+def relu(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``max(x, 0)``.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.relu(x)
+    """
+    return _unary("relu", x, name)
+
+
+def sigmoid(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``1 / (1 + exp(-x))``.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.sigmoid(x)
+    """
+    return _unary("sigmoid", x, name)
+
+
+def tanh(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``tanh(x)``.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.tanh(x)
+    """
+    return _unary("tanh", x, name)
+
+
+def exp(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``exp(x)``.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.exp(x)
+    """
+    return _unary("exp", x, name)
+
+
+def log(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``ln(x)`` (NaN below 0, -inf at 0).
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.log(x)
+    """
+    return _unary("log", x, name)
+
+
+def sqrt(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``sqrt(x)``.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.sqrt(x)
+    """
+    return _unary("sqrt", x, name)
+
+
+def rsqrt(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``1 / sqrt(x)``.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.rsqrt(x)
+    """
+    return _unary("rsqrt", x, name)
+
+
+def square(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``x * x``.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.square(x)
+    """
+    return _unary("square", x, name)
+
+
+def abs(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``|x|`` (the gradient at 0 is 0).
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.abs(x)
+    """
+    return _unary("abs", x, name)
+
+
+def reciprocal(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``1 / x``.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.reciprocal(x)
+    """
+    return _unary("reciprocal", x, name)
+
+
+def softplus(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``ln(1 + exp(x))``.
+
+    Computed in Paddle 1.8's shifted form, so large inputs give ``x`` rather than overflowing.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.softplus(x)
+    """
+    return _unary("softplus", x, name)
+
+
+def softsign(x: Variable, name: str | None = None) -> Variable:
+    """Elementwise ``x / (1 + |x|)``.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.softsign(x)
+    """
+    return _unary("softsign", x, name)
 
 
 def gelu(x, approximate=False, name=None):

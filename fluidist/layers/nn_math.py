@@ -3,12 +3,15 @@ reductions, clip_by_norm, log_softmax / logsumexp, clamp, log1p, sign, sum, shap
 bmm / addmm / addcmul / dot / cross / dist, allclose, elementwise_equal, the random layers, and the
 model helpers mean_iou, fsp_matrix, continuous_value_model, merge_selected_rows,
 get_tensor_from_selected_rows."""
+from __future__ import annotations
+
 import sys
 
 import numpy as np
 
 from ..framework.dtypes import convert_dtype
 from ..framework.program import Variable
+from ..hints import Axes
 from .layer_helper import LayerHelper
 from ._build import check_var, int_list, one_op
 
@@ -20,21 +23,51 @@ __all__ = ["reduce_all", "reduce_any", "clip_by_norm", "log_softmax", "logsumexp
            "hash", "similarity_focus"]
 
 
-def _bool_reduce(op_type):
-    def layer(input, dim=None, keep_dim=False, name=None):
-        check_var(input, op_type, "input")
-        if dim is not None and not isinstance(dim, (list, tuple)):
-            dim = [dim]
-        attrs = {"dim": list(dim) if dim else [0], "keep_dim": bool(keep_dim),
-                 "reduce_all": dim is None or len(dim) == 0}
-        return one_op(op_type, {"X": input}, attrs, name=name)
-    layer.__name__ = op_type
-    layer.__doc__ = "Logical %s of a bool ``input`` over ``dim`` (all dimensions when None)." % op_type[7:]
-    return layer
+def _bool_reduce(op_type: str, input: Variable, dim: Axes | None, keep_dim: bool, name: str | None) -> Variable:
+    check_var(input, op_type, "input")
+    if dim is not None and not isinstance(dim, (list, tuple)):
+        dim = [dim]
+    attrs = {"dim": list(dim) if dim else [0], "keep_dim": bool(keep_dim), "reduce_all": dim is None or len(dim) == 0}
+    return one_op(op_type, {"X": input}, attrs, name=name)
 
 
-reduce_all = _bool_reduce("reduce_all")
-reduce_any = _bool_reduce("reduce_any")
+def reduce_all(input: Variable, dim: Axes | None = None, keep_dim: bool = False, name: str | None = None) -> Variable:
+    """Logical AND of a bool ``input`` along ``dim``.
+
+    Args:
+        input: a bool tensor.
+        dim: an axis or a list of axes; None or ``[]`` reduces over all.
+        keep_dim: keep the reduced axes with size 1.
+        name: the output's name (generated when None).
+
+    Returns:
+        A bool Variable.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> all_positive = fluid.layers.reduce_all(fluid.layers.greater_than(x, fluid.layers.zeros_like(x)))
+    """
+    return _bool_reduce("reduce_all", input, dim, keep_dim, name)
+
+
+def reduce_any(input: Variable, dim: Axes | None = None, keep_dim: bool = False, name: str | None = None) -> Variable:
+    """Logical OR of a bool ``input`` along ``dim``.
+
+    Args:
+        input: a bool tensor.
+        dim: an axis or a list of axes; None or ``[]`` reduces over all.
+        keep_dim: keep the reduced axes with size 1.
+        name: the output's name (generated when None).
+
+    Returns:
+        A bool Variable.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
+        >>> any_bigger = fluid.layers.reduce_any(fluid.layers.greater_than(x, y), dim=1)
+    """
+    return _bool_reduce("reduce_any", input, dim, keep_dim, name)
 
 
 def clip_by_norm(x, max_norm, name=None):
