@@ -248,8 +248,21 @@ def logical_not(x: Variable, out: Variable | None = None, name: str | None = Non
     return _logical("logical_not", x, None, out, name)
 
 
-def increment(x, value=1.0, in_place=True):
-    """``x + value`` by an ``increment`` op (into ``x`` itself when ``in_place``)."""
+def increment(x: Variable, value: float = 1.0, in_place: bool = True) -> Variable:
+    """``x + value`` by one ``increment`` op, typically a loop counter.
+
+    Args:
+        x: a tensor with one element.
+        value: the amount to add.
+        in_place: write the result into ``x`` itself (True) or into a new variable.
+
+    Returns:
+        ``x`` when ``in_place``, else the new Variable.
+
+    Example:
+        >>> i = fluid.layers.fill_constant(shape=[1], dtype="int64", value=0)
+        >>> i = fluid.layers.increment(i, value=1)
+    """
     _check_var(x, "increment", "x")
     helper = LayerHelper("increment")
     out = x if in_place else helper.create_variable_for_type_inference(dtype=x.dtype)

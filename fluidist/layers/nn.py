@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from functools import reduce
+from typing import Sequence
 
 from ..framework.variable import Variable
-from ..hints import Axes
+from ..hints import Axes, ParamAttrLike
 from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["fc", "mean", "mul", "matmul", "scale", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
@@ -19,9 +20,39 @@ def _check_var(x, layer, arg="input"):
     return check_variable(x, layer, arg)
 
 
-def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=None, name=None, is_test=False):
-    """Fully connected: ``mul`` per input (summed with ``sum`` when several), ``elementwise_add`` bias,
-    then the activation."""
+def fc(input: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 1, param_attr: ParamAttrLike = None,
+       bias_attr: ParamAttrLike = None, act: str | None = None, name: str | None = None,
+       is_test: bool = False) -> Variable:
+    """Fully connected layer: ``act(input @ W + b)``.
+
+    Each input is flattened to a matrix (its first ``num_flatten_dims`` axes become rows, the rest
+    columns) and multiplied by its own weight; with several inputs the products are summed. Builds
+    ``mul`` (and ``sum``), ``elementwise_add`` for the bias, then the activation op.
+
+    Args:
+        input: one Variable or a list of them.
+        size: the number of output features.
+        num_flatten_dims: how many leading axes of ``input`` are kept as rows; the output has shape
+            ``input.shape[:num_flatten_dims] + [size]``.
+        param_attr: the weight's attribute (one for all inputs, or a list with one per input).
+        bias_attr: the bias's attribute; ``False`` for no bias.
+        act: an activation name (``"relu"``, ``"softmax"``, ``"tanh"``, ...) or None.
+        name: the prefix of the parameters' names (generated when None).
+        is_test: accepted for Paddle's signature; fc behaves the same in training and inference.
+
+    Returns:
+        The output Variable, of ``input``'s dtype.
+
+    Raises:
+        ValueError: an input whose size after ``num_flatten_dims`` is unknown, or a ``param_attr``
+            list whose length differs from the number of inputs.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 13], dtype="float32")
+        >>> hidden = fluid.layers.fc(input=x, size=64, act="relu")
+        >>> hidden.shape
+        (-1, 64)
+    """
     helper = LayerHelper("fc", input=input, param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
     inputs = helper.multiple_input()
     attrs = helper.param_attr
@@ -62,11 +93,42 @@ def _unary(op_type, x, name=None, attrs=None, out_dtype=None):
     return out
 
 
-def mean(x, name=None):
+def mean(x: Variable, name: str | None = None) -> Variable:
+    """The mean of all elements of ``x``, a tensor of shape ``[1]``: the usual last step of a loss.
+
+    Args:
+        x: a float tensor of any shape.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of shape ``[1]``.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> avg = fluid.layers.mean(x)
+    """
     return _unary("mean", x, name)
 
 
-def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
+def mul(x: Variable, y: Variable, x_num_col_dims: int = 1, y_num_col_dims: int = 1,
+        name: str | None = None) -> Variable:
+    """Matrix product of ``x`` and ``y``, each flattened to a matrix first.
+
+    Args:
+        x: the left operand; its first ``x_num_col_dims`` axes become the rows.
+        y: the right operand; its first ``y_num_col_dims`` axes become the rows.
+        x_num_col_dims: how many leading axes of ``x`` form the rows.
+        y_num_col_dims: how many leading axes of ``y`` form the rows.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of shape ``x.shape[:x_num_col_dims] + y.shape[y_num_col_dims:]``.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> w = fluid.layers.create_parameter(shape=[4, 2], dtype="float32")
+        >>> out = fluid.layers.mul(x, w)
+    """
     helper = LayerHelper("mul", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("mul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
@@ -74,7 +136,26 @@ def mul(x, y, x_num_col_dims=1, y_num_col_dims=1, name=None):
     return out
 
 
-def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
+def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False, alpha: float = 1.0,
+           name: str | None = None) -> Variable:
+    """``alpha * x @ y``, batched over leading axes, with optional transposes of the last two axes.
+
+    Args:
+        x: a tensor of rank >= 1.
+        y: a tensor of rank >= 1; leading (batch) axes broadcast against ``x``'s.
+        transpose_x: transpose ``x``'s last two axes first.
+        transpose_y: transpose ``y``'s last two axes first.
+        alpha: a scale applied to the product.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``x``'s dtype.
+
+    Example:
+        >>> q = fluid.data(name="q", shape=[None, 5, 8], dtype="float32")
+        >>> k = fluid.data(name="k", shape=[None, 5, 8], dtype="float32")
+        >>> scores = fluid.layers.matmul(q, k, transpose_y=True, alpha=8 ** -0.5)
+    """
     helper = LayerHelper("matmul", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
@@ -82,7 +163,27 @@ def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
     return out
 
 
-def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
+def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True,
+          act: str | None = None, name: str | None = None) -> Variable:
+    """``scale * x + bias`` (or ``scale * (x + bias)``), then an optional activation.
+
+    Paddle 1.8 also takes ``scale`` as a Variable; fluidist takes a number.
+
+    Args:
+        x: a tensor of any shape.
+        scale: the factor.
+        bias: the offset.
+        bias_after_scale: add ``bias`` after scaling (True) or before (False).
+        act: an activation name, or None.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> y = fluid.layers.scale(x, scale=2.0, bias=1.0)
+    """
     helper = LayerHelper("scale", name=name, act=act)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("scale", inputs={"X": [x]}, outputs={"Out": [out]},
@@ -620,38 +721,169 @@ def softsign(x: Variable, name: str | None = None) -> Variable:
     return _unary("softsign", x, name)
 
 
-def gelu(x, approximate=False, name=None):
-    """``x * Phi(x)`` (Phi the standard normal CDF), or its tanh approximation with ``approximate``."""
+def gelu(x: Variable, approximate: bool = False, name: str | None = None) -> Variable:
+    """Elementwise ``x * Phi(x)``, Phi the standard normal CDF.
+
+    Args:
+        x: a float tensor.
+        approximate: use the tanh approximation instead of ``erf``.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.gelu(x)
+    """
     return _unary("gelu", x, name, {"approximate": bool(approximate)})
 
 
-def leaky_relu(x, alpha=0.02, name=None):
+def leaky_relu(x: Variable, alpha: float = 0.02, name: str | None = None) -> Variable:
+    """Elementwise ``x`` where positive, ``alpha * x`` elsewhere.
+
+    Args:
+        x: a float tensor.
+        alpha: the slope below zero.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.leaky_relu(x, alpha=0.1)
+    """
     return _unary("leaky_relu", x, name, {"alpha": float(alpha)})
 
 
-def elu(x, alpha=1.0, name=None):
+def elu(x: Variable, alpha: float = 1.0, name: str | None = None) -> Variable:
+    """Elementwise ``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere.
+
+    Args:
+        x: a float tensor.
+        alpha: the scale of the negative part.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.elu(x)
+    """
     return _unary("elu", x, name, {"alpha": float(alpha)})
 
 
-def relu6(x, threshold=6.0, name=None):
+def relu6(x: Variable, threshold: float = 6.0, name: str | None = None) -> Variable:
+    """Elementwise ``min(max(x, 0), threshold)``.
+
+    Args:
+        x: a float tensor.
+        threshold: the upper bound.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.relu6(x)
+    """
     return _unary("relu6", x, name, {"threshold": float(threshold)})
 
 
-def swish(x, beta=1.0, name=None):
+def swish(x: Variable, beta: float = 1.0, name: str | None = None) -> Variable:
+    """Elementwise ``x * sigmoid(beta * x)``.
+
+    Args:
+        x: a float tensor.
+        beta: the slope inside the sigmoid.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.swish(x)
+    """
     return _unary("swish", x, name, {"beta": float(beta)})
 
 
-def hard_sigmoid(x, slope=0.2, offset=0.5, name=None):
+def hard_sigmoid(x: Variable, slope: float = 0.2, offset: float = 0.5, name: str | None = None) -> Variable:
+    """Elementwise ``clip(slope * x + offset, 0, 1)``, a piecewise-linear sigmoid.
+
+    Args:
+        x: a float tensor.
+        slope: the slope of the linear part.
+        offset: the value at 0.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.hard_sigmoid(x)
+    """
     return _unary("hard_sigmoid", x, name, {"slope": float(slope), "offset": float(offset)})
 
 
-def clip(x, min, max, name=None):
+def clip(x: Variable, min: float, max: float, name: str | None = None) -> Variable:
+    """Elementwise ``x`` limited to ``[min, max]``; the gradient passes only inside the range.
+
+    Args:
+        x: a float tensor.
+        min: the lower bound.
+        max: the upper bound.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.clip(x, min=-1.0, max=1.0)
+    """
     return _unary("clip", x, name, {"min": float(min), "max": float(max)})
 
 
-def pow(x, factor=1.0, name=None):
+def pow(x: Variable, factor: float = 1.0, name: str | None = None) -> Variable:
+    """Elementwise ``x ** factor``.
+
+    Args:
+        x: a float tensor.
+        factor: the exponent, a number (Paddle 1.8 also takes a Variable; fluidist does not).
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.pow(x, factor=2.0)
+    """
     return _unary("pow", x, name, {"factor": float(factor)})
 
 
-def softmax(input, use_cudnn=False, name=None, axis=-1):
+def softmax(input: Variable, use_cudnn: bool = False, name: str | None = None, axis: int = -1) -> Variable:
+    """``exp(x) / sum(exp(x))`` along ``axis``.
+
+    As in Paddle 1.8's CPU kernel, the logits are shifted by their maximum and clipped at -64 before
+    the exponential, so no output is exactly 0.
+
+    Args:
+        input: a float tensor.
+        use_cudnn: accepted for Paddle's signature; ignored.
+        name: the output's name (generated when None).
+        axis: the axis to normalise over.
+
+    Returns:
+        A Variable with ``input``'s shape and dtype; it sums to 1 along ``axis``.
+
+    Example:
+        >>> logits = fluid.data(name="logits", shape=[None, 10], dtype="float32")
+        >>> probs = fluid.layers.softmax(logits)
+    """
     return _unary("softmax", input, name, {"axis": axis})

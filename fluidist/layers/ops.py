@@ -209,25 +209,74 @@ def _attrs(**kw):
     return {k: v for k, v in kw.items() if v is not None}
 
 
-def softshrink(x, alpha=None):
-    """``x - alpha`` above ``alpha``, ``x + alpha`` below ``-alpha``, 0 between (op attr ``lambda``,
-    default 0.5)."""
+def softshrink(x: Variable, alpha: float | None = None) -> Variable:
+    """Elementwise soft shrinkage: ``x - alpha`` above ``alpha``, ``x + alpha`` below ``-alpha``, 0 between.
+
+    Args:
+        x: a float tensor.
+        alpha: the threshold (the op's ``lambda`` attr); None means 0.5.
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.softshrink(x, alpha=0.3)
+    """
     return _unary("softshrink", x, None, _attrs(**{"lambda": None if alpha is None else float(alpha)}))
 
 
-def hard_shrink(x, threshold=None):
-    """``x`` where ``|x| > threshold`` (default 0.5), else 0."""
+def hard_shrink(x: Variable, threshold: float | None = None) -> Variable:
+    """Elementwise hard shrinkage: ``x`` where ``|x| > threshold``, else 0.
+
+    Args:
+        x: a float tensor.
+        threshold: the threshold; None means 0.5.
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.hard_shrink(x)
+    """
     return _unary("hard_shrink", x, None, _attrs(threshold=None if threshold is None else float(threshold)))
 
 
-def thresholded_relu(x, threshold=None):
-    """``x`` where ``x > threshold`` (default 1.0), else 0."""
+def thresholded_relu(x: Variable, threshold: float | None = None) -> Variable:
+    """Elementwise ``x`` where ``x > threshold``, else 0.
+
+    Args:
+        x: a float tensor.
+        threshold: the threshold; None means 1.0.
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.thresholded_relu(x, threshold=0.5)
+    """
     return _unary("thresholded_relu", x, None, _attrs(threshold=None if threshold is None else float(threshold)))
 
 
-def cumsum(x, axis=None, exclusive=None, reverse=None):
-    """Cumulative sum along ``axis`` (default -1); ``exclusive`` leaves each element out of its own
-    sum, ``reverse`` sums from the end."""
+def cumsum(x: Variable, axis: int | None = None, exclusive: bool | None = None,
+           reverse: bool | None = None) -> Variable:
+    """Cumulative sum along ``axis``.
+
+    Args:
+        x: a tensor.
+        axis: the axis to sum along; None means -1 (the last).
+        exclusive: leave each element out of its own sum (the first output is 0).
+        reverse: sum from the end toward the start.
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Example:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> running = fluid.layers.cumsum(x, axis=1)
+    """
     helper = LayerHelper("cumsum")
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("cumsum", inputs={"X": [x]}, outputs={"Out": [out]},
