@@ -138,7 +138,7 @@ class Executor:
                 provides (the message names the variable and the op).
             TypeError: a feed or fetch_list of the wrong kind (the message names the entry).
 
-        Example:
+        Examples:
             >>> main, startup = fluid.Program(), fluid.Program()
             >>> with fluid.program_guard(main, startup):
             ...     x = fluid.data(name="x", shape=[None, 2], dtype="float32")

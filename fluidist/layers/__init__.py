@@ -1,4 +1,4 @@
-"""``fluidist.layers``: what users call to build graphs."""
+"""``fluid.layers``: the layers a script calls to build a program, all reachable as ``fluid.layers.NAME``."""
 from .io import (create_py_reader_by_data, data, double_buffer, layers_data, load, py_reader,  # noqa: F401
                  read_file)
 from .nn import *  # noqa: F401,F403

@@ -39,7 +39,7 @@ def less_than(x: Variable, y: Variable, force_cpu: bool | None = None, cond: Var
     Returns:
         A bool Variable (``cond`` when given).
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> mask = fluid.layers.less_than(x, y)
@@ -61,7 +61,7 @@ def less_equal(x: Variable, y: Variable, force_cpu: bool | None = None, cond: Va
     Returns:
         A bool Variable (``cond`` when given).
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> mask = fluid.layers.less_equal(x, y)
@@ -83,7 +83,7 @@ def greater_than(x: Variable, y: Variable, force_cpu: bool | None = None, cond: 
     Returns:
         A bool Variable (``cond`` when given).
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> mask = fluid.layers.greater_than(x, y)
@@ -105,7 +105,7 @@ def greater_equal(x: Variable, y: Variable, force_cpu: bool | None = None, cond:
     Returns:
         A bool Variable (``cond`` when given).
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> mask = fluid.layers.greater_equal(x, y)
@@ -127,7 +127,7 @@ def equal(x: Variable, y: Variable, force_cpu: bool | None = None, cond: Variabl
     Returns:
         A bool Variable (``cond`` when given).
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> mask = fluid.layers.equal(x, y)
@@ -149,7 +149,7 @@ def not_equal(x: Variable, y: Variable, force_cpu: bool | None = None, cond: Var
     Returns:
         A bool Variable (``cond`` when given).
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> mask = fluid.layers.not_equal(x, y)
@@ -182,7 +182,7 @@ def logical_and(x: Variable, y: Variable, out: Variable | None = None, name: str
     Returns:
         A bool Variable (``out`` when given).
 
-    Example:
+    Examples:
         >>> a = fluid.data(name="a", shape=[None, 3], dtype="bool")
         >>> b = fluid.data(name="b", shape=[None, 3], dtype="bool")
         >>> c = fluid.layers.logical_and(a, b)
@@ -202,7 +202,7 @@ def logical_or(x: Variable, y: Variable, out: Variable | None = None, name: str 
     Returns:
         A bool Variable (``out`` when given).
 
-    Example:
+    Examples:
         >>> a = fluid.data(name="a", shape=[None, 3], dtype="bool")
         >>> b = fluid.data(name="b", shape=[None, 3], dtype="bool")
         >>> c = fluid.layers.logical_or(a, b)
@@ -222,7 +222,7 @@ def logical_xor(x: Variable, y: Variable, out: Variable | None = None, name: str
     Returns:
         A bool Variable (``out`` when given).
 
-    Example:
+    Examples:
         >>> a = fluid.data(name="a", shape=[None, 3], dtype="bool")
         >>> b = fluid.data(name="b", shape=[None, 3], dtype="bool")
         >>> c = fluid.layers.logical_xor(a, b)
@@ -241,7 +241,7 @@ def logical_not(x: Variable, out: Variable | None = None, name: str | None = Non
     Returns:
         A bool Variable (``out`` when given).
 
-    Example:
+    Examples:
         >>> a = fluid.data(name="a", shape=[None, 3], dtype="bool")
         >>> not_a = fluid.layers.logical_not(a)
     """
@@ -259,7 +259,7 @@ def increment(x: Variable, value: float = 1.0, in_place: bool = True) -> Variabl
     Returns:
         ``x`` when ``in_place``, else the new Variable.
 
-    Example:
+    Examples:
         >>> i = fluid.layers.fill_constant(shape=[1], dtype="int64", value=0)
         >>> i = fluid.layers.increment(i, value=1)
     """

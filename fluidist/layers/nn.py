@@ -47,7 +47,7 @@ def fc(input: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 
         ValueError: an input whose size after ``num_flatten_dims`` is unknown, or a ``param_attr``
             list whose length differs from the number of inputs.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 13], dtype="float32")
         >>> hidden = fluid.layers.fc(input=x, size=64, act="relu")
         >>> hidden.shape
@@ -103,7 +103,7 @@ def mean(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable of shape ``[1]``.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> avg = fluid.layers.mean(x)
     """
@@ -124,7 +124,7 @@ def mul(x: Variable, y: Variable, x_num_col_dims: int = 1, y_num_col_dims: int =
     Returns:
         A Variable of shape ``x.shape[:x_num_col_dims] + y.shape[y_num_col_dims:]``.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> w = fluid.layers.create_parameter(shape=[4, 2], dtype="float32")
         >>> out = fluid.layers.mul(x, w)
@@ -151,7 +151,7 @@ def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: boo
     Returns:
         A Variable of ``x``'s dtype.
 
-    Example:
+    Examples:
         >>> q = fluid.data(name="q", shape=[None, 5, 8], dtype="float32")
         >>> k = fluid.data(name="k", shape=[None, 5, 8], dtype="float32")
         >>> scores = fluid.layers.matmul(q, k, transpose_y=True, alpha=8 ** -0.5)
@@ -180,7 +180,7 @@ def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.layers.scale(x, scale=2.0, bias=1.0)
     """
@@ -210,7 +210,7 @@ def reduce_sum(input: Variable, dim: Axes | None = None, keep_dim: bool = False,
     Returns:
         A Variable of ``input``'s dtype; with no axes left it has shape ``[1]``.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> row_sums = fluid.layers.reduce_sum(x, dim=1)
     """
@@ -229,7 +229,7 @@ def reduce_mean(input: Variable, dim: Axes | None = None, keep_dim: bool = False
     Returns:
         A Variable of ``input``'s dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> loss = fluid.layers.reduce_mean(x)
     """
@@ -248,7 +248,7 @@ def reduce_max(input: Variable, dim: Axes | None = None, keep_dim: bool = False,
     Returns:
         A Variable of ``input``'s dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> biggest = fluid.layers.reduce_max(x, dim=-1, keep_dim=True)
     """
@@ -267,7 +267,7 @@ def reduce_min(input: Variable, dim: Axes | None = None, keep_dim: bool = False,
     Returns:
         A Variable of ``input``'s dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> smallest = fluid.layers.reduce_min(x, dim=0)
     """
@@ -286,7 +286,7 @@ def reduce_prod(input: Variable, dim: Axes | None = None, keep_dim: bool = False
     Returns:
         A Variable of ``input``'s dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> p = fluid.layers.reduce_prod(x, dim=[0, 1])
     """
@@ -317,7 +317,7 @@ def elementwise_add(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> sum = fluid.layers.elementwise_add(x, y)
@@ -340,7 +340,7 @@ def elementwise_sub(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> diff = fluid.layers.elementwise_sub(x, y)
@@ -363,7 +363,7 @@ def elementwise_mul(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> prod = fluid.layers.elementwise_mul(x, y)
@@ -386,7 +386,7 @@ def elementwise_div(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> ratio = fluid.layers.elementwise_div(x, y)
@@ -409,7 +409,7 @@ def elementwise_max(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> upper = fluid.layers.elementwise_max(x, y)
@@ -432,7 +432,7 @@ def elementwise_min(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> lower = fluid.layers.elementwise_min(x, y)
@@ -455,7 +455,7 @@ def elementwise_pow(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> p = fluid.layers.elementwise_pow(x, y)
@@ -481,7 +481,7 @@ def elementwise_floordiv(x: Variable, y: Variable, axis: int = -1, act: str | No
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="int64")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="int64")
         >>> q = fluid.layers.elementwise_floordiv(x, y)
@@ -507,7 +507,7 @@ def elementwise_mod(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="int64")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="int64")
         >>> r = fluid.layers.elementwise_mod(x, y)
@@ -525,7 +525,7 @@ def relu(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.relu(x)
     """
@@ -542,7 +542,7 @@ def sigmoid(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.sigmoid(x)
     """
@@ -559,7 +559,7 @@ def tanh(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.tanh(x)
     """
@@ -576,7 +576,7 @@ def exp(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.exp(x)
     """
@@ -593,7 +593,7 @@ def log(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.log(x)
     """
@@ -610,7 +610,7 @@ def sqrt(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.sqrt(x)
     """
@@ -627,7 +627,7 @@ def rsqrt(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.rsqrt(x)
     """
@@ -644,7 +644,7 @@ def square(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.square(x)
     """
@@ -661,7 +661,7 @@ def abs(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.abs(x)
     """
@@ -678,7 +678,7 @@ def reciprocal(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.reciprocal(x)
     """
@@ -697,7 +697,7 @@ def softplus(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.softplus(x)
     """
@@ -714,7 +714,7 @@ def softsign(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.softsign(x)
     """
@@ -732,7 +732,7 @@ def gelu(x: Variable, approximate: bool = False, name: str | None = None) -> Var
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.gelu(x)
     """
@@ -750,7 +750,7 @@ def leaky_relu(x: Variable, alpha: float = 0.02, name: str | None = None) -> Var
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.leaky_relu(x, alpha=0.1)
     """
@@ -768,7 +768,7 @@ def elu(x: Variable, alpha: float = 1.0, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.elu(x)
     """
@@ -786,7 +786,7 @@ def relu6(x: Variable, threshold: float = 6.0, name: str | None = None) -> Varia
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.relu6(x)
     """
@@ -804,7 +804,7 @@ def swish(x: Variable, beta: float = 1.0, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.swish(x)
     """
@@ -823,7 +823,7 @@ def hard_sigmoid(x: Variable, slope: float = 0.2, offset: float = 0.5, name: str
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.hard_sigmoid(x)
     """
@@ -842,7 +842,7 @@ def clip(x: Variable, min: float, max: float, name: str | None = None) -> Variab
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.clip(x, min=-1.0, max=1.0)
     """
@@ -860,7 +860,7 @@ def pow(x: Variable, factor: float = 1.0, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.pow(x, factor=2.0)
     """
@@ -882,7 +882,7 @@ def softmax(input: Variable, use_cudnn: bool = False, name: str | None = None, a
     Returns:
         A Variable with ``input``'s shape and dtype; it sums to 1 along ``axis``.
 
-    Example:
+    Examples:
         >>> logits = fluid.data(name="logits", shape=[None, 10], dtype="float32")
         >>> probs = fluid.layers.softmax(logits)
     """

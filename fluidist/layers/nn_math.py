@@ -43,7 +43,7 @@ def reduce_all(input: Variable, dim: Axes | None = None, keep_dim: bool = False,
     Returns:
         A bool Variable.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> all_positive = fluid.layers.reduce_all(fluid.layers.greater_than(x, fluid.layers.zeros_like(x)))
     """
@@ -62,7 +62,7 @@ def reduce_any(input: Variable, dim: Axes | None = None, keep_dim: bool = False,
     Returns:
         A bool Variable.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.data(name="y", shape=[None, 3], dtype="float32")
         >>> any_bigger = fluid.layers.reduce_any(fluid.layers.greater_than(x, y), dim=1)

@@ -21,7 +21,7 @@ def logsigmoid(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.logsigmoid(x)
     """
@@ -38,7 +38,7 @@ def atan(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.atan(x)
     """
@@ -55,7 +55,7 @@ def tanh_shrink(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.tanh_shrink(x)
     """
@@ -74,7 +74,7 @@ def ceil(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.ceil(x)
     """
@@ -93,7 +93,7 @@ def floor(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.floor(x)
     """
@@ -110,7 +110,7 @@ def cos(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.cos(x)
     """
@@ -127,7 +127,7 @@ def acos(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.acos(x)
     """
@@ -144,7 +144,7 @@ def asin(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.asin(x)
     """
@@ -161,7 +161,7 @@ def sin(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.sin(x)
     """
@@ -180,7 +180,7 @@ def round(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.round(x)
     """
@@ -197,7 +197,7 @@ def erf(x: Variable, name: str | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.erf(x)
     """
@@ -219,7 +219,7 @@ def softshrink(x: Variable, alpha: float | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.softshrink(x, alpha=0.3)
     """
@@ -236,7 +236,7 @@ def hard_shrink(x: Variable, threshold: float | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.hard_shrink(x)
     """
@@ -253,7 +253,7 @@ def thresholded_relu(x: Variable, threshold: float | None = None) -> Variable:
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.thresholded_relu(x, threshold=0.5)
     """
@@ -273,7 +273,7 @@ def cumsum(x: Variable, axis: int | None = None, exclusive: bool | None = None,
     Returns:
         A Variable with ``x``'s shape and dtype.
 
-    Example:
+    Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> running = fluid.layers.cumsum(x, axis=1)
     """
