@@ -43,7 +43,7 @@ class DataFeeder:
     def feed(self, iterable: Iterable[Sequence[Any]]) -> dict[str, Any]:
         """The feed dict of one batch: ``{variable name: array or LoDTensor}``. A sample with the wrong
         number of fields is an error naming the sample and the variables."""
-        columns = [[] for _ in self.feed_vars]
+        columns: list[list[Any]] = [[] for _ in self.feed_vars]
         for i, sample in enumerate(iterable):
             if len(sample) != len(self.feed_vars):
                 raise ValueError("DataFeeder: sample %d has %d fields for %d feed variables (%s)"

@@ -13,7 +13,7 @@ __all__ = ["draw_graph", "GRAPH_STYLE", "OP_STYLE", "VAR_STYLE"]
 
 GRAPH_STYLE = {"rankdir": "TB", "fontname": "Helvetica"}
 OP_STYLE = {"fontname": "Helvetica"}
-VAR_STYLE = {}
+VAR_STYLE: dict = {}
 
 _ids = itertools.count()
 

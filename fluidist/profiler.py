@@ -45,9 +45,9 @@ _STATES = ("CPU", "GPU", "All")
 _SORT_KEYS = (None, "calls", "total", "max", "min", "ave")
 
 _lock = threading.Lock()
-_stats = {}          # (op type, op_role) -> [calls, total s, min s, max s]
+_stats: dict = {}    # (op type, op_role) -> [calls, total s, min s, max s]
 _MAX_EVENTS = 200000
-_events = collections.deque(maxlen=_MAX_EVENTS)   # (op type, op_role, start, seconds), the latest ones
+_events: collections.deque = collections.deque(maxlen=_MAX_EVENTS)   # (op type, op_role, start, seconds), the latest ones
 _active_state = None
 
 

@@ -109,8 +109,8 @@ class BlockingQueue:
 # ---------------------------------------------------------------- readers of this process, by name
 # A program names its reader variables; the Python objects feeding them (py_reader, DataLoader,
 # PyReader) register their queue here under the queue's name and every reader variable reading it.
-_queues = {}     # queue name -> BlockingQueue
-_readers = {}    # reader variable name -> (queue name, [(shape, dtype, lod_level)] of its outputs)
+_queues: dict = {}     # queue name -> BlockingQueue
+_readers: dict = {}    # reader variable name -> (queue name, [(shape, dtype, lod_level)] of its outputs)
 _lock = threading.Lock()
 
 

@@ -205,7 +205,7 @@ class WorkerExchange:
             self.early.setdefault((r, sender), (head.get("meta"), msg[1:]))
 
 
-_exchanges = {}
+_exchanges: dict = {}
 
 
 def exchange_for(rank, endpoints):

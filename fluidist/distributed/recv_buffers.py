@@ -18,7 +18,7 @@ from ..core.tensor import SelectedRows
 from . import shm_payload
 
 _DIST_ROLE = 0x0008          # OpRole.Dist
-_plans = weakref.WeakKeyDictionary()   # op -> (program version, {out name: (concat out, row offset, rows)})
+_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # op -> (program version, {out name: (concat out, row offset, rows)})
 
 
 def _static_rows(block, name):

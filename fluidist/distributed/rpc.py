@@ -55,7 +55,7 @@ class PeerLost(RPCError):
     """The connection to a pserver was lost while a request waited, or the pserver is dead."""
 
 
-_lost_hooks = []
+_lost_hooks: list = []
 
 
 def on_peer_lost(callback):

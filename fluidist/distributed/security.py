@@ -116,8 +116,8 @@ def _check_strength(secret, where):
 
 
 _cache_lock = threading.Lock()
-_cache = {}
-_warned = set()
+_cache: dict = {}
+_warned: set = set()
 
 
 def job_secret(env=None):
@@ -181,7 +181,7 @@ def _keypair(secret, role):
     return zmq.curve_public(secret_key), secret_key
 
 
-_key_cache = {}
+_key_cache: dict = {}
 
 
 def keys(role, secret=None):
@@ -290,7 +290,7 @@ class _ZapHandler:
 
 
 _zap_lock = threading.Lock()
-_zap = {}    # id(context) -> (context, handler), per process
+_zap: dict = {}    # id(context) -> (context, handler), per process
 
 
 def _zap_handler(ctx):

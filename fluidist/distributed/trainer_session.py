@@ -17,9 +17,9 @@ from . import rpc
 logger = logging.getLogger("fluidist.distributed.trainer_session")
 NOTICE_TIMEOUT = 2.0                          # seconds each other pserver gets to take the notice
 
-_steps = {}                                   # (endpoint, trainer id) -> send_barriers sent
+_steps: dict = {}                             # (endpoint, trainer id) -> send_barriers sent
 _steps_lock = threading.Lock()
-_close_targets = weakref.WeakKeyDictionary()  # executor -> {(endpoint, trainer id)} to notify
+_close_targets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {(endpoint, trainer id)} to notify
 
 
 def remember(executor, endpoints, trainer_id):
@@ -95,7 +95,7 @@ def _complete_at_exit():
         logger.warning("could not tell the pservers this trainer is done at exit: %s", e)
 
 
-_fetched = {}                                 # (endpoint, trainer id) -> step of its last answered recv
+_fetched: dict = {}                           # (endpoint, trainer id) -> step of its last answered recv
 
 
 def mark_fetched(pairs):

@@ -142,7 +142,7 @@ class CompiledProgram:
             if not isinstance(share_vars_from, CompiledProgram) or not share_vars_from._data_parallel:
                 raise ValueError("share_vars_from must be a data-parallel CompiledProgram")
         self._data_parallel = True
-        self._loss_name = loss_name.name if hasattr(loss_name, "name") else loss_name
+        self._loss_name = getattr(loss_name, "name", loss_name)
         self._build_strategy = build_strategy or self._build_strategy or BuildStrategy()
         self._exec_strategy = exec_strategy or ExecutionStrategy()
         self._share_vars_from = share_vars_from

@@ -85,8 +85,8 @@ class Executor:
     def __init__(self, place: CPUPlace | CUDAPlace | None = None) -> None:
         self.place = place if place is not None else default_place()
         self._closed = False
-        self._plans = weakref.WeakKeyDictionary()
-        self._close_hooks = []
+        self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._close_hooks: list = []
         _executors.add(self)
 
     # ------------------------------------------------------------------ planning

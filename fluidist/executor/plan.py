@@ -15,7 +15,7 @@ from ..framework import registry
 # set_kernel_wrapper(f): plans call f(kernel, op) -> kernel for each op (the profiler's timing); None:
 # plans hold the plain kernels (no cost). Setting it drops the cached plans of every live executor.
 _kernel_hook = None
-_executors = weakref.WeakSet()
+_executors: weakref.WeakSet = weakref.WeakSet()
 
 
 def set_kernel_wrapper(wrapper):

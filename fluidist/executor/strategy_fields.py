@@ -26,7 +26,7 @@ import warnings
 from dataclasses import dataclass
 
 # field -> (Paddle's default, why it changes nothing here)
-NO_EFFECT_BUILD = {
+NO_EFFECT_BUILD: dict = {
     "fuse_broadcast_ops": (True, "nothing is broadcast: every place updates its own parameters"),
     "fuse_elewise_add_act_ops": (False, "fluidist runs no graph fusion passes"),
     "fuse_all_optimizer_ops": (False, "fluidist runs no graph fusion passes"),
@@ -53,7 +53,7 @@ NO_EFFECT_EXEC = {
     "_dry_run": (False, "programs always run"),
 }
 
-_warned = set()
+_warned: set = set()
 
 
 def _warn_once(owner, field, value, why):

@@ -16,6 +16,7 @@ is not supported. The trainer runtime configuration (the ``FLAGS_communicator_*`
 for user code that reads or sets it, but nothing in fluidist uses it.
 """
 import os
+from typing import Optional
 
 from ..executor.compiler import BuildStrategy, ExecutionStrategy
 from ..transpiler.config import DistributeTranspilerConfig, DistributedMode, ServerRuntimeConfig
@@ -108,7 +109,7 @@ class PSDistributedStrategy:
     the server runtime config and the execution/build strategies (Paddle's ``DistributedStrategy``
     of ``parameter_server.distribute_transpiler.distributed_strategy``)."""
 
-    mode = None
+    mode: Optional[int] = None
 
     def __init__(self):
         self._program_config = DistributeTranspilerConfig()

@@ -1,6 +1,8 @@
 """Pieces of the lossless JSON form of a Program (``Program.to_json`` / ``Program.from_json``):
 attr values (Blocks as ``{"__block__": idx}``) and the objects hung on Parameters (regularizers,
 clip attrs), written through the small class registry below. Imports nothing of the IR."""
+from typing import Dict, TypeVar
+
 from .. import bounded_json
 
 FORMAT_VERSION = 1
@@ -9,10 +11,11 @@ PROGRAM_FIELDS = ("_is_distributed", "_is_chief", "_endpoints", "_ps_endpoint", 
                    "_nccl_comm_num", "_use_hierarchical_allreduce",
                    "_hierarchical_allreduce_inter_nranks", "_distributed_lookup_table")
 
-_CLASSES = {}
+_CLASSES: Dict[str, type] = {}
+_C = TypeVar("_C", bound=type)
 
 
-def serializable(cls):
+def serializable(cls: _C) -> _C:
     """Class decorator: instances round-trip through JSON by their ``__dict__`` of plain values."""
     _CLASSES[cls.__name__] = cls
     return cls

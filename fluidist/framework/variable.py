@@ -2,6 +2,8 @@
 gradient-name conventions."""
 from __future__ import annotations
 
+from typing import Any, Optional, Sequence, Tuple
+
 import numpy as np
 
 from . import unique_name
@@ -38,11 +40,47 @@ def _shape_tuple(shape):
 
 
 class Variable:
-    """A named, typed slot of a Block. Values live in a Scope, not here."""
+    """A named, typed slot of a Block: what layers take and return. Values live in a Scope, not here.
 
-    def __init__(self, block, name=None, shape=None, dtype=None, type=VarType.LOD_TENSOR,
-                 lod_level=0, persistable=False, stop_gradient=False, is_data=False,
-                 need_check_feed=False, error_clip=None, **kwargs):
+    Scripts do not make Variables directly: ``fluid.data`` declares an input, layers return their
+    outputs, ``Block.create_var`` adds one by hand. A Variable holds what the program knows before it
+    runs (name, shape with -1 for sizes known at run time, dtype, LoD level); its value is read with
+    ``Executor.run(fetch_list=[var])`` or ``scope.find_var(var.name)``. Arithmetic and comparison
+    operators (``a + b``, ``a * 2``, ``a < b``) build the matching elementwise ops.
+
+    Attributes:
+        name: the unique name in its program (the key of its value in a Scope).
+        shape: a tuple of ints, -1 where the size is known only at run time; None when unknown.
+        dtype: the NumPy dtype name (``"float32"``, ``"int64"``, ...).
+        type: the kind of value (``VarType.LOD_TENSOR``, ``SELECTED_ROWS``, ``LOD_TENSOR_ARRAY``, ...).
+        lod_level: how many levels of sequence offsets (LoD) its value carries.
+        persistable: kept in the scope across runs (parameters, optimizer state, counters).
+        stop_gradient: no gradient flows back through it.
+        block: the Block that declares it.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> x.name, x.shape, x.dtype
+        ('x', (-1, 3), 'float32')
+        >>> y = x * 2.0 + 1.0
+    """
+
+    name: str
+    shape: Optional[Tuple[int, ...]]
+    dtype: Optional[str]
+    type: str
+    lod_level: int
+    persistable: bool
+    stop_gradient: bool
+    is_data: bool
+    need_check_feed: bool
+    error_clip: Any
+    block: Any
+
+    def __init__(self, block: Any, name: Optional[str] = None, shape: Optional[Sequence[Optional[int]]] = None,
+                 dtype: Any = None, type: str = VarType.LOD_TENSOR, lod_level: int = 0, persistable: bool = False,
+                 stop_gradient: bool = False, is_data: bool = False, need_check_feed: bool = False,
+                 error_clip: Any = None, **kwargs: Any) -> None:
         # straight into __dict__: a new variable changes no program yet (create_var bumps the version)
         self.__dict__.update(
             block=block,

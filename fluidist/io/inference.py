@@ -145,12 +145,15 @@ def load_inference_model(dirname: str | None, executor: Executor, model_filename
         if params_filename is None or model_filename is None:
             raise ValueError("with dirname=None, model_filename and params_filename must hold the bytes of the "
                              "program and of the parameters")
+        if not isinstance(model_filename, (bytes, bytearray)):
+            raise TypeError("with dirname=None, model_filename must hold the program's bytes, got %r"
+                            % type(model_filename).__name__)
         blob, where = bytes(model_filename), "<model bytes>"
     else:
         if not os.path.isdir(dirname):
             raise ValueError("there is no directory named %r" % dirname)
-        model_basename = os.path.basename(model_filename) if model_filename else MODEL_FILE
-        params_filename = os.path.basename(params_filename) if params_filename else None
+        model_basename = os.path.basename(os.fsdecode(model_filename)) if model_filename else MODEL_FILE
+        params_filename = os.path.basename(os.fsdecode(params_filename)) if params_filename else None
         where = os.path.join(dirname, model_basename)
         if not os.path.exists(where):
             raise FileNotFoundError("no inference model at %s (written by save_inference_model)" % where)

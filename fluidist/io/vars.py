@@ -290,8 +290,8 @@ def load_params(executor, dirname, main_program=None, filename=None, scope=None)
     load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope)
 
 
-def load_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
-                      filename: str | None = None, scope: Scope | None = None) -> None:
+def load_persistables(executor: Executor, dirname: str | None, main_program: Program | None = None,
+                      filename: str | bytes | None = None, scope: Scope | None = None) -> None:
     """Load every persistable variable of ``main_program`` (saved by ``save_persistables``, by fluidist
     or by Paddle: the format is detected) into ``scope``."""
     load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope)

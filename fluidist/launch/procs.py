@@ -83,7 +83,7 @@ class _LogEcho:
 # The launcher's --log_level, passed to the children as FLUIDIST_LOG_LEVEL (None: the environment's own)
 CHILD_LOG_LEVEL = None
 # The job secret's variables for the children (secret.child_security_env; None values are removed)
-CHILD_SECURITY = {}
+CHILD_SECURITY: dict = {}
 
 
 def child_base_env():

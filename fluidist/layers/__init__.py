@@ -1,5 +1,5 @@
 """``fluid.layers``: the layers a script calls to build a program, all reachable as ``fluid.layers.NAME``."""
-from .io import (create_py_reader_by_data, data, double_buffer, layers_data, load, py_reader,  # noqa: F401
+from .io import (create_py_reader_by_data, double_buffer, layers_data, load, py_reader,  # noqa: F401
                  read_file)
 from .nn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403

@@ -161,8 +161,7 @@ def _logical(op_type: str, x: Variable, y: Variable | None, out: Variable | None
     _check_var(x, op_type, "x")
     inputs = {"X": [x]}
     if op_type != "logical_not":
-        _check_var(y, op_type, "y")
-        inputs["Y"] = [y]
+        inputs["Y"] = [_check_var(y, op_type, "y")]
     helper = LayerHelper(op_type, name=name)
     if out is None:
         out = helper.create_variable_for_type_inference(dtype="bool", stop_gradient=True)

@@ -192,9 +192,8 @@ def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: 
 
 
 def _reduce(op_type: str, input: Variable, dim: Axes | None, keep_dim: bool, name: str | None) -> Variable:
-    if dim is not None and not isinstance(dim, (list, tuple)):
-        dim = [dim]
-    attrs = {"dim": list(dim) if dim else [0], "keep_dim": keep_dim, "reduce_all": dim is None or len(dim) == 0}
+    dims: list | None = None if dim is None else list(dim) if isinstance(dim, (list, tuple)) else [dim]
+    attrs = {"dim": dims if dims else [0], "keep_dim": keep_dim, "reduce_all": not dims}
     return _unary(op_type, input, name, attrs)
 
 

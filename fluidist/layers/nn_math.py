@@ -25,9 +25,8 @@ __all__ = ["reduce_all", "reduce_any", "clip_by_norm", "log_softmax", "logsumexp
 
 def _bool_reduce(op_type: str, input: Variable, dim: Axes | None, keep_dim: bool, name: str | None) -> Variable:
     check_var(input, op_type, "input")
-    if dim is not None and not isinstance(dim, (list, tuple)):
-        dim = [dim]
-    attrs = {"dim": list(dim) if dim else [0], "keep_dim": bool(keep_dim), "reduce_all": dim is None or len(dim) == 0}
+    dims: list | None = None if dim is None else list(dim) if isinstance(dim, (list, tuple)) else [dim]
+    attrs = {"dim": dims if dims else [0], "keep_dim": bool(keep_dim), "reduce_all": not dims}
     return one_op(op_type, {"X": input}, attrs, name=name)
 
 

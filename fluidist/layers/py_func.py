@@ -43,5 +43,5 @@ def py_func(func, x, out, backward_func=None, skip_vars_in_backward_input=None):
     return out
 
 
-py_func.registered_func = registered_callable
-py_func.registered_func_num = registered_callable_count
+py_func.registered_func = registered_callable  # type: ignore[attr-defined]
+py_func.registered_func_num = registered_callable_count  # type: ignore[attr-defined]

@@ -83,7 +83,7 @@ def _conditional_block_grad_maker(op, backward):
              "optional_grads": True}]
 
 
-_conditional_block_grad_maker.takes_backward = True
+_conditional_block_grad_maker.takes_backward = True  # type: ignore[attr-defined]
 
 
 @register_op("conditional_block", inputs=["Cond*", "Input*?"], outputs=["Out*?", "Scope?"],
@@ -149,7 +149,7 @@ def _while_grad_maker(op, backward):
              "optional_grads": True}]
 
 
-_while_grad_maker.takes_backward = True
+_while_grad_maker.takes_backward = True  # type: ignore[attr-defined]
 
 
 @register_op("while", inputs=["X*", "Condition"], outputs=["Out*", "StepScopes"],

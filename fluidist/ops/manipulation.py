@@ -259,7 +259,7 @@ def _slice_parts(ctx, ins, attrs, strided):
 
 
 _SLICE_IN = ["Input", "StartsTensor?", "EndsTensor?", "StartsTensorList*?", "EndsTensorList*?"]
-_SLICE_ATTRS = {"axes": [], "starts": [], "ends": [], "infer_flags": [], "decrease_axis": []}
+_SLICE_ATTRS: dict = {"axes": [], "starts": [], "ends": [], "infer_flags": [], "decrease_axis": []}
 _NO_GRAD_SLICE = ("StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList", "StridesTensor",
                   "StridesTensorList")
 

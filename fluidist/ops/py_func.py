@@ -14,7 +14,7 @@ from ..framework.registry import register_op
 
 _HOST = 'calls Python functions with host values'
 
-_CALLABLES = []
+_CALLABLES: list = []
 
 
 def register_callable(func):

@@ -16,7 +16,7 @@ from ..framework.registry import register_op
 
 _HOST = 'pops batches a Python thread prepared on the host'
 
-_READER_ATTRS = {"shape_concat": [], "lod_levels": [], "dtypes": [], "need_check_feed": [], "ranks": []}
+_READER_ATTRS: dict = {"shape_concat": [], "lod_levels": [], "dtypes": [], "need_check_feed": [], "ranks": []}
 
 
 def _reader_infer(ctx):

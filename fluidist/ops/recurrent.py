@@ -7,7 +7,7 @@ from ..framework.program import _strip_grad, grad_var_name
 from ..framework.registry import register_grad, register_op
 from . import sub_block as sb
 
-_ATTRS = {"ex_states": [], "states": [], "sub_block": None, "reverse": False, "is_train": True,
+_ATTRS: dict = {"ex_states": [], "states": [], "sub_block": None, "reverse": False, "is_train": True,
           "has_states": False, "skip_eager_deletion_vars": []}
 
 
@@ -41,7 +41,7 @@ def _recurrent_grad_maker(op, backward):
              "attrs": attrs, "optional_grads": True}]
 
 
-_recurrent_grad_maker.takes_backward = True
+_recurrent_grad_maker.takes_backward = True  # type: ignore[attr-defined]
 
 
 @register_op("recurrent", inputs=["inputs*", "initial_states*?", "parameters*?"],

@@ -432,7 +432,7 @@ def shape_op(ctx, ins, attrs):
 
 
 # ------------------------------------------------------------------ coalesce_tensor
-_FUSED = {}    # id -> weak reference of the buffers coalesce_tensor made (collectives reduce them in place)
+_FUSED: dict = {}    # id -> weak reference of the buffers coalesce_tensor made (collectives reduce them in place)
 
 
 def is_fused_buffer(x):

@@ -20,4 +20,4 @@ def _parse_from_string(binary_str):
 
 
 # Paddle's Program.parse_from_string: installed here because the IR imports nothing above it
-Program.parse_from_string = staticmethod(_parse_from_string)
+Program.parse_from_string = staticmethod(_parse_from_string)  # type: ignore[attr-defined]

@@ -30,7 +30,7 @@ _TENSOR_TYPES = {"LOD_TENSOR": "lod_tensor", "SELECTED_ROWS": "selected_rows",
 _DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
 _INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
-_declared_cache = {}
+_declared_cache: dict = {}
 
 
 def declared_attr_types(op_type):

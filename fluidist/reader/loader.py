@@ -241,7 +241,7 @@ def default_collate_fn(batch):
     return [np.stack([np.asarray(sample[i]) for sample in batch]) for i in range(fields)]
 
 
-_warned = set()
+_warned: set = set()
 
 
 def _warn_once(msg):

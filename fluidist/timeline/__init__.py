@@ -33,7 +33,7 @@ MAX_SPANS = 1000000
 
 enabled = False  # read by the runtime's hooks before they record anything
 _lock = threading.Lock()
-_spans = collections.deque(maxlen=MAX_SPANS)   # (cat, name, start perf s, seconds, thread id, args or None)
+_spans: collections.deque = collections.deque(maxlen=MAX_SPANS)   # (cat, name, start perf s, seconds, thread id, args or None)
 
 
 def start():

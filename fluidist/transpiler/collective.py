@@ -5,6 +5,8 @@
 parameter broadcast and ``c_*`` ops as Paddle's ``transpiler/collective.py`` did (GradAllReduce,
 LocalSGD, SingleProcessMultiThread). LocalSGD can average every ``local_sgd_steps`` steps.
 """
+from typing import Optional
+
 from ..framework import registry, unique_name
 from ..framework.op_role import OP_ROLE_ATTR, OpRole, has_role, is_backward_op, is_loss_grad_op, role_vars
 from ..framework.program import Parameter
@@ -68,7 +70,7 @@ def transpile_collective(config, rank, trainers, current_endpoint, program, star
 class Collective:
     """Base: communicator set-up and parameter broadcast in startup; subclasses rewrite main."""
 
-    mode = None
+    mode: Optional[str] = None
 
     def __init__(self, nrings):
         self.nrings = nrings

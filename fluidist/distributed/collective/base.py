@@ -3,6 +3,7 @@ base class that runs one collective with its sequence number, deadline and error
 import sys
 import threading
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -117,7 +118,7 @@ class _CPUCommunicator:
     """The API and argument checks shared by the CPU transports; subclasses move the bytes."""
 
     backend = "cpu"
-    transport = None
+    transport: Optional[str] = None
     stream = None    # no streams on the CPU: work is done when the call returns
 
     def __init__(self, ring_id, rank, nranks, timeout=None):

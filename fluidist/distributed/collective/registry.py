@@ -10,8 +10,8 @@ import contextlib
 import threading
 
 _lock = threading.RLock()
-_rings = {}      # ring_id -> this process's communicator
-_groups = {}     # ring_id -> (communicators, device ids or None): single-process multi-thread rings
+_rings: dict = {}      # ring_id -> this process's communicator
+_groups: dict = {}     # ring_id -> (communicators, device ids or None): single-process multi-thread rings
 _tls = threading.local()
 
 

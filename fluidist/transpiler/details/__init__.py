@@ -1,20 +1,33 @@
 """Small helpers shared by the transpiler modes (``wait_server_ready`` is the runtime's, kept here
 under Paddle's import path), and Paddle's ``transpiler.details`` modules: ``checkport``,
 ``program_utils``, ``ufind``, ``vars_distributed``."""
+from __future__ import annotations
+
 import functools
 import gc
+import sys
+from typing import Callable, TypeVar
+
+if sys.version_info >= (3, 10):
+    from typing import ParamSpec
+else:  # Python 3.9: typing_extensions has it (and mypy reads it from there)
+    from typing_extensions import ParamSpec
 
 from ...distributed.ports import split_endpoint
 from ...distributed.ports import wait_server_ready  # noqa: F401
 
 
-def gc_paused(fn):
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def gc_paused(fn: Callable[P, R]) -> Callable[P, R]:
     """Run ``fn`` with Python's cyclic garbage collector paused. A pass allocates many small objects
     that all stay alive (ops, variables, name lists); collections triggered meanwhile find nothing
     to free but scan every live object each time, which made transpiling big programs about twice
     as slow and grow faster than linearly."""
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         was_on = gc.isenabled()
         gc.disable()
         try:

@@ -1,0 +1,68 @@
+"""Types as a user's checker sees them: mypy (configured in pyproject.toml) passes on the package, and on
+the README's and the docs' examples checked against it as user code; decorators keep the signatures
+they wrap; the package ships py.typed."""
+import doctest
+import glob
+import inspect
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import fluidist as fluid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.timeout(300)
+mypy_api = pytest.importorskip("mypy.api", reason="mypy comes with the [test] extra")
+
+FENCE = re.compile(r"^```python[^\n]*\n(.*?)^```$", re.M | re.S)
+DOC_PAGES = ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
+                                                                               recursive=True))
+
+
+def _run_mypy(args, tmp_path):
+    env = dict(os.environ, MYPYPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "docs", "hooks")]))
+    cmd = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy_cache"), "--config-file",
+           os.path.join(ROOT, "pyproject.toml")] + args
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
+
+
+def test_mypy_passes_on_the_package(tmp_path):
+    r = _run_mypy([], tmp_path)
+    assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-2000:]
+
+
+def page_snippets(page):
+    """The Python code of a page's ```python blocks: doctest blocks as the script doctest would run."""
+    out = []
+    for block in FENCE.findall(open(os.path.join(ROOT, page)).read()):
+        if block.lstrip().startswith(">>>"):
+            block = doctest.script_from_examples(block)
+        out.append(block)
+    return out
+
+
+def test_readme_and_docs_examples_type_check(tmp_path):
+    """Each block is checked as a module of its own; names a fragment takes from its surroundings
+    (``exe``, ``role``, ...) are allowed to be undefined, everything it calls on fluidist is checked."""
+    files = []
+    for page in DOC_PAGES:
+        for i, code in enumerate(page_snippets(page)):
+            path = tmp_path / ("%s_%d.py" % (re.sub(r"\W", "_", page[:-3]), i))
+            path.write_text(code)
+            files.append(str(path))
+    assert len(files) >= 15, files
+    r = _run_mypy(["--disable-error-code", "name-defined", "--follow-imports", "silent"] + files, tmp_path)
+    assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-2000:]
+
+
+def test_decorated_transpile_shows_its_signature():
+    sig = inspect.signature(fluid.DistributeTranspiler.transpile)
+    assert list(sig.parameters)[:3] == ["self", "trainer_id", "program"]
+    assert all(p.annotation is not inspect.Parameter.empty for n, p in sig.parameters.items() if n != "self")
+
+
+def test_py_typed_is_shipped_next_to_the_package():
+    assert os.path.exists(os.path.join(os.path.dirname(fluid.__file__), "py.typed"))
