@@ -1,5 +1,6 @@
 """The API reference as a user reads it: every public layer sits on one family page of the docs
-site, its docstring has the sections mkdocstrings renders (Args, Returns, Example), and every
+site, its docstring has the sections mkdocstrings renders (Args, Returns, Examples) and its signature
+is annotated, and every
 docstring example in the documented modules runs as written, each in a fresh program."""
 import doctest
 import importlib
@@ -67,14 +68,18 @@ def _sections_missing(name, obj):
 
 
 # the layer modules whose docstrings are written out in sections so far
-SECTIONED = {"fluidist.layers.nn", "fluidist.layers.ops", "fluidist.layers.logic"}
+SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "embedding", "loss", "metric_op", "activation")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 
 @pytest.mark.parametrize("name", SECTIONED_LAYERS)
 def test_layer_docstring_has_args_returns_and_example(name):
-    missing = _sections_missing(name, _public_layers()[name])
+    obj = _public_layers()[name]
+    missing = _sections_missing(name, obj)
     assert not missing, "fluid.layers.%s's docstring lacks %s" % (name, missing)
+    sig = inspect.signature(obj)
+    untyped = [p for p, v in sig.parameters.items() if v.annotation is inspect.Parameter.empty]
+    assert not untyped and (inspect.isclass(obj) or sig.return_annotation is not inspect.Signature.empty), untyped
 
 
 DOCUMENTED = ["fluidist.layers"]

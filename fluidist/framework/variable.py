@@ -50,7 +50,8 @@ class Variable:
 
     Attributes:
         name: the unique name in its program (the key of its value in a Scope).
-        shape: a tuple of ints, -1 where the size is known only at run time; None when unknown.
+        shape: a tuple of ints, -1 where the size is known only at run time (None for the few
+            variables whose shape is never inferred, such as readers).
         dtype: the NumPy dtype name (``"float32"``, ``"int64"``, ...).
         type: the kind of value (``VarType.LOD_TENSOR``, ``SELECTED_ROWS``, ``LOD_TENSOR_ARRAY``, ...).
         lod_level: how many levels of sequence offsets (LoD) its value carries.
@@ -66,7 +67,7 @@ class Variable:
     """
 
     name: str
-    shape: Optional[Tuple[int, ...]]
+    shape: Tuple[int, ...]  # None only for the few variables whose shape is never inferred (readers)
     dtype: Optional[str]
     type: str
     lod_level: int

@@ -1,5 +1,9 @@
 """Activation layers of Paddle 1.8's ``layers/nn.py`` beyond the basic ones in ``nn.py``: selu, prelu
 (with its learnable alpha), brelu, soft_relu, stanh, hard_swish, mish."""
+from __future__ import annotations
+
+from ..framework.variable import Variable
+from ..hints import ParamAttrLike
 from ..initializer import ConstantInitializer
 from .layer_helper import LayerHelper
 from .nn import _check_var, _unary
@@ -7,9 +11,22 @@ from .nn import _check_var, _unary
 __all__ = ["selu", "prelu", "brelu", "soft_relu", "stanh", "hard_swish", "mish", "inplace_abn"]
 
 
-def selu(x, scale=None, alpha=None, name=None):
-    """``scale * (x if x > 0 else alpha * (exp(x) - 1))``; ``scale`` and ``alpha`` default to the
-    self-normalising constants (1.0507..., 1.6732...)."""
+def selu(x: Variable, scale: float | None = None, alpha: float | None = None, name: str | None = None) -> Variable:
+    """Elementwise ``scale * (x if x > 0 else alpha * (exp(x) - 1))``.
+
+    Args:
+        x: a float tensor.
+        scale: the outer scale; None means the self-normalising 1.0507...
+        alpha: the negative part's scale; None means 1.6732...
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.selu(x)
+    """
     attrs = {}
     if scale is not None:
         attrs["scale"] = float(scale)
@@ -18,36 +35,119 @@ def selu(x, scale=None, alpha=None, name=None):
     return _unary("selu", x, name, attrs)
 
 
-def brelu(x, t_min=0.0, t_max=24.0, name=None):
-    """``x`` clipped to ``[t_min, t_max]``."""
+def brelu(x: Variable, t_min: float = 0.0, t_max: float = 24.0, name: str | None = None) -> Variable:
+    """Elementwise ``x`` clipped to ``[t_min, t_max]`` (bounded ReLU).
+
+    Args:
+        x: a float tensor.
+        t_min: the lower bound.
+        t_max: the upper bound.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.brelu(x, t_min=1.0, t_max=4.0)
+    """
     return _unary("brelu", x, name, {"t_min": float(t_min), "t_max": float(t_max)})
 
 
-def soft_relu(x, threshold=40.0, name=None):
-    """``log(1 + exp(clip(x, -threshold, threshold)))``."""
+def soft_relu(x: Variable, threshold: float = 40.0, name: str | None = None) -> Variable:
+    """Elementwise ``log(1 + exp(clip(x, -threshold, threshold)))``.
+
+    Args:
+        x: a float tensor.
+        threshold: the clip applied before the exponential.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.soft_relu(x)
+    """
     return _unary("soft_relu", x, name, {"threshold": float(threshold)})
 
 
-def stanh(x, scale_a=0.67, scale_b=1.7159, name=None):
-    """``scale_b * tanh(scale_a * x)``."""
+def stanh(x: Variable, scale_a: float = 0.67, scale_b: float = 1.7159, name: str | None = None) -> Variable:
+    """Elementwise ``scale_b * tanh(scale_a * x)`` (scaled tanh).
+
+    Args:
+        x: a float tensor.
+        scale_a: the inner scale.
+        scale_b: the outer scale.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.stanh(x)
+    """
     return _unary("stanh", x, name, {"scale_a": float(scale_a), "scale_b": float(scale_b)})
 
 
-def hard_swish(x, threshold=6.0, scale=6.0, offset=3.0, name=None):
-    """``x * min(max(x + offset, 0), threshold) / scale``."""
+def hard_swish(x: Variable, threshold: float = 6.0, scale: float = 6.0, offset: float = 3.0,
+               name: str | None = None) -> Variable:
+    """Elementwise ``x * min(max(x + offset, 0), threshold) / scale``.
+
+    Args:
+        x: a float tensor.
+        threshold: the cap of the gate.
+        scale: the divisor.
+        offset: added to ``x`` inside the gate.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.hard_swish(x)
+    """
     return _unary("hard_swish", x, name, {"threshold": float(threshold), "scale": float(scale),
                                           "offset": float(offset)})
 
 
-def mish(x, threshold=20, name=None):
-    """``x * tanh(softplus(x))``, softplus taken as ``x`` above ``threshold``."""
+def mish(x: Variable, threshold: float = 20, name: str | None = None) -> Variable:
+    """Elementwise ``x * tanh(softplus(x))``.
+
+    Args:
+        x: a float tensor.
+        threshold: above it softplus is taken as ``x`` itself.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.mish(x)
+    """
     return _unary("mish", x, name, {"threshold": float(threshold)})
 
 
-def prelu(x, mode, param_attr=None, name=None):
-    """``x`` where positive, ``alpha * x`` elsewhere, with a learnable ``alpha`` (initialised to 0.25):
-    one value (``mode='all'``), one per channel (``'channel'``, axis 1) or one per element of a
-    sample (``'element'``)."""
+def prelu(x: Variable, mode: str, param_attr: ParamAttrLike = None, name: str | None = None) -> Variable:
+    """Elementwise ``x`` where positive, ``alpha * x`` elsewhere, with a learnable ``alpha``.
+
+    Args:
+        x: a float tensor.
+        mode: ``"all"`` (one alpha), ``"channel"`` (one per channel, axis 1) or ``"element"`` (one per
+            element of a sample).
+        param_attr: alpha's attribute; alpha starts at 0.25.
+        name: the prefix of alpha's name (generated when None).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 3, 4, 4], dtype="float32")
+        >>> y = fluid.layers.prelu(x, mode="channel")
+    """
     _check_var(x, "prelu", "x")
     if mode == "all":
         shape = [1]
@@ -71,12 +171,39 @@ def prelu(x, mode, param_attr=None, name=None):
     return out
 
 
-def inplace_abn(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None, bias_attr=None,
-                data_layout="NCHW", name=None, moving_mean_name=None, moving_variance_name=None,
-                do_model_average_for_mean_and_var=True, use_global_stats=False, act_alpha=1.0):
-    """``batch_norm`` fused with ``act`` (None / 'identity', 'leaky_relu' or 'elu', with ``act_alpha``)
-    in one ``inplace_abn`` op, parameters as ``batch_norm`` creates them. fluidist computes it out of
-    place: the numbers of Paddle's, not its memory saving."""
+def inplace_abn(input: Variable, act: str | None = None, is_test: bool = False, momentum: float = 0.9,
+                epsilon: float = 1e-05, param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None,
+                data_layout: str = "NCHW", name: str | None = None, moving_mean_name: str | None = None,
+                moving_variance_name: str | None = None, do_model_average_for_mean_and_var: bool = True,
+                use_global_stats: bool = False, act_alpha: float = 1.0) -> Variable:
+    """``batch_norm`` fused with an activation in one ``inplace_abn`` op.
+
+    Paddle 1.8 difference: fluidist computes it out of place, so the numbers are Paddle's but not the
+    memory saving.
+
+    Args:
+        input: as for ``batch_norm``.
+        act: None / ``"identity"``, ``"leaky_relu"`` or ``"elu"``.
+        is_test: use the moving averages (inference).
+        momentum: the weight of the old moving average.
+        epsilon: added to the variance before the square root.
+        param_attr: the scale's attribute.
+        bias_attr: the bias's attribute.
+        data_layout: ``"NCHW"`` or ``"NHWC"``.
+        name: the prefix of the parameters' names.
+        moving_mean_name: the moving mean's name.
+        moving_variance_name: the moving variance's name.
+        do_model_average_for_mean_and_var: include the moving statistics in ModelAverage.
+        use_global_stats: normalise with the moving averages in training too.
+        act_alpha: the slope (leaky_relu) or scale (elu) of the activation.
+
+    Returns:
+        The normalised and activated Variable.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> y = fluid.layers.inplace_abn(img, act="leaky_relu", act_alpha=0.1)
+    """
     from .conv import norm_layer
     if act not in (None, "identity", "leaky_relu", "elu"):
         raise ValueError("inplace_abn: act must be None, 'identity', 'leaky_relu' or 'elu', got %r" % (act,))

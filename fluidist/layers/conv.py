@@ -1,4 +1,10 @@
 """Image layers with Paddle 1.x signatures: conv2d, pool2d, adaptive_pool2d, batch_norm, dropout."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..framework.variable import Variable
+from ..hints import ParamAttrLike
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
 from .layer_helper import LayerHelper, check_variable
@@ -61,11 +67,40 @@ def _data_format(fmt, layer, key="data_format"):
     return fmt == "NHWC"
 
 
-def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None, param_attr=None,
-           bias_attr=None, use_cudnn=True, act=None, name=None, data_format="NCHW"):
-    """2-D convolution: a ``conv2d`` op (``depthwise_conv2d`` when groups == channels, num_filters is a
-    multiple of it and cuDNN is off, as Paddle picks), then the bias (``elementwise_add`` on axis 1)
-    and the activation. The filter defaults to Normal(0, sqrt(2 / (kh * kw * channels)))."""
+def conv2d(input: Variable, num_filters: int, filter_size: int | Sequence[int], stride: int | Sequence[int] = 1,
+           padding: int | Sequence[int] | str = 0, dilation: int | Sequence[int] = 1, groups: int | None = None,
+           param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None, use_cudnn: bool = True,
+           act: str | None = None, name: str | None = None, data_format: str = "NCHW") -> Variable:
+    """2-D convolution, then the bias (on the channel axis) and the activation.
+
+    Builds a ``conv2d`` op, or ``depthwise_conv2d`` when ``groups`` equals the input channels,
+    ``num_filters`` is a multiple of it and ``use_cudnn`` is off (Paddle's choice). The filter starts
+    from Normal(0, sqrt(2 / (kh * kw * channels))) unless ``param_attr`` says otherwise.
+
+    Args:
+        input: a 4-D tensor, ``[N, C, H, W]`` (or ``[N, H, W, C]`` with ``data_format="NHWC"``).
+        num_filters: the number of output channels.
+        filter_size: the kernel size, an int or ``[kh, kw]``.
+        stride: the step, an int or ``[sh, sw]``.
+        padding: zeros added on each side: an int, ``[ph, pw]``, four values, or ``"SAME"`` / ``"VALID"``.
+        dilation: spacing between kernel taps, an int or ``[dh, dw]``.
+        groups: split input and output channels into this many groups (None means 1).
+        param_attr: the filter's attribute.
+        bias_attr: the bias's attribute; ``False`` for no bias.
+        use_cudnn: accepted for Paddle's signature (it only steers the depthwise choice above).
+        act: an activation name, or None.
+        name: the prefix of the parameters' names (generated when None).
+        data_format: ``"NCHW"`` or ``"NHWC"``.
+
+    Returns:
+        The output Variable, ``[N, num_filters, H_out, W_out]`` for NCHW.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 32, 32], dtype="float32")
+        >>> feat = fluid.layers.conv2d(img, num_filters=16, filter_size=3, padding=1, act="relu")
+        >>> feat.shape
+        (-1, 16, 32, 32)
+    """
     _check_input(input, "conv2d", rank=4)
     last = _data_format(data_format, "conv2d")
     num_channels = input.shape[3] if last else input.shape[1]
@@ -86,12 +121,12 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
         op_type = "depthwise_conv2d"
     helper = LayerHelper(op_type, input=input, param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
     dtype = helper.input_dtype()
-    filter_size = _int_list(filter_size, 2, "filter_size", "conv2d")
+    kernel_hw = _int_list(filter_size, 2, "filter_size", "conv2d")
     stride = _int_list(stride, 2, "stride", "conv2d")
     dilation = _int_list(dilation, 2, "dilation", "conv2d")
     paddings, algorithm = _padding(padding, last, "conv2d")
-    filter_shape = [int(num_filters), num_filter_channels] + filter_size
-    std = (2.0 / (filter_size[0] * filter_size[1] * num_channels)) ** 0.5
+    filter_shape = [int(num_filters), num_filter_channels] + kernel_hw
+    std = (2.0 / (kernel_hw[0] * kernel_hw[1] * num_channels)) ** 0.5
     w = helper.create_parameter(attr=helper.param_attr, shape=filter_shape, dtype=dtype,
                                 default_initializer=Normal(0.0, std, 0))
     pre_bias = helper.create_variable_for_type_inference(dtype)
@@ -106,10 +141,34 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     return helper.append_activation(pre_act)
 
 
-def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
-           use_cudnn=True, ceil_mode=False, name=None, exclusive=True, data_format="NCHW"):
-    """Max or average pooling (``pool2d`` op). ``exclusive`` average pooling leaves padding out of the
-    divisor; ``ceil_mode`` rounds the output size up."""
+def pool2d(input: Variable, pool_size: int | Sequence[int] = -1, pool_type: str = "max",
+           pool_stride: int | Sequence[int] = 1, pool_padding: int | Sequence[int] | str = 0,
+           global_pooling: bool = False, use_cudnn: bool = True, ceil_mode: bool = False, name: str | None = None,
+           exclusive: bool = True, data_format: str = "NCHW") -> Variable:
+    """Max or average pooling over 2-D windows (one ``pool2d`` op).
+
+    Args:
+        input: a 4-D tensor, ``[N, C, H, W]`` (or NHWC).
+        pool_size: the window, an int or ``[kh, kw]``.
+        pool_type: ``"max"`` or ``"avg"``.
+        pool_stride: the step, an int or ``[sh, sw]``.
+        pool_padding: padding on each side: an int, a list, or ``"SAME"`` / ``"VALID"``.
+        global_pooling: pool over the whole spatial extent (``pool_size`` is ignored).
+        use_cudnn: accepted for Paddle's signature; ignored.
+        ceil_mode: round the output size up rather than down.
+        name: the output's name (generated when None).
+        exclusive: for average pooling, leave the padding out of the divisor.
+        data_format: ``"NCHW"`` or ``"NHWC"``.
+
+    Returns:
+        The pooled Variable.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 32, 32], dtype="float32")
+        >>> pooled = fluid.layers.pool2d(img, pool_size=2, pool_stride=2)
+        >>> pooled.shape
+        (-1, 3, 16, 16)
+    """
     if pool_type not in ("max", "avg"):
         raise ValueError("pool2d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
     if not global_pooling and (pool_size == -1 or pool_size is None):
@@ -138,9 +197,27 @@ def _append_pool(op_type, input, pool_type, ksize, stride, paddings, algorithm, 
     return out
 
 
-def adaptive_pool2d(input, pool_size, pool_type="max", require_index=False, name=None):
-    """Pooling to a fixed output size (``pool2d`` with ``adaptive=True``): output cell i covers rows
-    floor(i * H / out) .. ceil((i + 1) * H / out)."""
+def adaptive_pool2d(input: Variable, pool_size: int | Sequence[int], pool_type: str = "max",
+                    require_index: bool = False, name: str | None = None) -> Variable | tuple[Variable, Variable]:
+    """Pooling to a fixed output size, whatever the input size.
+
+    Output cell ``i`` covers input rows ``floor(i * H / out)`` to ``ceil((i + 1) * H / out)`` (and the
+    same for columns).
+
+    Args:
+        input: a 4-D NCHW tensor.
+        pool_size: the output size, an int or ``[oh, ow]``.
+        pool_type: ``"max"`` or ``"avg"``.
+        require_index: with max pooling, also return the index of each maximum.
+        name: the output's name (generated when None).
+
+    Returns:
+        The pooled Variable, or ``(pooled, indices)`` with ``require_index``.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 32, 32], dtype="float32")
+        >>> pooled = fluid.layers.adaptive_pool2d(img, pool_size=[4, 4], pool_type="avg")
+    """
     if pool_type not in ("max", "avg"):
         raise ValueError("adaptive_pool2d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
     if require_index:
@@ -154,11 +231,41 @@ def adaptive_pool2d(input, pool_size, pool_type="max", require_index=False, name
     return out
 
 
-def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None, bias_attr=None,
-               data_layout="NCHW", in_place=False, name=None, moving_mean_name=None, moving_variance_name=None,
-               do_model_average_for_mean_and_var=False, use_global_stats=False):
-    """Batch normalisation. Scale starts at 1 and Bias at 0; the moving mean and variance are
-    persistable, non-trainable parameters (initialised to 0 and 1) that the op updates in training."""
+def batch_norm(input: Variable, act: str | None = None, is_test: bool = False, momentum: float = 0.9,
+               epsilon: float = 1e-05, param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None,
+               data_layout: str = "NCHW", in_place: bool = False, name: str | None = None,
+               moving_mean_name: str | None = None, moving_variance_name: str | None = None,
+               do_model_average_for_mean_and_var: bool = False, use_global_stats: bool = False) -> Variable:
+    """Batch normalisation over the channel axis, then the activation.
+
+    In training the batch's mean and variance normalise it and update the moving averages
+    (``moving = momentum * moving + (1 - momentum) * batch``); with ``is_test`` or
+    ``use_global_stats`` the moving averages are used instead. The scale starts at 1 and the bias at
+    0; the moving mean and variance are persistable, non-trainable parameters starting at 0 and 1.
+
+    Args:
+        input: a tensor of rank 2 to 5, channels on axis 1 (NCHW) or last (NHWC).
+        act: an activation name, or None.
+        is_test: use the moving averages (inference).
+        momentum: the weight of the old moving average.
+        epsilon: added to the variance before the square root.
+        param_attr: the scale's attribute.
+        bias_attr: the bias's attribute.
+        data_layout: ``"NCHW"`` or ``"NHWC"``.
+        in_place: accepted for Paddle's signature; fluidist writes a new variable.
+        name: the prefix of the parameters' names (generated when None).
+        moving_mean_name: the moving mean's name (to share it between programs).
+        moving_variance_name: the moving variance's name.
+        do_model_average_for_mean_and_var: include the moving statistics in ModelAverage.
+        use_global_stats: normalise with the moving averages in training too.
+
+    Returns:
+        The normalised Variable, with ``input``'s shape.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> normed = fluid.layers.batch_norm(fluid.layers.conv2d(img, 8, 3), act="relu")
+    """
     return norm_layer("batch_norm", {}, input, act, is_test, momentum, epsilon, param_attr, bias_attr, data_layout,
                       in_place, name, moving_mean_name, moving_variance_name, do_model_average_for_mean_and_var,
                       use_global_stats)
@@ -208,9 +315,30 @@ def norm_layer(op_type, extra_attrs, input, act, is_test, momentum, epsilon, par
     return helper.append_activation(y)
 
 
-def dropout(x, dropout_prob, is_test=False, seed=None, name=None, dropout_implementation="downgrade_in_infer"):
-    """Dropout. As in Paddle 1.x, a ``seed`` (or, when none is given, a non-zero
-    ``Program.random_seed``) fixes the mask: the same mask is then drawn at every run."""
+def dropout(x: Variable, dropout_prob: float, is_test: bool = False, seed: int | None = None,
+            name: str | None = None, dropout_implementation: str = "downgrade_in_infer") -> Variable:
+    """Zero each element with probability ``dropout_prob`` in training.
+
+    As in Paddle 1.x, a ``seed`` (or a non-zero ``Program.random_seed`` when none is given) fixes the
+    mask: the same mask is then drawn at every run.
+
+    Args:
+        x: a float tensor.
+        dropout_prob: the probability of dropping an element, in ``[0, 1]``.
+        is_test: inference: nothing is dropped.
+        seed: the random seed of the mask (None: the program's, or a fresh one per run).
+        name: the output's name (generated when None).
+        dropout_implementation: ``"downgrade_in_infer"`` (training keeps the kept elements as they
+            are; inference scales by ``1 - dropout_prob``) or ``"upscale_in_train"`` (training scales
+            the kept elements by ``1 / (1 - dropout_prob)``; inference passes ``x`` through).
+
+    Returns:
+        A Variable with ``x``'s shape and dtype.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 16], dtype="float32")
+        >>> y = fluid.layers.dropout(x, dropout_prob=0.5, dropout_implementation="upscale_in_train")
+    """
     _check_input(x, "dropout", "x")
     if not 0.0 <= float(dropout_prob) <= 1.0:
         raise ValueError("dropout: dropout_prob must be in [0, 1], got %r" % (dropout_prob,))

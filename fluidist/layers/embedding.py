@@ -1,19 +1,42 @@
 """``embedding``: a ``lookup_table`` op over a ``[vocab, width]`` parameter."""
+from __future__ import annotations
+
+from typing import Sequence
+
 from ..framework.program import Variable
+from ..hints import DType, ParamAttrLike
 from .layer_helper import LayerHelper
 
 __all__ = ["embedding"]
 
 
-def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None, param_attr=None,
-              dtype="float32"):
-    """Look up the rows of a ``size = [vocab, width]`` table for the int64 ids in ``input`` (shape
-    ``[N, 1]``; a LoD is passed on). ``is_sparse``: the table's gradient is a SelectedRows holding only
-    the looked-up rows. ``padding_idx``: that id gives a zero row and no gradient (negative counts from
-    the end, ``None`` means none).
+def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False, is_distributed: bool = False,
+              padding_idx: int | None = None, param_attr: ParamAttrLike = None, dtype: DType = "float32") -> Variable:
+    """Look up rows of a ``[vocab, width]`` table for the int64 ids in ``input``.
 
-    ``remote_prefetch`` is left False: fluidist's transpiler sends a sparse table's gradient with
-    ``split_selected_rows`` (Paddle 1.x's plain sparse path), not by remote prefetch."""
+    Paddle 1.8 difference: ``remote_prefetch`` does not exist; fluidist's transpiler sends a sparse
+    table's gradient with ``split_selected_rows`` (Paddle 1.x's plain sparse path).
+
+    Args:
+        input: int64 ids of shape ``[N, 1]`` (a LoD is passed on to the output).
+        size: ``[vocab, width]``, the table's shape.
+        is_sparse: the table's gradient is a SelectedRows holding only the looked-up rows (sent as
+            rows in parameter-server mode).
+        is_distributed: in parameter-server mode, the table is split over the pservers and rows are
+            prefetched (a distributed lookup table).
+        padding_idx: this id gives a zero row and no gradient (negative counts from the end; None for none).
+        param_attr: the table's attribute (name, initializer, ...).
+        dtype: the table's dtype.
+
+    Returns:
+        A Variable of shape ``[N, width]``.
+
+    Examples:
+        >>> ids = fluid.data(name="ids", shape=[None, 1], dtype="int64")
+        >>> vec = fluid.layers.embedding(ids, size=[1000, 32], is_sparse=True)
+        >>> vec.shape
+        (-1, 32)
+    """
     return lookup(input, size, is_sparse, is_distributed, padding_idx, param_attr, dtype, "lookup_table")
 
 

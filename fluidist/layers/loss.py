@@ -1,4 +1,7 @@
 """Loss layers."""
+from __future__ import annotations
+
+from ..framework.variable import Variable
 from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
@@ -7,8 +10,21 @@ __all__ = ["square_error_cost", "cross_entropy", "softmax_with_cross_entropy", "
 kIgnoreIndex = -100
 
 
-def square_error_cost(input, label):
-    """``(input - label)^2`` elementwise: ``elementwise_sub`` then ``square``."""
+def square_error_cost(input: Variable, label: Variable) -> Variable:
+    """Elementwise ``(input - label) ** 2`` (an ``elementwise_sub`` then a ``square``).
+
+    Args:
+        input: the predictions.
+        label: the targets, of ``input``'s shape.
+
+    Returns:
+        A Variable of ``input``'s shape; reduce it with ``mean`` for a loss.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 13], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 1], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(x, 1), y))
+    """
     helper = LayerHelper("square_error_cost")
     minus = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("elementwise_sub", inputs={"X": [input], "Y": [label]}, outputs={"Out": [minus]})
@@ -20,10 +36,27 @@ def square_error_cost(input, label):
 _check = check_variable
 
 
-def cross_entropy(input, label, soft_label=False, ignore_index=kIgnoreIndex):
-    """Cross entropy of probabilities ``input`` ([N, D]) against ``label`` (int64 [N, 1], or [N, D]
-    probabilities with ``soft_label``); one loss per row, [N, 1]. As in Paddle 1.5+, hard labels build
-    a ``cross_entropy2`` op and soft labels a ``cross_entropy`` op."""
+def cross_entropy(input: Variable, label: Variable, soft_label: bool = False,
+                  ignore_index: int = kIgnoreIndex) -> Variable:
+    """Cross entropy of probabilities ``input`` against ``label``, one loss per row.
+
+    As in Paddle 1.5+, hard labels build a ``cross_entropy2`` op and soft labels a ``cross_entropy``
+    op; ``-log(0)`` is clamped to 1e20 as Paddle's kernel does.
+
+    Args:
+        input: probabilities, ``[N, D]`` (for example a softmax's output).
+        label: int64 class ids ``[N, 1]``, or ``[N, D]`` probabilities with ``soft_label``.
+        soft_label: ``label`` holds a distribution per row.
+        ignore_index: rows whose label is this id get loss 0 (hard labels only).
+
+    Returns:
+        A Variable of shape ``[N, 1]``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        >>> loss = fluid.layers.cross_entropy(fluid.layers.fc(x, 3, act="softmax"), label)
+    """
     _check(input, "cross_entropy", "input")
     _check(label, "cross_entropy", "label")
     helper = LayerHelper("cross_entropy")
@@ -40,10 +73,31 @@ def cross_entropy(input, label, soft_label=False, ignore_index=kIgnoreIndex):
     return out
 
 
-def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=kIgnoreIndex, numeric_stable_mode=True,
-                               return_softmax=False, axis=-1):
-    """Softmax of ``logits`` over ``axis`` and its cross entropy against ``label``; returns the loss
-    (size 1 along ``axis``), or ``(loss, softmax)`` with ``return_softmax``."""
+def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bool = False,
+                               ignore_index: int = kIgnoreIndex, numeric_stable_mode: bool = True,
+                               return_softmax: bool = False, axis: int = -1) -> Variable | tuple[Variable, Variable]:
+    """Softmax of ``logits`` over ``axis`` and its cross entropy against ``label``, in one op.
+
+    More stable than ``softmax`` then ``cross_entropy``: as in Paddle 1.8's CPU kernel the shifted
+    logits are clipped at -64, so a hopeless class costs 64, not infinity.
+
+    Args:
+        logits: unnormalised scores, ``[N, D]`` (or any rank, classes on ``axis``).
+        label: int64 class ids with size 1 on ``axis``, or probabilities with ``soft_label``.
+        soft_label: ``label`` holds a distribution.
+        ignore_index: positions whose label is this id get loss 0.
+        numeric_stable_mode: accepted for Paddle's signature (fluidist is always stable).
+        return_softmax: also return the softmax.
+        axis: the class axis.
+
+    Returns:
+        The loss (``logits``'s shape with size 1 on ``axis``), or ``(loss, softmax)``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        >>> loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(fluid.layers.fc(x, 3), label))
+    """
     _check(logits, "softmax_with_cross_entropy", "logits")
     _check(label, "softmax_with_cross_entropy", "label")
     helper = LayerHelper("softmax_with_cross_entropy")
@@ -58,9 +112,28 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=kIg
     return loss
 
 
-def sigmoid_cross_entropy_with_logits(x, label, ignore_index=kIgnoreIndex, name=None, normalize=False):
-    """Elementwise logistic loss of logits ``x`` against 0/1 (or probability) ``label``; elements whose
-    label is ``ignore_index`` give 0, and ``normalize`` divides by the number of the others."""
+def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable, ignore_index: int = kIgnoreIndex,
+                                      name: str | None = None, normalize: bool = False) -> Variable:
+    """Elementwise logistic loss of logits ``x`` against 0/1 (or probability) ``label``.
+
+    Computed in Paddle's shifted form (``max(x, 0) - x * label + log(1 + exp(-|x|))``), so large
+    logits do not overflow.
+
+    Args:
+        x: logits of any shape.
+        label: targets of ``x``'s shape, in ``[0, 1]``.
+        ignore_index: elements whose label is this value give 0.
+        name: the output's name (generated when None).
+        normalize: divide by the number of elements not ignored.
+
+    Returns:
+        A Variable of ``x``'s shape.
+
+    Examples:
+        >>> logit = fluid.data(name="logit", shape=[None, 5], dtype="float32")
+        >>> target = fluid.data(name="target", shape=[None, 5], dtype="float32")
+        >>> loss = fluid.layers.sigmoid_cross_entropy_with_logits(logit, target)
+    """
     _check(x, "sigmoid_cross_entropy_with_logits", "x")
     _check(label, "sigmoid_cross_entropy_with_logits", "label")
     helper = LayerHelper("sigmoid_cross_entropy_with_logits", name=name)
@@ -70,8 +143,23 @@ def sigmoid_cross_entropy_with_logits(x, label, ignore_index=kIgnoreIndex, name=
     return out
 
 
-def log_loss(input, label, epsilon=1e-4, name=None):
-    """``-label * log(input + eps) - (1 - label) * log(1 - input + eps)`` elementwise."""
+def log_loss(input: Variable, label: Variable, epsilon: float = 1e-4, name: str | None = None) -> Variable:
+    """Elementwise ``-label * log(input + eps) - (1 - label) * log(1 - input + eps)``.
+
+    Args:
+        input: probabilities ``[N, 1]``.
+        label: 0/1 targets ``[N, 1]``.
+        epsilon: keeps the logarithms finite.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``input``'s shape.
+
+    Examples:
+        >>> p = fluid.data(name="p", shape=[None, 1], dtype="float32")
+        >>> t = fluid.data(name="t", shape=[None, 1], dtype="float32")
+        >>> loss = fluid.layers.log_loss(p, t)
+    """
     _check(input, "log_loss", "input")
     _check(label, "log_loss", "label")
     helper = LayerHelper("log_loss", name=name)

@@ -1,4 +1,6 @@
 """Metric layers: ``topk``, ``accuracy`` (a ``top_k`` op feeding an ``accuracy`` op) and ``auc``."""
+from __future__ import annotations
+
 from ..framework.program import Variable
 from ..initializer import Constant
 from .layer_helper import LayerHelper
@@ -6,9 +8,21 @@ from .layer_helper import LayerHelper
 __all__ = ["topk", "accuracy", "auc"]
 
 
-def topk(input, k, name=None):
-    """The ``k`` largest entries along the last axis of ``input`` and their int64 indices:
-    ``(values, indices)``. ``k`` may be an int or a ``[1]`` int Variable."""
+def topk(input: Variable, k: int | Variable, name: str | None = None) -> tuple[Variable, Variable]:
+    """The ``k`` largest entries along the last axis, and their indices.
+
+    Args:
+        input: a tensor; the search runs along its last axis.
+        k: how many, an int or a ``[1]`` int Variable.
+        name: the outputs' name prefix (generated when None).
+
+    Returns:
+        ``(values, indices)``: ``input``'s shape with the last axis ``k``; indices are int64.
+
+    Examples:
+        >>> scores = fluid.data(name="scores", shape=[None, 10], dtype="float32")
+        >>> values, indices = fluid.layers.topk(scores, k=3)
+    """
     if not isinstance(input, Variable):
         raise TypeError("topk: 'input' must be a Variable, got %r" % type(input).__name__)
     helper = LayerHelper("top_k", name=name)
@@ -25,9 +39,26 @@ def topk(input, k, name=None):
     return values, indices
 
 
-def accuracy(input, label, k=1, correct=None, total=None):
-    """Top-``k`` accuracy of the scores ``input`` ([N, D]) against int64 ``label`` ([N, 1]): a float32
-    ``[1]`` Variable. ``correct`` / ``total`` (int32 ``[1]``) receive the counts when given."""
+def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | None = None,
+             total: Variable | None = None) -> Variable:
+    """Top-``k`` accuracy of the scores ``input`` against the labels: the fraction of rows whose label
+    is among the ``k`` highest scores.
+
+    Args:
+        input: scores ``[N, D]``.
+        label: int64 class ids ``[N, 1]``.
+        k: how many of the top scores count as a hit.
+        correct: an int32 ``[1]`` Variable to receive the number of hits, or None.
+        total: an int32 ``[1]`` Variable to receive the number of rows, or None.
+
+    Returns:
+        A float32 ``[1]`` Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        >>> acc = fluid.layers.accuracy(input=fluid.layers.fc(x, 3, act="softmax"), label=label)
+    """
     if not isinstance(label, Variable):
         raise TypeError("accuracy: 'label' must be a Variable, got %r" % type(label).__name__)
     helper = LayerHelper("accuracy")
@@ -42,14 +73,32 @@ def accuracy(input, label, k=1, correct=None, total=None):
     return acc_out
 
 
-def auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_steps=1):
-    """Area under the ROC curve of the positive-class probabilities ``input`` ([N, 2] or [N, 1]: the
-    last column) against int ``label`` [N, 1]. Returns ``(auc, batch_auc, [batch_stat_pos,
-    batch_stat_neg, stat_pos, stat_neg])``: ``auc`` over everything seen since the stat buckets were
-    zeroed, ``batch_auc`` over the last ``slide_steps`` batches. The four buckets are persistable
-    int64 global variables named like Paddle's (``_generated_var_N``: in a program with no other
-    unnamed global variables, stat_pos and stat_neg are ``_generated_var_2`` and ``_3``, the names
-    Paddle's CTR tools read them by); zero them to start over."""
+def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: int = 2 ** 12 - 1, topk: int = 1,
+        slide_steps: int = 1) -> tuple[Variable, Variable, list[Variable]]:
+    """Area under the ROC curve of the positive-class probabilities against the labels.
+
+    The state lives in four persistable int64 global variables (histograms of positive and negative
+    scores), named like Paddle's (``_generated_var_N``: in a program with no other unnamed global
+    variables, stat_pos and stat_neg are ``_generated_var_2`` and ``_3``, the names Paddle's CTR tools
+    read them by); zero them to start over.
+
+    Args:
+        input: probabilities ``[N, 2]`` or ``[N, 1]``; the last column is the positive class.
+        label: int labels ``[N, 1]``, 0 or 1.
+        curve: ``"ROC"`` (the only curve).
+        num_thresholds: the number of histogram buckets.
+        topk: accepted for Paddle's signature.
+        slide_steps: how many recent batches ``batch_auc`` covers.
+
+    Returns:
+        ``(auc, batch_auc, [batch_stat_pos, batch_stat_neg, stat_pos, stat_neg])``: ``auc`` over all
+        batches since the stats were zeroed, ``batch_auc`` over the last ``slide_steps`` batches.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        >>> auc_var, batch_auc, states = fluid.layers.auc(fluid.layers.fc(x, 2, act="softmax"), label)
+    """
     if not isinstance(input, Variable) or input.dtype not in ("float32", "float64"):
         raise TypeError("auc: 'input' must be a float32/float64 Variable")
     if not isinstance(label, Variable) or label.dtype not in ("int32", "int64"):
