@@ -3,8 +3,12 @@ Adamax, RMSProp, FTRL, LAMB, Adadelta, Dpsgd, and RecomputeOptimizer; ModelAvera
 from their modules. How an optimizer builds its ops is described in :mod:`fluidist.optimizer_base`,
 which holds their base class ``Optimizer`` (re-exported here).
 """
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 from .backward import append_backward
-from .framework.program import Variable, default_startup_program, name_scope, program_guard
+from .framework.program import Parameter, Variable, default_startup_program, name_scope, program_guard
 from .optimizer_base import Optimizer, _check_clip, _check_range
 
 __all__ = ["Optimizer", "SGDOptimizer", "MomentumOptimizer", "LarsMomentumOptimizer", "AdagradOptimizer",
@@ -16,11 +20,30 @@ __all__ = ["Optimizer", "SGDOptimizer", "MomentumOptimizer", "LarsMomentumOptimi
 
 
 class SGDOptimizer(Optimizer):
-    """``param -= lr * grad``."""
+    """Stochastic gradient descent: ``param -= lr * grad``.
+
+    Available as ``fluid.optimizer.SGD``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule
+            (``fluid.layers.exponential_decay``, ...).
+        regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
+            parameter without one of its own.
+        name: a prefix for the accumulators' names.
+        grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
+            update; it takes precedence over the parameters' own ``gradient_clip``.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    """
 
     type = "sgd"
 
-    def __init__(self, learning_rate, regularization=None, name=None, grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable, regularization: Any = None, name: str | None = None,
+                 grad_clip: Any = None, parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
 
     def _append_optimize_op(self, block, param_and_grad):
@@ -29,14 +52,34 @@ class SGDOptimizer(Optimizer):
 
 
 class MomentumOptimizer(Optimizer):
-    """``velocity = momentum * velocity + grad``; ``param -= lr * velocity`` (Nesterov:
-    ``param -= lr * (grad + momentum * velocity)``)."""
+    """SGD with momentum: ``velocity = momentum * velocity + grad``, ``param -= lr * velocity``.
+
+    With Nesterov: ``param -= lr * (grad + momentum * velocity)``. Available as ``fluid.optimizer.Momentum``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule
+            (``fluid.layers.exponential_decay``, ...).
+        momentum: the decay of the velocity.
+        use_nesterov: use Nesterov's update.
+        regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
+            parameter without one of its own.
+        name: a prefix for the accumulators' names.
+        grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
+            update; it takes precedence over the parameters' own ``gradient_clip``.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.Momentum(learning_rate=0.01, momentum=0.9).minimize(loss)
+    """
 
     type = "momentum"
     _velocity_acc_str = "velocity"
 
-    def __init__(self, learning_rate, momentum, use_nesterov=False, regularization=None, name=None,
-                 grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable, momentum: float, use_nesterov: bool = False,
+                 regularization: Any = None, name: str | None = None, grad_clip: Any = None,
+                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
         if momentum is None:
             raise ValueError("MomentumOptimizer: momentum must be given")
@@ -84,13 +127,32 @@ class LarsMomentumOptimizer(Optimizer):
 
 
 class AdagradOptimizer(Optimizer):
-    """``moment += grad^2``; ``param -= lr * grad / (sqrt(moment) + epsilon)``."""
+    """Adagrad: ``moment += grad ** 2``, ``param -= lr * grad / (sqrt(moment) + epsilon)``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule
+            (``fluid.layers.exponential_decay``, ...).
+        epsilon: keeps the division finite.
+        regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
+            parameter without one of its own.
+        name: a prefix for the accumulators' names.
+        grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
+            update; it takes precedence over the parameters' own ``gradient_clip``.
+        initial_accumulator_value: the moment's starting value.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.Adagrad(learning_rate=0.1).minimize(loss)
+    """
 
     type = "adagrad"
     _moment_acc_str = "moment"
 
-    def __init__(self, learning_rate, epsilon=1.0e-6, regularization=None, name=None, initial_accumulator_value=0.0,
-                 grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable, epsilon: float = 1.0e-6, regularization: Any = None,
+                 name: str | None = None, initial_accumulator_value: float = 0.0, grad_clip: Any = None,
+                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
         self._epsilon = float(epsilon)
         self.initial_accumulator_value = float(initial_accumulator_value)
@@ -137,9 +199,29 @@ class DecayedAdagradOptimizer(Optimizer):
 class AdamOptimizer(Optimizer):
     """Adam (Kingma & Ba) with Paddle's bias correction.
 
-    With a row-sparse gradient and ``lazy_mode=False`` (the default) every row's moments decay each
-    step (absent rows have a zero gradient), exactly as with a dense gradient; with
-    ``lazy_mode=True`` only the rows present in the batch are updated."""
+    With a row-sparse gradient (``embedding(is_sparse=True)``) and ``lazy_mode=False`` every row's
+    moments decay each step, exactly as with a dense gradient; with ``lazy_mode=True`` only the rows
+    in the batch are updated. Available as ``fluid.optimizer.Adam``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule
+            (``fluid.layers.exponential_decay``, ...).
+        beta1: the decay of the first moment.
+        beta2: the decay of the second moment.
+        epsilon: keeps the division finite.
+        regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
+            parameter without one of its own.
+        name: a prefix for the accumulators' names.
+        lazy_mode: update only the rows of a sparse gradient.
+        grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
+            update; it takes precedence over the parameters' own ``gradient_clip``.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
+    """
 
     type = "adam"
     _moment1_acc_str = "moment1"
@@ -148,8 +230,10 @@ class AdamOptimizer(Optimizer):
     _beta2_pow_acc_str = "beta2_pow_acc"
     _op_type = "adam"
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, regularization=None, name=None,
-                 lazy_mode=False, grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, regularization: Any = None, name: str | None = None,
+                 lazy_mode: bool = False, grad_clip: Any = None,
+                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
         _check_range(type(self).__name__, "beta1", beta1, 0.0, 1.0, high_open=True)
         _check_range(type(self).__name__, "beta2", beta2, 0.0, 1.0, high_open=True)
@@ -234,17 +318,38 @@ class AdamaxOptimizer(Optimizer):
 
 
 class RMSPropOptimizer(Optimizer):
-    """``ms = rho ms + (1-rho) g^2``; centered: ``mg = rho mg + (1-rho) g`` and the denominator is
-    ``sqrt(ms - mg^2 + eps)`` (else ``sqrt(ms + eps)``); ``mom = momentum mom + lr g / denom``;
-    ``param -= mom``."""
+    """RMSProp: ``ms = rho * ms + (1 - rho) * grad ** 2``, ``mom = momentum * mom + lr * grad / sqrt(ms + eps)``,
+    ``param -= mom``; centered, the mean gradient's square is subtracted from ``ms`` first.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule
+            (``fluid.layers.exponential_decay``, ...).
+        rho: the decay of the mean square.
+        epsilon: keeps the division finite.
+        momentum: the decay of the momentum term.
+        centered: normalise by the variance instead of the mean square.
+        regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
+            parameter without one of its own.
+        name: a prefix for the accumulators' names.
+        grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
+            update; it takes precedence over the parameters' own ``gradient_clip``.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.RMSProp(learning_rate=0.01).minimize(loss)
+    """
 
     type = "rmsprop"
     _momentum_acc_str = "momentum"
     _mean_square_acc_str = "mean_square"
     _mean_grad_acc_str = "mean_grad"
 
-    def __init__(self, learning_rate, rho=0.95, epsilon=1.0e-6, momentum=0.0, centered=False, regularization=None,
-                 name=None, grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable, rho: float = 0.95, epsilon: float = 1.0e-6,
+                 momentum: float = 0.0, centered: bool = False, regularization: Any = None,
+                 name: str | None = None, grad_clip: Any = None,
+                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
         if rho is None or epsilon is None or momentum is None:
             raise ValueError("RMSPropOptimizer: rho, epsilon and momentum must be given")

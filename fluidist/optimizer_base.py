@@ -18,11 +18,14 @@ op_role_var and the slot names (Param, Grad, LearningRate, the accumulator slots
 
 The optimizers themselves are in :mod:`fluidist.optimizer`.
 """
+from __future__ import annotations
+
 from collections import defaultdict
+from typing import Any, Callable, List, Optional, Sequence, Set, Tuple, Union
 
 from .backward import append_backward
 from .framework import unique_name
-from .framework.program import Variable, default_main_program, default_startup_program, name_scope, program_guard
+from .framework.program import Program, Variable, default_main_program, default_startup_program, name_scope, program_guard
 from .initializer import ConstantInitializer
 from .layers.layer_helper import LayerHelper
 
@@ -35,7 +38,8 @@ class Optimizer:
 
     type = "optimizer"
 
-    def __init__(self, learning_rate, regularization=None, name=None, grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: Union[float, Variable], regularization: Any = None, name: Optional[str] = None,
+                 grad_clip: Any = None, parameter_list: Optional[Sequence[Any]] = None) -> None:
         if isinstance(learning_rate, bool) or not isinstance(learning_rate, (float, int, Variable)):
             raise TypeError("%s: learning_rate must be a float or a Variable, got %r"
                             % (type(self).__name__, type(learning_rate).__name__))
@@ -46,10 +50,10 @@ class Optimizer:
         self._grad_clip = grad_clip
         self._name = name
         self._parameter_list = parameter_list
-        self._dtype = None
-        self._learning_rate_map = {}
-        self._accumulators = defaultdict(dict)
-        self._opti_name_list = []
+        self._dtype: Optional[str] = None
+        self._learning_rate_map: dict = {}
+        self._accumulators: defaultdict = defaultdict(dict)
+        self._opti_name_list: List[str] = []
         self.helper = None
 
     # ---------------------------------------------------------------- learning rate
@@ -138,8 +142,15 @@ class Optimizer:
         return {"Param": [p], "Grad": [g], "LearningRate": [self._create_param_lr(param_and_grad)]}
 
     # ---------------------------------------------------------------- passes
-    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, callbacks=None):
-        """``append_backward``; as in Paddle, ``error_clip_callback`` runs unless other callbacks are given."""
+    def backward(self, loss: Variable, startup_program: Optional[Program] = None,
+                 parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Optional[Set[Any]] = None,
+                 callbacks: Optional[List[Callable[..., Any]]] = None) -> List[Tuple[Variable, Variable]]:
+        """Append the backward ops of ``loss`` (``append_backward``); as in Paddle, the error-clip callback
+        runs unless other callbacks are given.
+
+        Returns:
+            ``[(parameter, gradient)]`` for every trainable parameter that ``loss`` depends on.
+        """
         parameter_list = parameter_list if parameter_list is not None else self._parameter_list
         if callbacks is None:
             from .clip import error_clip_callback
@@ -162,8 +173,12 @@ class Optimizer:
         self._finish_update(block, [pg for pg in parameters_and_grads if pg[1] is not None and pg[0].trainable])
         return block.ops[start:]
 
-    def apply_gradients(self, params_grads):
-        """Clip, regularize and update: returns the optimize ops."""
+    def apply_gradients(self, params_grads: List[Tuple[Variable, Variable]]) -> List[Any]:
+        """Append gradient clipping, regularization and the update ops for ``params_grads``.
+
+        Returns:
+            The optimize ops.
+        """
         from .clip import append_gradient_clip_ops
         from .regularizer import append_regularization_ops
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
@@ -179,11 +194,29 @@ class Optimizer:
         with program_guard(program, startup_program or default_startup_program()):
             return self.apply_gradients(params_grads)
 
-    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, grad_clip=None):
-        """Append backward and optimize ops; returns ``(optimize_ops, params_grads)``.
+    def minimize(self, loss: Variable, startup_program: Optional[Program] = None,
+                 parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Optional[Set[Any]] = None,
+                 grad_clip: Any = None) -> Tuple[List[Any], List[Tuple[Variable, Variable]]]:
+        """Append the backward ops of ``loss`` and the update ops of its parameters: one training step.
 
-        ``grad_clip`` (or the constructor's) clips every gradient and takes precedence over the
-        parameters' own ``gradient_clip`` attrs."""
+        Args:
+            loss: a scalar (shape ``[1]``) Variable, usually a ``mean``.
+            startup_program: where the accumulators' initialisers go (default: the default startup program).
+            parameter_list: the parameters (or their names) to train; default: every trainable one.
+            no_grad_set: variables (or names) whose gradients are not computed.
+            grad_clip: a gradient clip applied to every gradient; it takes precedence over the
+                constructor's and over the parameters' own ``gradient_clip``.
+
+        Returns:
+            ``(optimize_ops, params_grads)``: the update ops and the ``(parameter, gradient)`` pairs.
+
+        Examples:
+            >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+            >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+            >>> ops, params_grads = fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
+            >>> sorted(p.name for p, g in params_grads)
+            ['fc_0.b_0', 'fc_0.w_0']
+        """
         if grad_clip is not None:
             _check_clip(grad_clip)
             self._grad_clip = grad_clip

@@ -1,5 +1,8 @@
 """Scopes hold the values of variables by name. Values are raw arrays, SelectedRows or other objects."""
+from __future__ import annotations
+
 import contextlib
+from typing import Dict, Iterator, List, Optional
 
 from .tensor import LoDTensor, SelectedRows
 
@@ -35,19 +38,38 @@ class ScopeVariable:
 
 
 class Scope:
-    def __init__(self, parent=None):
-        self.parent = parent
-        self.vals = {}   # name -> value; the executor reads and writes this dict directly
-        self.lods = {}   # name -> LoD offsets, only for variables that carry LoD
-        self._kids = []
+    def __init__(self, parent: Optional[Scope] = None) -> None:
+        """Where variables' values live, by name: a program declares variables, a Scope holds their values.
 
-    def var(self, name):
+        The Executor reads feeds from and writes results into a Scope (the global scope unless told
+        otherwise). A child scope (``new_scope``) sees its parents' values; loops run each step in one.
+
+        Args:
+            parent: the scope whose values this one sees, or None.
+
+        Examples:
+            >>> scope = fluid.Scope()
+            >>> with fluid.scope_guard(scope):
+            ...     main, startup = fluid.Program(), fluid.Program()
+            ...     with fluid.program_guard(main, startup):
+            ...         w = fluid.layers.create_parameter(shape=[2, 2], dtype="float32", name="w")
+            ...     _ = fluid.Executor(fluid.CPUPlace()).run(startup)
+            >>> np.array(scope.find_var("w").get_tensor()).shape
+            (2, 2)
+        """
+        self.parent = parent
+        self.vals: Dict[str, object] = {}   # name -> value; the executor reads and writes this dict directly
+        self.lods: Dict[str, list] = {}   # name -> LoD offsets, only for variables that carry LoD
+        self._kids: List[Scope] = []
+
+    def var(self, name: str) -> ScopeVariable:
         """Create (if needed) and return the variable ``name`` in this scope."""
         if self._owner(name) is None:
             self.vals[name] = None
         return ScopeVariable(self._owner(name), name)
 
-    def find_var(self, name):
+    def find_var(self, name: str) -> Optional[ScopeVariable]:
+        """The variable ``name`` from this scope or its parents, or None."""
         owner = self._owner(name)
         return ScopeVariable(owner, name) if owner is not None else None
 
@@ -86,20 +108,24 @@ class Scope:
         else:
             self.lods.pop(name, None)
 
-    def erase(self, names):
+    def erase(self, names: List[str]) -> None:
+        """Drop the values of ``names`` from this scope."""
         for n in names:
             self.vals.pop(n, None)
             self.lods.pop(n, None)
 
-    def new_scope(self):
+    def new_scope(self) -> Scope:
+        """A child scope that sees this one's values."""
         kid = Scope(self)
         self._kids.append(kid)
         return kid
 
-    def drop_kids(self):
+    def drop_kids(self) -> None:
+        """Forget the child scopes."""
         self._kids = []
 
-    def local_var_names(self):
+    def local_var_names(self) -> List[str]:
+        """The names whose values this scope itself holds."""
         return list(self.vals)
 
     def __contains__(self, name):
@@ -109,7 +135,8 @@ class Scope:
 _global_scope = Scope()
 
 
-def global_scope():
+def global_scope() -> Scope:
+    """The scope that executors use when none is given (``scope_guard`` swaps it)."""
     return _global_scope
 
 
@@ -121,8 +148,8 @@ def _switch_scope(scope):
 
 
 @contextlib.contextmanager
-def scope_guard(scope):
-    """Inside, ``global_scope()`` (and executors run without a scope) use ``scope``."""
+def scope_guard(scope: Scope) -> Iterator[None]:
+    """Inside the ``with``, ``global_scope()`` (and executors run without a scope) use ``scope``."""
     old = _switch_scope(scope)
     try:
         yield

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -223,13 +224,25 @@ class _BlockEdits:
 
 
 class Block:
-    def __init__(self, program, idx, parent_idx=-1):
+    def __init__(self, program: Any, idx: int, parent_idx: int = -1) -> None:
+        """A list of operators and the variables they use; block 0 of a Program is its global block, the
+        others are the bodies of loops and branches (their ``parent_idx`` is the enclosing block).
+
+        Scripts get Blocks from ``program.global_block()`` or ``program.current_block()``; layers call
+        ``create_var`` and ``append_op`` on them.
+
+        Attributes:
+            program: the Program it belongs to.
+            idx: its index in ``program.blocks``.
+            parent_idx: the enclosing block's index (-1 for the global block).
+            vars: ``{name: Variable}`` declared in this block.
+        """
         self.program = program
         self.idx = idx
         self.parent_idx = parent_idx
         self.forward_block_idx = -1
-        self.vars = {}
-        self._ops = []
+        self.vars: Dict[str, Variable] = {}
+        self._ops: List[Operator] = []
         self._defuse = None
 
     # ---- the op list; assigning a new list drops the def-use index (rebuilt when next asked)
@@ -276,7 +289,8 @@ class Block:
         return ops
 
     # ---- variables
-    def var(self, name):
+    def var(self, name: str) -> Variable:
+        """The Variable ``name`` declared in this block; ValueError naming it if there is none."""
         if not isinstance(name, str):
             raise TypeError("var() takes a variable name, got %r" % type(name).__name__)
         v = self.vars.get(name)
@@ -284,7 +298,8 @@ class Block:
             raise ValueError("variable %r is not in block %d" % (name, self.idx))
         return v
 
-    def has_var(self, name):
+    def has_var(self, name: str) -> bool:
+        """Whether this block declares ``name`` (its parents are not searched)."""
         return name in self.vars
 
     def _find_var_recursive(self, name):
@@ -303,12 +318,22 @@ class Block:
         return v
 
     @property
-    def parent_block(self):
+    def parent_block(self) -> Optional[Block]:
+        """The enclosing Block, or None for the global block."""
         if self.parent_idx < 0:
             return None
         return self.program.blocks[self.parent_idx]
 
-    def create_var(self, **kwargs):
+    def create_var(self, **kwargs: Any) -> Variable:
+        """Declare a Variable here (or return the one of that ``name`` already declared).
+
+        Args:
+            **kwargs: the Variable's fields: ``name``, ``shape``, ``dtype``, ``lod_level``,
+                ``persistable``, ``stop_gradient``, ``type``.
+
+        Returns:
+            The Variable.
+        """
         name = kwargs.get("name")
         if name is not None and name in self.vars:
             return self.vars[name]
@@ -366,10 +391,12 @@ class Block:
         self.program._version += 1
         return v
 
-    def all_parameters(self):
+    def all_parameters(self) -> List[Parameter]:
+        """The Parameters declared in this block."""
         return [v for v in self.vars.values() if isinstance(v, Parameter)]
 
-    def iter_parameters(self):
+    def iter_parameters(self) -> Iterator[Parameter]:
+        """The Parameters declared in this block, lazily."""
         return (v for v in self.vars.values() if isinstance(v, Parameter))
 
     # ---- operators
@@ -395,7 +422,20 @@ class Block:
         registry.infer_shape(op, self)
         return op
 
-    def append_op(self, type, inputs=None, outputs=None, attrs=None, stop_gradient=False):
+    def append_op(self, type: str, inputs: Optional[Dict[str, Any]] = None, outputs: Optional[Dict[str, Any]] = None,
+                  attrs: Optional[Dict[str, Any]] = None, stop_gradient: bool = False) -> Operator:
+        """Append an operator of a registered ``type``; its output shapes are inferred at once.
+
+        Args:
+            type: the op type (``"mul"``, ``"elementwise_add"``, ...); unknown types are an error.
+            inputs: ``{slot: Variable, name or a list of them}``.
+            outputs: ``{slot: Variable, name or a list of them}``.
+            attrs: the op's attributes; missing ones take the registry's defaults.
+            stop_gradient: accepted for Paddle's signature.
+
+        Returns:
+            The new Operator.
+        """
         op = self._make_op(type, inputs, outputs, attrs)
         self._ops.append(op)
         self._added(op)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Iterator
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -26,19 +26,39 @@ from .variable import (EMPTY_VAR_NAME, GRAD_SUFFIX, LR_DECAY_COUNTER, RENAME_INF
 
 
 class Program:
-    def __init__(self):
+    def __init__(self) -> None:
+        """A program: a list of Blocks (block 0 is the global block) of variables and operators.
+
+        Layers append to the current default main program (``fluid.default_main_program()``), their
+        initialisers to the default startup program; ``fluid.program_guard(main, startup)`` makes others
+        current. A Program is data: it can be cloned, printed, linted and saved as JSON; an ``Executor``
+        runs it, and the transpiler rewrites it for distributed training.
+
+        Attributes:
+            blocks: the Blocks, by index.
+            random_seed: the seed of random initialisers and dropout (0: a fresh one each run).
+
+        Examples:
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+            ...     y = fluid.layers.fc(x, size=2)
+            >>> [op.type for op in main.global_block().ops]
+            ['mul', 'elementwise_add']
+            >>> test_program = main.clone(for_test=True)
+        """
         self.blocks = [Block(self, 0)]
         self.current_block_idx = 0
         self._version = 0
         self._seed = 0
         self._current_role = OpRole.Forward
-        self._op_role_var = []
+        self._op_role_var: List[str] = []
         self._name_scope = ""
         self._is_distributed = False
         self._is_chief = False
-        self._endpoints = []
+        self._endpoints: List[str] = []
         self._ps_endpoint = None
-        self._trainers_endpoints = []
+        self._trainers_endpoints: List[str] = []
         self._nccl_comm_num = 1
         self._use_hierarchical_allreduce = False
         self._hierarchical_allreduce_inter_nranks = 0
@@ -58,13 +78,16 @@ class Program:
         self._version += 1
 
     # ---- blocks
-    def global_block(self):
+    def global_block(self) -> Block:
+        """Block 0, which holds the parameters and the top-level ops."""
         return self.blocks[0]
 
-    def block(self, index):
+    def block(self, index: int) -> Block:
+        """The Block at ``index``."""
         return self.blocks[index]
 
-    def current_block(self):
+    def current_block(self) -> Block:
+        """The Block that layers append to now (a sub-block inside a ``While`` or ``cond`` body)."""
         return self.blocks[self.current_block_idx]
 
     @property
@@ -82,12 +105,14 @@ class Program:
     def _rollback(self):
         self.current_block_idx = self.current_block().parent_idx
 
-    def list_vars(self):
+    def list_vars(self) -> Iterator[Variable]:
+        """Every Variable of every Block, block by block."""
         for b in self.blocks:
             for v in b.vars.values():
                 yield v
 
-    def all_parameters(self):
+    def all_parameters(self) -> List[Parameter]:
+        """The Parameters (trainable or not) of the global block."""
         return self.global_block().all_parameters()
 
     # ---- role guards used by backward / optimizer / lr schedules
@@ -113,12 +138,20 @@ class Program:
         return self._role_guard(OpRole.Backward)
 
     # ---- copies and forms (framework/program_forms.py)
-    def clone(self, for_test=False):
-        """A deep copy (blocks, variables, ops; attrs that are Blocks point into the copy). With
-        ``for_test``: without backward, optimize and LR-schedule ops, dropout/batch_norm in test mode."""
+    def clone(self, for_test: bool = False) -> Program:
+        """A deep copy: blocks, variables and ops (attrs that are Blocks point into the copy).
+
+        Args:
+            for_test: drop the backward, optimize and learning-rate ops and switch dropout and
+                batch_norm to inference, as Paddle does; clone *before* ``minimize`` for an evaluation
+                program that shares the parameters by name.
+
+        Returns:
+            The new Program.
+        """
         return program_forms.clone_into(self, Program(), for_test)
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         """The lossless JSON-ready form (``to_json`` -> ``from_json`` -> ``to_json`` is exact)."""
         return program_forms.to_dict(self)
 
@@ -156,22 +189,26 @@ _main_program_ = Program()
 _startup_program_ = Program()
 
 
-def default_main_program():
+def default_main_program() -> Program:
+    """The Program that layers append to (``program_guard`` swaps it)."""
     return _main_program_
 
 
-def default_startup_program():
+def default_startup_program() -> Program:
+    """The Program that receives the initialisers of the parameters layers create."""
     return _startup_program_
 
 
-def switch_main_program(program):
+def switch_main_program(program: Program) -> Program:
+    """Make ``program`` the default main program; return the previous one."""
     global _main_program_
     prev = _main_program_
     _main_program_ = program
     return prev
 
 
-def switch_startup_program(program):
+def switch_startup_program(program: Program) -> Program:
+    """Make ``program`` the default startup program; return the previous one."""
     global _startup_program_
     prev = _startup_program_
     _startup_program_ = program
@@ -180,7 +217,22 @@ def switch_startup_program(program):
 
 @contextlib.contextmanager
 def program_guard(main_program: Program, startup_program: Program | None = None) -> Iterator[None]:
-    """Layers called inside build into ``main_program`` (and their initialisers into ``startup_program``)."""
+    """Inside the ``with``, layers build into ``main_program`` (their initialisers into ``startup_program``).
+
+    Args:
+        main_program: the Program layers append their ops to.
+        startup_program: the Program parameter initialisers go to (unchanged when None).
+
+    Raises:
+        TypeError: an argument that is not a Program.
+
+    Examples:
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> main.global_block().has_var("x")
+        True
+    """
     if not isinstance(main_program, Program):
         raise TypeError("program_guard: main_program must be a Program, got %r" % type(main_program).__name__)
     if startup_program is not None and not isinstance(startup_program, Program):

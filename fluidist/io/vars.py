@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 import zipfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from ..core.placement import to_place
 from ..core.scope import global_scope
 from ..core.tensor import SelectedRows
 from ..framework.dtypes import VarType
-from ..framework.program import Program
+from ..framework.program import Program, Variable
 from ..paddle_format import files as paddle_files
 
 from .common import (INDEX_FILE, INDEX_KEY, MAX_INDEX_BYTES, UNCHECKED_ENV, _ZIP_MAGIC, _index_text, _npy_bytes,
@@ -68,27 +68,71 @@ def _save(executor, dirname, main_program, vars, predicate, filename, scope, for
         _save_own(dirname, values, filename, extra_files)
 
 
-def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None, scope=None,
-              format=None):
+def save_vars(executor: Executor, dirname: str, main_program: Optional[Program] = None,
+              vars: Optional[Sequence[Variable]] = None, predicate: Optional[Callable[[Variable], bool]] = None,
+              filename: Optional[str] = None, scope: Optional[Scope] = None, format: Optional[str] = None) -> None:
     """Save ``vars`` (or the variables of ``main_program`` that ``predicate`` accepts) from the scope.
 
     fluidist's format: without ``filename`` each variable becomes ``dirname/<stem>.npy`` and
     ``__index__.json`` is updated (entries of earlier saves into the same directory are kept); with
     ``filename`` all go into the ``.npz`` archive ``dirname/filename``. ``format="paddle"``: Paddle's
     LoDTensor files, ``dirname/<variable name>`` each, or all in ``dirname/filename``.
+
+    Args:
+        executor: the Executor (its place says where the values are).
+        dirname: the folder to write (made if missing).
+        main_program: the program whose variables ``predicate`` selects (default: the default main program).
+        vars: the variables to save; when given, ``predicate`` is not used.
+        predicate: ``predicate(var) -> bool`` selects variables of ``main_program``.
+        filename: one file for all variables instead of one file each.
+        scope: where the values are (default: the global scope).
+        format: ``None`` / ``"fluidist"`` or ``"paddle"`` (default from ``FLUIDIST_SAVE_FORMAT``).
+
+    Examples:
+        >>> import tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter(shape=[2, 2], dtype="float32", name="w")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> fluid.io.save_vars(exe, tempfile.mkdtemp(), main, vars=[w])
     """
     _save(executor, dirname, main_program, vars, predicate, filename, scope, format)
 
 
-def save_params(executor, dirname, main_program=None, filename=None, scope=None, format=None):
-    """Save the Parameters of ``main_program`` (not optimizer accumulators or the learning rate)."""
+def save_params(executor: Executor, dirname: str, main_program: Optional[Program] = None,
+                filename: Optional[str] = None, scope: Optional[Scope] = None, format: Optional[str] = None) -> None:
+    """Save the Parameters of ``main_program`` (not optimizer accumulators or the learning rate); the
+    arguments are ``save_vars``'s."""
     save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope,
               format=format)
 
 
 def save_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
                       filename: str | None = None, scope: Scope | None = None, format: str | None = None) -> None:
-    """Save every persistable variable of ``main_program``: parameters, accumulators, LR, counters."""
+    """Save every persistable variable of ``main_program``: parameters, optimizer accumulators, the
+    learning rate and counters; what a checkpoint needs to resume training.
+
+    Args:
+        executor: the Executor (its place says where the values are).
+        dirname: the folder to write (made if missing).
+        main_program: the program whose persistables are saved (default: the default main program).
+        filename: one file for all variables instead of one file each.
+        scope: where the values are (default: the global scope).
+        format: ``None`` / ``"fluidist"`` or ``"paddle"`` (Paddle 1.8 can then load it).
+
+    Examples:
+        >>> import tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        ...     _ = fluid.optimizer.SGD(0.1).minimize(fluid.layers.mean(fluid.layers.fc(x, 1)))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> ckpt = tempfile.mkdtemp()
+        >>> fluid.io.save_persistables(exe, ckpt, main)
+        >>> fluid.io.load_persistables(exe, ckpt, main)
+    """
     save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope,
               format=format)
 
@@ -274,24 +318,48 @@ def _commit(loaded, decls, scope, place, where):
                 scope.var(name).get_tensor().set_lod(lod or [])
 
 
-def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None, scope=None):
-    """Load ``vars`` (or the variables of ``main_program`` that ``predicate`` accepts) into the scope,
-    on the executor's place, from fluidist's or Paddle's files (detected). Shapes and dtypes are
-    checked against the program's declarations; a failed load leaves the scope as it was."""
+def load_vars(executor: Executor, dirname: Optional[str], main_program: Optional[Program] = None,
+              vars: Optional[Sequence[Variable]] = None, predicate: Optional[Callable[[Variable], bool]] = None,
+              filename: Optional[str | bytes] = None, scope: Optional[Scope] = None) -> None:
+    """Load ``vars`` (or the variables of ``main_program`` that ``predicate`` accepts) into the scope.
+
+    The files may be fluidist's or Paddle's (detected). Shapes and dtypes are checked against the
+    program's declarations; a failed load leaves the scope as it was.
+
+    Args:
+        executor: the Executor (values go to its place).
+        dirname: the folder that ``save_vars`` wrote.
+        main_program: the program whose variables ``predicate`` selects (default: the default main program).
+        vars: the variables to load; when given, ``predicate`` is not used.
+        predicate: ``predicate(var) -> bool`` selects variables of ``main_program``.
+        filename: the one file all variables were saved into, if they were.
+        scope: where the values go (default: the global scope).
+    """
     scope = scope if scope is not None else global_scope()
     place = getattr(executor, "place", None) or CPUPlace()
     selected = _select(main_program, vars, predicate)
     loaded = _read_vars(dirname, selected, filename)
-    where = os.path.join(dirname, filename) if dirname is not None and filename is not None else dirname
+    where = os.path.join(dirname, os.fsdecode(filename)) if dirname is not None and filename is not None else dirname
     _commit(loaded, dict(selected), scope, place, where or "<params bytes>")
 
 
-def load_params(executor, dirname, main_program=None, filename=None, scope=None):
+def load_params(executor: Executor, dirname: Optional[str], main_program: Optional[Program] = None,
+                filename: Optional[str | bytes] = None, scope: Optional[Scope] = None) -> None:
+    """Load the Parameters of ``main_program``; the arguments are ``load_vars``'s."""
     load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope)
 
 
 def load_persistables(executor: Executor, dirname: str | None, main_program: Program | None = None,
                       filename: str | bytes | None = None, scope: Scope | None = None) -> None:
-    """Load every persistable variable of ``main_program`` (saved by ``save_persistables``, by fluidist
-    or by Paddle: the format is detected) into ``scope``."""
+    """Load every persistable variable of ``main_program`` into ``scope``.
+
+    The files may be fluidist's or Paddle's (``save_persistables``'s, detected).
+
+    Args:
+        executor: the Executor (values go to its place).
+        dirname: the folder that ``save_persistables`` wrote.
+        main_program: the program whose persistables are loaded (default: the default main program).
+        filename: the one file all variables were saved into, if they were.
+        scope: where the values go (default: the global scope).
+    """
     load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope)
