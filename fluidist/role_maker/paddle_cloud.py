@@ -24,12 +24,33 @@ fluidist differences from Paddle 1.8, all fixes: every process of a collective j
 (1.8 left the role unset, so ``is_worker()`` and ``is_first_worker()`` were False); a missing or
 malformed variable raises :class:`~fluidist.role_maker.env.EnvVarError` naming it.
 """
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
 from .base import Role, LazyRoleGetters, RoleMakerBase
 from .env import EnvReader, env_error
 
 
 class PaddleCloudRoleMaker(LazyRoleGetters, RoleMakerBase):
-    def __init__(self, is_collective=False, **kwargs):
+    def __init__(self, is_collective: bool = False, **kwargs: Any) -> None:
+        """The role of this process read from the environment that ``fluidist-launch`` (or a Paddle
+        cluster) sets: ``TRAINING_ROLE``, ``PADDLE_TRAINER_ID``, ``PADDLE_TRAINER_ENDPOINTS``,
+        ``PADDLE_PSERVERS_IP_PORT_LIST``, ``PADDLE_PORT``, ``POD_IP``, ``PADDLE_TRAINERS_NUM``. A missing or
+        malformed variable is an error naming it.
+
+        Args:
+            is_collective: a collective job (every process a worker) rather than a parameter-server one.
+            **kwargs: accepted for Paddle's signature.
+
+        Examples:
+            >>> from fluidist.incubate.fleet.base import role_maker
+            >>> rm = role_maker.PaddleCloudRoleMaker(is_collective=True)
+            >>> rm.generate_role({"PADDLE_TRAINER_ID": "1", "PADDLE_TRAINER_ENDPOINTS": "127.0.0.1:6170,127.0.0.1:6171",
+            ...                   "PADDLE_CURRENT_ENDPOINT": "127.0.0.1:6171"})
+            >>> rm.worker_index(), rm.worker_num()
+            (1, 2)
+        """
         super().__init__()
         self._is_collective = bool(is_collective)
         self._trainers_num = 0
@@ -37,9 +58,8 @@ class PaddleCloudRoleMaker(LazyRoleGetters, RoleMakerBase):
         self._kwargs = kwargs
 
     # ---------------------------------------------------------------- reading the environment
-    def generate_role(self, environ=None):
-        """Read the environment once (later calls do nothing). ``environ`` (a dict) replaces
-        ``os.environ``, for tests and embedding."""
+    def generate_role(self, environ: Optional[Mapping[str, str]] = None) -> None:
+        """Read the environment once (later calls do nothing); ``environ`` replaces ``os.environ``."""
         if self._role_is_generated:
             return
         env = EnvReader(type(self).__name__ + ("(is_collective=True)" if self._is_collective else ""), environ)

@@ -1,4 +1,8 @@
 """Role makers whose roles the user states in code (Paddle 1.8's argument checks, in its order)."""
+from __future__ import annotations
+
+from typing import List, Optional
+
 from .base import Role, RoleMakerBase
 
 
@@ -6,7 +10,7 @@ def _is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _check_endpoint_list(eps, what):
+def _check_endpoint_list(eps: object, what: str) -> List[str]:
     if not isinstance(eps, list):
         raise TypeError("%s must be as string list" % what)
     if len(eps) <= 0:
@@ -16,15 +20,33 @@ def _check_endpoint_list(eps, what):
     for ep in eps:
         if not isinstance(ep, str):
             raise TypeError("every element in %s list must be as string" % what)
+    return eps
 
 
 class UserDefinedRoleMaker(RoleMakerBase):
     """A parameter-server job's role given in code: this process is worker ``current_id`` of
     ``worker_num`` or server ``current_id`` of ``server_endpoints``."""
 
-    def __init__(self, current_id=0, role=Role.WORKER, worker_num=0, server_endpoints=None):
+    def __init__(self, current_id: int = 0, role: int = Role.WORKER, worker_num: int = 0,
+                 server_endpoints: Optional[List[str]] = None) -> None:
+        """A parameter-server job's role given in code rather than read from the environment.
+
+        Args:
+            current_id: this process's index among the workers, or among the servers.
+            role: ``Role.WORKER`` or ``Role.SERVER``.
+            worker_num: the number of workers.
+            server_endpoints: the servers' ``ip:port`` endpoints.
+
+        Examples:
+            >>> from fluidist.incubate.fleet.base import role_maker
+            >>> rm = role_maker.UserDefinedRoleMaker(current_id=0, role=role_maker.Role.SERVER, worker_num=2,
+            ...                                      server_endpoints=["127.0.0.1:6174", "127.0.0.1:6175"])
+            >>> rm.generate_role()
+            >>> rm.is_server(), rm.server_index()
+            (True, 0)
+        """
         super().__init__()
-        _check_endpoint_list(server_endpoints, "server_endpoints")
+        server_endpoints = _check_endpoint_list(server_endpoints, "server_endpoints")
         if role not in (Role.WORKER, Role.SERVER) or isinstance(role, bool):
             raise TypeError("role must be as Role")
         if not _is_int(current_id):
@@ -76,9 +98,16 @@ class UserDefinedCollectiveRoleMaker(RoleMakerBase):
     """A collective job's role given in code: this process is trainer ``current_id`` of
     ``worker_endpoints``. Every process is a worker."""
 
-    def __init__(self, current_id=0, worker_endpoints=None):
+    def __init__(self, current_id: int = 0, worker_endpoints: Optional[List[str]] = None) -> None:
+        """A collective job's role given in code: this process is trainer ``current_id`` of
+        ``worker_endpoints``; every process is a worker.
+
+        Args:
+            current_id: this trainer's index.
+            worker_endpoints: every trainer's ``ip:port`` endpoint, in rank order.
+        """
         super().__init__()
-        _check_endpoint_list(worker_endpoints, "worker_endpoints")
+        worker_endpoints = _check_endpoint_list(worker_endpoints, "worker_endpoints")
         if not _is_int(current_id):
             raise TypeError("current_id must be as int")
         if current_id < 0:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any, Optional
 
 from ..framework.program import Program, default_main_program, default_startup_program
 from . import pserver as ps
@@ -26,16 +27,41 @@ class DistributeTranspiler:
     """``t.transpile(trainer_id, pservers=..., trainers=...)`` then ``t.get_trainer_program()`` or
     ``t.get_pserver_program(ep)`` / ``t.get_startup_program(ep, prog)``."""
 
-    def __init__(self, config=None):
+    def __init__(self, config: Optional[DistributeTranspilerConfig] = None) -> None:
+        """Rewrites a single-process program into the programs of a distributed job (Paddle 1.x's API).
+
+        ``t.transpile(trainer_id, pservers=..., trainers=...)``, then ``t.get_trainer_program()`` on
+        trainers, or ``t.get_pserver_program(ep)`` and ``t.get_startup_program(ep, prog)`` on pservers.
+        ``config.mode`` picks parameter servers (``"pserver"``, the default), ``"nccl2"`` or ``"collective"``.
+
+        Args:
+            config: how to split and place parameters, and the mode (default: ``DistributeTranspilerConfig()``).
+
+        Raises:
+            TypeError: ``config`` is not a DistributeTranspilerConfig.
+            ValueError: a misconfigured field of ``config`` (named).
+
+        Examples:
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(fluid.layers.mean(fluid.layers.fc(x, 1)))
+            >>> t = fluid.DistributeTranspiler()
+            >>> t.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6174,127.0.0.1:6175",
+            ...             trainers=2)
+            >>> sorted({op.type for op in t.get_trainer_program(wait_port=False).global_block().ops} & {"send", "recv"})
+            ['recv', 'send']
+            >>> pserver = t.get_pserver_program("127.0.0.1:6174")
+        """
         self.config = config if config is not None else DistributeTranspilerConfig()
         if not isinstance(self.config, DistributeTranspilerConfig):
             raise TypeError("DistributeTranspiler(config): config must be a DistributeTranspilerConfig")
         self.config.validate()
         self._server_config = ServerRuntimeConfig()
-        self._plan = None
-        self._collective = None
-        self.origin_program = None
-        self.startup_program = None
+        self._plan: Any = None
+        self._collective: Any = None
+        self.origin_program: Any = None
+        self.startup_program: Any = None
 
     def _set_server_config(self, server_config=None):
         if server_config is not None and not isinstance(server_config, ServerRuntimeConfig):
