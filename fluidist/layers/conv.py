@@ -1,7 +1,7 @@
 """Image layers with Paddle 1.x signatures: conv2d, pool2d, adaptive_pool2d, batch_norm, dropout."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Literal, Sequence, overload
 
 from ..framework.variable import Variable
 from ..hints import ParamAttrLike
@@ -195,6 +195,16 @@ def _append_pool(op_type, input, pool_type, ksize, stride, paddings, algorithm, 
                             "use_cudnn": use_cudnn, "ceil_mode": ceil_mode, "use_mkldnn": False,
                             "exclusive": exclusive, "data_format": data_format})
     return out
+
+
+@overload
+def adaptive_pool2d(input: Variable, pool_size: int | Sequence[int], pool_type: str = ...,
+                    require_index: Literal[False] = ..., name: str | None = ...) -> Variable: ...
+
+
+@overload
+def adaptive_pool2d(input: Variable, pool_size: int | Sequence[int], pool_type: str = ..., *,
+                    require_index: Literal[True], name: str | None = ...) -> tuple[Variable, Variable]: ...
 
 
 def adaptive_pool2d(input: Variable, pool_size: int | Sequence[int], pool_type: str = "max",

@@ -1,6 +1,8 @@
 """Loss layers."""
 from __future__ import annotations
 
+from typing import Literal, overload
+
 from ..framework.variable import Variable
 from .layer_helper import LayerHelper, check_variable
 
@@ -71,6 +73,24 @@ def cross_entropy(input: Variable, label: Variable, soft_label: bool = False,
                      outputs={"Y": [out], "MatchX": [match_x], "XShape": [xshape]},
                      attrs={"ignore_index": int(ignore_index)})
     return out
+
+
+@overload
+def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bool = ..., ignore_index: int = ...,
+                               numeric_stable_mode: bool = ..., return_softmax: Literal[False] = ...,
+                               axis: int = ...) -> Variable: ...
+
+
+@overload
+def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bool, ignore_index: int,
+                               numeric_stable_mode: bool, return_softmax: Literal[True],
+                               axis: int = ...) -> tuple[Variable, Variable]: ...
+
+
+@overload
+def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bool = ..., ignore_index: int = ...,
+                               numeric_stable_mode: bool = ..., *, return_softmax: Literal[True],
+                               axis: int = ...) -> tuple[Variable, Variable]: ...
 
 
 def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bool = False,
