@@ -1,6 +1,10 @@
 """Shape and layout layers of Paddle 1.8's ``layers/nn.py``: squeeze, unsqueeze, flatten, stack,
 unstack, expand(_as), slice, strided_slice, flip, roll, pad, pad2d, pad_constant_like, crop(_tensor),
 space_to_depth, shuffle_channel, temporal_shift, unfold, meshgrid, diag_embed, t."""
+from __future__ import annotations
+
+from typing import Sequence
+
 from ..framework.program import Variable
 from .layer_helper import LayerHelper
 from ._build import check_var, int_list, one_op, xshape_op
@@ -18,36 +22,106 @@ def _int_tensors(values):
     return tensors, [-1 if isinstance(v, Variable) else int(v) for v in values]
 
 
-def squeeze(input, axes, name=None):
-    """``input`` without the size-1 dimensions listed in ``axes`` (others listed are kept)."""
+def squeeze(input: Variable, axes: Sequence[int], name: str | None = None) -> Variable:
+    """``input`` without the size-1 dimensions listed in ``axes``; listed dimensions of another size are
+    kept.
+
+    Args:
+        input: the tensor.
+        axes: the dimensions to drop (negative counts from the end).
+        name: the output's name (generated when None).
+
+    Returns:
+        The squeezed Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 1, 5], dtype="float32")
+        >>> fluid.layers.squeeze(x, axes=[1]).shape
+        (-1, 5)
+    """
     check_var(input, "squeeze", "input")
     return xshape_op("squeeze2", input, {"axes": int_list(axes, "squeeze", "axes")}, name)
 
 
-def unsqueeze(input, axes, name=None):
-    """``input`` with size-1 dimensions inserted at ``axes`` (in order)."""
+def unsqueeze(input: Variable, axes: int | Sequence[int], name: str | None = None) -> Variable:
+    """``input`` with size-1 dimensions inserted at ``axes``, in order.
+
+    Args:
+        input: the tensor.
+        axes: where to insert, in the output's numbering.
+        name: the output's name (generated when None).
+
+    Returns:
+        The unsqueezed Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 5], dtype="float32")
+        >>> fluid.layers.unsqueeze(x, axes=[1]).shape
+        (-1, 1, 5)
+    """
     check_var(input, "unsqueeze", "input")
     return xshape_op("unsqueeze2", input, {"axes": int_list(axes, "unsqueeze", "axes")}, name)
 
 
-def flatten(x, axis=1, name=None):
-    """``x`` as a matrix: the dimensions before ``axis`` make the rows, the rest the columns."""
+def flatten(x: Variable, axis: int = 1, name: str | None = None) -> Variable:
+    """``x`` as a matrix: the dimensions before ``axis`` make the rows, the rest the columns.
+
+    Args:
+        x: the tensor.
+        axis: where the columns start.
+        name: the output's name (generated when None).
+
+    Returns:
+        A 2-D Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2, 3, 4], dtype="float32")
+        >>> fluid.layers.flatten(x, axis=1).shape
+        (-1, 24)
+    """
     check_var(x, "flatten", "x")
     if not isinstance(axis, int) or not 0 <= axis <= len(x.shape):
         raise ValueError("flatten: axis must be an int in [0, %d], got %r" % (len(x.shape), axis))
     return xshape_op("flatten2", x, {"axis": axis}, name)
 
 
-def stack(x, axis=0):
-    """The Variables of ``x`` (one shape) stacked along a new dimension ``axis``."""
+def stack(x: Variable | Sequence[Variable], axis: int = 0) -> Variable:
+    """Same-shaped Variables stacked along a new dimension ``axis``.
+
+    Args:
+        x: the Variables.
+        axis: where the new dimension goes.
+
+    Returns:
+        The stacked Variable.
+
+    Examples:
+        >>> a = fluid.data(name="a", shape=[None, 3], dtype="float32")
+        >>> b = fluid.data(name="b", shape=[None, 3], dtype="float32")
+        >>> fluid.layers.stack([a, b], axis=1).shape
+        (-1, 2, 3)
+    """
     xs = [x] if isinstance(x, Variable) else list(x)
     for v in xs:
         check_var(v, "stack", "x")
     return one_op("stack", {"X": xs}, {"axis": int(axis)}, out_slot="Y")
 
 
-def unstack(x, axis=0, num=None):
-    """``x`` cut along ``axis`` into its slices (that dimension removed); a list of Variables."""
+def unstack(x: Variable, axis: int = 0, num: int | None = None) -> list[Variable]:
+    """``x`` cut along ``axis`` into its slices, that dimension removed.
+
+    Args:
+        x: the tensor.
+        axis: the dimension to cut along.
+        num: the number of slices (``x.shape[axis]`` when None).
+
+    Returns:
+        The list of slices.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2, 3], dtype="float32")
+        >>> first, second = fluid.layers.unstack(x, axis=1)
+    """
     check_var(x, "unstack", "x")
     if num is None:
         num = x.shape[axis]
@@ -59,9 +133,22 @@ def unstack(x, axis=0, num=None):
     return outs
 
 
-def expand(x, expand_times, name=None):
-    """``x`` tiled ``expand_times[i]`` times along dimension i (a list of ints / int Variables, or one
-    int Variable)."""
+def expand(x: Variable, expand_times: Sequence[int | Variable] | Variable, name: str | None = None) -> Variable:
+    """``x`` tiled ``expand_times[i]`` times along dimension ``i``.
+
+    Args:
+        x: the tensor.
+        expand_times: one count per dimension: ints or int Variables, or one int Variable.
+        name: the output's name (generated when None).
+
+    Returns:
+        The tiled Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> fluid.layers.expand(x, expand_times=[1, 2]).shape
+        (-1, 6)
+    """
     check_var(x, "expand", "x")
     helper = LayerHelper("expand", name=name)
     inputs, attrs = {"X": [x]}, {}
@@ -77,8 +164,22 @@ def expand(x, expand_times, name=None):
     return out
 
 
-def expand_as(x, target_tensor, name=None):
-    """``x`` tiled to the shape of ``target_tensor``."""
+def expand_as(x: Variable, target_tensor: Variable, name: str | None = None) -> Variable:
+    """``x`` tiled to the shape of ``target_tensor``.
+
+    Args:
+        x: the tensor.
+        target_tensor: the tensor whose shape to reach (each size a multiple of ``x``'s).
+        name: the output's name (generated when None).
+
+    Returns:
+        The tiled Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 1], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[None, 4], dtype="float32")
+        >>> z = fluid.layers.expand_as(x, y)
+    """
     check_var(x, "expand_as", "x")
     check_var(target_tensor, "expand_as", "target_tensor")
     return one_op("expand_as", {"X": x, "target_tensor": target_tensor}, name=name)
@@ -112,46 +213,136 @@ def _slice(op_type, input, axes, starts, ends, strides=None):
     return out
 
 
-def slice(input, axes, starts, ends):
-    """``input[starts[k]:ends[k]]`` on each of ``axes`` (negative positions count from the end;
-    positions past the end are clamped)."""
+def slice(input: Variable, axes: Sequence[int], starts: Sequence[int | Variable] | Variable,
+          ends: Sequence[int | Variable] | Variable) -> Variable:
+    """``input[starts[k]:ends[k]]`` on each of ``axes``; negative positions count from the end and
+    positions past the end are clamped.
+
+    Args:
+        input: the tensor.
+        axes: the dimensions to slice.
+        starts: the start of each slice.
+        ends: the end (excluded) of each slice.
+
+    Returns:
+        The sliced Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 10], dtype="float32")
+        >>> fluid.layers.slice(x, axes=[1], starts=[2], ends=[5]).shape
+        (-1, 3)
+    """
     return _slice("slice", input, axes, starts, ends)
 
 
-def strided_slice(input, axes, starts, ends, strides):
-    """``input[starts[k]:ends[k]:strides[k]]`` on each of ``axes``."""
+def strided_slice(input: Variable, axes: Sequence[int], starts: Sequence[int | Variable] | Variable,
+                  ends: Sequence[int | Variable] | Variable, strides: Sequence[int | Variable] | Variable) -> Variable:
+    """``input[starts[k]:ends[k]:strides[k]]`` on each of ``axes``.
+
+    Args:
+        input: the tensor.
+        axes: the dimensions to slice.
+        starts: the start of each slice.
+        ends: the end (excluded) of each slice.
+        strides: the step of each slice (negative walks backwards).
+
+    Returns:
+        The sliced Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 10], dtype="float32")
+        >>> evens = fluid.layers.strided_slice(x, axes=[1], starts=[0], ends=[10], strides=[2])
+    """
     return _slice("strided_slice", input, axes, starts, ends, strides)
 
 
-def flip(input, dims, name=None):
-    """``input`` reversed along each of ``dims``."""
+def flip(input: Variable, dims: int | Sequence[int], name: str | None = None) -> Variable:
+    """``input`` reversed along each of ``dims``.
+
+    Args:
+        input: the tensor.
+        dims: the dimensions to reverse.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable with ``input``'s shape.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 5], dtype="float32")
+        >>> y = fluid.layers.flip(x, dims=[1])
+    """
     check_var(input, "flip", "input")
     return one_op("flip", {"X": input}, {"dims": int_list(dims, "flip", "dims")}, name=name)
 
 
-def roll(input, shifts, dims=None):
-    """``input`` rotated by ``shifts`` along ``dims`` (no dims: over the flattened input)."""
+def roll(input: Variable, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Variable:
+    """``input`` rotated by ``shifts`` along ``dims``; elements pushed off one end come back at the other.
+
+    Args:
+        input: the tensor.
+        shifts: the shift per dimension.
+        dims: the dimensions; None rolls the flattened input.
+
+    Returns:
+        A Variable with ``input``'s shape.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 5], dtype="float32")
+        >>> y = fluid.layers.roll(x, shifts=1, dims=1)
+    """
     from .tensor import reshape
     check_var(input, "roll", "input")
-    shifts = int_list(shifts, "roll", "shifts")
+    shift_list = int_list(shifts, "roll", "shifts")
     flat = dims is None
-    dims = int_list(dims, "roll", "dims") if not flat else [0]
-    if len(dims) != len(shifts):
-        raise ValueError("roll: shifts %s and dims %s must have the same length" % (shifts, dims))
-    out = one_op("roll", {"X": reshape(input, [-1]) if flat else input}, {"shifts": shifts, "dims": dims})
+    dim_list = int_list(dims, "roll", "dims") if not flat else [0]
+    if len(dim_list) != len(shift_list):
+        raise ValueError("roll: shifts %s and dims %s must have the same length" % (shift_list, dim_list))
+    out = one_op("roll", {"X": reshape(input, [-1]) if flat else input}, {"shifts": shift_list, "dims": dim_list})
     return reshape(out, list(input.shape))
 
 
-def pad(x, paddings, pad_value=0.0, name=None):
-    """``x`` padded with ``pad_value``: ``paddings`` = [before_0, after_0, before_1, after_1, ...]."""
+def pad(x: Variable, paddings: Sequence[int], pad_value: float = 0.0, name: str | None = None) -> Variable:
+    """``x`` padded with ``pad_value``.
+
+    Args:
+        x: the tensor.
+        paddings: ``[before_0, after_0, before_1, after_1, ...]``, two per dimension.
+        pad_value: the fill value.
+        name: the output's name (generated when None).
+
+    Returns:
+        The padded Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[2, 3], dtype="float32")
+        >>> fluid.layers.pad(x, paddings=[0, 1, 2, 2]).shape
+        (3, 7)
+    """
     check_var(x, "pad", "x")
     paddings = int_list(list(paddings), "pad", "paddings", 2 * len(x.shape))
     return one_op("pad", {"X": x}, {"paddings": paddings, "pad_value": float(pad_value)}, name=name)
 
 
-def pad2d(input, paddings=[0, 0, 0, 0], mode="constant", pad_value=0.0, data_format="NCHW", name=None):  # noqa: B006
-    """Pad the two spatial dimensions of a 4-D ``input`` by ``[top, bottom, left, right]`` (or an int
-    Variable of them): ``constant``, ``reflect`` or ``edge``."""
+def pad2d(input: Variable, paddings: Sequence[int] | Variable = [0, 0, 0, 0], mode: str = "constant",
+          pad_value: float = 0.0, data_format: str = "NCHW", name: str | None = None) -> Variable:  # noqa: B006
+    """Pad the two spatial dimensions of a 4-D ``input``.
+
+    Args:
+        input: a 4-D tensor.
+        paddings: ``[top, bottom, left, right]``, or an int Variable of them.
+        mode: ``"constant"``, ``"reflect"`` or ``"edge"``.
+        pad_value: the fill value of constant padding.
+        data_format: ``"NCHW"`` or ``"NHWC"``.
+        name: the output's name (generated when None).
+
+    Returns:
+        The padded Variable.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> fluid.layers.pad2d(img, paddings=[1, 1, 2, 2], mode="reflect").shape
+        (-1, 3, 10, 12)
+    """
     check_var(input, "pad2d", "input")
     if mode not in ("constant", "reflect", "edge"):
         raise ValueError("pad2d: mode must be 'constant', 'reflect' or 'edge', got %r" % (mode,))
@@ -167,15 +358,47 @@ def pad2d(input, paddings=[0, 0, 0, 0], mode="constant", pad_value=0.0, data_for
     return one_op("pad2d", inputs, attrs, name=name)
 
 
-def pad_constant_like(x, y, pad_value=0.0, name=None):
-    """``y`` padded at the end of each dimension with ``pad_value`` up to ``x``'s shape."""
+def pad_constant_like(x: Variable, y: Variable, pad_value: float = 0.0, name: str | None = None) -> Variable:
+    """``y`` padded at the end of each dimension with ``pad_value`` up to ``x``'s shape.
+
+    Args:
+        x: the tensor whose shape to reach.
+        y: the tensor to pad (no larger than ``x`` in any dimension).
+        pad_value: the fill value.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``x``'s shape.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[4, 5], dtype="float32")
+        >>> y = fluid.data(name="y", shape=[2, 3], dtype="float32")
+        >>> fluid.layers.pad_constant_like(x, y).shape
+        (4, 5)
+    """
     check_var(x, "pad_constant_like", "x")
     check_var(y, "pad_constant_like", "y")
     return one_op("pad_constant_like", {"X": x, "Y": y}, {"pad_value": float(pad_value)}, dtype=x.dtype, name=name)
 
 
-def crop(x, shape=None, offsets=None, name=None):
-    """The box of ``x`` at ``offsets`` with ``shape`` (a list, or a Variable whose shape is taken)."""
+def crop(x: Variable, shape: Sequence[int] | Variable | None = None,
+         offsets: Sequence[int] | Variable | None = None, name: str | None = None) -> Variable:
+    """The box of ``x`` at ``offsets`` with ``shape``.
+
+    Args:
+        x: the tensor.
+        shape: the box's shape: a list, or a Variable whose shape is taken.
+        offsets: where the box starts (zeros when None).
+        name: the output's name (generated when None).
+
+    Returns:
+        The cropped Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[4, 5], dtype="float32")
+        >>> fluid.layers.crop(x, shape=[2, 2], offsets=[1, 1]).shape
+        (2, 2)
+    """
     check_var(x, "crop", "x")
     inputs, attrs = {"X": x}, {}
     if shape is None:
@@ -193,9 +416,24 @@ def crop(x, shape=None, offsets=None, name=None):
     return one_op("crop", inputs, attrs, name=name)
 
 
-def crop_tensor(x, shape=None, offsets=None, name=None):
-    """The box of ``x`` at ``offsets`` with ``shape`` (-1: to the end); either may be a list holding
-    int Variables, or one int Variable."""
+def crop_tensor(x: Variable, shape: Sequence[int | Variable] | Variable | None = None,
+                offsets: Sequence[int | Variable] | Variable | None = None, name: str | None = None) -> Variable:
+    """The box of ``x`` at ``offsets`` with ``shape``; -1 in ``shape`` reaches to the end.
+
+    Args:
+        x: the tensor.
+        shape: the box's shape: ints or int Variables, or one int Variable.
+        offsets: where the box starts (zeros when None).
+        name: the output's name (generated when None).
+
+    Returns:
+        The cropped Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[4, 5], dtype="float32")
+        >>> fluid.layers.crop_tensor(x, shape=[2, -1], offsets=[1, 2]).shape
+        (2, 3)
+    """
     check_var(x, "crop_tensor", "x")
     if shape is None:
         shape = list(x.shape)
@@ -215,42 +453,113 @@ def crop_tensor(x, shape=None, offsets=None, name=None):
     return one_op("crop_tensor", inputs, attrs, name=name)
 
 
-def space_to_depth(x, blocksize, name=None):
-    """Each ``blocksize`` x ``blocksize`` spatial block of an NCHW ``x`` moved into channels."""
+def space_to_depth(x: Variable, blocksize: int, name: str | None = None) -> Variable:
+    """Each ``blocksize`` x ``blocksize`` spatial block of an NCHW ``x`` moved into the channels.
+
+    Args:
+        x: a 4-D NCHW tensor whose height and width are multiples of ``blocksize``.
+        blocksize: the block's side.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of shape ``[N, C * blocksize ** 2, H / blocksize, W / blocksize]``.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> fluid.layers.space_to_depth(img, blocksize=2).shape
+        (-1, 12, 4, 4)
+    """
     check_var(x, "space_to_depth", "x")
     if not isinstance(blocksize, int) or blocksize < 1:
         raise ValueError("space_to_depth: blocksize must be a positive int, got %r" % (blocksize,))
     return one_op("space_to_depth", {"X": x}, {"blocksize": blocksize}, name=name)
 
 
-def shuffle_channel(x, group, name=None):
-    """Channels of an NCHW ``x`` regrouped across ``group`` groups (ShuffleNet)."""
+def shuffle_channel(x: Variable, group: int, name: str | None = None) -> Variable:
+    """The channels of an NCHW ``x`` regrouped across ``group`` groups (ShuffleNet's channel shuffle).
+
+    Args:
+        x: a 4-D NCHW tensor.
+        group: the number of groups (divides the channels).
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``x``'s shape.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 6, 4, 4], dtype="float32")
+        >>> shuffled = fluid.layers.shuffle_channel(img, group=2)
+    """
     check_var(x, "shuffle_channel", "x")
     return one_op("shuffle_channel", {"X": x}, {"group": int(group)}, name=name)
 
 
-def temporal_shift(x, seg_num, shift_ratio=0.25, name=None):
-    """Shift a part of the channels of ``x`` ([N * seg_num, C, H, W]) one frame back and forth in time."""
+def temporal_shift(x: Variable, seg_num: int, shift_ratio: float = 0.25, name: str | None = None) -> Variable:
+    """Shift part of the channels one frame back and part one frame forward in time (TSM).
+
+    Args:
+        x: a tensor ``[N * seg_num, C, H, W]``: ``seg_num`` frames per clip.
+        seg_num: frames per clip.
+        shift_ratio: the fraction of channels shifted each way.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``x``'s shape.
+
+    Examples:
+        >>> frames = fluid.data(name="frames", shape=[None, 8, 4, 4], dtype="float32")
+        >>> shifted = fluid.layers.temporal_shift(frames, seg_num=2)
+    """
     check_var(x, "temporal_shift", "x")
     return one_op("temporal_shift", {"X": x}, {"seg_num": int(seg_num), "shift_ratio": float(shift_ratio)}, name=name)
 
 
-def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
-    """Sliding blocks of an NCHW ``x`` as columns: [N, C * kh * kw, L] (im2col)."""
+def unfold(x: Variable, kernel_sizes: int | Sequence[int], strides: int | Sequence[int] = 1,
+           paddings: int | Sequence[int] = 0, dilations: int | Sequence[int] = 1, name: str | None = None) -> Variable:
+    """Sliding blocks of an NCHW ``x`` as columns (im2col).
+
+    Args:
+        x: a 4-D NCHW tensor.
+        kernel_sizes: the block size, an int or ``[kh, kw]``.
+        strides: the step.
+        paddings: zeros added around (one, two or four values).
+        dilations: the spacing of block elements.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of shape ``[N, C * kh * kw, L]``, L the number of blocks.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> cols = fluid.layers.unfold(img, kernel_sizes=2, strides=2)
+    """
     check_var(x, "unfold", "x")
-    paddings = int_list(paddings, "unfold", "paddings", None if not isinstance(paddings, int) else 4)
-    if len(paddings) == 2:
-        paddings = paddings * 2
-    if len(paddings) != 4:
-        raise ValueError("unfold: paddings must have 1, 2 or 4 entries, got %s" % paddings)
+    pads = int_list(paddings, "unfold", "paddings", None if not isinstance(paddings, int) else 4)
+    if len(pads) == 2:
+        pads = pads * 2
+    if len(pads) != 4:
+        raise ValueError("unfold: paddings must have 1, 2 or 4 entries, got %s" % pads)
     attrs = {"kernel_sizes": int_list(kernel_sizes, "unfold", "kernel_sizes", 2),
-             "strides": int_list(strides, "unfold", "strides", 2), "paddings": paddings,
+             "strides": int_list(strides, "unfold", "strides", 2), "paddings": pads,
              "dilations": int_list(dilations, "unfold", "dilations", 2)}
     return one_op("unfold", {"X": x}, attrs, out_slot="Y", name=name)
 
 
-def meshgrid(input, name=None):
-    """For 1-D Variables x_0..x_k, the k+1 grids of shape [len(x_0), ..., len(x_k)]."""
+def meshgrid(input: Sequence[Variable], name: str | None = None) -> list[Variable]:
+    """For 1-D Variables ``x_0 .. x_k``, the ``k + 1`` grids of shape ``[len(x_0), ..., len(x_k)]``.
+
+    Args:
+        input: the 1-D Variables.
+        name: the outputs' name prefix (generated when None).
+
+    Returns:
+        The list of grids.
+
+    Examples:
+        >>> xs = fluid.data(name="xs", shape=[3], dtype="float32")
+        >>> ys = fluid.data(name="ys", shape=[4], dtype="float32")
+        >>> gx, gy = fluid.layers.meshgrid([xs, ys])
+    """
     xs = list(input)
     if len(xs) < 2:
         raise ValueError("meshgrid: give at least two 1-D Variables")
@@ -260,14 +569,42 @@ def meshgrid(input, name=None):
     return outs
 
 
-def diag_embed(input, offset=0, dim1=-2, dim2=-1):
-    """The last dimension of ``input`` as the (``offset``) diagonal of new dimensions ``dim1``, ``dim2``."""
+def diag_embed(input: Variable, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Variable:
+    """The last dimension of ``input`` placed on a diagonal of two new dimensions.
+
+    Args:
+        input: the tensor whose last dimension becomes the diagonal.
+        offset: which diagonal: 0 the main one, positive above.
+        dim1: the first new dimension.
+        dim2: the second new dimension.
+
+    Returns:
+        A Variable of rank ``input``'s + 1.
+
+    Examples:
+        >>> v = fluid.data(name="v", shape=[None, 3], dtype="float32")
+        >>> fluid.layers.diag_embed(v).shape
+        (-1, 3, 3)
+    """
     check_var(input, "diag_embed", "input")
     return one_op("diag_embed", {"Input": input}, {"offset": int(offset), "dim1": int(dim1), "dim2": int(dim2)})
 
 
-def t(input, name=None):
-    """The transpose of a matrix (a vector is returned as it is)."""
+def t(input: Variable, name: str | None = None) -> Variable:
+    """The transpose of a matrix; a vector is returned as it is.
+
+    Args:
+        input: a tensor of rank 1 or 2.
+        name: the output's name (generated when None).
+
+    Returns:
+        The transposed Variable.
+
+    Examples:
+        >>> m = fluid.data(name="m", shape=[2, 3], dtype="float32")
+        >>> fluid.layers.t(m).shape
+        (3, 2)
+    """
     check_var(input, "t", "input")
     if len(input.shape) > 2:
         raise ValueError("t: input %r has rank %d; use transpose for more than 2 dimensions"
