@@ -69,7 +69,8 @@ def _sections_missing(name, obj):
 
 # the layer modules whose docstrings are written out in sections so far
 SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "embedding", "loss", "metric_op", "activation", "tensor",
-                                                     "manipulation")}
+                                                     "manipulation", "nn_elementwise", "nn_reduce", "tensor_fill",
+                                                     "tensor_search", "rearrange")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 

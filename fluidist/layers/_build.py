@@ -40,3 +40,13 @@ def xshape_op(op_type, x, attrs, name=None):
     x_shape = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(op_type, inputs={"X": [x]}, outputs={"Out": [out], "XShape": [x_shape]}, attrs=attrs)
     return out
+
+
+def _unary(op_type, x, name=None, attrs=None, out_dtype=None):
+    """One ``op_type`` op from ``X`` to a new ``Out`` (of ``x``'s dtype unless ``out_dtype``): the
+    one-input layers' body (``fluid.layers.nn`` re-exports it for the modules that import it there)."""
+    check_variable(x, op_type, "x")
+    helper = LayerHelper(op_type, name=name)
+    out = helper.create_variable_for_type_inference(out_dtype or x.dtype)
+    helper.append_op(op_type, inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs or {})
+    return out
