@@ -70,7 +70,7 @@ def _sections_missing(name, obj):
 # the layer modules whose docstrings are written out in sections so far
 SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "embedding", "loss", "metric_op", "activation", "tensor",
                                                      "manipulation", "nn_elementwise", "nn_reduce", "tensor_fill",
-                                                     "tensor_search", "rearrange")}
+                                                     "tensor_search", "rearrange", "indexing")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 

@@ -68,7 +68,7 @@ class Variable:
 
     name: str
     shape: Tuple[int, ...]  # None only for the few variables whose shape is never inferred (readers)
-    dtype: Optional[str]
+    dtype: str  # None only for the few variables whose dtype is never inferred (readers)
     type: str
     lod_level: int
     persistable: bool
