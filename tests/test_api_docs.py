@@ -62,7 +62,7 @@ def _sections_missing(name, obj):
     params = [p for p in inspect.signature(fn).parameters if p not in ("self", "cls")]
     if params:
         want.append("Args:")
-    if not inspect.isclass(obj):
+    if not inspect.isclass(obj) and inspect.signature(fn).return_annotation not in (None, "None"):
         want.append("Returns:")
     return [s for s in want if s not in doc]
 
@@ -70,7 +70,8 @@ def _sections_missing(name, obj):
 # the layer modules whose docstrings are written out in sections so far
 SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "embedding", "loss", "metric_op", "activation", "tensor",
                                                      "manipulation", "nn_elementwise", "nn_reduce", "tensor_fill",
-                                                     "tensor_search", "rearrange", "indexing")}
+                                                     "tensor_search", "rearrange", "indexing", "io",
+                                                     "learning_rate_scheduler")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 

@@ -1,24 +1,60 @@
 """Data layers: ``fluid.data`` (exact shape, checked at feed time) and ``layers.data``."""
 from __future__ import annotations
 
-from ..framework.dtypes import VarType, convert_dtype
-from typing import Sequence
+from typing import Any, Sequence
 
+from ..framework.dtypes import VarType, convert_dtype
 from ..framework.program import Variable, default_main_program
+from ..hints import DType
 
 
 def data(name: str, shape: Sequence[int | None], dtype: str = "float32", lod_level: int = 0) -> Variable:
-    """A variable fed at run time; ``None`` or -1 in ``shape`` is any size. Feeds are checked for
-    dtype and shape against it."""
+    """Declare an input that is fed at run time (``fluid.data``): ``None`` or -1 in ``shape`` is any size.
+
+    Each run checks the fed value's dtype and shape against the declaration and names the variable
+    when they do not fit. Unlike ``fluid.layers.data``, no batch dimension is added.
+
+    Args:
+        name: the feed's name (the key in ``Executor.run(feed={...})``).
+        shape: the full shape, batch dimension included (``[None, 784]``).
+        dtype: the dtype.
+        lod_level: the number of sequence (LoD) levels the fed value carries.
+
+    Returns:
+        The data Variable.
+
+    Examples:
+        >>> image = fluid.data(name="image", shape=[None, 1, 28, 28], dtype="float32")
+        >>> image.shape
+        (-1, 1, 28, 28)
+    """
     shape = [-1 if d is None else int(d) for d in shape]
     return default_main_program().global_block().create_var(
         name=name, shape=shape, dtype=convert_dtype(dtype), type=VarType.LOD_TENSOR, lod_level=lod_level,
         stop_gradient=True, is_data=True, need_check_feed=True)
 
 
-def layers_data(name, shape, append_batch_size=True, dtype="float32", lod_level=0, type=VarType.LOD_TENSOR,
-                stop_gradient=True):
-    """Paddle's ``layers.data``: prepends a batch dimension (-1) unless ``shape`` has one already."""
+def layers_data(name: str, shape: Sequence[int], append_batch_size: bool = True, dtype: DType = "float32",
+                lod_level: int = 0, type: str = VarType.LOD_TENSOR, stop_gradient: bool = True) -> Variable:
+    """Declare an input the Paddle 1.x way (``fluid.layers.data``): a batch dimension is prepended.
+
+    Args:
+        name: the feed's name.
+        shape: the shape of one sample (-1 prepended unless it already has a -1 or None).
+        append_batch_size: prepend the batch dimension.
+        dtype: the dtype.
+        lod_level: the number of sequence (LoD) levels the fed value carries.
+        type: the variable type (a LoD tensor).
+        stop_gradient: no gradient is computed for it.
+
+    Returns:
+        The data Variable.
+
+    Examples:
+        >>> x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+        >>> x.shape
+        (-1, 13)
+    """
     shape = [-1 if d is None else int(d) for d in shape]
     if any(d < 0 for d in shape):
         append_batch_size = False
@@ -29,13 +65,22 @@ def layers_data(name, shape, append_batch_size=True, dtype="float32", lod_level=
         stop_gradient=stop_gradient, is_data=True, need_check_feed=False)
 
 
-def load(out, file_path, load_as_fp16=None):
-    """Fill the Variable ``out`` from ``file_path`` at run time (a ``load`` op; the file is one that a
-    ``save`` op or ``fluid.io.save_vars`` wrote). ``load_as_fp16`` converts the value to float16."""
+def load(out: Variable, file_path: str, load_as_fp16: bool | None = None) -> None:
+    """Fill ``out`` from ``file_path`` when the program runs (a ``load`` op).
+
+    Args:
+        out: the Variable to fill.
+        file_path: a file that a ``save`` op or ``fluid.io.save_vars`` wrote.
+        load_as_fp16: convert the value to float16.
+
+    Examples:
+        >>> w = fluid.layers.create_tensor(dtype="float32")
+        >>> fluid.layers.load(w, "/tmp/w.npy")
+    """
     from ..framework.program import Variable
     if not isinstance(out, Variable):
         raise TypeError("load: out must be a Variable, got %r" % type(out).__name__)
-    attrs = {"file_path": str(file_path)}
+    attrs: dict = {"file_path": str(file_path)}
     if load_as_fp16 is not None:
         attrs["load_as_fp16"] = bool(load_as_fp16)
     default_main_program().current_block().append_op("load", outputs={"Out": [out]}, attrs=attrs)
@@ -101,21 +146,68 @@ def _attach_feeding(reader, producer, queue, feed_vars):
     reader.reset = reset
 
 
-def py_reader(capacity, shapes, dtypes, lod_levels=None, name=None, use_double_buffer=True):
-    """A reader Variable fed from Python (``read_file(reader)`` gives its data variables):
-    ``decorate_sample_list_generator`` / ``decorate_batch_generator``, then ``start()`` each pass,
-    run until ``fluid.core.EOFException``, ``reset()``."""
+def py_reader(capacity: int, shapes: Sequence[Sequence[int]], dtypes: Sequence[DType],
+              lod_levels: Sequence[int] | None = None, name: str | None = None,
+              use_double_buffer: bool = True) -> Variable:
+    """A reader Variable fed from Python; ``read_file(reader)`` gives its data variables.
+
+    Give it a generator with ``decorate_sample_list_generator`` / ``decorate_batch_generator``, then
+    call ``start()`` at each pass and run until ``fluid.core.EOFException``, then ``reset()``.
+    ``fluid.io.DataLoader.from_generator`` is the newer way to do the same.
+
+    Args:
+        capacity: the number of batches the queue holds.
+        shapes: one shape per value of a batch.
+        dtypes: one dtype per value.
+        lod_levels: one LoD level per value (0 when None).
+        name: the reader's name (generated when None).
+        use_double_buffer: read ahead (the queue already does).
+
+    Returns:
+        The reader Variable.
+
+    Examples:
+        >>> reader = fluid.layers.py_reader(capacity=4, shapes=[[-1, 13], [-1, 1]], dtypes=["float32", "float32"])
+        >>> x, y = fluid.layers.read_file(reader)
+    """
     return _py_reader(capacity, shapes, dtypes, lod_levels, name, use_double_buffer, None)
 
 
-def create_py_reader_by_data(capacity, feed_list, name=None, use_double_buffer=True):
-    """``py_reader`` whose values are described by existing data variables (``feed_list``)."""
+def create_py_reader_by_data(capacity: int, feed_list: Sequence[Variable], name: str | None = None,
+                             use_double_buffer: bool = True) -> Variable:
+    """A ``py_reader`` whose values are described by existing data variables.
+
+    Args:
+        capacity: the number of batches the queue holds.
+        feed_list: the data Variables, one per value of a batch.
+        name: the reader's name (generated when None).
+        use_double_buffer: read ahead (the queue already does).
+
+    Returns:
+        The reader Variable.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 13], dtype="float32")
+        >>> reader = fluid.layers.create_py_reader_by_data(capacity=4, feed_list=[x])
+    """
     return _py_reader(capacity, None, None, None, name, use_double_buffer, feed_list)
 
 
-def double_buffer(reader, place=None, name=None):
-    """A reader reading ``reader`` ahead (its queue already does; the op is kept for Paddle's
-    program structure)."""
+def double_buffer(reader: Variable, place: Any = None, name: str | None = None) -> Variable:
+    """A reader that reads ``reader`` ahead (its queue already does; kept for Paddle's program structure).
+
+    Args:
+        reader: a reader Variable.
+        place: accepted for Paddle's signature.
+        name: the new reader's name (generated when None).
+
+    Returns:
+        The reader Variable.
+
+    Examples:
+        >>> reader = fluid.layers.py_reader(capacity=4, shapes=[[-1, 13]], dtypes=["float32"])
+        >>> reader = fluid.layers.double_buffer(reader)
+    """
     from ..core import blocking_queue
     from ..framework import unique_name
     from ..framework.dtypes import VarType
@@ -136,8 +228,19 @@ def double_buffer(reader, place=None, name=None):
     return out
 
 
-def read_file(reader):
-    """The data variables of ``reader`` (one per value of its batches), filled by a ``read`` op."""
+def read_file(reader: Variable) -> Variable | list[Variable]:
+    """The data variables of ``reader``, one per value of its batches (a ``read`` op fills them).
+
+    Args:
+        reader: a reader Variable.
+
+    Returns:
+        One Variable, or a list of them when a batch has several values.
+
+    Examples:
+        >>> reader = fluid.layers.py_reader(capacity=4, shapes=[[-1, 13], [-1, 1]], dtypes=["float32", "int64"])
+        >>> image, label = fluid.layers.read_file(reader)
+    """
     from ..core import blocking_queue
     from ..framework import unique_name
     meta = blocking_queue.reader_meta(reader.name)

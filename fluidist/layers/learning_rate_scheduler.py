@@ -10,7 +10,10 @@ operators built: ``x + n``, ``n + x``, ``x - n``, ``n - x``, ``x * n``, ``n * x`
 op. So ``exponential_decay(..., staircase=True)`` is ``increment, cast, scale, floor,
 fill_constant, elementwise_pow, scale``, as in Paddle 1.8.
 """
+from __future__ import annotations
+
 import math
+from typing import Sequence
 
 from ..framework import unique_name
 from ..framework.program import LR_DECAY_COUNTER, Variable, default_main_program
@@ -115,8 +118,22 @@ def _check_positive(name, value, what):
 
 
 # ---------------------------------------------------------------------------- schedules
-def exponential_decay(learning_rate, decay_steps, decay_rate, staircase=False):
-    """``lr * decay_rate ^ (step / decay_steps)`` (the exponent floored when ``staircase``)."""
+def exponential_decay(learning_rate: float, decay_steps: int, decay_rate: float, staircase: bool = False) -> Variable:
+    """``lr * decay_rate ** (step / decay_steps)``, the exponent floored with ``staircase``.
+
+    Args:
+        learning_rate: the initial learning rate.
+        decay_steps: the steps per decay period.
+        decay_rate: the factor per period.
+        staircase: decay in steps rather than continuously.
+
+    Returns:
+        The learning-rate Variable (recomputed every step).
+
+    Examples:
+        >>> lr = fluid.layers.exponential_decay(learning_rate=0.1, decay_steps=1000, decay_rate=0.5, staircase=True)
+        >>> sgd = fluid.optimizer.SGD(learning_rate=lr)
+    """
     _check_positive("exponential_decay", decay_steps, "decay_steps")
     with default_main_program()._lr_schedule_guard():
         step = _decay_step_counter()
@@ -126,8 +143,21 @@ def exponential_decay(learning_rate, decay_steps, decay_rate, staircase=False):
         return _num_op_var("mul", learning_rate, _num_op_var("pow", float(decay_rate), div))
 
 
-def natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase=False):
-    """``lr * exp(-decay_rate * step / decay_steps)`` (the quotient floored when ``staircase``)."""
+def natural_exp_decay(learning_rate: float, decay_steps: int, decay_rate: float, staircase: bool = False) -> Variable:
+    """``lr * exp(-decay_rate * step / decay_steps)``, the quotient floored with ``staircase``.
+
+    Args:
+        learning_rate: the initial learning rate.
+        decay_steps: the steps per decay period.
+        decay_rate: the rate in the exponent.
+        staircase: decay in steps rather than continuously.
+
+    Returns:
+        The learning-rate Variable.
+
+    Examples:
+        >>> lr = fluid.layers.natural_exp_decay(learning_rate=0.1, decay_steps=100, decay_rate=0.5)
+    """
     _check_positive("natural_exp_decay", decay_steps, "decay_steps")
     with default_main_program()._lr_schedule_guard():
         step = _decay_step_counter()
@@ -138,8 +168,21 @@ def natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase=False):
         return _num_op_var("mul", learning_rate, e)
 
 
-def inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase=False):
-    """``lr / (1 + decay_rate * step / decay_steps)`` (the quotient floored when ``staircase``)."""
+def inverse_time_decay(learning_rate: float, decay_steps: int, decay_rate: float, staircase: bool = False) -> Variable:
+    """``lr / (1 + decay_rate * step / decay_steps)``, the quotient floored with ``staircase``.
+
+    Args:
+        learning_rate: the initial learning rate.
+        decay_steps: the steps per decay period.
+        decay_rate: the rate.
+        staircase: decay in steps rather than continuously.
+
+    Returns:
+        The learning-rate Variable.
+
+    Examples:
+        >>> lr = fluid.layers.inverse_time_decay(learning_rate=0.1, decay_steps=100, decay_rate=0.5)
+    """
     _check_positive("inverse_time_decay", decay_steps, "decay_steps")
     with default_main_program()._lr_schedule_guard():
         step = _decay_step_counter()
@@ -150,10 +193,26 @@ def inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase=False):
         return _num_op_var("div", learning_rate, denom)
 
 
-def polynomial_decay(learning_rate, decay_steps, end_learning_rate=0.0001, power=1.0, cycle=False):
-    """``(lr - end) * (1 - step / decay_steps) ^ power + end``. Without ``cycle`` the step stops at
-    ``decay_steps``; with it ``decay_steps`` grows to the next multiple of itself past the step
-    (``decay_steps * max(ceil(step / decay_steps), 1)``)."""
+def polynomial_decay(learning_rate: float, decay_steps: int, end_learning_rate: float = 0.0001, power: float = 1.0,
+                     cycle: bool = False) -> Variable:
+    """``(lr - end) * (1 - step / decay_steps) ** power + end``.
+
+    Without ``cycle`` the step stops at ``decay_steps``; with it ``decay_steps`` grows to the next
+    multiple of itself past the step (``decay_steps * max(ceil(step / decay_steps), 1)``).
+
+    Args:
+        learning_rate: the initial learning rate.
+        decay_steps: the steps to reach ``end_learning_rate``.
+        end_learning_rate: the final learning rate.
+        power: the polynomial's power.
+        cycle: start over after ``decay_steps``.
+
+    Returns:
+        The learning-rate Variable.
+
+    Examples:
+        >>> lr = fluid.layers.polynomial_decay(learning_rate=0.1, decay_steps=1000, end_learning_rate=0.001)
+    """
     _check_positive("polynomial_decay", decay_steps, "decay_steps")
     with default_main_program()._lr_schedule_guard():
         step = _decay_step_counter()
@@ -176,9 +235,22 @@ def polynomial_decay(learning_rate, decay_steps, end_learning_rate=0.0001, power
         return _var_op_num("add", scaled, float(end_learning_rate))
 
 
-def piecewise_decay(boundaries, values):
-    """``values[i]`` while ``step < boundaries[i]`` (first match), else ``values[-1]``: a ``Switch``
-    of ``less_than`` + ``conditional_block`` cases assigning the learning-rate variable."""
+def piecewise_decay(boundaries: Sequence[int], values: Sequence[float]) -> Variable:
+    """``values[i]`` while ``step < boundaries[i]`` (the first that holds), else ``values[-1]``.
+
+    Built as a ``Switch`` of ``less_than`` and ``conditional_block`` cases assigning the
+    learning-rate variable, as in Paddle.
+
+    Args:
+        boundaries: the step boundaries, increasing.
+        values: the learning rates, one more than ``boundaries``.
+
+    Returns:
+        The learning-rate Variable.
+
+    Examples:
+        >>> lr = fluid.layers.piecewise_decay(boundaries=[1000, 2000], values=[0.1, 0.01, 0.001])
+    """
     boundaries, values = list(boundaries), list(values)
     if len(values) - len(boundaries) != 1:
         raise ValueError("piecewise_decay: len(values) must be len(boundaries) + 1, got %d values for %d "
@@ -202,8 +274,21 @@ def piecewise_decay(boundaries, values):
         return lr
 
 
-def noam_decay(d_model, warmup_steps, learning_rate=1.0):
-    """``lr * d_model^-0.5 * min(step^-0.5, warmup_steps^-1.5 * step)``, the step counted from 1."""
+def noam_decay(d_model: int, warmup_steps: int, learning_rate: float = 1.0) -> Variable:
+    """The Transformer's schedule: ``lr * d_model ** -0.5 * min(step ** -0.5, warmup_steps ** -1.5 * step)``,
+    the step counted from 1.
+
+    Args:
+        d_model: the model's width.
+        warmup_steps: the steps of linear warm-up.
+        learning_rate: a scale on the whole schedule.
+
+    Returns:
+        The learning-rate Variable.
+
+    Examples:
+        >>> lr = fluid.layers.noam_decay(d_model=512, warmup_steps=4000)
+    """
     _check_positive("noam_decay", warmup_steps, "warmup_steps")
     with default_main_program()._lr_schedule_guard():
         step = _decay_step_counter(1)
@@ -212,8 +297,20 @@ def noam_decay(d_model, warmup_steps, learning_rate=1.0):
         return _num_op_var("mul", float(learning_rate) * float(d_model) ** -0.5, _op("elementwise_min", a, b))
 
 
-def cosine_decay(learning_rate, step_each_epoch, epochs):
-    """``lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)``."""
+def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Variable:
+    """``lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)``: a half cosine over the epochs.
+
+    Args:
+        learning_rate: the initial learning rate.
+        step_each_epoch: the steps per epoch.
+        epochs: the number of epochs the cosine spans.
+
+    Returns:
+        The learning-rate Variable.
+
+    Examples:
+        >>> lr = fluid.layers.cosine_decay(learning_rate=0.1, step_each_epoch=100, epochs=10)
+    """
     _check_positive("cosine_decay", step_each_epoch, "step_each_epoch")
     _check_positive("cosine_decay", epochs, "epochs")
     with default_main_program()._lr_schedule_guard():
@@ -224,9 +321,22 @@ def cosine_decay(learning_rate, step_each_epoch, epochs):
         return _num_op_var("mul", float(learning_rate) * 0.5, c)
 
 
-def linear_lr_warmup(learning_rate, warmup_steps, start_lr, end_lr):
-    """``start_lr + (end_lr - start_lr) * step / warmup_steps`` while ``step < warmup_steps``, then
-    ``learning_rate`` (a number or another schedule's Variable)."""
+def linear_lr_warmup(learning_rate: float | Variable, warmup_steps: int, start_lr: float, end_lr: float) -> Variable:
+    """A linear ramp from ``start_lr`` to ``end_lr`` over ``warmup_steps``, then ``learning_rate``.
+
+    Args:
+        learning_rate: the rate after the warm-up: a number or another schedule's Variable.
+        warmup_steps: the length of the ramp.
+        start_lr: the rate at step 0.
+        end_lr: the rate the ramp reaches.
+
+    Returns:
+        The learning-rate Variable.
+
+    Examples:
+        >>> decayed = fluid.layers.exponential_decay(0.1, decay_steps=1000, decay_rate=0.5)
+        >>> lr = fluid.layers.linear_lr_warmup(decayed, warmup_steps=100, start_lr=0.0, end_lr=0.1)
+    """
     _check_positive("linear_lr_warmup", warmup_steps, "warmup_steps")
     dtype = learning_rate.dtype if isinstance(learning_rate, Variable) else "float32"
     linear_step = float(end_lr) - float(start_lr)
