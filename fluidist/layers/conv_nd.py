@@ -1,5 +1,11 @@
 """Transposed and 3-D convolution and pooling layers with Paddle 1.8 signatures: conv2d_transpose,
 conv3d, conv3d_transpose, pool3d, adaptive_pool3d."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..framework.program import Variable
+from ..hints import ParamAttrLike
 from ..initializer import Normal
 from .conv import _append_pool, _check_input, _int_list
 from .layer_helper import LayerHelper
@@ -88,28 +94,109 @@ def _conv_transpose(layer, op_type, nd, input, num_filters, output_size, filter_
     return helper.append_activation(pre_act)
 
 
-def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, padding=0, stride=1, dilation=1,
-                     groups=None, param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None,
-                     data_format="NCHW"):
-    """Transposed 2-D convolution (``conv2d_transpose``, or ``depthwise_conv2d_transpose`` when
-    groups == channels == num_filters and cuDNN is off). Filter [C_in, num_filters / groups, kh, kw];
-    ``filter_size`` may be left out when ``output_size`` is given."""
+def conv2d_transpose(input: Variable, num_filters: int, output_size: int | Sequence[int] | None = None,
+                     filter_size: int | Sequence[int] | None = None, padding: int | Sequence[int] | str = 0,
+                     stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1, groups: int | None = None,
+                     param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None, use_cudnn: bool = True,
+                     act: str | None = None, name: str | None = None, data_format: str = "NCHW") -> Variable:
+    """Transposed 2-D convolution (the gradient of ``conv2d`` as a layer), then bias and activation.
+
+    Builds ``conv2d_transpose``, or ``depthwise_conv2d_transpose`` when groups == channels ==
+    num_filters and ``use_cudnn`` is off. The filter is ``[C_in, num_filters / groups, kh, kw]``.
+
+    Args:
+        input: a 4-D tensor.
+        num_filters: the number of output channels.
+        output_size: the output's spatial size; ``filter_size`` may then be left out.
+        filter_size: the kernel size, an int or ``[kh, kw]``.
+        padding: the padding of the matching ``conv2d``.
+        stride: the stride of the matching ``conv2d``.
+        dilation: the dilation of the matching ``conv2d``.
+        groups: channel groups (None means 1).
+        param_attr: the filter's attribute.
+        bias_attr: the bias's attribute; False for none.
+        use_cudnn: accepted for Paddle's signature (it steers the depthwise choice).
+        act: an activation name, or None.
+        name: the prefix of the parameters' names (generated when None).
+        data_format: ``"NCHW"`` or ``"NHWC"``.
+
+    Returns:
+        The output Variable.
+
+    Examples:
+        >>> feat = fluid.data(name="feat", shape=[None, 8, 4, 4], dtype="float32")
+        >>> fluid.layers.conv2d_transpose(feat, num_filters=3, filter_size=2, stride=2).shape
+        (-1, 3, 8, 8)
+    """
     return _conv_transpose("conv2d_transpose", None, 2, input, num_filters, output_size, filter_size, padding,
                            stride, dilation, groups, param_attr, bias_attr, use_cudnn, act, name, data_format)
 
 
-def conv3d_transpose(input, num_filters, output_size=None, filter_size=None, padding=0, stride=1, dilation=1,
-                     groups=None, param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None,
-                     data_format="NCDHW"):
-    """Transposed 3-D convolution; Filter [C_in, num_filters / groups, kd, kh, kw]."""
+def conv3d_transpose(input: Variable, num_filters: int, output_size: int | Sequence[int] | None = None,
+                     filter_size: int | Sequence[int] | None = None, padding: int | Sequence[int] | str = 0,
+                     stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1, groups: int | None = None,
+                     param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None, use_cudnn: bool = True,
+                     act: str | None = None, name: str | None = None, data_format: str = "NCDHW") -> Variable:
+    """Transposed 3-D convolution; the filter is ``[C_in, num_filters / groups, kd, kh, kw]``.
+
+    Args:
+        input: a 5-D tensor.
+        num_filters: the number of output channels.
+        output_size: the output's spatial size; ``filter_size`` may then be left out.
+        filter_size: the kernel size, an int or ``[kd, kh, kw]``.
+        padding: the padding of the matching ``conv3d``.
+        stride: the stride of the matching ``conv3d``.
+        dilation: the dilation of the matching ``conv3d``.
+        groups: channel groups (None means 1).
+        param_attr: the filter's attribute.
+        bias_attr: the bias's attribute; False for none.
+        use_cudnn: accepted for Paddle's signature.
+        act: an activation name, or None.
+        name: the prefix of the parameters' names (generated when None).
+        data_format: ``"NCDHW"`` or ``"NDHWC"``.
+
+    Returns:
+        The output Variable.
+
+    Examples:
+        >>> vol = fluid.data(name="vol", shape=[None, 4, 2, 4, 4], dtype="float32")
+        >>> up = fluid.layers.conv3d_transpose(vol, num_filters=2, filter_size=2, stride=2)
+    """
     return _conv_transpose("conv3d_transpose", "conv3d_transpose", 3, input, num_filters, output_size, filter_size,
                            padding, stride, dilation, groups, param_attr, bias_attr, use_cudnn, act, name,
                            data_format)
 
 
-def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None, param_attr=None,
-           bias_attr=None, use_cudnn=True, act=None, name=None, data_format="NCDHW"):
-    """3-D convolution; the filter defaults to Normal(0, sqrt(2 / (kd * kh * kw * channels)))."""
+def conv3d(input: Variable, num_filters: int, filter_size: int | Sequence[int], stride: int | Sequence[int] = 1,
+           padding: int | Sequence[int] | str = 0, dilation: int | Sequence[int] = 1, groups: int | None = None,
+           param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None, use_cudnn: bool = True,
+           act: str | None = None, name: str | None = None, data_format: str = "NCDHW") -> Variable:
+    """3-D convolution, then bias and activation; the filter starts from
+    Normal(0, sqrt(2 / (kd * kh * kw * channels))).
+
+    Args:
+        input: a 5-D tensor ``[N, C, D, H, W]``.
+        num_filters: the number of output channels.
+        filter_size: the kernel size, an int or ``[kd, kh, kw]``.
+        stride: the step.
+        padding: zeros added on each side, or ``"SAME"`` / ``"VALID"``.
+        dilation: spacing between kernel taps.
+        groups: channel groups (None means 1).
+        param_attr: the filter's attribute.
+        bias_attr: the bias's attribute; False for none.
+        use_cudnn: accepted for Paddle's signature.
+        act: an activation name, or None.
+        name: the prefix of the parameters' names (generated when None).
+        data_format: ``"NCDHW"`` or ``"NDHWC"``.
+
+    Returns:
+        The output Variable.
+
+    Examples:
+        >>> vol = fluid.data(name="vol", shape=[None, 1, 8, 8, 8], dtype="float32")
+        >>> fluid.layers.conv3d(vol, num_filters=4, filter_size=3, padding=1).shape
+        (-1, 4, 8, 8, 8)
+    """
     if param_attr is False:
         raise ValueError("conv3d: param_attr must not be False")
     _check_input(input, "conv3d", rank=5)
@@ -122,13 +209,13 @@ def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     if channels % groups:
         raise ValueError("conv3d: input %r has %d channels, which groups=%d does not divide"
                          % (input.name, channels, groups))
-    filter_size = _int_list(filter_size, 3, "filter_size", "conv3d")
+    kernel = _int_list(filter_size, 3, "filter_size", "conv3d")
     stride = _int_list(stride, 3, "stride", "conv3d")
     dilation = _int_list(dilation, 3, "dilation", "conv3d")
     pads, algorithm = _paddings(padding, 3, last, "conv3d")
     helper = LayerHelper("conv3d", input=input, param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
-    std = (2.0 / (filter_size[0] * filter_size[1] * filter_size[2] * channels)) ** 0.5
-    w = helper.create_parameter(attr=helper.param_attr, shape=[num_filters, channels // groups] + filter_size,
+    std = (2.0 / (kernel[0] * kernel[1] * kernel[2] * channels)) ** 0.5
+    w = helper.create_parameter(attr=helper.param_attr, shape=[num_filters, channels // groups] + kernel,
                                 dtype=input.dtype, default_initializer=Normal(0.0, std, 0))
     pre_bias = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("conv3d", inputs={"Input": [input], "Filter": [w]}, outputs={"Output": [pre_bias]},
@@ -139,9 +226,33 @@ def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     return helper.append_activation(pre_act)
 
 
-def pool3d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
-           use_cudnn=True, ceil_mode=False, name=None, exclusive=True, data_format="NCDHW"):
-    """Max or average pooling over D, H, W."""
+def pool3d(input: Variable, pool_size: int | Sequence[int] = -1, pool_type: str = "max",
+           pool_stride: int | Sequence[int] = 1, pool_padding: int | Sequence[int] | str = 0,
+           global_pooling: bool = False, use_cudnn: bool = True, ceil_mode: bool = False, name: str | None = None,
+           exclusive: bool = True, data_format: str = "NCDHW") -> Variable:
+    """Max or average pooling over depth, height and width.
+
+    Args:
+        input: a 5-D tensor.
+        pool_size: the window, an int or ``[kd, kh, kw]``.
+        pool_type: ``"max"`` or ``"avg"``.
+        pool_stride: the step.
+        pool_padding: padding on each side, or ``"SAME"`` / ``"VALID"``.
+        global_pooling: pool over the whole volume.
+        use_cudnn: accepted for Paddle's signature.
+        ceil_mode: round the output size up.
+        name: the output's name (generated when None).
+        exclusive: for average pooling, leave the padding out of the divisor.
+        data_format: ``"NCDHW"`` or ``"NDHWC"``.
+
+    Returns:
+        The pooled Variable.
+
+    Examples:
+        >>> vol = fluid.data(name="vol", shape=[None, 2, 8, 8, 8], dtype="float32")
+        >>> fluid.layers.pool3d(vol, pool_size=2, pool_stride=2).shape
+        (-1, 2, 4, 4, 4)
+    """
     if pool_type not in ("max", "avg"):
         raise ValueError("pool3d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
     if not global_pooling and pool_size in (-1, None):
@@ -155,9 +266,27 @@ def pool3d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
                         ceil_mode, exclusive, data_format, name)
 
 
-def adaptive_pool3d(input, pool_size, pool_type="max", require_index=False, name=None):
-    """Pooling to a fixed output size (``pool3d`` with ``adaptive=True``): output cell i covers
-    floor(i * S / out) .. ceil((i + 1) * S / out) of each dimension."""
+def adaptive_pool3d(input: Variable, pool_size: int | Sequence[int], pool_type: str = "max",
+                    require_index: bool = False, name: str | None = None) -> Variable:
+    """Pooling to a fixed output volume, whatever the input size.
+
+    Output cell ``i`` covers ``floor(i * S / out)`` to ``ceil((i + 1) * S / out)`` of each dimension.
+    Paddle 1.8 difference: ``require_index=True`` is refused.
+
+    Args:
+        input: a 5-D tensor.
+        pool_size: the output size, an int or ``[od, oh, ow]``.
+        pool_type: ``"max"`` or ``"avg"``.
+        require_index: refused (ValueError).
+        name: the output's name (generated when None).
+
+    Returns:
+        The pooled Variable.
+
+    Examples:
+        >>> vol = fluid.data(name="vol", shape=[None, 2, 8, 8, 8], dtype="float32")
+        >>> pooled = fluid.layers.adaptive_pool3d(vol, pool_size=2, pool_type="avg")
+    """
     if pool_type not in ("max", "avg"):
         raise ValueError("adaptive_pool3d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
     if require_index:

@@ -1,10 +1,14 @@
 """Normalisation layers with Paddle 1.8 signatures: layer_norm, group_norm, instance_norm, data_norm,
 l2_normalize, lrn, affine_channel, spectral_norm. (batch_norm lives in ``conv``.)"""
+from __future__ import annotations
+
 from functools import reduce
+from typing import Any
 
 import numpy as np
 
 from ..framework.program import Variable
+from ..hints import ParamAttrLike
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
 from .layer_helper import LayerHelper, check_variable
@@ -21,10 +25,29 @@ def _stat_dtype(dtype):
     return "float32" if dtype == "float16" else dtype
 
 
-def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, param_attr=None, bias_attr=None,
-               act=None, name=None):
-    """Standardise each sample over the dims from ``begin_norm_axis`` on, then an elementwise Scale
-    (starting at 1) and Bias (at 0) of that flattened size."""
+def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_norm_axis: int = 1,
+               epsilon: float = 1e-05, param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None,
+               act: str | None = None, name: str | None = None) -> Variable:
+    """Standardise each sample over the dimensions from ``begin_norm_axis`` on, then scale and shift.
+
+    Args:
+        input: a tensor.
+        scale: learn a scale (starting at 1) of the normalised size.
+        shift: learn a bias (starting at 0).
+        begin_norm_axis: the first dimension normalised over.
+        epsilon: added to the variance.
+        param_attr: the scale's attribute.
+        bias_attr: the bias's attribute.
+        act: an activation name, or None.
+        name: the prefix of the parameters' names (generated when None).
+
+    Returns:
+        A Variable of ``input``'s shape.
+
+    Examples:
+        >>> h = fluid.data(name="h", shape=[None, 16, 32], dtype="float32")
+        >>> normed = fluid.layers.layer_norm(h, begin_norm_axis=2)
+    """
     _check(input, "layer_norm")
     helper = LayerHelper("layer_norm", input=input, param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
     dtype = helper.input_dtype()
@@ -53,10 +76,28 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, 
     return helper.append_activation(out)
 
 
-def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, act=None, data_layout="NCHW",
-               name=None):
-    """Standardise each (sample, group of channels); per-channel Scale (1) and Bias (0) unless
-    ``param_attr`` / ``bias_attr`` is False."""
+def group_norm(input: Variable, groups: int, epsilon: float = 1e-05, param_attr: ParamAttrLike = None,
+               bias_attr: ParamAttrLike = None, act: str | None = None, data_layout: str = "NCHW",
+               name: str | None = None) -> Variable:
+    """Standardise each (sample, group of channels), then a per-channel scale and bias.
+
+    Args:
+        input: a tensor with channels on axis 1.
+        groups: the number of channel groups (divides the channels).
+        epsilon: added to the variance.
+        param_attr: the scale's attribute (starts at 1); False for none.
+        bias_attr: the bias's attribute (starts at 0); False for none.
+        act: an activation name, or None.
+        data_layout: ``"NCHW"``.
+        name: the prefix of the parameters' names (generated when None).
+
+    Returns:
+        A Variable of ``input``'s shape.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 8, 4, 4], dtype="float32")
+        >>> normed = fluid.layers.group_norm(img, groups=4)
+    """
     _check(input, "group_norm")
     if data_layout not in ("NCHW", "NHWC"):
         raise ValueError("group_norm: data_layout must be 'NCHW' or 'NHWC', got %r" % (data_layout,))
@@ -81,8 +122,24 @@ def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, ac
     return helper.append_activation(out)
 
 
-def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=None):
-    """Standardise each (sample, channel) over its positions; per-channel Scale (1) and Bias (0)."""
+def instance_norm(input: Variable, epsilon: float = 1e-05, param_attr: ParamAttrLike = None,
+                  bias_attr: ParamAttrLike = None, name: str | None = None) -> Variable:
+    """Standardise each (sample, channel) over its positions, then a per-channel scale and bias.
+
+    Args:
+        input: a tensor with channels on axis 1.
+        epsilon: added to the variance.
+        param_attr: the scale's attribute (starts at 1).
+        bias_attr: the bias's attribute (starts at 0).
+        name: the prefix of the parameters' names (generated when None).
+
+    Returns:
+        A Variable of ``input``'s shape.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> normed = fluid.layers.instance_norm(img)
+    """
     _check(input, "instance_norm")
     if bias_attr is False:
         raise ValueError("instance_norm: bias_attr must not be False")
@@ -102,13 +159,41 @@ def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=No
     return out
 
 
-def data_norm(input, act=None, epsilon=1e-05, param_attr=None, data_layout="NCHW", in_place=False, name=None,
-              moving_mean_name=None, moving_variance_name=None, do_model_average_for_mean_and_var=True,
-              slot_dim=-1, sync_stats=False, summary_decay_rate=0.9999999, enable_scale_and_shift=False):
-    """Normalise with statistics accumulated over the data seen (CTR models): three parameters
-    ``<name>.batch_size`` (10000), ``.batch_sum`` (0) and ``.batch_square_sum`` (10000), per channel
-    (``name`` defaults to "dn"); ``param_attr`` may be a dict giving their start values (keys
-    batch_size, batch_sum, batch_square, and scale_w / bias with ``enable_scale_and_shift``)."""
+def data_norm(input: Variable, act: str | None = None, epsilon: float = 1e-05, param_attr: Any = None,
+              data_layout: str = "NCHW", in_place: bool = False, name: str | None = None,
+              moving_mean_name: str | None = None, moving_variance_name: str | None = None,
+              do_model_average_for_mean_and_var: bool = True, slot_dim: int = -1, sync_stats: bool = False,
+              summary_decay_rate: float = 0.9999999, enable_scale_and_shift: bool = False) -> Variable:
+    """Normalise with statistics accumulated over all the data seen (CTR models).
+
+    Three parameters per channel hold the running statistics: ``<name>.batch_size`` (starting at
+    10000), ``.batch_sum`` (0) and ``.batch_square_sum`` (10000), ``name`` defaulting to ``"dn"``.
+    Paddle 1.8 difference: ``slot_dim > 0`` and ``sync_stats`` are refused.
+
+    Args:
+        input: a 2-D tensor ``[N, C]``.
+        act: an activation name, or None.
+        epsilon: added to the variance.
+        param_attr: None, or a dict of start values (keys ``batch_size``, ``batch_sum``,
+            ``batch_square``, and ``scale_w`` / ``bias`` with ``enable_scale_and_shift``).
+        data_layout: ``"NCHW"``.
+        in_place: accepted for Paddle's signature.
+        name: the prefix of the parameters' names.
+        moving_mean_name: accepted for Paddle's signature.
+        moving_variance_name: accepted for Paddle's signature.
+        do_model_average_for_mean_and_var: include the statistics in ModelAverage.
+        slot_dim: per-slot statistics (refused when > 0).
+        sync_stats: synchronise statistics across devices (refused).
+        summary_decay_rate: the decay of the running statistics.
+        enable_scale_and_shift: also learn a scale and a bias.
+
+    Returns:
+        A Variable of ``input``'s shape.
+
+    Examples:
+        >>> feats = fluid.data(name="feats", shape=[None, 8], dtype="float32")
+        >>> normed = fluid.layers.data_norm(feats)
+    """
     _check(input, "data_norm", dtypes=None)
     if data_layout not in ("NCHW", "NHWC"):
         raise ValueError("data_norm: unsupported data layout %r" % (data_layout,))
@@ -146,8 +231,22 @@ def data_norm(input, act=None, epsilon=1e-05, param_attr=None, data_layout="NCHW
     return helper.append_activation(out)
 
 
-def l2_normalize(x, axis, epsilon=1e-12, name=None):
-    """``x / sqrt(sum(x^2 over axis) + epsilon)`` (a ``norm`` op)."""
+def l2_normalize(x: Variable, axis: int, epsilon: float = 1e-12, name: str | None = None) -> Variable:
+    """``x / sqrt(sum(x ** 2 over axis) + epsilon)`` (a ``norm`` op).
+
+    Args:
+        x: a tensor.
+        axis: the axis to normalise along.
+        epsilon: keeps the division finite.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``x``'s shape.
+
+    Examples:
+        >>> emb = fluid.data(name="emb", shape=[None, 64], dtype="float32")
+        >>> unit = fluid.layers.l2_normalize(emb, axis=1)
+    """
     _check(x, "l2_normalize", "x")
     if x.shape is not None and len(x.shape) == 1:
         axis = 0
@@ -159,8 +258,26 @@ def l2_normalize(x, axis, epsilon=1e-12, name=None):
     return out
 
 
-def lrn(input, n=5, k=1.0, alpha=1e-4, beta=0.75, name=None, data_format="NCHW"):
-    """Local response normalisation across ``n`` neighbouring channels of a 4-D input."""
+def lrn(input: Variable, n: int = 5, k: float = 1.0, alpha: float = 1e-4, beta: float = 0.75,
+        name: str | None = None, data_format: str = "NCHW") -> Variable:
+    """Local response normalisation across ``n`` neighbouring channels of a 4-D input.
+
+    Args:
+        input: a 4-D tensor.
+        n: the number of channels summed over.
+        k: the additive constant.
+        alpha: the scale of the sum of squares.
+        beta: the exponent.
+        name: the output's name (generated when None).
+        data_format: ``"NCHW"`` or ``"NHWC"``.
+
+    Returns:
+        A Variable of ``input``'s shape.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 8, 4, 4], dtype="float32")
+        >>> y = fluid.layers.lrn(img)
+    """
     _check(input, "lrn", dtypes=("float32",))
     if input.shape is None or len(input.shape) != 4:
         raise ValueError("lrn: input %r must be 4-D, got shape %s" % (input.name, input.shape))
@@ -178,8 +295,27 @@ def lrn(input, n=5, k=1.0, alpha=1e-4, beta=0.75, name=None, data_format="NCHW")
     return out
 
 
-def affine_channel(x, scale=None, bias=None, data_layout="NCHW", name=None, act=None):
-    """``x * scale + bias`` per channel; ``scale`` and ``bias`` are Variables of the channel count."""
+def affine_channel(x: Variable, scale: Variable | None = None, bias: Variable | None = None,
+                   data_layout: str = "NCHW", name: str | None = None, act: str | None = None) -> Variable:
+    """``x * scale + bias`` per channel.
+
+    Args:
+        x: a tensor with channels on axis 1 (or last, NHWC).
+        scale: a Variable with one value per channel.
+        bias: a Variable with one value per channel.
+        data_layout: ``"NCHW"`` or ``"NHWC"``.
+        name: the output's name (generated when None).
+        act: an activation name, or None.
+
+    Returns:
+        A Variable of ``x``'s shape.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 4, 4], dtype="float32")
+        >>> s = fluid.layers.create_parameter(shape=[3], dtype="float32")
+        >>> b = fluid.layers.create_parameter(shape=[3], dtype="float32", is_bias=True)
+        >>> y = fluid.layers.affine_channel(img, scale=s, bias=b)
+    """
     _check(x, "affine_channel", "x")
     for arg, v in (("scale", scale), ("bias", bias)):
         if not isinstance(v, Variable):
@@ -192,9 +328,28 @@ def affine_channel(x, scale=None, bias=None, data_layout="NCHW", name=None, act=
     return helper.append_activation(out)
 
 
-def spectral_norm(weight, dim=0, power_iters=1, eps=1e-12, name=None):
-    """``weight`` divided by its largest singular value (``dim`` first, the rest flattened), estimated
-    by power iteration from two non-trainable Normal(0, 1) vectors U [h] and V [w]."""
+def spectral_norm(weight: Variable, dim: int = 0, power_iters: int = 1, eps: float = 1e-12,
+                  name: str | None = None) -> Variable:
+    """``weight`` divided by its largest singular value, estimated by power iteration.
+
+    The weight is viewed as a matrix (``dim`` first, the rest flattened); two non-trainable
+    Normal(0, 1) vectors U and V carry the iteration between runs. The gradient is Paddle 1.8's
+    (checked against its numbers), not the textbook one.
+
+    Args:
+        weight: the parameter to normalise.
+        dim: the dimension that becomes the rows.
+        power_iters: power-iteration steps per run.
+        eps: keeps the divisions finite.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable of ``weight``'s shape.
+
+    Examples:
+        >>> w = fluid.layers.create_parameter(shape=[8, 4], dtype="float32")
+        >>> w_sn = fluid.layers.spectral_norm(w)
+    """
     _check(weight, "spectral_norm", "weight")
     if not isinstance(dim, int) or not isinstance(power_iters, int) or not isinstance(eps, float):
         raise TypeError("spectral_norm: dim and power_iters must be ints and eps a float")
