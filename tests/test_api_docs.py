@@ -71,7 +71,8 @@ def _sections_missing(name, obj):
 SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "embedding", "loss", "metric_op", "activation", "tensor",
                                                      "manipulation", "nn_elementwise", "nn_reduce", "tensor_fill",
                                                      "tensor_search", "rearrange", "indexing", "io",
-                                                     "learning_rate_scheduler", "norm", "conv_nd")}
+                                                     "learning_rate_scheduler", "norm", "conv_nd",
+                                                     "nn_misc", "resize")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 

@@ -1,5 +1,9 @@
 """Image resizing layers with Paddle 1.8 signatures: image_resize, resize_bilinear, resize_nearest,
 resize_trilinear, image_resize_short."""
+from __future__ import annotations
+
+from typing import Sequence
+
 from ..framework.program import Variable
 from .layer_helper import LayerHelper
 from .tensor import fill_constant
@@ -10,18 +14,59 @@ __all__ = ["image_resize", "resize_bilinear", "resize_nearest", "resize_trilinea
 _METHODS = {"BILINEAR": "bilinear", "TRILINEAR": "trilinear", "NEAREST": "nearest"}
 
 
-def image_resize(input, out_shape=None, scale=None, name=None, resample="BILINEAR", actual_shape=None,
-                 align_corners=True, align_mode=1, data_format="NCHW"):
-    """Resize a 4-D (BILINEAR, NEAREST) or 5-D (TRILINEAR) input to ``out_shape`` ([H, W] / [D, H, W]
-    of ints or [1] int32 Variables, or one int32 Variable) or by ``scale`` (a float or a Variable);
-    ``actual_shape`` (a Variable) overrides both at run time."""
+def image_resize(input: Variable, out_shape: Sequence[int | Variable] | Variable | None = None,
+                 scale: float | Variable | None = None, name: str | None = None, resample: str = "BILINEAR",
+                 actual_shape: Variable | None = None, align_corners: bool = True, align_mode: int = 1,
+                 data_format: str = "NCHW") -> Variable:
+    """Resize a 4-D (``BILINEAR``, ``NEAREST``) or 5-D (``TRILINEAR``) input.
+
+    Args:
+        input: a 4-D or 5-D tensor.
+        out_shape: ``[H, W]`` (or ``[D, H, W]``) of ints or ``[1]`` int32 Variables, or one int32 Variable.
+        scale: a factor (a float or a Variable) used when ``out_shape`` is None.
+        name: the output's name (generated when None).
+        resample: ``"BILINEAR"``, ``"NEAREST"`` or ``"TRILINEAR"``.
+        actual_shape: a Variable that overrides both at run time.
+        align_corners: align the corner pixels of input and output.
+        align_mode: 0 or 1, Paddle's two ways of placing samples when corners are not aligned.
+        data_format: ``"NCHW"`` / ``"NHWC"`` (or ``"NCDHW"`` / ``"NDHWC"``).
+
+    Returns:
+        The resized Variable.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> fluid.layers.image_resize(img, out_shape=[16, 16]).shape
+        (-1, 3, 16, 16)
+    """
     return _resize("image_resize", _METHODS, input, out_shape, scale, name, resample, actual_shape, align_corners,
                    align_mode, data_format)
 
 
-def interpolate(input, out_shape=None, scale=None, name=None, resample="BILINEAR", actual_shape=None,
-                align_corners=True, align_mode=1, data_format="NCHW"):
-    """``image_resize`` that also takes ``resample="BICUBIC"`` (4-D input, a ``bicubic_interp`` op)."""
+def interpolate(input: Variable, out_shape: Sequence[int | Variable] | Variable | None = None,
+                scale: float | Variable | None = None, name: str | None = None, resample: str = "BILINEAR",
+                actual_shape: Variable | None = None, align_corners: bool = True, align_mode: int = 1,
+                data_format: str = "NCHW") -> Variable:
+    """``image_resize`` that also takes ``resample="BICUBIC"`` (4-D input).
+
+    Args:
+        input: a 4-D or 5-D tensor.
+        out_shape: the output's spatial size, as for ``image_resize``.
+        scale: a factor used when ``out_shape`` is None.
+        name: the output's name (generated when None).
+        resample: ``"BILINEAR"``, ``"NEAREST"``, ``"TRILINEAR"`` or ``"BICUBIC"``.
+        actual_shape: a Variable that overrides the size at run time.
+        align_corners: align the corner pixels of input and output.
+        align_mode: 0 or 1 (see ``image_resize``).
+        data_format: the layout.
+
+    Returns:
+        The resized Variable.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> up = fluid.layers.interpolate(img, scale=2.0, resample="BICUBIC")
+    """
     return _resize("interpolate", dict(_METHODS, BICUBIC="bicubic"), input, out_shape, scale, name, resample,
                    actual_shape, align_corners, align_mode, data_format)
 
@@ -102,25 +147,101 @@ def _resize(layer, methods, input, out_shape, scale, name, resample, actual_shap
     return out
 
 
-def resize_bilinear(input, out_shape=None, scale=None, name=None, actual_shape=None, align_corners=True, align_mode=1,
-                    data_format="NCHW"):
+def resize_bilinear(input: Variable, out_shape: Sequence[int | Variable] | Variable | None = None,
+                    scale: float | Variable | None = None, name: str | None = None,
+                    actual_shape: Variable | None = None, align_corners: bool = True, align_mode: int = 1,
+                    data_format: str = "NCHW") -> Variable:
+    """``image_resize`` with bilinear interpolation.
+
+    Args:
+        input: a 4-D tensor.
+        out_shape: ``[H, W]``, as for ``image_resize``.
+        scale: a factor used when ``out_shape`` is None.
+        name: the output's name (generated when None).
+        actual_shape: a Variable that overrides the size at run time.
+        align_corners: align the corner pixels of input and output.
+        align_mode: 0 or 1 (see ``image_resize``).
+        data_format: ``"NCHW"`` or ``"NHWC"``.
+
+    Returns:
+        The resized Variable.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> up = fluid.layers.resize_bilinear(img, out_shape=[12, 12])
+    """
     return image_resize(input, out_shape, scale, name, "BILINEAR", actual_shape, align_corners, align_mode,
                         data_format)
 
 
-def resize_trilinear(input, out_shape=None, scale=None, name=None, actual_shape=None, align_corners=True,
-                     align_mode=1, data_format="NCDHW"):
+def resize_trilinear(input: Variable, out_shape: Sequence[int | Variable] | Variable | None = None,
+                     scale: float | Variable | None = None, name: str | None = None,
+                     actual_shape: Variable | None = None, align_corners: bool = True, align_mode: int = 1,
+                     data_format: str = "NCDHW") -> Variable:
+    """``image_resize`` of a 5-D input with trilinear interpolation.
+
+    Args:
+        input: a 5-D tensor.
+        out_shape: ``[D, H, W]``, as for ``image_resize``.
+        scale: a factor used when ``out_shape`` is None.
+        name: the output's name (generated when None).
+        actual_shape: a Variable that overrides the size at run time.
+        align_corners: align the corner voxels of input and output.
+        align_mode: 0 or 1 (see ``image_resize``).
+        data_format: ``"NCDHW"`` or ``"NDHWC"``.
+
+    Returns:
+        The resized Variable.
+
+    Examples:
+        >>> vol = fluid.data(name="vol", shape=[None, 1, 4, 4, 4], dtype="float32")
+        >>> up = fluid.layers.resize_trilinear(vol, out_shape=[8, 8, 8])
+    """
     return image_resize(input, out_shape, scale, name, "TRILINEAR", actual_shape, align_corners, align_mode,
                         data_format)
 
 
-def resize_nearest(input, out_shape=None, scale=None, name=None, actual_shape=None, align_corners=True,
-                   data_format="NCHW"):
+def resize_nearest(input: Variable, out_shape: Sequence[int | Variable] | Variable | None = None,
+                   scale: float | Variable | None = None, name: str | None = None,
+                   actual_shape: Variable | None = None, align_corners: bool = True,
+                   data_format: str = "NCHW") -> Variable:
+    """``image_resize`` with nearest-neighbour sampling.
+
+    Args:
+        input: a 4-D tensor.
+        out_shape: ``[H, W]``, as for ``image_resize``.
+        scale: a factor used when ``out_shape`` is None.
+        name: the output's name (generated when None).
+        actual_shape: a Variable that overrides the size at run time.
+        align_corners: align the corner pixels of input and output.
+        data_format: ``"NCHW"`` or ``"NHWC"``.
+
+    Returns:
+        The resized Variable.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> up = fluid.layers.resize_nearest(img, scale=2.0)
+    """
     return image_resize(input, out_shape, scale, name, "NEAREST", actual_shape, align_corners, 1, data_format)
 
 
-def image_resize_short(input, out_short_len, resample="BILINEAR"):
-    """Resize so that the shorter of H and W becomes ``out_short_len``, keeping the aspect ratio."""
+def image_resize_short(input: Variable, out_short_len: int, resample: str = "BILINEAR") -> Variable:
+    """Resize so that the shorter of height and width becomes ``out_short_len``, keeping the aspect ratio.
+
+    Args:
+        input: a 4-D NCHW tensor with known height and width.
+        out_short_len: the new length of the shorter side.
+        resample: ``"BILINEAR"`` or ``"NEAREST"``.
+
+    Returns:
+        The resized Variable.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 16], dtype="float32")
+        >>> fluid.layers.image_resize_short(img, out_short_len=4).shape
+        (-1, 3, 4, 8)
+    """
     if input.shape is None or len(input.shape) != 4:
         raise ValueError("image_resize_short: input must be 4-D (N, C, H, W), got shape %s" % (input.shape,))
     hw = list(input.shape[2:4])
