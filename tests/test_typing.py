@@ -67,3 +67,39 @@ def test_decorated_transpile_shows_its_signature():
 
 def test_py_typed_is_shipped_next_to_the_package():
     assert os.path.exists(os.path.join(os.path.dirname(fluid.__file__), "py.typed"))
+
+
+USER_SCRIPT = '''
+import numpy as np
+import fluidist as fluid
+
+x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+hidden = fluid.layers.fc(input=x, size=8, act="relu")
+scaled = hidden * 2.0 + 1.0 - fluid.layers.reduce_mean(hidden)
+logits = fluid.layers.fc(scaled, size=3)
+loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
+ops, params_grads = fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(fluid.default_startup_program())
+out = exe.run(feed={"x": np.zeros((2, 4), "float32"), "label": np.zeros((2, 1), "int64")}, fetch_list=[loss])
+name: str = loss.name
+'''
+
+WRONG_SCRIPT = '''
+import fluidist as fluid
+x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+y = fluid.layers.fc(input=x, size="eight")
+'''
+
+
+def test_a_users_training_script_type_checks_and_a_wrong_call_does_not(tmp_path):
+    """Layers, Variable arithmetic, an optimizer and the Executor as a strict-ish user's checker sees them;
+    a string where fc's size is an int is reported, naming the argument."""
+    good, bad = tmp_path / "train.py", tmp_path / "wrong.py"
+    good.write_text(USER_SCRIPT)
+    bad.write_text(WRONG_SCRIPT)
+    r = _run_mypy(["--follow-imports", "silent", "--warn-return-any", str(good)], tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:]
+    r = _run_mypy(["--follow-imports", "silent", str(bad)], tmp_path)
+    assert r.returncode == 1 and '"size" to "fc"' in r.stdout, r.stdout[-3000:]

@@ -1,7 +1,10 @@
 """Regression, distance and ranking losses of fluid 1.8 (``layers.loss`` and ``layers.nn``):
 smooth_l1, huber_loss, kldiv_loss, mse_loss, center_loss, dice_loss, rank_loss, margin_rank_loss,
 bpr_loss, npair_loss, teacher_student_sigmoid_loss."""
+from __future__ import annotations
+
 from ..framework.program import Variable
+from ..hints import ParamAttrLike
 from ..initializer import Constant
 from . import nn
 from .control_flow import equal
@@ -19,8 +22,25 @@ def _check(x, layer, arg, dtypes=("float32", "float64")):
     check_variable(x, layer, arg, dtypes)
 
 
-def smooth_l1(x, y, inside_weight=None, outside_weight=None, sigma=None):
-    """Smooth L1 of ``(x - y) * inside_weight`` (times ``outside_weight``), summed per sample: [N, 1]."""
+def smooth_l1(x: Variable, y: Variable, inside_weight: Variable | None = None, outside_weight: Variable | None = None,
+              sigma: float | None = None) -> Variable:
+    """Smooth L1 loss of ``(x - y) * inside_weight`` (times ``outside_weight``), summed per sample.
+
+    Args:
+        x: the predictions ``[N, ...]``.
+        y: the targets, of ``x``'s shape.
+        inside_weight: weights applied to the difference, or None.
+        outside_weight: weights applied to the loss, or None.
+        sigma: the switch point is ``1 / sigma ** 2`` (None means 1).
+
+    Returns:
+        A Variable ``[N, 1]``.
+
+    Examples:
+        >>> box = fluid.data(name="box", shape=[None, 4], dtype="float32")
+        >>> target = fluid.data(name="target", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.smooth_l1(box, target)
+    """
     _check(x, "smooth_l1", "x")
     _check(y, "smooth_l1", "y")
     helper = LayerHelper("smooth_l1_loss")
@@ -36,8 +56,22 @@ def smooth_l1(x, y, inside_weight=None, outside_weight=None, sigma=None):
     return loss
 
 
-def huber_loss(input, label, delta):
-    """Huber loss of ``label - input`` elementwise (quadratic within ``delta``, linear beyond)."""
+def huber_loss(input: Variable, label: Variable, delta: float) -> Variable:
+    """Huber loss of ``label - input``: quadratic within ``delta``, linear beyond.
+
+    Args:
+        input: the predictions ``[N, 1]``.
+        label: the targets ``[N, 1]``.
+        delta: where the loss turns linear.
+
+    Returns:
+        A Variable of ``input``'s shape.
+
+    Examples:
+        >>> pred = fluid.data(name="pred", shape=[None, 1], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="float32")
+        >>> loss = fluid.layers.huber_loss(pred, label, delta=1.0)
+    """
     _check(input, "huber_loss", "input")
     _check(label, "huber_loss", "label")
     helper = LayerHelper("huber_loss")
@@ -48,9 +82,23 @@ def huber_loss(input, label, delta):
     return out
 
 
-def kldiv_loss(x, target, reduction="mean", name=None):
-    """Kullback-Leibler divergence of ``target`` from log-probabilities ``x``; ``reduction`` is none,
-    batchmean, mean or sum."""
+def kldiv_loss(x: Variable, target: Variable, reduction: str = "mean", name: str | None = None) -> Variable:
+    """Kullback-Leibler divergence of ``target`` from the log-probabilities ``x``.
+
+    Args:
+        x: log-probabilities.
+        target: probabilities of ``x``'s shape.
+        reduction: ``"none"``, ``"batchmean"``, ``"mean"`` or ``"sum"``.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable: ``x``'s shape with ``"none"``, else ``[1]``.
+
+    Examples:
+        >>> logp = fluid.data(name="logp", shape=[None, 5], dtype="float32")
+        >>> p = fluid.data(name="p", shape=[None, 5], dtype="float32")
+        >>> loss = fluid.layers.kldiv_loss(logp, p, reduction="batchmean")
+    """
     _check(x, "kldiv_loss", "x")
     _check(target, "kldiv_loss", "target")
     if reduction not in ("none", "batchmean", "mean", "sum"):
@@ -62,17 +110,46 @@ def kldiv_loss(x, target, reduction="mean", name=None):
     return loss
 
 
-def mse_loss(input, label):
-    """Mean of ``(input - label)^2`` (``reduce_mean`` of ``square_error_cost``)."""
+def mse_loss(input: Variable, label: Variable) -> Variable:
+    """The mean of ``(input - label) ** 2``.
+
+    Args:
+        input: the predictions.
+        label: the targets, of ``input``'s shape.
+
+    Returns:
+        A Variable ``[1]``.
+
+    Examples:
+        >>> pred = fluid.data(name="pred", shape=[None, 1], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="float32")
+        >>> loss = fluid.layers.mse_loss(pred, label)
+    """
     _check(input, "mse_loss", "input")
     _check(label, "mse_loss", "label")
     return nn.reduce_mean(square_error_cost(input, label))
 
 
-def center_loss(input, label, num_classes, alpha, param_attr, update_center=True):
-    """``0.5 * |input - centers[label]|^2`` per sample; the centres ([num_classes, D], a non-trainable
-    parameter from ``param_attr``) move toward their samples by ``alpha`` each step when
-    ``update_center``. ``alpha`` is a float or a [1] Variable."""
+def center_loss(input: Variable, label: Variable, num_classes: int, alpha: float | Variable, param_attr: ParamAttrLike,
+                update_center: bool = True) -> Variable:
+    """``0.5 * |input - centers[label]| ** 2`` per sample, with class centres that follow their samples.
+
+    Args:
+        input: features ``[N, D]``.
+        label: int64 class ids ``[N, 1]``.
+        num_classes: the number of classes.
+        alpha: how far the centres move toward their samples each step (a float or a ``[1]`` Variable).
+        param_attr: the attribute of the centres (a non-trainable ``[num_classes, D]`` parameter).
+        update_center: move the centres during training.
+
+    Returns:
+        A Variable ``[N, 1]``.
+
+    Examples:
+        >>> feat = fluid.data(name="feat", shape=[None, 8], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        >>> loss = fluid.layers.center_loss(feat, label, num_classes=10, alpha=0.1, param_attr=None)
+    """
     _check(input, "center_loss", "input")
     _check(label, "center_loss", "label", ("int32", "int64"))
     helper = LayerHelper("center_loss", input=input, param_attr=param_attr)
@@ -96,9 +173,25 @@ def center_loss(input, label, num_classes, alpha, param_attr, update_center=True
     return loss
 
 
-def dice_loss(input, label, epsilon=0.00001, name=None):
-    """``mean(1 - 2 * |input * onehot(label)| / (|input| + |onehot(label)| + epsilon))`` over samples,
-    sums over every dim but the first; ``label`` holds int64 class ids in its last dim."""
+def dice_loss(input: Variable, label: Variable, epsilon: float = 0.00001, name: str | None = None) -> Variable:
+    """``mean(1 - 2 * |input * onehot(label)| / (|input| + |onehot(label)| + epsilon))`` over samples.
+
+    The sums run over every dimension but the first.
+
+    Args:
+        input: probabilities, classes in the last dimension.
+        label: int64 class ids, 1 in the last dimension.
+        epsilon: keeps the division finite.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable ``[1]``.
+
+    Examples:
+        >>> probs = fluid.data(name="probs", shape=[None, 4, 4, 3], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 4, 4, 1], dtype="int64")
+        >>> loss = fluid.layers.dice_loss(probs, label)
+    """
     _check(input, "dice_loss", "input")
     label = one_hot(label, depth=input.shape[-1])
     dims = list(range(1, len(input.shape)))
@@ -108,8 +201,24 @@ def dice_loss(input, label, epsilon=0.00001, name=None):
     return nn.reduce_mean(score)
 
 
-def rank_loss(label, left, right, name=None):
-    """RankNet loss ``log(1 + exp(left - right)) - label * (left - right)``; all three [N, 1]."""
+def rank_loss(label: Variable, left: Variable, right: Variable, name: str | None = None) -> Variable:
+    """RankNet's loss ``log(1 + exp(left - right)) - label * (left - right)``.
+
+    Args:
+        label: whether ``left`` should rank above ``right`` (1 or 0), ``[N, 1]``.
+        left: the scores of the first items, ``[N, 1]``.
+        right: the scores of the second items, ``[N, 1]``.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable ``[N, 1]``.
+
+    Examples:
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="float32")
+        >>> left = fluid.data(name="left", shape=[None, 1], dtype="float32")
+        >>> right = fluid.data(name="right", shape=[None, 1], dtype="float32")
+        >>> loss = fluid.layers.rank_loss(label, left, right)
+    """
     for arg, v in (("label", label), ("left", left), ("right", right)):
         _check(v, "rank_loss", arg, ("float32",))
     helper = LayerHelper("rank_loss", name=name)
@@ -118,8 +227,26 @@ def rank_loss(label, left, right, name=None):
     return out
 
 
-def margin_rank_loss(label, left, right, margin=0.1, name=None):
-    """``max(0, -label * (left - right) + margin)``; label is 1 or -1."""
+def margin_rank_loss(label: Variable, left: Variable, right: Variable, margin: float = 0.1,
+                     name: str | None = None) -> Variable:
+    """``max(0, -label * (left - right) + margin)``.
+
+    Args:
+        label: 1 where ``left`` should rank higher, -1 where ``right`` should.
+        left: the first scores ``[N, 1]``.
+        right: the second scores ``[N, 1]``.
+        margin: the required gap.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable ``[N, 1]``.
+
+    Examples:
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="float32")
+        >>> left = fluid.data(name="left", shape=[None, 1], dtype="float32")
+        >>> right = fluid.data(name="right", shape=[None, 1], dtype="float32")
+        >>> loss = fluid.layers.margin_rank_loss(label, left, right, margin=0.2)
+    """
     for arg, v in (("label", label), ("left", left), ("right", right)):
         _check(v, "margin_rank_loss", arg, ("float32",))
     helper = LayerHelper("margin_rank_loss", name=name)
@@ -130,9 +257,22 @@ def margin_rank_loss(label, left, right, margin=0.1, name=None):
     return out
 
 
-def bpr_loss(input, label, name=None):
-    """Bayesian personalised ranking of the scores ``input`` [N, C] against the positive class
-    ``label`` (int64 [N, 1]): [N, 1]."""
+def bpr_loss(input: Variable, label: Variable, name: str | None = None) -> Variable:
+    """Bayesian personalised ranking of the scores ``input`` against the positive class ``label``.
+
+    Args:
+        input: scores ``[N, C]``.
+        label: the positive class of each row, int64 ``[N, 1]``.
+        name: the output's name (generated when None).
+
+    Returns:
+        A Variable ``[N, 1]``.
+
+    Examples:
+        >>> scores = fluid.data(name="scores", shape=[None, 10], dtype="float32")
+        >>> pos = fluid.data(name="pos", shape=[None, 1], dtype="int64")
+        >>> loss = fluid.layers.bpr_loss(scores, pos)
+    """
     _check(input, "bpr_loss", "input")
     _check(label, "bpr_loss", "label", ("int64",))
     helper = LayerHelper("bpr_loss", name=name)
@@ -141,9 +281,25 @@ def bpr_loss(input, label, name=None):
     return out
 
 
-def npair_loss(anchor, positive, labels, l2_reg=0.002):
+def npair_loss(anchor: Variable, positive: Variable, labels: Variable, l2_reg: float = 0.002) -> Variable:
     """N-pair loss: softmax cross entropy of ``anchor @ positive^T`` against the same-label matrix
-    (rows normalised), plus ``l2_reg * 0.25 *`` the mean squared norms of both embeddings."""
+    (rows normalised), plus ``l2_reg * 0.25`` times the mean squared norms of both embeddings.
+
+    Args:
+        anchor: embeddings ``[N, D]``.
+        positive: embeddings ``[N, D]``, row ``i`` a positive for anchor ``i``.
+        labels: the class of each pair, ``[N]`` or ``[N, 1]``.
+        l2_reg: the weight of the embeddings' norms.
+
+    Returns:
+        A Variable ``[1]``.
+
+    Examples:
+        >>> a = fluid.data(name="a", shape=[None, 8], dtype="float32")
+        >>> p = fluid.data(name="p", shape=[None, 8], dtype="float32")
+        >>> labels = fluid.data(name="labels", shape=[None, 1], dtype="float32")
+        >>> loss = fluid.layers.npair_loss(a, p, labels)
+    """
     _check(anchor, "npair_loss", "anchor")
     _check(positive, "npair_loss", "positive")
     beta = 0.25
@@ -160,9 +316,24 @@ def npair_loss(anchor, positive, labels, l2_reg=0.002):
     return l2loss + nn.reduce_mean(cross_entropy)
 
 
-def teacher_student_sigmoid_loss(input, label, soft_max_up_bound=15.0, soft_max_lower_bound=-15.0):
-    """Click plus distillation loss of logits ``input`` [N, 1]; ``label`` encodes the click and an
-    optional teacher score (see the op)."""
+def teacher_student_sigmoid_loss(input: Variable, label: Variable, soft_max_up_bound: float = 15.0,
+                                 soft_max_lower_bound: float = -15.0) -> Variable:
+    """A click loss plus a distillation loss toward a teacher's score, for logits ``input``.
+
+    Args:
+        input: logits ``[N, 1]``.
+        label: ``[N, 1]``, encoding the click and, when present, the teacher's score (as in Paddle's op).
+        soft_max_up_bound: the logits' upper clip.
+        soft_max_lower_bound: the logits' lower clip.
+
+    Returns:
+        A Variable ``[N, 1]``.
+
+    Examples:
+        >>> logit = fluid.data(name="logit", shape=[None, 1], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="float32")
+        >>> loss = fluid.layers.teacher_student_sigmoid_loss(logit, label)
+    """
     _check(input, "teacher_student_sigmoid_loss", "input")
     _check(label, "teacher_student_sigmoid_loss", "label")
     helper = LayerHelper("teacher_student_sigmoid_loss")
