@@ -73,7 +73,7 @@ class LineBudget:
     def __init__(self, lines: int = 5, window_s: float = 60.0):
         self.lines = int(lines)
         self.window_s = float(window_s)
-        self._window_start = None
+        self._window_start: float | None = None
         self._used = 0
         self._unlogged = 0
 

@@ -10,8 +10,8 @@ __all__ = []
 class CleanupFuncRegistrar:
     """``register(function, signals=[])``: call ``function()`` once at exit and on each of ``signals``
     (after which the previous handler of that signal runs, or the process exits)."""
-    _registered = set()
-    _done = set()
+    _registered: set = set()
+    _done: set = set()
 
     @classmethod
     def register(cls, function, signals=()):

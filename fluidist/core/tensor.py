@@ -147,7 +147,7 @@ class Tensor:
         return "%s(%s)" % (type(self).__name__, self.shape())
 
     # Paddle's pybind methods
-    from .tensor_methods import (_alloc_double, _alloc_float, _alloc_int, _clear, _copy,  # noqa: E402
+    from .tensor_methods import (_alloc_double, _alloc_float, _alloc_int, _clear, _copy,  # type: ignore[misc]  # noqa: E402
                                  _get_dims, _get_double_element, _get_float_element, _is_initialized,
                                  _mutable_data, _place, _set_dims, _set_double_element, _set_float_element,
                                  _set_layout, _share_data_with)

@@ -150,7 +150,7 @@ class StandinArray:
 
     __slots__ = ("_a", "__weakref__")
     __array_priority__ = 100
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as NumPy's arrays
 
     def __init__(self, shape, dtype=float, order="C"):
         self._a = np.empty(shape, dtype=dtype, order=order)

@@ -12,7 +12,8 @@ import contextlib
 import os
 import sys
 import threading
-from typing import Iterator, List, NamedTuple
+import types
+from typing import Iterator, List, NamedTuple, Optional
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -97,7 +98,7 @@ def totals() -> dict:
 
 
 def _where() -> str:
-    f = sys._getframe(2)
+    f: Optional[types.FrameType] = sys._getframe(2)
     while f is not None:
         name = f.f_globals.get("__name__", "")
         if not (name.startswith(_CARRIERS) or name.startswith("numpy")):

@@ -22,6 +22,7 @@ from .plan import set_kernel_wrapper  # noqa: F401 (re-exported: the profiler's 
 
 if TYPE_CHECKING:  # for the annotations only (compiler imports this module's helpers)
     from ..core.place import CUDAPlace
+    from ..device.standin import StandinPlace
     from ..core.scope import Scope
     from .compiler import CompiledProgram
 
@@ -82,7 +83,7 @@ class Executor:
     """Runs Programs on a place: ``Executor(CPUPlace()).run(program, feed, fetch_list)``. Without a
     place, ``CUDAPlace(0)`` where CuPy sees a GPU, else the CPU (``core.place.default_place``)."""
 
-    def __init__(self, place: CPUPlace | CUDAPlace | None = None) -> None:
+    def __init__(self, place: CPUPlace | CUDAPlace | StandinPlace | None = None) -> None:
         self.place = place if place is not None else default_place()
         self._closed = False
         self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
