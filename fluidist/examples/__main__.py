@@ -33,8 +33,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.path.insert(0, os.path.dirname(path))
         runpy.run_path(path, run_name="__main__")
         return 0
-    print(USAGE, file=sys.stderr)
-    return 2
+    raise SystemExit(USAGE)  # exit status 1, the usage on stderr
 
 
 if __name__ == "__main__":
