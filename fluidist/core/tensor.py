@@ -26,6 +26,27 @@ def scatter_max(xp, out, idx, val):
     return out
 
 
+def unique_rows(xp, rows):
+    """(sorted distinct rows, order, starts): ``rows[order]`` is sorted (a stable sort, so equal rows
+    keep their order) and ``starts`` are the positions in it where a new row begins. One sort serves
+    both the distinct rows and, with ``sum_rows``, the sums of their values."""
+    order = xp.argsort(rows, kind="stable")
+    ordered = xp.take(rows, order)
+    if ordered.size == 0:
+        return ordered, order, xp.zeros(0, dtype=order.dtype)
+    new = xp.empty(ordered.shape, dtype=bool)
+    new[:1] = True
+    xp.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    starts = xp.flatnonzero(new)
+    return xp.take(ordered, starts), order, starts
+
+
+def sum_rows(xp, value, order, starts):
+    """The values of each distinct row summed, in the order of ``unique_rows``: one gather and one
+    segmented sum (``add.reduceat``), each row's values added in the order they came."""
+    return xp.add.reduceat(xp.take(value, order, axis=0), starts, axis=0)
+
+
 class SelectedRows:
     """A row-sparse tensor: ``value[i]`` is row ``rows[i]`` of a ``height`` x width tensor.
 
@@ -53,12 +74,11 @@ class SelectedRows:
         if self.rows is None or len(self.rows) == 0:
             return self
         xp = xp or array_module(self.value)
-        uniq, inv = xp.unique(self.rows, return_inverse=True)
-        if len(uniq) == len(self.rows):
+        rows = self.rows.reshape(-1)
+        uniq, order, starts = unique_rows(xp, rows)
+        if len(uniq) == len(rows):
             return self
-        out = xp.zeros((len(uniq),) + tuple(self.value.shape[1:]), dtype=self.value.dtype)
-        scatter_add(xp, out, inv.reshape(-1), self.value)
-        return SelectedRows(uniq, out, self.height)
+        return SelectedRows(uniq, sum_rows(xp, self.value, order, starts), self.height)
 
     def to_dense(self, xp=None):
         """The dense ``height`` x width tensor, on the values' place."""

@@ -63,11 +63,16 @@ def split_ids(ctx, ins, attrs):
         g = xs[0].merged(xp)
         out = []
         for k in range(parts):
-            idx = xp.nonzero(g.rows % parts == k)[0]
-            out.append(SelectedRows(g.rows[idx] // parts, g.value[idx], len(range(k, g.height, parts))))
+            idx = xp.flatnonzero(g.rows % parts == k)
+            out.append(SelectedRows(xp.take(g.rows, idx) // parts, xp.take(g.value, idx, axis=0),
+                                    len(range(k, g.height, parts))))
         return {"Out": out}
-    ids = xp.unique(xp.concatenate([x.reshape(-1) for x in xs]).astype(np.int64))
-    return {"Out": [ids[ids % parts == k].reshape(-1, 1) for k in range(parts)]}
+    flat = xs[0].reshape(-1) if len(xs) == 1 else xp.concatenate([x.reshape(-1) for x in xs])
+    ids = xp.unique(flat.astype(np.int64, copy=False))
+    if parts == 1:
+        return {"Out": [ids.reshape(-1, 1)]}
+    part = ids % parts
+    return {"Out": [ids[part == k].reshape(-1, 1) for k in range(parts)]}
 
 
 @register_op("merge_ids", inputs=["Ids*", "Rows*", "X*"], outputs=["Out*"], needs_lod=True)
@@ -77,13 +82,24 @@ def merge_ids(ctx, ins, attrs):
     xp = ctx.xp
     rows = xp.concatenate([r.reshape(-1) for r in ins["Rows"]])
     values = xp.concatenate(ins["X"])
+    if values.shape[0] != rows.shape[0]:
+        raise ValueError("merge_ids: the Rows inputs hold %d ids but the X inputs %d rows"
+                         % (rows.shape[0], values.shape[0]))
     order = xp.argsort(rows)
-    sorted_rows = rows[order]
-    out = []
-    for i, ids in enumerate(ins["Ids"]):
-        flat = ids.reshape(-1).astype(np.int64)
-        pos = xp.searchsorted(sorted_rows, flat)
-        out.append(values[order[pos]])
+    sorted_rows = xp.take(rows, order)
+    all_ids = ins["Ids"]
+    flat = xp.concatenate([ids.reshape(-1) for ids in all_ids]).astype(np.int64, copy=False)
+    # one search and one gather for every Ids input at once; each Out is a block of the result
+    pos = xp.minimum(xp.searchsorted(sorted_rows, flat), max(sorted_rows.shape[0] - 1, 0))
+    if flat.size and (sorted_rows.size == 0 or bool((xp.take(sorted_rows, pos) != flat).any())):
+        raise ValueError("merge_ids: some ids of %s were not prefetched (not in the Rows inputs %s)"
+                         % (ctx.op.inputs["Ids"], ctx.op.inputs["Rows"]))
+    gathered = xp.take(values, xp.take(order, pos), axis=0)
+    out, at = [], 0
+    for i, ids in enumerate(all_ids):
+        n = ids.size
+        out.append(gathered[at:at + n])
+        at += n
         ctx.set_lod("Out", ctx.lod("Ids", i) or [], i)
     return {"Out": out}
 
