@@ -7,6 +7,7 @@ shape rules. Layout: kernels work in NCHW; ``data_format="NHWC"`` is handled by 
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from .conv_gemm import conv2d_backward, conv2d_forward
 from .conv_nd import conv_backward, conv_forward, conv_geometry, pool_backward, pool_forward, pool_geometry
 
 
@@ -67,7 +68,10 @@ def _conv_setup(ins, attrs):
 def _conv2d_kernel(ctx, ins, attrs):
     """Output = conv(Input, Filter) (+ Bias per channel when given), cross-correlation as in Paddle."""
     xp = ctx.xp
-    last, x, f, (pads, strides, dilations, groups, _) = _conv_setup(ins, attrs)
+    last, x, f, (pads, strides, dilations, groups, out_sizes) = _conv_setup(ins, attrs)
+    if groups == 1:   # one GEMM over a strided view of the input (conv_gemm)
+        out = conv2d_forward(xp, x, f, pads, strides, dilations, out_sizes, ins.get("Bias"))
+        return {"Output": _from_nchw(out, last, xp)}
     out = conv_forward(xp, x, f, pads, strides, dilations, groups)
     if ins.get("Bias") is not None:
         out = out + ins["Bias"].reshape(1, -1, 1, 1)
@@ -79,8 +83,11 @@ def _conv2d_grad_kernel(ctx, ins, attrs):
     last, x, f, (pads, strides, dilations, groups, _) = _conv_setup(ins, attrs)
     dy = _to_nchw(ins["Output@GRAD"], last)
     want = ctx.op.outputs
-    dx, df = conv_backward(xp, x, f, dy, pads, strides, dilations, groups,
-                           bool(want.get("Input@GRAD")), bool(want.get("Filter@GRAD")))
+    want_x, want_f = bool(want.get("Input@GRAD")), bool(want.get("Filter@GRAD"))
+    if groups == 1:
+        dx, df = conv2d_backward(xp, x, f, dy, pads, strides, dilations, want_x, want_f)
+    else:
+        dx, df = conv_backward(xp, x, f, dy, pads, strides, dilations, groups, want_x, want_f)
     res = {"Filter@GRAD": df}
     if dx is not None:
         res["Input@GRAD"] = _from_nchw(dx, last, xp)

@@ -1,0 +1,187 @@
+"""conv2d as one matrix product over a strided view (``groups == 1``), and its gradient.
+
+The input is copied once into a zero-bordered channel-last buffer (N, H + pads, W + pads, C); a
+strided view of it (``as_strided``: no copy) shows every output position's window as
+(N, Ho, Wo, kh, kw, C), and one copy of that view makes the patch matrix A (N*Ho*Wo, kh*kw*C), whose
+rows run over contiguous (kw, C) stretches of the buffer. Then
+
+- forward: ``Y = A @ F^T`` with F the filter as (M, kh*kw*C): one GEMM, Y is the channel-last output;
+- filter gradient: ``dF = dY^T @ A`` (A rebuilt from the input: one copy, cheaper than keeping it);
+- input gradient: ``dA = dY @ F``, added back window by window (kh*kw strided adds of (N, Ho, Wo, C)
+  blocks) into a zeroed channel-last buffer, then cropped and moved to channel-first.
+
+The buffers (the padded input, A, the input-gradient buffer) are workspaces kept per thread and
+reused from step to step (``workspace``): a multi-MB array allocated afresh every step costs page
+faults. Their contents never outlive a kernel call. Grouped convolutions and other ranks use
+``conv_nd``'s im2col.
+"""
+import threading
+
+_LOCAL = threading.local()
+_MAX_WORKSPACES = 32
+
+
+def workspace(xp, key, shape, dtype):
+    """A scratch array of ``shape`` / ``dtype`` kept for this thread under ``key`` and reused by the
+    next call with the same key, shape and dtype (its contents are whatever the last user left)."""
+    cache = getattr(_LOCAL, "buffers", None)
+    if cache is None:
+        cache = _LOCAL.buffers = {}
+    k = (key, xp.__name__, tuple(shape), str(dtype))
+    buf = cache.pop(k, None)
+    if buf is None:
+        if len(cache) >= _MAX_WORKSPACES:
+            cache.pop(next(iter(cache)))
+        buf = xp.empty(shape, dtype=dtype)
+    cache[k] = buf       # most recently used last
+    return buf
+
+
+def _padded_channel_last(xp, x, pads, key):
+    """``x`` (N, C, H, W) copied into the interior of a zero-bordered (N, H + pads, W + pads, C)
+    workspace; the border is zeroed only where it is (the interior is overwritten)."""
+    n, c, h, w = x.shape
+    (t, b), (l, r) = pads
+    buf = workspace(xp, key, (n, h + t + b, w + l + r, c), x.dtype)
+    if t:
+        buf[:, :t] = 0
+    if b:
+        buf[:, h + t:] = 0
+    if l:
+        buf[:, t:h + t, :l] = 0
+    if r:
+        buf[:, t:h + t, w + l:] = 0
+    buf[:, t:h + t, l:w + l] = x.transpose(0, 2, 3, 1)
+    return buf
+
+
+def _patches(xp, xh, ksize, strides, dilations, out_sizes, key):
+    """The patch matrix A (N*Ho*Wo, kh*kw*C) of the channel-last padded input ``xh``."""
+    n, _, _, c = xh.shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = ksize, strides, dilations, out_sizes
+    s_n, s_h, s_w, s_c = xh.strides
+    view = xp.lib.stride_tricks.as_strided(xh, shape=(n, ho, wo, kh, kw, c),
+                                           strides=(s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c))
+    a = workspace(xp, key, (n * ho * wo, kh * kw * c), xh.dtype)
+    a.reshape(view.shape)[...] = view
+    return a
+
+
+def _columns(xp, x, pads, ksize, strides, dilations, out_sizes, key):
+    """The column matrix (C*kh*kw, N*Ho*Wo) of channel-first ``x``, from a strided view of its padded
+    copy; its rows run over output rows (Wo values, contiguous at stride 1)."""
+    n, c, h, w = x.shape
+    (t, b), (l, r) = pads
+    if t or b or l or r:
+        xpad = workspace(xp, key + ".padded", (n, c, h + t + b, w + l + r), x.dtype)
+        xpad[:, :, :t] = 0
+        xpad[:, :, h + t:] = 0
+        xpad[:, :, t:h + t, :l] = 0
+        xpad[:, :, t:h + t, w + l:] = 0
+        xpad[:, :, t:h + t, l:w + l] = x
+    else:
+        xpad = x
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = ksize, strides, dilations, out_sizes
+    s_n, s_c, s_h, s_w = xpad.strides
+    view = xp.lib.stride_tricks.as_strided(xpad, shape=(c, kh, kw, n, ho, wo),
+                                           strides=(s_c, s_h * dh, s_w * dw, s_n, s_h * sh, s_w * sw))
+    cols = workspace(xp, key, (c * kh * kw, n * ho * wo), x.dtype)
+    cols.reshape(view.shape)[...] = view
+    return cols
+
+
+def channel_last_is_better(c, kw, wo):
+    """Which copy moves longer contiguous runs: channel-last patches copy runs of kw*C values,
+    channel-first columns runs of Wo values (the first layer of a CNN has C = 1 or 3)."""
+    return kw * c >= wo
+
+
+def _filter_matrix(f):
+    """Filter (M, C, kh, kw) as (M, kh*kw*C), the column order of the patch matrix."""
+    return f.transpose(0, 2, 3, 1).reshape(f.shape[0], -1)
+
+
+def conv2d_forward(xp, x, f, pads, strides, dilations, out_sizes, bias=None):
+    """Cross-correlation of ``x`` (N, C, H, W) with ``f`` (M, C, kh, kw), plus ``bias`` (M,) when
+    given; the output is channel-first (N, M, Ho, Wo)."""
+    n, c = x.shape[:2]
+    m = f.shape[0]
+    ho, wo = out_sizes
+    out = xp.empty((n, m, ho, wo), dtype=x.dtype)
+    if not channel_last_is_better(c, f.shape[3], wo):
+        cols = _columns(xp, x, pads, f.shape[2:], strides, dilations, out_sizes, "conv2d.columns")
+        y = f.reshape(m, -1) @ cols                  # (M, N*Ho*Wo)
+        out[...] = y.reshape(m, n, ho, wo).transpose(1, 0, 2, 3)
+        if bias is not None:
+            out += bias.reshape(1, -1, 1, 1)
+        return out
+    xh = _padded_channel_last(xp, x, pads, "conv2d.input")
+    a = _patches(xp, xh, f.shape[2:], strides, dilations, out_sizes, "conv2d.patches")
+    y = a @ _filter_matrix(f).T                      # (N*Ho*Wo, M): channel-last
+    out[...] = y.reshape(n, ho, wo, m).transpose(0, 3, 1, 2)
+    if bias is not None:
+        out += bias.reshape(1, -1, 1, 1)
+    return out
+
+
+def conv2d_backward(xp, x, f, dy, pads, strides, dilations, want_x=True, want_f=True):
+    """(dX, dF) of ``conv2d_forward`` (None for the one not wanted)."""
+    if not channel_last_is_better(x.shape[1], f.shape[3], dy.shape[3]):
+        return _backward_channel_first(xp, x, f, dy, pads, strides, dilations, want_x, want_f)
+    n, c, h, w = x.shape
+    m, _, kh, kw = f.shape
+    ho, wo = dy.shape[2:]
+    dyh = workspace(xp, "conv2d.dy", (n, ho, wo, m), dy.dtype)
+    dyh[...] = dy.transpose(0, 2, 3, 1)
+    dy2 = dyh.reshape(n * ho * wo, m)
+    dx = df = None
+    if want_f:
+        xh = _padded_channel_last(xp, x, pads, "conv2d.input")
+        a = _patches(xp, xh, (kh, kw), strides, dilations, (ho, wo), "conv2d.patches")
+        df = xp.ascontiguousarray((dy2.T @ a).reshape(m, kh, kw, c).transpose(0, 3, 1, 2))
+    if want_x:
+        da = (dy2 @ _filter_matrix(f)).reshape(n, ho, wo, kh, kw, c)
+        (t, b), (l, r) = pads
+        dxh = _scatter_windows(xp, (n, h + t + b, w + l + r, c), (kh, kw), (ho, wo), strides, dilations,
+                               "conv2d.dx", lambda i, j: da[:, :, :, i, j], dy.dtype, channel_last=True)
+        dx = xp.empty((n, c, h, w), dtype=x.dtype)
+        dx[...] = dxh[:, t:t + h, l:l + w].transpose(0, 3, 1, 2)
+    return dx, df
+
+
+def _scatter_windows(xp, padded_shape, ksize, out_sizes, strides, dilations, key, block, dtype, channel_last):
+    """The adjoint of the window view: ``block(i, j)`` (the gradient of kernel offset (i, j) at
+    every output position) added into a zeroed padded buffer at the positions it was read from."""
+    (kh, kw), (ho, wo), (sh, sw), (dh, dw) = ksize, out_sizes, strides, dilations
+    buf = workspace(xp, key, padded_shape, dtype)
+    buf[...] = 0
+    for i in range(kh):
+        rows = slice(i * dh, i * dh + sh * (ho - 1) + 1, sh)
+        for j in range(kw):
+            cols = slice(j * dw, j * dw + sw * (wo - 1) + 1, sw)
+            if channel_last:
+                buf[:, rows, cols] += block(i, j)
+            else:
+                buf[:, :, rows, cols] += block(i, j)
+    return buf
+
+
+def _backward_channel_first(xp, x, f, dy, pads, strides, dilations, want_x, want_f):
+    n, c, h, w = x.shape
+    m, _, kh, kw = f.shape
+    ho, wo = dy.shape[2:]
+    dyc = workspace(xp, "conv2d.dy.cf", (m, n, ho, wo), dy.dtype)
+    dyc[...] = dy.transpose(1, 0, 2, 3)
+    dy2 = dyc.reshape(m, n * ho * wo)
+    dx = df = None
+    if want_f:
+        cols = _columns(xp, x, pads, (kh, kw), strides, dilations, (ho, wo), "conv2d.columns")
+        df = (dy2 @ cols.T).reshape(f.shape).astype(f.dtype, copy=False)
+    if want_x:
+        dcols = (f.reshape(m, -1).T @ dy2).reshape(c, kh, kw, n, ho, wo)
+        (t, b), (l, r) = pads
+        dxp = _scatter_windows(xp, (n, c, h + t + b, w + l + r), (kh, kw), (ho, wo), strides, dilations,
+                               "conv2d.dx.cf", lambda i, j: dcols[:, i, j].transpose(1, 0, 2, 3), dy.dtype,
+                               channel_last=False)
+        dx = xp.ascontiguousarray(dxp[:, :, t:t + h, l:l + w])
+    return dx, df

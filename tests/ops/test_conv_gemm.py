@@ -1,0 +1,75 @@
+"""conv2d's one-GEMM kernels (``ops/conv_gemm``): both patch layouts (channel-last patches, channel-first
+columns) against direct loops, their gradients against finite differences, and the workspaces they
+reuse between calls."""
+import numpy as np
+import pytest
+
+from fluidist.ops import conv_gemm
+from op_test import check_grad, run_op
+from test_conv_ops import ref_conv2d
+
+rng = np.random.RandomState(11)
+
+
+def f64(*shape):
+    return rng.uniform(-1, 1, shape).astype(np.float64)
+
+
+# (x shape, w shape, attrs, pads (t, b, l, r)); the comment says which layout the case takes
+CASES = [
+    ((3, 1, 8, 8), (4, 1, 3, 3), {"paddings": [1, 1]}, (1, 1, 1, 1)),                        # C=1: columns
+    ((2, 6, 4, 4), (5, 6, 3, 3), {"paddings": [1, 1]}, (1, 1, 1, 1)),                        # patches
+    ((2, 1, 9, 7), (3, 1, 2, 3), {"strides": [2, 1], "paddings": [1, 0, 2, 1]}, (1, 0, 2, 1)),  # columns
+    ((2, 5, 7, 6), (3, 5, 3, 2), {"strides": [1, 2], "paddings": [0, 2, 1, 1]}, (0, 2, 1, 1)),  # patches
+    ((2, 1, 9, 9), (2, 1, 3, 3), {"dilations": [2, 2], "paddings": [1, 1]}, (1, 1, 1, 1)),    # columns
+    ((2, 4, 7, 7), (3, 4, 2, 3), {"dilations": [2, 1], "strides": [2, 2]}, (0, 0, 0, 0)),     # patches
+]
+
+
+def _channel_last(xs, ws, attrs, pads):
+    sw, dw = attrs.get("strides", [1, 1])[1], attrs.get("dilations", [1, 1])[1]
+    wo = (xs[3] + pads[2] + pads[3] - (dw * (ws[3] - 1) + 1)) // sw + 1
+    return conv_gemm.channel_last_is_better(xs[1], ws[3], wo)
+
+
+def test_the_cases_take_both_layouts():
+    layouts = [_channel_last(*case) for case in CASES]
+    assert layouts == [False, True, False, True, False, True]
+
+
+@pytest.mark.parametrize("xs,ws,attrs,pads", CASES)
+def test_conv2d_gemm_against_loops_and_finite_differences(xs, ws, attrs, pads):
+    x, w = f64(*xs), f64(*ws)
+    out = run_op("conv2d", {"Input": x, "Filter": w}, attrs, outputs=("Output",))["Output"][0]
+    expect = ref_conv2d(x, w, attrs.get("strides", (1, 1)), pads, attrs.get("dilations", (1, 1)))
+    np.testing.assert_allclose(out, expect, rtol=1e-10, atol=1e-12)
+    check_grad("conv2d", {"Input": x, "Filter": w}, ["Input", "Filter"], attrs, out_slot="Output")
+
+
+@pytest.mark.parametrize("xs,ws,attrs,pads", CASES[:2])
+def test_conv2d_gemm_bias_and_float32(xs, ws, attrs, pads):
+    x, w = f64(*xs).astype(np.float32), f64(*ws).astype(np.float32)
+    bias = f64(ws[0]).astype(np.float32)
+    out = run_op("conv2d", {"Input": x, "Filter": w, "Bias": bias}, attrs, outputs=("Output",))["Output"][0]
+    assert out.dtype == np.float32
+    expect = ref_conv2d(x.astype(np.float64), w.astype(np.float64), attrs.get("strides", (1, 1)), pads)
+    np.testing.assert_allclose(out, expect + bias.reshape(1, -1, 1, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_repeated_calls_reuse_workspaces_and_give_fresh_outputs():
+    """The second call with the same shapes gets the same scratch buffers, a fresh output, and the
+    right numbers although the buffers hold the first call's data."""
+    x1, x2, w = f64(2, 3, 5, 5), f64(2, 3, 5, 5), f64(4, 3, 3, 3)
+    pads, one = [(1, 1), (1, 1)], [1, 1]
+    y1 = conv_gemm.conv2d_forward(np, x1, w, pads, one, one, (5, 5))
+    bufs = dict(conv_gemm._LOCAL.buffers)
+    y2 = conv_gemm.conv2d_forward(np, x2, w, pads, one, one, (5, 5))
+    assert all(conv_gemm._LOCAL.buffers[k] is v for k, v in bufs.items())
+    assert not np.shares_memory(y1, y2)
+    np.testing.assert_allclose(y1, ref_conv2d(x1, w, pads=(1, 1, 1, 1)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y2, ref_conv2d(x2, w, pads=(1, 1, 1, 1)), rtol=1e-10, atol=1e-12)
+    dx1, dw1 = conv_gemm.conv2d_backward(np, x1, w, y1, pads, one, one)
+    dx2, dw2 = conv_gemm.conv2d_backward(np, x1, w, y1, pads, one, one)
+    assert not np.shares_memory(dx1, dx2) and not np.shares_memory(dw1, dw2)
+    np.testing.assert_array_equal(dx1, dx2)
+    np.testing.assert_array_equal(dw1, dw2)
