@@ -4,10 +4,13 @@ eager on the CPU, and the same step written by hand in NumPy.
     python benchmarks/executor.py                      # table + bench_results/executor.json
     python benchmarks/executor.py --reps 50 --threads 1
 
-Cases: an MLP 13-64-1 (relu, MSE) at batch 32, where per-step overhead dominates, and an MLP
-784-1024-1024-10 (relu, softmax cross entropy) at batch 64, where the matrix products dominate.
-All three start from the same parameters (copied from fluidist's startup program) and their first
-two losses are checked to agree before anything is timed, so they really run the same step.
+Cases: an MLP 13-64-1 (relu, MSE) at batch 32, where per-step overhead dominates, an MLP
+784-1024-1024-10 (relu, softmax cross entropy) at batch 64, where the matrix products dominate, and
+the digits CNN of ``examples/digits.py`` (two 3x3 convolutions with relu and 2x2 max pooling, fc 64,
+fc 10) on 8x8 images at batch 64, where convolution and pooling kernels dominate (no hand-written
+NumPy step for it: fluidist and PyTorch only). All start from the same parameters (copied from
+fluidist's startup program) and their first two losses are checked to agree before anything is
+timed, so they really run the same step.
 
 Threads: NumPy's BLAS and PyTorch are given the same number of threads (``--threads``, default: what
 NumPy's BLAS uses already, as reported by threadpoolctl), through threadpoolctl for NumPy and
@@ -33,12 +36,16 @@ LR = 0.01
 CASES = [
     {"name": "mlp_13_64_1", "sizes": [13, 64, 1], "batch": 32, "loss": "mse"},
     {"name": "mlp_784_1024_1024_10", "sizes": [784, 1024, 1024, 10], "batch": 64, "loss": "softmax_ce"},
+    {"name": "digits_cnn", "sizes": [(1, 8, 8), 10], "batch": 64, "loss": "softmax_ce", "cnn": True},
 ]
+# goals: fluidist/torch at most this (median of the per-round ratios)
+GOALS = {"mlp_13_64_1": 1.0, "mlp_784_1024_1024_10": 1.2, "digits_cnn": 1.0}
 
 
 def make_batch(case, seed=0):
     r = np.random.RandomState(seed)
-    x = r.randn(case["batch"], case["sizes"][0]).astype(np.float32)
+    first = case["sizes"][0]
+    x = r.randn(case["batch"], *(first if isinstance(first, tuple) else (first,))).astype(np.float32)
     if case["loss"] == "mse":
         y = r.randn(case["batch"], case["sizes"][-1]).astype(np.float32)
     else:
@@ -54,15 +61,19 @@ class FluidistStep:
         main, startup = fluid.Program(), fluid.Program()
         main.random_seed = startup.random_seed = 7
         with fluid.unique_name.guard(), fluid.program_guard(main, startup):
-            x = fluid.data(name="x", shape=[None, sizes[0]], dtype="float32")
+            first = list(sizes[0]) if isinstance(sizes[0], tuple) else [sizes[0]]
+            x = fluid.data(name="x", shape=[None] + first, dtype="float32")
             if case["loss"] == "mse":
                 y = fluid.data(name="y", shape=[None, sizes[-1]], dtype="float32")
             else:
                 y = fluid.data(name="y", shape=[None, 1], dtype="int64")
-            h = x
-            for n in sizes[1:-1]:
-                h = fluid.layers.fc(input=h, size=n, act="relu")
-            out = fluid.layers.fc(input=h, size=sizes[-1])
+            if case.get("cnn"):
+                out = _digits_cnn(x)
+            else:
+                h = x
+                for n in sizes[1:-1]:
+                    h = fluid.layers.fc(input=h, size=n, act="relu")
+                out = fluid.layers.fc(input=h, size=sizes[-1])
             if case["loss"] == "mse":
                 loss = fluid.layers.mean(fluid.layers.square_error_cost(input=out, label=y))
             else:
@@ -72,7 +83,11 @@ class FluidistStep:
         self.exe = fluid.Executor(fluid.CPUPlace())
         self.exe.run(startup, scope=self.scope)
         # (weight, bias) names per layer, in layer order
-        self.param_names = [("fc_%d.w_0" % i, "fc_%d.b_0" % i) for i in range(len(sizes) - 1)]
+        if case.get("cnn"):
+            self.param_names = [("conv2d_%d.w_0" % i, "conv2d_%d.b_0" % i) for i in range(2)] + \
+                [("fc_%d.w_0" % i, "fc_%d.b_0" % i) for i in range(2)]
+        else:
+            self.param_names = [("fc_%d.w_0" % i, "fc_%d.b_0" % i) for i in range(len(sizes) - 1)]
 
     def params(self):
         get = lambda n: np.array(self.scope.find_var(n).get_tensor())  # noqa: E731
@@ -82,6 +97,12 @@ class FluidistStep:
         loss, = self.exe.run(self.main, feed={"x": x, "y": y}, fetch_list=[self.loss], scope=self.scope,
                              use_program_cache=True)
         return float(loss.reshape(-1)[0])
+
+
+def _digits_cnn(x):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+    from digits import cnn
+    return cnn(x)
 
 
 # ---------------------------------------------------------------- NumPy by hand
@@ -132,6 +153,26 @@ class NumpyStep:
 class TorchStep:
     def __init__(self, case, params, torch):
         self.torch = torch
+        layers = self._cnn(params, torch) if case.get("cnn") else self._mlp(params, torch)
+        self.model = torch.nn.Sequential(*layers)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=LR)
+        self.loss_fn = torch.nn.MSELoss() if case["loss"] == "mse" else torch.nn.CrossEntropyLoss()
+        self.loss_kind = case["loss"]
+
+    @staticmethod
+    def _cnn(params, torch):
+        """The digits CNN with fluidist's parameters: conv filters as they are, fc weights transposed."""
+        nn = torch.nn
+        layers = [nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                  nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10)]
+        with torch.no_grad():
+            for layer, (w, b) in zip([layers[0], layers[3], layers[7], layers[9]], params):
+                layer.weight.copy_(torch.from_numpy(w.copy() if w.ndim == 4 else w.T.copy()))
+                layer.bias.copy_(torch.from_numpy(b.copy()))
+        return layers
+
+    @staticmethod
+    def _mlp(params, torch):
         layers = []
         for i, (w, b) in enumerate(params):
             lin = torch.nn.Linear(w.shape[0], w.shape[1])
@@ -141,10 +182,7 @@ class TorchStep:
             layers.append(lin)
             if i < len(params) - 1:
                 layers.append(torch.nn.ReLU())
-        self.model = torch.nn.Sequential(*layers)
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=LR)
-        self.loss_fn = torch.nn.MSELoss() if case["loss"] == "mse" else torch.nn.CrossEntropyLoss()
-        self.loss_kind = case["loss"]
+        return layers
 
     def convert(self, x, y):
         tx = self.torch.from_numpy(x)
@@ -199,7 +237,7 @@ def ratio_spread(row, a, b):
 def check_same_losses(case_name, steps, x, y):
     """Two steps from the same parameters must give the same losses in every implementation."""
     got = {name: [f(*args), f(*args)] for name, (f, args) in steps.items()}
-    ref = got["numpy"]
+    ref = got["numpy"] if "numpy" in got else got["fluidist"]
     for name, losses in got.items():
         if not np.allclose(losses, ref, rtol=2e-4, atol=1e-6):
             raise AssertionError("%s: %s losses %s differ from numpy's %s" % (case_name, name, losses, ref))
@@ -213,6 +251,41 @@ def blas_threads():
         return None
     info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
     return info[0]["num_threads"] if info else None
+
+
+def _ms(r, name, fmt="%.3f"):
+    return fmt % r[name]["median_ms"] if name in r else "-"
+
+
+def _print_tables(results, threads):
+    print("\none training step (forward, backward, SGD), median over repetitions; %d thread(s)" % threads)
+    head = "%-24s %12s %12s %12s %16s %16s" % ("case", "fluidist ms", "torch ms", "numpy ms",
+                                                "fluidist/torch", "fluidist/numpy")
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        ratio = lambda k: "%.2f" % r[k] if r[k] is not None else "-"  # noqa: E731
+        print("%-24s %12s %12s %12s %16s %16s" % (r["case"], _ms(r, "fluidist"), _ms(r, "torch"), _ms(r, "numpy"),
+                                                  ratio("ratio_fluidist_torch"), ratio("ratio_fluidist_numpy")))
+    print("\nper round (one block of 10 steps per implementation, in turns): median [min-max] of the rounds' "
+          "median steps; load average %.1f" % os.getloadavg()[0])
+    head = "%-24s %7s %22s %22s %22s %20s %20s" % ("case", "rounds", "fluidist ms", "torch ms", "numpy ms",
+                                                   "fluidist/torch", "fluidist/numpy")
+    print(head)
+    print("-" * len(head))
+    rounds = lambda r, k: spread.fmt(r[k]["rounds_ms"], "%.3f") if k in r else "-"  # noqa: E731
+    for r in results:
+        print("%-24s %7d %22s %22s %22s %20s %20s" % (
+            r["case"], r["fluidist"]["rounds_ms"]["n"], rounds(r, "fluidist"), rounds(r, "torch"), rounds(r, "numpy"),
+            spread.fmt(r["ratio_fluidist_torch_rounds"]), spread.fmt(r["ratio_fluidist_numpy_rounds"])))
+    print()
+    for r in results:
+        ratio = r["ratio_fluidist_torch_rounds"]
+        if ratio is None:
+            continue
+        goal = GOALS[r["case"]]
+        print("goal %-22s fluidist/torch %s (<= %.1f): %s" % (r["case"], spread.fmt(ratio), goal,
+                                                              "met" if ratio["median"] <= goal else "NOT met"))
 
 
 def main(argv=None):
@@ -248,7 +321,9 @@ def main(argv=None):
         x, y = make_batch(case)
         fl = FluidistStep(case)
         params = fl.params()
-        steps = {"fluidist": (fl, (x, y)), "numpy": (NumpyStep(case, params), (x, y))}
+        steps = {"fluidist": (fl, (x, y))}
+        if not case.get("cnn"):
+            steps["numpy"] = (NumpyStep(case, params), (x, y))
         if torch is not None:
             ts = TorchStep(case, params, torch)
             steps["torch"] = (ts, ts.convert(x, y))
@@ -256,7 +331,7 @@ def main(argv=None):
         row = {"case": case["name"], "sizes": case["sizes"], "batch": case["batch"], "loss": case["loss"]}
         row.update(time_interleaved(steps, args.warmup, reps))
         med = lambda k: row[k]["median_ms"] if k in row else None  # noqa: E731
-        row["ratio_fluidist_numpy"] = med("fluidist") / med("numpy")
+        row["ratio_fluidist_numpy"] = med("fluidist") / med("numpy") if "numpy" in row else None
         row["ratio_fluidist_torch"] = med("fluidist") / med("torch") if torch is not None else None
         row["ratio_fluidist_numpy_rounds"] = ratio_spread(row, "fluidist", "numpy")
         row["ratio_fluidist_torch_rounds"] = ratio_spread(row, "fluidist", "torch")
@@ -264,30 +339,7 @@ def main(argv=None):
     if limiter is not None:
         limiter.restore_original_limits()
 
-    print("\none training step (forward, backward, SGD), median over repetitions; %d thread(s)" % threads)
-    head = "%-24s %12s %12s %12s %16s %16s" % ("case", "fluidist ms", "torch ms", "numpy ms",
-                                                "fluidist/torch", "fluidist/numpy")
-    print(head)
-    print("-" * len(head))
-    for r in results:
-        print("%-24s %12.3f %12s %12.3f %16s %16.2f" % (
-            r["case"], r["fluidist"]["median_ms"],
-            "%.3f" % r["torch"]["median_ms"] if "torch" in r else "-",
-            r["numpy"]["median_ms"],
-            "%.2f" % r["ratio_fluidist_torch"] if r["ratio_fluidist_torch"] is not None else "-",
-            r["ratio_fluidist_numpy"]))
-    print("\nper round (one block of 10 steps per implementation, in turns): median [min-max] of the rounds' "
-          "median steps; load average %.1f" % os.getloadavg()[0])
-    head = "%-24s %7s %22s %22s %22s %20s %20s" % ("case", "rounds", "fluidist ms", "torch ms", "numpy ms",
-                                                   "fluidist/torch", "fluidist/numpy")
-    print(head)
-    print("-" * len(head))
-    for r in results:
-        print("%-24s %7d %22s %22s %22s %20s %20s" % (
-            r["case"], r["fluidist"]["rounds_ms"]["n"], spread.fmt(r["fluidist"]["rounds_ms"], "%.3f"),
-            spread.fmt(r["torch"]["rounds_ms"], "%.3f") if "torch" in r else "-",
-            spread.fmt(r["numpy"]["rounds_ms"], "%.3f"), spread.fmt(r["ratio_fluidist_torch_rounds"]),
-            spread.fmt(r["ratio_fluidist_numpy_rounds"])))
+    _print_tables(results, threads)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as f:

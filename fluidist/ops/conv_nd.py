@@ -409,37 +409,6 @@ def _avg_divisor(xp, x, pads, ksize, strides, out_sizes, exclusive):
     return xp.maximum(cnt, 1)
 
 
-def _tiles(x, attrs, ksize, strides, pads, out_sizes):
-    """X as (N, C, o1, k1, o2, k2, ...) when the windows tile it exactly (stride = window, no padding,
-    no partial window; not adaptive), a view without a copy; else None."""
-    if attrs.get("adaptive") and not attrs.get("global_pooling"):
-        return None
-    if any(a or b for a, b in pads) or list(strides) != list(ksize) and not attrs.get("global_pooling"):
-        return None
-    if any(o * k != s for o, k, s in zip(out_sizes, ksize, x.shape[2:])):
-        return None
-    shape = x.shape[:2]
-    for o, k in zip(out_sizes, ksize):
-        shape += (o, k)
-    return x.reshape(shape)
-
-
-def _window_axes(nd):
-    return tuple(3 + 2 * i for i in range(nd))
-
-
-def _tiled_max_grad(xp, tiles, out, d):
-    """Max pooling's gradient over tiling windows in one broadcast product, or None where a window
-    holds its maximum more than once (or a NaN): the row-major first maximum then needs the loop."""
-    nd = tiles.ndim // 2 - 1
-    expand = (slice(None), slice(None)) + (slice(None), None) * nd
-    hit = tiles == out[expand]
-    if int(xp.count_nonzero(hit)) != out.size:
-        return None
-    return (hit * d[expand]).reshape(tiles.shape[:2] + tuple(
-        tiles.shape[2 + 2 * i] * tiles.shape[3 + 2 * i] for i in range(nd)))
-
-
 def pool_forward(xp, x, attrs):
     """Pool channel-first ``x``. An exclusive average over a window lying wholly in the padding
     (possible with ceil_mode) gives 0, as pool2d does here; Paddle's kernel divides 0 by 0 there (NaN)."""
@@ -454,10 +423,6 @@ def pool_forward(xp, x, attrs):
             win = x[(slice(None), slice(None)) + tuple(s for _, s in cell)]
             out[(slice(None), slice(None)) + idx] = win.max(axis=axes) if is_max else win.mean(axis=axes)
         return out
-    tiles = _tiles(x, attrs, ksize, strides, pads, out_sizes)
-    if tiles is not None:   # windows tiling X: one reduction over a reshaped view
-        axes = _window_axes(nd)
-        return (tiles.max(axis=axes) if is_max else tiles.mean(axis=axes)).astype(x.dtype, copy=False)
     xpad, full = _pool_padded(xp, x, pads, ksize, strides, out_sizes, -np.inf if is_max else 0.0)
     out = None
     for off in itertools.product(*(range(k) for k in ksize)):
@@ -493,11 +458,6 @@ def pool_backward(xp, x, out, d, attrs):
             else:
                 dx[sl] += g.reshape(g.shape + (1,) * nd) / float(np.prod(win.shape[2:]))
         return dx
-    tiles = _tiles(x, attrs, ksize, strides, pads, out_sizes)
-    if tiles is not None and is_max:
-        dx = _tiled_max_grad(xp, tiles, out, d)
-        if dx is not None:
-            return dx.astype(x.dtype, copy=False)
     xpad, full = _pool_padded(xp, x, pads, ksize, strides, out_sizes, -np.inf if is_max else 0.0)
     dxpad = xp.zeros(xpad.shape, dtype=x.dtype)
     if is_max:

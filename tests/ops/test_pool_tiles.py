@@ -1,5 +1,5 @@
-"""pool2d / pool3d where the windows tile the input (stride = window, no padding): the reshaped-view
-path against direct loops, finite differences, and the first-maximum rule on ties."""
+"""pool2d / pool3d where the windows tile the input (stride = window, no padding) and global pooling:
+against direct loops and finite differences, and the first-maximum rule on ties."""
 import numpy as np
 import pytest
 
