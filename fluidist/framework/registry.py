@@ -67,6 +67,9 @@ class UpdateRule:
     outputs: tuple = ()         # their output slots, in the same order
     scalars: tuple = ()         # one-element accumulator slots (Beta1Pow, ...)
     whole_param: bool = False   # the rule reads norms of the whole parameter: never run on a slice
+    # (attrs) -> bool: a row-sparse gradient updates only its own rows (the others stay exactly as
+    # they are), so the parameter and accumulators may be rows materialised on demand (LazyRows)
+    row_wise: Optional[Callable] = None
 
 
 @dataclass

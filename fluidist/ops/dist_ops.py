@@ -2,6 +2,7 @@
 that go to each pserver, splitting ids over pservers and merging prefetched rows back."""
 import numpy as np
 
+from ..core.lazy_rows import LazyRows
 from ..core.tensor import SelectedRows
 from ..framework.op_role import OpRole
 from ..framework.registry import register_op
@@ -109,6 +110,17 @@ def fake_init(ctx, ins, attrs):
     """Stands in for a table's initialiser on trainers: the table lives on the pservers. The value has
     the table's shape (gradient ops read it) but no memory: a read-only broadcast of one zero."""
     return {"Out": ctx.xp.broadcast_to(ctx.xp.zeros((), dtype=np.float32), tuple(attrs["shape"]))}
+
+
+@register_op("lazy_rows", outputs=["Out"], attrs={"shape": [], "value": 0.0, "dtype": "float32"}, init="fill")
+def lazy_rows(ctx, ins, attrs):
+    """An accumulator of a distributed table on its pserver (the transpiler's, for row-wise updates):
+    a ``shape`` tensor whose rows read as ``value`` until first written, each then costing its own
+    memory only (``core.lazy_rows.LazyRows``)."""
+    shape = list(attrs["shape"])
+    if len(shape) != 2 or min(shape) < 0:
+        raise ValueError("lazy_rows: shape must be [rows, width], got %s" % shape)
+    return {"Out": LazyRows(shape[0], shape[1], attrs["dtype"], attrs["value"], ctx.xp)}
 
 
 @register_op("lookup_sparse_table", inputs=["W", "Ids"], outputs=["Out"],

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..framework.op_role import OpRole
 from ..framework.registry import UpdateRule, no_infer, register_op
+from ..core.lazy_rows import LazyRows
 from ..core.tensor import SelectedRows
 
 
@@ -62,6 +63,14 @@ def _densify(ctx, g, p):
     return out
 
 
+def _check_row_wise(ctx, row_wise, accs):
+    lazy = [ctx.op.inputs[s][0] for s, acc in accs.items() if isinstance(acc, LazyRows)]
+    if lazy and not row_wise:
+        raise ValueError("op %r updates every row of its accumulators %s, which hold only the rows written so "
+                         "far (LazyRows): use a row-wise rule (sgd, adagrad, adam with lazy_mode, ftrl)"
+                         % (ctx.op.type, lazy))
+
+
 def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whole_param=False, uses_lr=True):
     """Register ``type`` with inputs Param, Grad, LearningRate (unless ``uses_lr`` is False), the
     accumulator and scalar slots, and outputs ``<slot>Out`` for Param and every accumulator (names
@@ -79,7 +88,8 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
         sc = {s: ins[s].reshape(()).astype(p.dtype, copy=False) for s in scalars}
         if isinstance(g, SelectedRows):
             g = _merged_rows(ctx, g, p)
-            if rows_only(a):
+            if rows_only(a) or any(isinstance(acc, LazyRows) for acc in accs.values()):
+                _check_row_wise(ctx, rows_only(a), accs)
                 if g is not None:
                     rows = g.rows
                     new = rule(ctx.xp, p[rows], g.value.reshape((len(rows),) + tuple(p.shape[1:])),
@@ -91,6 +101,7 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
             g = _densify(ctx, g, p)
         else:
             _check_same_shape(ctx, "Grad", g, p)
+            _check_row_wise(ctx, False, accs)
         new = rule(ctx.xp, p, g, accs, sc, lr, a)
         p[...] = new["Param"]
         for s, acc in accs.items():
@@ -101,7 +112,7 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
     register_op(type, inputs=inputs, outputs=list(out_slots.values()), attrs=attrs, infer=no_infer,
                 role=OpRole.Optimize,
                 update=UpdateRule(param_like=tuple(accumulators), outputs=tuple(accumulators.values()),
-                                  scalars=tuple(scalars), whole_param=whole_param))(kernel)
+                                  scalars=tuple(scalars), whole_param=whole_param, row_wise=rows_only))(kernel)
 
 
 def _outs(out_slots, p, accs):
@@ -210,7 +221,7 @@ def _lamb(xp, p, g, accs, sc, lr, a):
 
 
 @register_op("sgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"], infer=no_infer,
-             role=OpRole.Optimize, update=UpdateRule())
+             role=OpRole.Optimize, update=UpdateRule(row_wise=_always))
 def sgd(ctx, ins, attrs):
     """ParamOut = Param - lr * Grad (in place; a row-sparse Grad touches only its rows). Written out
     rather than through ``_optimizer_op``: it is the hot path of the benchmarks."""

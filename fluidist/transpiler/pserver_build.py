@@ -146,10 +146,13 @@ def _append_table_blocks(plan, endpoint, prog, ob, multi, recv_inputs):
     gb.create_var(name=merged, shape=[t.shard_rows(k, n), t.width], dtype=t.dtype, type="SELECTED_ROWS",
                   persistable=True)
     _pserver_var(gb, ob.var(t.lr), t.lr, persistable=True)
-    if t.optimizer != "sgd":
+    update = t.row_update()
+    if update is None and t.optimizer != "sgd":
         import warnings
-        warnings.warn("the distributed table %r is updated with SGD on the pservers (its optimizer %r is "
-                      "not used for it)" % (t.name, t.optimizer))
+        warnings.warn("the distributed table %r is updated with SGD on the pservers (its optimizer %r updates "
+                      "every row or keeps one-element state, which a shard of rows cannot)" % (t.name, t.optimizer))
+    for acc in t.accumulators().values():
+        gb.create_var(name=acc, shape=[t.shard_rows(k, n), t.width], dtype=t.dtype, persistable=True)
     blk = prog._create_block(0)
     if multi:
         per_trainer = [t.trainer_grad(i, k, True, plan.trainers) for i in range(plan.trainers)]
@@ -161,8 +164,16 @@ def _append_table_blocks(plan, endpoint, prog, ob, multi, recv_inputs):
                       attrs=dict(opt, scale=1.0 / plan.trainers))
     else:
         recv_inputs.append(merged)
-    blk.append_op("sgd", inputs={"Param": [t.name], "Grad": [merged], "LearningRate": [t.lr]},
-                  outputs={"ParamOut": [t.name]}, attrs=dict(opt, op_role_var=[t.name, merged]))
+    if update is None:
+        blk.append_op("sgd", inputs={"Param": [t.name], "Grad": [merged], "LearningRate": [t.lr]},
+                      outputs={"ParamOut": [t.name]}, attrs=dict(opt, op_role_var=[t.name, merged]))
+    else:
+        inputs = {slot: list(update.input(slot)) for slot in update.inputs}
+        inputs.update(Param=[t.name], Grad=[merged], LearningRate=[t.lr])
+        outputs = {slot: list(update.output(slot)) for slot in update.outputs}
+        outputs["ParamOut"] = [t.name]
+        blk.append_op(update.type, inputs=inputs, outputs=outputs,
+                      attrs=dict(update.attrs, **opt, op_role_var=[t.name, merged]))
     prog._rollback()
     ids, rows = _prefetch_names(k)
     gb.create_var(name=ids, shape=[-1, 1], dtype="int64")
@@ -268,6 +279,9 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
         if table is not None and op.output_arg_names == [table.name]:
             _append_table_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
             continue
+        if table is not None and op.output_arg_names and op.output_arg_names[0] in table.accumulators().values():
+            _append_table_accumulator_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
+            continue
         outs = op.output_arg_names
         if len(outs) != 1:
             continue
@@ -315,6 +329,19 @@ def _append_table_init(sb, op, table, k, n):
         raise ValueError("cannot initialise the distributed table %r on a pserver from a %r op"
                          % (table.name, op.type))
     sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
+
+
+def _append_table_accumulator_init(sb, op, table, k, n):
+    """An accumulator of the table's row update starts as the constant its startup op fills in; on
+    the pserver it is rows materialised when first written (``lazy_rows``), so a table of 100M rows
+    does not also cost its accumulators' 100M rows."""
+    if registry.fact(op, "init") != "fill" or "value" not in op.attrs:
+        raise ValueError("cannot initialise %r, an accumulator of the distributed table %r, from a %r op "
+                         "(the pservers hold it as rows filled with a constant)"
+                         % (op.output_arg_names[0], table.name, op.type))
+    sb.append_op("lazy_rows", outputs={"Out": list(op.output_arg_names[:1])},
+                 attrs={"shape": [table.shard_rows(k, n), table.width], "value": float(op.attrs["value"]),
+                        "dtype": op.attrs.get("dtype") or table.dtype})
 
 
 def _append_block_init(sb, op, whole, b):

@@ -43,7 +43,28 @@ class DistributedTable:
     width: int
     dtype: str
     lr: str                  # the learning-rate variable its update uses
-    optimizer: str           # the op type the user chose (the pservers apply SGD)
+    optimizer: str           # the op type the user chose
+    update: object = None    # the user's update op of the table (in the origin program)
+
+    def row_update(self):
+        """The user's update op when the pservers can run it on the table's shards: its rule is
+        row-wise (a gradient row updates that row only: sgd, adagrad, adam with lazy_mode, ftrl) and
+        keeps no one-element state (Adam's Beta1Pow is advanced by the whole step, not by rows).
+        Its accumulators are then rows materialised when first written (LazyRows). None otherwise:
+        the pservers apply SGD."""
+        op = self.update
+        rule = registry.fact(op, "update") if op is not None else None
+        if rule is None or rule.row_wise is None or not rule.row_wise(op.attrs) or rule.scalars:
+            return None
+        return op
+
+    def accumulators(self):
+        """{slot: variable} of the row update's accumulators shaped like the table."""
+        op = self.row_update()
+        if op is None:
+            return {}
+        rule = registry.fact(op, "update")
+        return {slot: op.input(slot)[0] for slot in rule.param_like if op.input(slot)}
 
     def shard_rows(self, k, n):
         return len(range(k, self.rows, n))
@@ -132,7 +153,7 @@ def find_distributed_table(program, pairs, opt_ops):
         raise ValueError("transpile: no optimizer op updates the distributed table %r" % name)
     w = block.var(name)
     return DistributedTable(name, grad, int(w.shape[0]), int(w.shape[1]), w.dtype,
-                            update[0].input("LearningRate")[0], update[0].type)
+                            update[0].input("LearningRate")[0], update[0].type, update[0])
 
 
 def lr_op_indices(program):

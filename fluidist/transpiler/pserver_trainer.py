@@ -168,10 +168,12 @@ def _rewrite_table_trainer(plan, program, barrier_out):
 def _rewrite_trainer_startup(plan, program, startup):
     sb = startup.global_block()
     if plan.table is not None:
-        for op in sb.writers_of(plan.table.name):
-            sb.insert_before(op, "fake_init", outputs={"Out": [plan.table.name]},
-                             attrs={"shape": [plan.table.rows, plan.table.width]})
-            sb.remove_op(op)
+        # the table and its accumulators live on the pservers only
+        for name in [plan.table.name] + list(plan.table.accumulators().values()):
+            for op in sb.writers_of(name):
+                sb.insert_before(op, "fake_init", outputs={"Out": [name]},
+                                 attrs={"shape": [plan.table.rows, plan.table.width]})
+                sb.remove_op(op)
     main_block = program.global_block()
     tid = plan.trainer_id
     for p in plan.params:

@@ -83,6 +83,7 @@ def build(model="fc", optimizer="sgd", lr_decay=False):
         opt = {"sgd": lambda: fluid.optimizer.SGD(learning_rate=lr),
                "momentum": lambda: fluid.optimizer.Momentum(learning_rate=lr, momentum=0.9),
                "adam": lambda: fluid.optimizer.Adam(learning_rate=lr),
+               "adagrad": lambda: fluid.optimizer.Adagrad(learning_rate=lr),
                "adadelta": lambda: fluid.optimizer.Adadelta(learning_rate=lr, rho=0.9),
                "lookahead": lambda: fluid.optimizer.LookaheadOptimizer(fluid.optimizer.SGD(lr), alpha=0.5, k=2),
                "ema": lambda: fluid.optimizer.SGD(learning_rate=lr),

@@ -33,7 +33,7 @@ def run_cluster(tmp_path, model, optimizer, lr_decay=False, steps=3, batch=4, as
 
 @pytest.mark.parametrize("model,optimizer,lr_decay", [
     ("fc", "sgd", False), ("fc", "momentum", False), ("fc", "adam", False), ("fc", "sgd", True),
-    ("emb", "sgd", False), ("dtable", "sgd", False), ("emb_one_shard", "sgd", False),
+    ("emb", "sgd", False), ("dtable", "sgd", False), ("dtable", "adagrad", False), ("emb_one_shard", "sgd", False),
     ("emb_one_shard", "adam", False), ("fc", "adadelta", False), ("fc", "lookahead", False),
     ("fc", "ema", False), ("fc", "model_average", False), ("fc", "recompute", False),
     # every optimizer of fluid 1.x at once, each on a parameter sliced over both pservers (LAMB's and

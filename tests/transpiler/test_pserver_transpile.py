@@ -308,6 +308,43 @@ def test_distributed_table_prefetch_and_table_blocks(sync):
     assert (init.attr("row_begin"), init.attr("row_step"), init.attr("shape")) == (1, 2, [500, 8])
 
 
+@pytest.mark.parametrize("sync", [True, False])
+def test_distributed_table_with_adagrad_keeps_its_rule_and_lazy_accumulator(sync):
+    """A row-wise rule (Adagrad) runs on the pservers' shards; its Moment is rows materialised when
+    first written there (lazy_rows), and trainers hold neither the table nor its Moment."""
+    main, startup = _table_model(True, lambda: fluid.optimizer.Adagrad(0.01))
+    moment = [op for op in main.global_block().ops if op.type == "adagrad" and op.input("Param") == ["emb_w"]][0] \
+        .input("Moment")[0]
+    t = transpile(main, startup, sync=sync)
+    t.get_trainer_program(wait_port=False).lint()
+    fakes = {op.output("Out")[0]: op.attr("shape") for op in startup.global_block().ops if op.type == "fake_init"}
+    assert fakes == {"emb_w": [1001, 8], moment: [1001, 8]}
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")     # no "updated with SGD" warning
+        ps = t.get_pserver_program(EP0)
+        ps_startup = t.get_startup_program(EP0, ps)
+    ps.lint()
+    ps_startup.lint()
+    las = ps.global_block().ops[0]
+    table_block = ps.block(int(las.attr("grad_to_block_id")[-1].split(":")[1]))
+    assert op_types(table_block) == (["sum", "scale", "adagrad"] if sync else ["adagrad"])
+    upd = table_block.ops[-1]
+    assert upd.input("Param") == ["emb_w"] and upd.input("Moment") == [moment] and upd.output("MomentOut") == [moment]
+    assert ps.global_block().var(moment).shape == (501, 8)        # rows 0, 2, ..., 1000 of 1001
+    init = [op for op in ps_startup.global_block().ops if op.output("Out") == [moment]]
+    assert [op.type for op in init] == ["lazy_rows"] and init[0].attr("shape") == [501, 8]
+
+
+def test_distributed_table_with_adam_falls_back_to_sgd_and_says_so():
+    main, startup = _table_model(True, lambda: fluid.optimizer.Adam(0.01, lazy_mode=True))
+    t = transpile(main, startup)
+    with pytest.warns(UserWarning, match="one-element state"):
+        ps = t.get_pserver_program(EP0)
+    las = ps.global_block().ops[0]
+    assert op_types(ps.block(int(las.attr("grad_to_block_id")[-1].split(":")[1]))) == ["sum", "scale", "sgd"]
+
+
 def test_async_lr_decay_runs_the_lr_block_on_every_trainer_step():
     main, startup, _ = fc_model(lr_decay=True)
     t = transpile(main, startup, sync=False)
