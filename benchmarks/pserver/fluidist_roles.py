@@ -76,7 +76,10 @@ def mlp_loss(h, label, model):
         h = fluid.layers.fc(h, size, act=None if last else "relu", param_attr=fluid.ParamAttr(name="fc_%d.w_0" % i),
                             bias_attr=fluid.ParamAttr(name="fc_%d.b_0" % i))
     loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits=h, label=label))
-    fluid.optimizer.SGD(learning_rate=model.learning_rate).minimize(loss)
+    if getattr(model, "optimizer", "sgd") == "adagrad":
+        fluid.optimizer.Adagrad(learning_rate=model.learning_rate).minimize(loss)
+    else:
+        fluid.optimizer.SGD(learning_rate=model.learning_rate).minimize(loss)
     return loss
 
 

@@ -380,6 +380,9 @@ def main(argv=None):
               "environment": environment()}
     print("logs in %s" % log_dir, flush=True)
 
+    if args.compare == "torch" and getattr(model, "optimizer", "sgd") != "sgd":
+        raise SystemExit("--compare torch: the PyTorch side trains with SGD only; model %r uses %s"
+                         % (args.model, model.optimizer))
     torch_version = torch_available() if args.compare == "torch" else None
     if args.compare == "torch":
         if torch_version is None:

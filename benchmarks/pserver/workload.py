@@ -117,13 +117,19 @@ class CTR:
     shared embedding table of ``table_rows`` x ``embedding_dim`` (``is_sparse=True``,
     ``is_distributed=True``: the table lives on the pservers only, row ``i`` on pserver ``i % N``), the
     slots' embeddings concatenated with ``num_dense`` dense features, an MLP (relu) on top, softmax
-    cross entropy over 2 classes, plain SGD. The dense parameters use fluid's names ``fc_<i>.w_0`` /
-    ``fc_<i>.b_0``; the table is ``ctr_table``."""
+    cross entropy over 2 classes, plain SGD (or ``optimizer: "adagrad"``: Adagrad for every parameter,
+    the table's accumulator then rows on the pservers too). The dense parameters use fluid's names
+    ``fc_<i>.w_0`` / ``fc_<i>.b_0``; the table is ``ctr_table``."""
 
     TABLE = "ctr_table"
 
+    OPTIMIZERS = ("sgd", "adagrad")
+
     def __init__(self, num_slots, num_dense, table_rows, embedding_dim, hidden, learning_rate=0.01,
-                 init_scale=0.01):
+                 init_scale=0.01, optimizer="sgd"):
+        if optimizer not in self.OPTIMIZERS:
+            raise ValueError("CTR: optimizer must be one of %s, got %r" % (self.OPTIMIZERS, optimizer))
+        self.optimizer = optimizer
         self.num_slots, self.num_dense = int(num_slots), int(num_dense)
         self.table_rows, self.embedding_dim = int(table_rows), int(embedding_dim)
         self.input_dim = self.num_slots * self.embedding_dim + self.num_dense
