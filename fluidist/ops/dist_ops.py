@@ -133,7 +133,7 @@ def lookup_sparse_table(ctx, ins, attrs):
         raise ValueError("lookup_sparse_table: ids %s are outside table %r's shard of %d rows"
                          % (ids[(local < 0) | (local >= w.shape[0])][:5].tolist(), ctx.op.inputs["W"][0],
                             w.shape[0]))
-    out = w[local]
+    out = ctx.xp.take(w, local, axis=0)     # a gather: faster than w[local], and a copy all the same
     pad = attrs["padding_idx"]
     if pad is not None and pad >= 0:
         out[ids == pad] = 0

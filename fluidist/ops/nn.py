@@ -64,7 +64,7 @@ def _lookup_kernel(v2):
             raise ValueError("op %r: a SelectedRows table W %r is not supported here (it is a pserver-side "
                              "table; use the prefetch path)" % (ctx.op.type, ctx.op.inputs["W"][0]))
         flat = _flat_ids(ctx, ids, w.shape[0])
-        out = w[flat]  # fancy indexing copies: W is never aliased
+        out = ctx.xp.take(w, flat, axis=0)  # a gather copies: W is never aliased
         pad = _padding_idx(attrs, w.shape[0])
         if pad is not None:
             out[flat == pad] = 0

@@ -92,7 +92,8 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
                 _check_row_wise(ctx, rows_only(a), accs)
                 if g is not None:
                     rows = g.rows
-                    new = rule(ctx.xp, p[rows], g.value.reshape((len(rows),) + tuple(p.shape[1:])),
+                    values = g.value.reshape((len(rows),) + tuple(p.shape[1:]))
+                    new = rule(ctx.xp, ctx.xp.take(p, rows, axis=0), values,
                                {s: acc[rows] for s, acc in accs.items()}, sc, lr, a)
                     p[rows] = new["Param"]
                     for s, acc in accs.items():
@@ -230,7 +231,8 @@ def sgd(ctx, ins, attrs):
     if isinstance(g, SelectedRows):
         g = _merged_rows(ctx, g, p)
         if g is not None:
-            p[g.rows] -= lr * g.value.reshape((len(g.rows),) + tuple(p.shape[1:]))
+            rows = g.rows
+            p[rows] = ctx.xp.take(p, rows, axis=0) - lr * g.value.reshape((len(rows),) + tuple(p.shape[1:]))
         return {"ParamOut": p}
     if g.shape != p.shape:
         _check_same_shape(ctx, "Grad", g, p)

@@ -1,0 +1,75 @@
+"""The trainer's sparse path of a distributed table: ``split_ids`` (ids and row-sparse gradients),
+``merge_ids`` over several Ids inputs at once, and ``SelectedRows.merged`` (one stable sort and a
+segmented sum) against ``np.add.at``."""
+import numpy as np
+import pytest
+
+import fluidist as fluid
+from fluidist.core.tensor import SelectedRows
+from op_test import run_op
+
+rng = np.random.RandomState(2)
+
+
+def test_merged_sums_repeated_rows_in_sorted_order_like_add_at():
+    rows = rng.randint(0, 50, 400).astype(np.int64)
+    value = rng.uniform(-1, 1, (400, 3))
+    m = SelectedRows(rows, value, 50).merged()
+    uniq, inv = np.unique(rows, return_inverse=True)
+    want = np.zeros((len(uniq), 3))
+    np.add.at(want, inv, value)
+    np.testing.assert_array_equal(m.rows, uniq)
+    np.testing.assert_allclose(m.value, want, rtol=1e-12, atol=1e-12)
+    assert m.height == 50
+
+
+def test_merged_keeps_a_gradient_without_repeats_and_an_empty_one():
+    g = SelectedRows(np.array([3, 1]), np.ones((2, 2)), 5)
+    assert g.merged() is g
+    empty = SelectedRows(np.zeros(0, np.int64), np.zeros((0, 2)), 5)
+    assert empty.merged() is empty
+
+
+def _named(prefix, arrays):
+    return [("%s%d" % (prefix, i), a) for i, a in enumerate(arrays)]
+
+
+def test_split_ids_then_merge_ids_give_every_input_its_rows():
+    table = rng.uniform(-1, 1, (1000, 4)).astype(np.float32)
+    ids = [rng.randint(0, 1000, (7 + i, 1)).astype(np.int64) for i in range(5)]
+    parts = run_op("split_ids", {"Ids": _named("ids", ids)}, outputs=(("Out", 3),))["Out"]
+    everything = np.unique(np.concatenate([v.reshape(-1) for v in ids]))
+    for k, part in enumerate(parts):
+        np.testing.assert_array_equal(part.reshape(-1), everything[everything % 3 == k])
+    got = run_op("merge_ids", {"Ids": _named("ids", ids), "Rows": _named("rows", parts),
+                               "X": _named("x", [table[p.reshape(-1)] for p in parts])},
+                 outputs=(("Out", 5),))["Out"]
+    for i in range(5):
+        np.testing.assert_array_equal(got[i], table[ids[i].reshape(-1)])
+
+
+def test_merge_ids_names_ids_that_were_not_prefetched():
+    with pytest.raises(ValueError, match="not prefetched"):
+        run_op("merge_ids", {"Ids": _named("ids", [np.array([[1], [7]], np.int64)]),
+                             "Rows": _named("rows", [np.array([[1], [2]], np.int64)]),
+                             "X": _named("x", [np.zeros((2, 3), np.float32)])})
+
+
+def test_split_ids_of_a_gradient_gives_each_shard_its_rows_summed():
+    rows = rng.randint(0, 20, 60).astype(np.int64)
+    value = rng.uniform(-1, 1, (60, 2))
+    prog = fluid.Program()
+    b = prog.global_block()
+    for n in ("g", "p0", "p1"):
+        b.create_var(name=n, type="SELECTED_ROWS")
+    b.append_op("split_ids", inputs={"Ids": ["g"]}, outputs={"Out": ["p0", "p1"]})
+    scope = fluid.Scope()
+    scope._set_value("g", SelectedRows(rows, value, 20))
+    fluid.Executor(fluid.CPUPlace()).run(prog, scope=scope)
+    dense = np.zeros((20, 2))
+    np.add.at(dense, rows, value)
+    for k in range(2):
+        part = scope._find_value("p%d" % k)
+        assert part.height == 10
+        np.testing.assert_array_equal(part.rows * 2 + k, np.unique(rows[rows % 2 == k]))
+        np.testing.assert_allclose(part.value, dense[part.rows * 2 + k], rtol=1e-12)
