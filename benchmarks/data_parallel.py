@@ -11,6 +11,11 @@ each, ``OMP_NUM_THREADS=1`` / ``torch.set_num_threads(1)``):
     ``collective_mode = "grad_allreduce"``: the collective transpiler inserts ``c_allreduce_sum`` of
     every gradient; the two ranks share one machine, so the CPU collective backend picks its
     shared-memory transport.
+``fluidist_nccl2``
+    Fleet's default mode (``DistributedStrategy()``, ``mode = "nccl2"``): ``fleet.main_program`` is
+    ``CompiledProgram(main).with_data_parallel(...)``, whose runner all-reduces the gradients across the
+    processes over the same CPU backend, fused into one buffer (``fuse_all_reduce_ops``, Paddle's
+    default): one all-reduce per step instead of one per gradient.
 ``fluidist_local_sgd``
     ``strategy.use_local_sgd = True`` with ``local_sgd_steps`` (``--local-sgd-steps``, default 4):
     each rank steps on its own and the parameters are averaged every ``local_sgd_steps`` steps.
@@ -46,7 +51,7 @@ sys.path.insert(0, ROOT)
 import spread  # noqa: E402
 from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 
-IMPLS = ("fluidist_grad_allreduce", "fluidist_local_sgd", "torch_ddp")
+IMPLS = ("fluidist_grad_allreduce", "fluidist_nccl2", "fluidist_local_sgd", "torch_ddp")
 MODELS = ("mlp", "cnn")
 NPROC = 2
 LR = 0.01
@@ -88,6 +93,8 @@ def fluidist_worker(a):
     strategy = DistributedStrategy()
     if a.impl == "fluidist_grad_allreduce":
         strategy.mode, strategy.collective_mode = "collective", "grad_allreduce"
+    elif a.impl == "fluidist_nccl2":
+        pass                   # the default: nccl2 mode, a data-parallel CompiledProgram
     else:
         strategy.use_local_sgd = True
         strategy.local_sgd_steps = a.local_sgd_steps

@@ -438,6 +438,28 @@ def pool_forward(xp, x, attrs):
     return out.astype(x.dtype, copy=False)
 
 
+def _tiles_exactly(x, attrs, ksize, strides, pads, out_sizes):
+    """Whether the pooling windows tile X: stride = window, no padding, no partial window."""
+    return not attrs.get("adaptive") and not attrs.get("global_pooling") and list(strides) == list(ksize) \
+        and not any(a or b for a, b in pads) and all(o * k == n for o, k, n in zip(out_sizes, ksize, x.shape[2:]))
+
+
+def _tiled_max_grad(xp, x, out, d, ksize, out_sizes):
+    """Max pooling's gradient when the windows tile X: every input position lies in one window, so
+    each offset's slice of dX is written once (no zeroed buffer, no padding, no adds): the gradient
+    still to place moves to the first offset (row-major) holding the window's maximum."""
+    nd = len(ksize)
+    dx = xp.empty(x.shape, dtype=d.dtype)
+    left = d.astype(d.dtype, copy=True)
+    offsets = list(itertools.product(*(range(k) for k in ksize)))
+    for i, off in enumerate(offsets):
+        sl = (slice(None), slice(None)) + _window(off, ksize, [1] * nd, out_sizes)
+        xp.multiply(left, x[sl] == out, out=dx[sl])
+        if i + 1 < len(offsets):
+            left -= dx[sl]          # exact: what moved is left itself or 0
+    return dx
+
+
 def pool_backward(xp, x, out, d, attrs):
     """Max: each output's gradient to the first maximum of its window (row-major); average: spread
     over the window with the forward divisor."""
@@ -458,6 +480,8 @@ def pool_backward(xp, x, out, d, attrs):
             else:
                 dx[sl] += g.reshape(g.shape + (1,) * nd) / float(np.prod(win.shape[2:]))
         return dx
+    if is_max and _tiles_exactly(x, attrs, ksize, strides, pads, out_sizes):
+        return _tiled_max_grad(xp, x, out, d, ksize, out_sizes).astype(x.dtype, copy=False)
     xpad, full = _pool_padded(xp, x, pads, ksize, strides, out_sizes, -np.inf if is_max else 0.0)
     dxpad = xp.zeros(xpad.shape, dtype=x.dtype)
     if is_max:
