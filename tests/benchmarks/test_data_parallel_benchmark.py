@@ -1,5 +1,5 @@
 """benchmarks/data_parallel.py and benchmarks/spread.py: a tiny real run (2 processes, fluidist's
-collective GradAllReduce on the digits CNN) whose JSON holds the summary over rounds."""
+collective GradAllReduce, nccl2 mode and LocalSGD on the digits CNN) whose JSON holds the summary over rounds."""
 import json
 import os
 import sys
@@ -21,16 +21,17 @@ def test_spread_and_interleaving():
                                                       ["a", "b", "c"]]
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_tiny_data_parallel_run(tmp_path, capsys):
     import data_parallel
     out = tmp_path / "dp.json"
-    data_parallel.main(["--models", "cnn", "--impls", "fluidist_grad_allreduce,fluidist_local_sgd", "--rounds", "2",
+    data_parallel.main(["--models", "cnn", "--impls", "fluidist_grad_allreduce,fluidist_nccl2,fluidist_local_sgd",
+                        "--rounds", "2",
                         "--steps", "3", "--warmup", "1", "--batch-size", "16", "--log-dir", str(tmp_path / "logs"),
                         "--out", str(out)])
     r = json.loads(out.read_text())
     assert len(r["rounds"]) == 2
-    for key in ("cnn/fluidist_grad_allreduce", "cnn/fluidist_local_sgd"):
+    for key in ("cnn/fluidist_grad_allreduce", "cnn/fluidist_nccl2", "cnn/fluidist_local_sgd"):
         s = r["summary"][key]["steps_per_sec"]
         assert s["n"] == 2 and 0 < s["min"] <= s["median"] <= s["max"]
         for rd in r["rounds"]:
