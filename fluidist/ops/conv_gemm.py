@@ -27,7 +27,7 @@ def workspace(xp, key, shape, dtype):
     cache = getattr(_LOCAL, "buffers", None)
     if cache is None:
         cache = _LOCAL.buffers = {}
-    k = (key, xp.__name__, tuple(shape), str(dtype))
+    k = (key, xp, shape, dtype)          # (no str(dtype): slow, it is called several times a step)
     buf = cache.pop(k, None)
     if buf is None:
         if len(cache) >= _MAX_WORKSPACES:

@@ -423,6 +423,8 @@ def pool_forward(xp, x, attrs):
             win = x[(slice(None), slice(None)) + tuple(s for _, s in cell)]
             out[(slice(None), slice(None)) + idx] = win.max(axis=axes) if is_max else win.mean(axis=axes)
         return out
+    if is_max and _tiles_exactly(x, attrs, ksize, strides, pads, out_sizes):
+        return _tiled_max(xp, x, ksize)
     xpad, full = _pool_padded(xp, x, pads, ksize, strides, out_sizes, -np.inf if is_max else 0.0)
     out = None
     for off in itertools.product(*(range(k) for k in ksize)):
@@ -442,6 +444,19 @@ def _tiles_exactly(x, attrs, ksize, strides, pads, out_sizes):
     """Whether the pooling windows tile X: stride = window, no padding, no partial window."""
     return not attrs.get("adaptive") and not attrs.get("global_pooling") and list(strides) == list(ksize) \
         and not any(a or b for a, b in pads) and all(o * k == n for o, k, n in zip(out_sizes, ksize, x.shape[2:]))
+
+
+def _tiled_max(xp, x, ksize):
+    """Max pooling over windows that tile X, one spatial axis at a time: k - 1 maxima of strided
+    slices per axis (the first axis's slices keep the later axes contiguous)."""
+    out = x
+    for axis, k in enumerate(ksize):
+        cut = lambda j: out[(slice(None),) * (2 + axis) + (slice(j, None, k),)]  # noqa: E731
+        reduced = xp.maximum(cut(0), cut(1)) if k > 1 else cut(0).copy()
+        for j in range(2, k):
+            xp.maximum(reduced, cut(j), out=reduced)
+        out = reduced
+    return out if out is not x else x.copy()
 
 
 def _tiled_max_grad(xp, x, out, d, ksize, out_sizes):
