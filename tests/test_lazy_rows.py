@@ -7,6 +7,9 @@ import fluidist as fluid
 from fluidist.core.lazy_rows import LazyRows
 from fluidist.core.tensor import SelectedRows
 
+# LazyRows built here on the host (the lazy_rows op builds them on its place)
+pytestmark = pytest.mark.cpu_only("LazyRows and their inputs are built on the host here")
+
 
 def test_unwritten_rows_read_as_the_fill_value_and_cost_no_row_memory():
     t = LazyRows(10_000_000, 16, "float32", 0.25)

@@ -11,6 +11,7 @@ from op_test import run_op
 rng = np.random.RandomState(2)
 
 
+@pytest.mark.cpu_only("SelectedRows built from host arrays, merged outside any place")
 def test_merged_sums_repeated_rows_in_sorted_order_like_add_at():
     rows = rng.randint(0, 50, 400).astype(np.int64)
     value = rng.uniform(-1, 1, (400, 3))
@@ -23,6 +24,7 @@ def test_merged_sums_repeated_rows_in_sorted_order_like_add_at():
     assert m.height == 50
 
 
+@pytest.mark.cpu_only("SelectedRows built from host arrays, merged outside any place")
 def test_merged_keeps_a_gradient_without_repeats_and_an_empty_one():
     g = SelectedRows(np.array([3, 1]), np.ones((2, 2)), 5)
     assert g.merged() is g
@@ -63,13 +65,15 @@ def test_split_ids_of_a_gradient_gives_each_shard_its_rows_summed():
     for n in ("g", "p0", "p1"):
         b.create_var(name=n, type="SELECTED_ROWS")
     b.append_op("split_ids", inputs={"Ids": ["g"]}, outputs={"Out": ["p0", "p1"]})
+    place = fluid.CPUPlace()          # the stand-in device's place under FLUIDIST_TEST_DEVICE=standin
     scope = fluid.Scope()
-    scope._set_value("g", SelectedRows(rows, value, 20))
-    fluid.Executor(fluid.CPUPlace()).run(prog, scope=scope)
+    scope._set_value("g", SelectedRows(place.to_device(rows), place.to_device(value), 20))
+    fluid.Executor(place).run(prog, scope=scope)
     dense = np.zeros((20, 2))
     np.add.at(dense, rows, value)
     for k in range(2):
         part = scope._find_value("p%d" % k)
+        got_rows, got_value = place.to_host(part.rows), place.to_host(part.value)
         assert part.height == 10
-        np.testing.assert_array_equal(part.rows * 2 + k, np.unique(rows[rows % 2 == k]))
-        np.testing.assert_allclose(part.value, dense[part.rows * 2 + k], rtol=1e-12)
+        np.testing.assert_array_equal(got_rows * 2 + k, np.unique(rows[rows % 2 == k]))
+        np.testing.assert_allclose(got_value, dense[got_rows * 2 + k], rtol=1e-12)
