@@ -20,6 +20,7 @@ Three cases, told apart:
 another rank); :class:`PeerTable` follows the connections a bound socket accepted (a pserver's
 ROUTER), by file descriptor and routing id, and maps them to the peers that sent on them.
 """
+import itertools
 import logging
 import os
 import socket
@@ -110,9 +111,31 @@ def silent_seconds(fd):
     return struct.unpack_from("I", info, _LAST_DATA_RECV)[0] / 1000.0
 
 
+_monitor_ids = itertools.count()
+
+
+def monitor_socket(sock, events):
+    """A PAIR socket receiving ``sock``'s monitor ``events``, through a pipe without a high-water mark.
+
+    libzmq's I/O thread writes each event into this pipe while holding the socket's monitor lock. With
+    pyzmq's bounded pipe (``get_monitor_socket``), a monitor that nobody reads fills up (an idle pooled
+    client whose pserver has gone reconnects every 100 ms, one event each) and the I/O thread then
+    blocks: every socket of the context stalls and a later ``disable_monitor`` or ``close`` waits for
+    the lock forever (a process hung at its exit). Unbounded, the pipe costs its queued events' memory;
+    readers drain it (``Link.update``, ``PeerTable.update``) and closing stops it."""
+    addr = "inproc://fluidist-monitor-%d-%d" % (os.getpid(), next(_monitor_ids))
+    sock.monitor(addr, events)
+    mon = sock.context.socket(zmq.PAIR)
+    mon.rcvhwm = 0      # no high-water mark: libzmq never blocks on this pipe
+    mon.linger = 0
+    mon.connect(addr)
+    return mon
+
+
 def _stop_monitor(sock, mon):
+    _drain(mon)         # what is queued goes first: stopping the monitor sends one more event
     try:
-        sock.disable_monitor()
+        sock.monitor(None, 0)
     except zmq.ZMQError:
         pass
     mon.close(0)
@@ -162,7 +185,7 @@ class Link:
         self.timeout = timeout
         self.grace = min(CLOSED_GRACE, timeout / 2.0)
         self._sock = sock
-        self._mon = sock.get_monitor_socket(_LINK_EVENTS)
+        self._mon = monitor_socket(sock, _LINK_EVENTS)
         self.started = time.monotonic()
         self.up = False
         self.ever_up = False
@@ -249,7 +272,7 @@ class PeerTable:
         self.timeout = timeout
         self.grace = min(CLOSED_GRACE, timeout / 2.0)
         self._sock = sock
-        self._mon = sock.get_monitor_socket(_TABLE_EVENTS)
+        self._mon = monitor_socket(sock, _TABLE_EVENTS)
         self.open_fds = set()
         self.peers_on = {}       # fd -> the peers seen on it
         self.rid_of = {}         # fd -> routing id of the connection on it
