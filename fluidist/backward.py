@@ -378,9 +378,10 @@ def _requires_in(block, requires, no_grad):
 
 
 def _restores_value(op):
-    """An in-place ``increment`` (a loop counter): its reverse must run in the gradient block so
-    that the gradient ops of the step read the counter the forward ops read."""
-    return op.type == "increment" and op.input("X") == op.output("Out")
+    """An in-place op the registry calls ``reversible`` (``increment`` of a loop counter): its
+    reverse must run in the gradient block so that the gradient ops of the step read the counter
+    the forward ops read."""
+    return registry.fact(op, "reversible", False) and op.input("X") == op.output("Out")
 
 
 class SubBlockBackward:

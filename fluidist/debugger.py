@@ -10,6 +10,7 @@ so both the objects and their ``desc`` (the object itself) are accepted.
 from .compat import refused, refused_class  # noqa: E402
 import warnings
 
+from .framework import registry
 from .framework.op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .graphviz import DotNotFound, Graph
 
@@ -26,9 +27,14 @@ PARAM_STYLE = {"shape": "ellipse", "style": "filled", "fillcolor": "#e6e6e6", "f
                "fontname": "Helvetica-Bold"}
 HIGHLIGHT_STYLE = {"shape": "ellipse", "style": "filled", "fillcolor": "#f4a3a3", "fontsize": "10",
                    "fontname": "Helvetica-Bold"}
-RPC_OPS = ("send", "recv", "send_barrier", "fetch_barrier", "listen_and_serv", "prefetch", "checkpoint_notify",
-           "split_byref", "split_selected_rows", "concat", "c_allreduce_sum", "c_broadcast", "c_gen_nccl_id",
-           "c_comm_init", "c_sync_comm_stream", "c_sync_calc_stream", "allreduce", "broadcast")
+
+
+def is_communication_op(op):
+    """True for the ops drawn in the RPC colour: those that talk to other processes or places (the
+    registry's ``communicates``) and those a distributed pass added around them (op_role RPC, Dist,
+    Collective: the splits and concats of the pserver transpiler)."""
+    role = int(op.attr(OP_ROLE_ATTR) or 0)
+    return bool(registry.fact(op, "communicates", False) or role & (OpRole.RPC | OpRole.Dist | OpRole.Collective))
 
 
 def _block_of(block_or_desc):
@@ -84,7 +90,7 @@ def add_block(graph, block, prefix="", highlights=None, show_vars=True):
 
     writer = {}
     for i, op in enumerate(block.ops):
-        nid = graph.node(prefix + "op%d" % i, op_label(op), **(RPC_STYLE if op.type in RPC_OPS else OP_STYLE))
+        nid = graph.node(prefix + "op%d" % i, op_label(op), **(RPC_STYLE if is_communication_op(op) else OP_STYLE))
         op_ids[i] = nid
         if show_vars:
             for slot, names in op.inputs.items():
@@ -157,7 +163,8 @@ def data_parallel_graph(programs, places, num_trainers=1):
         sub = g.subgraph("place_%d" % k, label="place %d: %s" % (k, place), style="rounded")
         block = prog.global_block()
         ids = add_block(sub, block, "place%d:" % k, show_vars=False)
-        collective.append([(op, ids[i]) for i, op in enumerate(block.ops) if op.type.startswith("c_")])
+        collective.append([(op, ids[i]) for i, op in enumerate(block.ops)
+                           if registry.fact(op, "communicates", False) and op.has_attr("ring_id")])
     for mine, theirs in zip(collective, collective[1:]):
         for (op, a), (_, b) in zip(mine, theirs):
             g.edge(a, b, label="ring %s" % op.attr("ring_id"), fontsize="9", dir="both", style="dashed")

@@ -19,6 +19,7 @@ import runpy
 import sys
 
 from .debugger import add_block
+from .framework import registry
 from .graphviz import Graph, render
 
 __all__ = ["capture_programs", "transpile_job", "draw_job", "main"]
@@ -123,7 +124,7 @@ def draw_job(trainer_progs, pserver_progs, title=None, show_vars=False):
     for k, (ep, prog) in enumerate(pserver_progs.items()):
         sub = g.subgraph("pserver_%d" % k, label="pserver %d (%s)" % (k, ep), style="rounded", color="#b5651d")
         ids = add_block(sub, prog.global_block(), "p%d:b0:" % k, show_vars=show_vars)
-        las = [ids[i] for i, op in enumerate(prog.global_block().ops) if op.type == "listen_and_serv"]
+        las = [ids[i] for i, op in enumerate(prog.global_block().ops) if registry.fact(op, "serves", False)]
         serve[ep] = las[0] if las else None
         for b in prog.blocks[1:]:
             names = _updated_names(b)
@@ -139,13 +140,14 @@ def draw_job(trainer_progs, pserver_progs, title=None, show_vars=False):
     for tid, (block, ids) in enumerate(trainer_nodes):
         for i, op in enumerate(block.ops):
             eps = op.attrs.get("epmap") or []
-            if op.type == "send":
-                for name, ep in zip(op.inputs.get("X", []), eps):
+            sent, received = registry.fact(op, "to_peers"), registry.fact(op, "from_peers")
+            if sent:
+                for name, ep in zip(op.inputs.get(sent, []), eps):
                     if serve.get(ep) is not None:
                         g.edge(ids[i], serve[ep], label=name, color="#1f5fbf", fontcolor="#1f5fbf", fontsize="9",
                                constraint="false")
-            elif op.type == "recv":
-                for name, ep in zip(op.outputs.get("Out", []), eps):
+            if received:
+                for name, ep in zip(op.outputs.get(received, []), eps):
                     src = updater.get((ep, name)) or serve.get(ep)
                     if src is not None:
                         g.edge(src, ids[i], label=name, color="#2e8b57", fontcolor="#2e8b57", fontsize="9",

@@ -12,6 +12,7 @@ Given per optimizer (``Optimizer(regularization=...)``) or per parameter
   step, exactly as with a dense embedding. (Paddle decayed only the rows present in the batch; that
   made sparse and dense training differ, and we chose the exact gradient instead.)
 """
+from .framework import registry
 from .framework.dtypes import VarType
 from .framework.program import name_scope
 from .framework.serialization import serializable
@@ -34,14 +35,11 @@ class WeightDecayRegularizer:
                                                 self._regularization_coeff)
 
 
-# ops whose output is row-sparse exactly when their X input is
-_SPARSE_PRESERVING = ("assign", "scale", "clip", "clip_by_norm", "elementwise_mul")
-
-
 def is_selected_rows_grad(grad):
     """True when ``grad`` holds a SelectedRows at run time, judged from the op that last writes it:
-    a sparse lookup's gradient (``is_sparse`` set), a ``sum`` of row-sparse parts only, or an op that
-    keeps its input row-sparse (clip, scale, ...); else (or with no producer) from its var type."""
+    a gradient op with ``is_sparse`` set (a sparse lookup's), an op whose registry entry
+    ``keeps_rows`` (``sum``, ``scale``, ``clip``, ``merge_selected_rows``, ...) when every ``X`` it
+    reads is row-sparse; else (or with no producer) from its var type."""
     block = grad.block
 
     def declared(name):
@@ -53,13 +51,11 @@ def is_selected_rows_grad(grad):
             op = block.ops[i]
             if name not in op.output_arg_names:
                 continue
-            if op.type.endswith("_grad") and op.has_attr("is_sparse"):
+            if registry.fact(op, "forward") is not None and op.has_attr("is_sparse"):
                 return bool(op.attr("is_sparse"))
-            if op.type == "sum":
+            if registry.fact(op, "keeps_rows", False):
                 xs = op.input("X")
                 return bool(xs) and all(sparse(x, i) for x in xs)
-            if op.type in _SPARSE_PRESERVING and op.input("X"):
-                return sparse(op.input("X")[0], i)
             return declared(name)
         return declared(name)
 

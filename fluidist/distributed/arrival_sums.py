@@ -1,11 +1,13 @@
 """Gradients summed on a sync pserver as they arrive, instead of in the round.
 
-The transpiler's optimize block of a parameter block, with several trainers, begins with
-``sum(X=[g.trainer_0, ..., g.trainer_{n-1}]) -> g`` followed by ``scale(g, 1/n)`` and the optimizer.
+With several trainers, the transpiler's optimize block of a parameter block begins with
+``sum(X=[g.trainer_0, ..., g.trainer_{n-1}]) -> g`` followed by ``scale(g, 1/n)`` and the optimizer;
+for a dense gradient it lists that block in the ``listen_and_serv`` attr ``sum_on_arrival``
+(``"g:block_index"``: block ``block_index`` begins with the sum of the trainers' copies of ``g``).
 Run as written, the round (on every trainer's critical path: they all wait for it) allocates ``g``
 and reads every trainer's copy. Here each trainer's gradient is added into a buffer kept per block
 the moment it arrives, while the other trainers are still computing or sending, and the round runs
-the block without its ``sum`` (a copy of the program with those ``sum`` ops removed) on the buffer.
+the block without its first op (a copy of the program with those ops removed) on the buffer.
 
 Exactness: the buffer holds the same sum. With two trainers it is bit-identical (a + b = b + a);
 with more, additions happen in arrival order rather than by trainer id (float rounding may differ in
@@ -32,9 +34,10 @@ class _Acc:
 
 
 class ArrivalSums:
-    """Sums per optimize block of a sync pserver program (``round_blocks``), for ``fanin`` trainers."""
+    """Sums of a sync pserver program's optimize blocks for ``fanin`` trainers: ``sums`` is the
+    ``sum_on_arrival`` attr read as ``{summed gradient: block index}``."""
 
-    def __init__(self, program, round_blocks, fanin):
+    def __init__(self, program, sums, fanin):
         self.program = program
         self.by_input = {}     # received var name -> _Acc
         self.by_block = {}     # block idx -> _Acc
@@ -42,16 +45,19 @@ class ArrivalSums:
         if fanin < 2:
             return
         gb = program.global_block()
-        for idx in round_blocks:
-            ops = program.block(idx).ops
-            if not ops or ops[0].type != "sum":
-                continue
-            xs, outs = list(ops[0].inputs.get("X") or []), list(ops[0].outputs.get("Out") or [])
-            if len(xs) != fanin or len(set(xs)) != fanin or len(outs) != 1 or outs[0] in xs:
-                continue
+        for out, idx in sums.items():
+            if not 1 <= idx < program.num_blocks or not program.block(idx).ops:
+                raise ValueError("listen_and_serv: sum_on_arrival names block %d, which has no ops to begin "
+                                 "with a sum" % idx)
+            first = program.block(idx).ops[0]
+            xs, outs = list(first.inputs.get("X") or []), list(first.outputs.get("Out") or [])
+            if outs != [out] or len(xs) != fanin or len(set(xs)) != fanin or out in xs:
+                raise ValueError("listen_and_serv: sum_on_arrival says block %d begins with the sum of %d "
+                                 "trainers' %r, but its first op %r reads %s into %s"
+                                 % (idx, fanin, out, first.type, xs, outs))
             if any(_is_sparse(gb, n) for n in xs + outs) or any(n in self.by_input for n in xs):
                 continue
-            acc = _Acc(outs[0], idx, xs)
+            acc = _Acc(out, idx, xs)
             self.by_block[idx] = acc
             for n in xs:
                 self.by_input[n] = acc

@@ -26,6 +26,7 @@ import re
 import numpy as np
 
 from ..core.tensor import SelectedRows
+from ..framework import registry
 from ..framework.dtypes import VarType
 
 CHECKPOINT_ROOT_ENV = "FLUIDIST_CHECKPOINT_ROOT"
@@ -234,8 +235,9 @@ def parse_block_map(entries, what):
 
 
 def listen_and_serv_op(program, endpoint=None):
-    """The program's ``listen_and_serv`` op on ``endpoint`` (the first one, if none names it), or None."""
-    ops = [op for op in program.global_block().ops if op.type == "listen_and_serv"]
+    """The program's ``listen_and_serv`` op (the op that ``serves``, as the registry says) on
+    ``endpoint`` (the first one, if none names it), or None."""
+    ops = [op for op in program.global_block().ops if registry.fact(op, "serves", False)]
     mine = [op for op in ops if op.attr("endpoint") == endpoint] or ops
     return mine[0] if mine else None
 

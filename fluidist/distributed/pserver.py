@@ -111,7 +111,8 @@ class ParameterServer:
                 raise ValueError("listen_and_serv: %s names block %d but the program has blocks 1..%d to serve"
                                  % (what, idx, nblocks - 1))
         self.round_blocks = [b.idx for b in blocks if b.idx != self.lr_block]
-        self.sums = ArrivalSums(program, self.round_blocks, self.fanin) if self.sync else None
+        self.sums = ArrivalSums(program, _pairs(attrs.get("sum_on_arrival"), "sum_on_arrival"),
+                                self.fanin) if self.sync else None
         if recv_names is None:
             recv_names = _receive_names(program, self.endpoint)
         self.rules = ServingRules(program, self.endpoint, recv_names, self.grad_to_block,

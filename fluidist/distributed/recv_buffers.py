@@ -1,11 +1,13 @@
 """Where a trainer's ``recv`` puts what it receives.
 
 The transpiler fetches a sliced parameter as blocks (``recv`` of ``w.block0``, ``w.block1``, ...) and
-joins them with a ``concat`` (role Dist) into ``w``. ``recv`` writes each received block straight into
-its rows of ``w``'s previous array and hands out those rows as the block variables; the ``concat``
-then finds its inputs already in place and copies nothing (``ops.tensor.concat``). Other received
-values that the transport lends rather than gives (views of a pserver's shared-memory segment, see
-``shm_payload``) are copied into the variable's previous array, or a new one.
+joins them with a ``concat`` (role Dist) into ``w``; it says so on the ``recv`` (``row_block_of[i]``:
+the variable Out[i] is a row block of, ``row_block_begin[i]``: its first row there). ``recv`` writes
+each received block straight into its rows of ``w``'s previous array and hands out those rows as the
+block variables; the ``concat`` then finds its inputs already in place and copies nothing
+(``ops.tensor.concat``). Other received values that the transport lends rather than gives (views of
+a pserver's shared-memory segment, see ``shm_payload``) are copied into the variable's previous
+array, or a new one.
 
 A previous array is reused only when it is an ndarray of the same shape and dtype, writable, and not
 a fed array (the caller's own).
@@ -17,8 +19,7 @@ import numpy as np
 from ..core.tensor import SelectedRows
 from . import shm_payload
 
-_DIST_ROLE = 0x0008          # OpRole.Dist
-_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # op -> (program version, {out name: (concat out, row offset, rows)})
+_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # op -> (program version, {out: (whole, row, rows, total)})
 
 
 def _static_rows(block, name):
@@ -29,31 +30,28 @@ def _static_rows(block, name):
 
 
 def _plan(op):
-    """{recv output: (concat output, first row, rows)} for outputs joined by a Dist concat along rows
-    whose blocks all have static row counts."""
+    """{recv output: (the variable it is a row block of, first row, rows, that variable's rows)} for
+    the outputs the op's ``row_block_of`` / ``row_block_begin`` attrs place, whose row counts are
+    static and fit."""
     block = op.block
     version = getattr(block.program, "_version", None)
     got = _plans.get(op)
     if got is not None and got[0] == version:
         return got[1]
-    outs = set(op.outputs.get("Out") or [])
+    outs = op.outputs.get("Out") or []
+    wholes = list(op.attrs.get("row_block_of") or [])
+    begins = list(op.attrs.get("row_block_begin") or [])
+    if wholes and (len(wholes) != len(outs) or len(begins) != len(outs)):
+        raise ValueError("recv: row_block_of / row_block_begin need one entry per output (%d), got %d / %d"
+                         % (len(outs), len(wholes), len(begins)))
     plan = {}
-    for other in block.ops:
-        if other.type != "concat" or not (int(other.attrs.get("op_role", 0)) & _DIST_ROLE):
+    for name, whole, first in zip(outs, wholes, begins):
+        if not whole:
             continue
-        if int(other.attrs.get("axis", 0)) != 0:
+        rows, total = _static_rows(block, name), _static_rows(block, whole)
+        if rows is None or total is None or not 0 <= int(first) <= total - rows:
             continue
-        xs = other.inputs.get("X") or []
-        if not outs.intersection(xs):
-            continue
-        rows = [_static_rows(block, n) for n in xs]
-        if any(r is None for r in rows):
-            continue
-        at = 0
-        for n, r in zip(xs, rows):
-            if n in outs:
-                plan[n] = (other.outputs["Out"][0], at, r, sum(rows))
-            at += r
+        plan[name] = (whole, int(first), rows, total)
     _plans[op] = (version, plan)
     return plan
 

@@ -25,6 +25,7 @@ import numpy as np
 from ..core.place import to_host
 from ..core.scope import Scope, global_scope
 from ..core.tensor import LoDTensor, SelectedRows
+from ..framework import registry
 from ..framework.op_role import OP_ROLE_ATTR, OpRole
 from ..framework.program import Program, Variable, default_main_program
 
@@ -102,12 +103,12 @@ class FetchHandlerMonitor:
 
 
 def _talks_to_others(program):
-    """True when the program has ops that act on other processes (rpc, collectives)."""
+    """True when the program has ops that act on other processes (rpc, collectives: the registry's
+    ``communicates``, or an op tagged with the RPC / Collective role)."""
     for block in program.blocks:
         for op in block.ops:
             role = int(op.attr(OP_ROLE_ATTR) or 0)
-            if role & (OpRole.RPC | OpRole.Collective) or op.type.startswith("c_") or \
-                    op.type in ("send", "recv", "send_barrier", "fetch_barrier", "listen_and_serv", "prefetch"):
+            if role & (OpRole.RPC | OpRole.Collective) or registry.fact(op, "communicates", False):
                 return True
     return bool(program._is_distributed)
 

@@ -19,16 +19,29 @@ its own (a second table drifts):
   parameter (norm-based updates such as LAMB and LARS cannot run on a slice).
 - ``whole_tensor``: the op's result depends on all of its input at once (a norm), so it cannot run
   on a slice of a parameter or gradient.
-- ``keeps_rows``: a row-sparse (SelectedRows) ``X`` gives a row-sparse ``Out``.
+- ``keeps_rows``: row-sparse (SelectedRows) ``X`` inputs give a row-sparse ``Out`` (when every ``X``
+  is row-sparse: ``sum`` of a dense and a row-sparse part is dense).
 - ``init``: for initialiser ops, how a pserver builds one row block of what they fill:
   ``"random"`` (``full_shape`` / ``row_begin`` / ``row_end`` / ``row_step`` / ``salt`` attrs),
-  ``"fill"`` (a ``shape`` attr), ``"values"`` (``assign_value``'s value lists).
+  ``"fill"`` (a ``shape`` attr), ``"values"`` (``assign_value``'s value lists), ``"copy"`` (``Out``
+  is a copy of ``X``: a block copies the same block of ``X``).
 - ``table_lookup``: the op reads rows of a table ``W`` by ``Ids`` (embedding lookups).
 - ``inputs_are_names``: the kernel gets no input values; the op's inputs name what it serves.
+- ``serves``: the op is a server's loop (``listen_and_serv``): it serves the variables its inputs
+  name and runs the blocks its attrs list; the serving rules and pictures find a pserver's op by it.
+- ``to_peers`` / ``from_peers``: the input slot whose variables the op sends to the peers of its
+  ``epmap`` attr, the output slot whose variables it receives from them (``send``, ``recv``,
+  ``prefetch``).
+- ``reversible``: applied in place (``X`` is ``Out``), the op is undone by what its gradient maker
+  gives (``increment``): a gradient block replays that, so that a loop step's gradient ops read
+  the value its forward ops read.
 - ``after_update``: the op reads parameters as their update left them (model averaging: ModelAverage,
   ExponentialMovingAverage) and keeps its state beside the trainer: a pass that moves parameter
   updates elsewhere (the pserver transpiler) leaves it on the trainer, after the parameters are
   received.
+- ``communicates``: the op exchanges data with other processes or places (the rpc ops, the
+  collectives and their stream syncs): a runner never runs such a program from several threads at
+  once, and pictures mark the op.
 - ``forward``: on a gradient op, the forward op whose entry it shares (attrs and their defaults).
 - ``host``: the op runs on the host whatever the executor's place, and says why (LoD bookkeeping,
   RPC, readers, printing, Python callbacks, sequential algorithms written for the CPU). On a device
@@ -96,6 +109,11 @@ class OpDef:
     table_lookup: bool = False
     inputs_are_names: bool = False
     after_update: bool = False
+    communicates: bool = False
+    serves: bool = False
+    to_peers: Optional[str] = None
+    from_peers: Optional[str] = None
+    reversible: bool = False
     forward: Optional[str] = None
     host: Optional[str] = None        # why the op runs on the host (see the module docstring)
     host_except: tuple = ()           # place kinds on which a host op runs on the device
@@ -118,7 +136,8 @@ class OpDef:
 
 _REGISTRY: Dict[str, OpDef] = {}
 _FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
-          "after_update", "host", "host_except", "host_inputs")
+          "after_update", "communicates", "serves", "to_peers", "from_peers", "reversible", "host", "host_except",
+          "host_inputs")
 
 
 def _parse_slots(slots):

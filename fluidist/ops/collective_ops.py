@@ -37,7 +37,7 @@ def _new_id(ctx, ring_id, endpoint):
 
 # ---------------------------------------------------------------- set-up
 @register_op("c_gen_nccl_id", outputs=["Out"],
-             attrs={"rank": 0, "endpoint": "", "other_endpoints": [], "ring_id": 0}, side_effect=True)
+             attrs={"rank": 0, "endpoint": "", "other_endpoints": [], "ring_id": 0}, side_effect=True, communicates=True)
 def c_gen_nccl_id(ctx, ins, attrs):
     """Rank 0 creates the ring's id and sends it to ``other_endpoints``; every other rank listens on
     its ``endpoint`` until it arrives. Out (a RAW variable) holds the id."""
@@ -72,7 +72,7 @@ def _ids_of(msg, num):
 
 
 @register_op("c_comm_init", inputs=["X"], attrs={"nranks": 0, "rank": 0, "ring_id": 0, "device_id": -1},
-             side_effect=True)
+             side_effect=True, communicates=True)
 def c_comm_init(ctx, ins, attrs):
     """Join ring ``ring_id`` as ``rank`` of ``nranks`` with the id in X; registers the communicator."""
     cid = ins["X"]
@@ -89,7 +89,7 @@ def c_comm_init(ctx, ins, attrs):
     return {}
 
 
-@register_op("c_comm_init_all", attrs={"ring_id": 0, "devices": []}, side_effect=True)
+@register_op("c_comm_init_all", attrs={"ring_id": 0, "devices": []}, side_effect=True, communicates=True)
 def c_comm_init_all(ctx, ins, attrs):
     """One process, several places as threads: a communicator per place for ring ``ring_id``. On
     GPUs ``devices`` are the GPU ids (default: all); on the CPU, ``len(devices)`` threads (default
@@ -111,7 +111,7 @@ def c_comm_init_all(ctx, ins, attrs):
 @register_op("gen_nccl_id", outputs=["NCCLID"],
              attrs={"trainers": [], "trainer_id": 0, "nccl_comm_num": 1, "use_hierarchical_allreduce": False,
                     "hierarchical_allreduce_inter_nranks": 0},
-             side_effect=True)
+             side_effect=True, communicates=True)
 def gen_nccl_id(ctx, ins, attrs):
     """nccl2 mode: trainer 0 makes the ids of ``nccl_comm_num`` rings and sends them to every other
     trainer endpoint; NCCLID holds ring 0's id, ``NCCLID_<i>`` (written to the scope) ring i's."""
@@ -195,11 +195,11 @@ def _make_allreduce(red):
 for _red in ("sum", "max", "min", "prod"):
     register_op("c_allreduce_" + _red, host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"],
                 attrs={"ring_id": 0, "use_calc_stream": False}, infer=same_shape("X", "Out"),
-                side_effect=True, share_lod=("X", "Out"))(_make_allreduce(_red))
+                side_effect=True, communicates=True, share_lod=("X", "Out"))(_make_allreduce(_red))
 
 
 @register_op("c_broadcast", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "root": 0, "use_calc_stream": False},
-             infer=same_shape("X", "Out"), side_effect=True, share_lod=("X", "Out"))
+             infer=same_shape("X", "Out"), side_effect=True, communicates=True, share_lod=("X", "Out"))
 def c_broadcast(ctx, ins, attrs):
     """Out = rank ``root``'s X on every rank of ring ``ring_id``."""
     x = ins["X"]
@@ -229,7 +229,7 @@ def _allgather_infer(ctx):
 
 
 @register_op("c_allgather", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False},
-             infer=_allgather_infer, side_effect=True)
+             infer=_allgather_infer, side_effect=True, communicates=True)
 def c_allgather(ctx, ins, attrs):
     """Out = the X of every rank, concatenated along dim 0 in rank order."""
     x = _dense(ctx, ins["X"], "c_allgather")
@@ -252,7 +252,7 @@ def _reducescatter_infer(ctx):
 
 @register_op("c_reducescatter", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"],
              attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False}, infer=_reducescatter_infer,
-             side_effect=True)
+             side_effect=True, communicates=True)
 def c_reducescatter(ctx, ins, attrs):
     """Out = this rank's 1/nranks (along dim 0) of the sum of X over the ranks."""
     x = _dense(ctx, ins["X"], "c_reducescatter")
@@ -261,7 +261,7 @@ def c_reducescatter(ctx, ins, attrs):
     return {"Out": comm.reducescatter(x, "sum", use_calc_stream=bool(attrs["use_calc_stream"]))}
 
 
-@register_op("barrier", host=_HOST, host_except=("cuda",), inputs=["X?"], outputs=["Out?"], attrs={"ring_id": 0}, side_effect=True)
+@register_op("barrier", host=_HOST, host_except=("cuda",), inputs=["X?"], outputs=["Out?"], attrs={"ring_id": 0}, side_effect=True, communicates=True)
 def barrier(ctx, ins, attrs):
     """Wait until every rank of ring ``ring_id`` got here; Out = X."""
     registry.get_communicator(attrs["ring_id"], ctx.place).barrier()
@@ -269,7 +269,7 @@ def barrier(ctx, ins, attrs):
 
 
 @register_op("c_sync_calc_stream", inputs=["X"], outputs=["Out"], attrs={"ring_id": 0},
-             infer=same_shape("X", "Out"), side_effect=True, share_lod=("X", "Out"))
+             infer=same_shape("X", "Out"), side_effect=True, communicates=True, share_lod=("X", "Out"))
 def c_sync_calc_stream(ctx, ins, attrs):
     """GPU: wait for the calc stream (the work producing X). CPU: nothing to wait for. Out = X."""
     if _is_cuda(ctx):
@@ -279,7 +279,7 @@ def c_sync_calc_stream(ctx, ins, attrs):
     return {"Out": ins["X"]}
 
 
-@register_op("c_sync_comm_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": 0}, side_effect=True)
+@register_op("c_sync_comm_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": 0}, side_effect=True, communicates=True)
 def c_sync_comm_stream(ctx, ins, attrs):
     """GPU: wait for ring ``ring_id``'s comm stream (the collectives writing X). CPU: collectives are
     complete when they return, nothing to wait for. Out = X."""

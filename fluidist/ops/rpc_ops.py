@@ -47,6 +47,7 @@ def _dummies(ctx, slot="Out"):
 
 
 @register_op("send", host=_HOST, inputs=["X*"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
+             communicates=True, to_peers="X",
              attrs={"epmap": [], "sections": [], "send_varnames": [], "trainer_id": 0, "merge_add": False,
                     "use_send_handler": True, "sync_mode": True})
 def send(ctx, ins, attrs):
@@ -90,6 +91,7 @@ def send(ctx, ins, attrs):
 
 
 @register_op("send_barrier", host=_HOST, inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
+             communicates=True,
              attrs={"endpoints": [], "trainer_id": 0, "half_async": False})
 def send_barrier(ctx, ins, attrs):
     """Tell each pserver that this trainer has sent all it sends in this step. Like ``send``, it does
@@ -106,34 +108,29 @@ def send_barrier(ctx, ins, attrs):
 
 
 @register_op("recv", host=_HOST, inputs=["X*?"], outputs=["Out*"], side_effect=True, role=OpRole.RPC,
-             attrs={"epmap": [], "recv_varnames": [], "trainer_id": 0, "with_barrier": True, "sync_mode": True})
+             communicates=True, from_peers="Out",
+             attrs={"epmap": [], "recv_varnames": [], "trainer_id": 0, "with_barrier": True, "sync_mode": True,
+                    "batch_epmap": [], "batch_varnames": [], "row_block_of": [], "row_block_begin": []})
 def recv(ctx, ins, attrs):
     """Get Out[i] (named recv_varnames[i] on the pserver, if given) from epmap[i]. With one Out and
     several endpoints, the blocks recv_varnames[i] are fetched and concatenated along axis 0.
 
-    The first of consecutive ``recv`` ops asks for what all of them receive at once (one wait
-    instead of one round trip per op, see ``recv_ahead``); the others take their replies."""
+    fluidist's attrs, written by the transpiler (``recv_ahead``, ``recv_buffers``):
+    ``batch_epmap`` / ``batch_varnames`` list what the recv ops right after this one receive: this op
+    asks for them with its own (one wait instead of one round trip per op), the others take their
+    replies. ``row_block_of[i]`` / ``row_block_begin[i]``: Out[i] is the row block of that variable
+    starting at that row (a Dist ``concat`` joins the blocks): it is received into those rows."""
     outs, eps, remote, concat, tid = _recv_spec(ctx.op, attrs)
     session.remember(ctx.executor, eps, tid)
-    replies = recv_ahead.take(ctx.op)
+    replies = recv_ahead.take(ctx.op.block, eps, remote, tid)
     if replies is None:
-        group = [(ctx.op, (outs, eps, remote, concat, tid))]
-        for other in recv_ahead.following(ctx.op):
-            group.append((other, _recv_spec(other, other.attrs)))
-        requests, counts = [], []
-        for _, (_, o_eps, o_remote, _, o_tid) in group:
-            session.remember(ctx.executor, o_eps, o_tid)
-            requests += [(ep, dict(kind="get", name=n, trainer=o_tid, step=session.step(ep, o_tid),
-                                   what="recv %s" % n)) for ep, n in zip(o_eps, o_remote)]
-            counts.append(len(o_eps))
+        ahead = _batch_spec(ctx.op, attrs)
+        requests = [(ep, dict(kind="get", name=n, trainer=tid, step=session.step(ep, tid), what="recv %s" % n))
+                    for ep, n in zip(eps + [ep for ep, _ in ahead], remote + [n for _, n in ahead])]
         got = rpc.call_all(requests, timeout_s=session.dependent_deadline())
-        session.mark_fetched([(ep, o_tid) for _, (_, o_eps, _, _, o_tid) in group for ep in o_eps])
-        at, per_op = 0, []
-        for c in counts:
-            per_op.append(got[at:at + c])
-            at += c
-        replies = per_op[0]
-        recv_ahead.keep([(op, r) for (op, _), r in zip(group[1:], per_op[1:])])
+        session.mark_fetched([(ep, tid) for ep in eps + [ep for ep, _ in ahead]])
+        replies = got[:len(eps)]
+        recv_ahead.keep(ctx.op.block, tid, ahead, got[len(eps):])
     for r, n in zip(replies, remote):
         if r.value is None:
             raise rpc.RPCError("recv: the pserver sent no value for %r" % n)
@@ -149,6 +146,17 @@ def recv(ctx, ins, attrs):
     # into the parameters' own arrays (and never keeping a view of a pserver's shared memory); on a
     # device place the plan then moves them there (recv runs on the host: its registry entry says so)
     return {"Out": recv_buffers.place(ctx, outs, [r.value for r in replies])}
+
+
+def _batch_spec(op, attrs):
+    """``[(endpoint, name)]`` of the recv ops after ``op`` that ``op`` asks for (checked)."""
+    eps = list(attrs.get("batch_epmap") or [])
+    names = list(attrs.get("batch_varnames") or [])
+    if len(eps) != len(names):
+        raise ValueError("recv: batch_epmap has %d endpoints but batch_varnames %d names" % (len(eps), len(names)))
+    for ep in eps:
+        rpc.split_endpoint(ep)
+    return list(zip(eps, names))
 
 
 def _recv_spec(op, attrs):
@@ -171,6 +179,7 @@ def _recv_spec(op, attrs):
 
 
 @register_op("fetch_barrier", host=_HOST, inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
+             communicates=True,
              attrs={"endpoints": [], "trainer_id": 0})
 def fetch_barrier(ctx, ins, attrs):
     """Wait until each pserver has finished this trainer's step. A pserver that already answered a
@@ -193,6 +202,7 @@ def fetch_barrier(ctx, ins, attrs):
 
 
 @register_op("prefetch", host=_HOST, inputs=["X*"], outputs=["Out*"], side_effect=True, role=OpRole.RPC,
+             communicates=True, to_peers="X", from_peers="Out",
              attrs={"epmap": [], "trainer_id": 0})
 def prefetch(ctx, ins, attrs):
     """Send the ids X[i] to epmap[i]; Out[i] gets the table rows the pserver's prefetch block returns."""
@@ -210,6 +220,7 @@ def prefetch(ctx, ins, attrs):
 
 
 @register_op("checkpoint_notify", host=_HOST, inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
+             communicates=True,
              attrs={"epmap": [], "dir": "", "lookup_table": "", "trainer_id": 0})
 def checkpoint_notify(ctx, ins, attrs):
     """Ask each pserver to save its shard of the lookup table into ``dir``."""
@@ -224,10 +235,12 @@ def checkpoint_notify(ctx, ins, attrs):
 
 
 @register_op("listen_and_serv", inputs=["X*"], outputs=[], side_effect=True, role=OpRole.RPC, inputs_are_names=True,
+             communicates=True, serves=True,
              attrs={"endpoint": "", "pserver_id": 0, "Fanin": 1, "optimize_blocks": [], "grad_to_block_id": [],
                     "sparse_grad_to_param": [], "lr_decay_block_id": -1, "distributed_mode": SYNC,
                     "prefetch_var_name_to_block_id": [], "checkpint_block_id": -1, "rpc_get_thread_num": 12,
-                    "rpc_send_thread_num": 12, "rpc_prefetch_thread_num": 12, "dc_asgd": False})
+                    "rpc_send_thread_num": 12, "rpc_prefetch_thread_num": 12, "dc_asgd": False,
+                    "sum_on_arrival": []})
 def listen_and_serv(ctx, ins, attrs):
     """Serve the trainers on ``endpoint`` until all ``Fanin`` of them have completed (see module doc).
     X names the receive variables; they have no values until trainers send them, so the executor

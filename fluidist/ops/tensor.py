@@ -149,7 +149,8 @@ def _assign_infer(ctx):
     ctx.share("Out", "X")
 
 
-@register_op("assign", inputs=["X"], outputs=["Out"], infer=_assign_infer, share_lod=("X", "Out"), keeps_rows=True)
+@register_op("assign", inputs=["X"], outputs=["Out"], infer=_assign_infer, share_lod=("X", "Out"), keeps_rows=True,
+             init="copy")
 def assign(ctx, ins, attrs):
     x = ins["X"]
     if isinstance(x, SelectedRows):
@@ -201,7 +202,7 @@ def _sum_grad_maker(op):
 
 
 @register_op("sum", inputs=["X*"], outputs=["Out"], attrs={"use_mkldnn": False}, infer=_sum_infer,
-             grad=_sum_grad_maker, share_lod=("X", "Out"))
+             grad=_sum_grad_maker, share_lod=("X", "Out"), keeps_rows=True)
 def sum_(ctx, ins, attrs):
     """Sum of dense tensors; of SelectedRows it concatenates rows (duplicates kept); mixed gives dense.
     Out keeps the LoD of the first X, as in Paddle (summed gradients of a LoD input keep its LoD)."""
@@ -419,7 +420,7 @@ def _increment_grad_maker(op):
 
 
 @register_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": 1.0}, infer=same_shape(),
-             grad=_increment_grad_maker)
+             grad=_increment_grad_maker, reversible=True)
 def increment(ctx, ins, attrs):
     x = ins["X"]
     return {"Out": (x + attrs["step"]).astype(x.dtype, copy=False)}

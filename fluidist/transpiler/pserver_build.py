@@ -54,7 +54,9 @@ def build_pserver_program(plan, endpoint, config):
             v = gb.create_var(name=_lr_step_name(k), shape=[1], dtype="float32")
             recv_inputs.append(v.name)
         grad_to_block.append("%s:%d" % (LR_STEP_VAR, lr_block_id))
-    optimize_blocks += _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param)
+    sum_on_arrival = []
+    optimize_blocks += _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param,
+                                            sum_on_arrival)
     prefetch_to_block, checkpoint_block = [], -1
     if plan.table is not None:
         tb, pb_, cb = _append_table_blocks(plan, endpoint, prog, ob, multi, recv_inputs)
@@ -74,7 +76,7 @@ def build_pserver_program(plan, endpoint, config):
                         "sparse_grad_to_param": sparse_to_param, "lr_decay_block_id": lr_block_id,
                         "rpc_get_thread_num": 12, "rpc_send_thread_num": 12, "rpc_prefetch_thread_num": 12,
                         "prefetch_var_name_to_block_id": prefetch_to_block, "checkpint_block_id": checkpoint_block,
-                        OP_ROLE_ATTR: RPC})
+                        "sum_on_arrival": sum_on_arrival, OP_ROLE_ATTR: RPC})
     prog._is_distributed = True
     prog._distributed_lookup_table = plan.table.name if plan.table is not None else None
     prog._ps_endpoint = endpoint
@@ -100,10 +102,11 @@ def _declare_blocks(plan, gb, ob, pairs, multi):
     return recv_inputs
 
 
-def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param):
+def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param, sum_on_arrival):
     """One optimize block per parameter block held here (the trainers' gradients averaged first when
-    there are several sync trainers); appends to ``grad_to_block`` / ``sparse_to_param`` and returns
-    the blocks."""
+    there are several sync trainers: the block begins with their ``sum``, which a pserver may do as
+    they arrive for a dense gradient, listed in ``sum_on_arrival``); appends to ``grad_to_block`` /
+    ``sparse_to_param`` / ``sum_on_arrival`` and returns the blocks."""
     blocks = []
     per_param_count = {}
     for pb, _ in pairs:
@@ -119,6 +122,8 @@ def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_
         if multi:
             blk.append_op("sum", inputs={"X": ["%s.trainer_%d" % (merged, k) for k in range(plan.trainers)]},
                           outputs={"Out": [merged]}, attrs={"use_mkldnn": False, OP_ROLE_ATTR: OpRole.Optimize})
+            if gblk.orig not in plan.sparse_grads:
+                sum_on_arrival.append("%s:%d" % (merged, blk.idx))
             # fluidist: row-sparse gradients are averaged too (Paddle only summed them, so a sparse
             # table learned `trainers` times faster than the local run it should equal)
             blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
@@ -286,7 +291,7 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
         if len(outs) != 1:
             continue
         out = outs[0]
-        src = op.input("X") if op.type == "assign" else []
+        src = op.input("X") if registry.fact(op, "init") == "copy" else []
         if src and src[0] in blocks_here:
             # a copy of a sliced parameter (Lookahead's slow weights): each block copies its block
             here = blocks_here[src[0]]

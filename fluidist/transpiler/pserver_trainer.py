@@ -36,17 +36,16 @@ def rewrite_trainer(plan, program, startup):
         block.append_op("send_barrier", inputs={"X": send_dummies}, outputs={"Out": [barrier_out]},
                         attrs={"endpoints": plan.endpoints, "trainer_id": tid, "half_async": False,
                                OP_ROLE_ATTR: RPC})
-    recv_outs = []
+    recvs = []
     for p in plan.params:
         g = plan.grad_of[p]
         pbs = plan.param_blocks[p]
-        outs = [b.name for b in pbs]
-        recv_outs.extend(outs)
         dep = barrier_out if plan.sync else plan.send_dummies[g]
-        block.append_op("recv", inputs={"X": [dep]}, outputs={"Out": outs},
-                        attrs={"epmap": [b.endpoint for b in pbs], "recv_varnames": [], "trainer_id": tid,
-                               "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
-                               OP_ROLE_VAR_ATTR: [p, plan.grad_blocks[g][0].name if len(pbs) == 1 else g]})
+        role_var = [p, plan.grad_blocks[g][0].name if len(pbs) == 1 else g]
+        recvs.append(block.append_op("recv", inputs={"X": [dep]}, outputs={"Out": [b.name for b in pbs]},
+                                     attrs=_recv_attrs(plan, p, **{OP_ROLE_VAR_ATTR: role_var})))
+    _ask_ahead(recvs)
+    recv_outs = [n for op in recvs for n in op.output("Out")]
     if plan.sync:
         block.append_op("fetch_barrier", inputs={"X": [barrier_out]}, outputs={"Out": recv_outs},
                         attrs={"endpoints": plan.endpoints, "trainer_id": tid, OP_ROLE_ATTR: RPC})
@@ -61,6 +60,29 @@ def rewrite_trainer(plan, program, startup):
         _send_lr_steps(plan, program)
     _rewrite_trainer_startup(plan, program, startup)
     _mark_distributed(plan, program)
+
+
+def _recv_attrs(plan, param, **extra):
+    """The attrs of the ``recv`` of ``param``'s blocks: where each comes from and, when the parameter
+    is sliced, the rows of the parameter each block is (the Dist ``concat`` after the recvs joins
+    them; ``recv`` writes them straight into those rows)."""
+    pbs = plan.param_blocks[param]
+    sliced = len(pbs) > 1
+    attrs = {"epmap": [b.endpoint for b in pbs], "recv_varnames": [], "trainer_id": plan.trainer_id,
+             "sync_mode": plan.sync, "row_block_of": [param] * len(pbs) if sliced else [],
+             "row_block_begin": [b.row_begin for b in pbs] if sliced else [], OP_ROLE_ATTR: RPC}
+    attrs.update(extra)
+    return attrs
+
+
+def _ask_ahead(recvs):
+    """The first of consecutive ``recv`` ops asks for what all of them receive (one wait instead of
+    a round trip per op): its ``batch_epmap`` / ``batch_varnames`` list the others' blocks."""
+    if len(recvs) < 2:
+        return
+    rest = recvs[1:]
+    recvs[0]._set_attr("batch_epmap", [ep for op in rest for ep in op.attr("epmap")])
+    recvs[0]._set_attr("batch_varnames", [n for op in rest for n in (op.attr("recv_varnames") or op.output("Out"))])
 
 
 def _insert_sends(plan, block, edits, order, param_of, send_dummies):
@@ -176,15 +198,16 @@ def _rewrite_trainer_startup(plan, program, startup):
                 sb.remove_op(op)
     main_block = program.global_block()
     tid = plan.trainer_id
+    recvs = []
     for p in plan.params:
         pbs = plan.param_blocks[p]
         pv = main_block.var(p)
         for b in pbs:
             if not sb.has_var(b.name):
                 sb.create_var(name=b.name, shape=b.shape, dtype=pv.dtype, type=pv.type)
-        sb.append_op("recv", inputs={"X": []}, outputs={"Out": [b.name for b in pbs]},
-                     attrs={"epmap": [b.endpoint for b in pbs], "recv_varnames": [], "trainer_id": tid,
-                            "sync_mode": plan.sync, OP_ROLE_ATTR: RPC})
+        recvs.append(sb.append_op("recv", inputs={"X": []}, outputs={"Out": [b.name for b in pbs]},
+                                  attrs=_recv_attrs(plan, p)))
+    _ask_ahead(recvs)
     dummy = sb.create_var(name=unique_name.generate("@CTRL_DEP@fetch_barrier"), type="RAW")
     sb.append_op("fetch_barrier", inputs={"X": []}, outputs={"Out": [dummy.name]},
                  attrs={"endpoints": plan.endpoints, "trainer_id": tid, OP_ROLE_ATTR: RPC})

@@ -9,6 +9,7 @@ import pytest
 
 import fluidist as fluid
 from fluidist.distributed import arrival_sums, rpc, shm_payload, wire
+from fluidist.distributed.authorize import parse_block_map
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -124,13 +125,14 @@ def _transpiled_pserver(trainers):
                 current_endpoint="127.0.0.1:1")
     prog = t.get_pserver_program("127.0.0.1:1")
     serv = prog.global_block().ops[0]
-    return prog, [b.idx for b in serv.attr("optimize_blocks")]
+    return prog, [b.idx for b in serv.attr("optimize_blocks")], parse_block_map(serv.attr("sum_on_arrival"), "sums")
 
 
 def test_arrival_sums_replace_the_rounds_sum():
-    prog, blocks = _transpiled_pserver(trainers=3)
-    sums = arrival_sums.ArrivalSums(prog, blocks, 3)
-    assert sorted(sums.by_block) == blocks                 # every block starts with the trainers' sum
+    prog, blocks, listed = _transpiled_pserver(trainers=3)
+    assert sorted(listed.values()) == blocks               # the transpiler lists every block's sum ...
+    sums = arrival_sums.ArrivalSums(prog, listed, 3)
+    assert sorted(sums.by_block) == blocks                 # ... and the pserver sums them as they arrive
     idx = blocks[0]
     acc = sums.by_block[idx]
     assert [op.type for op in sums.derived.block(idx).ops] == [op.type for op in prog.block(idx).ops][1:]
@@ -149,8 +151,12 @@ def test_arrival_sums_replace_the_rounds_sum():
         sums.add(n, vals[n], 1)
     assert sums.program_for(idx, 1, stored.__setitem__) is prog
     # one trainer: nothing to sum
-    prog1, blocks1 = _transpiled_pserver(trainers=1)
-    assert not arrival_sums.ArrivalSums(prog1, blocks1, 1).by_block
+    prog1, blocks1, listed1 = _transpiled_pserver(trainers=1)
+    assert listed1 == {} and not arrival_sums.ArrivalSums(prog1, listed1, 1).by_block
+    # an attr that does not say what the block holds is refused, naming the block
+    wrong = {"not_the_grad": idx}
+    with pytest.raises(ValueError, match="sum_on_arrival says block %d begins with the sum" % idx):
+        arrival_sums.ArrivalSums(prog, wrong, 3)
 
 
 def test_no_segment_is_left_behind_by_a_child():
@@ -168,9 +174,10 @@ def test_no_segment_is_left_behind_by_a_child():
 @pytest.mark.cpu_only("recv writes received blocks into the parameter's host memory; on a device the plan "
                       "copies them to the device instead")
 def test_consecutive_recvs_ask_at_once_and_write_into_the_parameter(monkeypatch):
-    """Two recv ops in a row: the first sends both gets and waits once; the second takes its reply.
-    Blocks joined by a Dist concat land in the parameter's rows (the concat copies nothing). The
-    fetch_barrier after them has nothing left to ask."""
+    """Two recv ops in a row, as the transpiler writes them: the first (its batch_* attrs list what
+    the second receives) sends both gets and waits once; the second takes its reply. Blocks joined
+    by a Dist concat (row_block_* attrs) land in the parameter's rows (the concat copies nothing).
+    The fetch_barrier after them has nothing left to ask."""
     monkeypatch.setenv(shm_payload.MODE_ENV, "shm")
     monkeypatch.setenv(shm_payload.MIN_BYTES_ENV, "1")
     server = rpc.Server("127.0.0.1:0")
@@ -193,7 +200,8 @@ def test_consecutive_recvs_ask_at_once_and_write_into_the_parameter(monkeypatch)
         gb.create_var(name=n, shape=list(v.shape), dtype="float32", persistable=True)
     gb.create_var(name="w", shape=[5, 4], dtype="float32", persistable=True)
     gb.append_op("recv", inputs={"X": []}, outputs={"Out": ["w.block0", "w.block1"]},
-                 attrs={"epmap": [ep, ep], "trainer_id": 0})
+                 attrs={"epmap": [ep, ep], "trainer_id": 0, "batch_epmap": [ep], "batch_varnames": ["b"],
+                        "row_block_of": ["w", "w"], "row_block_begin": [0, 3]})
     gb.append_op("recv", inputs={"X": []}, outputs={"Out": ["b"]}, attrs={"epmap": [ep], "trainer_id": 0})
     gb.append_op("concat", inputs={"X": ["w.block0", "w.block1"]}, outputs={"Out": ["w"]},
                  attrs={"axis": 0, "op_role": 8})

@@ -27,8 +27,17 @@ def test_worked_example_sgd_two_pservers_two_trainers():
     assert send_w.input("X") == ["fc_w@GRAD.block0.trainer_0", "fc_w@GRAD.block1.trainer_0"]
     assert send_w.attr("epmap") == [EP1, EP0]
     assert send_w.attr("op_role") == OpRole.RPC and send_w.attr("op_role_var") == ["fc_w", "fc_w@GRAD"]
-    recv_w = ops[16]
+    recv_b, recv_w = ops[15], ops[16]
     assert recv_w.output("Out") == ["fc_w.block0", "fc_w.block1"] and recv_w.attr("epmap") == [EP1, EP0]
+    # what the runtime reads: the first recv asks for the run's other blocks too; a sliced
+    # parameter's blocks say which rows of it they are (the Dist concat joins them)
+    assert recv_b.attr("batch_epmap") == [EP1, EP0]
+    assert recv_b.attr("batch_varnames") == ["fc_w.block0", "fc_w.block1"]
+    assert recv_w.attr("batch_epmap") == [] and recv_b.attr("row_block_of") == []
+    assert recv_w.attr("row_block_of") == ["fc_w", "fc_w"] and recv_w.attr("row_block_begin") == [0, 500]
+    st_recvs = [op for op in startup.global_block().ops if op.type == "recv"]
+    assert st_recvs[0].attr("batch_varnames") == ["fc_w.block0", "fc_w.block1"]
+    assert st_recvs[1].attr("row_block_begin") == [0, 500]
     assert ops[-1].input("X") == ["fc_w.block0", "fc_w.block1"] and ops[-1].output("Out") == ["fc_w"]
     assert trainer.global_block().var("fc_w.block0").shape == (500, 1000)
     assert "fc_w.block0" in startup.global_block().vars
@@ -42,6 +51,8 @@ def test_worked_example_sgd_two_pservers_two_trainers():
     assert [b.idx for b in las.attr("optimize_blocks")] == [1, 2]
     assert las.attr("grad_to_block_id") == ["fc_b@GRAD:1", "fc_w@GRAD.block1:2"]
     assert las.attr("lr_decay_block_id") == -1 and las.attr("distributed_mode") == 0
+    # each block begins with the trainers' sum, which the pserver may do as the gradients arrive
+    assert las.attr("sum_on_arrival") == ["fc_b@GRAD:1", "fc_w@GRAD.block1:2"]
     assert las.input("X") == ["fc_b@GRAD.trainer_0", "fc_b@GRAD.trainer_1",
                               "fc_w@GRAD.block1.trainer_0", "fc_w@GRAD.block1.trainer_1"]
     assert ps0.block(1).ops[1].attr("scale") == 0.5
@@ -246,6 +257,8 @@ def test_sparse_embedding_gradient_is_split_by_rows():
     blocks = {b.idx: op_types(b) for b in las.attr("optimize_blocks")}
     assert ["sum", "scale", "sgd"] in blocks.values()
     assert any(s.startswith("emb_w@GRAD.block") for s in las.attr("sparse_grad_to_param"))
+    # a row-sparse gradient's sum stays in its block (rows are concatenated, not added on arrival)
+    assert las.attr("sum_on_arrival") and not any(s.startswith("emb_w") for s in las.attr("sum_on_arrival"))
 
 
 def _table_model(distributed, optimizer):
