@@ -21,9 +21,9 @@ from ..distributed.collective.base import CollectiveError
 from ..distributed.collective.common import CollectiveTimeout
 from ..distributed.collective.registry import init_comms_from_nccl_id
 from ..distributed.collective.threads import thread_group
-from ..framework import unique_name
-from ..framework.op_role import OP_ROLE_ATTR, OpRole, backward_param_grads, is_backward_op, is_loss_grad_op
+from ..framework.op_role import OP_ROLE_ATTR, OpRole
 from ..framework.program import Program
+from ..transpiler.collective import allreduce_gradients
 from .executor import Executor, _as_fetch_names
 from ..core.place import CUDAPlace, cpu_places, cuda_places, is_device_array, to_host
 from ..core.placement import copy_to, to_place
@@ -282,7 +282,6 @@ class _DataParallelRunner:
                                  % (self.num_trainers, len(eps)))
         self.loss_name = compiled._loss_name
         self.local_ring = next(_LOCAL_RINGS) if self.nplaces > 1 else None
-        self.pairs = backward_param_grads(prog.global_block())
         fuse = bool(getattr(bs, "fuse_all_reduce_ops", True))
         self.programs = [self._place_program(prog, compiled, i, fuse) for i in range(self.nplaces)]
         if bs.debug_graphviz_path:  # as Paddle: the DOT text at <path>_multi_devices_graph
@@ -313,10 +312,10 @@ class _DataParallelRunner:
 
     # ------------------------------------------------------------ the per-place programs
     def _place_program(self, prog, compiled, i, fuse):
-        """``prog`` for place ``i``: the loss gradient scaled by 1/(places x trainers), the gradients
-        all-reduced after backward."""
+        """``prog`` for place ``i``: the collective mode's GradAllReduce pass
+        (``transpiler.collective.allreduce_gradients``) with the loss gradient scaled by
+        1/(places x trainers) and the gradients reduced over this runner's rings."""
         p = prog.clone()
-        block = p.global_block()
         total = self.nplaces * self.num_trainers
         scale = compiled._build_strategy.gradient_scale_strategy
         if scale == BuildStrategy.GradientScaleStrategy.Customized:
@@ -324,61 +323,25 @@ class _DataParallelRunner:
                              "CoeffNumDevice (the mean over all devices) or One (their sum)")
         if scale == BuildStrategy.GradientScaleStrategy.One:
             total = 1          # every device's loss gradient is 1: gradients are summed, not averaged
-        if total > 1 and self.loss_name:
-            loss_grad = self.loss_name + "@GRAD"
-            for op in block.writers_of(loss_grad):
-                if is_loss_grad_op(op):
-                    block.insert_after(op, "scale", inputs={"X": [loss_grad]}, outputs={"Out": [loss_grad]},
-                                       attrs={"scale": 1.0 / total, OP_ROLE_ATTR: OpRole.Backward})
-                    break
-        if total > 1 or self.nplaces > 1 or self.num_trainers > 1:
-            self._insert_allreduces(block, i, fuse)
+        reduce_ops = self._reduce_ops(i)
+        if reduce_ops or (total > 1 and self.loss_name):
+            allreduce_gradients(p.global_block(), 1.0 / total if total > 1 and self.loss_name else None,
+                                lambda k: reduce_ops, fuse=fuse)
         p.lint()
         return p
 
     def _reduce_ops(self, i):
-        """(op type, attrs) of the all-reduce of one tensor on place ``i``."""
-        role = {OP_ROLE_ATTR: OpRole.Backward | OpRole.Collective}
+        """(op type, attrs) of the all-reduce of one tensor on place ``i``: over the places' ring,
+        then (place 0) over the processes' ring 0 and a broadcast to the siblings."""
         ops = []
         if self.nplaces > 1:
-            ops.append(("c_allreduce_sum", dict(role, ring_id=self.local_ring)))
+            ops.append(("c_allreduce_sum", {"ring_id": self.local_ring}))
         if self.num_trainers > 1:
             if i == 0:
-                ops.append(("c_allreduce_sum", dict(role, ring_id=0)))
+                ops.append(("c_allreduce_sum", {"ring_id": 0}))
             if self.nplaces > 1:
-                ops.append(("c_broadcast", dict(role, ring_id=self.local_ring, root=0)))
+                ops.append(("c_broadcast", {"ring_id": self.local_ring, "root": 0}))
         return ops
-
-    def _insert_allreduces(self, block, i, fuse):
-        reduce_ops = self._reduce_ops(i)
-        if not reduce_ops:
-            return
-        producers = {}
-        for _, g in self.pairs:
-            op = _last_backward_writer(block, g)
-            if op is not None:
-                producers[g] = op
-        dense = [g for g in producers if not _row_sparse(block, g)]
-        sparse = [g for g in producers if g not in dense]
-        with block.edits() as edits:
-            if fuse and len(dense) > 1 and len({block.var(g).dtype for g in dense}) == 1:
-                last = max((producers[g] for g in dense), key=block._index_of)
-                fused = block.create_var(name=unique_name.generate("@FUSED_GRAD@"), dtype=block.var(dense[0]).dtype,
-                                         stop_gradient=True)
-                anchor = edits.insert_after(last, "coalesce_tensor", inputs={"Input": dense},
-                                            outputs={"Output": dense, "FusedOutput": [fused.name]},
-                                            attrs={"copy_data": True, "dtype": fused.dtype,
-                                                   OP_ROLE_ATTR: OpRole.Backward | OpRole.Collective})
-                for op_type, attrs in reduce_ops:
-                    anchor = edits.insert_after(anchor, op_type, inputs={"X": [fused.name]},
-                                                outputs={"Out": [fused.name]}, attrs=attrs)
-            else:
-                sparse = sparse + dense
-            for g in sparse:
-                anchor = producers[g]
-                for op_type, attrs in reduce_ops:
-                    anchor = edits.insert_after(anchor, op_type, inputs={"X": [g]}, outputs={"Out": [g]},
-                                                attrs=attrs)
 
     # ------------------------------------------------------------ communicators
     def _make_local_ring(self):
@@ -478,17 +441,6 @@ def _broadcast_from_rank0(comm, value, place):
     if isinstance(value, np.ndarray) or collective_registry.backend_for(place) == "nccl":
         return comm.broadcast(value, 0)
     return to_place(comm.broadcast(to_host(value), 0), place)
-
-
-def _last_backward_writer(block, name):
-    writers = [op for op in block.writers_of(name) if is_backward_op(op)]
-    return writers[-1] if writers else None
-
-
-def _row_sparse(block, name):
-    """Does ``name`` hold a SelectedRows at run time (a sparse lookup's gradient, a sum of them)?"""
-    from ..regularizer import is_selected_rows_grad
-    return is_selected_rows_grad(block.var(name))
 
 
 __all__ = ["CompiledProgram", "BuildStrategy", "ExecutionStrategy"]

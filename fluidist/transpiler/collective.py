@@ -144,49 +144,106 @@ def _is_update_op(op):
     return registry.update_rule(op) is not None and bool(op.input("Param"))
 
 
-class GradAllReduce(Collective):
-    mode = "grad_allreduce"
+def allreduce_gradients(block, loss_scale, reduce_ops, fuse=False, sync_rings=0):
+    """The GradAllReduce pass, in place over ``block`` (the collective mode's and
+    ``CompiledProgram.with_data_parallel``'s): the loss gradient scaled by ``loss_scale`` (None: left
+    alone), then each parameter gradient (named by a backward op's ``op_role_var``; a distributed
+    table's is left to the pservers) reduced right after that op by the ops ``reduce_ops(k)`` gives
+    for the ``k``-th gradient reduced (last gradient first): ``[(op type, attrs)]``, each reading and
+    writing the gradient in place.
 
-    def _transpile_main_program(self):
-        self._insert_scale_loss_grad_ops()
-        self._insert_allreduce_ops()
-
-    def _insert_scale_loss_grad_ops(self):
-        block = self.main_program.global_block()
+    ``fuse`` (``fuse_all_reduce_ops``): the dense gradients, when several share one dtype, are
+    coalesced into one buffer (``coalesce_tensor``) after the last of those ops and reduced at once
+    by ``reduce_ops(0)``; row-sparse ones are reduced each alone. ``sync_rings`` > 0 (Paddle's
+    layout): a ``c_sync_calc_stream`` before the reductions after each op, and a
+    ``c_sync_comm_stream`` for each of rings ``0 .. sync_rings - 1`` before the first optimize op."""
+    if loss_scale is not None:
         for op in list(block.ops):
             if is_loss_grad_op(op):
                 g = op.output_arg_names[0]
                 block.insert_after(op, "scale", inputs={"X": [g]}, outputs={"Out": [g]},
-                                   attrs={"scale": 1.0 / self.nranks, OP_ROLE_ATTR: OpRole.Backward})
-
-    def _insert_allreduce_ops(self):
-        block = self.main_program.global_block()
-        ring_id = -1
-        grad = None
-        with block.edits() as edits:
-            for op in reversed(block.ops):
-                if not is_backward_op(op):
+                                   attrs={"scale": loss_scale, OP_ROLE_ATTR: OpRole.Backward})
+    producers = []     # (backward op, [its gradients]), last op first
+    for op in reversed(block.ops):
+        if is_backward_op(op):
+            grads = [g for p, g in role_vars(op) if not _is_distributed(block, p)]
+            if grads:
+                producers.append((op, grads))
+    if not producers:
+        return
+    fused = _fusable(block, producers) if fuse else []
+    role = {OP_ROLE_ATTR: OpRole.Backward | COLL}
+    sync = sync_rings > 0
+    with block.edits() as edits:
+        if fused:
+            last = next(op for op, grads in producers if set(grads) & set(fused))
+            buf = block.create_var(name=unique_name.generate("@FUSED_GRAD@"), dtype=block.var(fused[0]).dtype,
+                                   stop_gradient=True)
+            anchor = edits.insert_after(last, "coalesce_tensor", inputs={"Input": fused},
+                                        outputs={"Output": fused, "FusedOutput": [buf.name]},
+                                        attrs=dict(role, copy_data=True, dtype=buf.dtype))
+            _append_reduction(edits, anchor, buf.name, reduce_ops(0), role, sync)
+        k = 0
+        for op, grads in producers:
+            anchor = op
+            for g in grads:
+                if g in fused:
                     continue
-                anchor = op
-                for p, g in role_vars(op):
-                    param = block._find_var_recursive(p)
-                    grad = g
-                    if param is not None and getattr(param, "is_distributed", False):
-                        continue
-                    if anchor is op:
-                        anchor = edits.insert_after(op, "c_sync_calc_stream", inputs={"X": [g]}, outputs={"Out": [g]},
-                                                    attrs={OP_ROLE_ATTR: OpRole.Backward | COLL})
-                    ring_id = (ring_id + 1) % self.nrings
-                    anchor = edits.insert_after(anchor, "c_allreduce_sum", inputs={"X": [g]}, outputs={"Out": [g]},
-                                                attrs={"ring_id": ring_id, OP_ROLE_ATTR: OpRole.Backward | COLL})
-        if grad is None:
-            return
-        first_opt = next((op for op in block.ops if has_role(op, OpRole.Optimize)), None)
-        if first_opt is not None:
-            with block.edits() as edits:
-                for ring_id in range(self.nrings):
-                    edits.insert_before(first_opt, "c_sync_comm_stream", inputs={"X": [grad]}, outputs={"Out": [grad]},
-                                        attrs={"ring_id": ring_id, OP_ROLE_ATTR: OpRole.Backward | COLL})
+                anchor = _append_reduction(edits, anchor, g, reduce_ops(k), role, sync and anchor is op)
+                k += 1
+    if sync:
+        _sync_comm_before_updates(block, producers[-1][1][-1], sync_rings)
+
+
+def _is_distributed(block, param):
+    v = block._find_var_recursive(param)
+    return v is not None and getattr(v, "is_distributed", False)
+
+
+def _fusable(block, producers):
+    """The dense gradients to coalesce into one buffer: all of them when there are several, of one
+    dtype; else none."""
+    from ..regularizer import is_selected_rows_grad
+    grads = [g for _, gs in reversed(producers) for g in gs]
+    dense = [g for g in grads if not is_selected_rows_grad(block.var(g))]
+    if len(dense) > 1 and len({block.var(g).dtype for g in dense}) == 1:
+        return dense
+    return []
+
+
+def _append_reduction(edits, anchor, name, ops, role, sync_calc):
+    """``ops`` on ``name`` in place after ``anchor`` (a ``c_sync_calc_stream`` first if asked);
+    returns the last op inserted."""
+    if sync_calc:
+        anchor = edits.insert_after(anchor, "c_sync_calc_stream", inputs={"X": [name]}, outputs={"Out": [name]},
+                                    attrs=dict(role))
+    for op_type, attrs in ops:
+        anchor = edits.insert_after(anchor, op_type, inputs={"X": [name]}, outputs={"Out": [name]},
+                                    attrs=dict(role, **attrs))
+    return anchor
+
+
+def _sync_comm_before_updates(block, grad, rings):
+    """A ``c_sync_comm_stream`` on each of ``rings`` rings, before the first optimize op."""
+    first_opt = next((op for op in block.ops if has_role(op, OpRole.Optimize)), None)
+    if first_opt is None:
+        return
+    with block.edits() as edits:
+        for ring_id in range(rings):
+            edits.insert_before(first_opt, "c_sync_comm_stream", inputs={"X": [grad]}, outputs={"Out": [grad]},
+                                attrs={"ring_id": ring_id, OP_ROLE_ATTR: OpRole.Backward | COLL})
+
+
+class GradAllReduce(Collective):
+    mode = "grad_allreduce"
+
+    def _transpile_main_program(self):
+        allreduce_gradients(self.main_program.global_block(), 1.0 / self.nranks, self._reduce_ops,
+                            sync_rings=self.nrings)
+
+    def _reduce_ops(self, k):
+        """The ``k``-th gradient (last first) is all-reduced on ring ``k mod nrings``."""
+        return [("c_allreduce_sum", {"ring_id": k % self.nrings})]
 
 
 class LocalSGD(Collective):
