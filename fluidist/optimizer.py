@@ -46,10 +46,6 @@ class SGDOptimizer(Optimizer):
                  grad_clip: Any = None, parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
 
-    def _append_optimize_op(self, block, param_and_grad):
-        p = param_and_grad[0]
-        return block.append_op("sgd", inputs=self._update_inputs(param_and_grad), outputs={"ParamOut": [p]})
-
 
 class MomentumOptimizer(Optimizer):
     """SGD with momentum: ``velocity = momentum * velocity + grad``, ``param -= lr * velocity``.
@@ -76,6 +72,7 @@ class MomentumOptimizer(Optimizer):
 
     type = "momentum"
     _velocity_acc_str = "velocity"
+    _accumulator_names = {"Velocity": _velocity_acc_str}
 
     def __init__(self, learning_rate: float | Variable, momentum: float, use_nesterov: bool = False,
                  regularization: Any = None, name: str | None = None, grad_clip: Any = None,
@@ -86,17 +83,8 @@ class MomentumOptimizer(Optimizer):
         self._momentum = float(momentum)
         self._use_nesterov = bool(use_nesterov)
 
-    def _create_accumulators(self, block, parameters):
-        for p in parameters:
-            self._add_accumulator(self._velocity_acc_str, p)
-
-    def _append_optimize_op(self, block, param_and_grad):
-        p = param_and_grad[0]
-        v = self._get_accumulator(self._velocity_acc_str, p)
-        inputs = self._update_inputs(param_and_grad)
-        inputs["Velocity"] = [v]
-        return block.append_op("momentum", inputs=inputs, outputs={"ParamOut": [p], "VelocityOut": [v]},
-                               attrs={"mu": self._momentum, "use_nesterov": self._use_nesterov})
+    def _update_attrs(self, param_and_grad):
+        return {"mu": self._momentum, "use_nesterov": self._use_nesterov}
 
 
 class LarsMomentumOptimizer(Optimizer):
@@ -104,6 +92,7 @@ class LarsMomentumOptimizer(Optimizer):
 
     type = "lars_momentum"
     _velocity_acc_str = "velocity"
+    _accumulator_names = {"Velocity": _velocity_acc_str}
 
     def __init__(self, learning_rate, momentum, lars_coeff=0.001, lars_weight_decay=0.0005, regularization=None,
                  name=None, grad_clip=None, parameter_list=None):
@@ -112,18 +101,8 @@ class LarsMomentumOptimizer(Optimizer):
         self._lars_coeff = float(lars_coeff)
         self._lars_weight_decay = float(lars_weight_decay)
 
-    def _create_accumulators(self, block, parameters):
-        for p in parameters:
-            self._add_accumulator(self._velocity_acc_str, p)
-
-    def _append_optimize_op(self, block, param_and_grad):
-        p = param_and_grad[0]
-        v = self._get_accumulator(self._velocity_acc_str, p)
-        inputs = self._update_inputs(param_and_grad)
-        inputs["Velocity"] = [v]
-        return block.append_op("lars_momentum", inputs=inputs, outputs={"ParamOut": [p], "VelocityOut": [v]},
-                               attrs={"mu": self._momentum, "lars_coeff": self._lars_coeff,
-                                      "lars_weight_decay": self._lars_weight_decay})
+    def _update_attrs(self, param_and_grad):
+        return {"mu": self._momentum, "lars_coeff": self._lars_coeff, "lars_weight_decay": self._lars_weight_decay}
 
 
 class AdagradOptimizer(Optimizer):
@@ -149,6 +128,7 @@ class AdagradOptimizer(Optimizer):
 
     type = "adagrad"
     _moment_acc_str = "moment"
+    _accumulator_names = {"Moment": _moment_acc_str}
 
     def __init__(self, learning_rate: float | Variable, epsilon: float = 1.0e-6, regularization: Any = None,
                  name: str | None = None, initial_accumulator_value: float = 0.0, grad_clip: Any = None,
@@ -157,17 +137,11 @@ class AdagradOptimizer(Optimizer):
         self._epsilon = float(epsilon)
         self.initial_accumulator_value = float(initial_accumulator_value)
 
-    def _create_accumulators(self, block, parameters):
-        for p in parameters:
-            self._add_accumulator(self._moment_acc_str, p, fill_value=self.initial_accumulator_value)
+    def _accumulator_fill(self, slot):
+        return self.initial_accumulator_value
 
-    def _append_optimize_op(self, block, param_and_grad):
-        p = param_and_grad[0]
-        m = self._get_accumulator(self._moment_acc_str, p)
-        inputs = self._update_inputs(param_and_grad)
-        inputs["Moment"] = [m]
-        return block.append_op("adagrad", inputs=inputs, outputs={"ParamOut": [p], "MomentOut": [m]},
-                               attrs={"epsilon": self._epsilon})
+    def _update_attrs(self, param_and_grad):
+        return {"epsilon": self._epsilon}
 
 
 class DecayedAdagradOptimizer(Optimizer):
@@ -175,6 +149,7 @@ class DecayedAdagradOptimizer(Optimizer):
 
     type = "decayed_adagrad"
     _moment_acc_str = "moment"
+    _accumulator_names = {"Moment": _moment_acc_str}
 
     def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, regularization=None, name=None,
                  grad_clip=None, parameter_list=None):
@@ -183,17 +158,8 @@ class DecayedAdagradOptimizer(Optimizer):
         self._decay = float(decay)
         self._epsilon = float(epsilon)
 
-    def _create_accumulators(self, block, parameters):
-        for p in parameters:
-            self._add_accumulator(self._moment_acc_str, p)
-
-    def _append_optimize_op(self, block, param_and_grad):
-        p = param_and_grad[0]
-        m = self._get_accumulator(self._moment_acc_str, p)
-        inputs = self._update_inputs(param_and_grad)
-        inputs["Moment"] = [m]
-        return block.append_op("decayed_adagrad", inputs=inputs, outputs={"ParamOut": [p], "MomentOut": [m]},
-                               attrs={"epsilon": self._epsilon, "decay": self._decay})
+    def _update_attrs(self, param_and_grad):
+        return {"epsilon": self._epsilon, "decay": self._decay}
 
 
 class AdamOptimizer(Optimizer):
@@ -228,7 +194,8 @@ class AdamOptimizer(Optimizer):
     _moment2_acc_str = "moment2"
     _beta1_pow_acc_str = "beta1_pow_acc"
     _beta2_pow_acc_str = "beta2_pow_acc"
-    _op_type = "adam"
+    _accumulator_names = {"Moment1": _moment1_acc_str, "Moment2": _moment2_acc_str,
+                          "Beta1Pow": _beta1_pow_acc_str, "Beta2Pow": _beta2_pow_acc_str}
 
     def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, regularization: Any = None, name: str | None = None,
@@ -242,38 +209,28 @@ class AdamOptimizer(Optimizer):
         self._epsilon = float(epsilon)
         self._lazy_mode = bool(lazy_mode)
 
-    def _create_accumulators(self, block, parameters):
-        for p in parameters:
-            self._add_accumulator(self._moment1_acc_str, p)
-            self._add_accumulator(self._moment2_acc_str, p)
-            self._add_accumulator(self._beta1_pow_acc_str, p, dtype="float32", fill_value=self._beta1, shape=[1])
-            self._add_accumulator(self._beta2_pow_acc_str, p, dtype="float32", fill_value=self._beta2, shape=[1])
+    def _accumulator_fill(self, slot):
+        return {"Beta1Pow": self._beta1, "Beta2Pow": self._beta2}.get(slot, 0.0)
 
-    def _adam_inputs_outputs(self, param_and_grad):
-        p = param_and_grad[0]
-        m1 = self._get_accumulator(self._moment1_acc_str, p)
-        m2 = self._get_accumulator(self._moment2_acc_str, p)
-        inputs = self._update_inputs(param_and_grad)
-        inputs.update({"Moment1": [m1], "Moment2": [m2],
-                       "Beta1Pow": [self._get_accumulator(self._beta1_pow_acc_str, p)],
-                       "Beta2Pow": [self._get_accumulator(self._beta2_pow_acc_str, p)]})
-        return inputs, {"ParamOut": [p], "Moment1Out": [m1], "Moment2Out": [m2]}
-
-    def _append_optimize_op(self, block, param_and_grad):
-        inputs, outputs = self._adam_inputs_outputs(param_and_grad)
-        return block.append_op("adam", inputs=inputs, outputs=outputs,
-                               attrs={"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
-                                      "lazy_mode": self._lazy_mode})
+    def _update_attrs(self, param_and_grad):
+        return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon, "lazy_mode": self._lazy_mode}
 
     def _finish_update(self, block, parameters_and_grads):
         """``beta1_pow_acc *= beta1`` and ``beta2_pow_acc *= beta2`` by ``scale`` ops, each under its
         parameter's optimize guard (the transpiler moves them with that parameter's update)."""
-        program = block.program
-        for p, g in parameters_and_grads:
-            with program._optimized_guard([p, g]), name_scope("optimizer"):
-                for acc, beta in ((self._beta1_pow_acc_str, self._beta1), (self._beta2_pow_acc_str, self._beta2)):
-                    v = self._get_accumulator(acc, p)
-                    block.append_op("scale", inputs={"X": [v]}, outputs={"Out": [v]}, attrs={"scale": beta})
+        _scale_pows(self, block, parameters_and_grads, ((self._beta1_pow_acc_str, self._beta1),
+                                                        (self._beta2_pow_acc_str, self._beta2)))
+
+
+def _scale_pows(opt, block, parameters_and_grads, pows):
+    """``acc *= beta`` for each ``(accumulator name, beta)`` of ``pows`` and each parameter, under
+    the parameter's optimize guard."""
+    program = block.program
+    for p, g in parameters_and_grads:
+        with program._optimized_guard([p, g]), name_scope("optimizer"):
+            for acc, beta in pows:
+                v = opt._get_accumulator(acc, p)
+                block.append_op("scale", inputs={"X": [v]}, outputs={"Out": [v]}, attrs={"scale": beta})
 
 
 class AdamaxOptimizer(Optimizer):
@@ -284,6 +241,7 @@ class AdamaxOptimizer(Optimizer):
     _moment_acc_str = "moment"
     _inf_norm_acc_str = "inf_norm"
     _beta1_pow_acc_str = "beta1_pow_acc"
+    _accumulator_names = {"Moment": _moment_acc_str, "InfNorm": _inf_norm_acc_str, "Beta1Pow": _beta1_pow_acc_str}
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, regularization=None, name=None,
                  grad_clip=None, parameter_list=None):
@@ -294,27 +252,14 @@ class AdamaxOptimizer(Optimizer):
         self._beta2 = float(beta2)
         self._epsilon = float(epsilon)
 
-    def _create_accumulators(self, block, parameters):
-        for p in parameters:
-            self._add_accumulator(self._moment_acc_str, p)
-            self._add_accumulator(self._inf_norm_acc_str, p)
-            self._add_accumulator(self._beta1_pow_acc_str, p, dtype="float32", fill_value=self._beta1, shape=[1])
+    def _accumulator_fill(self, slot):
+        return self._beta1 if slot == "Beta1Pow" else 0.0
 
-    def _append_optimize_op(self, block, param_and_grad):
-        p = param_and_grad[0]
-        m = self._get_accumulator(self._moment_acc_str, p)
-        u = self._get_accumulator(self._inf_norm_acc_str, p)
-        inputs = self._update_inputs(param_and_grad)
-        inputs.update({"Moment": [m], "InfNorm": [u], "Beta1Pow": [self._get_accumulator(self._beta1_pow_acc_str, p)]})
-        return block.append_op("adamax", inputs=inputs, outputs={"ParamOut": [p], "MomentOut": [m], "InfNormOut": [u]},
-                               attrs={"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon})
+    def _update_attrs(self, param_and_grad):
+        return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon}
 
     def _finish_update(self, block, parameters_and_grads):
-        program = block.program
-        for p, g in parameters_and_grads:
-            with program._optimized_guard([p, g]), name_scope("optimizer"):
-                v = self._get_accumulator(self._beta1_pow_acc_str, p)
-                block.append_op("scale", inputs={"X": [v]}, outputs={"Out": [v]}, attrs={"scale": self._beta1})
+        _scale_pows(self, block, parameters_and_grads, ((self._beta1_pow_acc_str, self._beta1),))
 
 
 class RMSPropOptimizer(Optimizer):
@@ -345,6 +290,8 @@ class RMSPropOptimizer(Optimizer):
     _momentum_acc_str = "momentum"
     _mean_square_acc_str = "mean_square"
     _mean_grad_acc_str = "mean_grad"
+    _accumulator_names = {"Moment": _momentum_acc_str, "MeanSquare": _mean_square_acc_str,
+                          "MeanGrad": _mean_grad_acc_str}
 
     def __init__(self, learning_rate: float | Variable, rho: float = 0.95, epsilon: float = 1.0e-6,
                  momentum: float = 0.0, centered: bool = False, regularization: Any = None,
@@ -358,24 +305,8 @@ class RMSPropOptimizer(Optimizer):
         self._momentum = float(momentum)
         self._centered = bool(centered)
 
-    def _create_accumulators(self, block, parameters):
-        for p in parameters:
-            self._add_accumulator(self._momentum_acc_str, p)
-            self._add_accumulator(self._mean_square_acc_str, p)
-            self._add_accumulator(self._mean_grad_acc_str, p)
-
-    def _append_optimize_op(self, block, param_and_grad):
-        p = param_and_grad[0]
-        mom = self._get_accumulator(self._momentum_acc_str, p)
-        ms = self._get_accumulator(self._mean_square_acc_str, p)
-        mg = self._get_accumulator(self._mean_grad_acc_str, p)
-        inputs = self._update_inputs(param_and_grad)
-        inputs.update({"Moment": [mom], "MeanSquare": [ms], "MeanGrad": [mg]})
-        return block.append_op("rmsprop", inputs=inputs,
-                               outputs={"ParamOut": [p], "MomentOut": [mom], "MeanSquareOut": [ms],
-                                        "MeanGradOut": [mg]},
-                               attrs={"epsilon": self._epsilon, "decay": self._rho, "momentum": self._momentum,
-                                      "centered": self._centered})
+    def _update_attrs(self, param_and_grad):
+        return {"epsilon": self._epsilon, "decay": self._rho, "momentum": self._momentum, "centered": self._centered}
 
 
 class FtrlOptimizer(Optimizer):
@@ -384,6 +315,7 @@ class FtrlOptimizer(Optimizer):
     type = "ftrl"
     _squared_acc_str = "squared"
     _linear_acc_str = "linear"
+    _accumulator_names = {"SquaredAccumulator": _squared_acc_str, "LinearAccumulator": _linear_acc_str}
 
     def __init__(self, learning_rate, l1=0.0, l2=0.0, lr_power=-0.5, regularization=None, name=None,
                  grad_clip=None, parameter_list=None):
@@ -392,20 +324,8 @@ class FtrlOptimizer(Optimizer):
         self._l2 = float(l2)
         self._lr_power = float(lr_power)
 
-    def _create_accumulators(self, block, parameters):
-        for p in parameters:
-            self._add_accumulator(self._squared_acc_str, p)
-            self._add_accumulator(self._linear_acc_str, p)
-
-    def _append_optimize_op(self, block, param_and_grad):
-        p = param_and_grad[0]
-        sq = self._get_accumulator(self._squared_acc_str, p)
-        lin = self._get_accumulator(self._linear_acc_str, p)
-        inputs = self._update_inputs(param_and_grad)
-        inputs.update({"SquaredAccumulator": [sq], "LinearAccumulator": [lin]})
-        return block.append_op("ftrl", inputs=inputs,
-                               outputs={"ParamOut": [p], "SquaredAccumOut": [sq], "LinearAccumOut": [lin]},
-                               attrs={"l1": self._l1, "l2": self._l2, "lr_power": self._lr_power})
+    def _update_attrs(self, param_and_grad):
+        return {"l1": self._l1, "l2": self._l2, "lr_power": self._lr_power}
 
 
 class LambOptimizer(AdamOptimizer):
@@ -423,14 +343,11 @@ class LambOptimizer(AdamOptimizer):
         self._weight_decay = float(lamb_weight_decay)
         self._exclude_from_weight_decay_fn = exclude_from_weight_decay_fn
 
-    def _append_optimize_op(self, block, param_and_grad):
-        inputs, outputs = self._adam_inputs_outputs(param_and_grad)
+    def _update_attrs(self, param_and_grad):
         wd = self._weight_decay
         if self._exclude_from_weight_decay_fn is not None and self._exclude_from_weight_decay_fn(param_and_grad[0]):
             wd = 0.0
-        return block.append_op("lamb", inputs=inputs, outputs=outputs,
-                               attrs={"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
-                                      "weight_decay": wd})
+        return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon, "weight_decay": wd}
 
 
 class AdadeltaOptimizer(Optimizer):
@@ -440,6 +357,8 @@ class AdadeltaOptimizer(Optimizer):
     type = "adadelta"
     _avg_squared_grad_acc_str = "_avg_squared_grad"
     _avg_squared_update_acc_str = "_avg_squared_update"
+    _accumulator_names = {"AvgSquaredGrad": _avg_squared_grad_acc_str,
+                          "AvgSquaredUpdate": _avg_squared_update_acc_str}
 
     def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95, parameter_list=None, regularization=None,
                  grad_clip=None, name=None):
@@ -453,19 +372,8 @@ class AdadeltaOptimizer(Optimizer):
         self._epsilon = float(epsilon)
         self._rho = float(rho)
 
-    def _create_accumulators(self, block, parameters):
-        for p in parameters:
-            self._add_accumulator(self._avg_squared_grad_acc_str, p)
-            self._add_accumulator(self._avg_squared_update_acc_str, p)
-
-    def _append_optimize_op(self, block, param_and_grad):
-        p, g = param_and_grad
-        asg = self._get_accumulator(self._avg_squared_grad_acc_str, p)
-        asu = self._get_accumulator(self._avg_squared_update_acc_str, p)
-        return block.append_op("adadelta", inputs={"Param": [p], "Grad": [g], "AvgSquaredGrad": [asg],
-                                                   "AvgSquaredUpdate": [asu]},
-                               outputs={"ParamOut": [p], "AvgSquaredGradOut": [asg], "AvgSquaredUpdateOut": [asu]},
-                               attrs={"epsilon": self._epsilon, "rho": self._rho})
+    def _update_attrs(self, param_and_grad):
+        return {"epsilon": self._epsilon, "rho": self._rho}
 
 
 class DpsgdOptimizer(Optimizer):
@@ -486,11 +394,8 @@ class DpsgdOptimizer(Optimizer):
         self._sigma = float(sigma)
         self._seed = None
 
-    def _append_optimize_op(self, block, param_and_grad):
-        p = param_and_grad[0]
-        return block.append_op("dpsgd", inputs=self._update_inputs(param_and_grad), outputs={"ParamOut": [p]},
-                               attrs={"clip": self._clip, "batch_size": self._batch_size, "sigma": self._sigma,
-                                      "seed": int(self._seed or 0)})
+    def _update_attrs(self, param_and_grad):
+        return {"clip": self._clip, "batch_size": self._batch_size, "sigma": self._sigma, "seed": int(self._seed or 0)}
 
 
 class RecomputeOptimizer(Optimizer):

@@ -16,15 +16,16 @@ A parameter with ``ParamAttr(learning_rate=x)`` gets ``scale(global lr, x)`` bui
 (op_role LRSched|Optimize) as its LearningRate. The transpiler finds all of this through op_role,
 op_role_var and the slot names (Param, Grad, LearningRate, the accumulator slots) only.
 
-The optimizers themselves are in :mod:`fluidist.optimizer`.
+The update op's slots come from its registry entry (``UpdateRule``): an optimizer names only the
+op, its accumulators and its attrs. The optimizers themselves are in :mod:`fluidist.optimizer`.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from .backward import append_backward
-from .framework import unique_name
+from .framework import registry, unique_name
 from .framework.program import Program, Variable, default_main_program, default_startup_program, name_scope, program_guard
 from .initializer import ConstantInitializer
 from .layers.layer_helper import LayerHelper
@@ -33,10 +34,15 @@ __all__ = ["Optimizer"]
 
 
 class Optimizer:
-    """Base class. Subclasses implement ``_create_accumulators``, ``_append_optimize_op`` and, when
-    they have per-step bookkeeping, ``_finish_update``."""
+    """Base class. A subclass names its update op (``type``, a registry entry with an
+    ``UpdateRule``), the accumulator of each of the op's accumulator slots (``_accumulator_names``:
+    Paddle's names, so saved optimizer state loads by name), their start values
+    (``_accumulator_fill``) and the op's attrs (``_update_attrs``); the base class builds the
+    accumulators and the update ops from the rule. Per-step bookkeeping goes in ``_finish_update``.
+    An optimizer whose ops do not fit overrides ``_create_accumulators`` / ``_append_optimize_op``."""
 
     type = "optimizer"
+    _accumulator_names: Dict[str, str] = {}    # update-op slot -> accumulator name
 
     def __init__(self, learning_rate: Union[float, Variable], regularization: Any = None, name: Optional[str] = None,
                  grad_clip: Any = None, parameter_list: Optional[Sequence[Any]] = None) -> None:
@@ -126,20 +132,64 @@ class Optimizer:
         """Names of the accumulators this optimizer created."""
         return list(self._opti_name_list)
 
-    # ---------------------------------------------------------------- hooks for subclasses
+    # ---------------------------------------------------------------- the update op, from its rule
+    def _update_rule(self):
+        """The registry's ``UpdateRule`` of this optimizer's update op (``type``)."""
+        rule = registry.get(self.type).update
+        if rule is None:
+            raise TypeError("%s: op %r is not a parameter update op (it has no UpdateRule)"
+                            % (type(self).__name__, self.type))
+        return rule
+
+    def _accumulator_name(self, slot):
+        name = self._accumulator_names.get(slot)
+        if name is None:
+            raise TypeError("%s: no accumulator name for slot %r of the %r op (_accumulator_names)"
+                            % (type(self).__name__, slot, self.type))
+        return name
+
     def _create_accumulators(self, block, parameters):
-        pass
+        """For each parameter, the accumulators of the update op's slots (the registry's
+        ``UpdateRule``): parameter-shaped ones, then one-element float32 ones, named by
+        ``_accumulator_names`` and filled with ``_accumulator_fill(slot)``."""
+        rule = self._update_rule()
+        for p in parameters:
+            for slot in rule.param_like:
+                self._add_accumulator(self._accumulator_name(slot), p, fill_value=self._accumulator_fill(slot))
+            for slot in rule.scalars:
+                self._add_accumulator(self._accumulator_name(slot), p, dtype="float32",
+                                      fill_value=self._accumulator_fill(slot), shape=[1])
+
+    def _accumulator_fill(self, slot):
+        """The value the accumulator of update-op slot ``slot`` starts with."""
+        return 0.0
+
+    def _update_attrs(self, param_and_grad):
+        """The attrs of the update op of one (param, grad)."""
+        return {}
 
     def _append_optimize_op(self, block, param_and_grad):
-        raise NotImplementedError
+        """The update op ``type`` of one (param, grad): Param, Grad, LearningRate (when the op has
+        that slot) and the accumulators of its rule in, ParamOut and the accumulators' outputs out
+        (the same variables: updates are in place)."""
+        rule = self._update_rule()
+        p = param_and_grad[0]
+        inputs = {"Param": [p], "Grad": [param_and_grad[1]]}
+        if "LearningRate" in registry.get(self.type).inputs:
+            inputs["LearningRate"] = [self._create_param_lr(param_and_grad)]
+        outputs = {"ParamOut": [p]}
+        for slot, out in zip(rule.param_like, rule.outputs):
+            acc = self._get_accumulator(self._accumulator_name(slot), p)
+            inputs[slot] = [acc]
+            outputs[out] = [acc]
+        for slot in rule.scalars:
+            inputs[slot] = [self._get_accumulator(self._accumulator_name(slot), p)]
+        return block.append_op(self.type, inputs=inputs, outputs=outputs, attrs=self._update_attrs(param_and_grad))
+
+    # ---------------------------------------------------------------- hooks for subclasses
 
     def _finish_update(self, block, parameters_and_grads):
         """Ops after all updates; each must be built under its own parameter's optimize guard."""
-
-    def _update_inputs(self, param_and_grad):
-        """Param, Grad and LearningRate slots of an update op."""
-        p, g = param_and_grad
-        return {"Param": [p], "Grad": [g], "LearningRate": [self._create_param_lr(param_and_grad)]}
 
     # ---------------------------------------------------------------- passes
     def backward(self, loss: Variable, startup_program: Optional[Program] = None,
