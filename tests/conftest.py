@@ -7,8 +7,13 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 # One job secret for this test session (inherited by every process the tests start), so that no test
-# reads or makes the per-user default secret file.
-os.environ.setdefault("FLUIDIST_JOB_SECRET", secrets.token_urlsafe(32))
+# reads or makes the per-user default secret file. Each pytest-xdist worker gets its own: the names of
+# the shared-memory segments a job makes carry its secret's tag (``security.secret_tag``), so a test
+# that looks for leftover segments sees only its own worker's (and never another suite's).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["FLUIDIST_JOB_SECRET"] = secrets.token_urlsafe(32)
+else:
+    os.environ.setdefault("FLUIDIST_JOB_SECRET", secrets.token_urlsafe(32))
 
 
 @pytest.fixture(autouse=True)

@@ -44,6 +44,7 @@ from ..framework.program import Program, default_startup_program
 from ..optimizer import Optimizer
 from ..role_maker import MPIRoleMaker
 from ..transpiler import DistributeTranspiler, DistributeTranspilerConfig
+from ..transpiler.pserver_trainer import ask_ahead
 from ..distributed.ports import wait_server_ready
 from .base import DistributedOptimizer, Fleet, Mode
 from .strategy import (AsyncStrategy, GeoStrategy, HalfAsyncStrategy, PSDistributedStrategy, StrategyFactory,
@@ -253,13 +254,16 @@ class DistributedTranspiler(Fleet):
             return
         prog = Program()
         block = prog.global_block()
+        recvs = []
         for name, where in sources.items():
             src = plan.origin_main.global_block()._find_var_recursive(name)
             block.create_var(name=name, shape=src.shape if src is not None else None,
                              dtype=src.dtype if src is not None else None, persistable=False)
-            block.append_op("recv", inputs={"X": []}, outputs={"Out": [name]},
-                            attrs={"epmap": [ep for ep, _ in where], "recv_varnames": [n for _, n in where],
-                                   "trainer_id": self.worker_index(), "sync_mode": plan.sync})
+            recvs.append(block.append_op(
+                "recv", inputs={"X": []}, outputs={"Out": [name]},
+                attrs={"epmap": [ep for ep, _ in where], "recv_varnames": [n for _, n in where],
+                       "trainer_id": self.worker_index(), "sync_mode": plan.sync}))
+        ask_ahead(recvs)     # one wait for all of them
         executor.run(prog, scope=scope)
 
     def save_inference_model(self, executor, dirname, feeded_var_names, target_vars, main_program=None,

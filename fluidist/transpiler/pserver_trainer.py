@@ -44,7 +44,7 @@ def rewrite_trainer(plan, program, startup):
         role_var = [p, plan.grad_blocks[g][0].name if len(pbs) == 1 else g]
         recvs.append(block.append_op("recv", inputs={"X": [dep]}, outputs={"Out": [b.name for b in pbs]},
                                      attrs=_recv_attrs(plan, p, **{OP_ROLE_VAR_ATTR: role_var})))
-    _ask_ahead(recvs)
+    ask_ahead(recvs)
     recv_outs = [n for op in recvs for n in op.output("Out")]
     if plan.sync:
         block.append_op("fetch_barrier", inputs={"X": [barrier_out]}, outputs={"Out": recv_outs},
@@ -75,7 +75,7 @@ def _recv_attrs(plan, param, **extra):
     return attrs
 
 
-def _ask_ahead(recvs):
+def ask_ahead(recvs):
     """The first of consecutive ``recv`` ops asks for what all of them receive (one wait instead of
     a round trip per op): its ``batch_epmap`` / ``batch_varnames`` list the others' blocks."""
     if len(recvs) < 2:
@@ -207,7 +207,7 @@ def _rewrite_trainer_startup(plan, program, startup):
                 sb.create_var(name=b.name, shape=b.shape, dtype=pv.dtype, type=pv.type)
         recvs.append(sb.append_op("recv", inputs={"X": []}, outputs={"Out": [b.name for b in pbs]},
                                   attrs=_recv_attrs(plan, p)))
-    _ask_ahead(recvs)
+    ask_ahead(recvs)
     dummy = sb.create_var(name=unique_name.generate("@CTRL_DEP@fetch_barrier"), type="RAW")
     sb.append_op("fetch_barrier", inputs={"X": []}, outputs={"Out": [dummy.name]},
                  attrs={"endpoints": plan.endpoints, "trainer_id": tid, OP_ROLE_ATTR: RPC})

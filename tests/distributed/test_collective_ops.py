@@ -27,7 +27,13 @@ if __name__ == "__main__":
 import fluidist as fluid  # noqa: E402
 from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 
-SHM_GLOB = "/dev/shm/fluidist-coll-*"
+
+def _shm_glob():
+    """This job's collective segments in /dev/shm (their names carry the job secret's tag): never
+    another test session's."""
+    from fluidist.distributed import security
+    from fluidist.distributed.collective.shm import SHM_DIR, SHM_PREFIX
+    return os.path.join(SHM_DIR, "%s%s-*" % (SHM_PREFIX, security.secret_tag()))
 
 
 # ====================================================================== worker side
@@ -256,9 +262,9 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture
 def no_segment_left():
-    before = set(glob.glob(SHM_GLOB))
+    before = set(glob.glob(_shm_glob()))
     yield
-    assert set(glob.glob(SHM_GLOB)) - before == set(), "shared-memory segments left in /dev/shm"
+    assert set(glob.glob(_shm_glob())) - before == set(), "shared-memory segments left in /dev/shm"
 
 
 @pytest.mark.parametrize("n,transport", [(2, "shm"), (3, "shm"), (2, "zmq"), (3, "zmq")])

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from fluidist.distributed import security
 from fluidist.distributed.collective import rendezvous
 from fluidist.distributed.collective.cpu import (SHM_DIR, SHM_PREFIX, CollectiveError, OutputPool,
                                                  create_cpu_communicator, thread_group)
@@ -20,7 +21,9 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _segments():
-    return set(glob.glob(os.path.join(SHM_DIR, SHM_PREFIX + "*")))
+    """This job's collective segments (their names carry the job secret's tag): never another
+    test session's."""
+    return set(glob.glob(os.path.join(SHM_DIR, "%s%s-*" % (SHM_PREFIX, security.secret_tag()))))
 
 
 def _threads(n, fn):
@@ -480,7 +483,7 @@ def test_rank_k_maps_only_the_segment_its_ring_names(monkeypatch):
     from fluidist.distributed.collective import cpu
     from fluidist.distributed.collective.rendezvous import RendezvousServer
     cid = new_comm_id(0, "cpu", "127.0.0.1:1")
-    victim = os.path.join(SHM_DIR, "%sother-job" % SHM_PREFIX)
+    victim = os.path.join(SHM_DIR, "%sother-job-%d" % (SHM_PREFIX, os.getpid()))
     box = {}
 
     def rank1():

@@ -18,7 +18,6 @@ pytestmark = pytest.mark.timeout(240)
 LIMIT = 15.0
 NO_DEADLINE = {"FLAGS_rpc_deadline": ""}
 STOP_BOUND = {"FLUIDIST_PEER_TIMEOUT": "4", "FLUIDIST_PEER_WARN": "1"}
-DETECTION = {}
 
 
 def _exit_times(procs, t0, limit):
@@ -47,7 +46,7 @@ def _ps_job(c, eps, trainers=2, extra=(), env=None):
 
 
 @pytest.mark.parametrize("victim,how", [("ps0", "kill"), ("ps0", "stop"), ("tr0", "kill"), ("tr0", "stop")])
-def test_a_lost_pserver_or_trainer_ends_every_other_process_naming_it(tmp_path, victim, how):
+def test_a_lost_pserver_or_trainer_ends_every_other_process_naming_it(tmp_path, victim, how, record_property):
     eps = ["127.0.0.1:%d" % p for p in free_ports(2)]
     with Cluster(tmp_path) as c:
         procs = _ps_job(c, eps, extra=["--step_delay", "0.05"], env=STOP_BOUND if how == "stop" else None)
@@ -62,13 +61,13 @@ def test_a_lost_pserver_or_trainer_ends_every_other_process_naming_it(tmp_path, 
                 n, LIMIT, how, victim, c.log(n)[-3000:])
             assert others[n].returncode != 0, c.log(n)[-3000:]
             assert name in c.log(n), "%s's log does not name %s:\n%s" % (n, name, c.log(n)[-3000:])
-        DETECTION["%s %s" % (how, "pserver" if victim == "ps0" else "trainer")] = max(times.values())
+        record_property("detection_s", round(max(times.values()), 2))   # in the JUnit XML report
         if how == "stop":
             os.kill(procs[victim].pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("transport,how", [("zmq", "kill"), ("zmq", "stop"), ("shm", "stop")])
-def test_a_lost_collective_rank_ends_the_others_naming_it(tmp_path, transport, how, monkeypatch):
+def test_a_lost_collective_rank_ends_the_others_naming_it(tmp_path, transport, how, monkeypatch, record_property):
     env_keep = os.environ.pop("FLUIDIST_COLLECTIVE_TIMEOUT", None)
     for k, v in (STOP_BOUND if how == "stop" else {}).items():
         monkeypatch.setenv(k, v)
@@ -98,7 +97,7 @@ def test_a_lost_collective_rank_ends_the_others_naming_it(tmp_path, transport, h
             assert t is not None and t < LIMIT, "rank %d still ran %.0f s after %s of rank 1:\n%s" % (
                 r, LIMIT, how, text[-3000:])
             assert "rank 1 " in text and "ring 0" in text, text[-3000:]
-        DETECTION["%s collective rank (%s)" % (how, transport)] = max(times.values())
+        record_property("detection_s", round(max(times.values()), 2))
     finally:
         if how == "stop":
             os.kill(procs[1][1].pid, signal.SIGKILL)
@@ -106,9 +105,10 @@ def test_a_lost_collective_rank_ends_the_others_naming_it(tmp_path, transport, h
 
 
 def test_slow_peers_are_never_ended(tmp_path, monkeypatch):
-    """A trainer and a collective rank sleep 15x the peer timeout between steps; nobody is ended."""
+    """A trainer and a collective rank sleep 5x the peer timeout between steps (their heartbeats go
+    on, their work does not); nobody is ended."""
     monkeypatch.setenv("FLUIDIST_PEER_TIMEOUT", "2")
-    monkeypatch.setenv("PAUSE_SECONDS", "30")
+    monkeypatch.setenv("PAUSE_SECONDS", "10")
     monkeypatch.delenv("FLUIDIST_COLLECTIVE_TIMEOUT", raising=False)
     eps = ["127.0.0.1:%d" % p for p in free_ports(1)]
     with Cluster(tmp_path) as c:
@@ -116,7 +116,7 @@ def test_slow_peers_are_never_ended(tmp_path, monkeypatch):
         c.start("ps0", "pserver_model.py", ["--role", "pserver", "--current_endpoint", eps[0]] + common,
                 env=NO_DEADLINE)
         c.start("tr0", "pserver_model.py", ["--role", "trainer", "--trainer_id", 0] + common, env=NO_DEADLINE)
-        c.start("tr1", "pserver_model.py", ["--role", "trainer", "--trainer_id", 1, "--pause", "0:30"] + common,
+        c.start("tr1", "pserver_model.py", ["--role", "trainer", "--trainer_id", 1, "--pause", "0:10"] + common,
                 env=NO_DEADLINE)
         _, procs = launch(tmp_path, "pause", 3, "zmq")
         res = finish(procs, 90)
@@ -125,8 +125,3 @@ def test_slow_peers_are_never_ended(tmp_path, monkeypatch):
         c.check(timeout=90)
     assert "step 2 done" in c.log("tr1")
 
-
-def test_detection_times_are_reported(capsys):
-    with capsys.disabled():
-        print("\ndetection (s after the signal until every other process exited): %s"
-              % ", ".join("%s %.1f" % kv for kv in sorted(DETECTION.items())))

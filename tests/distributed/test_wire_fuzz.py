@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, find, given, settings, strategies as st
 
 from fluidist.core.tensor import SelectedRows
 from fluidist.distributed import wire
@@ -54,7 +54,6 @@ def headers(draw):
 frames = st.lists(st.one_of(st.binary(max_size=48), st.just(np.zeros(4, np.float32).tobytes())), max_size=3)
 
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
-COUNTS = {}
 
 
 def _check(frame_list):
@@ -72,8 +71,7 @@ def _check(frame_list):
 @settings(max_examples=1000, **SETTINGS)
 @given(header=headers(), payload=frames)
 def test_random_headers_and_frames_are_decoded_or_rejected(header, payload):
-    outcome = _check([json.dumps(header).encode()] + payload)
-    COUNTS[outcome] = COUNTS.get(outcome, 0) + 1
+    _check([json.dumps(header).encode()] + payload)
 
 
 def _valid_messages():
@@ -90,38 +88,49 @@ def _valid_messages():
 VALID = [[bytes(memoryview(f)) for f in m] for m in _valid_messages()]
 
 
-@settings(max_examples=1000, **SETTINGS)
-@given(which=st.integers(0, len(VALID) - 1), data=st.data())
-def test_mutated_valid_messages_are_decoded_or_rejected(which, data):
-    msg = list(VALID[which])
-    op = data.draw(st.sampled_from(["flip", "truncate", "extend", "drop", "dup", "edit"]))
-    i = data.draw(st.integers(0, len(msg) - 1))
+@st.composite
+def mutated_messages(draw):
+    """One of the valid messages with one mutation: a bit flipped, a frame cut, extended, dropped
+    or doubled, or a header field set to any JSON value."""
+    msg = list(VALID[draw(st.integers(0, len(VALID) - 1))])
+    op = draw(st.sampled_from(["flip", "truncate", "extend", "drop", "dup", "edit"]))
+    i = draw(st.integers(0, len(msg) - 1))
     if op == "flip" and msg[i]:
-        pos = data.draw(st.integers(0, len(msg[i]) - 1))
+        pos = draw(st.integers(0, len(msg[i]) - 1))
         b = bytearray(msg[i])
-        b[pos] ^= 1 << data.draw(st.integers(0, 7))
+        b[pos] ^= 1 << draw(st.integers(0, 7))
         msg[i] = bytes(b)
     elif op == "truncate":
-        msg[i] = msg[i][:data.draw(st.integers(0, max(0, len(msg[i]) - 1)))]
+        msg[i] = msg[i][:draw(st.integers(0, max(0, len(msg[i]) - 1)))]
     elif op == "extend":
-        msg[i] = msg[i] + data.draw(st.binary(min_size=1, max_size=16))
+        msg[i] = msg[i] + draw(st.binary(min_size=1, max_size=16))
     elif op == "drop":
         del msg[i]
     elif op == "dup":
         msg.insert(i, msg[i])
     else:  # change one header field to any JSON value
         header = json.loads(msg[0])
-        key = data.draw(st.sampled_from(FIELDS))
+        key = draw(st.sampled_from(FIELDS))
         if key == "value.t" and isinstance(header.get("value"), dict):
-            header["value"]["t"] = data.draw(json_values)
+            header["value"]["t"] = draw(json_values)
         else:
-            header[key] = data.draw(json_values)
+            header[key] = draw(json_values)
         msg[0] = json.dumps(header).encode()
-    outcome = _check(msg)
-    COUNTS["mutated " + outcome] = COUNTS.get("mutated " + outcome, 0) + 1
+    return msg
 
 
-def test_fuzz_counts_are_reported(capsys):
-    """Runs after the two fuzz tests (file order): prints how many messages each produced."""
-    with capsys.disabled():
-        print("\nwire fuzz: %s" % ", ".join("%s %d" % kv for kv in sorted(COUNTS.items())))
+@settings(max_examples=1000, **SETTINGS)
+@given(msg=mutated_messages())
+def test_mutated_valid_messages_are_decoded_or_rejected(msg):
+    _check(msg)
+
+
+@pytest.mark.parametrize("outcome", ["accepted", "rejected"])
+def test_the_fuzz_reaches_both_outcomes(outcome):
+    """A fuzz that only ever made messages the decoder rejects (or only ones it accepts) would test
+    little: each of the two strategies yields messages of both kinds."""
+    quick = settings(max_examples=2000, phases=[Phase.generate], **SETTINGS)   # the first one found, unshrunk
+    random_messages = st.tuples(headers(), frames).map(lambda hp: [json.dumps(hp[0]).encode()] + hp[1])
+    for strategy in (random_messages, mutated_messages()):
+        found = find(strategy, lambda msg: _check(msg) == outcome, settings=quick)
+        assert _check(found) == outcome
