@@ -2,7 +2,14 @@ import os
 import secrets
 import sys
 
-import pytest
+# One BLAS thread per process (inherited by every process the tests start): the parallelism of a test
+# run is its pytest-xdist workers and the jobs' own processes. OpenBLAS threads spin while they wait,
+# so with several of them per process on a shared two-core machine the suite burnt many times the CPU
+# it needs (the digits CNN example: 16 s of CPU with two threads, 2.5 s with one).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import pytest  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 

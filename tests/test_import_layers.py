@@ -6,6 +6,7 @@ still a dependency), except those under ``if TYPE_CHECKING:`` (never run). ``fro
 like any other, so a subpackage re-exporting a sibling is an edge too.
 """
 import ast
+import functools
 import os
 
 import fluidist
@@ -79,7 +80,9 @@ def _runtime_nodes(tree):
             stack.append(child)
 
 
+@functools.lru_cache(maxsize=None)
 def import_graph():
+    """{module: the modules it imports}, read once per test session (every test here asks for it)."""
     mods = _modules()
     graph = {m: set() for m in mods}
     for mod, path in mods.items():

@@ -104,16 +104,19 @@ def _close(got, want, dtype):
         np.testing.assert_array_equal(got, want)
 
 
-SHAPES = [(1,), (7,), (5, 3), (70001,), (2, 300007)]     # 70001 float32: chunked; 2x300007: many steps
+MANY_STEPS = (2, 300007)
+SHAPES = [(1,), (7,), (5, 3), (70001,), MANY_STEPS]     # 70001 float32: chunked; 2x300007: many steps
 
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_allreduce_every_op_dtype_and_size(groups, n):
+    """Every op on every dtype at the small and the chunked sizes; at the many-step size one op per
+    dtype (the ops differ only in the elementwise function, which the chunked size covers)."""
     comms = groups(n)
     for shape in SHAPES:
         for dtype in ["float16", "float32", "float64", "int32", "int64", "uint8", "bool"]:
             ops = ["max", "min"] if dtype == "bool" else ["sum", "max", "min", "prod"]
-            if np.prod(shape) > 1000 and dtype not in ("float32", "float64", "bool", "int64"):
+            if shape == MANY_STEPS or (np.prod(shape) > 1000 and dtype not in ("float32", "float64", "bool", "int64")):
                 ops = ops[:1]
             for op in ops:
                 xs = [_data(r, shape, dtype, op) for r in range(n)]
