@@ -15,6 +15,7 @@ import pytest
 import fluidist as fluid
 from fluidist.distributed import rpc
 from fluidist.core.place import to_host
+from fluidist.distributed.ports import wait_server_ready
 from fluidist.core.tensor import SelectedRows
 from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 
@@ -347,6 +348,7 @@ def test_trainer_that_never_sends_its_barrier_fails_the_pserver_within_its_deadl
     (ep,) = endpoints(1)
     shapes = {"w": (2, 2)}
     ps = pservers({"endpoint": ep, "fanin": 2, "params": shapes}, deadline_ms=1500)
+    wait_server_ready([ep], timeout=60)   # a loaded machine starts the process slowly; the trainers' deadline is 5 s
     # trainer 1 runs its start-up and then never sends anything
     main1, startup1, _, _ = trainer_programs(1, 2, {"w": ep}, shapes)
     fluid.Executor(fluid.CPUPlace()).run(startup1, scope=fluid.Scope())

@@ -10,7 +10,10 @@ trainers in sync and async mode, and 2 nccl2 workers on the CPU collective backe
   snapshot alone lands anywhere from 0.1x to 1.2x the initial loss (measured over repeated runs of
   the LSTM case at 30 steps), while the mean over trainers after 60 steps stayed below 0.9x.
 
-The cases in CI_* run in every test run; the rest of the model x mode table is marked slow."""
+For each mode one job (2 pservers and 2 trainers, or 2 nccl2 workers) trains every case of the
+session one after the other, each on its own ports (``dist_model_child.py --cases``): started by the
+first test of the mode, checked case by case by each test. The cases in CI_* are the representative ones (one of each
+kind); the rest of the model x mode table is marked slow (``-m "not slow"`` leaves it out)."""
 import json
 
 import numpy as np
@@ -20,7 +23,8 @@ import fluidist as fluid
 import harness
 from distributed.cluster import Cluster, free_ports
 
-pytestmark = pytest.mark.timeout(300)
+# the first test of each mode runs the job that trains all of that mode's cases
+pytestmark = pytest.mark.timeout(1500)
 
 TRAINERS = PSERVERS = 2
 SYNC_STEPS = 3
@@ -39,35 +43,49 @@ def table(cases, ci):
     return [pytest.param(c, marks=() if c in ci else pytest.mark.slow) for c in cases]
 
 
-def run_pserver_mode(tmp_path, case, steps, batch, async_mode=False, evaluate=False):
-    eps = ",".join("127.0.0.1:%d" % p for p in free_ports(PSERVERS))
-    common = ["--case", case, "--endpoints", eps, "--trainers", TRAINERS, "--steps", steps, "--batch", batch]
-    common += ["--async_mode"] if async_mode else []
-    common += ["--evaluate"] if evaluate else []
-    outs = [str(tmp_path / ("trainer%d.json" % k)) for k in range(TRAINERS)]
+def run_job(tmp_path, mode, cases):
+    """Train ``cases`` one after the other on one set of processes (``mode`` "sync" or "async": 2
+    pservers and 2 trainers; "nccl2": 2 workers), each case on its own ports with its own batch
+    size: ``{case: [each trainer's or worker's result]}``."""
+    nccl2 = mode == "nccl2"
+    per = TRAINERS if nccl2 else PSERVERS
+    ports = free_ports(per * len(cases))
+    per_case = [",".join("127.0.0.1:%d" % p for p in ports[k * per:(k + 1) * per]) for k in range(len(cases))]
+    common = ["--cases", ",".join(cases), "--endpoints", ";".join(per_case), "--trainers", TRAINERS,
+              "--steps", ASYNC_STEPS if mode == "async" else SYNC_STEPS,
+              "--batch", ",".join(str(harness.CASES[c][2]) for c in cases)]
+    common += ["--async_mode", "--evaluate"] if mode == "async" else []
+    outs = [tmp_path / ("trainer%d" % k) for k in range(TRAINERS)]
     with Cluster(tmp_path) as c:
         c.script_dir = harness.HERE
-        for i, ep in enumerate(eps.split(",")):
-            c.start("ps%d" % i, "dist_model_child.py", ["--role", "pserver", "--current_endpoint", ep] + common)
+        for i in range(0 if nccl2 else PSERVERS):
+            c.start("ps%d" % i, "dist_model_child.py", ["--role", "pserver", "--pserver_index", i] + common)
         for k in range(TRAINERS):
-            c.start("tr%d" % k, "dist_model_child.py", ["--role", "trainer", "--trainer_id", k, "--out", outs[k]] + common)
+            outs[k].mkdir()
+            c.start("tr%d" % k, "dist_model_child.py", ["--role", "nccl2" if nccl2 else "trainer", "--trainer_id", k,
+                                                        "--out", str(outs[k])] + common)
         # trainers first: a failed trainer is reported at once, not after the pservers' time limit
-        c.check(names=["tr%d" % k for k in range(TRAINERS)], timeout=240)
-        c.check(names=["ps%d" % i for i in range(PSERVERS)], timeout=60)
-    return [json.load(open(o)) for o in outs]
+        c.check(names=["tr%d" % k for k in range(TRAINERS)], timeout=120 + 60 * len(cases))
+        c.check(names=["ps%d" % i for i in range(0 if nccl2 else PSERVERS)], timeout=60)
+    return {case: [json.load(open(str(o / (case + ".json")))) for o in outs] for case in cases}
 
 
-def run_nccl2(tmp_path, case, steps, batch):
-    eps = ["127.0.0.1:%d" % p for p in free_ports(TRAINERS)]
-    outs = [str(tmp_path / ("worker%d.json" % k)) for k in range(TRAINERS)]
-    with Cluster(tmp_path) as c:
-        c.script_dir = harness.HERE
-        for k in range(TRAINERS):
-            c.start("w%d" % k, "dist_model_child.py", [
-                "--case", case, "--role", "nccl2", "--endpoints", ",".join(eps), "--current_endpoint", eps[k],
-                "--trainer_id", k, "--trainers", TRAINERS, "--steps", steps, "--batch", batch, "--out", outs[k]])
-        c.check(timeout=240)
-    return [json.load(open(o)) for o in outs]
+_JOBS = {}   # mode -> {case: results}: one job trains every case of the mode that this session runs
+
+
+def job_results(request, tmp_path_factory, mode):
+    """The results for the case of the calling test, from the job that trains every case this
+    session runs of the same test function (started by the first of them)."""
+    if mode not in _JOBS:
+        fn = request.function
+        cases = sorted({item.callspec.params["case"] for item in request.session.items
+                        if getattr(item, "function", None) is fn})
+        _JOBS[mode] = run_job(tmp_path_factory.mktemp("models_" + mode), mode, cases)
+    case = request.node.callspec.params["case"]
+    results = _JOBS[mode][case]
+    for k, r in enumerate(results):
+        assert "error" not in r, "process %d of %s (%s mode):\n%s" % (k, case, mode, r["error"])
+    return results
 
 
 def assert_mean_loss_equals_reference(case, results):
@@ -79,20 +97,18 @@ def assert_mean_loss_equals_reference(case, results):
 
 
 @pytest.mark.parametrize("case", table(CASES, CI_SYNC))
-def test_pserver_sync_mean_loss_equals_local(tmp_path, case):
-    results = run_pserver_mode(tmp_path, case, SYNC_STEPS, harness.CASES[case][2])
-    assert_mean_loss_equals_reference(case, results)
+def test_pserver_sync_mean_loss_equals_local(request, tmp_path_factory, case):
+    assert_mean_loss_equals_reference(case, job_results(request, tmp_path_factory, "sync"))
 
 
 @pytest.mark.parametrize("case", table([c for c in CASES if c not in NOT_NCCL2], CI_NCCL2))
-def test_nccl2_mean_loss_equals_local(tmp_path, case):
-    results = run_nccl2(tmp_path, case, SYNC_STEPS, harness.CASES[case][2])
-    assert_mean_loss_equals_reference(case, results)
+def test_nccl2_mean_loss_equals_local(request, tmp_path_factory, case):
+    assert_mean_loss_equals_reference(case, job_results(request, tmp_path_factory, "nccl2"))
 
 
 @pytest.mark.parametrize("case", table(CASES, CI_ASYNC))
-def test_pserver_async_converges(tmp_path, case):
-    results = run_pserver_mode(tmp_path, case, ASYNC_STEPS, harness.CASES[case][2], async_mode=True, evaluate=True)
+def test_pserver_async_converges(request, tmp_path_factory, case):
+    results = job_results(request, tmp_path_factory, "async")
     initial = harness.initial_evaluation(fluid, case)
     for k, r in enumerate(results):
         assert np.all(np.isfinite(r["loss"])), "trainer %d: %s" % (k, r["loss"])
