@@ -1,13 +1,16 @@
-"""``fluid.distribute_lookup_table``: find the distributed lookup table of a program (the
-``lookup_table`` ops with ``is_distributed=True``) and its ids and outputs."""
+"""``fluid.distribute_lookup_table``: find the distributed lookup table of a program (the table
+lookups, as the registry's ``table_lookup`` says, with ``is_distributed=True``) and its ids and outputs."""
+from .framework import registry
+
 __all__ = []
 
-_LOOKUP_OPS = ("lookup_table", "lookup_table_v2")
+
+def _is_lookup(op):
+    return bool(registry.fact(op, "table_lookup", False))
 
 
 def _distributed_lookups(program):
-    return [op for op in program.global_block().ops
-            if op.type in _LOOKUP_OPS and op.attr("is_distributed") is True]
+    return [op for op in program.global_block().ops if _is_lookup(op) and op.attr("is_distributed") is True]
 
 
 def find_distributed_lookup_table(program):
@@ -15,7 +18,7 @@ def find_distributed_lookup_table(program):
     ValueError when a lookup of that table is not distributed or two tables are."""
     table = None
     for op in program.global_block().ops:
-        if op.type not in _LOOKUP_OPS:
+        if not _is_lookup(op):
             continue
         name = op.input("W")[0]
         if op.attr("is_distributed") is True:

@@ -327,6 +327,11 @@ def test_is_selected_rows_grad_follows_producers():
     b.append_op("scale", inputs={"X": ["s"]}, outputs={"Out": ["scaled"]})
     assert R.is_selected_rows_grad(b.var("s")) and R.is_selected_rows_grad(b.var("scaled"))
     assert not R.is_selected_rows_grad(b.var("mixed")) and not R.is_selected_rows_grad(b.var("d"))
+    # what the registry says keeps rows (keeps_rows), merge_selected_rows included: the regularizer's
+    # own list of such ops lacked it
+    b.create_var(name="merged", shape=[4, 2], dtype="float32")
+    b.append_op("merge_selected_rows", inputs={"X": ["a"]}, outputs={"Out": ["merged"]})
+    assert R.is_selected_rows_grad(b.var("merged"))
 
 
 def test_clip_by_value_and_global_norm_keep_selected_rows():

@@ -415,3 +415,18 @@ def test_gradient_merge_is_refused_in_pserver_mode():
     apply_gradient_merge(main, startup, 4)
     with pytest.raises(ValueError, match="gradient merge"):
         transpile(main, startup)
+
+
+def test_find_distributed_lookup_table_sees_both_lookup_ops():
+    """``fluid.distribute_lookup_table`` finds the table's lookups by the registry's ``table_lookup``:
+    ``layers.embedding`` (lookup_table) and ``fluid.embedding`` (lookup_table_v2) alike."""
+    from fluidist import distribute_lookup_table as dlt
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        ids = fluid.data("ids", [None, 1], dtype="int64")
+        a = fluid.layers.embedding(ids, size=[10, 4], is_sparse=True, is_distributed=True,
+                                   param_attr=fluid.ParamAttr(name="tab"))
+        b = fluid.embedding(ids, size=[10, 4], is_sparse=True, is_distributed=True, param_attr=fluid.ParamAttr(name="tab"))
+    assert dlt.find_distributed_lookup_table(main) == "tab"
+    assert [v.name for v in dlt.find_distributed_lookup_table_inputs(main, "tab")] == ["ids", "ids"]
+    assert [v.name for v in dlt.find_distributed_lookup_table_outputs(main, "tab")] == [a.name, b.name]
