@@ -9,7 +9,7 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
 from . import math as math_ops
-from .math import _act, erf
+from .math import _act, erf, exp_nonpositive
 
 
 def _f(x, v):
@@ -26,8 +26,8 @@ def _softplus_grad(xp, x):
     return math_ops._softplus_grad(xp, x, 1, None)
 
 
-_act("selu", lambda xp, x, a: _f(x, a["scale"]) * xp.where(x > 0, x, _f(x, a["alpha"]) * (xp.exp(x) - 1)),
-     lambda xp, x, d, a: d * xp.where(x > 0, _f(x, a["scale"]), _f(x, a["scale"] * a["alpha"]) * xp.exp(x)),
+_act("selu", lambda xp, x, a: _f(x, a["scale"]) * xp.where(x > 0, x, _f(x, a["alpha"]) * (exp_nonpositive(xp, x) - 1)),
+     lambda xp, x, d, a: d * xp.where(x > 0, _f(x, a["scale"]), _f(x, a["scale"] * a["alpha"]) * exp_nonpositive(xp, x)),
      uses="X", attrs={"scale": 1.0507009873554805, "alpha": 1.6732632423543772})
 _act("brelu", lambda xp, x, a: xp.clip(x, a["t_min"], a["t_max"]).astype(x.dtype, copy=False),
      lambda xp, x, d, a: d * ((x > a["t_min"]) & (x < a["t_max"])), uses="X", attrs={"t_min": 0.0, "t_max": 24.0})
@@ -81,14 +81,15 @@ _act("log1p", lambda xp, x, a: xp.log1p(x), lambda xp, x, d, a: d / (1 + x), use
 
 def _mish_sp(xp, x, t):
     """Paddle's softplus inside mish: x above ``t``, exp(x) below ``-t``, else log1p(exp(x))."""
-    return xp.where(x > t, x, xp.where(x < -t, xp.exp(x), xp.log1p(xp.exp(xp.minimum(x, t)))))
+    e = xp.exp(xp.minimum(x, t))   # the branches that use exp(x) have x <= t
+    return xp.where(x > t, x, xp.where(x < -t, e, xp.log1p(e)))
 
 
 def _mish_grad(xp, x, d, a):
     t = _f(x, a["threshold"])
     sp = _mish_sp(xp, x, t)
     tsp = xp.tanh(sp)
-    dsp = xp.where(x > t, _f(x, 1), xp.where(x < -t, xp.exp(x), 1 / (1 + xp.exp(-xp.clip(x, -t, t)))))
+    dsp = xp.where(x > t, _f(x, 1), xp.where(x < -t, xp.exp(xp.minimum(x, t)), 1 / (1 + xp.exp(-xp.clip(x, -t, t)))))
     return d * (tsp + x * (1 - tsp * tsp) * dsp)
 
 

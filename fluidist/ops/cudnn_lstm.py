@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from .math import stable_sigmoid
 
 
 # ------------------------------------------------------------------ cudnn_lstm
@@ -32,7 +33,7 @@ def _cudnn_slices(attrs):
 def _cudnn_cell(xp, x, h, c, wih, whh, bih, bhh):
     hs = h.shape[1]
     g = x @ wih.T + h @ whh.T + bih + bhh
-    sig = lambda v: 1.0 / (1.0 + xp.exp(-v))  # noqa: E731
+    sig = lambda v: stable_sigmoid(xp, v)  # noqa: E731
     i, f, gg, o = sig(g[:, :hs]), sig(g[:, hs:2 * hs]), xp.tanh(g[:, 2 * hs:3 * hs]), sig(g[:, 3 * hs:])
     c_new = f * c + i * gg
     return (i, f, gg, o, c_new, xp.tanh(c_new)), o * xp.tanh(c_new), c_new

@@ -4,7 +4,7 @@ and ``log_loss``. Labels never get a gradient."""
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
-from .math import stable_softmax
+from .math import stable_sigmoid, stable_softmax
 
 _LOSS_CLAMP = 1e20  # Paddle's TolerableValue: -log(0) is reported as 1e20, not inf
 
@@ -252,7 +252,7 @@ def sigmoid_cross_entropy_with_logits(ctx, ins, attrs):
 def sigmoid_cross_entropy_with_logits_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, label, d = ins["X"], ins["Label"], ins["Out@GRAD"]
-    sig = 1.0 / (1.0 + xp.exp(-x))
+    sig = stable_sigmoid(xp, x)
     dx = xp.where(label == attrs["ignore_index"], 0, (sig - label) * d) / _sce_norm(xp, label, attrs)
     return {"X@GRAD": dx.astype(x.dtype, copy=False)}
 

@@ -369,8 +369,22 @@ def _act(type, fwd, bwd, uses="Out", attrs=None):
         lambda ctx, ins, a: {"X@GRAD": bwd(ctx.xp, ins[uses], ins["Out@GRAD"], a)})
 
 
+def stable_sigmoid(xp, x):
+    """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees ``-|x|``. For ``x >= 0`` it is
+    Paddle's formula itself; for ``x < 0`` the same value as ``e / (1 + e)``, ``e = exp(x)`` (where
+    Paddle's ``exp(-x)`` overflows to inf, both give 0)."""
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def exp_nonpositive(xp, x):
+    """``exp(min(x, 0))``: the exponential of the negative branch of elu-like activations, which
+    ``where`` computes for every element (positive ones are discarded, and must not overflow)."""
+    return xp.exp(xp.minimum(x, x.dtype.type(0)))
+
+
 def _sigmoid(xp, x, a):
-    return (1.0 / (1.0 + xp.exp(-x))).astype(x.dtype, copy=False)
+    return stable_sigmoid(xp, x)
 
 
 _act("relu", lambda xp, x, a: xp.maximum(x, 0), lambda xp, o, d, a: d * (o > 0))
@@ -399,8 +413,8 @@ _act("softplus", _softplus, _softplus_grad, uses="X")
 _act("softsign", lambda xp, x, a: x / (1 + xp.abs(x)), lambda xp, x, d, a: d / (1 + xp.abs(x)) ** 2, uses="X")
 _act("leaky_relu", lambda xp, x, a: xp.where(x > 0, x, x * a["alpha"]),
      lambda xp, x, d, a: d * xp.where(x > 0, 1.0, a["alpha"]).astype(d.dtype), uses="X", attrs={"alpha": 0.02})
-_act("elu", lambda xp, x, a: xp.where(x > 0, x, a["alpha"] * (xp.exp(x) - 1)),
-     lambda xp, x, d, a: d * xp.where(x > 0, 1.0, a["alpha"] * xp.exp(x)).astype(d.dtype), uses="X",
+_act("elu", lambda xp, x, a: xp.where(x > 0, x, a["alpha"] * (exp_nonpositive(xp, x) - 1)),
+     lambda xp, x, d, a: d * xp.where(x > 0, 1.0, a["alpha"] * exp_nonpositive(xp, x)).astype(d.dtype), uses="X",
      attrs={"alpha": 1.0})
 _act("relu6", lambda xp, x, a: xp.clip(x, 0, a["threshold"]),
      lambda xp, o, d, a: d * ((o > 0) & (o < a["threshold"])), attrs={"threshold": 6.0})

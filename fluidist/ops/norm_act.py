@@ -1,6 +1,7 @@
 """``inplace_abn``: batch normalisation fused with its activation (identity, leaky_relu or elu), as
 Paddle 1.8's op; fluidist computes it out of place (the same numbers, without the memory saving)."""
 from ..framework.registry import register_grad, register_op
+from .math import exp_nonpositive
 from .conv import _BN_ATTRS, _bn_infer, batch_norm, batch_norm_grad
 
 _ACTS = ("", "identity", "leaky_relu", "elu")
@@ -11,7 +12,7 @@ def _act(xp, z, attrs):
     if kind == "leaky_relu":
         return xp.where(z > 0, z, z * z.dtype.type(a))
     if kind == "elu":
-        return xp.where(z > 0, z, z.dtype.type(a) * (xp.exp(z) - 1)).astype(z.dtype, copy=False)
+        return xp.where(z > 0, z, z.dtype.type(a) * (exp_nonpositive(xp, z) - 1)).astype(z.dtype, copy=False)
     return z
 
 
@@ -20,7 +21,7 @@ def _act_grad(xp, z, d, attrs):
     if kind == "leaky_relu":
         return xp.where(z > 0, d, d * d.dtype.type(a))
     if kind == "elu":
-        return xp.where(z > 0, d, d * d.dtype.type(a) * xp.exp(z)).astype(d.dtype, copy=False)
+        return xp.where(z > 0, d, d * d.dtype.type(a) * exp_nonpositive(xp, z)).astype(d.dtype, copy=False)
     return d
 
 

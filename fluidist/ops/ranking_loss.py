@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from .math import stable_sigmoid
 
 _TOLERABLE = 1e20  # Paddle's TolerableValue bound on a log term
 
@@ -13,7 +14,7 @@ def _softplus(xp, z):
 
 
 def _sigmoid(xp, z):
-    return 1.0 / (1.0 + xp.exp(-z))
+    return stable_sigmoid(xp, z)
 
 
 # ------------------------------------------------------------------ rank_loss

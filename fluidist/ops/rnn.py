@@ -9,6 +9,7 @@ the ``[D, D]`` candidate weight. The sequence ops lay the LoD batch out time-maj
 """
 from ..framework.registry import register_grad, register_op
 from .lod_utils import segments, seq_offsets
+from .math import stable_sigmoid
 
 _ACT_CODES = {0: "identity", 1: "sigmoid", 2: "tanh", 3: "relu"}
 
@@ -20,7 +21,7 @@ def _act_name(a):
 def _act(xp, name, x):
     name = _act_name(name)
     if name == "sigmoid":
-        return 1.0 / (1.0 + xp.exp(-x))
+        return stable_sigmoid(xp, x)
     if name == "tanh":
         return xp.tanh(x)
     if name == "relu":
@@ -428,7 +429,7 @@ def gru_unit_grad(ctx, ins, attrs):
 # ------------------------------------------------------------------ lstm_unit
 def _lstm_unit_gates(xp, x, forget_bias):
     d = x.shape[1] // 4
-    sig = lambda v: 1.0 / (1.0 + xp.exp(-v))  # noqa: E731
+    sig = lambda v: stable_sigmoid(xp, v)  # noqa: E731
     return sig(x[:, :d]), sig(x[:, d:2 * d] + forget_bias), sig(x[:, 2 * d:3 * d]), xp.tanh(x[:, 3 * d:])
 
 

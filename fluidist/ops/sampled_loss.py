@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core.tensor import SelectedRows, scatter_add
 from ..framework.registry import register_grad, register_op
+from .math import stable_sigmoid
 
 _HOST = "draws its samples with NumPy's generator and walks label paths in Python, on the host"
 
@@ -116,9 +117,12 @@ def nce(ctx, ins, attrs):
     label = ins["Label"]
     n_true = label.shape[1] if label.ndim > 1 else 1
     samples, b = _nce_samples(ctx, ins, attrs, n_rows, n_true)
-    o = 1.0 / (1.0 + xp.exp(-_nce_logits(xp, x, ins["Weight"], ins.get("Bias"), samples)))
+    z = _nce_logits(xp, x, ins["Weight"], ins.get("Bias"), samples)
+    o = stable_sigmoid(xp, z)
     bb = xp.asarray(b.astype(x.dtype))
-    cost_true = -xp.log(o[:, :n_true] / (o[:, :n_true] + bb[:, :n_true]))
+    # -log(o / (o + b)) with -log(o) as softplus(-z): finite where o underflows to 0 (Paddle: inf)
+    zt = -z[:, :n_true]
+    cost_true = xp.maximum(zt, 0) + xp.log1p(xp.exp(-xp.abs(zt))) + xp.log(o[:, :n_true] + bb[:, :n_true])
     cost_neg = -xp.log(bb[:, n_true:] / (o[:, n_true:] + bb[:, n_true:]))
     cost = cost_true.sum(axis=1, keepdims=True) + cost_neg.sum(axis=1, keepdims=True)
     if ins.get("SampleWeight") is not None:
