@@ -21,7 +21,6 @@ NotImplementedError when enabled. ``forward_recompute`` (with ``recompute_checkp
 optimizer in ``RecomputeOptimizer``; ``gradient_merge`` with ``gradient_merge_configs =
 {"k_steps": k, "avg": True}`` updates once every ``k`` micro-batches (``fluidist.gradient_merge``).
 """
-import os
 import warnings
 
 from .. import io
@@ -196,15 +195,9 @@ class CollectiveOptimizer(DistributedOptimizer):
             if s.use_hierarchical_allreduce:
                 warnings.warn("set use_hierarchical_allreduce=False since you only have 1 node.", stacklevel=2)
             s.use_hierarchical_allreduce = False
-        sync_allreduce = os.getenv("FLAGS_sync_nccl_allreduce")
-        if sync_allreduce is None or sync_allreduce == "1":
-            threads = s.nccl_comm_num + 1
-            if s.use_hierarchical_allreduce:
-                threads = 2 * s.nccl_comm_num + 1
-            s.exec_strategy.num_threads = threads
-            if threads > 4:
-                warnings.warn("if you use use_hierarchical_allreduce or with multi nccl comm, please "
-                              "export FLAGS_sync_nccl_allreduce = 0", stacklevel=2)
+        # Paddle sets exec_strategy.num_threads to nccl_comm_num + 1 here (its NCCL stream threads); fluidist
+        # runs each place in a thread of its own and has no such pool, so the field is left as the user set it
+        # (setting it would make every collective job warn that it has no effect).
         if len(worker_endpoints) > 1:
             self._transpile(startup_program, main_program)
         if s.mode == "collective":

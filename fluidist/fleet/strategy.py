@@ -116,8 +116,8 @@ class PSDistributedStrategy:
         self._trainer_runtime_config = TrainerRuntimeConfig()
         self._server_runtime_config = ServerRuntimeConfig()
         cpu = int(os.getenv("CPU_NUM", "1"))
+        # Paddle also sets num_threads = CPU_NUM: a thread pool fluidist does not have (the field would warn)
         self._execute_strategy = ExecutionStrategy()
-        self._execute_strategy.num_threads = cpu
         self._build_strategy = BuildStrategy()
         if cpu > 1:
             self._build_strategy.reduce_strategy = BuildStrategy.ReduceStrategy.Reduce

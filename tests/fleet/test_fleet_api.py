@@ -1,5 +1,7 @@
 """The Fleet API in one process: set-up, who-is-who, the programs minimize produces (collective
 and parameter server), strategies, the checks, and init_server loading a saved directory."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -128,9 +130,27 @@ def test_collective_nccl2_compiles_data_parallel():
     assert isinstance(cp, fluid.CompiledProgram) and cp._program is main and cp._data_parallel
     bs = cp._build_strategy
     assert bs is s and bs.num_trainers == 2 and bs.trainer_id == 1 and bs.trainers_endpoints == EPS2
-    assert s.nccl_comm_num == 1 and s.exec_strategy.num_threads == 2 and cp._loss_name == loss.name
+    assert s.nccl_comm_num == 1 and cp._loss_name == loss.name
     assert "gen_nccl_id" in op_types(startup)
     assert main._trainers_endpoints == EPS2
+
+
+def test_collective_fleet_sets_no_field_that_warns(monkeypatch):
+    """Fleet's own settings are ones fluidist honours: reading the compiled program's strategies (as
+    every run does) warns about nothing, where Paddle's num_threads = nccl_comm_num + 1 warned on every job."""
+    from fluidist.executor import strategy_fields
+    monkeypatch.setattr(strategy_fields, "_warned", set())
+    s = DistributedStrategy()
+    collective_build(s)
+    cp = fleet.main_program
+    assert s.exec_strategy.num_threads == fluid.ExecutionStrategy().num_threads
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        strategy_fields.resolve(cp._build_strategy, cp._exec_strategy)
+    ps = SyncStrategy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        strategy_fields.resolve(None, ps.get_execute_strategy())
 
 
 @pytest.mark.parametrize("field,value,exc,match", [
