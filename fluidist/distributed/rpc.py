@@ -17,8 +17,9 @@ later request. A pserver that is connected but silent (stopped, frozen) is warne
 slow to answer is waited for without limit, unless a deadline was asked for.
 
 Deadlines: ``FLAGS_rpc_deadline`` (milliseconds, Paddle's name), read when a wait starts, or an
-explicit ``deadline_ms`` given to the client or server, bound every wait when set. Unset, they bound
-only the wait for a pserver that never answered (180 s), or every wait when heartbeats are off.
+explicit ``deadline_ms`` given to the client or server, bound every wait when set (unset: only when
+heartbeats are off, 180 s). A pserver that never answered is given up on sooner, with an error naming
+it and why it cannot be reached: after ``FLUIDIST_CONNECT_TIMEOUT`` (10 s; see ``reach``).
 
 Messages are ``wire`` messages: a JSON header plus raw array buffers, sent and received without
 copying the payload.
@@ -33,13 +34,15 @@ import time
 
 import zmq
 
-from . import liveness, ports, security, shm_payload, wire
+from . import liveness, ports, reach, security, shm_payload, wire
 from .. import timeline as _timeline
 from .wire import WireError
 
 logger = logging.getLogger("fluidist.distributed.rpc")
 
 DEFAULT_DEADLINE_MS = 180000
+RETRIED_KINDS = ("get", "prefetch")   # reads: sending one again changes nothing on the pserver
+DEFAULT_RETRY_TIMES = 3
 SERVER_LINGER_MS = 3000   # a closing server still delivers its last replies for this long
 
 
@@ -53,6 +56,10 @@ class RPCTimeout(RPCError, TimeoutError):
 
 class PeerLost(RPCError):
     """The connection to a pserver was lost while a request waited, or the pserver is dead."""
+
+
+class PserverUnreachable(RPCTimeout):
+    """No connection to a pserver was ever made within ``FLUIDIST_CONNECT_TIMEOUT`` (see ``reach``)."""
 
 
 _lost_hooks: list = []
@@ -95,6 +102,18 @@ def explicit_deadline_seconds(deadline_ms=None):
     if deadline_ms is None and not os.environ.get("FLAGS_rpc_deadline", "").strip():
         return None
     return deadline_seconds(deadline_ms)
+
+
+def retry_times():
+    """``FLAGS_rpc_retry_times`` (Paddle's, default 3): how many times a ``get`` (recv) or ``prefetch`` whose
+    deadline passed is sent again, each time with a fresh deadline. Sends and barriers are never sent twice:
+    a pserver counts them (a second one is refused in sync mode, applied twice in async mode)."""
+    raw = os.environ.get("FLAGS_rpc_retry_times", "").strip()
+    if not raw:
+        return DEFAULT_RETRY_TIMES
+    if not raw.isdigit():
+        raise ValueError("FLAGS_rpc_retry_times must be an integer >= 0, got %r" % raw)
+    return int(raw)
 
 
 def wait_limit(deadline_ms=None):
@@ -177,6 +196,7 @@ class Client:
         self._losses_at = {}           # rid -> connections lost before it was sent
         self._early = {}               # rid -> Message that arrived while waiting for another rid
         self._answered = False         # has this endpoint ever answered this socket?
+        self._reach = reach.ReachWatch(endpoint, self._link.started if self._link is not None else None)
         self.closed = False
         # same host: big payloads through shared memory (shm_payload); rid -> the slot a request holds
         self._shm = shm_payload.use_for(split_endpoint(endpoint)[0])
@@ -210,18 +230,17 @@ class Client:
         start = time.monotonic()
         if until is None:
             until = start + (timeout_s if timeout_s is not None else wait_limit(self.deadline_ms))
-        if self._link is not None and not self._link.ever_up:
-            # a pserver that never answered is waited for within the default deadline at most
-            until = min(until, self._link.started + deadline_seconds(self.deadline_ms))
         t0 = time.perf_counter()
         msg = self._early.pop(rid, None)
         nbytes = 0
         while msg is None:
             left = until - time.monotonic()
-            slice_s = min(left, 0.25) if self._link is not None else left
+            slice_s = min(left, 0.25) if self._link is not None or self._unreached() else left
             if left <= 0 or not self._sock.poll(max(1, int(min(slice_s, 3.6e6) * 1000) + 1), zmq.POLLIN):
                 if self._link is not None:
                     self._check_link(rid)
+                if self._unreached():
+                    self._check_reach(rid)
                 if time.monotonic() >= until:
                     self._timeout(rid, until - start)
                 continue
@@ -288,9 +307,11 @@ class Client:
         refused = link.refused_for()
         if refused and self._silence.warn is not None and refused > self._silence.warn and not self._said_refused:
             self._said_refused = True
+            explicit = explicit_deadline_seconds(self.deadline_ms)
+            bound = self._reach.limit if explicit is None else min(self._reach.limit, explicit)
             logger.warning("pserver %s has refused every connection for %.1f s (nothing listens there: not started "
                            "yet, or gone); waiting for its first answer up to %.0f s after this client started "
-                           "(FLAGS_rpc_deadline)", self.endpoint, refused, deadline_seconds(self.deadline_ms))
+                           "(FLUIDIST_CONNECT_TIMEOUT, FLAGS_rpc_deadline)", self.endpoint, refused, bound)
         silent = link.silent_for()
         if self._silence.check(self.endpoint, silent, lambda: "pserver %s" % self.endpoint):
             desc = self._forget(rid) if rid is not None else "the next request"
@@ -298,6 +319,18 @@ class Client:
                       "cannot finish %s" % (self.endpoint, silent, liveness.describe_timeout(link.timeout), desc))
             _peer_lost(self.endpoint, reason)
             raise PeerLost(reason)
+
+    def _unreached(self):
+        """No connection to the pserver was ever made (heartbeats on), or it never answered (off)."""
+        return not self._link.ever_up if self._link is not None else not self._answered
+
+    def _check_reach(self, rid):
+        """Warn that the pserver cannot be reached yet, or fail once ``FLUIDIST_CONNECT_TIMEOUT`` passed."""
+        if time.monotonic() >= self._reach.give_up_at():
+            desc = self._forget(rid)
+            self._early.pop(rid, None)
+            raise PserverUnreachable(self._reach.failure(desc))
+        self._reach.tick()
 
     def _timeout(self, rid, total):
         desc = self._forget(rid)
@@ -358,14 +391,15 @@ def call_all(requests, timeout_s=None):
     sent = []
     for endpoint, kw in requests:
         c = get_client(endpoint)
-        sent.append((c, c.request(**kw)))
-    until = time.monotonic() + (timeout_s if timeout_s is not None else wait_limit())
+        sent.append((c, c.request(**kw), kw))
+    span = timeout_s if timeout_s is not None else wait_limit()
+    until = time.monotonic() + span
     posted = _take_posted()
-    waits = [(c, rid, t) for c, rid, t in posted] + [(c, rid, until) for c, rid in sent]
+    waits = [(c, rid, t, None) for c, rid, t in posted] + [(c, rid, until, kw) for c, rid, kw in sent]
     out, first_error = [], None
-    for c, rid, t in waits:
+    for c, rid, t, kw in waits:
         try:
-            out.append(c.wait(rid, until=t))
+            out.append(_wait_retrying(c, rid, t, kw, span))
         except RPCError as e:
             # keep draining the other replies (briefly) so they do not linger as stale
             if first_error is None:
@@ -375,6 +409,23 @@ def call_all(requests, timeout_s=None):
     if first_error is not None:
         raise first_error
     return out[len(posted):]
+
+
+def _wait_retrying(client, rid, until, kw, span):
+    """``client.wait(rid)``; a ``get`` / ``prefetch`` that timed out is sent again (``retry_times``)."""
+    attempt = 0
+    while True:
+        try:
+            return client.wait(rid, until=until)
+        except PserverUnreachable:
+            raise
+        except RPCTimeout as e:
+            if kw is None or kw.get("kind") not in RETRIED_KINDS or attempt >= retry_times():
+                raise
+            attempt += 1
+            logger.warning("%s; sending it again (retry %d of %d, FLAGS_rpc_retry_times)", e, attempt, retry_times())
+            rid = client.request(**kw)
+            until = time.monotonic() + span
 
 
 MAX_POSTED = 256

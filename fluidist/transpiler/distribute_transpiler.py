@@ -140,7 +140,8 @@ class DistributeTranspiler:
     def get_trainer_program(self, wait_port: bool = True) -> Program:
         """The trainer's program (the transpiled main program, rewritten in place). ``wait_port`` is
         accepted as in Paddle; the wait itself is the runtime's: a trainer's first request to a pserver
-        that is not listening yet waits for it within ``FLAGS_rpc_deadline``."""
+        that is not listening yet waits for it up to ``FLUIDIST_CONNECT_TIMEOUT`` seconds (10; a warning names
+        it after 3 s)."""
         plan = self._require_pserver_plan("get_trainer_program")
         ps.finish_trainer(plan, self.origin_program)
         return self.origin_program

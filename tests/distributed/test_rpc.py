@@ -142,6 +142,54 @@ def test_nothing_listening_ends_in_a_deadline_error_naming_the_endpoint(monkeypa
         c.close()
 
 
+def test_a_pserver_never_reached_fails_within_the_connect_timeout_naming_it(monkeypatch):
+    ep = "127.0.0.1:%d" % free_port()
+    monkeypatch.delenv("FLAGS_rpc_deadline", raising=False)
+    monkeypatch.setenv("FLUIDIST_CONNECT_TIMEOUT", "1.5")
+    c = rpc.Client(ep)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(rpc.PserverUnreachable) as e:
+            c.call("get", "fc_w", trainer=1, step=0, what="recv fc_w")
+        assert 1.4 < time.monotonic() - t0 < 5.0
+        msg = str(e.value)
+        assert msg.startswith("pserver %s is unreachable: no connection within" % ep)
+        assert "'recv fc_w' (trainer 1, step 0)" in msg and "connection refused: nothing listens on %s" % ep in msg
+        assert "FLUIDIST_CONNECT_TIMEOUT" in msg
+        assert isinstance(e.value, rpc.RPCTimeout)   # what code catching Paddle's deadline error expects
+    finally:
+        c.close()
+    monkeypatch.setenv("FLUIDIST_CONNECT_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="FLUIDIST_CONNECT_TIMEOUT must be a number of seconds, got 'soon'"):
+        rpc.Client(ep)
+
+
+def test_a_late_pserver_is_waited_for_when_asked_with_a_warning_naming_it(monkeypatch, caplog):
+    port = free_port()
+    ep = "127.0.0.1:%d" % port
+    monkeypatch.delenv("FLAGS_rpc_deadline", raising=False)
+    monkeypatch.setenv("FLUIDIST_CONNECT_TIMEOUT", "30")
+    late = {}
+    starter = threading.Timer(4.0, lambda: late.setdefault("server", EchoServer(ep)))
+    c = rpc.Client(ep)
+    try:
+        starter.start()
+        t0 = time.monotonic()
+        with caplog.at_level("WARNING", logger="fluidist"):
+            c.call("send", "w", np.arange(3.0))
+        assert 3.9 < time.monotonic() - t0 < 20
+        np.testing.assert_array_equal(c.call("get", "w").value, np.arange(3.0))
+    finally:
+        starter.join(10)
+        c.close()
+        if "server" in late:
+            late["server"].close()
+    warned = [r.getMessage() for r in caplog.records if r.name == "fluidist.distributed.reach"]
+    assert len(warned) == 1, warned   # once after 3 s, and not again before the pserver came up
+    assert warned[0].startswith("cannot reach pserver %s after 3 s: connection refused" % ep)
+    assert "trying until 30 s (FLUIDIST_CONNECT_TIMEOUT)" in warned[0]
+
+
 def test_a_server_that_stops_answering_times_out_with_did_not_answer():
     s = EchoServer()
     c = rpc.Client(s.endpoint, deadline_ms=400)
@@ -157,6 +205,60 @@ def test_a_server_that_stops_answering_times_out_with_did_not_answer():
         np.testing.assert_array_equal(c.call("get", "w").value, np.full(2, 3.0))
     finally:
         c.close()
+        s.close()
+
+
+class DropFirstGets(EchoServer):
+    """An EchoServer that leaves its first ``n`` 'get' requests, and every 'send' of 'never', unanswered."""
+
+    def __init__(self, n):
+        self.drop = n
+        super().__init__()
+
+    def _loop(self):
+        while not self.stop.is_set():
+            req = self.server.recv(0.05)
+            if req is None:
+                continue
+            m = req.msg
+            self.seen.append((m.kind, m.name, m.trainer, m.step))
+            if m.kind == "get" and self.drop > 0:
+                self.drop -= 1
+                continue
+            if m.kind == "send" and m.name == "never":
+                continue
+            if m.kind == "send":
+                self.store[m.name] = np.array(m.value)
+                self.server.reply(req)
+            else:
+                self.server.reply(req, value=self.store.get(m.name))
+
+
+def test_rpc_retry_times_sends_a_timed_out_recv_again_but_never_a_send(monkeypatch, caplog):
+    monkeypatch.setenv("FLAGS_rpc_deadline", "300")
+    s = DropFirstGets(2)
+    try:
+        rpc.call_all([(s.endpoint, dict(kind="send", name="w", value=np.ones(2)))])
+        monkeypatch.setenv("FLAGS_rpc_retry_times", "2")
+        with caplog.at_level("WARNING", logger="fluidist"):
+            got, = rpc.call_all([(s.endpoint, dict(kind="get", name="w", what="recv w"))])
+        np.testing.assert_array_equal(got.value, np.ones(2))
+        assert [k for k, n, _, _ in s.seen if n == "w"] == ["send", "get", "get", "get"]
+        retries = [r.getMessage() for r in caplog.records if "FLAGS_rpc_retry_times" in r.getMessage()]
+        assert len(retries) == 2 and retries[0].startswith("pserver %s did not answer 'recv w'" % s.endpoint)
+        assert "sending it again (retry 1 of 2, FLAGS_rpc_retry_times)" in retries[0]
+        s.drop = 1
+        monkeypatch.setenv("FLAGS_rpc_retry_times", "0")
+        with pytest.raises(rpc.RPCTimeout, match="did not answer 'recv w'"):
+            rpc.call_all([(s.endpoint, dict(kind="get", name="w", what="recv w"))])
+        monkeypatch.setenv("FLAGS_rpc_retry_times", "3")
+        with pytest.raises(rpc.RPCTimeout, match="did not answer 'send never'"):
+            rpc.call_all([(s.endpoint, dict(kind="send", name="never", value=np.ones(2), what="send never"))])
+        assert [k for k, n, _, _ in s.seen if n == "never"] == ["send"]   # a pserver counts sends: never twice
+        monkeypatch.setenv("FLAGS_rpc_retry_times", "-1")
+        with pytest.raises(ValueError, match="FLAGS_rpc_retry_times must be an integer >= 0, got '-1'"):
+            rpc.retry_times()
+    finally:
         s.close()
 
 

@@ -401,6 +401,37 @@ def test_unreachable_pserver_at_start_ends_in_the_deadline_error(monkeypatch):
     assert "pserver %s is unreachable or not answering: no reply to 'recv w' (trainer 0, step 0)" % ep in str(e.value)
 
 
+TRAINER_OF_NOBODY = """
+import numpy as np, fluidist as fluid
+x = fluid.data("x", [None, 4])
+loss = fluid.layers.mean(fluid.layers.fc(x, 2))
+fluid.optimizer.SGD(0.1).minimize(loss)
+t = fluid.DistributeTranspiler()
+t.transpile(0, pservers=%r, trainers=1)
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(fluid.default_startup_program())   # receives the parameters: nobody listens there
+"""
+
+
+def test_a_trainer_whose_pserver_is_not_there_says_so_within_seconds():
+    """A trainer process with default settings, a pserver address nothing listens on: a WARNING naming it
+    after 3 s (on stderr, no logging set up), the error naming it at 10 s, not 180 s of silence."""
+    (ep,) = endpoints(1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLAGS_rpc", "FLUIDIST_", "PADDLE_"))}
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-c", TRAINER_OF_NOBODY % ep], env=env, capture_output=True, text=True,
+                       timeout=60)
+    took = time.monotonic() - t0
+    assert p.returncode != 0 and took < 30, (took, p.stderr)
+    lines = p.stderr.splitlines()
+    warning = [line for line in lines if line.startswith("cannot reach pserver %s after 3 s: connection refused" % ep)]
+    assert len(warning) == 1, p.stderr
+    assert lines[-1].startswith("fluidist.distributed.rpc.PserverUnreachable: pserver %s is unreachable: no "
+                                "connection within 1" % ep), p.stderr
+    assert "'recv fc_0." in lines[-1] and "(trainer 0, step 0)" in lines[-1] and "'recv' of block 0)" in lines[-1]
+
+
 def test_sparse_gradients_are_stored_as_selected_rows_and_summed(monkeypatch):
     monkeypatch.setenv("FLAGS_rpc_deadline", "20000")
     (ep,) = endpoints(1)
