@@ -96,7 +96,7 @@ class DistributedTranspiler(Fleet):
             t.transpile(trainer_id=self.worker_index(), program=main, pservers=",".join(servers),
                         trainers=self.worker_num(), sync_mode=config.sync_mode, startup_program=startup)
             # Paddle waited for the servers here, except under MPI (their ports are not open yet):
-            # there the startup program's recv waits for them within the rpc deadline.
+            # there the startup program's recv waits for them (FLUIDIST_CONNECT_TIMEOUT, see distributed/reach).
             self.main_program = t.get_trainer_program(wait_port=config.wait_port and not self._is_mpi())
             self.startup_program = startup
         else:

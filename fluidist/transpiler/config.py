@@ -1,4 +1,7 @@
 """DistributeTranspilerConfig: every field of Paddle 1.x's, validated with errors that name the field."""
+import difflib
+
+from .details import check_bool, check_int
 from .dispatcher import HashName, PSDispatcher, RoundRobin
 
 MODES = ("pserver", "nccl2", "collective")
@@ -34,6 +37,15 @@ class DistributeTranspilerConfig:
         self._sync_mode = True
         self._runtime_split_send_recv = False
 
+    def __setattr__(self, name, value):
+        """Only Paddle's fields: a misspelt one (``slice_var_ups``) is an error naming the nearest field,
+        not an attribute that silently changes nothing."""
+        if not name.startswith("_") and not hasattr(type(self), name):
+            near = difflib.get_close_matches(name, FIELDS, n=1)
+            raise AttributeError("DistributeTranspilerConfig has no field %r%s; its fields: %s"
+                                 % (name, " (did you mean %r?)" % near[0] if near else "", ", ".join(FIELDS)))
+        object.__setattr__(self, name, value)
+
     @property
     def sync_mode(self):
         return self._sync_mode
@@ -61,13 +73,17 @@ class DistributeTranspilerConfig:
         self._runtime_split_send_recv = bool(value)
 
     def validate(self):
-        """Raise ValueError naming the first misconfigured field."""
+        """Raise ValueError (TypeError for a value of the wrong type) naming the first misconfigured field."""
+        for field in _BOOL_FIELDS:
+            check_bool(getattr(self, field), "DistributeTranspilerConfig.%s" % field)
+        check_int(self.geo_sgd_need_push_nums, "DistributeTranspilerConfig.geo_sgd_need_push_nums", minimum=1)
+        check_int(self.hierarchical_allreduce_inter_nranks, "DistributeTranspilerConfig.hierarchical_allreduce_inter_nranks")
         if self.mode not in MODES:
             raise ValueError("DistributeTranspilerConfig.mode must be one of %s, got %r" % (MODES, self.mode))
         if self.collective_mode not in COLLECTIVE_MODES:
             raise ValueError("DistributeTranspilerConfig.collective_mode must be one of %s, got %r"
                              % (COLLECTIVE_MODES, self.collective_mode))
-        if not isinstance(self.min_block_size, int) or self.min_block_size < 8192:
+        if not isinstance(self.min_block_size, int) or isinstance(self.min_block_size, bool) or self.min_block_size < 8192:
             raise ValueError("DistributeTranspilerConfig.min_block_size must be an int >= 8192, got %r"
                              % (self.min_block_size,))
         method = self.split_method or RoundRobin
@@ -93,6 +109,14 @@ class DistributeTranspilerConfig:
         if self.runtime_split_send_recv:
             return DistributedMode.ASYNC
         return DistributedMode.HALF_ASYNC
+
+
+_BOOL_FIELDS = ("slice_var_up", "enable_dc_asgd", "print_log", "wait_port", "half_async", "completely_not_async",
+                "geo_sgd_mode", "use_hierarchical_allreduce")
+FIELDS = ("slice_var_up", "split_method", "min_block_size", "enable_dc_asgd", "mode", "print_log", "wait_port",
+          "half_async", "completely_not_async", "geo_sgd_mode", "geo_sgd_need_push_nums", "nccl_comm_num",
+          "use_hierarchical_allreduce", "hierarchical_allreduce_inter_nranks", "collective_mode", "local_sgd_steps",
+          "sync_mode", "runtime_split_send_recv")
 
 
 class ServerRuntimeConfig:

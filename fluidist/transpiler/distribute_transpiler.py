@@ -6,8 +6,9 @@ from typing import Any, Optional
 
 from ..framework.program import Program, default_main_program, default_startup_program
 from . import pserver as ps
+from ..distributed.ports import split_endpoint
 from .config import DistributeTranspilerConfig, DistributedMode, ServerRuntimeConfig  # noqa: F401
-from .details import gc_paused, parse_endpoints
+from .details import check_bool, check_int, gc_paused, parse_endpoints
 from .slicing import VarBlock, slice_variable  # noqa: F401  (Paddle's names in this module)
 
 logger = logging.getLogger(__name__)
@@ -92,15 +93,20 @@ class DistributeTranspiler:
             current_endpoint: this process's endpoint (collective modes: this trainer's).
 
         Raises:
-            ValueError: a trainer_id out of range, an empty or malformed endpoint list.
+            TypeError: an argument of the wrong type (named in the message).
+            ValueError: a trainer_id out of range, an empty or malformed endpoint list, a malformed
+                current_endpoint (each named in the message).
         """
         self.config.validate()
-        if not isinstance(trainer_id, int) or trainer_id < 0:
-            raise ValueError("transpile: trainer_id must be an int >= 0, got %r" % (trainer_id,))
+        trainer_id = check_int(trainer_id, "transpile: trainer_id")
         program = program if program is not None else default_main_program()
         startup_program = startup_program if startup_program is not None else default_startup_program()
-        if not isinstance(program, Program) or not isinstance(startup_program, Program):
-            raise TypeError("transpile: program and startup_program must be Programs")
+        for what, value in (("program", program), ("startup_program", startup_program)):
+            if not isinstance(value, Program):
+                raise TypeError("transpile: %s must be a Program, got %r (%s)" % (what, value, type(value).__name__))
+        sync_mode = check_bool(sync_mode, "transpile: sync_mode")
+        if not isinstance(current_endpoint, str):
+            raise TypeError("transpile: current_endpoint must be an 'ip:port' string, got %r" % (current_endpoint,))
         self.origin_program = program
         self.startup_program = startup_program
         self.origin_startup_program = startup_program.clone()
@@ -115,9 +121,13 @@ class DistributeTranspiler:
             self._collective = transpile_collective(self.config, trainer_id, trainers, current_endpoint,
                                                     program, startup_program)
             return
-        eps = parse_endpoints(pservers, "pservers")
-        if not isinstance(trainers, int) or trainers < 1:
-            raise ValueError("transpile: trainers must be an int >= 1 in pserver mode, got %r" % (trainers,))
+        eps = parse_endpoints(pservers, "transpile: pservers")
+        if isinstance(trainers, str):
+            raise TypeError("transpile: trainers must be the number of trainers (an int) in pserver mode, got the "
+                            "string %r (a list of trainer endpoints is for the nccl2 / collective modes)" % trainers)
+        trainers = check_int(trainers, "transpile: trainers (pserver mode)", minimum=1)
+        if current_endpoint:
+            split_endpoint(current_endpoint, "transpile: current_endpoint")
         if trainer_id >= trainers:
             raise ValueError("transpile: trainer_id %d is out of range for %d trainers" % (trainer_id, trainers))
         self.trainer_num = trainers

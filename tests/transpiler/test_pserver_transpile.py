@@ -200,6 +200,66 @@ def test_config_errors_name_the_field():
         transpile(main, startup).get_pserver_program("127.0.0.1:1")
 
 
+BAD_TRANSPILE_ARGS = [
+    (dict(pservers=""), ValueError, r"transpile: pservers is empty \(''\): give at least one ip:port"),
+    (dict(pservers=" , "), ValueError, r"transpile: pservers is empty"),
+    (dict(pservers=None), TypeError, r"transpile: pservers must be a comma-separated string or a list of ip:port"),
+    (dict(pservers="10.0.0.1:6170,10.0.0.1:6170"), ValueError, r"transpile: pservers lists an endpoint twice"),
+    (dict(trainers=0), ValueError, r"transpile: trainers \(pserver mode\) must be >= 1, got 0"),
+    (dict(trainers="2"), TypeError, r"transpile: trainers must be the number of trainers \(an int\) in pserver mode, "
+                                    r"got the string '2'"),
+    (dict(trainers=2.0), TypeError, r"transpile: trainers \(pserver mode\) must be an int, got 2.0 \(float\)"),
+    (dict(trainer_id=-1), ValueError, r"transpile: trainer_id must be >= 0, got -1"),
+    (dict(trainer_id="0"), TypeError, r"transpile: trainer_id must be an int, got '0' \(str\)"),
+    (dict(trainer_id=True), TypeError, r"transpile: trainer_id must be an int, got True \(bool\)"),
+    (dict(trainer_id=2), ValueError, r"transpile: trainer_id 2 is out of range for 2 trainers"),
+    (dict(sync_mode="false"), TypeError, r"transpile: sync_mode must be True or False, got 'false' \(str\)"),
+    (dict(sync_mode=None), TypeError, r"transpile: sync_mode must be True or False, got None"),
+    (dict(current_endpoint="pserver0"), ValueError, r"transpile: current_endpoint: 'pserver0' is not host:port"),
+    (dict(current_endpoint=6170), TypeError, r"transpile: current_endpoint must be an 'ip:port' string, got 6170"),
+    (dict(program="main"), TypeError, r"transpile: program must be a Program, got 'main' \(str\)"),
+    (dict(startup_program=3), TypeError, r"transpile: startup_program must be a Program, got 3 \(int\)"),
+]
+
+
+@pytest.mark.parametrize("bad,exc,match", BAD_TRANSPILE_ARGS)
+def test_bad_transpile_arguments_are_named(bad, exc, match):
+    main, startup, _ = fc_model()
+    kw = dict(trainer_id=0, program=main, pservers="%s,%s" % (EP0, EP1), trainers=2, sync_mode=True,
+              startup_program=startup, current_endpoint="")
+    kw.update(bad)
+    with pytest.raises(exc, match=match):
+        fluid.DistributeTranspiler().transpile(**kw)
+
+
+def test_good_transpile_arguments_in_their_other_spellings():
+    main, startup, _ = fc_model()
+    t = fluid.DistributeTranspiler()
+    t.transpile(np.int64(1), program=main, pservers=[EP0, EP1], trainers=np.int32(2), sync_mode=np.bool_(False),
+                startup_program=startup, current_endpoint=EP0)
+    assert (t.trainer_id, t.trainer_num, t.sync_mode) == (1, 2, False)
+    assert type(t.trainer_id) is int and type(t.trainer_num) is int
+
+
+@pytest.mark.parametrize("field,value,exc,match", [
+    ("slice_var_ups", False, AttributeError, r"no field 'slice_var_ups' \(did you mean 'slice_var_up'\?\)"),
+    ("min_blocksize", 9000, AttributeError, r"did you mean 'min_block_size'"),
+    ("slice_var_up", "no", TypeError, r"DistributeTranspilerConfig.slice_var_up must be True or False, got 'no'"),
+    ("wait_port", None, TypeError, r"DistributeTranspilerConfig.wait_port must be True or False"),
+    ("print_log", "yes", TypeError, r"DistributeTranspilerConfig.print_log must be True or False"),
+    ("min_block_size", True, ValueError, r"DistributeTranspilerConfig.min_block_size must be an int >= 8192"),
+    ("nccl_comm_num", 0, ValueError, r"DistributeTranspilerConfig.nccl_comm_num must be an int >= 1"),
+    ("geo_sgd_need_push_nums", 0, ValueError, r"DistributeTranspilerConfig.geo_sgd_need_push_nums must be >= 1"),
+    ("mode", "ps", ValueError, r"DistributeTranspilerConfig.mode must be one of"),
+    ("split_method", "RoundRobin", ValueError, r"DistributeTranspilerConfig.split_method must be RoundRobin or HashName"),
+])
+def test_every_config_field_is_checked_by_name(field, value, exc, match):
+    c = fluid.DistributeTranspilerConfig()
+    with pytest.raises(exc, match=match):
+        setattr(c, field, value)
+        fluid.DistributeTranspiler(c)
+
+
 def test_hashname_is_stable():
     from fluidist.transpiler import HashName
     d = HashName([EP0, EP1])

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import functools
 import gc
+import numbers
 import sys
 from typing import Callable, TypeVar
+
+import numpy as np
 
 if sys.version_info >= (3, 10):
     from typing import ParamSpec
@@ -39,12 +42,17 @@ def gc_paused(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def parse_endpoints(value, what):
+    """The ``ip:port`` list ``value`` (a comma-separated string or a list), checked: not empty, each
+    endpoint well-formed, none twice; errors name ``what`` (the argument)."""
     if isinstance(value, (list, tuple)):
         eps = [str(e).strip() for e in value]
     elif isinstance(value, str):
         eps = [e.strip() for e in value.split(",") if e.strip()]
     else:
         raise TypeError("%s must be a comma-separated string or a list of ip:port, got %r" % (what, value))
+    if not eps:
+        raise ValueError("%s is empty (%r): give at least one ip:port, e.g. '127.0.0.1:6170,127.0.0.1:6171'"
+                         % (what, value))
     for ep in eps:
         split_endpoint(ep, what)
     if len(set(eps)) != len(eps):
@@ -69,3 +77,19 @@ def program_to_code(prog, fetch_list=None, skip_op_callstack=True):
         lines += ["    " + block.ops[i].to_string() for i in keep]
         lines.append("}")
         print("\n".join(lines))
+
+
+def check_int(value, what, minimum=0):
+    """``value`` as an int (any integral number, not a bool) ``>= minimum``; else an error naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s must be an int, got %r (%s)" % (what, value, type(value).__name__))
+    if value < minimum:
+        raise ValueError("%s must be >= %d, got %d" % (what, minimum, value))
+    return int(value)
+
+
+def check_bool(value, what):
+    """``value`` as a bool (True / False, or the ints 0 / 1); else an error naming ``what``."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+        return bool(value)
+    raise TypeError("%s must be True or False, got %r (%s)" % (what, value, type(value).__name__))
