@@ -2,13 +2,18 @@
 
 It runs a user's training script only until the script transpiles its program (or, for a script that never
 transpiles, until its first ``Executor.run``), takes the program built so far, transpiles it itself for
-N pservers x M trainers, and draws the trainer programs and the pserver programs side by side: ops in
-program order, joined by the variables that flow between them; each ``send`` joined to the pserver it
-sends to and each ``recv`` to the pserver block that updates what it receives, labelled with the variable
-(a sliced parameter's blocks carry their ``.blockN`` names); the pserver's optimize blocks boxed and named
-after the parameters they update. Nothing is trained and no socket is opened::
+N pservers x M trainers, and draws the job. Nothing is trained and no socket is opened::
 
-    fluidist-draw --pservers 2 --trainers 2 -o job.svg examples/dist_digits.py --model mlp
+    fluidist-draw --pservers 2 --trainers 2 -o job.png examples/dist_digits.py --model mlp
+
+By default each process is a lane (:mod:`fluidist.draw_lanes`): a trainer's forward and backward passes as
+one node each, then per pserver one ``send`` and one ``recv`` node with what they carry, and the barriers;
+a pserver's ``listen_and_serv`` and its optimize blocks, named after the parameter blocks they update; one
+edge per trainer, pserver and direction. ``--detail`` draws every op instead, joined by the variables that
+flow between them, each ``send`` joined to its pserver and each ``recv`` to the block that updates what
+it receives, labelled with the variable (``--vars``: the variables as nodes too). The picture's format
+follows the output's extension (svg, png, pdf; .dot writes the DOT text only); the DOT text is written
+beside it. On success the picture's path is printed (once) and the exit code is 0.
 
 The script sees the environment a launcher gives trainer 0 (``TRAINING_ROLE=TRAINER``, ``PADDLE_*``), so
 scripts that take their role from it go straight to their transpile call.
@@ -19,10 +24,11 @@ import runpy
 import sys
 
 from .debugger import add_block
+from .draw_lanes import draw_lanes
 from .framework import registry
-from .graphviz import Graph, render
+from .graphviz import DotNotFound, Graph, render
 
-__all__ = ["capture_programs", "transpile_job", "draw_job", "main"]
+__all__ = ["capture_programs", "transpile_job", "draw_job", "draw_lanes", "main"]
 
 
 class _Captured(BaseException):
@@ -112,7 +118,8 @@ def _updated_names(block):
 
 
 def draw_job(trainer_progs, pserver_progs, title=None, show_vars=False):
-    """The picture (a :class:`fluidist.graphviz.Graph`) of trainer and pserver programs side by side."""
+    """The detailed picture (``--detail``; a :class:`fluidist.graphviz.Graph`) of trainer and pserver programs side
+    by side: every op, an edge per variable sent or received."""
     g = Graph("job", graph_attr={"rankdir": "TB", "fontname": "Helvetica", "compound": "true",
                                  "label": title or "", "labelloc": "t", "fontsize": "20", "newrank": "true"})
     trainer_nodes = []
@@ -158,9 +165,9 @@ def draw_job(trainer_progs, pserver_progs, title=None, show_vars=False):
 def build_parser():
     p = argparse.ArgumentParser(
         prog="fluidist-draw", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description="Transpile a training script's program for N pservers x M trainers and draw the trainer and "
-                    "pserver programs side by side, with sends and recvs as edges between them.",
-        epilog="example: fluidist-draw --pservers 2 --trainers 2 -o job.svg examples/dist_digits.py --model mlp")
+        description="Transpile a training script's program for N pservers x M trainers and draw the job: a lane per "
+                    "process, the sends and recvs grouped per pserver (--detail: every op).",
+        epilog="example: fluidist-draw --pservers 2 --trainers 2 -o job.png examples/dist_digits.py --model mlp")
     p.add_argument("--pservers", type=int, default=2, help="number of parameter servers")
     p.add_argument("--trainers", type=int, default=2, help="number of trainers")
     p.add_argument("--async_mode", action="store_true", help="transpile for asynchronous training (no barriers)")
@@ -168,7 +175,9 @@ def build_parser():
                    help="DistributeTranspilerConfig.min_block_size: smaller slices parameters into more blocks "
                         "(default: the transpiler's, 8192)")
     p.add_argument("--no_slice", action="store_true", help="DistributeTranspilerConfig.slice_var_up = False")
-    p.add_argument("--vars", action="store_true", help="draw the variables as nodes too (a bigger picture)")
+    p.add_argument("--detail", action="store_true",
+                   help="draw every op of every program, and an edge per variable sent or received (a big picture)")
+    p.add_argument("--vars", action="store_true", help="with --detail: the variables as nodes too")
     p.add_argument("-o", "--output", default="job.svg",
                    help="the picture; its extension picks the format (svg, png, pdf; .dot writes DOT only). "
                         "The DOT text is written beside it")
@@ -178,11 +187,14 @@ def build_parser():
 
 
 def main(argv=None):
+    """The console script: draws the job, prints the picture's path; returns 0 (errors exit 1 with a message)."""
     args = build_parser().parse_args(argv)
     if args.pservers < 1 or args.trainers < 1:
         raise SystemExit("fluidist-draw: --pservers and --trainers must be at least 1")
     if not os.path.isfile(args.script):
         raise SystemExit("fluidist-draw: script %r not found" % args.script)
+    if args.vars and not args.detail:
+        raise SystemExit("fluidist-draw: --vars draws the variables of the detailed picture; add --detail")
     from .transpiler import DistributeTranspilerConfig
     config = DistributeTranspilerConfig()
     if args.min_block_size is not None:
@@ -194,16 +206,21 @@ def main(argv=None):
                                        sync_mode=not args.async_mode, config=config)
     title = "%s: %d pserver(s) x %d trainer(s), %s (program taken at %s)" % (
         os.path.basename(args.script), args.pservers, args.trainers, "async" if args.async_mode else "sync", how)
-    g = draw_job(trainers, pservers, title=title, show_vars=args.vars)
+    if args.detail:
+        g = draw_job(trainers, pservers, title=title, show_vars=args.vars)
+    else:
+        g = draw_lanes(trainers, pservers, title=title)
     base, ext = os.path.splitext(args.output)
     dot_path = g.save(base + ".dot")
-    if ext.lower() in ("", ".dot", ".gv"):
-        print(dot_path)
-        return dot_path
-    out = render(dot_path, args.output)
+    out = dot_path
+    if ext.lower() not in ("", ".dot", ".gv"):
+        try:
+            out = render(dot_path, args.output)
+        except (DotNotFound, RuntimeError) as e:
+            raise SystemExit("fluidist-draw: %s" % e) from None
     print(out)
-    return out
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -4,6 +4,7 @@ through Graphviz's real ``dot`` (installed by .ci/run; skipped, saying so, where
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -13,7 +14,7 @@ import pytest
 
 import fluidist as fluid
 from fluidist import debugger, net_drawer
-from fluidist.draw import draw_job, transpile_job
+from fluidist.draw import draw_job, draw_lanes, transpile_job
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
@@ -122,26 +123,88 @@ def test_sliced_parameter_blocks_are_named():
     assert re.search(r'label="fc_0\.w_0@GRAD\.block0\.trainer_1"', dot)
 
 
+def test_default_picture_is_a_lane_per_process_with_traffic_grouped_per_pserver():
+    main, startup, _ = _net(width=512)   # fc_0.w_0 is sliced in two blocks over the two pservers
+    trainers, pservers = transpile_job(main, startup, 2, 2)
+    dot = draw_lanes(trainers, pservers, title="test job").source
+    assert [c for c in re.findall(r'subgraph "cluster_(\w+)"', dot)] == ["trainer_0", "pserver_0", "pserver_1",
+                                                                         "trainer_1"]
+    nodes = _nodes(dot)
+    eps = list(pservers)
+    for tid, prog in enumerate(trainers):
+        block = prog.global_block()
+        for k, ep in enumerate(eps):
+            sent = [n for op in block.ops if op.type == "send" for n, e in zip(op.input("X"), op.attr("epmap"))
+                    if e == ep]
+            got = [n for op in block.ops if op.type == "recv" for n, e in zip(op.output("Out"), op.attr("epmap"))
+                   if e == ep]
+            assert sent and got
+            send = [i for i, label in nodes.items() if i.startswith("t%d:" % tid)
+                    and label == "send -> pserver %d\\n%d gradients" % (k, len(sent))]
+            recv = [i for i, label in nodes.items() if i.startswith("t%d:" % tid)
+                    and label == "recv <- pserver %d\\n%d parameters" % (k, len(got))]
+            assert len(send) == 1 and len(recv) == 1, (tid, k, nodes)
+            edges = _edges(dot)
+            assert [(a, b) for a, b, at in edges if a == send[0] and b.startswith("p")] == [(send[0], "p%d:serve" % k)]
+            assert [(a, b) for a, b, at in edges if b == recv[0] and a.startswith("p")] == [("p%d:serve" % k, recv[0])]
+    cross = [(a, b) for a, b, _ in _edges(dot) if a.split(":")[0][0] != b.split(":")[0][0]]
+    assert len(cross) == 2 * 2 * 2   # one per trainer, pserver and direction
+    assert any(label.startswith("forward: ") for label in nodes.values())
+    assert sum(1 for i in nodes if i.startswith("p0:b")) == len(pservers[eps[0]].blocks) - 1
+    assert re.search(r'"p\d:b\d" \[label="block \d: fc_0\.w_0\.block0\\n', dot)
+
+
+def test_default_picture_of_many_trainers_is_one_trainer_lane():
+    main, startup, _ = _net()
+    trainers, pservers = transpile_job(main, startup, 2, 6)
+    dot = draw_lanes(trainers, pservers).source
+    assert re.findall(r'subgraph "cluster_(\w+)"', dot) == ["trainer_0", "pserver_0", "pserver_1"]
+    assert 'label="trainers 0..5 (each runs this program)"' in dot
+    assert len([e for e in _edges(dot) if "x 6 trainers" in e[2]]) == 4
+
+
+def _png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+def _draw(tmp_path, *args):
+    """fluidist-draw as its console script runs it (``sys.exit(main())``)."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-c", "import sys; from fluidist.draw import main; sys.exit(main())"]
+                          + [str(a) for a in args], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=str(tmp_path))
+
+
 @needs_dot
 def test_fluidist_draw_cli_on_the_distributed_example(tmp_path):
-    out = tmp_path / "job.svg"
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-m", "fluidist.draw", "--pservers", "2", "--trainers", "2", "-o", str(out),
-                        os.path.join(ROOT, "examples", "dist_digits.py"), "--model", "mlp"],
-                       capture_output=True, text=True, timeout=120, env=env, cwd=str(tmp_path))
+    example = os.path.join(ROOT, "examples", "dist_digits.py")
+    png = tmp_path / "job.png"
+    r = _draw(tmp_path, "--pservers", "2", "--trainers", "2", "-o", png, example, "--model", "mlp")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == str(out)
-    svg = ET.parse(str(out)).getroot()
-    titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
-    assert "cluster_trainer_1" in titles and "cluster_pserver_1" in titles
+    assert r.stdout == str(png) + "\n" and r.stderr == ""   # the path, once
+    width, height = _png_size(png)
+    assert width <= 1920 and height <= 1080, (width, height)   # fits a screen
     dot = (tmp_path / "job.dot").read_text()
     assert "dist_digits.py: 2 pserver(s) x 2 trainer(s), sync (program taken at DistributeTranspiler.transpile)" \
         in dot
-    cross = [e for e in _edges(dot) if 'constraint="false"' in e[2]]  # the edges between the processes
+    svg_path = tmp_path / "job.svg"
+    r = _draw(tmp_path, "-o", svg_path, example)
+    assert r.returncode == 0 and r.stdout == str(svg_path) + "\n", r.stderr
+    svg = ET.parse(str(svg_path)).getroot()
+    titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
+    assert "cluster_trainer_1" in titles and "cluster_pserver_1" in titles
+    # --detail: every op, an edge per variable between the processes
+    r = _draw(tmp_path, "--detail", "-o", tmp_path / "detail.dot", example)
+    assert r.returncode == 0 and r.stdout == str(tmp_path / "detail.dot") + "\n", r.stderr
+    cross = [e for e in _edges((tmp_path / "detail.dot").read_text()) if 'constraint="false"' in e[2]]
     assert len([e for e in cross if 'label="fc_0.w_0@GRAD.trainer_1"' in e[2]]) == 1
-    r = subprocess.run([sys.executable, "-m", "fluidist.draw", "no_such_script.py"], capture_output=True, text=True,
-                       timeout=60, env=env, cwd=str(tmp_path))
+    r = _draw(tmp_path, "no_such_script.py")
     assert r.returncode == 1 and "script 'no_such_script.py' not found" in r.stderr
+    r = _draw(tmp_path, "--vars", example)
+    assert r.returncode == 1 and "--vars draws the variables of the detailed picture; add --detail" in r.stderr
 
 
 def test_debug_graphviz_path_is_honoured(tmp_path):

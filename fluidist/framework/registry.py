@@ -32,6 +32,9 @@ its own (a second table drifts):
 - ``to_peers`` / ``from_peers``: the input slot whose variables the op sends to the peers of its
   ``epmap`` attr, the output slot whose variables it receives from them (``send``, ``recv``,
   ``prefetch``).
+- ``barrier``: the op closes a phase of a parameter-server step for every pserver of its
+  ``endpoints``: ``"send"`` (all gradients sent: ``send_barrier``) or ``"fetch"`` (all parameters
+  received: ``fetch_barrier``); pictures order a trainer's stages by it.
 - ``reversible``: applied in place (``X`` is ``Out``), the op is undone by what its gradient maker
   gives (``increment``): a gradient block replays that, so that a loop step's gradient ops read
   the value its forward ops read.
@@ -113,6 +116,7 @@ class OpDef:
     serves: bool = False
     to_peers: Optional[str] = None
     from_peers: Optional[str] = None
+    barrier: Optional[str] = None
     reversible: bool = False
     forward: Optional[str] = None
     host: Optional[str] = None        # why the op runs on the host (see the module docstring)
@@ -136,7 +140,7 @@ class OpDef:
 
 _REGISTRY: Dict[str, OpDef] = {}
 _FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
-          "after_update", "communicates", "serves", "to_peers", "from_peers", "reversible", "host", "host_except",
+          "after_update", "communicates", "serves", "to_peers", "from_peers", "barrier", "reversible", "host", "host_except",
           "host_inputs")
 
 

@@ -91,7 +91,7 @@ def send(ctx, ins, attrs):
 
 
 @register_op("send_barrier", host=_HOST, inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
-             communicates=True,
+             communicates=True, barrier="send",
              attrs={"endpoints": [], "trainer_id": 0, "half_async": False})
 def send_barrier(ctx, ins, attrs):
     """Tell each pserver that this trainer has sent all it sends in this step. Like ``send``, it does
@@ -179,7 +179,7 @@ def _recv_spec(op, attrs):
 
 
 @register_op("fetch_barrier", host=_HOST, inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,
-             communicates=True,
+             communicates=True, barrier="fetch",
              attrs={"endpoints": [], "trainer_id": 0})
 def fetch_barrier(ctx, ins, attrs):
     """Wait until each pserver has finished this trainer's step. A pserver that already answered a
