@@ -17,7 +17,9 @@ compute in one place and communication in another (``concat`` after ``recv``, sa
 
 A Chrome trace of this process is written too, at ``<profile_path>.<role>.trace.json`` (see
 :mod:`fluidist.timeline`: ops, RPC and collective spans with peer and bytes, waits), which
-``python -m fluidist.timeline`` merges across processes as Paddle's ``tools/timeline.py`` did.
+``python -m fluidist.timeline`` merges across processes as Paddle's ``tools/timeline.py`` did. In a job
+(the launcher's variables name the role) the report goes to ``<profile_path>.<role>.json``, so ranks that
+share a ``profile_path`` do not overwrite each other's; a process on its own writes ``profile_path``.
 
 Differences from Paddle: the report is a Python table (and a JSON file at ``profile_path``), not
 Paddle's protobuf profile; ``state="GPU"``/``"All"`` synchronizes the device after each kernel so
@@ -29,6 +31,7 @@ import collections
 import contextlib
 import json
 import logging
+import os
 import threading
 import time
 
@@ -39,7 +42,7 @@ from .executor import executor as _executor_mod
 logger = logging.getLogger(__name__)
 
 __all__ = ["profiler", "start_profiler", "stop_profiler", "reset_profiler", "is_profiler_enabled", "op_stats",
-           "op_events", "trace_path"]
+           "op_events", "trace_path", "summary_path"]
 
 _STATES = ("CPU", "GPU", "All")
 _SORT_KEYS = (None, "calls", "total", "max", "min", "ave")
@@ -159,7 +162,8 @@ def _report(sorted_key):
 def stop_profiler(sorted_key=None, profile_path="/tmp/profile"):
     """Stop timing, print the report (sorted by ``sorted_key``: None keeps first-seen order, or
     "calls", "total", "max", "min", "ave") and write it as JSON to ``profile_path`` (None or ""
-    writes nothing; the Chrome trace goes to :func:`trace_path` of it). The timings stay readable through
+    writes nothing; a process of a job writes :func:`summary_path` of it, so every rank has its own; the Chrome
+    trace goes to :func:`trace_path` of it; a missing folder is created). The timings stay readable through
     ``op_stats()`` until the next start or reset."""
     global _active_state
     if sorted_key not in _SORT_KEYS:
@@ -178,10 +182,33 @@ def stop_profiler(sorted_key=None, profile_path="/tmp/profile"):
               % (r["event"], r["calls"], r["total"] * 1e3, r["min"] * 1e3, r["max"] * 1e3, r["ave"] * 1e3,
                  r["total"] / grand))
     if profile_path:
-        with open(profile_path, "w") as f:
-            json.dump({"events": rows, "by_role": op_stats()}, f, indent=1)
+        _prepare_folder(profile_path, "stop_profiler")
+        report = summary_path(profile_path)
+        with open(report, "w") as f:
+            json.dump({"events": rows, "by_role": op_stats(), "process": _timeline.role_name()}, f, indent=1)
         trace = _timeline.write_trace(trace_path(profile_path))
-        logger.info("profiler: report in %s, Chrome trace in %s", profile_path, trace)
+        logger.info("profiler: report in %s, Chrome trace in %s", report, trace)
+
+
+def _prepare_folder(profile_path, what):
+    """Create the folder ``profile_path`` goes in (a missing one is made, not a crash at the end of the run);
+    a path that cannot hold files is refused, naming it."""
+    folder = os.path.dirname(os.path.abspath(profile_path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise ValueError("%s: cannot write the profile %r: its folder %s cannot be created (%s)"
+                         % (what, profile_path, folder, e.strerror or e)) from None
+    if not os.access(folder, os.W_OK):
+        raise ValueError("%s: cannot write the profile %r: its folder %s is not writable" % (what, profile_path, folder))
+
+
+def summary_path(profile_path, name=None):
+    """Where ``stop_profiler`` writes this process's report: ``profile_path`` itself for a process on its own,
+    ``<profile_path>.<role>.json`` (``trainer0``, ``pserver1``: see :func:`fluidist.timeline.role_name`) for a
+    process of a job, so that each rank keeps its own file."""
+    role = name or _timeline.role_name()
+    return profile_path if role.startswith("pid") else "%s.%s.json" % (profile_path, role)
 
 
 def trace_path(profile_path, name=None):
@@ -194,6 +221,8 @@ def profiler(state="CPU", sorted_key=None, profile_path="/tmp/profile", tracer_o
     """``with profiler.profiler("CPU", "total"):`` times the kernels run inside and reports at the end."""
     if sorted_key not in _SORT_KEYS:
         raise ValueError("profiler: sorted_key must be one of %s, got %r" % (list(_SORT_KEYS), sorted_key))
+    if profile_path:
+        _prepare_folder(profile_path, "profiler")   # up front, not at the end of the run
     start_profiler(state, tracer_option)
     try:
         yield

@@ -75,6 +75,15 @@ def test_a_2x2_job_merged_into_one_trace(tmp_path):
     files = sorted(f for f in os.listdir(out) if f.endswith(".trace.json"))
     assert files == ["profile.pserver0.trace.json", "profile.pserver1.trace.json",
                      "profile.trainer0.trace.json", "profile.trainer1.trace.json"]
+    # every rank its own report, none written over another's
+    reports = sorted(f for f in os.listdir(out) if f.endswith(".json") and not f.endswith(".trace.json"))
+    assert reports == ["profile.pserver0.json", "profile.pserver1.json", "profile.trainer0.json",
+                       "profile.trainer1.json"]
+    for f in reports:
+        report = json.load(open(out / f))
+        assert report["process"] == f.split(".")[1] and report["events"]
+    assert "sgd" in {r["event"] for r in json.load(open(out / "profile.pserver0.json"))["events"]}
+    assert "mul" in {r["event"] for r in json.load(open(out / "profile.trainer1.json"))["events"]}
     merged_path = str(tmp_path / "job.json")
     r = subprocess.run([sys.executable, "-m", "fluidist.timeline", "-o", merged_path]
                        + [str(out / f) for f in files], env=_env(out), capture_output=True, text=True, timeout=60)
@@ -101,6 +110,24 @@ def test_a_2x2_job_merged_into_one_trace(tmp_path):
     first_send = min(e["ts"] for k in (0, 1) for e in by[k] if e["name"] == "send send")
     first_sgd_end = min(e["ts"] + e["dur"] for k in (2, 3) for e in by[k] if e["name"] == "sgd")
     assert first_send < first_sgd_end
+    # a flow from every request a trainer sent to the span where its pserver received it
+    starts = {e["id"]: e for e in ev if e.get("ph") == "s"}
+    ends = {e["id"]: e for e in ev if e.get("ph") == "f"}
+    assert starts and set(starts) == set(ends) and merged["otherData"]["fluidist"]["flows"] == len(starts)
+    requests = [e for k in (0, 1) for e in by[k] if e["cat"] == "rpc" and e["name"].startswith("send ")]
+    assert len(starts) == len(requests)   # every pserver was profiled: every request has its other end
+    eps = {2: "pserver0", 3: "pserver1"}
+    for fid, s in starts.items():
+        f = ends[fid]
+        assert s["pid"] in (0, 1) and f["pid"] in (2, 3) and f["bp"] == "e"
+        sent = [e for e in by[s["pid"]] if e["cat"] == "rpc" and e["ts"] <= s["ts"] <= e["ts"] + e["dur"]]
+        got = [e for e in by[f["pid"]] if e["cat"] == "rpc" and e["ts"] <= f["ts"] <= e["ts"] + e["dur"]]
+        assert len(sent) == 1 and len(got) == 1, (s, f)
+        a, b = sent[0]["args"], got[0]["args"]
+        assert (a["kind"], a["var"], a["trainer"], a["step"]) == (b["kind"], b["var"], b["trainer"], b["step"])
+        assert a["peer"] == b["endpoint"] and names[f["pid"]] == eps[f["pid"]]
+        assert a["trainer"] == s["pid"] and s["name"] == ("%s %s" % (a["kind"], a["var"]) if a["var"] else a["kind"])
+    assert "%d flows" % len(starts) in r.stdout
 
 
 def test_merge_errors_name_the_file(tmp_path):
@@ -109,3 +136,43 @@ def test_merge_errors_name_the_file(tmp_path):
     r = subprocess.run([sys.executable, "-m", "fluidist.timeline", str(bad)], capture_output=True, text=True,
                        timeout=60, env=_env(tmp_path))
     assert r.returncode == 1 and "%s is not a Chrome trace" % bad in r.stderr
+
+
+def test_a_missing_output_folder_is_created_not_a_crash_at_the_end(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINING_ROLE", "TRAINER")
+    monkeypatch.setenv("PADDLE_TRAINER_ID", "1")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 4])
+        loss = fluid.layers.mean(fluid.layers.fc(x, 2))
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    path = tmp_path / "not" / "yet" / "prof"
+    with fluid.profiler.profiler("CPU", profile_path=str(path)):
+        assert path.parent.is_dir()   # made up front
+        exe.run(main, feed={"x": np.ones((2, 4), "float32")}, fetch_list=[loss])
+    assert json.load(open(str(path) + ".trainer1.json"))["process"] == "trainer1"
+    assert (tmp_path / "not" / "yet" / "prof.trainer1.trace.json").is_file()
+    # a folder that cannot be made is refused before anything runs, naming the path
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(ValueError, match=r"profiler: cannot write the profile '.*afile/prof': its folder .* cannot be "
+                                         r"created"):
+        with fluid.profiler.profiler("CPU", profile_path=str(tmp_path / "afile" / "prof")):
+            raise AssertionError("must not run")
+    assert not fluid.profiler.is_profiler_enabled()
+    # the merge tool makes the folder of its output too
+    merged = tmp_path / "merged" / "job.json"
+    r = subprocess.run([sys.executable, "-m", "fluidist.timeline", "-o", str(merged),
+                        str(path) + ".trainer1.trace.json"], capture_output=True, text=True, timeout=60,
+                       env=_env(tmp_path))
+    assert r.returncode == 0 and merged.is_file(), r.stderr
+    assert r.stdout.startswith("%s: 1 process(es), " % merged) and r.stdout.rstrip().endswith(", 0 flows")
+
+
+def test_a_process_on_its_own_writes_its_report_at_profile_path(tmp_path, monkeypatch):
+    for k in ("TRAINING_ROLE", "PADDLE_TRAINER_ID"):
+        monkeypatch.delenv(k, raising=False)
+    path = tmp_path / "prof"
+    with fluid.profiler.profiler("CPU", profile_path=str(path)):
+        pass
+    assert json.load(open(str(path)))["process"].startswith("pid")

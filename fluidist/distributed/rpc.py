@@ -220,7 +220,7 @@ class Client:
         self._pending[rid] = _describe(what or ("%s %s" % (kind, name or "")).strip(), trainer, step)
         if _timeline.enabled:
             _timeline.complete("rpc", "send %s" % kind, t0, time.perf_counter() - t0, peer=self.endpoint,
-                               var=name, bytes=_timeline.frame_bytes(frames))
+                               var=name, bytes=_timeline.frame_bytes(frames), kind=kind, trainer=trainer, step=step)
         return rid
 
     def wait(self, rid, timeout_s=None, until=None):
@@ -553,7 +553,8 @@ class Server:
                 continue
             if _timeline.enabled:
                 _timeline.complete("rpc", "recv %s" % msg.kind, t0, time.perf_counter() - t0, var=msg.name,
-                                   peer="trainer %s" % msg.trainer, bytes=_timeline.frame_bytes(body))
+                                   peer="trainer %s" % msg.trainer, bytes=_timeline.frame_bytes(body),
+                                   kind=msg.kind, trainer=msg.trainer, step=msg.step, endpoint=self.endpoint)
             return Request(peer, msg, fd)
 
     def _send(self, peer, frames):

@@ -10,7 +10,8 @@ trace (chrome://tracing, https://ui.perfetto.dev) beside its report, at ``<profi
 
 ``python -m fluidist.timeline`` merges the traces of several processes into one, a track per process,
 aligned on the wall clock each trace records (exact between processes of one machine; as good as the
-machines' clock sync across machines)::
+machines' clock sync across machines), with a flow arrow from each request a trainer sent to the span
+where its pserver received it::
 
     python -m fluidist.timeline -o job.json /tmp/profile.trainer0.trace.json /tmp/profile.pserver0.trace.json
     python -m fluidist.timeline --profile_path trainer0=t0.json,pserver0=p0.json --timeline_path job.json
@@ -25,6 +26,7 @@ import threading
 import time
 
 from .. import bounded_json
+from .flows import request_flows
 
 __all__ = ["enabled", "start", "stop", "reset", "complete", "frame_bytes", "events", "role_name", "to_chrome", "write_trace",
            "merge"]
@@ -145,7 +147,8 @@ def _order(name):
 
 def merge(inputs):
     """One trace from ``inputs``: ``(name, path)`` pairs (name None: the one the trace recorded). Each input
-    becomes process ``k`` named ``name``; times are moved to the wall clock and start at 0."""
+    becomes process ``k`` named ``name``; times are moved to the wall clock and start at 0; each request a
+    trainer sent gets a flow arrow to where its pserver received it (:mod:`fluidist.timeline.flows`)."""
     loaded = []
     for name, path in inputs:
         trace = _load(path)
@@ -169,8 +172,9 @@ def merge(inputs):
         if "ts" in ev:
             ev["ts"] = ev["ts"] + off - t_min
         out.append(ev)
-    return {"traceEvents": out, "displayTimeUnit": "ms",
-            "otherData": {"fluidist": {"merged": [name for name, _, _ in loaded]}}}
+    flows = request_flows(out)
+    return {"traceEvents": out + flows, "displayTimeUnit": "ms",
+            "otherData": {"fluidist": {"merged": [name for name, _, _ in loaded], "flows": len(flows) // 2}}}
 
 
 def _pairs(text):

@@ -1,6 +1,8 @@
 """``python -m fluidist.timeline``: merge per-process Chrome traces into one, a track per process."""
 import argparse
 import json
+import os
+import sys
 
 from . import _pairs, merge
 
@@ -20,12 +22,18 @@ def main(argv=None):
         merged = merge(inputs)
     except ValueError as e:
         ap.exit(1, "python -m fluidist.timeline: error: %s\n" % e)
+    folder = os.path.dirname(os.path.abspath(args.timeline_path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        ap.exit(1, "python -m fluidist.timeline: error: cannot create the folder of %s: %s\n" % (args.timeline_path, e))
     with open(args.timeline_path, "w") as f:
         json.dump(merged, f)
-    print("%s: %d process(es), %d spans" % (args.timeline_path, len(inputs),
-                                             sum(1 for e in merged["traceEvents"] if e.get("ph") == "X")))
-    return args.timeline_path
+    print("%s: %d process(es), %d spans, %d flows" % (
+        args.timeline_path, len(inputs), sum(1 for e in merged["traceEvents"] if e.get("ph") == "X"),
+        merged["otherData"]["fluidist"]["flows"]))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
