@@ -200,7 +200,8 @@ def _prepare_folder(profile_path, what):
         raise ValueError("%s: cannot write the profile %r: its folder %s cannot be created (%s)"
                          % (what, profile_path, folder, e.strerror or e)) from None
     if not os.access(folder, os.W_OK):
-        raise ValueError("%s: cannot write the profile %r: its folder %s is not writable" % (what, profile_path, folder))
+        raise ValueError("%s: cannot write the profile %r: its folder %s is not writable"
+                         % (what, profile_path, folder))
 
 
 def summary_path(profile_path, name=None):

@@ -1,5 +1,6 @@
 """The launcher's command line: options (each also from ``FLUIDIST_LAUNCH_<OPTION>``), parsing, printing."""
 import argparse
+import difflib
 import logging
 import os
 import sys
@@ -7,7 +8,7 @@ import sys
 __all__ = [
     "DEFAULT_COLLECTIVE_PORT", "DEFAULT_PS_PORT", "build_parser", "parse_args", "normalize_argv",
     "add_base_arguments", "add_collective_arguments", "add_ps_arguments", "add_elastic_arguments",
-    "add_script_arguments", "print_arguments", "env_name"
+    "add_torchrun_arguments", "add_script_arguments", "print_arguments", "env_name"
 ]
 
 DEFAULT_COLLECTIVE_PORT = 6070
@@ -31,10 +32,21 @@ def env_name(dest):
     return "FLUIDIST_LAUNCH_" + dest.upper()
 
 
+def _spellings(flags):
+    """``flags`` plus the hyphenated spelling of each underscored long flag (torchrun's
+    ``--nproc-per-node`` beside Paddle's ``--nproc_per_node``)."""
+    out = list(flags)
+    for f in flags:
+        if f.startswith("--") and "_" in f and f.replace("_", "-") not in out:
+            out.append(f.replace("_", "-"))
+    return out
+
+
 def _add(group, *flags, dest, default=None, env=(), help="", **kw):
     """An option whose default comes from the first set variable of ``env`` (plus
     ``FLUIDIST_LAUNCH_<DEST>``), then ``default``. argparse applies ``type`` to string defaults.
-    The help says the built-in default and the variables."""
+    The help says the built-in default and the variables. Underscored flags also take hyphens."""
+    flags = _spellings(flags)
     shown = default
     for name in (env_name(dest),) + tuple(env):
         if os.environ.get(name, "") != "":
@@ -57,14 +69,22 @@ def _flag(group, *flags, dest, help):
 def normalize_argv(parser, argv):
     """``argv`` with ``true`` after each lone boolean flag (one not followed by a boolean word), up to the
     training script: so ``--use_paddlecloud train.py`` and ``-m pkg.mod`` do not take the script as the
-    flag's value. The script's own arguments are never touched."""
+    flag's value. Abbreviated options are spelled out; an unknown one is an error naming it and the nearest
+    known option. The script's own arguments are never touched."""
     argv = list(argv)
     out, i = [], 0
     while i < len(argv):
         tok = argv[i]
         if tok == "--" or not tok.startswith("-") or tok == "-":
             return out + argv[i:]
-        action = parser._option_string_actions.get(tok.split("=", 1)[0])
+        if not tok.startswith("--") and len(tok) > 2 and tok[:2] in parser._option_string_actions:
+            out.append(tok)   # a short option with its value attached: -t3
+            i += 1
+            continue
+        flag, eq, value = tok.partition("=")
+        action = _known_option(parser, flag)
+        if flag not in action.option_strings:   # an abbreviation: spelled out, so argparse finds one option
+            tok = next(o for o in action.option_strings if o.startswith("--")) + eq + value
         out.append(tok)
         i += 1
         if action is None or "=" in tok or action.nargs == 0:
@@ -80,6 +100,25 @@ def normalize_argv(parser, argv):
             out.append(argv[i])
             i += 1
     return out
+
+
+def _known_option(parser, flag):
+    """The action of ``flag`` (exact, or an unambiguous prefix of a long option, as argparse allows); an
+    unknown or ambiguous one is a usage error naming it and the nearest known option, before the flag's
+    value could be taken for the training script."""
+    actions = parser._option_string_actions
+    if flag in actions:
+        return actions[flag]
+    if flag.startswith("--") and len(flag) > 2:
+        prefixed = sorted({a for o, a in actions.items() if o.startswith(flag)}, key=lambda a: a.dest)
+        if len(prefixed) == 1:
+            return prefixed[0]
+        if prefixed:
+            names = sorted(o for o, a in actions.items() if o.startswith(flag) and a in prefixed)
+            parser.error("ambiguous option %s: it could be %s" % (flag, ", ".join(names)))
+    near = difflib.get_close_matches(flag, [o for o in actions if o.startswith("--")], n=1, cutoff=0.6)
+    parser.error("unknown option %s%s (the training script's own options go after it; see --help)"
+                 % (flag, " (did you mean %s?)" % near[0] if near else ""))
 
 
 def _log_level(v):
@@ -103,7 +142,7 @@ def add_base_arguments(parser):
          help="collective (default) or ps; chosen from the other options when not given")
     _add(g, "--grace_period", dest="grace_period", type=float, default=3.0,
          help="seconds between SIGTERM and SIGKILL when stopping children")
-    _add(g, "--node_ip", dest="node_ip", default=None, env=("POD_IP",),
+    _add(g, "--node_ip", "--local_addr", dest="node_ip", default=None, env=("POD_IP",),
          help="this node's IP; default: the listed IP that belongs to this machine")
     _add(g, "--started_port", "--start_port", dest="started_port", type=int, default=None,
          help="first port on each node (collective: default free ports on one node, else %d)"
@@ -113,6 +152,15 @@ def add_base_arguments(parser):
               "fluidist.distributed.security new FILE`); required on several nodes; a job on one node gets a fresh one")
     _flag(g, "--insecure", dest="insecure",
           help="plain sockets: no authentication, no encryption (a warning says so)")
+    _add(g, "--max_restarts", dest="max_restarts", type=int, default=None, env=("PADDLE_ELASTIC_MAX_RESTARTS",),
+         help="times this node's processes are all restarted after one of them failed (multi-node jobs: every "
+              "node's, meeting again); default 0, elastic jobs 3")
+    _add(g, "-t", "--tee", dest="tee", default=None,
+         help="copy the children's output (stdout and stderr, as their logs hold it) to the console, each line "
+              "prefixed with its process: 0 none, 1/2/3 every local process, or LOCAL_RANK:N,... per process; "
+              "default: local rank 0's, unprefixed")
+    _add(g, "--monitor_interval", dest="monitor_interval", type=float, default=0.2,
+         help="seconds between two looks at the children")
     return g
 
 
@@ -122,8 +170,9 @@ def add_collective_arguments(parser):
          help="comma list of node IPs; its order gives node ranks and must be the same on every node")
     _add(g, "--gpus", "--selected_gpus", dest="gpus", default=None,
          help="physical GPU ids to use on this node, e.g. 0,1 (default: all visible)")
-    _add(g, "--nproc_per_node", dest="nproc_per_node", type=int, default=None,
-         help="processes per node (CPU nodes: how many to start; GPU nodes: GPUs split among them)")
+    _add(g, "--nproc_per_node", dest="nproc_per_node", type=_nproc, default=None,
+         help="processes per node (CPU nodes: how many to start; GPU nodes: GPUs split among them); or torchrun's "
+              "auto (one per GPU, else one per CPU), gpu, cpu")
     _add(g, "--backend", dest="backend", default="auto", env=("PADDLE_DISTRI_BACKEND",),
          choices=["auto", "nccl", "gloo"], help="auto: nccl where CUDA devices are visible, else gloo (CPU)")
     _add(g, "--rendezvous_timeout", dest="rendezvous_timeout", type=float, default=300.0,
@@ -169,8 +218,6 @@ def add_elastic_arguments(parser):
     _add(g, "--np", dest="np", default=None, env=("PADDLE_ELASTIC_NP",),
          help="nodes: N (fault tolerance) or MIN:MAX (elastic)")
     _add(g, "--host", dest="host", default=None, env=("POD_IP",), help="this node's address in the job")
-    _add(g, "--max_restarts", dest="max_restarts", type=int, default=3, env=("PADDLE_ELASTIC_MAX_RESTARTS",),
-         help="restarts (membership changes or failures) allowed before giving up")
     _add(g, "--elastic_timeout", dest="elastic_timeout", type=float, default=600.0,
          env=("PADDLE_ELASTIC_TIMEOUT",), help="seconds to wait for enough nodes")
     _add(g, "--elastic_ttl", dest="elastic_ttl", type=int, default=10, env=("PADDLE_ELASTIC_TTL",),
@@ -187,10 +234,42 @@ def add_elastic_arguments(parser):
     return g
 
 
+def add_torchrun_arguments(parser):
+    g = parser.add_argument_group("torchrun's spellings (mapped onto the options above)")
+    _flag(g, "--standalone", dest="standalone",
+          help="a one-node job: no rendezvous, free ports (--nnodes 1, no --master)")
+    _add(g, "--rdzv_backend", dest="rdzv_backend", default=None, choices=["c10d", "static", "etcd", "etcd-v2"],
+         help="c10d: the --master rendezvous at --rdzv_endpoint (nodes numbered as they join, unless --node_rank); "
+              "static: the same with --node_rank (default 0); etcd / etcd-v2: the elastic job on etcd at "
+              "--rdzv_endpoint (--rdzv_id the job id, --nnodes its size)")
+    _add(g, "--rdzv_endpoint", dest="rdzv_endpoint", default=None,
+         help="host[:port] of the rendezvous (c10d / static: default port 29400; etcd: 2379)")
+    _add(g, "--rdzv_id", dest="rdzv_id", default=None,
+         help="the job's id: nodes of another job are refused at the rendezvous (etcd: the elastic job id)")
+    _add(g, "--rdzv_conf", dest="rdzv_conf", default=None,
+         help="key=value,...: join_timeout (--rendezvous_timeout), last_call_timeout (--rendezvous_last_call)")
+    _add(g, "--master_addr", dest="master_addr", default=None, help="with --master_port: the --master address")
+    _add(g, "--master_port", dest="master_port", type=int, default=None,
+         help="with --master_addr: the --master port (default 29500)")
+    return g
+
+
+def _nproc(v):
+    """``--nproc_per_node``: a count, or torchrun's ``auto`` / ``gpu`` / ``cpu`` (resolved later)."""
+    text = str(v).strip().lower()
+    if text in ("auto", "gpu", "cpu"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a number of processes, or auto / gpu / cpu, got %r" % v) from None
+
+
 def add_script_arguments(parser):
     g = parser.add_argument_group("what each process runs")
     _flag(g, "-m", "--module", dest="module", help="run training_script as a Python module (python -m training_script)")
-    _flag(g, "--no_python", dest="no_python", help="run training_script as a program itself, not through Python (a shell script, a binary)")
+    _flag(g, "--no_python", "--no-python", dest="no_python",
+          help="run training_script as a program itself, not through Python (a shell script, a binary)")
     parser.add_argument("training_script", nargs="?", default=os.environ.get(env_name("training_script")) or None,
                         help="the training script (a module with -m, a program with --no_python) "
                              "(env: %s)" % env_name("training_script"))
@@ -218,6 +297,12 @@ EXAMPLES = """examples:
   %(prog)s --servers 10.0.0.1:6170,10.0.0.2:6170 --workers 10.0.0.1,10.0.0.2 train.py
   # elastic collective job over etcd (2 to 4 nodes)
   %(prog)s --elastic_server 10.0.0.9:2379 --job_id j1 --np 2:4 train.py
+  # torchrun's spellings: one node; two nodes meeting at a rendezvous; restarts after a failure
+  %(prog)s --standalone --nproc-per-node 4 train.py
+  %(prog)s --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint 10.0.0.1:29400 --rdzv-id j1 train.py
+  %(prog)s --nproc-per-node 2 --max-restarts 3 --tee 3 train.py
+  # parameter servers on several nodes, meeting at --master: each node runs 1 server and 2 workers
+  %(prog)s --nnodes 2 --master 10.0.0.1:29500 --server_num 1 --worker_num 2 train.py
 
 Every child gets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and Paddle's PADDLE_* variables;
 its output goes to LOG_DIR/workerlog.N (serverlog.N), rewritten at every run."""
@@ -241,6 +326,7 @@ def build_parser(prog=None):
     add_collective_arguments(parser)
     add_ps_arguments(parser)
     add_elastic_arguments(parser)
+    add_torchrun_arguments(parser)
     add_script_arguments(parser)
     return parser
 

@@ -14,6 +14,11 @@ Starts the processes of a distributed job on this node, as ``paddle.distributed.
     # torchrun's habits: the same line on every node, no node list, no external service
     fluidist-launch --nnodes 2 --master 10.0.0.1:29500 --nproc_per_node 4 train.py
     fluidist-launch --nnodes 2 --node_rank 1 --master 10.0.0.1:29500 -m mypkg.train --lr 0.1
+    # and its spellings (fluidist.launch.torchrun): hyphens, --standalone, --rdzv-*, --max-restarts, --tee
+    fluidist-launch --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint 10.0.0.1:29400 train.py
+    fluidist-launch --standalone --nproc-per-node 2 --max-restarts 3 --tee 3 train.py
+    # a parameter-server job whose nodes meet at --master: 1 server and 2 workers on each node
+    fluidist-launch --nnodes 2 --master 10.0.0.1:29500 --server_num 1 --worker_num 2 train.py
 
 Each child gets the Paddle environment variables (``PADDLE_TRAINER_ID``, ``PADDLE_TRAINER_ENDPOINTS``,
 ``TRAINING_ROLE``, ...) that role makers read, and torchrun's ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``,
@@ -22,7 +27,9 @@ parameter-server workers); ``FLUIDIST_LOG_LEVEL`` carries ``--log_level`` to the
 loggers. Each child's output goes to ``log_dir/workerlog.N`` (and
 ``serverlog.N``), ``endpoints.log`` lists every endpoint, and rank 0's output is copied to the console.
 A child that fails stops the others; the launcher prints one root-cause report (rank, endpoint, exit
-code, log path, the log's last lines) and exits with that child's exit code. SIGINT / SIGTERM are
+code, log path, the log's last lines) and exits with that child's exit code, unless ``--max_restarts``
+allows starting them all again (:mod:`fluidist.launch.restarts`). An option the launcher does not know is
+an error naming it and the nearest known one. SIGINT / SIGTERM are
 forwarded to every child's process group (then SIGKILL after ``--grace_period``); 128 + the signal
 number is the launcher's exit code then.
 
@@ -44,12 +51,14 @@ from . import procs
 from .args import parse_args, print_arguments
 from .collective import collective_devices, collective_specs, run_collective
 from .common import LaunchError, LaunchInterrupted, logger
+from .master_rendezvous import parse_nnodes
 from .procs import SignalCatcher
 from .ps import run_ps
 from .secret import child_security_env, resolve_job_secret
 from .slurm import apply_slurm
+from .torchrun import apply_torchrun
 
-__all__ = ["main", "run", "decide_mode", "setup_logging"]
+__all__ = ["main", "run", "decide_mode", "check_ps_nodes", "setup_logging"]
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -90,6 +99,26 @@ def setup_logging(level):
     logger.setLevel(level)
 
 
+def check_ps_nodes(args):
+    """A parameter-server job's nodes: listed (``--servers`` / ``--workers``), or counted per node and met at
+    ``--master`` (``--server_num`` / ``--worker_num`` on every node)."""
+    lists = [f for f in ("servers", "workers") if getattr(args, f, None) is not None]
+    if getattr(args, "master", None):
+        if lists:
+            raise LaunchError("--master and --%s both say where the parameter-server job's processes are; with "
+                              "--master give --server_num and --worker_num (per node)" % lists[0])
+        missing = [f for f in ("server_num", "worker_num") if getattr(args, f, None) is None]
+        if missing:
+            raise LaunchError("a parameter-server job meeting at --master needs --server_num and --worker_num (per "
+                              "node); missing: --%s" % missing[0])
+        return
+    multi = [f for f in ("nnodes", "node_rank") if getattr(args, f, None) is not None]
+    if multi and (getattr(args, "node_rank", None) is not None or parse_nnodes(args.nnodes) != (1, 1)):
+        raise LaunchError("--%s: a parameter-server job on several nodes meets at --master host:port (with "
+                          "--server_num / --worker_num per node), or lists its processes in --servers and --workers"
+                          % multi[0])
+
+
 def decide_mode(args):
     """``collective``, ``ps`` or ``elastic``; errors for unsupported or contradictory options."""
     if getattr(args, "http_port", None) is not None:
@@ -112,10 +141,6 @@ def decide_mode(args):
             raise LaunchError("elastic mode runs collective jobs only; drop %s"
                               % (", ".join("--" + f for f in ps_opts) or "--run_mode ps"))
         return "elastic"
-    multi = [f for f in ("master", "nnodes", "node_rank") if getattr(args, f, None) is not None]
-    if multi and (args.run_mode == "ps" or ps_opts):
-        raise LaunchError("--%s is a collective option; parameter-server jobs list their nodes in --servers and "
-                          "--workers" % multi[0])
     if args.run_mode == "collective":
         if ps_opts:
             raise LaunchError("--run_mode collective does not take parameter-server options (%s)"
@@ -127,6 +152,7 @@ def decide_mode(args):
                               % (", ".join("--" + f for f in ps_opts) or "--run_mode ps"))
         if getattr(args, "gpus", None) is not None:
             raise LaunchError("--gpus is a collective option; parameter-server jobs run on CPU")
+        check_ps_nodes(args)
         return "ps"
     return "collective"
 
@@ -138,6 +164,7 @@ def run(args, mode=None):
     """Run a parsed command line; returns the exit code (errors are printed, not raised)."""
     setup_logging(args.log_level)
     try:
+        apply_torchrun(args)
         apply_slurm(args)
         mode = mode or decide_mode(args)
         args.job_secret = resolve_job_secret(args, mode)

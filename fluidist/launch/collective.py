@@ -11,6 +11,7 @@ from .common import LaunchError, logger
 from .master_rendezvous import (MemberGate, connect_until, join_exchange, let_clients_close_first,
                                 master_rendezvous, parse_nnodes, reply_member)
 from .procs import ProcSpec, child_base_env, log_path, run_local, script_command, write_endpoints_log
+from .restarts import run_generations
 
 # --------------------------------------------------------------------------------------------
 # Collective
@@ -112,7 +113,7 @@ def build_collective_master(args, catcher=None):
         args.master, args.nnodes or "1", args.node_rank, node_ip, len(devices),
         lambda ip: [format_endpoint(ip, p) for p in _ports(args, ip, len(devices), free=True)],
         timeout=args.rendezvous_timeout, last_call=args.rendezvous_last_call, catcher=catcher,
-        secret=getattr(args, "job_secret", FROM_ENV))
+        secret=getattr(args, "job_secret", FROM_ENV), job_id=getattr(args, "rdzv_id", None))
     cluster = cluster_from_nodes(nodes, devices)
     logger.debug("get cluster from the rendezvous at %s: %s", args.master, cluster)
     return cluster, cluster.pods[rank], use_gpu
@@ -165,12 +166,12 @@ def _port_of(endpoint):
     return split_endpoint(endpoint)[1]
 
 
-def start_collective(args, cluster, pod, use_gpu, catcher, met=False):
+def start_collective(args, cluster, pod, use_gpu, catcher, met=False, log_mode="w", extra_env=None):
     """Check ports, meet the other nodes (unless they ``met`` already), start and watch this node's
     trainers; the exit code."""
     check_ports_free([(pod.addr, _port_of(t.endpoint), "trainer rank %d, endpoint %s" % (t.rank, t.endpoint))
                       for t in pod.trainers])
-    specs = collective_specs(args, cluster, pod, use_gpu)
+    specs = collective_specs(args, cluster, pod, use_gpu, extra_env)
     if len(cluster.pods) > 1 and not met:
         node_rendezvous(cluster, pod, _port_of(cluster.pods[0].trainers[0].endpoint),
                         {"nproc": len(pod.trainers), "ips": cluster.pods_endpoints(),
@@ -181,15 +182,19 @@ def start_collective(args, cluster, pod, use_gpu, catcher, met=False):
         write_endpoints_log(args.log_dir, [("PADDLE_TRAINER_ENDPOINTS", cluster.trainers_endpoints())])
     logger.info("node %d of %d: starting %d trainer(s), ranks %d..%d of %d", pod.rank, len(cluster.pods),
                 len(pod.trainers), pod.trainers[0].rank, pod.trainers[-1].rank, cluster.trainers_nranks())
-    return run_local(specs, catcher, args)
+    return run_local(specs, catcher, args, log_mode=log_mode)
 
 
 def run_collective(args, catcher):
-    if getattr(args, "master", None):
-        cluster, pod, use_gpu = build_collective_master(args, catcher)
-        return start_collective(args, cluster, pod, use_gpu, catcher, met=True)
-    cluster, pod, use_gpu = build_collective(args)
-    return start_collective(args, cluster, pod, use_gpu, catcher)
+    """This node's part of a collective job, started again after a failure while ``--max_restarts`` allows
+    (each generation with fresh ports, meeting the other nodes again)."""
+    def generation(restart, log_mode, env):
+        if getattr(args, "master", None):
+            cluster, pod, use_gpu = build_collective_master(args, catcher)
+            return start_collective(args, cluster, pod, use_gpu, catcher, True, log_mode, env)
+        cluster, pod, use_gpu = build_collective(args)
+        return start_collective(args, cluster, pod, use_gpu, catcher, False, log_mode, env)
+    return run_generations(args, catcher, generation)
 
 
 # The rendezvous of a static multi-node job: node 0 listens on its first trainer port before its

@@ -167,7 +167,7 @@ class ElasticNode:
         self.plan_key = self.prefix + "plan"
         self.status_key = self.prefix + "status"
         self.np_min, self.np_max = parse_np(args.np)
-        self.max_restarts = int(args.max_restarts)
+        self.max_restarts = 3 if args.max_restarts is None else int(args.max_restarts)
         self.timeout = float(args.elastic_timeout)
         self.ttl = int(args.elastic_ttl)
         self.poll = float(os.environ.get("FLUIDIST_ELASTIC_POLL", "0.5"))

@@ -278,17 +278,41 @@ def _listen(ip, port):
     return srv, None
 
 
+def _is_count(n):
+    return type(n) is int and 0 < n <= 1 << 16
+
+
 def member_fields_error(msg):
     """What is wrong with the fields of a joining node's line (even one that holds the secret), or None."""
     ip, nproc, endpoints, rank = msg.get("node_ip"), msg.get("nproc"), msg.get("endpoints"), msg.get("node_rank")
     if not isinstance(ip, str) or not 0 < len(ip) <= 255:
         return "a node sent node_ip %.80r, not a host name or IP" % (ip,)
-    if type(nproc) is not int or not 0 < nproc <= 1 << 16:
+    counts_ok = _is_count(nproc) or (isinstance(nproc, list) and len(nproc) == 2 and all(map(_is_count, nproc)))
+    if not counts_ok:   # a collective node's process count, or a parameter-server node's [servers, workers]
         return "node %s sent nproc %.80r, not a process count" % (ip, nproc)
     if not isinstance(endpoints, list) or not all(isinstance(e, str) and len(e) <= 300 for e in endpoints):
         return "node %s sent endpoints that are not a list of host:port strings" % ip
     if rank is not None and (type(rank) is not int or not 0 <= rank < 1 << 16):
         return "node %s sent node_rank %.80r, not a node rank" % (ip, rank)
+    job, kind = msg.get("job"), msg.get("kind", "collective")
+    if job is not None and (not isinstance(job, str) or len(job) > 300):
+        return "node %s sent job %.80r, not a job id" % (ip, job)
+    if kind not in ("collective", "ps"):
+        return "node %s sent kind %.80r, not collective or ps" % (ip, kind)
+    return None
+
+
+def _describe_nproc(nproc, unit=True):
+    if isinstance(nproc, list) and len(nproc) == 2:
+        return "%s server(s) and %s worker(s)" % tuple(nproc)
+    return "%s processes" % (nproc,) if unit else str(nproc)
+
+
+def _foreign(msg, mine):
+    """Why ``msg`` is a node of another job (``--rdzv_id``), or None: it is turned away, the others go on."""
+    if msg.get("job") != mine.get("job"):
+        return ("node %s is of job %.80r but the rendezvous at this master is job %r (--rdzv_id)"
+                % (msg.get("node_ip"), msg.get("job"), mine.get("job")))
     return None
 
 
@@ -301,9 +325,14 @@ def _check_member(members, msg, mine):
     wrong = member_fields_error(msg)
     if wrong:
         return wrong
+    if msg.get("kind", "collective") != mine.get("kind", "collective"):
+        return ("%s runs a %s job but node %s a %s job; give every node the same options"
+                % (who, msg.get("kind", "collective"), mine["node_ip"], mine.get("kind", "collective")))
     if msg.get("nproc") != mine["nproc"]:
-        return ("%s runs %s processes but node %s runs %d; every node must use the same number of GPUs (--gpus) "
-                "or --nproc_per_node" % (who, msg.get("nproc"), mine["node_ip"], mine["nproc"]))
+        hint = ("--server_num and --worker_num" if mine.get("kind") == "ps"
+                else "the same number of GPUs (--gpus) or --nproc_per_node")
+        return ("%s runs %s but node %s runs %s; every node must use %s" % (
+            who, _describe_nproc(msg.get("nproc")), mine["node_ip"], _describe_nproc(mine["nproc"], unit=False), hint))
     if (msg.get("node_rank") is None) != (mine["node_rank"] is None):
         return "%s and node %s disagree on --node_rank: give it on every node or on none" % (who, mine["node_ip"])
     if msg.get("node_rank") is not None:
@@ -336,6 +365,12 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret):
             if got is None:
                 continue
             conn, msg = got
+            foreign = _foreign(msg, mine)
+            if foreign:
+                logger.warning("rendezvous: refused %s", foreign)
+                reply_member(conn, {"ok": False, "error": foreign}, msg, secret)
+                conn.close()
+                continue
             conns.append(conn)
             error = _check_member(members, msg, mine)
             members.append(msg)
@@ -366,12 +401,12 @@ def _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret):
         srv.close()
 
 
-def _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout, secret):
+def _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout, secret, extra):
     what = "the master %s:%d" % (host, port)
     conn = connect_until(host, port, deadline, catcher, what, timeout)
     try:
         ip = node_ip or conn.getsockname()[0]
-        info = {"v": PROTOCOL, "node_ip": ip, "nproc": nproc, "endpoints": make_endpoints(ip), "node_rank": node_rank}
+        info = dict(extra, v=PROTOCOL, node_ip=ip, nproc=nproc, endpoints=make_endpoints(ip), node_rank=node_rank)
         reply = join_exchange(conn, info, deadline, catcher, what, secret)
     except OSError as e:
         raise LaunchError("rendezvous with %s failed: %s" % (what, e)) from None
@@ -383,13 +418,15 @@ def _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catch
 
 
 def master_rendezvous(master, nnodes, node_rank, node_ip, nproc, make_endpoints, timeout=300.0, last_call=5.0,
-                      catcher=None, secret=security.FROM_ENV):
+                      catcher=None, secret=security.FROM_ENV, job_id=None, kind="collective"):
     """Meet the other nodes at ``master`` (``"host:port"``); returns ``(this node's rank, nodes)`` where
     ``nodes[k]`` is ``{"ip": ..., "endpoints": [...]}`` for node rank k. ``secret``: the job secret every
     node proves (None: plain mode; default: this process's).
 
-    ``nnodes``: ``"N"`` or ``"N:M"``; ``node_rank``: int or None (assigned by the host);
-    ``make_endpoints(ip)``: this node's trainer endpoints once its IP is known."""
+    ``nnodes``: ``"N"`` or ``"N:M"``; ``node_rank``: int or None (assigned by the host); ``nproc``: what each
+    node runs (the same on every node: a count, or ``[servers, workers]``); ``make_endpoints(ip)``: this node's
+    endpoints once its IP is known. ``job_id`` (``--rdzv_id``): a node of another job is turned away while
+    the rendezvous goes on; ``kind``: ``"collective"`` or ``"ps"``, the same on every node."""
     host, port = parse_master(master)
     lo, hi = parse_nnodes(nnodes)
     if node_rank is not None:
@@ -407,9 +444,9 @@ def master_rendezvous(master, nnodes, node_rank, node_ip, nproc, make_endpoints,
         if srv is None and node_rank == 0:
             raise LaunchError("rendezvous: node 0 hosts the rendezvous but cannot listen on --master %s: %s (run "
                               "node 0 on the master host, and use a free port)" % (where, err))
+    extra = {"job": job_id, "kind": kind}
     if srv is not None:
         ip = node_ip or host_ip
-        mine = {"v": PROTOCOL, "node_ip": ip, "nproc": nproc, "endpoints": make_endpoints(ip),
-                "node_rank": node_rank}
+        mine = dict(extra, v=PROTOCOL, node_ip=ip, nproc=nproc, endpoints=make_endpoints(ip), node_rank=node_rank)
         return _host(srv, mine, lo, hi, deadline, last_call, catcher, where, secret)
-    return _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout, secret)
+    return _join(host, port, node_ip, node_rank, nproc, make_endpoints, deadline, catcher, timeout, secret, extra)

@@ -20,7 +20,7 @@ from .watchdog import Watchdog
 
 __all__ = [
     "ProcSpec", "LocalJob", "SignalCatcher", "tail_lines", "write_endpoints_log", "child_base_env",
-    "describe_exit", "exit_code_of", "run_local", "script_command", "log_path"
+    "describe_exit", "exit_code_of", "run_local", "script_command", "log_path", "apply_tee"
 ]
 
 
@@ -55,26 +55,61 @@ def write_endpoints_log(log_dir, sections):
 
 
 class _LogEcho:
-    """Copies what a child appends to its log file to the launcher's stdout."""
+    """Copies what a child appends to its log file to the launcher's stdout (each line after ``prefix``)."""
 
-    def __init__(self, path):
+    def __init__(self, path, prefix=""):
         self.path = path
+        self.prefix = prefix
+        self._partial = ""   # a prefixed echo holds back a line until it is complete
         try:
             self.pos = os.path.getsize(path)
         except OSError:
             self.pos = 0
 
-    def pump(self):
+    def pump(self, final=False):
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.pos)
                 data = f.read(1 << 20)
         except OSError:
-            return
-        if data:
-            self.pos += len(data)
-            sys.stdout.write(data.decode("utf-8", "replace"))
+            data = b""
+        self.pos += len(data)
+        text = data.decode("utf-8", "replace")
+        if self.prefix:
+            lines = (self._partial + text).split("\n")
+            self._partial = lines.pop()
+            if final and self._partial:
+                lines.append(self._partial)
+                self._partial = ""
+            text = "".join(self.prefix + line + "\n" for line in lines)
+        if text:
+            sys.stdout.write(text)
             sys.stdout.flush()
+
+
+def apply_tee(specs, tee):
+    """torchrun's ``--tee``: which local processes' output is copied to the console, each line prefixed with
+    the process (``[trainer 1] ...``). ``0`` none; ``1``, ``2`` or ``3`` every one (the log holds stdout and
+    stderr together, so the three are one here); ``I:N,...`` per process, ``I`` its place among this node's
+    processes in start order (LOCAL_RANK for trainers). None leaves the default: local rank 0, unprefixed."""
+    if tee is None:
+        return specs
+    text = str(tee).strip()
+    try:
+        if ":" in text:
+            per = {int(k): int(v) for k, v in (item.split(":", 1) for item in text.split(",") if item.strip())}
+            every = 0
+        else:
+            per, every = {}, int(text)
+    except ValueError:
+        raise LaunchError("--tee %s: expected 0..3 or LOCAL_RANK:N,... (e.g. 0:3,1:0)" % tee) from None
+    if any(v not in (0, 1, 2, 3) for v in list(per.values()) + [every]):
+        raise LaunchError("--tee %s: each value must be 0 (none), 1 (stdout), 2 (stderr) or 3 (both)" % tee)
+    for k, spec in enumerate(specs):
+        on = per.get(k, every) != 0
+        spec.echo = on and spec.log_path is not None
+        spec.echo_prefix = "[%s %d] " % (spec.role, spec.rank) if on else ""
+    return specs
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,6 +160,7 @@ class ProcSpec:
 
     def __init__(self, role, rank, local_index, endpoint, env, cmd, log_path=None, echo=False):
         self.echo = echo  # copy this child's log to the launcher's stdout (rank 0)
+        self.echo_prefix = ""   # before each copied line (--tee)
         self.role = role
         self.rank = rank
         self.local_index = local_index
@@ -220,7 +256,7 @@ class LocalJob:
         self.grace = float(grace)
         self.poll_interval = float(poll_interval)
         self.procs = []
-        self._echo = None
+        self._echoes = []
 
     # -- start ------------------------------------------------------------------------------------
     def start(self, specs, log_mode="w"):
@@ -243,7 +279,7 @@ class LocalJob:
                                     % (spec.describe(), time.strftime("%Y-%m-%d %H:%M:%S"))).encode())
                     log_file.flush()
                 if spec.echo:  # from the current end: an appended log's older runs are not repeated
-                    self._echo = _LogEcho(spec.log_path)
+                    self._echoes.append(_LogEcho(spec.log_path, spec.echo_prefix))
             try:
                 popen = subprocess.Popen(spec.cmd, env=spec.env, stdin=subprocess.DEVNULL,
                                          stdout=log_file, stderr=subprocess.STDOUT if log_file else None,
@@ -258,9 +294,9 @@ class LocalJob:
                         ", log " + spec.log_path if spec.log_path else "")
         return self
 
-    def pump(self):
-        if self._echo is not None:
-            self._echo.pump()
+    def pump(self, final=False):
+        for echo in self._echoes:
+            echo.pump(final)
 
     # -- watch ------------------------------------------------------------------------------------
     def poll(self):
@@ -334,7 +370,7 @@ class LocalJob:
                 stuck.append(p)
                 logger.error("%s (pid %d) did not die after SIGKILL", p.spec.describe(), p.pid)
             p.check()  # sweeps the group (grandchildren) once the leader is reaped
-        self.pump()
+        self.pump(final=not any(p.check() is None for p in self.procs))
         for p in procs:
             if p.log_file is not None and not p.log_file.closed:
                 p.log_file.close()
@@ -420,7 +456,11 @@ def log_path(args, name):
 # --------------------------------------------------------------------------------------------
 def run_local(specs, catcher, args, essential_roles=None, log_mode="w"):
     """Start ``specs``, watch them, stop them; returns the launcher's exit code."""
-    job = LocalJob(catcher, grace=args.grace_period)
+    apply_tee(specs, getattr(args, "tee", None))
+    interval = getattr(args, "monitor_interval", 0.2)
+    if not interval > 0:
+        raise LaunchError("--monitor_interval must be > 0 seconds, got %r" % interval)
+    job = LocalJob(catcher, grace=args.grace_period, poll_interval=interval)
     try:
         job.start(specs, log_mode=log_mode)
         essential = [p for p in job.procs if essential_roles is None or p.spec.role in essential_roles]

@@ -1,10 +1,15 @@
-"""Parameter-server jobs: servers and workers, a local cluster or explicit lists."""
+"""Parameter-server jobs: servers and workers, a local cluster, explicit lists, or nodes meeting at
+``--master`` (each running ``--server_num`` servers and ``--worker_num`` workers)."""
 import os
 
+from ..distributed.security import FROM_ENV
 from .args import DEFAULT_PS_PORT, env_name
-from .cluster import check_ports_free, find_free_ports, format_endpoint, parse_endpoints, pick_node_ip
+from .cluster import (check_ports_free, find_free_ports, format_endpoint, parse_endpoints, pick_node_ip,
+                      split_endpoint)
 from .common import LaunchError, logger
+from .master_rendezvous import master_rendezvous
 from .procs import ProcSpec, child_base_env, log_path, run_local, script_command, write_endpoints_log
+from .restarts import run_generations
 
 # --------------------------------------------------------------------------------------------
 # Parameter server
@@ -48,7 +53,36 @@ def build_ps(args):
     return servers, workers, node_ip
 
 
-def ps_specs(args, servers, workers, node_ip):
+def build_ps_master(args, catcher=None):
+    """``(servers, workers, node_ip, local)`` of a job whose nodes meet at ``--master``: every node runs
+    ``--server_num`` servers and ``--worker_num`` workers on free ports of its IP; the rendezvous gives the
+    node ranks, and the servers (workers) are node 0's, then node 1's, ...; ``local`` holds the indices of this
+    node's servers and workers in those lists."""
+    counts = []
+    for flag in ("server_num", "worker_num"):
+        n = getattr(args, flag)
+        if n < 1:
+            raise LaunchError("--%s must be at least 1, got %d" % (flag, n))
+        counts.append(n)
+    n_servers, n_workers = counts
+    node_ip = args.node_ip.strip() if args.node_ip else None
+    rank, nodes = master_rendezvous(
+        args.master, args.nnodes or "1", args.node_rank, node_ip, [n_servers, n_workers],
+        lambda ip: [format_endpoint(ip, p) for p in find_free_ports(n_servers + n_workers, ip)],
+        timeout=args.rendezvous_timeout, last_call=args.rendezvous_last_call, catcher=catcher,
+        secret=getattr(args, "job_secret", FROM_ENV), job_id=getattr(args, "rdzv_id", None), kind="ps")
+    servers = [split_endpoint(ep) for node in nodes for ep in node["endpoints"][:n_servers]]
+    workers = [split_endpoint(ep) for node in nodes for ep in node["endpoints"][n_servers:]]
+    local = (list(range(rank * n_servers, (rank + 1) * n_servers)),
+             list(range(rank * n_workers, (rank + 1) * n_workers)))
+    logger.info("rendezvous at %s: node %d of %d runs servers %s and workers %s", args.master, rank, len(nodes),
+                ",".join(map(str, local[0])), ",".join(map(str, local[1])))
+    return servers, workers, nodes[rank]["ip"], local
+
+
+def ps_specs(args, servers, workers, node_ip, local=None, extra_env=None):
+    """The specs of this node's servers and workers: those on ``node_ip``, or the indices ``local``
+    (``(server indices, worker indices)``: nodes that share an IP)."""
     cmd = script_command(args)
     server_list = ",".join(format_endpoint(*ep) for ep in servers)
     worker_list = ",".join(format_endpoint(*ep) for ep in workers)
@@ -56,8 +90,13 @@ def ps_specs(args, servers, workers, node_ip):
     base.update({"PADDLE_PSERVERS_IP_PORT_LIST": server_list, "PADDLE_TRAINER_ENDPOINTS": worker_list,
                  "PADDLE_TRAINERS_NUM": str(len(workers)), "PADDLE_PSERVER_NUMS": str(len(servers))})
     specs = []
-    local_servers = [(i, ep) for i, ep in enumerate(servers) if ep[0] == node_ip]
-    local_workers = [(i, ep) for i, ep in enumerate(workers) if ep[0] == node_ip]
+    if extra_env:
+        base.update(extra_env)
+    if local is None:
+        local = ([i for i, ep in enumerate(servers) if ep[0] == node_ip], [i for i, ep in enumerate(workers)
+                                                                           if ep[0] == node_ip])
+    local_servers = [(i, servers[i]) for i in local[0]]
+    local_workers = [(i, workers[i]) for i in local[1]]
     echo_worker = local_workers[0][0] if local_workers else None
     for j, (i, (ip, port)) in enumerate(local_servers):
         env = dict(base)
@@ -80,15 +119,25 @@ def ps_specs(args, servers, workers, node_ip):
 
 
 def run_ps(args, catcher):
-    servers, workers, node_ip = build_ps(args)
-    logger.info("parameter servers %s, workers %s; this node %s",
-                ",".join(format_endpoint(*ep) for ep in servers), ",".join(format_endpoint(*ep) for ep in workers),
-                node_ip)
-    check_ports_free([(ip, port, "server %d, endpoint %s" % (i, format_endpoint(ip, port)))
-                      for i, (ip, port) in enumerate(servers) if ip == node_ip])
-    specs = ps_specs(args, servers, workers, node_ip)
-    if args.log_dir:
-        os.makedirs(args.log_dir, exist_ok=True)
-        write_endpoints_log(args.log_dir, [("PADDLE_PSERVERS_IP_PORT_LIST", [format_endpoint(*ep) for ep in servers]),
-                                           ("PADDLE_TRAINER_ENDPOINTS", [format_endpoint(*ep) for ep in workers])])
-    return run_local(specs, catcher, args, essential_roles={"worker"}, log_mode="w")
+    """This node's part of a parameter-server job, started again after a failure while ``--max_restarts``
+    allows (all its servers and workers: the scripts resume from their checkpoints)."""
+    def generation(restart, log_mode, env):
+        local = None
+        if getattr(args, "master", None):
+            servers, workers, node_ip, local = build_ps_master(args, catcher)
+        else:
+            servers, workers, node_ip = build_ps(args)
+        logger.info("parameter servers %s, workers %s; this node %s",
+                    ",".join(format_endpoint(*ep) for ep in servers), ",".join(format_endpoint(*ep) for ep in workers),
+                    node_ip)
+        mine = local[0] if local is not None else [i for i, ep in enumerate(servers) if ep[0] == node_ip]
+        check_ports_free([(servers[i][0], servers[i][1], "server %d, endpoint %s" % (i, format_endpoint(*servers[i])))
+                          for i in mine])
+        specs = ps_specs(args, servers, workers, node_ip, local, env)
+        if args.log_dir:
+            os.makedirs(args.log_dir, exist_ok=True)
+            write_endpoints_log(args.log_dir, [
+                ("PADDLE_PSERVERS_IP_PORT_LIST", [format_endpoint(*ep) for ep in servers]),
+                ("PADDLE_TRAINER_ENDPOINTS", [format_endpoint(*ep) for ep in workers])])
+        return run_local(specs, catcher, args, essential_roles={"worker"}, log_mode=log_mode)
+    return run_generations(args, catcher, generation)

@@ -54,6 +54,8 @@ def apply_slurm(args, env=None):
     ``FLUIDIST_LAUNCH_*`` variables left them unset and no node list (``--ips``) was given."""
     if getattr(args, "ips", None) or getattr(args, "elastic_server", None) or not hasattr(args, "master"):
         return False
+    if getattr(args, "standalone", False):
+        return False
     if any(getattr(args, f, None) is not None for f in ("servers", "workers", "server_num", "worker_num")):
         return False
     got = slurm_defaults(env)
