@@ -150,6 +150,28 @@ def test_max_restarts_gives_up_with_the_last_exit_code(tmp_path):
     assert r.returncode == 3 and "restarting" not in r.stderr   # no --max-restarts: no restart
 
 
+def test_max_restarts_on_two_nodes_meets_again(tmp_path):
+    """Node 1's rank fails; node 0's ranks lose it and fail too; both nodes meet at the master again and the
+    second generation runs to its end."""
+    out = tmp_path / "out"
+    out.mkdir()
+    port = free_port()
+    ips = ("127.0.0.1", "127.0.0.2")
+    codes, logs = _nodes(tmp_path, out, lambda k: [
+        "--nnodes", "2", "--node-rank", str(k), "--nproc-per-node", "2", "--master", "127.0.0.1:%d" % port,
+        "--node-ip", ips[k], "--max-restarts", "1", "--rendezvous-timeout", "60", "--log-dir", "log%d" % k,
+        script("restart_check.py"), "--peers", "--fail_rank", "3", "--fail_until", "1"])
+    assert codes == [0, 0], logs
+    for rank in range(4):
+        first, second = (read_json(out / ("gen_%d_%d.json" % (rank, g))) for g in (0, 1))
+        assert first["GROUP_RANK"] == second["GROUP_RANK"] == str(rank // 2)
+        assert first["PADDLE_CURRENT_ENDPOINT"].startswith(ips[rank // 2] + ":")
+    for k, (_, err) in enumerate(logs):
+        assert "restarting this node's processes (restart 1 of 1, --max_restarts)" in err, err
+    assert logs[0][1].count("rendezvous: 2 node(s) met on 127.0.0.1:%d" % port) == 2   # node 0 hosted both
+    assert "rank 0 lost a peer in generation 0" in read(tmp_path / "log0" / "workerlog.0")
+
+
 def test_tee_copies_every_process_with_a_prefix(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
