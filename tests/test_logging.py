@@ -80,3 +80,44 @@ def test_nothing_writes_to_stderr_by_hand():
                         if re.search(r"sys\.stderr\.write|print\([^)]*file=sys\.stderr", line):
                             found.append("%s:%d" % (os.path.relpath(path, ROOT), i))
     assert not found, "write through logging.getLogger(__name__) or warnings.warn instead: %s" % found
+
+
+STORY_JOB = os.path.join(ROOT, "tests", "scripts", "story_ps_job.py")
+
+
+def _story(tmp_path, batches):
+    """The fluidist INFO records of each process of a 2x2 job under the launcher: {log name: [messages]}."""
+    log_dir = tmp_path / ("log%d" % batches)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PADDLE_", "FLUIDIST_", "TRAINING_ROLE"))}
+    env.update(PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), EPOCHS="2", BATCHES=str(batches),
+               OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    r = subprocess.run([sys.executable, "-m", "fluidist.launch", "--server_num", "2", "--worker_num", "2",
+                        "--log_level", "INFO", "--log_dir", str(log_dir), STORY_JOB], env=env, cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=150)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = {}
+    for name in ("serverlog.0", "serverlog.1", "workerlog.0", "workerlog.1"):
+        lines = (log_dir / name).read_text().splitlines()
+        out[name] = [re.sub(r"^INFO \S+ \S+ (fluidist\.[\w.]+)\] ", r"\1: ", line) for line in lines
+                     if re.match(r"^INFO \S+ \S+ fluidist\.", line)]
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_a_job_tells_its_story_at_info_and_nothing_per_step(tmp_path):
+    short, long = _story(tmp_path, 3), _story(tmp_path, 9)
+    # three times the steps, the same number of records: nothing per step
+    assert {k: len(v) for k, v in short.items()} == {k: len(v) for k, v in long.items()}
+    w = long["workerlog.1"]
+    story = [r"fluidist\.distributed\.trainer_session: trainer 1: reached pserver\(s\) 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+",
+             r"fluidist\.distributed\.trainer_session: trainer 1: first step done \(2 pserver\(s\) answered\)",
+             r"fluidist\.reader\.decorator: batch reader: pass 1 read, 9 batch\(es\) of up to 4 in",
+             r"fluidist\.reader\.decorator: batch reader: pass 2 read, 9 batch\(es\) of up to 4 in",
+             r"fluidist\.distributed\.trainer_session: trainer 1: done after 18 step\(s\); told pserver\(s\)"]
+    assert len(w) == len(story) and all(re.match(p, line) for p, line in zip(story, w)), w
+    s = long["serverlog.0"]
+    story = [r"fluidist\.distributed\.pserver: pserver (\S+): serving 1 block\(s\) to 2 trainer\(s\), sync",
+             r"fluidist\.distributed\.pserver: pserver \S+: trainer \d is up \(1 of 2\)",
+             r"fluidist\.distributed\.pserver: pserver \S+: trainer \d is up \(2 of 2\)",
+             r"fluidist\.distributed\.pserver: pserver \S+: every trainer is done after 18 round\(s\); shutting down"]
+    assert len(s) == len(story) and all(re.match(p, line) for p, line in zip(story, s)), s

@@ -136,6 +136,8 @@ class ParameterServer:
     # -------------------------------------------------------------- loop
     def serve(self):
         self.server = rpc.Server(self.endpoint, self.deadline_ms, max_message_bytes=self.rules.max_message_bytes)
+        logger.info("pserver %s: serving %d block(s) to %d trainer(s), %s", self.endpoint, len(self.grad_to_block),
+                    self.fanin, "sync" if self.sync else "async")
         try:
             if not self.sync and self.lr_block >= 0 and self.lr_block not in self.grad_to_block.values():
                 self._run(self.lr_block, "the learning-rate block")
@@ -159,6 +161,8 @@ class ParameterServer:
                         self.server.error(req, "pserver %s could not handle %r of %r from trainer %d: %s: %s"
                                           % (self.endpoint, m.kind, m.name, m.trainer, type(e).__name__, e))
                 self._check_deadline()
+            logger.info("pserver %s: every trainer is done after %d round(s); shutting down", self.endpoint,
+                        self.rounds)
         except _Fatal as e:
             for req in self.deferred:
                 self.server.error(req, "pserver %s stopped: %s" % (self.endpoint, e))
@@ -181,6 +185,8 @@ class ParameterServer:
     def _heard_from(self, req):
         """A request of trainer k was accepted: its connection is k's (refused ones never count)."""
         k = req.msg.trainer
+        if not self.spoke[k]:
+            logger.info("pserver %s: trainer %d is up (%d of %d)", self.endpoint, k, sum(self.spoke) + 1, self.fanin)
         self.spoke[k] = True
         if self.server.peers is not None:
             self.server.peers.seen(req.fd, k, req.peer.bytes)
@@ -422,6 +428,7 @@ class ParameterServer:
             prog = self.sums.program_for(idx, self.rounds, self.scope._set_value) if self.sums else self.program
             self._run(idx, "optimize block %d (step %d)" % (idx, step), prog)
         self.rounds = step
+        logger.debug("pserver %s: round %d done", self.endpoint, step)
 
     def _run(self, idx, what, program=None, fatal=True):
         """Run block ``idx`` (of ``program``, a copy of this pserver's, when given). A failure of a sync

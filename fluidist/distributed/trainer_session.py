@@ -43,6 +43,9 @@ def _notify_complete(targets, timeout_s=None):
         return
     rpc.call_all([(ep, dict(kind="complete", trainer=tid, step=step(ep, tid), what="complete"))
                   for ep, tid in pairs], timeout_s=timeout_s)
+    for tid in sorted({t for _, t in pairs}):
+        logger.info("trainer %d: done after %d step(s); told pserver(s) %s", tid,
+                    max(step(ep, t) for ep, t in pairs if t == tid), ", ".join(ep for ep, t in pairs if t == tid))
     with _steps_lock:
         for key in pairs:
             _steps.pop(key, None)
@@ -104,6 +107,27 @@ def mark_fetched(pairs):
     with _steps_lock:
         for key in pairs:
             _fetched[key] = _steps.get(key, 0)
+    _tell_story(pairs)
+
+
+_told = set()                                 # the story already logged: ("up", endpoint) / ("step", trainer id)
+
+
+def _tell_story(pairs):
+    """INFO, once each: the pservers a trainer reached (its first recv: the initial parameters), and its
+    first step answered; per step only DEBUG."""
+    for tid in sorted({t for _, t in pairs}):
+        eps = [ep for ep, t in pairs if t == tid]
+        new = [ep for ep in eps if ("up", ep, tid) not in _told]
+        if new:
+            _told.update(("up", ep, tid) for ep in new)
+            logger.info("trainer %d: reached pserver(s) %s", tid, ", ".join(new))
+        steps = {_steps.get((ep, tid), 0) for ep in eps}
+        if max(steps) >= 1 and ("step", tid) not in _told:
+            _told.add(("step", tid))
+            logger.info("trainer %d: first step done (%d pserver(s) answered)", tid, len(eps))
+        elif max(steps) >= 1:
+            logger.debug("trainer %d: step %d done", tid, max(steps))
 
 
 def fetched(endpoint, trainer_id):

@@ -218,9 +218,10 @@ def run_from_dataset(executor, program, dataset, scope, thread, is_infer, debug,
         if monitor is not None:
             monitor.stop()
         dataset._finish_to_run()
+    spent, total = time.time() - started, sum(counts)
+    _log.info("%s_from_dataset: a pass over the dataset, %d batch(es) by %d thread(s) in %.1f s",
+                "infer" if is_infer else "train", total, len(streams), spent)
     if debug:
-        spent = time.time() - started
-        total = sum(counts)
         sys.stdout.write("train_from_dataset: %d batches by %d threads in %.3f s (%.1f batches/s) %s\n"
                          % (total, len(streams), spent, total / spent if spent > 0 else 0.0, counts))
     return None

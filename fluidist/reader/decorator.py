@@ -8,16 +8,20 @@ leaves the consumer waiting).
 """
 import itertools
 import json
+import logging
 import os
 import queue
 import random
 import struct
 import threading
+import time
 from itertools import zip_longest
 
 import numpy as np
 
 from .. import bounded_json
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["batch", "cache", "map_readers", "buffered", "compose", "chain", "shuffle", "ComposeNotAligned",
            "firstn", "xmap_readers", "multiprocess_reader"]
@@ -29,15 +33,24 @@ def batch(reader, batch_size, drop_last=False):
     if batch_size <= 0:
         raise ValueError("batch_size should be a positive integer value, but got batch_size=%d" % batch_size)
 
+    passes = [0]
+
     def batch_reader():
-        b = []
+        b, batches, t0 = [], 0, time.monotonic()
         for sample in reader():
             b.append(sample)
             if len(b) == batch_size:
                 yield b
+                batches += 1
                 b = []
         if b and not drop_last:
             yield b
+            batches += 1
+        passes[0] += 1
+        # a pass of the training loop (inside a DataLoader, the loader tells it)
+        level = logging.DEBUG if threading.current_thread().name.startswith("fluidist-reader") else logging.INFO
+        logger.log(level, "batch reader: pass %d read, %d batch(es) of up to %d in %.1f s", passes[0], batches,
+                   batch_size, time.monotonic() - t0)
     return batch_reader
 
 

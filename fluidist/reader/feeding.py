@@ -13,7 +13,9 @@ Every batch is checked against the feed variables exactly as ``Executor.run`` ch
 the pass in the consumer with that error.
 """
 import itertools
+import logging
 import threading
+import time
 
 import numpy as np
 
@@ -22,6 +24,8 @@ from ..core.place import is_device_array
 from ..core.tensor import LoDTensor
 from ..data_feeder import DataFeeder
 from .decorator import batch as batch_reader
+
+logger = logging.getLogger(__name__)
 
 _names = itertools.count()
 
@@ -138,6 +142,7 @@ class Producer:
         self.feed_vars = feed_vars
         self.what = what
         self.thread = None
+        self.passes = 0   # complete passes over the generator (logged: the story of a job, once a pass)
 
     def start(self, batch_generator):
         if self.thread is not None:
@@ -146,11 +151,16 @@ class Producer:
         q.start()
 
         def run():
+            t0, batches = time.monotonic(), 0
             try:
                 for values in batch_generator():
                     if not q.push(check_batch(values, self.feed_vars, self.what)):
                         return          # reset by the consumer
+                    batches += 1
                 q.close()
+                self.passes += 1
+                logger.info("%s: pass %d read, %d batch(es) in %.1f s", self.what, self.passes, batches,
+                            time.monotonic() - t0)
             except BaseException as e:  # the consumer raises it in its read
                 q.kill(e)
         self.thread = threading.Thread(target=run, name="fluidist-reader-%s" % q.name, daemon=True)

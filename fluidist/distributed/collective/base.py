@@ -1,5 +1,6 @@
 """What every CPU communicator shares: argument checks, the reduce ops, the output pool, and the
 base class that runs one collective with its sequence number, deadline and error reporting."""
+import logging
 import sys
 import threading
 import time
@@ -9,6 +10,8 @@ import numpy as np
 
 from ... import timeline as _timeline
 from .common import collective_wait_limit
+
+logger = logging.getLogger(__name__)
 
 REDUCE_OPS = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 _REDOP_CODE = {"sum": 1, "max": 2, "min": 3, "prod": 4}
@@ -236,6 +239,11 @@ class _CPUCommunicator:
                 self._broken = str(e)
                 self._abort(seq, str(e))
                 raise
+            told = self.__dict__.setdefault("_told", set())
+            if opname not in told:   # the story of a job: the first of each kind, nothing per step
+                told.add(opname)
+                logger.info("ring %d: rank %d of %d did its first %s (%.3f s)", self.ring_id, self.rank, self.nranks,
+                            opname, time.perf_counter() - t0)
             if _timeline.enabled:
                 _timeline.complete("collective", opname, t0, time.perf_counter() - t0, ring=self.ring_id,
                                    rank=self.rank, nranks=self.nranks, bytes=int(getattr(args[0], "nbytes", 0))

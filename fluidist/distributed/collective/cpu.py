@@ -43,6 +43,7 @@ from .shm import (SHM_DIR, SHM_PREFIX, SegmentSpaceError, ShmCommunicator, ShmLa
 from .threads import ThreadCommunicator, ThreadGroup, thread_group  # noqa: F401
 from .zmq_ring import ZmqCommunicator  # noqa: F401
 
+logger = logging.getLogger(__name__)
 TRANSPORT_ENV = "FLUIDIST_COLLECTIVE_TRANSPORT"  # auto (default) | shm | zmq
 logger = logging.getLogger("fluidist.distributed.collective")
 
@@ -78,6 +79,8 @@ def create_cpu_communicator(comm_id, nranks, rank, endpoint=None, timeout=None):
         else:
             comm = _rankk_setup(comm_id, nranks, rank, me, pull, what, timeout, wait)
         keep_pull = comm.transport == "zmq"
+        logger.info("ring %d: rank %d of %d connected (%s)", comm_id.ring_id, rank, nranks,
+                    "shared memory" if comm.transport == "shm" else "ZeroMQ")
         return comm
     finally:
         if not keep_pull:
