@@ -41,7 +41,7 @@ SECRET_FILE_ENV = "FLUIDIST_SECRET_FILE"
 INSECURE_ENV = "FLUIDIST_INSECURE"
 DEFAULT_SECRET_FILE = os.path.join("~", ".fluidist", "job_secret")
 MIN_SECRET_CHARS = 16
-ZAP_ENDPOINT = "inproc://zeromq.zap.01"
+ZAP_DOMAIN = "fluidist"
 
 _TRUE = ("1", "true", "yes", "on")
 
@@ -203,7 +203,7 @@ def secure_server(sock, secret=None):
         return False
     public, private = keys("server", secret)
     _zap_handler(sock.context).allow(keys("client", secret)[0])
-    sock.setsockopt(zmq.ZAP_DOMAIN, b"fluidist")
+    sock.setsockopt(zmq.ZAP_DOMAIN, ZAP_DOMAIN.encode())
     sock.curve_secretkey = private
     sock.curve_publickey = public
     sock.curve_server = True
@@ -224,69 +224,52 @@ def secure_client(sock, secret=None):
 
 
 # ------------------------------------------------------------------------------------ ZAP
-class _ZapHandler:
-    """ZeroMQ's authentication hook for one context: a thread that answers ZAP requests, admitting
-    CURVE clients whose public key is one of ``allowed`` and refusing (and logging) the others."""
+class _JobClientKeys:
+    """The credentials provider of a context's ZAP handler: admits CURVE clients whose public key is one of
+    ``allowed`` (the job's client key), refuses and counts the others, with a WARNING."""
 
-    def __init__(self, ctx):
-        self.ctx = ctx
-        self.allowed = set()
-        self._stop = threading.Event()
-        self._ready = threading.Event()
-        self._error = None
+    def __init__(self):
+        self.allowed = set()   # Z85 public keys
         self.refused = 0
         self._log_budget = LineBudget(5, 60.0)     # a peer retrying without the secret cannot flood the log
-        self._thread = threading.Thread(target=self._run, name="fluidist-zap", daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-        if self._error is not None:
-            raise SecurityError("cannot start the ZAP handler: %s" % self._error)
 
-    def allow(self, public_z85):
-        self.allowed.add(z85.decode(public_z85))
-
-    def _run(self):
-        try:
-            sock = self.ctx.socket(zmq.REP)
-            sock.linger = 0
-            sock.bind(ZAP_ENDPOINT)
-        except zmq.ZMQError as e:
-            self._error = e
-            self._ready.set()
-            return
-        self._ready.set()
-        try:
-            while not self._stop.is_set():
-                try:
-                    if not sock.poll(200):
-                        continue
-                    msg = sock.recv_multipart(zmq.NOBLOCK)
-                except zmq.Again:
-                    continue
-                except zmq.ZMQError:   # the context is going away
-                    break
-                sock.send_multipart(self._answer(msg))
-        finally:
-            sock.close(0)
-
-    def _answer(self, msg):
-        if len(msg) < 6:
-            return [b"1.0", b"", b"500", b"malformed ZAP request", b"", b""]
-        version, rid, domain, address, _identity, mechanism = msg[:6]
-        creds = msg[6:]
-        if mechanism == b"CURVE" and creds and creds[0] in self.allowed:
-            return [version, rid, b"200", b"OK", b"fluidist-peer", b""]
+    def callback(self, domain, key):
+        if key in self.allowed:
+            return True
         self.refused += 1
         log, unlogged = self._log_budget.take()
         if log:
-            logger.warning("refused a %s connection from %s: it does not hold this job's secret%s",
-                           mechanism.decode("ascii", "replace"), address.decode("ascii", "replace"),
+            logger.warning("refused a CURVE connection: its client key is not this job's (it does not hold the job "
+                           "secret; FLUIDIST_LOG_LEVEL=DEBUG logs its address)%s",
                            " (and %d more refused since the last such line)" % unlogged if unlogged else "")
-        return [version, rid, b"400", b"not a peer of this job", b"", b""]
+        return False
+
+
+class _ZapHandler:
+    """ZeroMQ's authentication hook for one context: pyzmq's ``ThreadAuthenticator`` (a thread answering
+    ZAP requests) with :class:`_JobClientKeys` for the ``fluidist`` domain, so only the job's client key
+    gets in."""
+
+    def __init__(self, ctx):
+        from zmq.auth.thread import ThreadAuthenticator
+        self.ctx = ctx
+        self.keys = _JobClientKeys()
+        self._auth = ThreadAuthenticator(ctx, log=logging.getLogger("fluidist.distributed.security.zap"))
+        try:
+            self._auth.start()
+        except (zmq.ZMQError, RuntimeError) as e:
+            raise SecurityError("cannot start the ZAP handler: %s" % e) from None
+        self._auth.configure_curve_callback(ZAP_DOMAIN, credentials_provider=self.keys)
+
+    @property
+    def refused(self):
+        return self.keys.refused
+
+    def allow(self, public_z85):
+        self.keys.allowed.add(public_z85 if isinstance(public_z85, bytes) else public_z85.encode("ascii"))
 
     def stop(self):
-        self._stop.set()
-        self._thread.join(5)
+        self._auth.stop()
 
 
 _zap_lock = threading.Lock()

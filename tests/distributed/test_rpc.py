@@ -379,6 +379,40 @@ def test_a_peer_without_the_job_secret_never_reaches_a_handler(echo, monkeypatch
     assert echo.seen == []
 
 
+def test_an_outsider_who_knows_the_server_key_is_refused_by_the_zap_handler(echo, caplog):
+    """The server's public key is no secret: a client that uses it with a key pair of its own completes the
+    CURVE crypto and reaches the ZAP handler (pyzmq's ThreadAuthenticator), which admits only the job's client
+    key: refused, counted and logged, never handled; the job's own client still gets in."""
+    handler = security._zap_handler(echo.server._sock.context)
+    before = handler.refused
+    ctx = zmq.Context()
+    raw = ctx.socket(zmq.DEALER)
+    raw.linger = 0
+    public, private = zmq.curve_keypair()
+    raw.curve_serverkey = security.keys("server")[0]
+    raw.curve_publickey, raw.curve_secretkey = public, private
+    raw.connect("tcp://" + echo.endpoint)
+    try:
+        with caplog.at_level("WARNING", logger="fluidist"):
+            raw.send_multipart(wire.encode("send", 1, "w", np.ones(2)))
+            assert not raw.poll(1500)
+            wait_until = time.monotonic() + 5
+            while handler.refused == before and time.monotonic() < wait_until:
+                time.sleep(0.05)
+    finally:
+        raw.close(0)
+        ctx.term()
+    assert handler.refused > before and echo.seen == []
+    assert any("refused a CURVE connection: its client key is not this job's" in r.getMessage()
+               for r in caplog.records)
+    c = rpc.Client(echo.endpoint)
+    try:
+        c.call("send", "w", np.ones(2))
+    finally:
+        c.close()
+    assert [k for k, _, _, _ in echo.seen] == ["send"]
+
+
 def test_secret_sources_and_their_checks(tmp_path, monkeypatch):
     for k in (security.SECRET_ENV, security.SECRET_FILE_ENV, security.INSECURE_ENV):
         monkeypatch.delenv(k, raising=False)
