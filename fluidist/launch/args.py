@@ -152,9 +152,9 @@ def add_base_arguments(parser):
               "fluidist.distributed.security new FILE`); required on several nodes; a job on one node gets a fresh one")
     _flag(g, "--insecure", dest="insecure",
           help="plain sockets: no authentication, no encryption (a warning says so)")
-    _add(g, "--max_restarts", dest="max_restarts", type=int, default=None, env=("PADDLE_ELASTIC_MAX_RESTARTS",),
+    _add(g, "--max_restarts", dest="max_restarts", type=int, default=None,
          help="times this node's processes are all restarted after one of them failed (multi-node jobs: every "
-              "node's, meeting again); default 0, elastic jobs 3")
+              "node's, meeting again); default 0, elastic jobs PADDLE_ELASTIC_MAX_RESTARTS or 3")
     _add(g, "-t", "--tee", dest="tee", default=None,
          help="copy the children's output (stdout and stderr, as their logs hold it) to the console, each line "
               "prefixed with its process: 0 none, 1/2/3 every local process, or LOCAL_RANK:N,... per process; "

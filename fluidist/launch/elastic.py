@@ -167,7 +167,11 @@ class ElasticNode:
         self.plan_key = self.prefix + "plan"
         self.status_key = self.prefix + "status"
         self.np_min, self.np_max = parse_np(args.np)
-        self.max_restarts = 3 if args.max_restarts is None else int(args.max_restarts)
+        given = args.max_restarts if args.max_restarts is not None else os.environ.get("PADDLE_ELASTIC_MAX_RESTARTS")
+        try:
+            self.max_restarts = 3 if given in (None, "") else int(given)
+        except ValueError:
+            raise LaunchError("PADDLE_ELASTIC_MAX_RESTARTS must be a number, got %r" % given) from None
         self.timeout = float(args.elastic_timeout)
         self.ttl = int(args.elastic_ttl)
         self.poll = float(os.environ.get("FLUIDIST_ELASTIC_POLL", "0.5"))
