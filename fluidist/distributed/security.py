@@ -239,8 +239,8 @@ class _JobClientKeys:
         self.refused += 1
         log, unlogged = self._log_budget.take()
         if log:
-            logger.warning("refused a CURVE connection: its client key is not this job's (it does not hold the job "
-                           "secret; FLUIDIST_LOG_LEVEL=DEBUG logs its address)%s",
+            logger.warning("refused a CURVE connection: its client key is not this job's, it does not hold this "
+                           "job's secret (FLUIDIST_LOG_LEVEL=DEBUG logs its address)%s",
                            " (and %d more refused since the last such line)" % unlogged if unlogged else "")
         return False
 

@@ -403,7 +403,8 @@ def test_an_outsider_who_knows_the_server_key_is_refused_by_the_zap_handler(echo
         raw.close(0)
         ctx.term()
     assert handler.refused > before and echo.seen == []
-    assert any("refused a CURVE connection: its client key is not this job's" in r.getMessage()
+    assert any("refused a CURVE connection: its client key is not this job's, it does not hold this job's secret"
+               in r.getMessage()
                for r in caplog.records)
     c = rpc.Client(echo.endpoint)
     try:
