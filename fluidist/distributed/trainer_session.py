@@ -110,7 +110,7 @@ def mark_fetched(pairs):
     _tell_story(pairs)
 
 
-_told = set()                                 # the story already logged: ("up", endpoint) / ("step", trainer id)
+_told: set = set()                            # the story already logged: ("up", endpoint) / ("step", trainer id)
 
 
 def _tell_story(pairs):

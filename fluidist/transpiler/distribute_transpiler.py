@@ -125,17 +125,17 @@ class DistributeTranspiler:
         if isinstance(trainers, str):
             raise TypeError("transpile: trainers must be the number of trainers (an int) in pserver mode, got the "
                             "string %r (a list of trainer endpoints is for the nccl2 / collective modes)" % trainers)
-        trainers = check_int(trainers, "transpile: trainers (pserver mode)", minimum=1)
+        n_trainers = check_int(trainers, "transpile: trainers (pserver mode)", minimum=1)
         if current_endpoint:
             split_endpoint(current_endpoint, "transpile: current_endpoint")
-        if trainer_id >= trainers:
-            raise ValueError("transpile: trainer_id %d is out of range for %d trainers" % (trainer_id, trainers))
-        self.trainer_num = trainers
+        if trainer_id >= n_trainers:
+            raise ValueError("transpile: trainer_id %d is out of range for %d trainers" % (trainer_id, n_trainers))
+        self.trainer_num = n_trainers
         self.trainer_id = trainer_id
         self.sync_mode = bool(sync_mode)
         self.pserver_endpoints = eps
         self.current_endpoint = current_endpoint
-        plan = ps.plan_pserver(program, startup_program, trainer_id, eps, trainers, self.sync_mode, self.config)
+        plan = ps.plan_pserver(program, startup_program, trainer_id, eps, n_trainers, self.sync_mode, self.config)
         ps.rewrite_trainer(plan, program, startup_program)
         self._plan = plan
         if self.config.print_log:

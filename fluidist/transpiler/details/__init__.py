@@ -79,16 +79,17 @@ def program_to_code(prog, fetch_list=None, skip_op_callstack=True):
         print("\n".join(lines))
 
 
-def check_int(value, what, minimum=0):
+def check_int(value: object, what: str, minimum: int = 0) -> int:
     """``value`` as an int (any integral number, not a bool) ``>= minimum``; else an error naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError("%s must be an int, got %r (%s)" % (what, value, type(value).__name__))
-    if value < minimum:
-        raise ValueError("%s must be >= %d, got %d" % (what, minimum, value))
-    return int(value)
+    number = int(value)
+    if number < minimum:
+        raise ValueError("%s must be >= %d, got %d" % (what, minimum, number))
+    return number
 
 
-def check_bool(value, what):
+def check_bool(value: object, what: str) -> bool:
     """``value`` as a bool (True / False, or the ints 0 / 1); else an error naming ``what``."""
     if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
         return bool(value)
