@@ -12,7 +12,9 @@ One thread, one ROUTER socket (``rpc.Server``):
   arrives; gets are answered at once (with a copy: the next update writes the parameter in place);
   barriers are acknowledged and ignored. The LR-decay block, if any, runs once at start (as Paddle's
   async loop does with a block bound to no grad).
-- GEO (3) is not supported.
+- GEO (3): as ASYNC, the blocks adding the trainers' parameter deltas; a ``get`` of a row-sparse
+  parameter that names it as ``table`` is answered with the rows changed since that trainer's last
+  one (``geo_rows``).
 It serves until each of the ``Fanin`` trainers has sent "complete", then returns. The blocks it runs
 are run by a callback: the loop itself knows programs only as data (names, dtypes, shapes).
 
@@ -45,6 +47,7 @@ from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from . import liveness, rpc, shm_payload
 from .arrival_sums import ArrivalSums
+from .geo_rows import UpdatedRows
 from .authorize import Refused, ServingRules, listen_and_serv_op, parse_block_map as _pairs
 from .collective.common import plural
 
@@ -89,12 +92,11 @@ class ParameterServer:
         if self.fanin < 1:
             raise ValueError("listen_and_serv: Fanin must be >= 1, got %d" % self.fanin)
         mode = int(attrs["distributed_mode"])
-        if mode == GEO:
-            raise NotImplementedError("listen_and_serv on %s: distributed_mode 3 (GEO-SGD) is not supported "
-                                      "by fluidist" % self.endpoint)
-        if mode not in (SYNC, ASYNC, HALF_ASYNC):
-            raise ValueError("listen_and_serv: unknown distributed_mode %r (0 SYNC, 1 ASYNC, 2 HALF_ASYNC)" % mode)
+        if mode not in (SYNC, ASYNC, HALF_ASYNC, GEO):
+            raise ValueError("listen_and_serv: unknown distributed_mode %r (0 SYNC, 1 ASYNC, 2 HALF_ASYNC, 3 GEO)"
+                             % mode)
         self.sync = mode == SYNC
+        self.geo_rows = UpdatedRows(attrs.get("sparse_grad_to_param"), self.fanin) if mode == GEO else None
         self.dc_asgd = bool(attrs.get("dc_asgd"))
         blocks = attrs.get("optimize_blocks") or []
         nblocks = self.program.num_blocks
@@ -335,6 +337,8 @@ class ParameterServer:
         if self.dc_asgd:
             self.scope._set_value(TRAINER_ID_VAR, self.to_place(np.array([m.trainer], dtype=np.int64)))
         self._run(idx, "the optimize block of %r (sent by trainer %d)" % (base, m.trainer), fatal=False)
+        if self.geo_rows is not None:
+            self.geo_rows.record(m.name, m.value)
 
     def _answer(self, req):
         m = req.msg
@@ -348,6 +352,9 @@ class ParameterServer:
                     raise _BadRequest("pserver %s: %r holds a %s, not an array" % (self.endpoint, m.name,
                                                                                     type(value).__name__))
                 shared = self.server.shares_memory_with(req)
+                if self.geo_rows is not None and m.get("table") and self.geo_rows.tracks(m.name):
+                    self.server.reply(req, value=self.geo_rows.take(m.name, m.trainer, value))
+                    return
                 if not self.sync and not shared:
                     value = _host_copy(value)   # the next update writes the parameter in place
                 elif self.sync and shared:

@@ -18,6 +18,7 @@ logger = logging.getLogger("fluidist.distributed.trainer_session")
 NOTICE_TIMEOUT = 2.0                          # seconds each other pserver gets to take the notice
 
 _steps: dict = {}                             # (endpoint, trainer id) -> send_barriers sent
+_before_complete: list = []                   # callables run before any "complete" goes out
 _steps_lock = threading.Lock()
 _close_targets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {(endpoint, trainer id)} to notify
 
@@ -36,11 +37,23 @@ def remember(executor, endpoints, trainer_id):
         targets.add((ep, trainer_id))
 
 
+def before_complete(callback):
+    """Call ``callback()`` before this process tells pservers "complete" (a background communicator
+    sends what it still holds first)."""
+    _before_complete.append(callback)
+
+
 def _notify_complete(targets, timeout_s=None):
     pairs = sorted(targets)
     targets.clear()
     if not pairs:
         return
+    failed = None
+    for hook in list(_before_complete):
+        try:
+            hook()
+        except Exception as e:    # the pservers still hear "complete"; then the failure is raised
+            failed = failed or e
     rpc.call_all([(ep, dict(kind="complete", trainer=tid, step=step(ep, tid), what="complete"))
                   for ep, tid in pairs], timeout_s=timeout_s)
     for tid in sorted({t for _, t in pairs}):
@@ -50,6 +63,8 @@ def _notify_complete(targets, timeout_s=None):
         for key in pairs:
             _steps.pop(key, None)
             _fetched.pop(key, None)
+    if failed is not None:
+        raise failed
 
 
 def notify_all_complete():

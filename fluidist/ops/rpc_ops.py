@@ -13,7 +13,7 @@ Server side: ``listen_and_serv`` runs the event loop of ``fluidist.distributed.p
 """
 import numpy as np
 
-from ..distributed import recv_ahead, recv_buffers, rpc
+from ..distributed import communicator, geo_communicator, recv_ahead, recv_buffers, rpc
 from ..distributed import trainer_session as session
 from ..distributed.pserver import SYNC, ParameterServer
 from ..core.placement import to_host_value, to_place
@@ -52,11 +52,21 @@ def _dummies(ctx, slot="Out"):
                     "use_send_handler": True, "sync_mode": True})
 def send(ctx, ins, attrs):
     """Send each X[i] to epmap[i] (under send_varnames[i] if given); with ``sections``, the single X
-    is cut into row blocks, block i going to epmap[i] as send_varnames[i]."""
+    is cut into row blocks, block i going to epmap[i] as send_varnames[i]. A running communicator
+    (``distributed.communicator``) takes the sends of its program; a send without ``epmap`` is always
+    a communicator's (Paddle's shapes: GEO-SGD's step, ``param_init``)."""
     names = ctx.op.inputs.get("X") or []
     xs = ins.get("X") or []
     tid = int(attrs["trainer_id"])
     sections = attrs.get("sections") or []
+    comm = communicator.active()
+    if comm is not None and comm.takes_send(ctx.op):
+        session.remember(ctx.executor, comm.endpoints, tid)
+        comm.push(ctx.op, xs, ctx.scope)
+        return _dummies(ctx)
+    if not attrs.get("epmap") and not sections:
+        geo_communicator.communicator_send(ctx.op, xs, ctx.scope, ctx.executor)
+        return _dummies(ctx)
     wire_names = attrs.get("send_varnames") or []
     if sections:
         if len(xs) != 1:
@@ -97,7 +107,13 @@ def send_barrier(ctx, ins, attrs):
     """Tell each pserver that this trainer has sent all it sends in this step. Like ``send``, it does
     not wait: the acknowledgements are awaited with the replies of the ``recv`` that follows (a
     pserver handles a trainer's requests in order, so that ``recv`` is answered after the round this
-    barrier completes): one round trip per step instead of two."""
+    barrier completes): one round trip per step instead of two. With ``half_async`` it is the step's
+    end in Paddle's half-async mode: the running communicator's barrier (pservers ignore barriers then)."""
+    if attrs.get("half_async"):
+        comm = communicator.active()
+        if comm is not None:
+            comm.barrier()
+        return _dummies(ctx)
     eps = _endpoints(ctx, attrs, "endpoints")
     tid = int(attrs["trainer_id"])
     session.remember(ctx.executor, eps, tid)
@@ -122,6 +138,9 @@ def recv(ctx, ins, attrs):
     starting at that row (a Dist ``concat`` joins the blocks): it is received into those rows."""
     outs, eps, remote, concat, tid = _recv_spec(ctx.op, attrs)
     session.remember(ctx.executor, eps, tid)
+    comm = communicator.active()
+    if comm is not None and comm.takes_recv(ctx.op):
+        return None       # the communicator receives in the background (Paddle's do_not_run)
     replies = recv_ahead.take(ctx.op.block, eps, remote, tid)
     if replies is None:
         ahead = _batch_spec(ctx.op, attrs)

@@ -99,11 +99,15 @@ class DistributeTranspilerConfig:
         if not isinstance(self.local_sgd_steps, int) or self.local_sgd_steps < 1:
             raise ValueError("DistributeTranspilerConfig.local_sgd_steps must be an int >= 1, got %r"
                              % (self.local_sgd_steps,))
-        if self.geo_sgd_mode:
-            raise ValueError("DistributeTranspilerConfig.geo_sgd_mode: GEO-SGD is not supported by fluidist")
+        if self.geo_sgd_mode and (isinstance(self.geo_sgd_need_push_nums, bool) or
+                                  not isinstance(self.geo_sgd_need_push_nums, int) or self.geo_sgd_need_push_nums < 1):
+            raise ValueError("DistributeTranspilerConfig.geo_sgd_need_push_nums must be an int >= 1, got %r"
+                             % (self.geo_sgd_need_push_nums,))
         return self
 
     def distributed_mode(self):
+        if self.geo_sgd_mode:
+            return DistributedMode.GEO      # GEO-SGD is asynchronous whatever sync_mode says, as in Paddle
         if self.sync_mode or self.completely_not_async:
             return DistributedMode.SYNC
         if self.runtime_split_send_recv:

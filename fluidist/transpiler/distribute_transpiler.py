@@ -5,6 +5,7 @@ import logging
 from typing import Any, Optional
 
 from ..framework.program import Program, default_main_program, default_startup_program
+from . import geo
 from . import pserver as ps
 from ..distributed.ports import split_endpoint
 from .config import DistributeTranspilerConfig, DistributedMode, ServerRuntimeConfig  # noqa: F401
@@ -135,6 +136,12 @@ class DistributeTranspiler:
         self.sync_mode = bool(sync_mode)
         self.pserver_endpoints = eps
         self.current_endpoint = current_endpoint
+        if self.config.geo_sgd_mode:
+            self.sync_mode = False          # GEO-SGD is asynchronous (Paddle's GeoSgdTranspiler ignores sync_mode)
+            plan = geo.plan_geo(program, startup_program, trainer_id, eps, n_trainers, self.config)
+            geo.rewrite_geo_trainer(plan, program, startup_program)
+            self._plan = plan
+            return
         plan = ps.plan_pserver(program, startup_program, trainer_id, eps, n_trainers, self.sync_mode, self.config)
         ps.rewrite_trainer(plan, program, startup_program)
         self._plan = plan
@@ -153,7 +160,8 @@ class DistributeTranspiler:
         that is not listening yet waits for it up to ``FLUIDIST_CONNECT_TIMEOUT`` seconds (10; a warning names
         it after 3 s)."""
         plan = self._require_pserver_plan("get_trainer_program")
-        ps.finish_trainer(plan, self.origin_program)
+        if not isinstance(plan, geo.GeoPlan):      # GEO-SGD trainers keep their optimizer
+            ps.finish_trainer(plan, self.origin_program)
         return self.origin_program
 
     @gc_paused
@@ -162,7 +170,17 @@ class DistributeTranspiler:
         serves parameters, with one optimize block per parameter (block) it owns. Running it serves until
         every trainer has closed its Executor."""
         plan = self._require_pserver_plan("get_pserver_program")
+        if isinstance(plan, geo.GeoPlan):
+            return geo.build_geo_pserver_program(plan, endpoint, self._server_config)
         return ps.build_pserver_program(plan, endpoint, self.config)
+
+    def _get_vars_info(self):
+        """GEO-SGD: what the trainers' communicator pushes (Paddle's ``push_vars``): per parameter its
+        block names, row counts, pservers and whether it is row-sparse."""
+        plan = self._require_pserver_plan("_get_vars_info")
+        if not isinstance(plan, geo.GeoPlan):
+            raise RuntimeError("_get_vars_info: the program was not transpiled with geo_sgd_mode")
+        return geo.vars_info(plan)
 
     def get_pserver_programs(self, endpoint: str) -> tuple[Program, Program]:
         """``(get_pserver_program(endpoint), get_startup_program(endpoint, ...))``."""

@@ -33,9 +33,16 @@ def main():
     ap.add_argument("--pause", default="", help="STEP:SECONDS: a trainer sleeps this long after that step")
     ap.add_argument("--no_close", action="store_true", help="end without Executor.close(), as most scripts do")
     ap.add_argument("--fail_after", type=int, default=-1, help="raise (uncaught) after this step")
+    ap.add_argument("--geo", type=int, default=0, help="GEO-SGD, pushing every this many steps")
+    ap.add_argument("--pull_dir", default="", help="GEO: after training, wait for the other trainers' marks here, "
+                                                   "then receive the pservers' parameters into --out (pulled_<p>)")
     a = ap.parse_args()
     main_prog, startup, loss, params = build(a.model, a.optimizer, a.lr_decay)
-    t = fluid.DistributeTranspiler()
+    config = fluid.DistributeTranspilerConfig()
+    if a.geo:
+        config.geo_sgd_mode = True
+        config.geo_sgd_need_push_nums = a.geo
+    t = fluid.DistributeTranspiler(config)
     t.transpile(a.trainer_id, program=main_prog, pservers=a.endpoints, trainers=a.trainers,
                 sync_mode=not a.async_mode, startup_program=startup, current_endpoint=a.current_endpoint)
     exe = fluid.Executor(fluid.CPUPlace())
@@ -46,6 +53,8 @@ def main():
         return
     trainer = t.get_trainer_program(wait_port=True)
     exe.run(startup)
+    if a.pull_dir:   # every trainer starts from the parameters as initialised
+        wait_for_all(a, "ready")
     history = {}
     pause_step, pause_s = (int(a.pause.split(":")[0]), float(a.pause.split(":")[1])) if a.pause else (-1, 0.0)
     for step in range(a.steps):
@@ -61,10 +70,38 @@ def main():
             time.sleep(pause_s)
         elif a.step_delay:
             time.sleep(a.step_delay)
+    if a.pull_dir:
+        history.update(pull_after_all(a, t, exe))
     if not a.no_close:
         exe.close()
     if a.out:
         np.savez(a.out, **history)
+
+
+def wait_for_all(a, mark):
+    open(os.path.join(a.pull_dir, "%s_%d" % (mark, a.trainer_id)), "w").close()
+    deadline = time.time() + 60
+    while not all(os.path.exists(os.path.join(a.pull_dir, "%s_%d" % (mark, k))) for k in range(a.trainers)):
+        if time.time() > deadline:
+            raise RuntimeError("the other trainers did not reach %r" % mark)
+        time.sleep(0.05)
+
+
+def pull_after_all(a, t, exe):
+    """Stop this trainer's GEO communicator (its last push goes out), mark it done, wait until every
+    trainer did, then receive what the pservers hold."""
+    from fluidist.distributed import communicator
+    communicator.active().stop()
+    wait_for_all(a, "done")
+    prog = fluid.Program()
+    block = prog.global_block()
+    for name, info in t._get_vars_info().items():
+        block.create_var(name="pulled_" + name, dtype="float32")
+        block.append_op("recv", inputs={"X": []}, outputs={"Out": ["pulled_" + name]},
+                        attrs={"epmap": info["epmap"], "recv_varnames": info["var_names"],
+                               "trainer_id": a.trainer_id, "sync_mode": False})
+    names = ["pulled_" + n for n in t._get_vars_info()]
+    return dict(zip(names, exe.run(prog, fetch_list=names, scope=fluid.Scope())))
 
 
 if __name__ == "__main__":

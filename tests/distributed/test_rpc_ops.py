@@ -603,7 +603,7 @@ def test_close_notifies_every_pserver_once_and_completion_is_counted_per_trainer
 
 
 @pytest.mark.parametrize("attrs,err", [
-    ({"distributed_mode": 3}, "GEO-SGD"),
+    ({"distributed_mode": 3, "sparse_grad_to_param": ["w.delta"]}, "must be 'delta:param'"),
     ({"distributed_mode": 7}, "unknown distributed_mode"),
     ({"Fanin": 0}, "Fanin must be >= 1"),
     ({"endpoint": "localhost"}, "'localhost' is not host:port"),
