@@ -29,6 +29,7 @@ from .layers.io import data  # noqa: F401
 from .input import embedding, one_hot  # noqa: F401
 from .transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
 from . import transpiler  # noqa: F401
+from . import communicator  # noqa: F401  (fluid.communicator.Communicator)
 
 from . import core  # noqa: F401
 from . import reader  # noqa: F401

@@ -277,6 +277,7 @@ class AsyncCommunicator(Communicator):
         if not self.flags.merge_sparse_grad and any(isinstance(v, SelectedRows) for v in copied):
             self._send(ctx, copied)
             return
+        deadline = time.monotonic() + rpc.wait_limit()
         while True:
             try:
                 ctx.queue.put(copied, timeout=0.1)
@@ -284,7 +285,13 @@ class AsyncCommunicator(Communicator):
             except queue.Full:
                 self._raise_if_failed()
                 if not self._running:
-                    raise RuntimeError("the communicator stopped while a send waited for room in its queue")
+                    raise RuntimeError("the communicator is not running and the queue of %s is full "
+                                       "(send_queue_size %d)" % (ctx.names[0], self.flags.send_queue_size))
+                if time.monotonic() > deadline:
+                    raise CommunicatorError("the queue of %s stayed full (send_queue_size %d) until the deadline "
+                                            "(FLAGS_rpc_deadline): the communicator does not keep up, or a "
+                                            "half-async step sends a variable more often than its queue holds"
+                                            % (ctx.names[0], self.flags.send_queue_size))
         self._wakeup.set()
 
     # ---------------------------------------------------------------- sending

@@ -43,7 +43,7 @@ from ..distributed import trainer_session
 from ..framework.program import Program, default_startup_program
 from ..optimizer import Optimizer
 from ..role_maker import MPIRoleMaker
-from ..transpiler import DistributeTranspiler, DistributeTranspilerConfig
+from ..transpiler import DistributeTranspiler, DistributeTranspilerConfig, DistributedMode
 from ..transpiler.pserver_trainer import ask_ahead
 from ..distributed.ports import wait_server_ready
 from .base import DistributedOptimizer, Fleet, Mode
@@ -62,6 +62,7 @@ class DistributedTranspiler(Fleet):
         self._transpiler = None
         self._strategy = None
         self._transpile_config = None
+        self._communicator = None
 
     # ---------------------------------------------------------------- set-up
     def distributed_optimizer(self, optimizer, strategy=None):
@@ -110,17 +111,39 @@ class DistributedTranspiler(Fleet):
     # ---------------------------------------------------------------- workers
     def init_worker(self):
         """Wait (with a deadline: ``FLUIDIST_WAIT_PORT_TIMEOUT`` seconds, default 300) until every
-        server accepts connections. The trainer program's send/recv ops then talk to them; there is
-        no background communicator to start."""
+        server accepts connections, then start the trainer's communicator (async, half-async and
+        GEO-SGD strategies, with the trainer runtime config's ``communicator_*`` flags; a sync
+        strategy's program talks to the servers itself)."""
         if not self.is_worker():
             raise RuntimeError("fleet.init_worker runs on workers; this process is a server")
         wait_server_ready(self.server_endpoints())
+        if self._communicator is not None and self._communicator.is_running():
+            raise RuntimeError("fleet.init_worker: the communicator is already running (call it once)")
+        self._communicator = self._make_communicator()
+        if self._communicator is not None:
+            self._communicator.start()
+
+    def _make_communicator(self):
+        from ..distributed.communicator import AsyncCommunicator, HalfAsyncCommunicator
+        from ..distributed.geo_communicator import GeoCommunicator
+        config = self._strategy.get_program_config()
+        flags = self._strategy.get_trainer_runtime_config().get_communicator_flags()
+        mode = config.distributed_mode()
+        if mode == DistributedMode.SYNC:
+            return None
+        if mode == DistributedMode.GEO:
+            return GeoCommunicator(self.main_program, global_scope(), flags, self._transpiler._get_vars_info(),
+                                   self.worker_num(), config.geo_sgd_need_push_nums, self.worker_index())
+        half = any(op.type == "send_barrier" and op.attr("half_async") for op in self.main_program.global_block().ops)
+        return (HalfAsyncCommunicator if half else AsyncCommunicator)(self.main_program, global_scope(), flags)
 
     def stop_worker(self):
         """Tell the servers this worker is done (they stop once every worker has), then, under MPI,
         finalize MPI."""
         if not self.is_worker():
             raise RuntimeError("fleet.stop_worker runs on workers; this process is a server")
+        if self._communicator is not None:
+            self._communicator.stop()          # what it holds goes out before the servers hear "complete"
         _close_rpc_clients()
         self._executor.close()
         if self._is_mpi():
@@ -309,10 +332,6 @@ class TranspilerOptimizer(DistributedOptimizer):
             raise TypeError("In TranspilerOptimizer, strategy must be an instance of DistributeTranspilerConfig or "
                             "DistributedStrategy (StrategyFactory.create_*_strategy()), got %r"
                             % type(strategy).__name__)
-        if isinstance(strategy, GeoStrategy) or strategy.get_program_config().geo_sgd_mode:
-            raise NotImplementedError("GeoStrategy (Geo-SGD) is not supported by fluidist; use "
-                                      "StrategyFactory.create_sync_strategy(), create_async_strategy() or "
-                                      "create_half_async_strategy()")
         strategy.get_program_config().validate()
         self._strategy = strategy
         self._fleet = fleet if fleet is not None else globals()["fleet"]

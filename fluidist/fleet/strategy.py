@@ -7,13 +7,15 @@
   :class:`StrategyFactory`. The parameter-server modules export ``PSDistributedStrategy`` under
   Paddle's name ``DistributedStrategy``.
 
-In Paddle 1.8 every parameter-server strategy, even Sync, ran the trainer through a background
-Communicator; fluidist has none: the trainer program's own send/recv ops talk to the pservers. So a
-strategy only chooses the transpiler's mode: Sync is ``sync_mode=True`` (send/recv with barriers),
-Async is ``sync_mode=False`` with ``runtime_split_send_recv=True`` (no barriers), HalfAsync is
-``sync_mode=False`` with ``runtime_split_send_recv=False`` (the pservers' HALF_ASYNC mode). Geo-SGD
-is not supported. The trainer runtime configuration (the ``FLAGS_communicator_*`` values) is kept
-for user code that reads or sets it, but nothing in fluidist uses it.
+A strategy chooses the transpiler's mode and the trainer's communicator, which
+``fleet.init_worker()`` starts (``fluidist.distributed.communicator``): Sync is ``sync_mode=True``
+(send/recv with barriers, in the trainer program's own ops: no communicator); Async is
+``sync_mode=False`` with ``runtime_split_send_recv=True`` (the async communicator merges queued
+gradients and sends and receives from background threads); HalfAsync is ``sync_mode=False`` with
+``half_async`` (each step ends at the half-async communicator's barrier; the pservers' HALF_ASYNC
+mode); Geo is ``geo_sgd_mode`` with ``geo_sgd_need_push_nums = update_frequency`` (trainers update
+locally and push parameter deltas: ``fluidist.distributed.geo_communicator``). The trainer runtime
+configuration (the ``communicator_*`` flags, from ``FLAGS_communicator_*``) configures the communicator.
 """
 import os
 from typing import Optional
@@ -63,7 +65,8 @@ class DistributedStrategy(BuildStrategy):
 
 # ====================================================================================== parameter server
 class TrainerRuntimeConfig:
-    """Paddle's communicator flags (from ``FLAGS_communicator_*``, ``FLAGS_rpc_*``), kept as data."""
+    """Paddle's communicator flags (from ``FLAGS_communicator_*``, ``FLAGS_rpc_*``): the communicator
+    ``fleet.init_worker()`` starts reads the ``communicator_*`` ones."""
 
     def __init__(self):
         self.mode = None
@@ -77,6 +80,8 @@ class TrainerRuntimeConfig:
             "communicator_thread_pool_size": os.getenv("FLAGS_communicator_thread_pool_size", "5"),
             "communicator_send_wait_times": os.getenv("FLAGS_communicator_send_wait_times", "5"),
             "communicator_is_sgd_optimizer": os.getenv("FLAGS_communicator_is_sgd_optimizer", "1"),
+            "communicator_fake_rpc": os.getenv("FLAGS_communicator_fake_rpc", "0"),
+            "communicator_merge_sparse_grad": os.getenv("FLAGS_communicator_merge_sparse_grad", "1"),
             "rpc_deadline": os.getenv("FLAGS_rpc_deadline", "180000"),
             "rpc_retry_times": os.getenv("FLAGS_rpc_retry_times", "3"),
         }
@@ -223,9 +228,8 @@ class HalfAsyncStrategy(PSDistributedStrategy):
 
 
 class GeoStrategy(PSDistributedStrategy):
-    """Geo-SGD (trainers push parameter deltas every ``update_frequency`` steps). Accepted by the
-    factory for the sake of existing scripts; fluidist does not support it, and
-    ``fleet.distributed_optimizer`` raises NotImplementedError for it."""
+    """GEO-SGD: trainers run the optimizer locally and push parameter deltas every
+    ``update_frequency`` steps; the servers add them (``fluidist.transpiler.geo``)."""
 
     mode = DistributedMode.GEO
 

@@ -99,6 +99,7 @@ class PServerPlan:
     opt_ops_of: Dict[str, List[int]] = field(default_factory=dict)    # param -> its optimize ops (indices)
     accumulators: Dict[str, List[str]] = field(default_factory=dict)  # param -> accumulators shaped like it
     whole: set = field(default_factory=set)   # params kept in one block: their update needs the whole tensor
+    half_async: bool = False  # async with config.half_async: each step ends at the communicator's barrier
 
     def accumulator_name(self, acc, pb, several_blocks_here):
         """The name of accumulator ``acc`` for param block ``pb`` on its pserver: the same name, with a
@@ -221,7 +222,8 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
                        origin_main=program.clone(), origin_startup=startup.clone(), params=params,
                        grad_of=grad_of, param_blocks=param_blocks, grad_blocks=grad_blocks, sparse_grads=sparse,
                        lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx, table=table,
-                       opt_ops_of=opt_ops_of, accumulators=accumulators, whole=whole)
+                       opt_ops_of=opt_ops_of, accumulators=accumulators, whole=whole,
+                       half_async=not sync and bool(config.half_async))
 
 
 def _refuse_updates_in_sub_blocks(program):

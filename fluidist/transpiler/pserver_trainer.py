@@ -31,6 +31,10 @@ def rewrite_trainer(plan, program, startup):
     with block.edits() as edits:
         _insert_sends(plan, block, edits, order, param_of, send_dummies)
     barrier_out = None
+    if plan.half_async:     # Paddle 1.8: the step ends at the half-async communicator's barrier
+        block.append_op("send_barrier", inputs={"X": send_dummies}, outputs={"Out": [_ctrl_var(block).name]},
+                        attrs={"endpoints": plan.endpoints, "trainer_id": tid, "half_async": True,
+                               OP_ROLE_ATTR: RPC})
     if plan.sync:
         barrier_out = _ctrl_var(block).name
         block.append_op("send_barrier", inputs={"X": send_dummies}, outputs={"Out": [barrier_out]},

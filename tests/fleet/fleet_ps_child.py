@@ -14,7 +14,9 @@ from fluidist.incubate.fleet.parameter_server.distribute_transpiler import Strat
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--strategy", choices=["sync", "async", "half_async", "config_sync"], default="sync")
+    ap.add_argument("--strategy", choices=["sync", "async", "half_async", "geo", "config_sync", "config_geo"],
+                    default="sync")
+    ap.add_argument("--geo_every", type=int, default=5, help="GEO-SGD: steps between pushes")
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--first_step", type=int, default=0)
@@ -29,6 +31,13 @@ def main():
 
     if a.strategy == "config_sync":
         strategy = fluid.DistributeTranspilerConfig()       # a config works as a strategy too
+    elif a.strategy == "config_geo":
+        strategy = fluid.DistributeTranspilerConfig()
+        strategy.sync_mode = False
+        strategy.geo_sgd_mode = True
+        strategy.geo_sgd_need_push_nums = a.geo_every
+    elif a.strategy == "geo":
+        strategy = StrategyFactory.create_geo_strategy(a.geo_every)
     else:
         strategy = getattr(StrategyFactory, "create_%s_strategy" % a.strategy)()
     fleet.init(role_maker.MPISymetricRoleMaker() if a.role_maker == "mpi" else role_maker.PaddleCloudRoleMaker())

@@ -276,8 +276,6 @@ def test_ps_optimizer_checks():
         ps_fleet.distributed_optimizer(3)
     with pytest.raises(TypeError, match="strategy must be an instance"):
         ps_fleet.distributed_optimizer(base_optimizer("sgd"), DistributedStrategy())
-    with pytest.raises(NotImplementedError, match="Geo"):
-        ps_fleet.distributed_optimizer(base_optimizer("sgd"), StrategyFactory.create_geo_strategy())
     with pytest.raises(ValueError, match="startup_program is None"):
         ps_fleet.init_server()
     with pytest.raises(ValueError, match="main_program is None"):
@@ -292,6 +290,7 @@ def test_ps_optimizer_checks():
     ("async", False, DistributedMode.ASYNC),
     ("half_async", False, DistributedMode.HALF_ASYNC),
     ("config_async", False, DistributedMode.ASYNC),
+    ("geo", False, DistributedMode.GEO),
 ])
 def test_ps_server_programs(rpc_ops, strategy, sync, mode):
     if strategy == "config_async":
