@@ -34,6 +34,8 @@ def main():
     ap.add_argument("--no_close", action="store_true", help="end without Executor.close(), as most scripts do")
     ap.add_argument("--fail_after", type=int, default=-1, help="raise (uncaught) after this step")
     ap.add_argument("--geo", type=int, default=0, help="GEO-SGD, pushing every this many steps")
+    ap.add_argument("--communicator", choices=["", "async", "half_async"], default="",
+                    help="(with --async_mode) start fluid.communicator.Communicator in this mode")
     ap.add_argument("--pull_dir", default="", help="GEO: after training, wait for the other trainers' marks here, "
                                                    "then receive the pservers' parameters into --out (pulled_<p>)")
     a = ap.parse_args()
@@ -42,6 +44,10 @@ def main():
     if a.geo:
         config.geo_sgd_mode = True
         config.geo_sgd_need_push_nums = a.geo
+    if a.communicator:
+        config.sync_mode = False
+        config.runtime_split_send_recv = True
+        config.half_async = a.communicator == "half_async"
     t = fluid.DistributeTranspiler(config)
     t.transpile(a.trainer_id, program=main_prog, pservers=a.endpoints, trainers=a.trainers,
                 sync_mode=not a.async_mode, startup_program=startup, current_endpoint=a.current_endpoint)
@@ -55,6 +61,13 @@ def main():
     exe.run(startup)
     if a.pull_dir:   # every trainer starts from the parameters as initialised
         wait_for_all(a, "ready")
+    comm = None
+    if a.communicator:
+        from fluidist.communicator import Communicator
+        from fluidist.transpiler import DistributedMode
+        mode = DistributedMode.HALF_ASYNC if a.communicator == "half_async" else DistributedMode.ASYNC
+        comm = Communicator(trainer, mode, envs={"communicator_send_queue_size": 4})
+        comm.start()
     history = {}
     pause_step, pause_s = (int(a.pause.split(":")[0]), float(a.pause.split(":")[1])) if a.pause else (-1, 0.0)
     for step in range(a.steps):
@@ -72,6 +85,8 @@ def main():
             time.sleep(a.step_delay)
     if a.pull_dir:
         history.update(pull_after_all(a, t, exe))
+    if comm is not None:
+        comm.stop()
     if not a.no_close:
         exe.close()
     if a.out:

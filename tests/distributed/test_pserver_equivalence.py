@@ -8,7 +8,8 @@ from dist_models import local_history
 pytestmark = pytest.mark.timeout(180)
 
 
-def run_cluster(tmp_path, model, optimizer, lr_decay=False, steps=3, batch=4, async_mode=False, trainers=2):
+def run_cluster(tmp_path, model, optimizer, lr_decay=False, steps=3, batch=4, async_mode=False, trainers=2,
+                extra=()):
     ports = free_ports(2)
     eps = ",".join("127.0.0.1:%d" % p for p in ports)
     common = ["--endpoints", eps, "--trainers", trainers, "--model", model, "--optimizer", optimizer,
@@ -17,6 +18,7 @@ def run_cluster(tmp_path, model, optimizer, lr_decay=False, steps=3, batch=4, as
         common.append("--lr_decay")
     if async_mode:
         common.append("--async_mode")
+    common += list(extra)
     outs = []
     with Cluster(tmp_path) as c:
         for i, ep in enumerate(eps.split(",")):
@@ -87,6 +89,30 @@ def test_async_one_trainer_with_lr_decay_equals_local(tmp_path, monkeypatch, tra
     steps, batch = 3, 4
     (result,) = run_cluster(tmp_path, "fc", "sgd", True, steps, batch, async_mode=True, trainers=1)
     ref, params = local_history("fc", "sgd", True, steps, batch)
+    for step in range(steps):
+        for name in params:
+            want, got = ref["%s_%d" % (name, step)], result["%s_%d" % (name, step)]
+            err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)
+            assert err < 1e-5, "step %d param %s: relative error %g" % (step, name, err)
+
+
+def test_async_with_a_started_communicator_converges(tmp_path):
+    """fluid.communicator.Communicator(program, ASYNC) started by the script: queued gradients merged
+    and sent, parameters received, from background threads."""
+    steps = 30
+    runs = run_cluster(tmp_path, "emb", "sgd", steps=steps, batch=16, async_mode=True, extra=["--communicator", "async"])
+    losses = np.array([[float(np.mean(r["loss_%d" % i])) for i in range(steps)] for r in runs])
+    assert np.all(np.isfinite(losses)) and losses[:, -8:].mean() < 0.8 * losses[:, :8].mean(), losses
+
+
+@pytest.mark.parametrize("model", ["fc", "emb"])
+def test_half_async_one_trainer_equals_local(tmp_path, model):
+    """Half-async with its communicator: every step ends at the barrier, after the step's gradients
+    went out and the parameters came back; one trainer then trains exactly as alone."""
+    steps, batch = 3, 4
+    (result,) = run_cluster(tmp_path, model, "sgd", False, steps, batch, async_mode=True, trainers=1,
+                            extra=["--communicator", "half_async"])
+    ref, params = local_history(model, "sgd", False, steps, batch)
     for step in range(steps):
         for name in params:
             want, got = ref["%s_%d" % (name, step)], result["%s_%d" % (name, step)]
