@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..distributed.collective import registry as collective_registry
+from ..distributed.collective import device_sum, registry as collective_registry
 from ..distributed.collective.base import CollectiveError
 from ..distributed.collective.common import CollectiveTimeout
 from ..distributed.collective.registry import init_comms_from_nccl_id
@@ -316,6 +316,9 @@ class _DataParallelRunner:
         (``transpiler.collective.allreduce_gradients``) with the loss gradient scaled by
         1/(places x trainers) and the gradients reduced over this runner's rings."""
         p = prog.clone()
+        if getattr(compiled._build_strategy, "sync_batch_norm", False):
+            from ..sync_batch_norm import convert_sync_batch_norm
+            convert_sync_batch_norm(p)
         total = self.nplaces * self.num_trainers
         scale = compiled._build_strategy.gradient_scale_strategy
         if scale == BuildStrategy.GradientScaleStrategy.Customized:
@@ -342,6 +345,12 @@ class _DataParallelRunner:
             if self.nplaces > 1:
                 ops.append(("c_broadcast", {"ring_id": self.local_ring, "root": 0}))
         return ops
+
+    def _sum_plan(self, i):
+        """How place ``i`` sums over every device (``device_sum``, for sync_batch_norm): the
+        collectives of its gradients, a broadcast where they have a root."""
+        return [("broadcast", a["ring_id"], a["root"]) if "root" in a else ("allreduce", a["ring_id"])
+                for _, a in self._reduce_ops(i)]
 
     # ------------------------------------------------------------ communicators
     def _make_local_ring(self):
@@ -370,7 +379,7 @@ class _DataParallelRunner:
     # ------------------------------------------------------------ running
     def _run_place(self, i, feed):
         try:
-            with collective_registry.thread_rank(i):
+            with collective_registry.thread_rank(i), device_sum.plan(self._sum_plan(i)):
                 self.executors[i].run(self.programs[i], feed=feed, scope=self.scopes[i])
         except BaseException as e:
             if self.local_ring is not None:   # wake the siblings waiting in an all-reduce for this place

@@ -17,8 +17,9 @@ honoured                                    ``reduce_strategy`` (AllReduce; Redu
                                             ``is_distribution``, ``gradient_merge`` /
                                             ``gradient_merge_configs``, ``num_iteration_per_run``,
                                             ``fuse_all_reduce_ops`` (the dense gradients are
-                                            coalesced and all-reduced at once)
-refused (NotImplementedError)               ``sync_batch_norm=True``
+                                            coalesced and all-reduced at once),
+                                            ``sync_batch_norm`` (batch_norm ops become
+                                            sync_batch_norm: ``fluidist.sync_batch_norm``)
 no effect, warned once                      the rest (see ``NO_EFFECT``)
 ==========================================  ===================================================
 """
@@ -47,7 +48,7 @@ NO_EFFECT_EXEC = {
     "num_threads": (0, "each place runs its ops in order in a thread of its own; all places run at once "
                        "(their all-reduces wait for each other)"),
     "num_iteration_per_drop_scope": (100, "per-place scopes keep their values; nothing is dropped"),
-    "use_thread_barrier": (False, "there is no communicator thread to synchronise"),
+    "use_thread_barrier": (False, "a half-async trainer waits at its program's send_barrier op, not in the executor"),
     "allow_op_delay": (False, "ops run in program order"),
     "use_experimental_executor": (True, "there is one executor"),
     "_dry_run": (False, "programs always run"),
@@ -85,9 +86,6 @@ def resolve(build_strategy, exec_strategy):
             value = getattr(build_strategy, field, default)
             if _differs(value, default):
                 _warn_once("BuildStrategy", field, value, why)
-        if getattr(build_strategy, "sync_batch_norm", False):
-            raise NotImplementedError("BuildStrategy.sync_batch_norm = True is not supported by fluidist: batch "
-                                      "norm statistics are per place; set it to False")
         if build_strategy.reduce_strategy == 1:
             _warn_once("BuildStrategy", "reduce_strategy", "Reduce",
                        "gradients are all-reduced and every place updates (the same parameters as Reduce)")

@@ -16,8 +16,10 @@ knows the trainers, and the all-reduce happens in the data-parallel runner; in `
 is the transpiled Program with its ``c_*`` ops (grad_allreduce or local_sgd).
 
 fluidist differences: a job with a single worker is not transpiled (it is local training; Paddle's
-collective mode refused one trainer); AMP, dist_fc and sync_batch_norm are not supported and raise
-NotImplementedError when enabled. ``forward_recompute`` (with ``recompute_checkpoints``) wraps the
+collective mode refused one trainer); AMP and dist_fc are not supported and raise
+NotImplementedError when enabled. ``sync_batch_norm`` turns the batch norms into ``sync_batch_norm``
+(in nccl2 mode through the CompiledProgram's build strategy, in collective mode in the program,
+whose statistics are then summed over ring 0). ``forward_recompute`` (with ``recompute_checkpoints``) wraps the
 optimizer in ``RecomputeOptimizer``; ``gradient_merge`` with ``gradient_merge_configs =
 {"k_steps": k, "avg": True}`` updates once every ``k`` micro-batches (``fluidist.gradient_merge``).
 """
@@ -123,8 +125,6 @@ class CollectiveOptimizer(DistributedOptimizer):
             self._not_supported("use_amp", "automatic mixed precision")
         if strategy.use_dist_fc:
             self._not_supported("use_dist_fc", "the distributed fc (dist_fc)")
-        if strategy.sync_batch_norm:
-            self._not_supported("sync_batch_norm", "batch norm synchronised across trainers")
 
     @staticmethod
     def _check_condition(name, **kwargs):
@@ -237,6 +237,9 @@ class CollectiveOptimizer(DistributedOptimizer):
         f._origin_program = main_program.clone(for_test=False)
         f._transpiled_program = main_program
         f.main_program = self._try_to_compile(startup_program, main_program)
+        if s.sync_batch_norm and f.main_program is main_program:
+            from ..sync_batch_norm import convert_sync_batch_norm
+            convert_sync_batch_norm(main_program)
         if s.gradient_merge and f.main_program is main_program:
             # collective mode runs the program itself (nccl2 mode: CompiledProgram reads the strategy)
             from ..executor.strategy_fields import resolve

@@ -3,7 +3,7 @@ from ..framework import registry  # noqa: F401  (fluidist.ops.registry: where op
 from . import math, activation, tensor, optimizer_ops  # noqa: F401
 from . import indexing, manipulation, rearrange, numeric, sampling, norm_act, sequence_decode  # noqa: F401
 from . import dist_ops, io_ops  # noqa: F401
-from . import conv  # noqa: F401
+from . import conv, sync_batch_norm  # noqa: F401
 from . import control_flow, tensor_array, recurrent, sequence, sequence_build, rnn, cudnn_lstm, beam_search  # noqa: F401
 from . import nn, loss, metric  # noqa: F401
 from . import norm, nn_misc, conv_nd, resize  # noqa: F401

@@ -165,7 +165,7 @@ def test_num_iteration_per_run_runs_the_program_that_many_times():
     assert_params(params(scope, main), params(ref_scope, main))
 
 
-def test_fields_without_effect_warn_once_and_sync_batch_norm_is_refused():
+def test_fields_without_effect_warn_once():
     from fluidist.executor import strategy_fields
     strategy_fields._warned.clear()
     main, startup, loss = model("sgd")
@@ -187,12 +187,6 @@ def test_fields_without_effect_warn_once_and_sync_batch_norm_is_refused():
         assert sum(field in m and "no effect in fluidist" in m for m in msgs) == 1, (field, msgs)
     # Paddle's defaults say nothing
     assert not any("fuse_all_reduce_ops" in m or "enable_inplace" in m for m in msgs)
-    bs = fluid.BuildStrategy()
-    bs.sync_batch_norm = True
-    with pytest.raises(NotImplementedError, match="sync_batch_norm"):
-        exe.run(fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=bs,
-                                                               places=fluid.cpu_places(1)),
-                feed=micro_batches(1)[0], scope=scope)
     paddle_fields = ["reduce_strategy", "gradient_scale_strategy", "num_trainers", "trainer_id", "trainers_endpoints",
                      "nccl_comm_num", "use_hierarchical_allreduce", "hierarchical_allreduce_inter_nranks",
                      "fuse_all_reduce_ops", "fuse_broadcast_ops", "fuse_elewise_add_act_ops", "fuse_all_optimizer_ops",

@@ -157,7 +157,6 @@ def test_collective_fleet_sets_no_field_that_warns(monkeypatch):
     ("forward_recompute", True, ValueError, "forward_recompute needs recompute_checkpoints"),
     ("use_amp", True, NotImplementedError, "use_amp.*not supported"),
     ("use_dist_fc", True, NotImplementedError, "use_dist_fc.*not supported"),
-    ("sync_batch_norm", True, NotImplementedError, "sync_batch_norm.*not supported"),
     ("local_sgd_steps", 0, ValueError, "local_sgd_steps"),
     ("mode", "ring", ValueError, "mode must be 'nccl2' or 'collective'"),
     ("collective_mode", "local_sgd", AssertionError, "needs mode = 'collective'"),
