@@ -273,8 +273,8 @@ def strategy_from_config(config):
     ``distributed_mode()`` is already HALF_ASYNC)."""
     if not isinstance(config, DistributeTranspilerConfig):
         raise TypeError("strategy_from_config takes a DistributeTranspilerConfig, got %r" % type(config).__name__)
-    if config.geo_sgd_mode and not config.sync_mode:
-        cls = GeoStrategy
+    if config.geo_sgd_mode:
+        cls = GeoStrategy     # GEO-SGD is asynchronous whatever sync_mode says (its transpiler ignores it)
     else:
         cls = {DistributedMode.SYNC: SyncStrategy, DistributedMode.ASYNC: AsyncStrategy,
                DistributedMode.HALF_ASYNC: HalfAsyncStrategy}[config.distributed_mode()]

@@ -38,15 +38,16 @@ def assert_matches(results, ref, places_per_result=1, tol=1e-5):
                     assert rel_err(value, want) < tol, (step, name, k, p, rel_err(value, want))
 
 
-def run_places(sync, nplaces=2):
+def run_places(sync, nplaces=2, places=None):
     main, startup, loss = build()
-    exe = fluid.Executor(fluid.CPUPlace())
+    places = places or fluid.cpu_places(nplaces)
+    nplaces = len(places)
+    exe = fluid.Executor(places[0])
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
     bs = fluid.BuildStrategy()
     bs.sync_batch_norm = sync
-    prog = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=bs,
-                                                          places=fluid.cpu_places(nplaces))
+    prog = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=bs, places=places)
     out = {}
     for step in range(STEPS):
         per_place = exe.run(prog, feed=batch(step), fetch_list=BN_OUT + GRADS, scope=scope, return_merged=False)
@@ -65,6 +66,25 @@ def test_two_places_equal_one_process_on_the_concatenated_batch():
     types = [op.type for op in prog._runner.programs[1].global_block().ops]
     assert types.count("sync_batch_norm") == 2 and types.count("sync_batch_norm_grad") == 2
     assert "batch_norm" not in types
+
+
+def _gpu_count():
+    try:
+        import cupy
+        from cupy.cuda import nccl  # noqa: F401
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:
+        return 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ngpus", [1, 2])
+def test_cuda_places_over_nccl(ngpus):
+    """The same kernels on CuPy arrays, summing over the NCCL ring of the places (2 GPUs)."""
+    if _gpu_count() < ngpus:
+        pytest.skip("needs CuPy with NCCL and %d GPUs" % ngpus)
+    got, _ = run_places(True, places=[fluid.CUDAPlace(i) for i in range(ngpus)])
+    assert_matches([got], reference(STEPS), places_per_result=ngpus, tol=1e-4)
 
 
 def test_without_it_each_place_normalises_its_own_half():

@@ -258,6 +258,10 @@ def test_config_to_strategy_mapping():
     assert isinstance(s, HalfAsyncStrategy) and s.get_program_config() is c and not c.runtime_split_send_recv
     c.runtime_split_send_recv = True
     assert isinstance(strategy_from_config(c), AsyncStrategy)
+    g = fluid.DistributeTranspilerConfig()
+    g.geo_sgd_mode = True                   # sync_mode left True: GEO-SGD is asynchronous anyway
+    s = strategy_from_config(g)
+    assert isinstance(s, GeoStrategy) and s.distributed_mode() == DistributedMode.GEO and s._update_frequency == 100
 
 
 # ---------------------------------------------------------------- parameter-server fleet
