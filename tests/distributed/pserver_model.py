@@ -69,12 +69,13 @@ def main():
         comm = Communicator(trainer, mode, envs={"communicator_send_queue_size": 4})
         comm.start()
     history = {}
+    grads = [p + "@GRAD" for p in params] if a.communicator == "async" and a.pull_dir else []
     pause_step, pause_s = (int(a.pause.split(":")[0]), float(a.pause.split(":")[1])) if a.pause else (-1, 0.0)
     for step in range(a.steps):
         feed = batch_for(a.model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
-        out = exe.run(trainer, feed=feed, fetch_list=[loss] + params)
+        out = exe.run(trainer, feed=feed, fetch_list=[loss] + params + grads)
         history["loss_%d" % step] = out[0]
-        for name, v in zip(params, out[1:]):
+        for name, v in zip(params + grads, out[1:]):
             history["%s_%d" % (name, step)] = v
         print("step %d done" % step, flush=True)
         if step == a.fail_after:
@@ -85,7 +86,7 @@ def main():
             time.sleep(a.step_delay)
     if a.pull_dir:
         history.update(pull_after_all(a, t, exe))
-    if comm is not None:
+    elif comm is not None:
         comm.stop()
     if not a.no_close:
         exe.close()
@@ -103,19 +104,21 @@ def wait_for_all(a, mark):
 
 
 def pull_after_all(a, t, exe):
-    """Stop this trainer's GEO communicator (its last push goes out), mark it done, wait until every
-    trainer did, then receive what the pservers hold."""
+    """Stop this trainer's communicator (what it holds goes out), mark it done, wait until every
+    trainer did, then receive what the pservers hold (``pulled_<param>``)."""
     from fluidist.distributed import communicator
     communicator.active().stop()
     wait_for_all(a, "done")
     prog = fluid.Program()
     block = prog.global_block()
-    for name, info in t._get_vars_info().items():
+    plan = t._plan
+    for name in plan.params:
+        blocks = plan.param_blocks[name]
         block.create_var(name="pulled_" + name, dtype="float32")
         block.append_op("recv", inputs={"X": []}, outputs={"Out": ["pulled_" + name]},
-                        attrs={"epmap": info["epmap"], "recv_varnames": info["var_names"],
+                        attrs={"epmap": [b.endpoint for b in blocks], "recv_varnames": [b.name for b in blocks],
                                "trainer_id": a.trainer_id, "sync_mode": False})
-    names = ["pulled_" + n for n in t._get_vars_info()]
+    names = ["pulled_" + n for n in plan.params]
     return dict(zip(names, exe.run(prog, fetch_list=names, scope=fluid.Scope())))
 
 

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from cluster import Cluster, free_ports
-from dist_models import local_history
+from dist_models import batch_for, build, local_history
+import fluidist as fluid
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -118,3 +119,33 @@ def test_half_async_one_trainer_equals_local(tmp_path, model):
             want, got = ref["%s_%d" % (name, step)], result["%s_%d" % (name, step)]
             err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)
             assert err < 1e-5, "step %d param %s: relative error %g" % (step, name, err)
+
+
+@pytest.mark.parametrize("model", ["fc", "emb"])
+def test_async_communicator_loses_and_repeats_no_gradient(tmp_path, model):
+    """Two trainers with their async communicators (queues of 4, up to 4 merged, summed for SGD): after
+    both stopped, the pservers hold the start minus lr times the sum of every gradient either trainer
+    computed, whatever was merged and whenever the parameters came back."""
+    steps, batch = 12, 8
+    runs = run_cluster(tmp_path, model, "sgd", steps=steps, batch=batch, async_mode=True,
+                       extra=["--communicator", "async", "--pull_dir", str(tmp_path)])
+    main, startup, loss, params = build(model, "sgd", False)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    for name in params:
+        start = np.array(scope.find_var(name).get_tensor())
+        total = np.zeros_like(start)
+        for k, r in enumerate(runs):
+            for step in range(steps):
+                g = r["%s@GRAD_%d" % (name, step)]
+                if g.shape == start.shape:
+                    total += g
+                else:      # a row-sparse gradient, fetched as its rows' values: one per id looked up
+                    np.add.at(total, batch_for(model, step, batch * 2, k, 2)["ids"].reshape(-1), g)
+        want = start - np.float32(0.05) * total
+        for r in runs:
+            assert rel(r["pulled_" + name], want) < 1e-5, (name, rel(r["pulled_" + name], want))
+
+
+def rel(got, want):
+    return np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)
