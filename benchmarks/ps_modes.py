@@ -66,7 +66,7 @@ def role(a):
     sys.path.insert(0, ROOT)
     import fluidist as fluid
     from fluidist.transpiler import DistributedMode
-    main, startup, test, loss = build(fluid)
+    main, startup, _, loss = build(fluid)
     t = fluid.DistributeTranspiler(config_for(fluid, a.mode, a.geo_every))
     t.transpile(a.trainer_id, program=main, pservers=a.endpoints, trainers=2, sync_mode=a.mode == "sync",
                 startup_program=startup, current_endpoint=a.current_endpoint)
@@ -93,12 +93,13 @@ def role(a):
     if comm is not None:
         comm.stop()
     exe.close()
+    _, fresh_startup, fresh_test, fresh_loss = build(fluid)      # not transpiled
     scope = fluid.Scope()
     exe2 = fluid.Executor(fluid.CPUPlace())
-    exe2.run(startup, scope=scope)
+    exe2.run(fresh_startup, scope=scope)
     for name, value in zip(params, out):
         scope.var(name).set_value(value)
-    held_out = exe2.run(test, feed=batch(0, 1024, seed=99), fetch_list=[loss], scope=scope)[0].item()
+    held_out = exe2.run(fresh_test, feed=batch(0, 1024, seed=99), fetch_list=[fresh_loss], scope=scope)[0].item()
     skip = min(10, a.steps // 5)
     print("RESULT " + json.dumps({"step_ms": 1000 * float(np.median(times[skip:])), "loss": held_out}), flush=True)
 
@@ -112,8 +113,10 @@ def run_mode(mode, steps, geo_every, tmp):
               "--geo_every", str(geo_every)]
     procs, logs = [], []
     for i, ep in enumerate(eps.split(",")):
-        procs.append(subprocess.Popen(common + ["--role", "pserver", "--current_endpoint", ep], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+        log = os.path.join(tmp, "%s_pserver%d.log" % (mode, i))
+        with open(log, "w") as f:
+            procs.append(subprocess.Popen(common + ["--role", "pserver", "--current_endpoint", ep], env=env,
+                                          stdout=f, stderr=subprocess.STDOUT))
     for k in range(2):
         log = os.path.join(tmp, "%s_trainer%d.log" % (mode, k))
         logs.append(log)
@@ -121,9 +124,9 @@ def run_mode(mode, steps, geo_every, tmp):
             procs.append(subprocess.Popen(common + ["--role", "trainer", "--trainer_id", str(k)], env=env,
                                           stdout=f, stderr=subprocess.STDOUT))
     try:
-        for p in procs:
+        for p, log in zip(procs, [os.path.join(tmp, "%s_pserver%d.log" % (mode, i)) for i in range(2)] + logs):
             if p.wait(timeout=600) != 0:
-                raise RuntimeError("%s: a process failed; see %s" % (mode, tmp))
+                raise RuntimeError("%s: %s failed\n%s" % (mode, log, open(log).read()[-3000:]))
     finally:
         for p in procs:
             if p.poll() is None:
