@@ -40,6 +40,7 @@ from ..executor.compiler import CompiledProgram
 from ..executor.executor import Executor
 from ..core.scope import Scope, global_scope
 from ..distributed import trainer_session
+from ..framework import registry
 from ..framework.program import Program, default_startup_program
 from ..optimizer import Optimizer
 from ..role_maker import MPIRoleMaker
@@ -134,7 +135,7 @@ class DistributedTranspiler(Fleet):
         if mode == DistributedMode.GEO:
             return GeoCommunicator(self.main_program, global_scope(), flags, self._transpiler._get_vars_info(),
                                    self.worker_num(), config.geo_sgd_need_push_nums, self.worker_index())
-        half = any(op.type == "send_barrier" and op.attr("half_async") for op in self.main_program.global_block().ops)
+        half = any(registry.fact(op, "barrier") == "send" and op.attr("half_async") for op in self.main_program.global_block().ops)
         return (HalfAsyncCommunicator if half else AsyncCommunicator)(self.main_program, global_scope(), flags)
 
     def stop_worker(self):
