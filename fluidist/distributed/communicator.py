@@ -33,6 +33,7 @@ import queue
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
 
 import numpy as np
 
@@ -132,7 +133,7 @@ class _RecvCtx:
 class Communicator:
     """Base of the trainer communicators: the process registry, start / stop, failures."""
 
-    mode = None
+    mode: Optional[int] = None
 
     def __init__(self, program, scope=None, flags=None):
         self.program = program

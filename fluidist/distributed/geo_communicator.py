@@ -35,7 +35,7 @@ from . import trainer_session as session
 from .communicator import GEO, Communicator, CommunicatorError, _sends_only
 
 PARAM_INIT = "param_init"
-_snapshots = weakref.WeakKeyDictionary()   # scope -> {param: its value when the trainer startup ended}
+_snapshots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # scope -> {param: its value when the trainer startup ended}
 
 
 def delta_name(block_name):

@@ -143,7 +143,9 @@ def test_nothing_listening_ends_in_a_deadline_error_naming_the_endpoint(monkeypa
 
 
 def test_a_pserver_never_reached_fails_within_the_connect_timeout_naming_it(monkeypatch):
-    ep = "127.0.0.1:%d" % free_port()
+    holder = socket.socket()            # bound, never listening: refused, and no other test can take the port
+    holder.bind(("127.0.0.1", 0))
+    ep = "127.0.0.1:%d" % holder.getsockname()[1]
     monkeypatch.delenv("FLAGS_rpc_deadline", raising=False)
     monkeypatch.setenv("FLUIDIST_CONNECT_TIMEOUT", "1.5")
     c = rpc.Client(ep)
@@ -158,6 +160,7 @@ def test_a_pserver_never_reached_fails_within_the_connect_timeout_naming_it(monk
         assert "FLUIDIST_CONNECT_TIMEOUT" in msg
         assert isinstance(e.value, rpc.RPCTimeout)   # what code catching Paddle's deadline error expects
     finally:
+        holder.close()
         c.close()
     monkeypatch.setenv("FLUIDIST_CONNECT_TIMEOUT", "soon")
     with pytest.raises(ValueError, match="FLUIDIST_CONNECT_TIMEOUT must be a number of seconds, got 'soon'"):

@@ -4,6 +4,7 @@ hand-built trainer programs (send / send_barrier / recv / fetch_barrier / prefet
 run by trainer threads."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -416,12 +417,17 @@ exe.run(fluid.default_startup_program())   # receives the parameters: nobody lis
 def test_a_trainer_whose_pserver_is_not_there_says_so_within_seconds():
     """A trainer process with default settings, a pserver address nothing listens on: a WARNING naming it
     after 3 s (on stderr, no logging set up), the error naming it at 10 s, not 180 s of silence."""
-    (ep,) = endpoints(1)
+    holder = socket.socket()            # bound, never listening: refused, and no other test can take the port
+    holder.bind(("127.0.0.1", 0))
+    ep = "127.0.0.1:%d" % holder.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLAGS_rpc", "FLUIDIST_", "PADDLE_"))}
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-c", TRAINER_OF_NOBODY % ep], env=env, capture_output=True, text=True,
-                       timeout=60)
+    try:
+        p = subprocess.run([sys.executable, "-c", TRAINER_OF_NOBODY % ep], env=env, capture_output=True, text=True,
+                           timeout=60)
+    finally:
+        holder.close()
     took = time.monotonic() - t0
     assert p.returncode != 0 and took < 30, (took, p.stderr)
     lines = p.stderr.splitlines()

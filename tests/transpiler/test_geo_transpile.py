@@ -98,7 +98,7 @@ def test_geo_refuses_a_distributed_table_and_a_bad_push_count():
         transpile(main, startup, config=geo_config())
     config = geo_config()
     config.geo_sgd_need_push_nums = 0
-    with pytest.raises(ValueError, match="geo_sgd_need_push_nums must be an int >= 1"):
+    with pytest.raises(ValueError, match="geo_sgd_need_push_nums must be"):
         fluid.DistributeTranspiler(config)
     with pytest.raises(RuntimeError, match="not transpiled with geo_sgd_mode"):
         m, s, _ = fc_model()
