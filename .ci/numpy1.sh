@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv="${FLUIDIST_NUMPY1_VENV:-${TMPDIR:-/tmp}/fluidist-numpy1}"
 [ -x "$venv/bin/python" ] || python -m venv "$venv"
-"$venv/bin/pip" install -q "numpy>=1.21,<2" "pyzmq>=22" "protobuf>=3.20" "pytest>=7" "pytest-timeout>=2" \
+"$venv/bin/pip" install -q "numpy>=1.21,<2" "pyzmq>=22" "protobuf>=3.20" "pytest>=7" "pytest-timeout>=2" "pytest-xdist>=3" \
   "hypothesis>=6" "scikit-learn>=1.0" "wheel>=0.37" "setuptools>=61"
 "$venv/bin/pip" install -q --no-deps --no-build-isolation -e .
 "$venv/bin/python" -c "import numpy, sys; print('NumPy', numpy.__version__); sys.exit(numpy.__version__ >= '2')"

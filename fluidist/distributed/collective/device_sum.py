@@ -36,5 +36,10 @@ def device_sum(x, place):
         steps = [("allreduce", 0)]
     for step in steps:
         comm = registry.get_communicator(step[1], place)
-        x = comm.allreduce(x, "sum") if step[0] == "allreduce" else comm.broadcast(x, step[2])
+        # the CPU transports take host arrays (as the plan gives the c_* ops on a device place); NCCL
+        # takes the device's: the few numbers cross to the host and back through the place that owns them
+        crosses = getattr(place, "is_device", False) and getattr(comm, "backend", "cpu") == "cpu"
+        value = place.to_host(x) if crosses else x
+        value = comm.allreduce(value, "sum") if step[0] == "allreduce" else comm.broadcast(value, step[2])
+        x = place.to_device(value) if crosses else value
     return x
