@@ -72,7 +72,8 @@ SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "emb
                                                      "manipulation", "nn_elementwise", "nn_reduce", "tensor_fill",
                                                      "tensor_search", "rearrange", "indexing", "io",
                                                      "learning_rate_scheduler", "norm", "conv_nd",
-                                                     "nn_misc", "resize", "distance_loss")}
+                                                     "nn_misc", "resize", "distance_loss",
+                                                     "sequence_lod", "lod")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 
