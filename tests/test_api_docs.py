@@ -73,7 +73,8 @@ SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "emb
                                                      "tensor_search", "rearrange", "indexing", "io",
                                                      "learning_rate_scheduler", "norm", "conv_nd",
                                                      "nn_misc", "resize", "distance_loss",
-                                                     "sequence_lod", "lod")}
+                                                     "sequence_lod", "lod", "control_flow", "conditional_block",
+                                                     "while_loop", "tensor_array")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 

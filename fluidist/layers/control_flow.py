@@ -2,10 +2,12 @@
 ``switch_case``, ``IfElse``, ``While``, ``while_loop``, ``is_empty``, ``Print``, and the global step counter
 that learning-rate schedules run on. The tensor-array layers (``tensor_array.py``) and the RNN blocks
 ``StaticRNN`` / ``DynamicRNN`` (``rnn_blocks.py``) are re-exported here, where Paddle keeps them."""
+from __future__ import annotations
+
 from functools import partial
+from typing import Any, Callable, Dict, Sequence, Tuple, Union
 
 from ..framework import unique_name
-from ..framework.dtypes import VarType
 from ..framework.program import Variable
 from ..initializer import ConstantInitializer
 from .block_guard import SubBlockGuard, parent_block
@@ -18,6 +20,7 @@ from .tensor import assign, cast, fill_constant
 from .tensor_array import *  # noqa: F401,F403
 from .tensor_array import __all__ as _array_names
 from .rnn_blocks import DynamicRNN, StaticRNN  # noqa: F401
+from .conditional_block import ConditionalBlock, IfElse  # noqa: F401
 from .while_loop import While, while_loop  # noqa: F401
 
 # Paddle 1.8 exports these array layers from fluid.layers; the rank-table ones stay in this module
@@ -29,11 +32,29 @@ __all__ = list(_logic_names) + ["autoincreased_step_counter", "ConditionalBlock"
            "DynamicRNN", "StaticRNN"] + [n for n in _array_names if n in _IN_LAYERS]
 
 
-def autoincreased_step_counter(counter_name=None, begin=1, step=1):
-    """A persistable int64 ``[1]`` counter that is ``begin`` in the first run and grows by ``step``
-    each run: the startup program fills it with ``begin - step`` and an ``increment`` op is
-    *prepended* to the main program, so every op of the step sees the new value. Calling it again
-    with the same name returns the same counter (and adds no second increment)."""
+def autoincreased_step_counter(counter_name: str | None = None, begin: int = 1, step: int = 1) -> Variable:
+    """A global step counter: ``begin`` in the first run of the main program, ``step`` more each run.
+
+    The counter is a persistable int64 ``[1]`` variable: the startup program fills it with
+    ``begin - step`` and an ``increment`` op is *prepended* to the main program, so every op of a
+    step sees the new value. The learning-rate schedules count steps with it. Calling it again with
+    the same name returns the same counter (and adds no second increment).
+
+    Args:
+        counter_name: the variable's name; ``"@STEP_COUNTER@"`` when None.
+        begin: the value in the first run.
+        step: the increment per run.
+
+    Returns:
+        The int64 ``[1]`` counter Variable.
+
+    Examples:
+        >>> step = fluid.layers.autoincreased_step_counter(counter_name="my_step", begin=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> [exe.run(fetch_list=[step])[0].tolist() for _ in range(3)]
+        [[0], [1], [2]]
+    """
     helper = LayerHelper("global_step_counter")
     name = counter_name or "@STEP_COUNTER@"
     block = helper.main_program.global_block()
@@ -46,63 +67,39 @@ def autoincreased_step_counter(counter_name=None, begin=1, step=1):
     return counter
 
 
-# ---------------------------------------------------------------------------- conditional blocks
-class ConditionalBlock:
-    """Ops built inside ``with ConditionalBlock([cond]).block():`` go into a sub-block run by one
-    ``conditional_block`` op (appended to the enclosing block when the ``with`` ends)."""
-
-    def __init__(self, inputs, is_scalar_condition=False, name=None):
-        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        for i, x in enumerate(inputs):
-            _check_var(x, "ConditionalBlock", "inputs[%d]" % i)
-        self.inputs = inputs
-        self.is_scalar_condition = bool(is_scalar_condition)
-        self.helper = LayerHelper("conditional_block", name=name)
-
-    def block(self):
-        return SubBlockGuard(self.helper.main_program, self.complete)
-
-    def complete(self):
-        """Append the ``conditional_block`` op: ``Input`` = what the sub-block reads from outside,
-        ``Out`` = the outer variables it writes (both in first-use order)."""
-        program = self.helper.main_program
-        inside = program.current_block()
-        parent = program.block(inside.parent_idx)
-        written, reads, outs = set(), [], []
-        for op in inside.ops:
-            for n in op.input_arg_names:
-                if n not in written and n not in reads:
-                    reads.append(n)
-            for n in op.output_arg_names:
-                written.add(n)
-                if n not in outs and parent._find_var_recursive(n) is not None:
-                    outs.append(n)
-        cond_names = {c.name for c in self.inputs}
-        params = [n for n in reads if n not in cond_names and parent._find_var_recursive(n) is not None]
-        step_scope = parent.create_var(name=self.helper.name + ".scope", type=VarType.STEP_SCOPES)
-        parent.append_op("conditional_block", inputs={"Cond": self.inputs, "Input": params},
-                         outputs={"Out": outs, "Scope": [step_scope]},
-                         attrs={"sub_block": inside, "is_scalar_condition": self.is_scalar_condition})
-
-
 class Switch:
-    """Paddle's ``Switch``: the first ``case`` whose condition holds runs, else ``default``::
+    """Runs the first ``case`` whose condition holds, else the ``default`` block.
 
-        with layers.Switch() as switch:
-            with switch.case(step < boundary):
-                layers.assign(v0, lr)
-            with switch.default():
-                layers.assign(v1, lr)
+    Each case is a ``ConditionalBlock`` on its condition and the negation of every earlier one;
+    the piecewise learning-rate schedules are built with it.
 
-    Each case is a ``conditional_block`` on ``cond and not (any earlier cond)``.
+    Args:
+        name: the prefix of the ops' variables (generated when None).
+
+    Raises:
+        ValueError: ``case`` outside ``with Switch() as switch:``, or ``default`` before any case.
+
+    Examples:
+        >>> x = fluid.layers.fill_constant(shape=[1], dtype="float32", value=5.0)
+        >>> lr = fluid.layers.create_global_var(shape=[1], value=0.0, dtype="float32", persistable=True)
+        >>> with fluid.layers.Switch() as switch:
+        ...     with switch.case(x < 3.0):
+        ...         _ = fluid.layers.assign(fluid.layers.fill_constant([1], "float32", 0.1), lr)
+        ...     with switch.default():
+        ...         _ = fluid.layers.assign(fluid.layers.fill_constant([1], "float32", 0.01), lr)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> round(float(exe.run(fetch_list=[lr])[0][0]), 4)
+        0.01
     """
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None):
         self.helper = LayerHelper("switch", name=name)
         self.inside_scope = False
-        self.pre_not_conditions = []
+        self.pre_not_conditions: list[Variable] = []
 
-    def case(self, condition):
+    def case(self, condition: Variable) -> SubBlockGuard:
+        """The block run when ``condition`` (bool ``[1]``) holds and no earlier case did."""
         if not self.inside_scope:
             raise ValueError("Switch.case must be used inside 'with Switch() as switch:'")
         _check_var(condition, "Switch.case", "condition")
@@ -115,7 +112,8 @@ class Switch:
             block = ConditionalBlock([logical_and(pre_not, condition)], is_scalar_condition=True)
         return block.block()
 
-    def default(self):
+    def default(self) -> SubBlockGuard:
+        """The block run when no case held (after at least one ``case``)."""
         if not self.pre_not_conditions:
             raise ValueError("Switch.default needs at least one Switch.case before it")
         return ConditionalBlock([self.pre_not_conditions[-1]], is_scalar_condition=True).block()
@@ -130,14 +128,32 @@ class Switch:
 
 
 # ---------------------------------------------------------------------------- cond / case / switch_case
-def select_input(inputs, mask):
-    """``inputs[mask]`` (``mask``: an int32 ``[1]`` Variable); only the chosen input is read."""
+def select_input(inputs: Variable | Sequence[Variable], mask: Variable) -> Variable:
+    """``inputs[mask]``: one of several Variables, chosen when the program runs.
+
+    Only the chosen input is read, so the others may be unset (an unrun branch of ``cond``).
+
+    Args:
+        inputs: the candidates (of one dtype and shape).
+        mask: an int32 ``[1]`` Variable, the index of the one to give.
+
+    Returns:
+        A Variable with the first input's dtype, shape and LoD level.
+
+    Examples:
+        >>> a = fluid.layers.fill_constant(shape=[1], dtype="float32", value=1.0)
+        >>> b = fluid.layers.fill_constant(shape=[1], dtype="float32", value=2.0)
+        >>> which = fluid.layers.fill_constant(shape=[1], dtype="int32", value=1)
+        >>> out = fluid.layers.select_input([a, b], which)
+        >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[out])[0].tolist()
+        [2.0]
+    """
     helper = LayerHelper("select_input")
-    first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+    candidates: list[Variable] = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]  # type: ignore[list-item]
+    first = candidates[0]
     out = helper.create_variable(name=unique_name.generate("select_input.out"), dtype=first.dtype,
                                  shape=first.shape, lod_level=first.lod_level)
-    helper.append_op("select_input", inputs={"X": list(inputs) if isinstance(inputs, (list, tuple)) else [inputs],
-                                             "Mask": [mask]}, outputs={"Out": [out]})
+    helper.append_op("select_input", inputs={"X": candidates, "Mask": [mask]}, outputs={"Out": [out]})
     return out
 
 
@@ -155,12 +171,36 @@ def _copy_to_parent(var):
     return out
 
 
-def cond(pred, true_fn=None, false_fn=None, name=None):
-    """``true_fn()`` if the bool ``[1]`` ``pred`` holds, else ``false_fn()``.
+def cond(pred: Variable, true_fn: Callable[[], Any] | None = None, false_fn: Callable[[], Any] | None = None,
+         name: str | None = None) -> Any:
+    """``true_fn()`` if the bool ``[1]`` ``pred`` holds when the program runs, else ``false_fn()``.
 
     As in Paddle 1.8: each branch is a ``conditional_block`` (the second on ``logical_not(pred)``)
     copying its results to new variables of the enclosing block, and a ``select_input`` per result
-    on ``cast(pred, int32)`` gives what is returned, in the structure the branches return."""
+    on ``cast(pred, int32)`` gives what is returned, in the structure the branches return. Only the
+    branch taken runs; gradients flow through it.
+
+    Args:
+        pred: a bool ``[1]`` Variable.
+        true_fn: a function of no arguments building the true branch; it returns Variables (or
+            nested lists / tuples / dicts of them) or None.
+        false_fn: the same for the false branch; its results must have the true branch's structure.
+        name: accepted for Paddle's signature.
+
+    Returns:
+        The taken branch's results, in their structure; None when the branches return None.
+
+    Raises:
+        TypeError: ``pred`` not a bool Variable, a branch not callable or returning a non-Variable.
+        ValueError: the branches return different structures (or one returns None).
+
+    Examples:
+        >>> x = fluid.layers.fill_constant(shape=[1], dtype="float32", value=3.0)
+        >>> y = fluid.layers.fill_constant(shape=[1], dtype="float32", value=5.0)
+        >>> smaller = fluid.layers.cond(x < y, lambda: x, lambda: y)
+        >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[smaller])[0].tolist()
+        [3.0]
+    """
     _check_var(pred, "cond", "pred")
     if pred.dtype not in (None, "bool"):
         raise TypeError("cond: pred %r must be a bool Variable, got %s" % (pred.name, pred.dtype))
@@ -189,9 +229,34 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     return map_structure(lambda f, t: select_input([f, t], mask), false_out, true_out)
 
 
-def case(pred_fn_pairs, default=None, name=None):
-    """The function of the first ``(pred, fn)`` pair whose ``pred`` holds, else ``default`` (the last
-    pair's function when None); nested ``cond``s, as in Paddle."""
+def case(pred_fn_pairs: Sequence[Tuple[Variable, Callable[[], Any]]], default: Callable[[], Any] | None = None,
+         name: str | None = None) -> Any:
+    """The results of the first ``(pred, fn)`` pair whose ``pred`` holds, else of ``default``.
+
+    Built as nested ``cond``s, as in Paddle 1.8.
+
+    Args:
+        pred_fn_pairs: ``(bool [1] Variable, function)`` pairs, tried in order.
+        default: the function when no pred holds; the last pair's function when None.
+        name: accepted for Paddle's signature.
+
+    Returns:
+        The chosen function's results (all functions must return the same structure).
+
+    Raises:
+        TypeError: ``pred_fn_pairs`` not a list / tuple of ``(Variable, callable)`` pairs, or
+            ``default`` not callable.
+        ValueError: no pairs and no default.
+
+    Examples:
+        >>> x = fluid.layers.fill_constant(shape=[1], dtype="float32", value=0.5)
+        >>> one = lambda: fluid.layers.fill_constant([1], "float32", 1.0)
+        >>> two = lambda: fluid.layers.fill_constant([1], "float32", 2.0)
+        >>> three = lambda: fluid.layers.fill_constant([1], "float32", 3.0)
+        >>> out = fluid.layers.case([(x > 1.0, one), (x > 0.0, two)], default=three)
+        >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[out])[0].tolist()
+        [2.0]
+    """
     if not isinstance(pred_fn_pairs, (list, tuple)):
         raise TypeError("case: pred_fn_pairs must be a list or tuple of (pred, fn), got %r"
                         % type(pred_fn_pairs).__name__)
@@ -215,10 +280,36 @@ def case(pred_fn_pairs, default=None, name=None):
     return fn()
 
 
-def switch_case(branch_index, branch_fns, default=None, name=None):
-    """The branch of ``branch_fns`` (a list of functions, or of / a dict of ``index: fn``) whose
-    index equals the int ``[1]`` ``branch_index``, else ``default`` (the branch with the largest index
-    when None)."""
+def switch_case(branch_index: Variable,
+                branch_fns: Union[Sequence[Callable[[], Any]], Sequence[Tuple[int, Callable[[], Any]]],
+                                  Dict[int, Callable[[], Any]]],
+                default: Callable[[], Any] | None = None, name: str | None = None) -> Any:
+    """The results of the branch whose index equals ``branch_index``, else of ``default``.
+
+    Built as nested ``cond``s on ``branch_index == index``, as in Paddle 1.8.
+
+    Args:
+        branch_index: an int ``[1]`` Variable (uint8, int32 or int64).
+        branch_fns: a list of functions (indexed 0, 1, ...), a list of ``(index, fn)`` pairs or a
+            dict ``{index: fn}``.
+        default: the function when no index matches; the branch with the largest index when None.
+        name: accepted for Paddle's signature.
+
+    Returns:
+        The chosen function's results (all functions must return the same structure).
+
+    Raises:
+        TypeError: a ``branch_index`` of another dtype, a non-int index or a non-callable branch.
+        ValueError: an index given twice, or no branches and no default.
+
+    Examples:
+        >>> k = fluid.layers.fill_constant(shape=[1], dtype="int64", value=2)
+        >>> fns = {1: lambda: fluid.layers.fill_constant([1], "float32", 10.0),
+        ...        2: lambda: fluid.layers.fill_constant([1], "float32", 20.0)}
+        >>> out = fluid.layers.switch_case(k, fns)
+        >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[out])[0].tolist()
+        [20.0]
+    """
     _check_var(branch_index, "switch_case", "branch_index")
     if branch_index.dtype not in ("uint8", "int32", "int64"):
         raise TypeError("switch_case: branch_index %r must be uint8, int32 or int64, got %s"
@@ -256,112 +347,24 @@ def switch_case(branch_index, branch_fns, default=None, name=None):
     return fn()
 
 
-# ---------------------------------------------------------------------------- IfElse
-class IfElse:
-    """Rows of a batch go down one of two branches by a bool mask ``cond`` (``[N, 1]``)::
-
-        ie = layers.IfElse(cond)
-        with ie.true_block():
-            ie.output(layers.scale(ie.input(x), 2.0))
-        with ie.false_block():
-            ie.output(ie.input(x))
-        out, = ie()
-
-    ``input(x)`` is the branch's rows of ``x`` (``split_lod_tensor``); both branches always run, on
-    their rows (maybe none); ``ie()`` merges the outputs back in row order (``merge_lod_tensor``)."""
-
-    OUT_IF_ELSE_BLOCKS, IN_IF_ELSE_TRUE_BLOCKS, IN_IF_ELSE_FALSE_BLOCKS = 0, 1, 2
-
-    def __init__(self, cond, name=None):
-        _check_var(cond, "IfElse", "cond")
-        self.helper = LayerHelper("ifelse", name=name)
-        self.cond = cond
-        self.input_table = {}
-        self.status = IfElse.OUT_IF_ELSE_BLOCKS
-        self.conditional_true_block = ConditionalBlock(inputs=[cond])
-        self.conditional_false_block = ConditionalBlock(inputs=[cond])
-        self.output_table = ([], [])   # (false outputs, true outputs)
-
-    def input(self, x):
-        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
-            raise ValueError("IfElse.input must be called inside true_block() or false_block()")
-        _check_var(x, "IfElse.input", "x")
-        if id(x) not in self.input_table:
-            parent = parent_block(self.helper.main_program)
-            pair = [parent.create_var(name=unique_name.generate("ifelse_input" + self.helper.name), dtype=x.dtype,
-                                      shape=x.shape, lod_level=x.lod_level) for _ in range(2)]
-            parent.append_op("split_lod_tensor", inputs={"X": [x], "Mask": [self.cond]},
-                             outputs={"OutTrue": [pair[0]], "OutFalse": [pair[1]]}, attrs={"level": 0})
-            self.input_table[id(x)] = pair
-        out_true, out_false = self.input_table[id(x)]
-        return out_true if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else out_false
-
-    def true_block(self):
-        return _IfElseBlockGuard(True, self)
-
-    def false_block(self):
-        return _IfElseBlockGuard(False, self)
-
-    def output(self, *outs):
-        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
-            raise ValueError("IfElse.output must be called inside true_block() or false_block()")
-        table = self.output_table[1 if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else 0]
-        parent = parent_block(self.helper.main_program)
-        for each in outs:
-            _check_var(each, "IfElse.output", "output")
-            outside = parent.create_var(name=unique_name.generate(self.helper.name + "_output"), dtype=each.dtype,
-                                        shape=each.shape, lod_level=each.lod_level)
-            table.append(outside)
-            assign(each, outside)
-
-    def __call__(self):
-        if self.status != IfElse.OUT_IF_ELSE_BLOCKS:
-            raise ValueError("IfElse() must be called after its blocks")
-        false_len, true_len = map(len, self.output_table)
-        if false_len == 0 and true_len == 0:
-            raise ValueError("IfElse(): call true_block() / false_block() and output() in them first")
-        if false_len and true_len and false_len != true_len:
-            raise ValueError("IfElse(): the true block has %d outputs but the false block %d" % (true_len, false_len))
-        if not false_len or not true_len:
-            return self.output_table[0 if false_len else 1]
-        helper = LayerHelper("merge_lod_tensor")
-        merged = []
-        for f, t in zip(*self.output_table):
-            out = helper.create_variable_for_type_inference(dtype=t.dtype)
-            helper.append_op("merge_lod_tensor", inputs={"X": [self.cond], "Mask": [self.cond], "InTrue": [t],
-                                                         "InFalse": [f]},
-                             outputs={"Out": [out]}, attrs={"level": 0})
-            merged.append(out)
-        return merged
-
-
-class _IfElseBlockGuard:
-    def __init__(self, is_true, ifelse):
-        if ifelse.status != IfElse.OUT_IF_ELSE_BLOCKS:
-            raise ValueError("IfElse: a block cannot be opened inside another block")
-        self.is_true = is_true
-        self.ie = ifelse
-        block = ifelse.conditional_true_block if is_true else ifelse.conditional_false_block
-        self.guard = block.block()
-
-    def __enter__(self):
-        self.ie.status = IfElse.IN_IF_ELSE_TRUE_BLOCKS if self.is_true else IfElse.IN_IF_ELSE_FALSE_BLOCKS
-        self.guard.__enter__()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None and not self.ie.output_table[1 if self.is_true else 0]:
-            self.guard.__exit__(ValueError, None, None)
-            self.ie.status = IfElse.OUT_IF_ELSE_BLOCKS
-            raise ValueError("IfElse: call output() inside the %s block" % ("true" if self.is_true else "false"))
-        self.guard.__exit__(exc_type, exc, tb)
-        self.ie.status = IfElse.OUT_IF_ELSE_BLOCKS
-        return False
-
-
 # ---------------------------------------------------------------------------- is_empty / Print
-def is_empty(x, cond=None):
-    """A bool ``[1]``: whether ``x`` has no elements."""
+def is_empty(x: Variable, cond: Variable | None = None) -> Variable:
+    """Whether ``x`` has no elements, as a bool ``[1]`` Variable.
+
+    Args:
+        x: any tensor.
+        cond: a bool Variable to write the answer to; a new one when None.
+
+    Returns:
+        The bool ``[1]`` Variable (no gradient).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> empty = fluid.layers.is_empty(x)
+        >>> fluid.Executor(fluid.CPUPlace()).run(feed={"x": np.zeros((0, 2), "float32")},
+        ...                                      fetch_list=[empty])[0].tolist()
+        [True]
+    """
     _check_var(x, "is_empty", "x")
     helper = LayerHelper("is_empty")
     if cond is None:
@@ -372,10 +375,33 @@ def is_empty(x, cond=None):
     return cond
 
 
-def Print(input, first_n=-1, message=None, summarize=20, print_tensor_name=True, print_tensor_type=True,
-          print_tensor_shape=True, print_tensor_lod=True, print_phase="both"):
-    """Print ``input`` when the program runs (and its gradient, per ``print_phase``: "forward",
-    "backward" or "both"), in Paddle's layout; returns it unchanged."""
+def Print(input: Variable, first_n: int = -1, message: str | None = None, summarize: int = 20,
+          print_tensor_name: bool = True, print_tensor_type: bool = True, print_tensor_shape: bool = True,
+          print_tensor_lod: bool = True, print_phase: str = "both") -> Variable:
+    """Print a tensor (and its gradient) each time the program runs, in Paddle's layout.
+
+    Args:
+        input: the tensor to print.
+        first_n: print only in the first ``first_n`` runs (-1: always).
+        message: a line printed before the tensor.
+        summarize: how many values to print (-1: all).
+        print_tensor_name: print the variable's name.
+        print_tensor_type: print its dtype.
+        print_tensor_shape: print its shape.
+        print_tensor_lod: print its LoD.
+        print_phase: ``"forward"`` (the value), ``"backward"`` (its gradient) or ``"both"``.
+
+    Returns:
+        A Variable with ``input``'s value; use it in place of ``input`` so that the gradient is
+        printed too.
+
+    Raises:
+        ValueError: an unknown ``print_phase``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> x = fluid.layers.Print(x, message="the input", summarize=3)
+    """
     _check_var(input, "Print", "input")
     if str(print_phase).upper() not in ("FORWARD", "BACKWARD", "BOTH"):
         raise ValueError("Print: print_phase must be 'forward', 'backward' or 'both', got %r" % (print_phase,))

@@ -1,8 +1,12 @@
 """``While`` and ``while_loop`` (Paddle keeps them in ``layers.control_flow``, which re-exports them)."""
+from __future__ import annotations
+
 from functools import reduce
+from typing import Any, Callable, Sequence
 
 from ..framework import unique_name
 from ..framework.dtypes import VarType
+from ..framework.program import Variable
 from .block_guard import SubBlockGuard
 from .layer_helper import LayerHelper
 from .logic import _check_var
@@ -13,24 +17,42 @@ __all__ = ["While", "while_loop"]
 
 
 class While:
-    """Ops built inside ``with While(cond).block():`` run again and again while the bool ``[1]``
-    ``cond`` holds; the block must update ``cond`` (``less_than(i, n, cond=cond)``)::
+    """A loop in the program: the ops built inside ``with loop.block():`` run again and again while
+    the bool ``[1]`` ``cond`` holds.
 
-        i = layers.fill_constant([1], "int64", 0)
-        n = layers.fill_constant([1], "int64", 10)
-        cond = layers.less_than(i, n)
-        loop = layers.While(cond)
-        with loop.block():
-            ...
-            layers.increment(i, in_place=True)
-            layers.less_than(i, n, cond=cond)
+    The block must update ``cond`` (``less_than(i, n, cond=cond)``, or ``assign`` to it), else the
+    loop could never end and building it is an error. The loop is one ``while`` op: ``X`` is what
+    the block reads from outside, ``Out`` the outer variables it writes, ``StepScopes`` the scopes of
+    the steps, kept for the gradient. Variables written inside the block that were made outside it
+    keep their last value after the loop.
 
-    One ``while`` op: ``X`` is what the block reads from outside, ``Out`` the outer variables it
-    writes, ``StepScopes`` the scopes of the steps (kept for the gradient)."""
+    Args:
+        cond: a bool ``[1]`` Variable, checked before each step.
+        is_test: an inference loop: the step scopes are not kept for a gradient.
+        name: the prefix of the op's variables (generated when None).
+
+    Raises:
+        TypeError: ``cond`` is not a bool Variable of one element.
+        ValueError: the block never updates ``cond``, or reads a variable no block declares.
+
+    Examples:
+        >>> i = fluid.layers.fill_constant(shape=[1], dtype="int64", value=0)
+        >>> n = fluid.layers.fill_constant(shape=[1], dtype="int64", value=5)
+        >>> total = fluid.layers.fill_constant(shape=[1], dtype="float32", value=0.0)
+        >>> cond = fluid.layers.less_than(i, n)
+        >>> loop = fluid.layers.While(cond)
+        >>> with loop.block():
+        ...     _ = fluid.layers.assign(fluid.layers.scale(total, bias=2.0), total)
+        ...     i = fluid.layers.increment(i, in_place=True)
+        ...     _ = fluid.layers.less_than(i, n, cond=cond)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(fetch_list=[total])[0].tolist()
+        [10.0]
+    """
 
     BEFORE_WHILE_BLOCK, IN_WHILE_BLOCK, AFTER_WHILE_BLOCK = 0, 1, 2
 
-    def __init__(self, cond, is_test=False, name=None):
+    def __init__(self, cond: Variable, is_test: bool = False, name: str | None = None):
         _check_var(cond, "While", "cond")
         if cond.dtype not in (None, "bool"):
             raise TypeError("While: cond %r must be a bool Variable, got %s" % (cond.name, cond.dtype))
@@ -41,7 +63,8 @@ class While:
         self.cond_var = cond
         self.is_test = bool(is_test)
 
-    def block(self):
+    def block(self) -> SubBlockGuard:
+        """The context manager whose ops form the loop's body (entered once)."""
         if self.status != While.BEFORE_WHILE_BLOCK:
             raise ValueError("While.block() can only be entered once")
         return SubBlockGuard(self.helper.main_program, self._finish, self._start)
@@ -81,11 +104,37 @@ class While:
                          attrs={"sub_block": inside, "is_test": self.is_test})
 
 
-def while_loop(cond, body, loop_vars, is_test=False, name=None):
-    """``while cond(*loop_vars): loop_vars = body(*loop_vars)``; returns the loop variables.
+def while_loop(cond: Callable[..., Variable], body: Callable[..., Any], loop_vars: Sequence[Variable],
+               is_test: bool = False, name: str | None = None) -> Sequence[Variable]:
+    """``while cond(*loop_vars): loop_vars = body(*loop_vars)``, as one ``while`` op.
 
-    The loop runs one ``while`` op whose block calls ``body``, assigns its results back to
-    ``loop_vars`` and recomputes ``cond`` (Paddle 1.8's construction)."""
+    As in Paddle 1.8, ``cond`` is called once before the loop and once at the end of each step;
+    ``body``'s results are assigned back to ``loop_vars`` inside the loop's block.
+
+    Args:
+        cond: a function of the loop variables returning a bool ``[1]`` Variable.
+        body: a function of the loop variables returning their new values (as many, in order).
+        loop_vars: the loop variables (a non-empty list or tuple).
+        is_test: an inference loop (see ``While``).
+        name: the prefix of the op's variables (generated when None).
+
+    Returns:
+        ``loop_vars``, which hold their final values after the loop.
+
+    Raises:
+        TypeError: ``cond`` or ``body`` not callable, ``loop_vars`` not a list or tuple, or ``cond``
+            returning something other than a bool ``[1]`` Variable.
+        ValueError: ``loop_vars`` empty, or ``body`` returning another number of values.
+
+    Examples:
+        >>> i = fluid.layers.fill_constant(shape=[1], dtype="int64", value=0)
+        >>> x = fluid.layers.fill_constant(shape=[1], dtype="float32", value=1.0)
+        >>> i, x = fluid.layers.while_loop(lambda i, x: i < 3,
+        ...                                lambda i, x: [i + 1, x * 2.0], [i, x])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(fetch_list=[x])[0].tolist()
+        [8.0]
+    """
     if not callable(cond):
         raise TypeError("while_loop: cond must be callable")
     if not callable(body):
