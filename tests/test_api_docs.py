@@ -74,7 +74,9 @@ SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "emb
                                                      "learning_rate_scheduler", "norm", "conv_nd",
                                                      "nn_misc", "resize", "distance_loss",
                                                      "sequence_lod", "lod", "control_flow", "conditional_block",
-                                                     "while_loop", "tensor_array", "nn_math", "nn_random", "nn_model", "rnn")}
+                                                     "while_loop", "tensor_array", "nn_math", "nn_random", "nn_model", "rnn",
+                                                     "crf", "ctc", "sequence_loss", "sampled_loss", "vision",
+                                                     "py_func")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 

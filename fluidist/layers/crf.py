@@ -1,5 +1,10 @@
 """Sequence labelling layers with Paddle 1.8 signatures: linear_chain_crf, crf_decoding, chunk_eval."""
-from ..framework.program import Parameter
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..framework.program import Parameter, Variable
+from ..hints import ParamAttrLike
 from ..param_attr import ParamAttr
 from .layer_helper import LayerHelper, check_variable
 
@@ -9,11 +14,30 @@ __all__ = ["linear_chain_crf", "crf_decoding", "chunk_eval"]
 _check = check_variable
 
 
-def linear_chain_crf(input, label, param_attr=None, length=None):
-    """The negative log-likelihood ([N, 1]) of the gold tags ``label`` under a linear-chain CRF over
-    the emissions ``input`` (LoD [rows, tags], or padded [N, T, tags] with ``length`` [N]). Creates
-    the transition parameter [tags + 2, tags] (start row, end row, then tag-to-tag weights); name it
-    with ``param_attr`` to share it with ``crf_decoding``."""
+def linear_chain_crf(input: Variable, label: Variable, param_attr: ParamAttrLike = None,
+                     length: Variable | None = None) -> Variable:
+    """The negative log-likelihood of the gold tags under a linear-chain CRF: the training loss of
+    a sequence tagger.
+
+    Creates the transition parameter ``[tags + 2, tags]`` (the start row, the end row, then the
+    tag-to-tag weights); name it with ``param_attr`` to share it with ``crf_decoding``.
+
+    Args:
+        input: the emission scores: a LoD tensor ``[rows, tags]``, or padded ``[N, T, tags]``
+            with ``length``.
+        label: int64 gold tags: LoD ``[rows, 1]``, or padded ``[N, T]`` with ``length``.
+        param_attr: the transition parameter's attribute.
+        length: int64 ``[N]`` sequence lengths, for padded input.
+
+    Returns:
+        A Variable ``[sequences, 1]``, each sequence's negative log-likelihood.
+
+    Examples:
+        >>> emission = fluid.data(name="emission", shape=[None, 5], dtype="float32", lod_level=1)
+        >>> tags = fluid.data(name="tags", shape=[None, 1], dtype="int64", lod_level=1)
+        >>> nll = fluid.layers.linear_chain_crf(emission, tags, param_attr=fluid.ParamAttr(name="crf_w"))
+        >>> loss = fluid.layers.mean(nll)
+    """
     _check(input, "linear_chain_crf", "input")
     _check(label, "linear_chain_crf", "label")
     helper = LayerHelper("linear_chain_crf", input=input, param_attr=param_attr)
@@ -33,9 +57,30 @@ def linear_chain_crf(input, label, param_attr=None, length=None):
     return log_likelihood
 
 
-def crf_decoding(input, param_attr, label=None, length=None):
-    """The Viterbi tag path (int64) of each sequence of ``input`` with the transition parameter named
-    by ``param_attr`` (as created by ``linear_chain_crf``); with ``label``, 1 where the path agrees."""
+def crf_decoding(input: Variable, param_attr: ParamAttrLike, label: Variable | None = None,
+                 length: Variable | None = None) -> Variable:
+    """The best (Viterbi) tag path of each sequence under the CRF that ``linear_chain_crf`` trains.
+
+    Args:
+        input: the emission scores, as for ``linear_chain_crf``.
+        param_attr: names the transition parameter (the ``param_attr`` given to
+            ``linear_chain_crf``).
+        label: gold tags; with them the result is 1 where the path agrees, else 0.
+        length: int64 ``[N]`` sequence lengths, for padded input.
+
+    Returns:
+        An int64 Variable of ``input``'s rows: the tags (or the agreement with ``label``).
+
+    Raises:
+        ValueError: no parameter of ``param_attr``'s name.
+
+    Examples:
+        >>> emission = fluid.data(name="emission", shape=[None, 5], dtype="float32", lod_level=1)
+        >>> tags = fluid.data(name="tags", shape=[None, 1], dtype="int64", lod_level=1)
+        >>> crf_w = fluid.ParamAttr(name="crf_w")
+        >>> nll = fluid.layers.linear_chain_crf(emission, tags, param_attr=crf_w)
+        >>> best = fluid.layers.crf_decoding(emission, param_attr=crf_w)
+    """
     _check(input, "crf_decoding", "input")
     attr = ParamAttr._to_attr(param_attr)
     helper = LayerHelper("crf_decoding")
@@ -54,10 +99,36 @@ def crf_decoding(input, param_attr, label=None, length=None):
     return path
 
 
-def chunk_eval(input, label, chunk_scheme, num_chunk_types, excluded_chunk_types=None, seq_length=None):
-    """Chunk-level precision, recall and F1 of the tags ``input`` against ``label`` (IOB, IOE, IOBES
-    or plain scheme): ``(precision, recall, f1, num_infer_chunks, num_label_chunks,
-    num_correct_chunks)``."""
+def chunk_eval(input: Variable, label: Variable, chunk_scheme: str, num_chunk_types: int,
+               excluded_chunk_types: Sequence[int] | None = None,
+               seq_length: Variable | None = None) -> tuple[Variable, ...]:
+    """Chunk-level precision, recall and F1 of predicted tags against gold tags (named-entity
+    recognition and other chunking tasks).
+
+    A tag id encodes a chunk type and a position: with the ``"IOB"`` scheme, ``type * 2`` is B
+    (begin), ``type * 2 + 1`` is I (inside), and ``num_chunk_types * 2`` is O (outside).
+
+    Args:
+        input: int64 predicted tags (LoD ``[rows, 1]``, or padded with ``seq_length``).
+        label: int64 gold tags, ``input``'s shape.
+        chunk_scheme: ``"IOB"``, ``"IOE"``, ``"IOBES"`` or ``"plain"``.
+        num_chunk_types: the number of chunk types.
+        excluded_chunk_types: chunk types left out of the counts.
+        seq_length: int64 sequence lengths, for padded input.
+
+    Returns:
+        ``(precision, recall, f1, num_infer_chunks, num_label_chunks, num_correct_chunks)``:
+        three float32 ``[1]`` and three int64 ``[1]`` Variables (no gradient).
+
+    Examples:
+        >>> pred = fluid.data(name="pred", shape=[None, 1], dtype="int64", lod_level=1)
+        >>> gold = fluid.data(name="gold", shape=[None, 1], dtype="int64", lod_level=1)
+        >>> precision, recall, f1, _, _, _ = fluid.layers.chunk_eval(pred, gold, "IOB", num_chunk_types=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> t = fluid.create_lod_tensor(np.array([[0], [1], [4], [2]], "int64"), [[4]], fluid.CPUPlace())
+        >>> [float(v[0]) for v in exe.run(feed={"pred": t, "gold": t}, fetch_list=[precision, recall, f1])]
+        [1.0, 1.0, 1.0]
+    """
     _check(input, "chunk_eval", "input")
     _check(label, "chunk_eval", "label")
     helper = LayerHelper("chunk_eval")

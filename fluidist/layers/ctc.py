@@ -1,5 +1,7 @@
 """Sequence selection layers: ``ctc_greedy_decoder`` (the best path of CTC outputs: ``top_k`` then
 ``ctc_align``) and ``filter_by_instag`` (instances kept by their tags)."""
+from __future__ import annotations
+
 from ..framework.program import Variable
 from .layer_helper import LayerHelper
 from .metric_op import topk
@@ -8,10 +10,35 @@ from ._build import check_var
 __all__ = ["ctc_greedy_decoder", "filter_by_instag"]
 
 
-def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0, name=None):
-    """The most likely class at each step, repeats merged and ``blank`` dropped. ``input`` is a LoD
-    tensor [T, classes] (the result is a LoD tensor of int64 ids), or with ``input_length`` a padded
-    [N, T, classes] tensor (the result is ``(ids [N, T] padded with padding_value, lengths [N, 1])``)."""
+def ctc_greedy_decoder(input: Variable, blank: int, input_length: Variable | None = None, padding_value: int = 0,
+                       name: str | None = None) -> Variable | tuple[Variable, Variable]:
+    """The best path of CTC outputs: the most likely class at each step, repeats merged, ``blank``
+    dropped (``topk`` then ``ctc_align``).
+
+    Args:
+        input: class probabilities: a LoD tensor ``[T, classes]``, or padded ``[N, T, classes]``
+            with ``input_length``.
+        blank: the blank class.
+        input_length: int64 ``[N, 1]`` lengths, for padded input.
+        padding_value: what pads the padded result.
+        name: the output's name prefix (generated when None).
+
+    Returns:
+        For LoD input, a LoD Variable of int64 ids ``[ids, 1]``; for padded input, ``(ids, lengths)``:
+        ``[N, T]`` padded with ``padding_value`` and ``[N, 1]``.
+
+    Raises:
+        TypeError: an ``input_length`` that is not a Variable.
+
+    Examples:
+        >>> probs = fluid.data(name="probs", shape=[None, 4], dtype="float32", lod_level=1)
+        >>> ids = fluid.layers.ctc_greedy_decoder(probs, blank=0)
+        >>> one_hot = np.eye(4, dtype="float32")[[1, 1, 0, 3]]
+        >>> t = fluid.create_lod_tensor(one_hot, [[4]], fluid.CPUPlace())
+        >>> out, = fluid.Executor(fluid.CPUPlace()).run(feed={"probs": t}, fetch_list=[ids], return_numpy=False)
+        >>> np.array(out).ravel().tolist(), out.lod()
+        ([1, 3], [[0, 2]])
+    """
     check_var(input, "ctc_greedy_decoder", "input")
     helper = LayerHelper("ctc_greedy_decoder", name=name)
     _, ids = topk(input, k=1)
@@ -30,11 +57,27 @@ def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0, name=No
     return out, out_len
 
 
-def filter_by_instag(ins, ins_tag, filter_tag, is_lod, out_val_if_empty=0):
-    """The instances of ``ins`` (its sequences with ``is_lod``, else its rows) one of whose tags
-    (``ins_tag``, a LoD tensor: the tags of each instance) is in ``filter_tag``; returns
-    ``[out, loss_weight]`` (a 1 per kept instance). Nothing kept: one row of ``out_val_if_empty``
-    and a weight of 0."""
+def filter_by_instag(ins: Variable, ins_tag: Variable, filter_tag: Variable, is_lod: bool,
+                     out_val_if_empty: int = 0) -> list[Variable]:
+    """The instances that carry one of the wanted tags.
+
+    Args:
+        ins: the instances: its sequences with ``is_lod``, else its rows.
+        ins_tag: an int64 LoD tensor, the tags of each instance (one sequence per instance).
+        filter_tag: int64 ``[tags]``, the wanted tags.
+        is_lod: whether ``ins``' instances are sequences.
+        out_val_if_empty: when nothing is kept, the result is one row of this value.
+
+    Returns:
+        ``[out, loss_weight]``: the kept instances, and float32 ``[kept, 1]`` ones (a single 0 when
+        nothing is kept).
+
+    Examples:
+        >>> ins = fluid.data(name="ins", shape=[None, 4], dtype="float32", lod_level=1)
+        >>> tags = fluid.data(name="tags", shape=[None, 1], dtype="int64", lod_level=1)
+        >>> wanted = fluid.data(name="wanted", shape=[None], dtype="int64")
+        >>> kept, weight = fluid.layers.filter_by_instag(ins, tags, wanted, is_lod=True)
+    """
     for v, what in ((ins, "ins"), (ins_tag, "ins_tag"), (filter_tag, "filter_tag")):
         check_var(v, "filter_by_instag", what)
     helper = LayerHelper("filter_by_instag")

@@ -1,6 +1,13 @@
 """Losses over large label sets with Paddle 1.8 signatures: nce, hsigmoid,
 sampled_softmax_with_cross_entropy."""
+from __future__ import annotations
+
+from typing import Sequence
+
 import numpy as np
+
+from ..framework.program import Variable
+from ..hints import ParamAttrLike
 
 from ..initializer import NumpyArrayInitializer
 from ..param_attr import ParamAttr
@@ -14,7 +21,7 @@ _SAMPLERS = {"uniform": 0, "log_uniform": 1, "custom_dist": 2}
 _check = check_variable
 
 
-def alias_table(probs):
+def alias_table(probs: Sequence[float]) -> tuple[list[int], list[float]]:
     """Walker's alias table of a distribution over n classes: (alias, accept probability) per class
     (alias -1 where a class keeps its whole column)."""
     n = len(probs)
@@ -33,11 +40,41 @@ def alias_table(probs):
     return alias, accept
 
 
-def nce(input, label, num_total_classes, sample_weight=None, param_attr=None, bias_attr=None, num_neg_samples=None,
-        name=None, sampler="uniform", custom_dist=None, seed=0, is_sparse=False):
-    """Noise-contrastive estimation: per sample, its true classes against ``num_neg_samples`` (10)
-    sampled classes (``uniform``, ``log_uniform`` or ``custom_dist``); returns the cost divided by
-    ``num_neg_samples + 1``, [N, 1]. Weight [num_total_classes, D], Bias [num_total_classes, 1]."""
+def nce(input: Variable, label: Variable, num_total_classes: int, sample_weight: Variable | None = None,
+        param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None, num_neg_samples: int | None = None,
+        name: str | None = None, sampler: str = "uniform", custom_dist: Sequence[float] | None = None,
+        seed: int = 0, is_sparse: bool = False) -> Variable:
+    """Noise-contrastive estimation: a loss over many classes that scores each sample's true
+    classes against a few sampled ones instead of all.
+
+    Creates the weight ``[num_total_classes, D]`` and the bias ``[num_total_classes, 1]``.
+
+    Args:
+        input: features ``[N, D]``.
+        label: int64 true classes ``[N, num_true]``.
+        num_total_classes: the number of classes.
+        sample_weight: ``[N, 1]`` weights of the samples' costs; 1 when None.
+        param_attr: the weight's attribute.
+        bias_attr: the bias's attribute; ``False`` for none.
+        num_neg_samples: how many negative classes to sample per sample (10 when None).
+        name: the prefix of the parameters' names (generated when None).
+        sampler: ``"uniform"``, ``"log_uniform"`` or ``"custom_dist"``.
+        custom_dist: with ``"custom_dist"``, one probability per class.
+        seed: the sampler's seed (0: fresh samples each run).
+        is_sparse: a row-sparse weight gradient (only the sampled rows).
+
+    Returns:
+        A Variable ``[N, 1]``: each sample's cost divided by ``num_neg_samples + 1``.
+
+    Raises:
+        ValueError: an unknown ``sampler``, or a ``custom_dist`` without one value per class.
+
+    Examples:
+        >>> feat = fluid.data(name="feat", shape=[None, 16], dtype="float32")
+        >>> word = fluid.data(name="word", shape=[None, 1], dtype="int64")
+        >>> cost = fluid.layers.nce(feat, word, num_total_classes=1000, num_neg_samples=5)
+        >>> loss = fluid.layers.mean(cost)
+    """
     _check(input, "nce", "input")
     _check(label, "nce", "label")
     if sampler not in _SAMPLERS:
@@ -78,11 +115,42 @@ def nce(input, label, num_total_classes, sample_weight=None, param_attr=None, bi
     return cost / (num_neg_samples + 1)
 
 
-def hsigmoid(input, label, num_classes, param_attr=None, bias_attr=None, name=None, path_table=None, path_code=None,
-             is_custom=False, is_sparse=False):
-    """Hierarchical sigmoid loss ([N, 1]) over the default complete binary tree of ``num_classes``
-    classes (W [num_classes - 1, D]), or over a custom tree given per sample by ``path_table`` (node
-    ids, -1 padded) and ``path_code`` (W [num_classes, D])."""
+def hsigmoid(input: Variable, label: Variable, num_classes: int, param_attr: ParamAttrLike = None,
+             bias_attr: ParamAttrLike = None, name: str | None = None, path_table: Variable | None = None,
+             path_code: Variable | None = None, is_custom: bool = False, is_sparse: bool = False) -> Variable:
+    """The hierarchical sigmoid loss: a class is a path in a binary tree, scored by one sigmoid per
+    node on the path.
+
+    With the default tree (a complete binary tree of ``num_classes`` leaves) the weight is
+    ``[num_classes - 1, D]``; a custom tree is given per sample by ``path_table`` and
+    ``path_code`` and its weight is ``[num_classes, D]``.
+
+    Args:
+        input: features ``[N, D]``.
+        label: int64 classes ``[N, 1]``.
+        num_classes: the number of classes (default tree, >= 2) or of non-leaf nodes (custom tree).
+        param_attr: the weight's attribute.
+        bias_attr: the bias's attribute; ``False`` for none.
+        name: the prefix of the parameters' names (generated when None).
+        path_table: int64 ``[N, depth]``, each sample's node ids from the root (-1 padded).
+        path_code: int64 ``[N, depth]``, the branch (0 / 1) taken at each node.
+        is_custom: use ``path_table`` / ``path_code``.
+        is_sparse: a row-sparse weight gradient (custom tree only, as in Paddle).
+
+    Returns:
+        A Variable ``[N, 1]``, each sample's loss.
+
+    Raises:
+        ValueError: a default tree of fewer than 2 classes or with path arguments, or a custom
+            tree without them.
+
+    Examples:
+        >>> feat = fluid.data(name="feat", shape=[None, 16], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        >>> loss = fluid.layers.hsigmoid(feat, label, num_classes=6)
+        >>> loss.shape
+        (-1, 1)
+    """
     _check(input, "hsigmoid", "input")
     _check(label, "hsigmoid", "label")
     if not is_custom and (num_classes is None or num_classes < 2):
@@ -112,11 +180,36 @@ def hsigmoid(input, label, num_classes, param_attr=None, bias_attr=None, name=No
     return out
 
 
-def sampled_softmax_with_cross_entropy(logits, label, num_samples, num_true=1, remove_accidental_hits=True,
-                                       use_customized_samples=False, customized_samples=None,
-                                       customized_probabilities=None, seed=0):
-    """Softmax cross entropy over the true classes and ``num_samples`` log-uniformly sampled ones
-    (``sample_logits``, ``one_hot``, ``softmax_with_cross_entropy``), divided by ``num_true``."""
+def sampled_softmax_with_cross_entropy(logits: Variable, label: Variable, num_samples: int, num_true: int = 1,
+                                       remove_accidental_hits: bool = True, use_customized_samples: bool = False,
+                                       customized_samples: Variable | None = None,
+                                       customized_probabilities: Variable | None = None,
+                                       seed: int = 0) -> Variable:
+    """Softmax cross entropy over the true classes and ``num_samples`` sampled ones, instead of
+    all classes (``sample_logits``, ``one_hot``, ``softmax_with_cross_entropy``).
+
+    Args:
+        logits: ``[N, classes]``.
+        label: int64 true classes ``[N, num_true]``.
+        num_samples: how many classes to sample (log-uniformly) per batch.
+        num_true: the number of true classes per sample; the loss is divided by it.
+        remove_accidental_hits: mask sampled classes that are a sample's true class.
+        use_customized_samples: use ``customized_samples`` instead of sampling.
+        customized_samples: int64 ``[N, num_true + num_samples]`` class ids.
+        customized_probabilities: their probabilities, same shape.
+        seed: the sampler's seed (0: fresh samples each run).
+
+    Returns:
+        A Variable ``[N, 1]``, each sample's loss.
+
+    Raises:
+        ValueError: ``use_customized_samples`` without the samples and probabilities.
+
+    Examples:
+        >>> logits = fluid.data(name="logits", shape=[None, 1000], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        >>> loss = fluid.layers.sampled_softmax_with_cross_entropy(logits, label, num_samples=25)
+    """
     _check(logits, "sampled_softmax_with_cross_entropy", "logits")
     _check(label, "sampled_softmax_with_cross_entropy", "label")
     if use_customized_samples and (customized_samples is None or customized_probabilities is None):
@@ -132,7 +225,7 @@ def sampled_softmax_with_cross_entropy(logits, label, num_samples, num_true=1, r
     logits_dim = helper.create_variable_for_type_inference("int64")
     labels_dim = helper.create_variable_for_type_inference("int64")
     inputs = {"Logits": [logits], "Labels": [label]}
-    if use_customized_samples:
+    if customized_samples is not None and customized_probabilities is not None and use_customized_samples:
         inputs["CustomizedSamples"] = [customized_samples]
         inputs["CustomizedProbabilities"] = [customized_probabilities]
     helper.append_op("sample_logits", inputs=inputs,
