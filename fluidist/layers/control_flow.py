@@ -149,7 +149,8 @@ def select_input(inputs: Variable | Sequence[Variable], mask: Variable) -> Varia
         [2.0]
     """
     helper = LayerHelper("select_input")
-    candidates: list[Variable] = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]  # type: ignore[list-item]
+    candidates: list[Variable] = (list(inputs) if isinstance(inputs, (list, tuple))
+                                  else [inputs])  # type: ignore[list-item]
     first = candidates[0]
     out = helper.create_variable(name=unique_name.generate("select_input.out"), dtype=first.dtype,
                                  shape=first.shape, lod_level=first.lod_level)

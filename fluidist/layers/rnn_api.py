@@ -4,9 +4,14 @@ in the same order, parameters under the same names.
 
 These classes compose the public layers (``fluidist.layers``), which they look up when they run:
 the layer package imports this module, so this module does not import it back."""
+from __future__ import annotations
+
 import sys
 from functools import partial
+from typing import Any, Callable
 
+from ..framework.program import Variable
+from ..hints import DType, ParamAttrLike
 
 from ..framework import unique_name
 from .layer_helper import LayerHelper, check_variable
@@ -26,18 +31,48 @@ _check_var = check_variable
 
 # ---------------------------------------------------------------------------- cells
 class RNNCell:
-    """A cell: ``call(inputs, states) -> (outputs, new_states)``; ``state_shape`` (and optionally
-    ``state_dtype``) say what ``get_initial_states`` makes."""
+    """The base of recurrent cells: one time step, ``call(inputs, states) -> (outputs, new_states)``.
 
-    def call(self, inputs, states, **kwargs):
+    A subclass defines ``call`` and ``state_shape`` (and ``state_dtype`` when not float32);
+    ``rnn`` and the decoders run it over time. States may be nested lists, tuples or dicts of
+    Variables.
+
+    Examples:
+        >>> class Accumulate(fluid.layers.RNNCell):
+        ...     def call(self, inputs, states):
+        ...         new = fluid.layers.elementwise_add(states, inputs)
+        ...         return new, new
+        ...     @property
+        ...     def state_shape(self):
+        ...         return [4]
+        >>> x = fluid.data(name="x", shape=[None, 3, 4], dtype="float32")
+        >>> sums, total = fluid.layers.rnn(Accumulate(), x)
+        >>> out, = fluid.Executor(fluid.CPUPlace()).run(feed={"x": np.ones((1, 3, 4), "float32")}, fetch_list=[total])
+        >>> out.tolist()
+        [[3.0, 3.0, 3.0, 3.0]]
+    """
+
+    def call(self, inputs: Any, states: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """One step: ``(outputs, new_states)`` from the step's inputs and the previous states."""
         raise NotImplementedError("RNNCell must implement call()")
 
     def __call__(self, inputs, states, **kwargs):
         return self.call(inputs, states, **kwargs)
 
-    def get_initial_states(self, batch_ref, shape=None, dtype=None, init_value=0, batch_dim_idx=0):
-        """Zeros (``init_value``) shaped ``[batch] + shape`` for each state, the batch size read from
-        dimension ``batch_dim_idx`` of ``batch_ref``."""
+    def get_initial_states(self, batch_ref: Any, shape: Any = None, dtype: Any = None, init_value: float = 0,
+                           batch_dim_idx: int = 0) -> Any:
+        """Initial states filled with ``init_value``, one per state of ``state_shape``.
+
+        Args:
+            batch_ref: a Variable (or nest of them; the first is used) holding the batch size.
+            shape: the states' shapes without the batch dimension; ``state_shape`` when None.
+            dtype: their dtypes (one for all, or a nest); ``state_dtype`` (or float32) when None.
+            init_value: the fill value.
+            batch_dim_idx: the dimension of ``batch_ref`` that is the batch size.
+
+        Returns:
+            Variables ``[batch] + shape``, in the structure of ``shape``.
+        """
         L = _L()
         batch_ref = flatten(batch_ref)[0]
         shapes = self.state_shape if shape is None else shape
@@ -55,11 +90,13 @@ class RNNCell:
         return _pack_shapes(shapes, iter(states))
 
     @property
-    def state_shape(self):
+    def state_shape(self) -> Any:
+        """The shape of each state without the batch dimension (a list of ints, or a nest of them)."""
         raise NotImplementedError("the cell must define state_shape")
 
     @property
-    def state_dtype(self):
+    def state_dtype(self) -> Any:
+        """The dtype of each state (one for all, or a nest like ``state_shape``)."""
         raise NotImplementedError("the cell must define state_dtype")
 
 
@@ -171,38 +208,88 @@ class _BasicLSTMUnit:
 
 
 class GRUCell(RNNCell):
-    """A GRU cell: ``call(inputs, h) -> (h', h')``."""
+    """A GRU cell: ``call(inputs, h) -> (h', h')``, built as Paddle 1.8's ``GRUCell`` builds it.
 
-    def __init__(self, hidden_size, param_attr=None, bias_attr=None, gate_activation=None, activation=None,
-                 dtype="float32", name="GRUCell"):
+    The gates ``[r, u]`` come from ``concat([x, h]) @ W_gate + b_gate``, the candidate from
+    ``concat([x, r * h]) @ W_cand + b_cand``, and ``h' = u * h + (1 - u) * c``. The parameters are
+    made at the first call, named ``<name>/BasicGRUUnit_<n>.w_0`` ... as in Paddle.
+
+    Args:
+        hidden_size: the state's width.
+        param_attr: the weights' attribute (a name gets ``_gate`` / ``_candidate`` appended).
+        bias_attr: the biases' attribute, likewise.
+        gate_activation: a function for the gates; ``fluid.layers.sigmoid`` when None.
+        activation: a function for the candidate; ``fluid.layers.tanh`` when None.
+        dtype: the parameters' dtype.
+        name: the prefix of the parameters' names.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 5, 16], dtype="float32")
+        >>> outputs, final_h = fluid.layers.rnn(fluid.layers.GRUCell(hidden_size=8), x)
+        >>> outputs.shape, final_h.shape
+        ((-1, 5, 8), (-1, 8))
+    """
+
+    def __init__(self, hidden_size: int, param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None,
+                 gate_activation: Callable[[Variable], Variable] | None = None,
+                 activation: Callable[[Variable], Variable] | None = None, dtype: DType = "float32",
+                 name: str = "GRUCell"):
         self.hidden_size = hidden_size
         self.gru_unit = _BasicGRUUnit(name, hidden_size, param_attr, bias_attr, gate_activation, activation, dtype)
 
-    def call(self, inputs, states):
+    def call(self, inputs: Variable, states: Variable) -> tuple[Variable, Variable]:  # type: ignore[override]
+        """One step: the new hidden state, as the output and as the state."""
         new_hidden = self.gru_unit(inputs, states)
         return new_hidden, new_hidden
 
     @property
-    def state_shape(self):
+    def state_shape(self) -> list[int]:
+        """``[hidden_size]``."""
         return [self.hidden_size]
 
 
 class LSTMCell(RNNCell):
-    """An LSTM cell: ``call(inputs, [h, c]) -> (h', [h', c'])``."""
+    """An LSTM cell: ``call(inputs, [h, c]) -> (h', [h', c'])``, built as Paddle 1.8's ``LSTMCell``.
 
-    def __init__(self, hidden_size, param_attr=None, bias_attr=None, gate_activation=None, activation=None,
-                 forget_bias=1.0, dtype="float32", name="LSTMCell"):
+    The gates ``[i, j, f, o]`` come from ``concat([x, h]) @ W + b``; ``c' = c * sigmoid(f +
+    forget_bias) + sigmoid(i) * tanh(j)`` and ``h' = tanh(c') * sigmoid(o)``. The parameters are
+    made at the first call, named ``<name>/BasicLSTMUnit_<n>.w_0`` and ``.b_0`` as in Paddle.
+
+    Args:
+        hidden_size: the width of ``h`` and ``c``.
+        param_attr: the weight's attribute.
+        bias_attr: the bias's attribute.
+        gate_activation: a function for the gates; ``fluid.layers.sigmoid`` when None.
+        activation: a function for the candidate and the cell output; ``fluid.layers.tanh`` when None.
+        forget_bias: added to the forget gate.
+        dtype: the parameters' dtype.
+        name: the prefix of the parameters' names.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 5, 16], dtype="float32")
+        >>> outputs, (h, c) = fluid.layers.rnn(fluid.layers.LSTMCell(hidden_size=8), x)
+        >>> outputs.shape, c.shape
+        ((-1, 5, 8), (-1, 8))
+    """
+
+    def __init__(self, hidden_size: int, param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None,
+                 gate_activation: Callable[[Variable], Variable] | None = None,
+                 activation: Callable[[Variable], Variable] | None = None, forget_bias: float = 1.0,
+                 dtype: DType = "float32", name: str = "LSTMCell"):
         self.hidden_size = hidden_size
         self.lstm_unit = _BasicLSTMUnit(name, hidden_size, param_attr, bias_attr, gate_activation, activation,
                                         forget_bias, dtype)
 
-    def call(self, inputs, states):
+    def call(self, inputs: Variable,  # type: ignore[override]
+             states: list[Variable]) -> tuple[Variable, list[Variable]]:
+        """One step: ``h'`` as the output, ``[h', c']`` as the states."""
         pre_hidden, pre_cell = states
         new_hidden, new_cell = self.lstm_unit(inputs, pre_hidden, pre_cell)
         return new_hidden, [new_hidden, new_cell]
 
     @property
-    def state_shape(self):
+    def state_shape(self) -> list[list[int]]:
+        """``[[hidden_size], [hidden_size]]`` (h and c)."""
         return [[self.hidden_size], [self.hidden_size]]
 
 
@@ -216,10 +303,36 @@ def _last_step(x):
     return L.squeeze(L.slice(x, axes=[0], starts=[-1], ends=[2 ** 31 - 1]), axes=[0])
 
 
-def rnn(cell, inputs, initial_states=None, sequence_length=None, time_major=False, is_reverse=False, **kwargs):
-    """Run ``cell`` over the time steps of ``inputs`` (``[batch, time, ...]``, or ``[time, batch,
-    ...]`` with ``time_major``): a ``StaticRNN``. With ``sequence_length`` the states stop changing
-    past each sequence's end. Returns ``(outputs, final_states)``."""
+def rnn(cell: RNNCell, inputs: Any, initial_states: Any = None, sequence_length: Variable | None = None,
+        time_major: bool = False, is_reverse: bool = False, **kwargs: Any) -> tuple[Any, Any]:
+    """Run a cell over the time steps of a dense batch (a ``StaticRNN``, as Paddle 1.8 builds it).
+
+    Args:
+        cell: an ``RNNCell``.
+        inputs: ``[batch, time, ...]`` (or ``[time, batch, ...]`` with ``time_major``), or a nest
+            of such Variables.
+        initial_states: the cell's first states; ``cell.get_initial_states`` (zeros) when None.
+        sequence_length: int ``[batch]`` lengths; past each sequence's end its states stop
+            changing (its outputs are still computed).
+        time_major: the inputs and outputs are time-major.
+        is_reverse: run from the last step to the first.
+        **kwargs: passed on to ``cell.call``.
+
+    Returns:
+        ``(outputs, final_states)``: the outputs of all steps (stacked along the time axis, in
+        ``inputs``' layout) and the last states.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 5, 16], dtype="float32")
+        >>> n = fluid.data(name="n", shape=[None], dtype="int64")
+        >>> outputs, final_h = fluid.layers.rnn(fluid.layers.GRUCell(hidden_size=8), x, sequence_length=n)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> o, h = exe.run(feed={"x": np.ones((2, 5, 16), "float32"), "n": np.array([5, 2], "int64")},
+        ...                fetch_list=[outputs, final_h])
+        >>> o.shape, bool(np.allclose(h[1], o[1, 1]))
+        ((2, 5, 8), True)
+    """
     L = _L()
     for x in flatten(inputs):
         _check_var(x, "rnn", "inputs")

@@ -1,10 +1,15 @@
 """The RNN blocks of ``layers.control_flow``: ``DynamicRNN`` (a ``While`` over the time steps of LoD
 sequences, on tensor arrays and a rank table, as Paddle builds it) and ``StaticRNN`` (one ``recurrent``
 op over the first dimension of its inputs)."""
+from __future__ import annotations
+
 import contextlib
+from typing import Any, Iterator, Sequence
 
 from ..framework import unique_name
 from ..framework.dtypes import VarType
+from ..framework.program import Variable
+from ..hints import DType
 from .block_guard import SubBlockGuard, parent_block
 from .layer_helper import LayerHelper, check_variable
 from .logic import increment, less_than
@@ -17,45 +22,73 @@ _check_var = check_variable
 
 
 class DynamicRNN:
-    """An RNN over LoD sequences of different lengths, one step per time step::
+    """A recurrent loop over LoD sequences of different lengths, one block run per time step.
 
-        drnn = layers.DynamicRNN()
-        with drnn.block():
-            word = drnn.step_input(sentence)          # step t of every sequence still running
-            prev = drnn.memory(shape=[200])           # or memory(init=boot)
-            hidden = layers.fc([word, prev], 200, act="relu")
-            drnn.update_memory(prev, hidden)
-            drnn.output(hidden)
-        out = drnn()                                  # LoD sequences again
+    Inside ``with drnn.block():``, ``step_input(x)`` is step ``t`` of each sequence of ``x`` still
+    running, ``memory(...)`` a state carried between steps, ``update_memory(prev, new)`` says what
+    it holds next, and ``output(...)`` collects step results; ``drnn()`` after the block gives them
+    back as LoD sequences.
 
-    The sequences are sorted longest first (``lod_rank_table``) and cut into one array item per step
-    (``lod_tensor_to_array``); at step ``t`` only the sequences longer than ``t`` take part, so the
-    batch shrinks (``shrink_memory``). Outputs go back to sequence order (``array_to_lod_tensor``)."""
+    As Paddle builds it: the sequences are sorted longest first (``lod_rank_table``) and cut into one
+    array item per step (``lod_tensor_to_array``); at step ``t`` only the sequences longer than
+    ``t`` take part, so the batch shrinks (``shrink_memory``); a ``While`` runs the steps, and the
+    outputs go back to sequence order (``array_to_lod_tensor``).
+
+    Args:
+        name: the prefix of the loop's variables (generated when None).
+
+    Raises:
+        ValueError: a method used outside the block, the block entered twice, memories made or
+            updated wrongly, or the outputs used before the block ends.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32", lod_level=1)
+        >>> drnn = fluid.layers.DynamicRNN()
+        >>> with drnn.block():
+        ...     word = drnn.step_input(x)
+        ...     prev = drnn.memory(shape=[4], value=0.0)
+        ...     running_sum = fluid.layers.elementwise_add(prev, word)
+        ...     drnn.update_memory(prev, running_sum)
+        ...     drnn.output(running_sum)
+        >>> last = fluid.layers.sequence_last_step(drnn())
+        >>> t = fluid.create_lod_tensor(np.ones((5, 4), "float32"), [[2, 3]], fluid.CPUPlace())
+        >>> fluid.Executor(fluid.CPUPlace()).run(feed={"x": t}, fetch_list=[last])[0][:, 0].tolist()
+        [2.0, 3.0]
+    """
 
     BEFORE_RNN, IN_RNN, AFTER_RNN = 0, 1, 2
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None):
         self.helper = LayerHelper("dynamic_rnn", name=name)
         self.status = DynamicRNN.BEFORE_RNN
-        self.lod_rank_table = None
-        self.max_seq_len = None
-        self.step_idx = None
-        self.zero_idx = None
-        self.mem_dict = {}
-        self.output_array = []
-        self.outputs = []
+        # set while the block is built (None before): Any keeps the checker from asking at each use
+        self.lod_rank_table: Any = None
+        self.max_seq_len: Any = None
+        self.step_idx: Any = None
+        self.zero_idx: Any = None
+        self.mem_dict: dict[str, Variable] = {}
+        self.output_array: list[Variable] = []
+        self.outputs: list[Variable] = []
         self.cond = self.helper.create_variable_for_type_inference(dtype="bool")
         self.cond.stop_gradient = False
         self.while_op = While(self.cond)
-        self.input_array = []
-        self.mem_link = []
+        self.input_array: list[tuple[Variable, Any]] = []
+        self.mem_link: list[tuple[Variable, Variable]] = []
 
     def _assert_in_rnn_block(self, method):
         if self.status != DynamicRNN.IN_RNN:
             raise ValueError("DynamicRNN.%s can only be called inside 'with rnn.block():'" % method)
 
-    def step_input(self, x, level=0):
-        """Step ``t`` of each sequence of ``x`` (LoD level ``level``) still running."""
+    def step_input(self, x: Variable, level: int = 0) -> Variable:
+        """Step ``t`` of each sequence of ``x`` still running (the first call fixes the steps).
+
+        Args:
+            x: a LoD tensor.
+            level: the LoD level whose sequences are stepped through.
+
+        Returns:
+            The step's rows, one per running sequence, longest sequence first.
+        """
         self._assert_in_rnn_block("step_input")
         _check_var(x, "DynamicRNN.step_input", "x")
         parent = parent_block(self.helper.main_program)
@@ -79,9 +112,15 @@ class DynamicRNN:
                          outputs={"Out": [input_array]})
         return array_read(input_array, self.step_idx)
 
-    def static_input(self, x):
-        """``x`` (one row or sequence per input sequence) seen at every step: reordered by the rank
-        table, cut to the sequences still running."""
+    def static_input(self, x: Variable) -> Variable:
+        """``x`` seen whole at every step (after ``step_input``).
+
+        Args:
+            x: one row (or sequence) per input sequence, in input order.
+
+        Returns:
+            ``x`` reordered like the steps and cut to the sequences still running.
+        """
         self._assert_in_rnn_block("static_input")
         _check_var(x, "DynamicRNN.static_input", "x")
         if self.lod_rank_table is None:
@@ -94,8 +133,8 @@ class DynamicRNN:
         return shrink_memory(reordered, self.step_idx, self.lod_rank_table)
 
     @contextlib.contextmanager
-    def block(self):
-        """The step's ops go inside ``with rnn.block():`` (once)."""
+    def block(self) -> Iterator[None]:
+        """The context manager whose ops form one step (entered once)."""
         if self.status != DynamicRNN.BEFORE_RNN:
             raise ValueError("DynamicRNN.block() can only be entered once")
 
@@ -119,9 +158,20 @@ class DynamicRNN:
             raise ValueError("the outputs of a DynamicRNN can only be used after its block")
         return self.outputs[0] if len(self.outputs) == 1 else self.outputs
 
-    def memory(self, init=None, shape=None, value=0.0, need_reorder=False, dtype="float32"):
-        """A memory: ``init`` (one row per sequence; ``need_reorder``: in input order, so reorder it
-        by the rank table) or, without ``init``, ``value`` of ``shape`` per sequence."""
+    def memory(self, init: Variable | None = None, shape: list[int] | None = None, value: float = 0.0,
+               need_reorder: bool = False, dtype: DType = "float32") -> Variable:
+        """A state carried from step to step.
+
+        Args:
+            init: its first value, one row per sequence; when None, ``value`` of ``shape``.
+            shape: the shape of one sequence's state, without ``init`` (after ``step_input``).
+            value: the fill value, without ``init``.
+            need_reorder: ``init`` is in input order: reorder it like the steps.
+            dtype: the dtype, without ``init``.
+
+        Returns:
+            The memory's value at this step.
+        """
         self._assert_in_rnn_block("memory")
         self._init_zero_idx()
         parent = parent_block(self.helper.main_program)
@@ -158,8 +208,8 @@ class DynamicRNN:
                          attrs={"shape": [-1] + list(shape), "value": float(value), "dtype": init.dtype})
         return self.memory(init=init)
 
-    def update_memory(self, ex_mem, new_mem):
-        """The memory ``ex_mem`` holds ``new_mem`` at the next step."""
+    def update_memory(self, ex_mem: Variable, new_mem: Variable) -> None:
+        """The memory ``ex_mem`` (from ``memory``) holds ``new_mem`` at the next step."""
         self._assert_in_rnn_block("update_memory")
         _check_var(ex_mem, "DynamicRNN.update_memory", "ex_mem")
         _check_var(new_mem, "DynamicRNN.update_memory", "new_mem")
@@ -171,8 +221,8 @@ class DynamicRNN:
             raise ValueError("DynamicRNN.update_memory needs step_input() called before it")
         self.mem_link.append((new_mem, mem_array))
 
-    def output(self, *outputs):
-        """Collect these step results; ``rnn()`` gives them back as LoD sequences."""
+    def output(self, *outputs: Variable) -> None:
+        """Collect these step results; ``drnn()`` gives them back as LoD sequences."""
         self._assert_in_rnn_block("output")
         parent = parent_block(self.helper.main_program)
         for each in outputs:
@@ -199,31 +249,47 @@ class _MemoryLink:
 
 
 class StaticRNN:
-    """An RNN over inputs of a fixed number of steps (their first dimension)::
+    """A recurrent loop over inputs of a fixed number of steps (their first dimension).
 
-        rnn = layers.StaticRNN()
-        with rnn.step():
-            word = rnn.step_input(x_emb)                  # x_emb: [seq_len, batch, width]
-            prev = rnn.memory(shape=[-1, 20], batch_ref=word)
-            hidden = layers.fc([word, prev], 20, act="relu")
-            rnn.update_memory(prev, hidden)
-            rnn.step_output(hidden)
-        out = rnn()                                       # [seq_len, batch, 20]
+    Inside ``with rnn.step():``, ``step_input(x)`` is ``x[t]``, ``memory(...)`` a state carried
+    between steps, ``update_memory(prev, new)`` says what it holds next, and ``step_output(o)``
+    collects results; ``rnn()`` after the block stacks them, ``[seq_len, ...]``. One ``recurrent``
+    op runs the step block once per step, and its gradient runs them backwards.
 
-    One ``recurrent`` op runs the step block once per step."""
+    Args:
+        name: the prefix of the loop's variables (generated when None).
+
+    Raises:
+        ValueError: a method used outside the block, step inputs of different lengths, a memory
+            never updated, or the outputs used before the block ends.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[3, None, 2], dtype="float32")
+        >>> rnn = fluid.layers.StaticRNN()
+        >>> with rnn.step():
+        ...     word = rnn.step_input(x)
+        ...     prev = rnn.memory(shape=[-1, 2], batch_ref=word, init_value=0.0, ref_batch_dim_idx=0)
+        ...     running_sum = fluid.layers.elementwise_add(prev, word)
+        ...     rnn.update_memory(prev, running_sum)
+        ...     rnn.step_output(running_sum)
+        >>> sums = rnn()
+        >>> out, = fluid.Executor(fluid.CPUPlace()).run(feed={"x": np.ones((3, 1, 2), "float32")}, fetch_list=[sums])
+        >>> out[:, 0, 0].tolist()
+        [1.0, 2.0, 3.0]
+    """
 
     BEFORE_RNN_BLOCK, IN_RNN_BLOCK, AFTER_RNN_BLOCK = 0, 1, 2
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None):
         self.helper = LayerHelper("static_rnn", name=name)
-        self.memories = {}   # pre_mem name -> _MemoryLink
-        self.inputs = []     # the step inputs, variables of the step block
-        self.outputs = []    # the outputs, variables of the enclosing block
+        self.memories: dict[str, _MemoryLink] = {}   # pre_mem name -> _MemoryLink
+        self.inputs: list[Variable] = []     # the step inputs, variables of the step block
+        self.outputs: list[Variable] = []    # the outputs, variables of the enclosing block
         self.status = StaticRNN.BEFORE_RNN_BLOCK
-        self.seq_len = None
+        self.seq_len: int | None = None
 
-    def step(self):
-        """``with rnn.step():`` holds the ops of one step."""
+    def step(self) -> SubBlockGuard:
+        """The context manager whose ops form one step (entered once)."""
         if self.status != StaticRNN.BEFORE_RNN_BLOCK:
             raise ValueError("StaticRNN.step() can only be entered once")
         return SubBlockGuard(self.helper.main_program, self._finish, self._start)
@@ -239,10 +305,23 @@ class StaticRNN:
         if self.status != StaticRNN.IN_RNN_BLOCK:
             raise ValueError("StaticRNN.%s can only be called inside 'with rnn.step():'" % method)
 
-    def memory(self, init=None, shape=None, batch_ref=None, init_value=0.0, init_batch_dim_idx=0,
-               ref_batch_dim_idx=1):
-        """A memory starting at ``init``, or at ``init_value`` of ``shape`` with its batch dimension
-        (``init_batch_dim_idx``) taken from dimension ``ref_batch_dim_idx`` of ``batch_ref``."""
+    def memory(self, init: Variable | None = None, shape: Sequence[int] | None = None,
+               batch_ref: Variable | None = None, init_value: float = 0.0, init_batch_dim_idx: int = 0,
+               ref_batch_dim_idx: int = 1) -> Variable:
+        """A state carried from step to step.
+
+        Args:
+            init: its first value; when None, ``init_value`` of ``shape``.
+            shape: the state's shape (its batch dimension is replaced), without ``init``.
+            batch_ref: the Variable the batch size is read from, without ``init``.
+            init_value: the fill value, without ``init``.
+            init_batch_dim_idx: the batch dimension of the state.
+            ref_batch_dim_idx: the batch dimension of ``batch_ref`` (1 for an input
+                ``[seq_len, batch, ...]``; 0 for a step input).
+
+        Returns:
+            The memory's value at this step.
+        """
         self._assert_in_rnn_block("memory")
         if init is None:
             if shape is None or batch_ref is None:
@@ -262,8 +341,8 @@ class StaticRNN:
         self.memories[pre_mem.name] = _MemoryLink(init=init, pre_mem=pre_mem)
         return pre_mem
 
-    def step_input(self, x):
-        """``x[t]`` at step ``t`` (``x``: ``[seq_len, ...]``)."""
+    def step_input(self, x: Variable) -> Variable:
+        """``x[t]`` at step ``t``; ``x`` is ``[seq_len, ...]`` (all step inputs the same length)."""
         self._assert_in_rnn_block("step_input")
         _check_var(x, "StaticRNN.step_input", "x")
         if self.seq_len is None:
@@ -275,7 +354,7 @@ class StaticRNN:
         self.inputs.append(ipt)
         return ipt
 
-    def step_output(self, o):
+    def step_output(self, o: Variable) -> None:
         """Collect ``o``: ``rnn()`` stacks its step values, ``[seq_len] + o.shape``."""
         self._assert_in_rnn_block("step_output")
         _check_var(o, "StaticRNN.step_output", "o")
@@ -286,12 +365,13 @@ class StaticRNN:
             name=tmp.name, shape=[self.seq_len] + list(o.shape or []), dtype=tmp.dtype)
         self.outputs.append(out)
 
-    def output(self, *outputs):
+    def output(self, *outputs: Variable) -> None:
+        """``step_output`` for each of ``outputs``."""
         for each in outputs:
             self.step_output(each)
 
-    def update_memory(self, mem, var):
-        """The memory ``mem`` holds ``var`` at the next step."""
+    def update_memory(self, mem: Variable, var: Variable) -> None:
+        """The memory ``mem`` (from ``memory``) holds ``var`` at the next step."""
         _check_var(mem, "StaticRNN.update_memory", "mem")
         _check_var(var, "StaticRNN.update_memory", "var")
         if mem.name not in self.memories:

@@ -1,16 +1,20 @@
 """Paddle 1.8's decoding API (``layers/rnn.py``): ``Decoder``, ``BeamSearchDecoder``, ``dynamic_decode``
 (a ``While`` over the decoder's steps), ``DecodeHelper``, ``TrainingHelper``, ``GreedyEmbeddingHelper``,
-``SampleEmbeddingHelper`` and ``BasicDecoder``; re-exported by ``layers/rnn.py``. Like ``rnn_api``,
+``SampleEmbeddingHelper`` (``rnn_helpers.py``) and ``BasicDecoder``; re-exported by ``layers/rnn.py``. Like ``rnn_api``,
 it looks the public layers up when it runs (the layer package imports it)."""
+from __future__ import annotations
+
 import collections
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 
 from ..framework.dtypes import convert_dtype
-from ..framework.program import default_main_program
+from ..framework.program import Variable, default_main_program
 from .nest import flatten, map_structure
-from .rnn_api import _L, _check_var, _dim, _transpose_batch_time
+from .rnn_api import RNNCell, _L, _check_var, _dim, _transpose_batch_time
+from .rnn_helpers import DecodeHelper, GreedyEmbeddingHelper, SampleEmbeddingHelper, TrainingHelper  # noqa: F401
 from .while_loop import While
 
 __all__ = ["Decoder", "BeamSearchDecoder", "dynamic_decode", "DecodeHelper", "TrainingHelper",
@@ -19,30 +23,81 @@ __all__ = ["Decoder", "BeamSearchDecoder", "dynamic_decode", "DecodeHelper", "Tr
 
 # ---------------------------------------------------------------------------- decoders
 class Decoder:
-    """A decoder for ``dynamic_decode``: ``initialize``, ``step``, ``finalize``."""
+    """The base of decoders that ``dynamic_decode`` runs: ``initialize``, then ``step`` until every
+    entry has finished, then ``finalize``.
 
-    def initialize(self, inits):
+    ``BeamSearchDecoder`` and ``BasicDecoder`` are the ready ones; a subclass defines
+    ``initialize`` and ``step`` (``finalize`` is optional).
+
+    Examples:
+        >>> class CountDown(fluid.layers.Decoder):
+        ...     def initialize(self, inits):
+        ...         return inits, inits, fluid.layers.less_equal(inits, fluid.layers.zeros_like(inits))
+        ...     def step(self, time, inputs, states, **kwargs):
+        ...         left = fluid.layers.scale(states, bias=-1.0)
+        ...         return left, left, left, fluid.layers.less_equal(left, fluid.layers.zeros_like(left))
+        >>> start = fluid.layers.fill_constant(shape=[2], dtype="float32", value=3.0)
+        >>> outputs, _ = fluid.layers.dynamic_decode(CountDown(), inits=start, output_time_major=True)
+        >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[outputs])[0][:, 0].tolist()
+        [2.0, 1.0, 0.0]
+    """
+
+    def initialize(self, inits: Any) -> tuple[Any, Any, Variable]:
+        """``(initial_inputs, initial_states, initial_finished)`` from ``dynamic_decode``'s ``inits``;
+        ``initial_finished`` is a bool ``[batch]`` (or ``[batch, beam]``)."""
         raise NotImplementedError
 
-    def step(self, time, inputs, states, **kwargs):
+    def step(self, time: Variable, inputs: Any, states: Any, **kwargs: Any) -> tuple[Any, Any, Any, Variable]:
+        """``(outputs, next_states, next_inputs, finished)`` of step ``time`` (int64 ``[1]``)."""
         raise NotImplementedError
 
-    def finalize(self, outputs, final_states, sequence_lengths):
+    def finalize(self, outputs: Any, final_states: Any, sequence_lengths: Variable) -> tuple[Any, Any]:
+        """``(final_outputs, final_states)`` from the stacked outputs (optional)."""
         raise NotImplementedError
 
     @property
-    def tracks_own_finished(self):
+    def tracks_own_finished(self) -> bool:
+        """True when ``step`` keeps finished entries as they are (``dynamic_decode`` then does not)."""
         return False
 
 
 class BeamSearchDecoder(Decoder):
-    """Beam search over ``cell``: each step keeps the ``beam_size`` best continuations of each batch
-    entry; ``finalize`` follows the parents back (``gather_tree``)."""
+    """Beam search over a cell, built as Paddle 1.8 builds it: each step keeps the ``beam_size`` best
+    continuations of each batch entry (by summed log-probability); ``finalize`` follows the parents
+    back (``gather_tree``) to whole sequences.
+
+    The cell's states are ``[batch * beam_size, ...]`` inside the search; states computed from
+    per-entry data (an encoder's output) are tiled with ``tile_beam_merge_with_batch``.
+
+    Args:
+        cell: an ``RNNCell``.
+        start_token: the id that starts every sequence.
+        end_token: the id that ends a sequence.
+        beam_size: how many continuations to keep.
+        embedding_fn: a function from ids to the cell's inputs (``fluid.embedding``).
+        output_fn: a function from the cell's outputs to logits over the vocabulary.
+
+    Examples:
+        >>> enc = fluid.data(name="enc", shape=[None, 8], dtype="float32")
+        >>> emb = lambda ids: fluid.embedding(ids, size=[20, 8], param_attr=fluid.ParamAttr(name="emb"))
+        >>> proj = lambda h: fluid.layers.fc(h, size=20, num_flatten_dims=len(h.shape) - 1,
+        ...                                  param_attr=fluid.ParamAttr(name="proj"))
+        >>> decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
+        ...                                          end_token=1, beam_size=3, embedding_fn=emb, output_fn=proj)
+        >>> ids, _ = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> out, = exe.run(feed={"enc": np.zeros((2, 8), "float32")}, fetch_list=[ids])
+        >>> out.shape[0], out.shape[2]
+        (2, 3)
+    """
 
     OutputWrapper = collections.namedtuple("OutputWrapper", ("scores", "predicted_ids", "parent_ids"))
     StateWrapper = collections.namedtuple("StateWrapper", ("cell_states", "log_probs", "finished", "lengths"))
 
-    def __init__(self, cell, start_token, end_token, beam_size, embedding_fn=None, output_fn=None):
+    def __init__(self, cell: RNNCell, start_token: int, end_token: int, beam_size: int,
+                 embedding_fn: Callable[[Variable], Any] | None = None,
+                 output_fn: Callable[[Any], Variable] | None = None):
         self.cell = cell
         self.embedding_fn = embedding_fn
         self.output_fn = output_fn
@@ -51,8 +106,16 @@ class BeamSearchDecoder(Decoder):
         self.beam_size = beam_size
 
     @staticmethod
-    def tile_beam_merge_with_batch(x, beam_size):
-        """``[batch, ...]`` to ``[batch * beam_size, ...]``, each entry repeated ``beam_size`` times."""
+    def tile_beam_merge_with_batch(x: Variable, beam_size: int) -> Variable:
+        """``[batch, ...]`` to ``[batch * beam_size, ...]``, each entry repeated ``beam_size`` times.
+
+        Args:
+            x: a Variable ``[batch, ...]``.
+            beam_size: the repeats.
+
+        Returns:
+            A Variable ``[batch * beam_size, ...]``.
+        """
         L = _L()
         _check_var(x, "BeamSearchDecoder.tile_beam_merge_with_batch", "x")
         x = L.unsqueeze(x, [1])
@@ -94,7 +157,8 @@ class BeamSearchDecoder(Decoder):
         coords.stop_gradient = True
         return L.gather_nd(x, coords)
 
-    def initialize(self, initial_cell_states):
+    def initialize(self, initial_cell_states: Any) -> tuple[Any, Any, Variable]:
+        """The start tokens (embedded), the cell states tiled to the beams, none finished."""
         L = _L()
         self.kinf = 1e9
         state = flatten(initial_cell_states)[0]
@@ -136,7 +200,8 @@ class BeamSearchDecoder(Decoder):
         return (self.OutputWrapper(topk_scores, token_indices, beam_indices),
                 self.StateWrapper(next_cell_states, next_log_probs, next_finished, next_lengths))
 
-    def step(self, time, inputs, states, **kwargs):
+    def step(self, time: Variable, inputs: Any, states: Any, **kwargs: Any) -> tuple[Any, Any, Any, Variable]:
+        """One search step: the cell, then the ``beam_size`` best continuations per entry."""
         inputs = map_structure(self._merge_batch_beams, inputs)
         cell_states = map_structure(self._merge_batch_beams, states.cell_states)
         cell_outputs, next_cell_states = self.cell(inputs, cell_states, **kwargs)
@@ -150,11 +215,13 @@ class BeamSearchDecoder(Decoder):
         next_inputs = self.embedding_fn(sample_ids) if self.embedding_fn else sample_ids
         return output, state, next_inputs, state.finished
 
-    def finalize(self, outputs, final_states, sequence_lengths):
+    def finalize(self, outputs: Any, final_states: Any, sequence_lengths: Variable) -> tuple[Any, Any]:
+        """The whole id sequences (``gather_tree`` over the steps' ids and parents)."""
         return _L().gather_tree(outputs.predicted_ids, outputs.parent_ids), final_states
 
     @property
-    def tracks_own_finished(self):
+    def tracks_own_finished(self) -> bool:
+        """True: finished beams keep their scores in ``step``."""
         return True
 
 
@@ -184,11 +251,42 @@ def _array_outside_while(L, dtype):
     return array
 
 
-def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=False, impute_finished=False,
-                   is_test=False, return_length=False, **kwargs):
-    """Run ``decoder`` step by step in a ``While`` until every entry finished (or ``max_step_num``
-    steps). Returns ``(final_outputs, final_states)`` (and the sequence lengths with
-    ``return_length``); outputs are ``[batch, time, ...]`` unless ``output_time_major``."""
+def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: int | None = None,
+                   output_time_major: bool = False, impute_finished: bool = False, is_test: bool = False,
+                   return_length: bool = False, **kwargs: Any) -> tuple[Any, ...]:
+    """Run a decoder step by step, in a ``While``, until every entry has finished.
+
+    Built as Paddle 1.8 builds it: in training, the inputs and states of each step are kept in
+    tensor arrays (for the gradient); with ``is_test`` they are overwritten in place.
+
+    Args:
+        decoder: a ``Decoder`` (``BeamSearchDecoder``, ``BasicDecoder``, ...).
+        inits: passed to ``decoder.initialize`` (the initial cell states).
+        max_step_num: stop after this many steps even when entries are still running.
+        output_time_major: return outputs ``[time, batch, ...]`` instead of ``[batch, time, ...]``.
+        impute_finished: keep the states of finished entries unchanged (decoders that do not
+            track their own finished entries).
+        is_test: an inference program (no arrays kept for a gradient).
+        return_length: also return each entry's length.
+        **kwargs: passed on to ``decoder.step``.
+
+    Returns:
+        ``(final_outputs, final_states)``, and the int64 lengths with ``return_length``.
+
+    Examples:
+        >>> enc = fluid.data(name="enc", shape=[None, 8], dtype="float32")
+        >>> tgt = fluid.data(name="tgt", shape=[None, 6, 8], dtype="float32")
+        >>> n = fluid.data(name="n", shape=[None], dtype="int64")
+        >>> decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8),
+        ...                                     fluid.layers.TrainingHelper(tgt, n))
+        >>> outputs, states, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, return_length=True)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> feed = {"enc": np.zeros((2, 8), "float32"), "tgt": np.ones((2, 6, 8), "float32"),
+        ...         "n": np.array([6, 3], "int64")}
+        >>> exe.run(feed=feed, fetch_list=[lengths])[0].tolist()
+        [6, 3]
+    """
     L = _L()
     initial_inputs, initial_states, initial_finished = decoder.initialize(inits)
     global_inputs, global_states, global_finished = initial_inputs, initial_states, initial_finished
@@ -253,118 +351,44 @@ def dynamic_decode(decoder, inits=None, max_step_num=None, output_time_major=Fal
     return (final_outputs, final_states, sequence_lengths) if return_length else (final_outputs, final_states)
 
 
-class DecodeHelper:
-    """How a ``BasicDecoder`` starts, samples and feeds its next step."""
-
-    def initialize(self):
-        pass
-
-    def sample(self, time, outputs, states):
-        pass
-
-    def next_inputs(self, time, outputs, states, sample_ids):
-        pass
-
-
-class TrainingHelper(DecodeHelper):
-    """Teacher forcing: step ``t`` reads ``inputs[:, t]`` (``inputs[t]`` when ``time_major``); an entry
-    finishes at its ``sequence_length``."""
-
-    def __init__(self, inputs, sequence_length, time_major=False):
-        L = _L()
-        self.inputs = inputs
-        self.sequence_length = sequence_length
-        self.time_major = time_major
-        self.inputs_ = map_structure(
-            lambda x: L.pad(x, paddings=([0, 1] + [0, 0] * (len(x.shape) - 1)) if time_major else
-                            ([0, 0, 0, 1] + [0, 0] * (len(x.shape) - 2))), self.inputs)
-
-    def _step_of(self, x, t):
-        L = _L()
-        axis = 0 if self.time_major else 1
-        return L.squeeze(L.slice(x, axes=[axis], starts=[t], ends=[t + 1] if isinstance(t, int) else
-                                 [L.elementwise_add(t, L.fill_constant([1], t.dtype, 1))]), axes=[axis])
-
-    def initialize(self):
-        L = _L()
-        init_finished = L.equal(self.sequence_length,
-                                L.fill_constant(shape=[1], dtype=self.sequence_length.dtype, value=0))
-        init_inputs = map_structure(lambda x: self._step_of(x, 0), self.inputs)
-        return init_inputs, init_finished
-
-    def sample(self, time, outputs, states):
-        return _L().argmax(outputs, axis=-1)
-
-    def next_inputs(self, time, outputs, states, sample_ids):
-        L = _L()
-        time = L.cast(time, "int32") if convert_dtype(time.dtype) != "int32" else time
-        if self.sequence_length.dtype != time.dtype:
-            self.sequence_length = L.cast(self.sequence_length, time.dtype)
-        next_time = L.elementwise_add(time, L.fill_constant([1], "int32", 1))
-        finished = L.less_equal(self.sequence_length, next_time)
-        next_inputs = map_structure(lambda x: self._step_of(x, next_time), self.inputs_)
-        return finished, next_inputs, states
-
-
-class GreedyEmbeddingHelper(DecodeHelper):
-    """Greedy decoding: the arg-max id feeds the next step through ``embedding_fn``; an entry
-    finishes at ``end_token``."""
-
-    def __init__(self, embedding_fn, start_tokens, end_token):
-        L = _L()
-        self.embedding_fn = embedding_fn
-        self.start_tokens = start_tokens
-        self.end_token = L.fill_constant(shape=[1], dtype="int64", value=end_token)
-
-    def initialize(self):
-        L = _L()
-        init_finished = L.fill_constant_batch_size_like(input=self.start_tokens, shape=[-1], dtype="bool",
-                                                        value=False, force_cpu=True)
-        return self.embedding_fn(self.start_tokens), init_finished
-
-    def sample(self, time, outputs, states):
-        return _L().argmax(outputs, axis=-1)
-
-    def next_inputs(self, time, outputs, states, sample_ids):
-        finished = _L().equal(sample_ids, self.end_token)
-        return finished, self.embedding_fn(sample_ids), states
-
-
-class SampleEmbeddingHelper(GreedyEmbeddingHelper):
-    """Sampling decoding: the next id is drawn from ``softmax(outputs / softmax_temperature)``."""
-
-    def __init__(self, embedding_fn, start_tokens, end_token, softmax_temperature=None, seed=None):
-        super().__init__(embedding_fn, start_tokens, end_token)
-        L = _L()
-        self.softmax_temperature = L.fill_constant(shape=[1], dtype="float32", value=softmax_temperature) \
-            if softmax_temperature is not None else None
-        self.seed = seed
-
-    def sample(self, time, outputs, states):
-        L = _L()
-        logits = L.elementwise_div(outputs, self.softmax_temperature) if self.softmax_temperature is not None \
-            else outputs
-        probs = L.softmax(logits)
-        probs.stop_gradient = True
-        return L.sampling_id(probs, seed=self.seed or 0, dtype=self.start_tokens.dtype)
-
-
 class BasicDecoder(Decoder):
-    """A decoder over ``cell`` driven by a ``DecodeHelper`` (teacher forcing, greedy, sampling)."""
+    """A decoder over a cell driven by a ``DecodeHelper``: teacher forcing (``TrainingHelper``),
+    greedy (``GreedyEmbeddingHelper``) or sampling (``SampleEmbeddingHelper``) decoding.
+
+    Each step's outputs are ``OutputWrapper(cell_outputs, sample_ids)``.
+
+    Args:
+        cell: an ``RNNCell``.
+        helper: a ``DecodeHelper``.
+        output_fn: a function applied to the cell's outputs (a projection to logits).
+
+    Examples:
+        >>> enc = fluid.data(name="enc", shape=[None, 8], dtype="float32")
+        >>> tgt = fluid.data(name="tgt", shape=[None, 6, 8], dtype="float32")
+        >>> n = fluid.data(name="n", shape=[None], dtype="int64")
+        >>> proj = lambda h: fluid.layers.fc(h, size=20, num_flatten_dims=len(h.shape) - 1)
+        >>> decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8),
+        ...                                     fluid.layers.TrainingHelper(tgt, n), output_fn=proj)
+        >>> outputs, _ = fluid.layers.dynamic_decode(decoder, inits=enc)
+        >>> outputs.cell_outputs.shape
+        (-1, -1, 20)
+    """
 
     class OutputWrapper(collections.namedtuple("OutputWrapper", ("cell_outputs", "sample_ids"))):
         pass
 
-    def __init__(self, cell, helper, output_fn=None):
+    def __init__(self, cell: RNNCell, helper: Any, output_fn: Callable[[Any], Any] | None = None):
         self.cell = cell
         self.helper = helper
         self.output_fn = output_fn
 
-    def initialize(self, initial_cell_states):
+    def initialize(self, initial_cell_states: Any) -> tuple[Any, Any, Variable]:
+        """The helper's first inputs, the given cell states, the helper's finished flags."""
         initial_inputs, initial_finished = self.helper.initialize()
         return initial_inputs, initial_cell_states, initial_finished
 
-    def step(self, time, inputs, states, **kwargs):
+    def step(self, time: Variable, inputs: Any, states: Any, **kwargs: Any) -> tuple[Any, Any, Any, Variable]:
+        """The cell, ``output_fn``, then the helper's sample and next inputs."""
         cell_outputs, cell_states = self.cell(inputs, states, **kwargs)
         if self.output_fn is not None:
             cell_outputs = self.output_fn(cell_outputs)
@@ -374,5 +398,6 @@ class BasicDecoder(Decoder):
                                                                      states=cell_states, sample_ids=sample_ids)
         return self.OutputWrapper(cell_outputs, sample_ids), next_states, next_inputs, finished
 
-    def finalize(self, outputs, final_states, sequence_lengths):
+    def finalize(self, outputs: Any, final_states: Any, sequence_lengths: Variable) -> tuple[Any, Any]:
+        """The outputs and states as they are."""
         return outputs, final_states
