@@ -1,14 +1,18 @@
 """LayerHelper: what every layer uses to create parameters, temporaries and ops."""
+from __future__ import annotations
+
 import copy
+from typing import Any, Sequence
 
 from ..framework import unique_name
 from ..framework.dtypes import convert_dtype
-from ..framework.program import Variable, default_main_program, default_startup_program
+from ..framework.program import Program, Variable, default_main_program, default_startup_program
+from ..hints import DType
 from ..initializer import ConstantInitializer, XavierInitializer
 from ..param_attr import ParamAttr
 
 
-def check_variable(x, layer, arg, dtypes=None):
+def check_variable(x: Any, layer: str, arg: str, dtypes: Sequence[str] | None = None) -> Variable:
     """TypeError naming the layer and argument unless ``x`` is a Variable (of one of ``dtypes``)."""
     if not isinstance(x, Variable):
         raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
@@ -19,29 +23,59 @@ def check_variable(x, layer, arg, dtypes=None):
 
 
 class LayerHelper:
-    def __init__(self, layer_type, **kwargs):
+    """What a layer uses to build itself: its parameters, its temporary variables and its ops.
+
+    A layer of your own makes one ``LayerHelper`` with its type and its keyword arguments
+    (``input``, ``param_attr``, ``bias_attr``, ``act``, ``name``, ...) and builds into the default
+    main program (and, for the parameters' initialisers, the default startup program), as
+    Paddle 1.8's layers do.
+
+    Args:
+        layer_type: the layer's type, the prefix of generated names.
+        **kwargs: the layer's arguments; ``input``, ``param_attr``, ``bias_attr``, ``act`` and
+            ``name`` are read by the methods below.
+
+    Examples:
+        >>> def my_dense(input, size, act=None, param_attr=None, bias_attr=None, name=None):
+        ...     helper = fluid.layers.LayerHelper("my_dense", input=input, act=act, param_attr=param_attr,
+        ...                                       bias_attr=bias_attr, name=name)
+        ...     w = helper.create_parameter(helper.param_attr, shape=[input.shape[1], size], dtype=input.dtype)
+        ...     out = helper.create_variable_for_type_inference(input.dtype)
+        ...     helper.append_op("mul", inputs={"X": [input], "Y": [w]}, outputs={"Out": [out]})
+        ...     return helper.append_activation(helper.append_bias_op(out))
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> my_dense(x, size=3, act="relu").shape
+        (-1, 3)
+    """
+
+    def __init__(self, layer_type: str, **kwargs: Any):
         self.kwargs = kwargs
         self.layer_type = layer_type
         name = kwargs.get("name")
         self.name = name if name is not None else unique_name.generate(layer_type)
 
     @property
-    def main_program(self):
+    def main_program(self) -> Program:
+        """The default main program (where the ops go)."""
         return default_main_program()
 
     @property
-    def startup_program(self):
+    def startup_program(self) -> Program:
+        """The default startup program (where the initialisers go)."""
         return default_startup_program()
 
     @property
-    def param_attr(self):
+    def param_attr(self) -> Any:
+        """The ``param_attr`` argument as a ``ParamAttr`` (a list of them for a list)."""
         return ParamAttr._to_attr(self.kwargs.get("param_attr"))
 
     @property
-    def bias_attr(self):
+    def bias_attr(self) -> Any:
+        """The ``bias_attr`` argument as a ``ParamAttr``, or False for no bias."""
         return ParamAttr._to_attr(self.kwargs.get("bias_attr"))
 
-    def input(self, name="input"):
+    def input(self, name: str = "input") -> Variable:
+        """The one Variable of argument ``name`` (TypeError / ValueError otherwise)."""
         v = self.kwargs.get(name)
         if isinstance(v, (list, tuple)):
             if len(v) != 1:
@@ -51,7 +85,8 @@ class LayerHelper:
             raise TypeError("%s: %r must be a Variable, got %r" % (self.layer_type, name, type(v).__name__))
         return v
 
-    def multiple_input(self, name="input"):
+    def multiple_input(self, name: str = "input") -> list[Variable]:
+        """The Variables of argument ``name`` (one or a list), as a list."""
         v = self.kwargs.get(name)
         if isinstance(v, Variable):
             return [v]
@@ -59,15 +94,23 @@ class LayerHelper:
             raise TypeError("%s: %r must be a Variable or a list of Variables" % (self.layer_type, name))
         return list(v)
 
-    def input_dtype(self, name="input"):
+    def input_dtype(self, name: str = "input") -> str:
+        """The dtype of argument ``name``'s Variables (ValueError when they differ)."""
         dtypes = {v.dtype for v in self.multiple_input(name)}
         if len(dtypes) != 1:
             raise ValueError("%s: inputs of %r have different dtypes %s" % (self.layer_type, name, sorted(dtypes)))
         return dtypes.pop()
 
-    def create_parameter(self, attr, shape, dtype="float32", is_bias=False, default_initializer=None,
-                         stop_gradient=False, type=None):
-        """A Parameter in the main program's global block, initialised in the startup program."""
+    def create_parameter(self, attr: Any, shape: Sequence[int], dtype: DType = "float32", is_bias: bool = False,
+                         default_initializer: Any = None, stop_gradient: bool = False,
+                         type: Any = None) -> Any:
+        """A Parameter in the main program's global block, initialised in the startup program.
+
+        The name comes from ``attr`` or is generated (``<layer name>.w_<n>`` / ``.b_<n>``); the
+        initialiser is ``attr``'s, else ``default_initializer``, else Xavier (zeros for a bias).
+        A parameter of that name that exists already is returned as it is (shared weights).
+        Returns None when ``attr`` is False.
+        """
         if attr is False:
             return None
         # a copy, as Paddle's: naming it must not name the caller's ParamAttr, which may stand for
@@ -93,7 +136,10 @@ class LayerHelper:
             p.type = type
         return p
 
-    def create_variable_for_type_inference(self, dtype=None, stop_gradient=False, shape=None, type=None):
+    def create_variable_for_type_inference(self, dtype: DType | None = None, stop_gradient: bool = False,
+                                           shape: Sequence[int] | None = None, type: Any = None) -> Variable:
+        """A new temporary Variable in the current block, for an op's output (its shape is then
+        inferred from the op)."""
         kw = {}
         if type is not None:
             kw["type"] = type
@@ -104,13 +150,15 @@ class LayerHelper:
 
     create_tmp_variable = create_variable_for_type_inference
 
-    def create_variable(self, **kwargs):
+    def create_variable(self, **kwargs: Any) -> Variable:
+        """``create_var`` on the current block."""
         return self.main_program.current_block().create_var(**kwargs)
 
-    def create_global_variable(self, persistable=False, **kwargs):
+    def create_global_variable(self, persistable: bool = False, **kwargs: Any) -> Variable:
+        """``create_var`` on the main program's global block."""
         return self.main_program.global_block().create_var(persistable=persistable, **kwargs)
 
-    def set_variable_initializer(self, var, initializer):
+    def set_variable_initializer(self, var: Variable, initializer: Any) -> Variable:
         """Also create ``var`` in the startup program and initialise it there."""
         sb = self.startup_program.global_block()
         sv = sb.create_var(name=var.name, shape=var.shape, dtype=var.dtype, type=var.type,
@@ -118,10 +166,13 @@ class LayerHelper:
         initializer(sv, sb)
         return sv
 
-    def append_op(self, *args, **kwargs):
+    def append_op(self, *args: Any, **kwargs: Any) -> Any:
+        """``append_op`` on the current block: ``(type, inputs=..., outputs=..., attrs=...)``."""
         return self.main_program.current_block().append_op(*args, **kwargs)
 
-    def append_bias_op(self, input_var, dim_start=1, dim_end=None):
+    def append_bias_op(self, input_var: Variable, dim_start: int = 1, dim_end: int | None = None) -> Variable:
+        """``input_var`` plus a bias parameter of its shape ``[dim_start:dim_end]`` (per
+        ``bias_attr``; ``input_var`` itself when it is False)."""
         size = list(input_var.shape[dim_start:dim_end])
         bias_attr = self.bias_attr
         if not bias_attr:
@@ -132,7 +183,9 @@ class LayerHelper:
                        attrs={"axis": dim_start})
         return tmp
 
-    def append_activation(self, input_var, act=None):
+    def append_activation(self, input_var: Variable, act: str | dict | None = None) -> Variable:
+        """The ``act`` argument's activation op on ``input_var`` (a name, or a dict with ``type``
+        and the op's attributes); ``input_var`` itself when there is none."""
         act = act if act is not None else self.kwargs.get("act")
         if act is None:
             return input_var

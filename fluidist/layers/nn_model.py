@@ -38,7 +38,7 @@ def mean_iou(input: Variable, label: Variable, num_classes: int) -> tuple[Variab
     helper.append_op("mean_iou", inputs={"Predictions": [input], "Labels": [label]},
                      outputs={"OutMeanIou": [outs[0]], "OutWrong": [outs[1]], "OutCorrect": [outs[2]]},
                      attrs={"num_classes": int(num_classes)})
-    return tuple(outs)
+    return outs[0], outs[1], outs[2]
 
 
 def fsp_matrix(x: Variable, y: Variable) -> Variable:

@@ -421,7 +421,8 @@ def sequence_mask(x: Variable, maxlen: int | Variable | None = None, dtype: DTyp
     _check_var(x, "sequence_mask", "x")
     helper = LayerHelper("sequence_mask", name=name)
     out = helper.create_variable_for_type_inference(dtype)
-    inputs, attrs = {"X": [x]}, {"out_dtype": out.dtype}
+    inputs: dict[str, list[Variable]] = {"X": [x]}
+    attrs: dict[str, object] = {"out_dtype": out.dtype}
     if isinstance(maxlen, Variable):
         inputs["MaxLenTensor"] = [maxlen]
     elif maxlen is not None:
