@@ -15,7 +15,10 @@ regularization.
 
 A row-sparse gradient stays row-sparse: its merged rows are clipped (and counted once in norms).
 """
+from __future__ import annotations
+
 import copy
+from typing import Any, Sequence, Tuple
 
 from .framework.program import Parameter, default_main_program, name_scope
 from .framework.serialization import serializable
@@ -35,18 +38,39 @@ def _clip_range(who, max, min):
 
 
 class BaseErrorClipAttr:
-    """An error clip: set on a variable (``var._set_error_clip(clip)``), it clips that variable's
-    gradient in place right after the backward op that produces it."""
+    """The base of error clips: set on a variable (``var._set_error_clip(clip)``), one clips that
+    variable's gradient in place right after the backward op that produces it.
+
+    Examples:
+        >>> clip = fluid.clip.ErrorClipByValue(max=1.0)
+        >>> isinstance(clip, fluid.clip.BaseErrorClipAttr)
+        True
+    """
 
     def _append_clip_op(self, block, grad_name):
         raise NotImplementedError
 
 
 class ErrorClipByValue(BaseErrorClipAttr):
-    """Clip a variable's gradient into ``[min, max]`` (``min`` defaults to ``-max``) as the backward
-    pass produces it: a ``clip`` op writing the gradient onto itself."""
+    """Clips a variable's gradient into ``[min, max]`` as the backward pass produces it (a ``clip``
+    op writing the gradient onto itself), so the layers below see the clipped gradient.
 
-    def __init__(self, max, min=None):
+    Args:
+        max: the upper bound.
+        min: the lower bound; ``-max`` when None.
+
+    Raises:
+        ValueError: ``min > max``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> hidden = fluid.layers.fc(x, size=4)
+        >>> hidden._set_error_clip(fluid.clip.ErrorClipByValue(max=0.01))
+        >>> loss = fluid.layers.mean(fluid.layers.fc(hidden, size=1))
+        >>> _ = fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    """
+
+    def __init__(self, max: float, min: float | None = None):
         self.max, self.min = _clip_range("ErrorClipByValue", max, min)
 
     def __str__(self):
@@ -57,7 +81,7 @@ class ErrorClipByValue(BaseErrorClipAttr):
                         attrs={"min": self.min, "max": self.max})
 
 
-def error_clip_callback(block, context):
+def error_clip_callback(block: Any, context: dict) -> None:
     """Backward callback (the optimizer's default): after each grad op, clip the gradients it wrote
     whose forward variable carries an error clip. ``context`` maps gradient names to variable names."""
     for grad_name, var_name in list(context.items()):
@@ -72,12 +96,17 @@ def error_clip_callback(block, context):
 
 
 class BaseGradientClipAttr:
-    """A clip: ``_create_operators(param, grad) -> (param, new_grad)`` appends its ops.
+    """The base of gradient clips: ``_create_operators(param, grad) -> (param, new_grad)`` appends
+    its ops. ``GradientClipBase`` is its Paddle 1.8 name.
 
     Clips that need to see every gradient first (global norm) also implement
     ``_process_context(context, param, grad)``, called for all pairs before any
     ``_create_operators``; they get the shared ``context`` dict in ``_create_operators_in(context, ...)``.
     Clip objects hang on Parameters and travel in a program's JSON form, so they hold plain values only.
+
+    Examples:
+        >>> isinstance(fluid.clip.GradientClipByNorm(1.0), fluid.clip.BaseGradientClipAttr)
+        True
     """
 
     def _process_context(self, context, param, grad):
@@ -89,7 +118,7 @@ class BaseGradientClipAttr:
     def _create_operators_in(self, context, param, grad):
         return self._create_operators(param, grad)
 
-    def __call__(self, params_grads):
+    def __call__(self, params_grads: Sequence[Tuple[Any, Any]]) -> list[Tuple[Any, Any]]:
         """Clip every (param, grad) pair with this clip (the optimizer's ``grad_clip``)."""
         return append_gradient_clip_ops(params_grads, self, override=True)
 
@@ -105,7 +134,11 @@ def _out_var(grad):
 
 @serializable
 class NullGradientClipAttr(BaseGradientClipAttr):
-    """No clipping."""
+    """No clipping (for a parameter that ``set_gradient_clip`` should leave alone).
+
+    Examples:
+        >>> attr = fluid.ParamAttr(gradient_clip=fluid.clip.NullGradientClipAttr())
+    """
 
     def _create_operators(self, param, grad):
         return param, grad
@@ -113,9 +146,28 @@ class NullGradientClipAttr(BaseGradientClipAttr):
 
 @serializable
 class GradientClipByValue(BaseGradientClipAttr):
-    """Clip each gradient element into ``[min, max]`` (``min`` defaults to ``-max``)."""
+    """Clips each gradient element into ``[min, max]``; ``ClipByValue`` is its Paddle 1.8 name.
 
-    def __init__(self, max, min=None):
+    Args:
+        max: the upper bound.
+        min: the lower bound; ``-max`` when None.
+
+    Raises:
+        ValueError: ``min > max``.
+
+    Examples:
+        >>> w = fluid.layers.create_parameter(shape=[2], dtype="float32", name="w",
+        ...                                   default_initializer=fluid.initializer.Constant(1.0))
+        >>> loss = fluid.layers.reduce_sum(fluid.layers.scale(w, 10.0))
+        >>> _ = fluid.optimizer.SGD(learning_rate=1.0, grad_clip=fluid.clip.GradientClipByValue(max=1.0)).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> _ = exe.run(fetch_list=[loss])
+        >>> [round(float(v), 4) for v in np.array(fluid.global_scope().find_var("w").get_tensor())]
+        [0.0, 0.0]
+    """
+
+    def __init__(self, max: float, min: float | None = None):
         self.max, self.min = _clip_range("GradientClipByValue", max, min)
 
     def _create_operators(self, param, grad):
@@ -127,9 +179,28 @@ class GradientClipByValue(BaseGradientClipAttr):
 
 @serializable
 class GradientClipByNorm(BaseGradientClipAttr):
-    """Scale each gradient so that its L2 norm is at most ``clip_norm``."""
+    """Scales each gradient so that its L2 norm is at most ``clip_norm``; ``ClipByNorm`` is its
+    Paddle 1.8 name.
 
-    def __init__(self, clip_norm):
+    Args:
+        clip_norm: the largest norm kept (> 0).
+
+    Raises:
+        ValueError: ``clip_norm <= 0``.
+
+    Examples:
+        >>> w = fluid.layers.create_parameter(shape=[2], dtype="float32", name="w",
+        ...                                   default_initializer=fluid.initializer.Constant(1.0))
+        >>> loss = fluid.layers.reduce_sum(fluid.layers.scale(w, 10.0))
+        >>> _ = fluid.optimizer.SGD(learning_rate=1.0, grad_clip=fluid.clip.GradientClipByNorm(1.0)).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> _ = exe.run(fetch_list=[loss])
+        >>> [round(float(v), 4) for v in np.array(fluid.global_scope().find_var("w").get_tensor())]
+        [0.2929, 0.2929]
+    """
+
+    def __init__(self, clip_norm: float):
         if float(clip_norm) <= 0:
             raise ValueError("GradientClipByNorm: clip_norm must be > 0, got %r" % (clip_norm,))
         self.clip_norm = float(clip_norm)
@@ -143,13 +214,36 @@ class GradientClipByNorm(BaseGradientClipAttr):
 
 @serializable
 class GradientClipByGlobalNorm(BaseGradientClipAttr):
-    """Scale all gradients of ``group_name`` by ``clip_norm / max(clip_norm, global_norm)``.
+    """Scales all gradients of a group by ``clip_norm / max(clip_norm, global_norm)``, the global
+    norm taken over all of them together; ``ClipByGlobalNorm`` is its Paddle 1.8 name.
 
     Ops: per gradient a ``squared_l2_norm``; under the first parameter's guard the ``fill_constant``
     of ``clip_norm`` and, once, ``sum``, ``sqrt``, ``elementwise_max``, ``elementwise_div`` giving the
-    scale; then per gradient an ``elementwise_mul`` by the scale."""
+    scale; then per gradient an ``elementwise_mul`` by the scale.
 
-    def __init__(self, clip_norm, group_name="default_group"):
+    Args:
+        clip_norm: the largest global norm kept (> 0).
+        group_name: parameters with clips of one group share one global norm (and must share
+            ``clip_norm``).
+
+    Raises:
+        ValueError: ``clip_norm <= 0``, or one group with two ``clip_norm`` values.
+        TypeError: a ``group_name`` that is not a string.
+
+    Examples:
+        >>> w = fluid.layers.create_parameter(shape=[2], dtype="float32", name="w",
+        ...                                   default_initializer=fluid.initializer.Constant(1.0))
+        >>> loss = fluid.layers.reduce_sum(fluid.layers.scale(w, 10.0))
+        >>> clip = fluid.clip.GradientClipByGlobalNorm(clip_norm=1.0)
+        >>> _ = fluid.optimizer.SGD(learning_rate=1.0, grad_clip=clip).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> _ = exe.run(fetch_list=[loss])
+        >>> [round(float(v), 4) for v in np.array(fluid.global_scope().find_var("w").get_tensor())]
+        [0.2929, 0.2929]
+    """
+
+    def __init__(self, clip_norm: float, group_name: str = "default_group"):
         if float(clip_norm) <= 0:
             raise ValueError("GradientClipByGlobalNorm: clip_norm must be > 0, got %r" % (clip_norm,))
         if not isinstance(group_name, str):
@@ -203,9 +297,32 @@ class GradientClipByGlobalNorm(BaseGradientClipAttr):
                          "append_gradient_clip_ops / the optimizer")
 
 
-def set_gradient_clip(clip, param_list=None, program=None):
-    """Give ``clip`` (a copy each) to the parameters in ``param_list`` (names or Parameters; default:
-    all parameters of ``program``, the default main program)."""
+def set_gradient_clip(clip: BaseGradientClipAttr, param_list: Sequence[Any] | None = None,
+                      program: Any = None) -> None:
+    """Give a clip (a copy each) to several parameters at once.
+
+    An optimizer's own ``grad_clip`` takes precedence over clips set this way.
+
+    Args:
+        clip: a ``GradientClip*`` object.
+        param_list: Parameters or their names; all parameters of ``program`` when None.
+        program: the program; the default main program when None.
+
+    Raises:
+        TypeError: ``clip`` is not a gradient clip, or ``param_list`` holds a non-parameter.
+
+    Examples:
+        >>> w = fluid.layers.create_parameter(shape=[2], dtype="float32", name="w",
+        ...                                   default_initializer=fluid.initializer.Constant(1.0))
+        >>> loss = fluid.layers.reduce_sum(fluid.layers.scale(w, 10.0))
+        >>> fluid.clip.set_gradient_clip(fluid.clip.GradientClipByValue(max=1.0), param_list=["w"])
+        >>> _ = fluid.optimizer.SGD(learning_rate=1.0).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> _ = exe.run(fetch_list=[loss])
+        >>> [round(float(v), 4) for v in np.array(fluid.global_scope().find_var("w").get_tensor())]
+        [0.0, 0.0]
+    """
     if not isinstance(clip, BaseGradientClipAttr):
         raise TypeError("set_gradient_clip: clip must be a GradientClip* object, got %r" % type(clip).__name__)
     program = program if program is not None else default_main_program()
@@ -224,9 +341,29 @@ def set_gradient_clip(clip, param_list=None, program=None):
         p.gradient_clip_attr = copy.deepcopy(clip)
 
 
-def append_gradient_clip_ops(params_grads, global_clip=None, override=False):
-    """Clip each gradient by its parameter's ``gradient_clip_attr`` (or ``global_clip`` where it has
-    none; with ``override`` ``global_clip`` is used for all). Returns the new (param, grad) pairs."""
+def append_gradient_clip_ops(params_grads: Sequence[Tuple[Any, Any]], global_clip: BaseGradientClipAttr | None = None,
+                             override: bool = False) -> list[Tuple[Any, Any]]:
+    """Clip each gradient by its parameter's clip (what ``Optimizer.minimize`` does).
+
+    Args:
+        params_grads: ``(parameter, gradient)`` pairs, from ``append_backward``.
+        global_clip: the clip of parameters that have none of their own.
+        override: use ``global_clip`` for every parameter.
+
+    Returns:
+        The new pairs (clipped gradients are new variables ``<grad>@CLIP``).
+
+    Raises:
+        TypeError: a clip that is not a ``GradientClip*`` object.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> pairs = fluid.backward.append_backward(loss)
+        >>> pairs = fluid.clip.append_gradient_clip_ops(pairs, fluid.clip.GradientClipByNorm(1.0))
+        >>> sorted(g.name for _, g in pairs)
+        ['fc_0.b_0@GRAD@CLIP', 'fc_0.w_0@GRAD@CLIP']
+    """
     def clip_of(p):
         c = global_clip if override else (getattr(p, "gradient_clip_attr", None) or global_clip)
         if c is not None and not isinstance(c, BaseGradientClipAttr):
@@ -234,7 +371,7 @@ def append_gradient_clip_ops(params_grads, global_clip=None, override=False):
                             % (p.name, type(c).__name__))
         return c
 
-    context = {}
+    context: dict[str, Any] = {}
     for p, g in params_grads:
         c = clip_of(p)
         if g is None or c is None:

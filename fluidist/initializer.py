@@ -1,7 +1,13 @@
 """Initializers: each prepends one op to the startup program's global block (Paddle's order: the
 last created parameter's init op comes first). Seeds come from ``Program.random_seed`` when the
-initializer has none, so the same seed gives the same parameters."""
+initializer has none, so the same seed gives the same parameters.
+
+An initializer is given to a layer through ``param_attr`` / ``bias_attr``
+(``fluid.ParamAttr(initializer=...)``, or the initializer itself)."""
+from __future__ import annotations
+
 import contextlib
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -10,13 +16,13 @@ from .framework.dtypes import convert_dtype
 _force_cpu = [False]
 
 
-def force_init_on_cpu():
+def force_init_on_cpu() -> bool:
     """Whether constant initialisers are forced to fill on the CPU (inside ``init_on_cpu()``)."""
     return _force_cpu[0]
 
 
 @contextlib.contextmanager
-def init_on_cpu():
+def init_on_cpu() -> Iterator[None]:
     """Within this block, constants (``fill_constant`` from ConstantInitializer) are made with
     ``force_cpu=True``, as in Paddle 1.x (used for learning-rate counters)."""
     before = _force_cpu[0]
@@ -28,13 +34,32 @@ def init_on_cpu():
 
 
 class Initializer:
-    def __init__(self, seed=0):
+    """The base of initializers: ``init(var, block)`` prepends the op that fills ``var`` to
+    ``block`` (a startup program's global block).
+
+    Args:
+        seed: the random seed; 0 takes ``Program.random_seed`` (itself 0: a fresh seed each run).
+
+    Examples:
+        >>> class Ones(fluid.initializer.Initializer):
+        ...     def __call__(self, var: Any, block: Any) -> Any:
+        ...         return fluid.initializer.Constant(1.0)(var, block)
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=1, param_attr=Ones())
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> np.array(fluid.global_scope().find_var("fc_0.w_0").get_tensor()).ravel().tolist()
+        [1.0, 1.0]
+    """
+
+    def __init__(self, seed: int = 0):
         self._seed = int(seed or 0)
 
     def _seed_for(self, block):
         return self._seed or block.program.random_seed
 
-    def __call__(self, var, block):
+    def __call__(self, var: Any, block: Any) -> Any:
+        """Prepend the op that fills ``var`` to ``block``; returns the op."""
         raise NotImplementedError
 
     @staticmethod
@@ -51,12 +76,27 @@ class Initializer:
 
 
 class ConstantInitializer(Initializer):
-    def __init__(self, value=0.0, force_cpu=False):
+    """Fills the parameter with one value (``fill_constant``); ``Constant`` is its short name.
+
+    Args:
+        value: the value.
+        force_cpu: make the value in host memory even when the program runs on a GPU.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=2, param_attr=fluid.initializer.Constant(0.5))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> np.array(fluid.global_scope().find_var("fc_0.w_0").get_tensor()).tolist()
+        [[0.5, 0.5], [0.5, 0.5]]
+    """
+
+    def __init__(self, value: float = 0.0, force_cpu: bool = False):
         super().__init__()
         self._value = float(value)
         self._force_cpu = force_cpu
 
-    def __call__(self, var, block):
+    def __call__(self, var: Any, block: Any) -> Any:
         return block._prepend_op("fill_constant", outputs={"Out": [var.name]},
                                  attrs={"shape": list(var.shape), "value": self._value,
                                         "dtype": convert_dtype(var.dtype),
@@ -64,41 +104,110 @@ class ConstantInitializer(Initializer):
 
 
 class UniformInitializer(Initializer):
-    def __init__(self, low=-1.0, high=1.0, seed=0):
+    """Fills the parameter with values drawn uniformly from ``[low, high)``; ``Uniform`` is its
+    short name.
+
+    Args:
+        low: the lower bound.
+        high: the upper bound.
+        seed: the random seed (0: ``Program.random_seed``).
+
+    Raises:
+        ValueError: ``low > high``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 8], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=8, param_attr=fluid.initializer.Uniform(-0.1, 0.1, seed=1))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> w = np.array(fluid.global_scope().find_var("fc_0.w_0").get_tensor())
+        >>> bool((np.abs(w) <= 0.1).all())
+        True
+    """
+
+    def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0):
         super().__init__(seed)
         if low > high:
             raise ValueError("UniformInitializer: low (%s) must not exceed high (%s)" % (low, high))
         self._low, self._high = float(low), float(high)
 
-    def __call__(self, var, block):
+    def __call__(self, var: Any, block: Any) -> Any:
         return block._prepend_op("uniform_random", outputs={"Out": [var.name]},
                                  attrs={"shape": list(var.shape), "min": self._low, "max": self._high,
                                         "seed": self._seed_for(block), "dtype": convert_dtype(var.dtype)})
 
 
 class NormalInitializer(Initializer):
-    def __init__(self, loc=0.0, scale=1.0, seed=0):
+    """Fills the parameter with values drawn from a normal distribution; ``Normal`` is its short name.
+
+    Args:
+        loc: the mean.
+        scale: the standard deviation.
+        seed: the random seed (0: ``Program.random_seed``).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 8], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=8, param_attr=fluid.initializer.Normal(0.0, 0.02))
+    """
+
+    def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0):
         super().__init__(seed)
         self._mean, self._std = float(loc), float(scale)
 
     _op = "gaussian_random"
 
-    def __call__(self, var, block):
+    def __call__(self, var: Any, block: Any) -> Any:
         return block._prepend_op(self._op, outputs={"Out": [var.name]},
                                  attrs={"shape": list(var.shape), "mean": self._mean, "std": self._std,
                                         "seed": self._seed_for(block), "dtype": convert_dtype(var.dtype)})
 
 
 class TruncatedNormalInitializer(NormalInitializer):
+    """Like ``NormalInitializer``, with values beyond two standard deviations drawn again, as
+    Paddle does; ``TruncatedNormal`` is its short name.
+
+    Args:
+        loc: the mean.
+        scale: the standard deviation.
+        seed: the random seed (0: ``Program.random_seed``).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 8], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=8, param_attr=fluid.initializer.TruncatedNormal(0.0, 0.1))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> w = np.array(fluid.global_scope().find_var("fc_0.w_0").get_tensor())
+        >>> bool((np.abs(w) <= 0.2 + 1e-6).all())
+        True
+    """
+
     _op = "truncated_gaussian_random"
 
 
 class XavierInitializer(Initializer):
-    def __init__(self, uniform=True, fan_in=None, fan_out=None, seed=0):
+    """Glorot / Xavier initialisation, the default for weights; ``Xavier`` is its short name.
+
+    Uniform in ``[-sqrt(6 / (fan_in + fan_out)), +...]``, or normal with standard deviation
+    ``sqrt(2 / (fan_in + fan_out))``. The fans are read from the shape as Paddle reads them (a
+    matrix ``[in, out]``; a filter ``[out, in, k...]`` counts ``k...`` in both).
+
+    Args:
+        uniform: draw uniformly (True) or from a normal distribution.
+        fan_in: overrides the fan-in read from the shape.
+        fan_out: overrides the fan-out.
+        seed: the random seed (0: ``Program.random_seed``).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 8], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=4, param_attr=fluid.initializer.Xavier(uniform=False))
+    """
+
+    def __init__(self, uniform: bool = True, fan_in: float | None = None, fan_out: float | None = None,
+                 seed: int = 0):
         super().__init__(seed)
         self._uniform, self._fan_in, self._fan_out = uniform, fan_in, fan_out
 
-    def __call__(self, var, block):
+    def __call__(self, var: Any, block: Any) -> Any:
         fi, fo = self._fans(var)
         fi = self._fan_in if self._fan_in is not None else fi
         fo = self._fan_out if self._fan_out is not None else fo
@@ -109,11 +218,27 @@ class XavierInitializer(Initializer):
 
 
 class MSRAInitializer(Initializer):
-    def __init__(self, uniform=True, fan_in=None, seed=0):
+    """He / MSRA initialisation, for layers followed by ReLU; ``MSRA`` is its short name.
+
+    Uniform in ``[-sqrt(6 / fan_in), +...]``, or normal with standard deviation
+    ``sqrt(2 / fan_in)``.
+
+    Args:
+        uniform: draw uniformly (True) or from a normal distribution.
+        fan_in: overrides the fan-in read from the shape.
+        seed: the random seed (0: ``Program.random_seed``).
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> conv = fluid.layers.conv2d(img, num_filters=4, filter_size=3,
+        ...                            param_attr=fluid.initializer.MSRA(uniform=False), act="relu")
+    """
+
+    def __init__(self, uniform: bool = True, fan_in: float | None = None, seed: int = 0):
         super().__init__(seed)
         self._uniform, self._fan_in = uniform, fan_in
 
-    def __call__(self, var, block):
+    def __call__(self, var: Any, block: Any) -> Any:
         fi, _ = self._fans(var)
         fi = self._fan_in if self._fan_in is not None else fi
         if self._uniform:
@@ -123,11 +248,29 @@ class MSRAInitializer(Initializer):
 
 
 class NumpyArrayInitializer(Initializer):
-    def __init__(self, value):
+    """Fills the parameter with the given array (``assign_value``).
+
+    Args:
+        value: an array of the parameter's shape (float32/64, int32/64 or bool).
+
+    Raises:
+        ValueError: an array of another shape (when the parameter is created).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> w0 = np.array([[1.0, 2.0], [3.0, 4.0]], "float32")
+        >>> y = fluid.layers.fc(x, size=2, param_attr=fluid.initializer.NumpyArrayInitializer(w0))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> np.array(fluid.global_scope().find_var("fc_0.w_0").get_tensor()).tolist()
+        [[1.0, 2.0], [3.0, 4.0]]
+    """
+
+    def __init__(self, value: np.ndarray | Sequence[Any]):
         super().__init__()
         self._value = np.asarray(value)
 
-    def __call__(self, var, block):
+    def __call__(self, var: Any, block: Any) -> Any:
         v = self._value
         dt = convert_dtype(var.dtype)
         key = {"float32": "fp32_values", "float64": "fp32_values", "int32": "int32_values",
@@ -140,12 +283,27 @@ class NumpyArrayInitializer(Initializer):
 
 
 class BilinearInitializer(Initializer):
-    """Weights of a transposed convolution that upsamples by bilinear interpolation: a 4-D filter
-    [C_out, C_in, k, k] whose every (c_out, c_in) slice is the same k x k kernel. As Paddle 1.8
-    computes it on Python 3, the row coordinate of element i is ``(i / k) % k`` with true division
-    (a fraction), not the integer row: kept so that parameters equal Paddle's."""
+    """Weights of a transposed convolution that upsamples by bilinear interpolation; ``Bilinear`` is
+    its short name.
 
-    def __call__(self, var, block):
+    A 4-D float32 filter ``[C_out, C_in, k, k]`` (at most 1024 * 1024 elements) whose every
+    ``(c_out, c_in)`` slice is the same ``k x k`` kernel. As Paddle 1.8 computes it on Python 3, the
+    row coordinate of element ``i`` is ``(i / k) % k`` with true division (a fraction), not the
+    integer row: kept so that the parameters equal Paddle's.
+
+    Raises:
+        ValueError: a filter that is not 4-D, square, float32 and small enough.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
+        >>> up = fluid.layers.conv2d_transpose(img, num_filters=3, filter_size=4, stride=2, padding=1,
+        ...                                    param_attr=fluid.ParamAttr(initializer=fluid.initializer.Bilinear(),
+        ...                                                               learning_rate=0.0), bias_attr=False)
+        >>> up.shape
+        (-1, 3, 16, 16)
+    """
+
+    def __call__(self, var: Any, block: Any) -> Any:
         shape = list(var.shape or [])
         if len(shape) != 4:
             raise ValueError("BilinearInitializer: %r must be 4-D, got shape %s" % (var.name, shape))

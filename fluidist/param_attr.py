@@ -1,10 +1,45 @@
 """ParamAttr: how a layer's parameter is named, initialised, regularised, clipped and trained."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .initializer import Initializer
+
+if TYPE_CHECKING:
+    from .regularizer import WeightDecayRegularizer
 
 
 class ParamAttr:
-    def __init__(self, name=None, initializer=None, learning_rate=1.0, regularizer=None, trainable=True,
-                 gradient_clip=None, do_model_average=True):
+    """How a layer's parameter is named, initialised, regularised, clipped and trained.
+
+    A layer's ``param_attr`` / ``bias_attr`` take one (or a name, an initializer, a regularizer,
+    or ``False`` for no bias, which the layer turns into one). Two layers given the same ``name``
+    share one parameter.
+
+    Args:
+        name: the parameter's name; generated (``fc_0.w_0``, ...) when None.
+        initializer: how the startup program fills it; the layer's default (Xavier for weights,
+            zeros for biases) when None.
+        learning_rate: a factor on the optimizer's learning rate for this parameter.
+        regularizer: a regularizer for this parameter (it wins over the optimizer's).
+        trainable: False keeps the parameter fixed (no gradient, no update).
+        gradient_clip: a ``GradientClip*`` for this parameter's gradient, used when the optimizer
+            has no ``grad_clip`` of its own.
+        do_model_average: whether ``ModelAverage`` averages it.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> w = fluid.ParamAttr(name="shared_w", initializer=fluid.initializer.Constant(0.5),
+        ...                     learning_rate=0.1, regularizer=fluid.regularizer.L2Decay(1e-4))
+        >>> a = fluid.layers.fc(x, size=2, param_attr=w)
+        >>> b = fluid.layers.fc(x, size=2, param_attr=w)
+        >>> sorted(p.name for p in fluid.default_main_program().all_parameters())
+        ['fc_0.b_0', 'fc_1.b_0', 'shared_w']
+    """
+
+    def __init__(self, name: str | None = None, initializer: Initializer | None = None, learning_rate: float = 1.0,
+                 regularizer: WeightDecayRegularizer | None = None, trainable: bool = True,
+                 gradient_clip: Any = None, do_model_average: bool = True):
         self.name = name
         self.initializer = initializer
         self.learning_rate = learning_rate
@@ -42,6 +77,20 @@ class ParamAttr:
 
 
 class WeightNormParamAttr(ParamAttr):
-    def __init__(self, dim=None, **kwargs):
+    """A ``ParamAttr`` that asks for weight normalisation, for Paddle 1.x scripts.
+
+    Paddle 1.8 difference: fluidist creates a plain parameter of that name (no magnitude /
+    direction pair ``w_g`` / ``w_v``); ``dim`` is kept but unused.
+
+    Args:
+        dim: the dimension the norm would be taken over (None: all).
+        **kwargs: the ``ParamAttr`` arguments.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=3, param_attr=fluid.WeightNormParamAttr(dim=None, name="w"))
+    """
+
+    def __init__(self, dim: int | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         self.dim = dim

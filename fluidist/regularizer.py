@@ -12,6 +12,10 @@ Given per optimizer (``Optimizer(regularization=...)``) or per parameter
   step, exactly as with a dense embedding. (Paddle decayed only the rows present in the batch; that
   made sparse and dense training differ, and we chose the exact gradient instead.)
 """
+from __future__ import annotations
+
+from typing import Any, Sequence, Tuple
+
 from .framework import registry
 from .framework.dtypes import VarType
 from .framework.program import name_scope
@@ -24,10 +28,19 @@ NEW_GRAD_SUFFIX = "@NEWGRAD"
 
 
 class WeightDecayRegularizer:
-    """Base class: ``__call__(param, grad, block)`` appends the ops computing the decay term and
-    returns its variable."""
+    """The base of regularizers: ``__call__(param, grad, block)`` appends the ops computing the decay
+    term and returns its variable (``append_regularization_ops`` adds it to the gradient).
 
-    def __call__(self, param, grad, block):
+    Examples:
+        >>> class NoDecay(fluid.regularizer.WeightDecayRegularizer):
+        ...     _regularization_coeff = 0.0
+        ...     def __call__(self, param, grad, block):
+        ...         return fluid.regularizer.L2Decay(0.0)(param, grad, block)
+        >>> w = fluid.layers.create_parameter(shape=[2], dtype="float32", attr=fluid.ParamAttr(regularizer=NoDecay()))
+    """
+
+    def __call__(self, param: Any, grad: Any, block: Any) -> Any:
+        """Append the decay term's ops to ``block``; returns the term's Variable."""
         raise NotImplementedError
 
     def __str__(self):
@@ -35,7 +48,7 @@ class WeightDecayRegularizer:
                                                 self._regularization_coeff)
 
 
-def is_selected_rows_grad(grad):
+def is_selected_rows_grad(grad: Any) -> bool:
     """True when ``grad`` holds a SelectedRows at run time, judged from the op that last writes it:
     a gradient op with ``is_sparse`` set (a sparse lookup's), an op whose registry entry
     ``keeps_rows`` (``sum``, ``scale``, ``clip``, ``merge_selected_rows``, ...) when every ``X`` it
@@ -62,8 +75,27 @@ def is_selected_rows_grad(grad):
     return sparse(grad.name, len(block.ops))
 
 
-def append_regularization_ops(params_grads, regularization=None):
-    """For each (param, grad) with a regularizer, append the decay ops; returns the new pairs."""
+def append_regularization_ops(params_grads: Sequence[Tuple[Any, Any]],
+                              regularization: WeightDecayRegularizer | None = None) -> list[Tuple[Any, Any]]:
+    """Add each parameter's decay term to its gradient (what ``Optimizer.minimize`` does).
+
+    Args:
+        params_grads: ``(parameter, gradient)`` pairs, from ``append_backward``.
+        regularization: the regularizer of parameters that have none of their own.
+
+    Returns:
+        The new pairs: a dense gradient is updated in place; a row-sparse one becomes the dense
+        ``<grad>@NEWGRAD``.
+
+    Raises:
+        TypeError: a regularizer that is not a ``WeightDecayRegularizer``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> pairs = fluid.backward.append_backward(loss)
+        >>> pairs = fluid.regularizer.append_regularization_ops(pairs, fluid.regularizer.L2Decay(1e-4))
+    """
     out = []
     for param, grad in params_grads:
         reg = getattr(param, "regularizer", None)
@@ -99,12 +131,34 @@ def _decay_var(block, param, suffix):
 
 @serializable
 class L2DecayRegularizer(WeightDecayRegularizer):
-    """``grad += coeff * param``."""
+    """L2 weight decay, ``grad += coeff * param``; ``L2Decay`` is its short name.
 
-    def __init__(self, regularization_coeff=0.0):
+    Given to the optimizer (``regularization=``, for every parameter) or to one parameter
+    (``ParamAttr(regularizer=...)``, which wins).
+
+    Paddle 1.8 difference: with a row-sparse gradient (``embedding(is_sparse=True)``) every row
+    decays every step, as with a dense one; Paddle decayed only the rows in the batch.
+
+    Args:
+        regularization_coeff: the coefficient.
+
+    Examples:
+        >>> w = fluid.layers.create_parameter(shape=[2], dtype="float32", name="w",
+        ...                                   default_initializer=fluid.initializer.Constant(2.0))
+        >>> loss = fluid.layers.reduce_sum(fluid.layers.scale(w, 0.0))
+        >>> sgd = fluid.optimizer.SGD(learning_rate=1.0, regularization=fluid.regularizer.L2Decay(0.1))
+        >>> _ = sgd.minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> _ = exe.run(fetch_list=[loss])
+        >>> np.array(fluid.global_scope().find_var("w").get_tensor()).tolist()
+        [1.7999999523162842, 1.7999999523162842]
+    """
+
+    def __init__(self, regularization_coeff: float = 0.0):
         self._regularization_coeff = float(regularization_coeff)
 
-    def __call__(self, param, grad, block):
+    def __call__(self, param: Any, grad: Any, block: Any) -> Any:
         decay = _decay_var(block, param, "@L2DECAY")
         block.append_op("scale", inputs={"X": [param]}, outputs={"Out": [decay]},
                         attrs={"scale": self._regularization_coeff})
@@ -113,12 +167,30 @@ class L2DecayRegularizer(WeightDecayRegularizer):
 
 @serializable
 class L1DecayRegularizer(WeightDecayRegularizer):
-    """``grad += coeff * sign(param)``."""
+    """L1 weight decay, ``grad += coeff * sign(param)``; ``L1Decay`` is its short name.
 
-    def __init__(self, regularization_coeff=0.0):
+    Given like ``L2DecayRegularizer``, with the same Paddle 1.8 difference for row-sparse gradients.
+
+    Args:
+        regularization_coeff: the coefficient.
+
+    Examples:
+        >>> w = fluid.layers.create_parameter(shape=[2], dtype="float32", name="w",
+        ...                                   default_initializer=fluid.initializer.Constant(2.0))
+        >>> loss = fluid.layers.reduce_sum(fluid.layers.scale(w, 0.0))
+        >>> sgd = fluid.optimizer.SGD(learning_rate=1.0, regularization=fluid.regularizer.L1Decay(0.1))
+        >>> _ = sgd.minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> _ = exe.run(fetch_list=[loss])
+        >>> np.array(fluid.global_scope().find_var("w").get_tensor()).tolist()
+        [1.899999976158142, 1.899999976158142]
+    """
+
+    def __init__(self, regularization_coeff: float = 0.0):
         self._regularization_coeff = float(regularization_coeff)
 
-    def __call__(self, param, grad, block):
+    def __call__(self, param: Any, grad: Any, block: Any) -> Any:
         sign = _decay_var(block, param, "@L1SIGN")
         decay = _decay_var(block, param, "@L1DECAY")
         block.append_op("sign", inputs={"X": [param]}, outputs={"Out": [sign]})

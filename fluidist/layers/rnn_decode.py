@@ -256,16 +256,14 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: int | None
                    return_length: bool = False, **kwargs: Any) -> tuple[Any, ...]:
     """Run a decoder step by step, in a ``While``, until every entry has finished.
 
-    Built as Paddle 1.8 builds it: in training, the inputs and states of each step are kept in
-    tensor arrays (for the gradient); with ``is_test`` they are overwritten in place.
+    As in Paddle 1.8, training keeps each step's inputs and states in arrays (for the gradient).
 
     Args:
         decoder: a ``Decoder`` (``BeamSearchDecoder``, ``BasicDecoder``, ...).
         inits: passed to ``decoder.initialize`` (the initial cell states).
         max_step_num: stop after this many steps even when entries are still running.
         output_time_major: return outputs ``[time, batch, ...]`` instead of ``[batch, time, ...]``.
-        impute_finished: keep the states of finished entries unchanged (decoders that do not
-            track their own finished entries).
+        impute_finished: keep finished entries' states unchanged (decoders not tracking their own).
         is_test: an inference program (no arrays kept for a gradient).
         return_length: also return each entry's length.
         **kwargs: passed on to ``decoder.step``.
@@ -293,8 +291,7 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: int | None
     global_finished.stop_gradient = True
     step_idx = L.fill_constant(shape=[1], dtype="int64", value=0)
     cond = L.logical_not(L.reduce_all(initial_finished))
-    if max_step_num is not None:
-        max_step_num = L.fill_constant(shape=[1], dtype="int64", value=max_step_num)
+    max_steps = None if max_step_num is None else L.fill_constant(shape=[1], dtype="int64", value=max_step_num)
     loop = While(cond, is_test=is_test)
     sequence_lengths = L.cast(L.zeros_like(initial_finished), "int64")
     sequence_lengths.stop_gradient = True
@@ -310,17 +307,8 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: int | None
             inputs = map_structure(lambda array: L.array_read(array, step_idx), inputs_arrays)
             states = map_structure(lambda array: L.array_read(array, step_idx), states_arrays)
         outputs, next_states, next_inputs, next_finished = decoder.step(step_idx, inputs, states, **kwargs)
-        if not decoder.tracks_own_finished:
-            next_finished = L.logical_or(next_finished, global_finished)
-            next_sequence_lengths = L.elementwise_add(
-                sequence_lengths, L.cast(L.logical_not(global_finished), sequence_lengths.dtype))
-            if impute_finished:
-                next_states = map_structure(lambda x, y: _maybe_copy(L, x, y, global_finished), states, next_states)
-        else:
-            if not hasattr(next_states, "lengths"):
-                warnings.warn("`next_states` has no `lengths` attribute, the returned `sequence_lengths` would be "
-                              "all zeros.")
-            next_sequence_lengths = getattr(next_states, "lengths", sequence_lengths)
+        next_finished, next_sequence_lengths, next_states = _track_finished(
+            L, decoder, states, next_states, next_finished, global_finished, sequence_lengths, impute_finished)
         outputs_arrays = map_structure(lambda x: _array_outside_while(L, x.dtype), outputs)
         map_structure(lambda x, x_array: L.array_write(x, i=step_idx, array=x_array), outputs, outputs_arrays)
         L.increment(x=step_idx, value=1.0, in_place=True)
@@ -332,8 +320,8 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: int | None
         else:
             map_structure(lambda x, x_array: L.array_write(x, i=step_idx, array=x_array), next_inputs, inputs_arrays)
             map_structure(lambda x, x_array: L.array_write(x, i=step_idx, array=x_array), next_states, states_arrays)
-        if max_step_num is not None:
-            L.logical_and(L.logical_not(L.reduce_all(global_finished)), L.less_equal(step_idx, max_step_num), cond)
+        if max_steps is not None:
+            L.logical_and(L.logical_not(L.reduce_all(global_finished)), L.less_equal(step_idx, max_steps), cond)
         else:
             L.logical_not(L.reduce_all(global_finished), cond)
     final_outputs = map_structure(lambda array: L.tensor_array_to_tensor(array, axis=0, use_stack=True)[0],
@@ -342,6 +330,29 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: int | None
         final_states = global_states
     else:
         final_states = map_structure(lambda array: L.array_read(array, step_idx), states_arrays)
+    return _finalize(decoder, final_outputs, final_states, sequence_lengths, output_time_major, return_length)
+
+
+def _track_finished(L, decoder, states, next_states, next_finished, global_finished, sequence_lengths,
+                    impute_finished):
+    """``(next_finished, next_sequence_lengths, next_states)`` of a step: finished entries stay
+    finished and stop growing (and keep their states with ``impute_finished``), unless the decoder
+    tracks that itself (then the lengths are its states' ``lengths``)."""
+    if decoder.tracks_own_finished:
+        if not hasattr(next_states, "lengths"):
+            warnings.warn("`next_states` has no `lengths` attribute, the returned `sequence_lengths` would be "
+                          "all zeros.")
+        return next_finished, getattr(next_states, "lengths", sequence_lengths), next_states
+    next_finished = L.logical_or(next_finished, global_finished)
+    next_sequence_lengths = L.elementwise_add(
+        sequence_lengths, L.cast(L.logical_not(global_finished), sequence_lengths.dtype))
+    if impute_finished:
+        next_states = map_structure(lambda x, y: _maybe_copy(L, x, y, global_finished), states, next_states)
+    return next_finished, next_sequence_lengths, next_states
+
+
+def _finalize(decoder, final_outputs, final_states, sequence_lengths, output_time_major, return_length):
+    """The decoder's ``finalize`` (when it has one), batch-major outputs unless asked otherwise."""
     try:
         final_outputs, final_states = decoder.finalize(final_outputs, final_states, sequence_lengths)
     except NotImplementedError:
