@@ -18,15 +18,27 @@ class DataFeeder:
     and reshapes them to its shape (the batch size in the first dimension). A variable with
     ``lod_level`` 1 gets a LoDTensor whose LoD holds each sample's sequence length.
 
+    Paddle 1.8 difference: a LoD variable gets one LoD level (the samples' lengths), whatever its
+    ``lod_level``; ``feed_parallel`` and ``decorate_reader`` do not exist (``CompiledProgram``
+    splits one batch over its places).
+
     Args:
         feed_list: the data Variables (or their names, looked up in ``program``'s global block).
         place: where the LoDTensors live (CPUPlace or CUDAPlace).
         program: the program the names belong to (default: the default main program).
 
-    Example::
+    Raises:
+        TypeError: ``feed_list`` holds something other than Variables and names.
 
-        feeder = fluid.DataFeeder(feed_list=[img, label], place=fluid.CPUPlace())
-        exe.run(main, feed=feeder.feed([(x0, y0), (x1, y1)]), fetch_list=[loss])
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 2, 2], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        >>> words = fluid.data(name="words", shape=[None, 1], dtype="int64", lod_level=1)
+        >>> feeder = fluid.DataFeeder(feed_list=[img, label, words], place=fluid.CPUPlace())
+        >>> batch = [(np.zeros(4), 3, [1, 2, 3]), (np.ones(4), 5, [4])]
+        >>> feed = feeder.feed(batch)
+        >>> feed["img"].shape, feed["label"].tolist(), feed["words"].lod()
+        ((2, 2, 2), [[3], [5]], [[0, 3, 4]])
     """
 
     def __init__(self, feed_list: Sequence[Variable | str], place: Any, program: Program | None = None) -> None:
@@ -66,20 +78,21 @@ class DataFeeder:
 
 
 # ------------------------------------------------------------------ Paddle 1.8's argument checks
-def convert_dtype(dtype):
+def convert_dtype(dtype: Any) -> str:
     """A dtype (string, NumPy dtype or VarType) as Paddle's string ('float32', 'int64', ...)."""
     from .framework.dtypes import convert_dtype as _canonical
     return _canonical(dtype)
 
 
-def check_type(input, input_name, expected_type, op_name, extra_message=""):
+def check_type(input: Any, input_name: str, expected_type: Any, op_name: str, extra_message: str = "") -> None:
     """TypeError naming ``op_name`` and ``input_name`` unless ``input`` is an ``expected_type``."""
     if not isinstance(input, expected_type):
         raise TypeError("The type of '%s' in %s must be %s, but received %s. %s"
                         % (input_name, op_name, expected_type, type(input), extra_message))
 
 
-def check_dtype(input_dtype, input_name, expected_dtype, op_name, extra_message=""):
+def check_dtype(input_dtype: Any, input_name: str, expected_dtype: str | Sequence[str], op_name: str,
+                extra_message: str = "") -> None:
     """TypeError unless ``input_dtype`` is one of ``expected_dtype`` (a name or a list of names)."""
     expected = [expected_dtype] if isinstance(expected_dtype, str) else list(expected_dtype)
     if convert_dtype(input_dtype) not in expected:
@@ -87,7 +100,8 @@ def check_dtype(input_dtype, input_name, expected_dtype, op_name, extra_message=
                         % (input_name, op_name, expected, convert_dtype(input_dtype), extra_message))
 
 
-def check_variable_and_dtype(input, input_name, expected_dtype, op_name, extra_message=""):
+def check_variable_and_dtype(input: Any, input_name: str, expected_dtype: str | Sequence[str], op_name: str,
+                             extra_message: str = "") -> None:
     """``check_type(input, Variable)`` and ``check_dtype`` of its dtype."""
     check_type(input, input_name, Variable, op_name, extra_message)
     check_dtype(input.dtype, input_name, expected_dtype, op_name, extra_message)

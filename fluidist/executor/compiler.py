@@ -33,6 +33,28 @@ from ..core.tensor import LoDTensor, SelectedRows
 
 
 class BuildStrategy:
+    """How ``CompiledProgram.with_data_parallel`` builds its data-parallel run: every field of
+    Paddle 1.8's ``BuildStrategy``, with its defaults.
+
+    Honoured: ``reduce_strategy`` (AllReduce; Reduce gives the same parameters and warns that it
+    runs as AllReduce), ``gradient_scale_strategy``, ``num_trainers`` / ``trainer_id`` /
+    ``trainers_endpoints`` (several processes), ``nccl_comm_num``, ``fuse_all_reduce_ops`` (dense
+    gradients all-reduced in one buffer), ``sync_batch_norm``, ``enable_sequential_execution``,
+    ``is_distribution``, ``debug_graphviz_path``, and fluidist's ``gradient_merge`` /
+    ``gradient_merge_configs`` (``k_steps`` micro-batches, then one update).
+
+    Paddle 1.8 difference: the graph passes (fusions, in-place memory reuse, hierarchical
+    all-reduce, MKL-DNN) do not exist; setting one of those fields to another value than Paddle's
+    default warns once that it changes nothing (``fluidist.executor.strategy_fields``).
+
+    Examples:
+        >>> bs = fluid.BuildStrategy()
+        >>> bs.gradient_scale_strategy = fluid.BuildStrategy.GradientScaleStrategy.CoeffNumDevice
+        >>> bs.fuse_all_reduce_ops = True
+        >>> bs.reduce_strategy == fluid.BuildStrategy.ReduceStrategy.AllReduce
+        True
+    """
+
     class ReduceStrategy:
         AllReduce = 0
         Reduce = 1
@@ -42,14 +64,14 @@ class BuildStrategy:
         One = 1
         Customized = 2
 
-    def __init__(self):
+    def __init__(self) -> None:
         """Every field of Paddle 1.8's BuildStrategy, with its defaults; ``strategy_fields`` says
         which are honoured (and warns once for those without effect)."""
         self.reduce_strategy = BuildStrategy.ReduceStrategy.AllReduce
         self.gradient_scale_strategy = BuildStrategy.GradientScaleStrategy.CoeffNumDevice
         self.num_trainers = 1
         self.trainer_id = 0
-        self.trainers_endpoints = []
+        self.trainers_endpoints: list[str] = []
         self.nccl_comm_num = 1
         self.use_hierarchical_allreduce = False
         self.hierarchical_allreduce_inter_nranks = 0
@@ -64,7 +86,7 @@ class BuildStrategy:
         self.memory_optimize = None
         self.cache_runtime_context = False
         self.remove_unnecessary_lock = True
-        self.mkldnn_enabled_op_types = set()
+        self.mkldnn_enabled_op_types: set[str] = set()
         self.sync_batch_norm = False
         self.enable_backward_optimizer_op_deps = True
         self.enable_sequential_execution = False
@@ -83,7 +105,21 @@ class BuildStrategy:
 
 
 class ExecutionStrategy:
-    def __init__(self):
+    """How a compiled program runs: every field of Paddle 1.8's ``ExecutionStrategy``.
+
+    Honoured: ``num_iteration_per_run`` (the program runs that many times per ``Executor.run``).
+
+    Paddle 1.8 difference: the thread-pool and scope-dropping fields (``num_threads``,
+    ``num_iteration_per_drop_scope``, ``allow_op_delay``, ``use_thread_barrier``, ...) change
+    nothing (each place runs its ops in order in a thread of its own); a value other than Paddle's
+    default warns once.
+
+    Examples:
+        >>> es = fluid.ExecutionStrategy()
+        >>> es.num_iteration_per_run = 1
+    """
+
+    def __init__(self) -> None:
         self.num_threads = 0
         self.num_iteration_per_drop_scope = 100
         self.num_iteration_per_run = 1
@@ -95,16 +131,42 @@ class ExecutionStrategy:
 
 
 class CompiledProgram:
-    def __init__(self, program_or_graph, build_strategy=None):
+    """A program prepared to run in a particular way: data-parallel over several places (and
+    processes) with ``with_data_parallel``, or under the strategies' options.
+
+    ``Executor.run`` takes it in place of the program. Without ``with_data_parallel`` it runs the
+    program as it is (with ``gradient_merge`` or ``num_iteration_per_run`` when set).
+
+    Args:
+        program_or_graph: the Program (a main program with its optimizer ops).
+        build_strategy: a ``BuildStrategy``; the defaults when None.
+
+    Raises:
+        TypeError: something other than a Program.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> _ = fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> compiled = fluid.CompiledProgram(fluid.default_main_program()).with_data_parallel(
+        ...     loss_name=loss.name, places=fluid.cpu_places(2))
+        >>> out, = exe.run(compiled, feed={"x": np.ones((4, 4), "float32")}, fetch_list=[loss])
+        >>> out.shape
+        (2,)
+    """
+
+    def __init__(self, program_or_graph: Program, build_strategy: BuildStrategy | None = None):
         if not isinstance(program_or_graph, Program):
             raise TypeError("CompiledProgram takes a Program, got %r" % type(program_or_graph).__name__)
         self._program = program_or_graph
         self._build_strategy = build_strategy
-        self._exec_strategy = None
+        self._exec_strategy: ExecutionStrategy | None = None
         self._data_parallel = False
-        self._loss_name = None
-        self._places = None
-        self._share_vars_from = None
+        self._loss_name: Any = None
+        self._places: list[Any] | None = None
+        self._share_vars_from: CompiledProgram | None = None
         self._runner = None
         self._compiled_with = None
         self._run_program = None

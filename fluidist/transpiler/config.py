@@ -1,5 +1,8 @@
 """DistributeTranspilerConfig: every field of Paddle 1.x's, validated with errors that name the field."""
+from __future__ import annotations
+
 import difflib
+from typing import Any
 
 from .details import check_bool, check_int
 from .dispatcher import HashName, PSDispatcher, RoundRobin
@@ -16,6 +19,35 @@ class DistributedMode:
 
 
 class DistributeTranspilerConfig:
+    """The options of ``DistributeTranspiler.transpile``: every field of Paddle 1.8's, with its
+    defaults; set them as attributes.
+
+    Parameter-server mode (``mode = "pserver"``): ``slice_var_up`` (split large parameters into
+    blocks of at least ``min_block_size`` elements over the pservers), ``split_method``
+    (``RoundRobin`` or ``HashName``: how blocks go to pservers), ``sync_mode`` (False:
+    asynchronous), ``runtime_split_send_recv`` (async with the communicator), ``half_async``,
+    ``completely_not_async``, ``geo_sgd_mode`` / ``geo_sgd_need_push_nums`` (GEO-SGD: push
+    parameter deltas every that many steps), ``wait_port``, ``print_log``.
+    Collective modes (``"nccl2"``, ``"collective"``): ``nccl_comm_num``, ``collective_mode``
+    (``"grad_allreduce"`` or ``"local_sgd"``), ``local_sgd_steps``,
+    ``use_hierarchical_allreduce``, ``hierarchical_allreduce_inter_nranks``.
+
+    Paddle 1.8 difference: setting a field that does not exist (``slice_var_ups``) is an
+    AttributeError naming the nearest field, not a silent new attribute; ``validate()`` (called by
+    ``transpile``) names the first bad value; ``enable_dc_asgd`` is refused.
+
+    Examples:
+        >>> config = fluid.DistributeTranspilerConfig()
+        >>> config.slice_var_up = False
+        >>> config.sync_mode = False
+        >>> config.validate().sync_mode
+        False
+        >>> config.slice_var_ups = True
+        Traceback (most recent call last):
+        ...
+        AttributeError: DistributeTranspilerConfig has no field 'slice_var_ups' (did you mean 'slice_var_up'?); ...
+    """
+
     slice_var_up = True
     split_method = None
     min_block_size = 8192
@@ -33,11 +65,11 @@ class DistributeTranspilerConfig:
     collective_mode = None
     local_sgd_steps = 1
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._sync_mode = True
         self._runtime_split_send_recv = False
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         """Only Paddle's fields: a misspelt one (``slice_var_ups``) is an error naming the nearest field,
         not an attribute that silently changes nothing."""
         if not name.startswith("_") and not hasattr(type(self), name):
@@ -47,11 +79,13 @@ class DistributeTranspilerConfig:
         object.__setattr__(self, name, value)
 
     @property
-    def sync_mode(self):
+    def sync_mode(self) -> bool:
+        """Synchronous training (the default): each step's gradients from every trainer are summed
+        before the update. Cannot be True with ``runtime_split_send_recv``."""
         return self._sync_mode
 
     @sync_mode.setter
-    def sync_mode(self, value):
+    def sync_mode(self, value: bool) -> None:
         if value is None:
             raise ValueError("DistributeTranspilerConfig.sync_mode must be True or False, got None")
         if value and self._runtime_split_send_recv:
@@ -60,11 +94,13 @@ class DistributeTranspilerConfig:
         self._sync_mode = bool(value)
 
     @property
-    def runtime_split_send_recv(self):
+    def runtime_split_send_recv(self) -> bool:
+        """Asynchronous training through the communicator (split and merge at run time); needs
+        ``sync_mode = False`` first."""
         return self._runtime_split_send_recv
 
     @runtime_split_send_recv.setter
-    def runtime_split_send_recv(self, value):
+    def runtime_split_send_recv(self, value: bool) -> None:
         if value is None:
             raise ValueError("DistributeTranspilerConfig.runtime_split_send_recv must be True or False, got None")
         if value and self._sync_mode:
@@ -72,8 +108,9 @@ class DistributeTranspilerConfig:
                              "sync_mode is True: set sync_mode = False first")
         self._runtime_split_send_recv = bool(value)
 
-    def validate(self):
-        """Raise ValueError (TypeError for a value of the wrong type) naming the first misconfigured field."""
+    def validate(self) -> DistributeTranspilerConfig:
+        """Raise ValueError (TypeError for a value of the wrong type) naming the first misconfigured
+        field; returns the config."""
         for field in _BOOL_FIELDS:
             check_bool(getattr(self, field), "DistributeTranspilerConfig.%s" % field)
         check_int(self.geo_sgd_need_push_nums, "DistributeTranspilerConfig.geo_sgd_need_push_nums", minimum=1)
@@ -105,7 +142,8 @@ class DistributeTranspilerConfig:
                              % (self.geo_sgd_need_push_nums,))
         return self
 
-    def distributed_mode(self):
+    def distributed_mode(self) -> int:
+        """The ``DistributedMode`` these fields select: GEO, SYNC, ASYNC or HALF_ASYNC."""
         if self.geo_sgd_mode:
             return DistributedMode.GEO      # GEO-SGD is asynchronous whatever sync_mode says, as in Paddle
         if self.sync_mode or self.completely_not_async:
@@ -124,7 +162,11 @@ FIELDS = ("slice_var_up", "split_method", "min_block_size", "enable_dc_asgd", "m
 
 
 class ServerRuntimeConfig:
-    def __init__(self):
+    """Paddle's pserver thread counts, read from ``FLAGS_rpc_*_thread_num``: kept for scripts that
+    make one. The GEO-SGD transpiler copies them into the pserver's ``listen_and_serv`` attributes,
+    which no thread pool reads."""
+
+    def __init__(self) -> None:
         import os
         self._rpc_send_thread_num = int(os.getenv("FLAGS_rpc_send_thread_num", "12"))
         self._rpc_get_thread_num = int(os.getenv("FLAGS_rpc_get_thread_num", "12"))
