@@ -2,14 +2,17 @@
 Adamax, RMSProp, FTRL, LAMB, Adadelta, Dpsgd, and RecomputeOptimizer; ModelAverage, EMA and Lookahead
 from their modules. How an optimizer builds its ops is described in :mod:`fluidist.optimizer_base`,
 which holds their base class ``Optimizer`` (re-exported here).
+
+Paddle 1.8 difference: after each optimizer's own arguments Paddle 1.8 takes ``parameter_list``,
+``regularization``, ``grad_clip``, ``name`` in that order; fluidist's order differs (see each
+signature), so pass these four by keyword, as Paddle's examples do.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from .backward import append_backward
-from .framework.program import Parameter, Variable, default_startup_program, name_scope, program_guard
-from .optimizer_base import Optimizer, _check_clip, _check_range
+from .framework.program import Parameter, Variable, name_scope
+from .optimizer_base import Optimizer, _check_range
 
 __all__ = ["Optimizer", "SGDOptimizer", "MomentumOptimizer", "LarsMomentumOptimizer", "AdagradOptimizer",
            "AdamOptimizer", "AdamaxOptimizer", "DecayedAdagradOptimizer", "RMSPropOptimizer", "FtrlOptimizer",
@@ -88,14 +91,35 @@ class MomentumOptimizer(Optimizer):
 
 
 class LarsMomentumOptimizer(Optimizer):
-    """Momentum with a layer-wise learning rate ``lr * lars_coeff * |p| / (|g| + wd * |p|)``."""
+    """Momentum with LARS's layer-wise learning rate (large-batch training).
+
+    Each parameter's step uses ``local_lr = lr * lars_coeff * |p| / (|g| + wd * |p|)`` and
+    ``velocity = momentum * velocity + local_lr * (g + wd * p)``, ``p -= velocity``. Available as
+    ``fluid.optimizer.LarsMomentum``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule.
+        momentum: the decay of the velocity.
+        lars_coeff: how far the layer-wise rate trusts the weights' norm.
+        lars_weight_decay: the weight decay ``wd`` inside the update.
+        regularization: a regularizer applied to every parameter without one of its own.
+        name: a prefix for the accumulators' names.
+        grad_clip: a gradient clip applied before the update.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.LarsMomentum(learning_rate=0.1, momentum=0.9).minimize(loss)
+    """
 
     type = "lars_momentum"
     _velocity_acc_str = "velocity"
     _accumulator_names = {"Velocity": _velocity_acc_str}
 
-    def __init__(self, learning_rate, momentum, lars_coeff=0.001, lars_weight_decay=0.0005, regularization=None,
-                 name=None, grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable, momentum: float, lars_coeff: float = 0.001,
+                 lars_weight_decay: float = 0.0005, regularization: Any = None, name: str | None = None, grad_clip: Any = None,
+                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
         self._momentum = float(momentum)
         self._lars_coeff = float(lars_coeff)
@@ -145,14 +169,34 @@ class AdagradOptimizer(Optimizer):
 
 
 class DecayedAdagradOptimizer(Optimizer):
-    """``moment = decay * moment + (1 - decay) * grad^2``; ``param -= lr * grad / (sqrt(moment) + eps)``."""
+    """Adagrad with a decaying moment: ``moment = decay * moment + (1 - decay) * grad ** 2``,
+    ``param -= lr * grad / (sqrt(moment) + epsilon)``. Available as ``fluid.optimizer.DecayedAdagrad``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule.
+        decay: the decay of the moment, in ``[0, 1]``.
+        epsilon: keeps the division finite.
+        regularization: a regularizer applied to every parameter without one of its own.
+        name: a prefix for the accumulators' names.
+        grad_clip: a gradient clip applied before the update.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Raises:
+        ValueError: a ``decay`` outside ``[0, 1]``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.DecayedAdagrad(learning_rate=0.1, decay=0.9).minimize(loss)
+    """
 
     type = "decayed_adagrad"
     _moment_acc_str = "moment"
     _accumulator_names = {"Moment": _moment_acc_str}
 
-    def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, regularization=None, name=None,
-                 grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable, decay: float = 0.95, epsilon: float = 1.0e-6,
+                 regularization: Any = None, name: str | None = None, grad_clip: Any = None,
+                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
         _check_range("DecayedAdagradOptimizer", "decay", decay, 0.0, 1.0)
         self._decay = float(decay)
@@ -234,8 +278,28 @@ def _scale_pows(opt, block, parameters_and_grads, pows):
 
 
 class AdamaxOptimizer(Optimizer):
-    """Adamax: ``moment = b1 m + (1-b1) g``; ``inf_norm = max(b2 u + eps, |g|)``;
-    ``param -= lr / (1 - b1^t) * moment / inf_norm``."""
+    """Adamax, Adam with the infinity norm: ``moment = beta1 * moment + (1 - beta1) * g``,
+    ``inf_norm = max(beta2 * inf_norm + epsilon, |g|)``, ``param -= lr / (1 - beta1 ** t) * moment /
+    inf_norm``. Available as ``fluid.optimizer.Adamax``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule.
+        beta1: the decay of the moment, in ``[0, 1)``.
+        beta2: the decay of the infinity norm, in ``[0, 1)``.
+        epsilon: keeps the division finite.
+        regularization: a regularizer applied to every parameter without one of its own.
+        name: a prefix for the accumulators' names.
+        grad_clip: a gradient clip applied before the update.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Raises:
+        ValueError: a ``beta1`` or ``beta2`` outside ``[0, 1)``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.Adamax(learning_rate=0.002).minimize(loss)
+    """
 
     type = "adamax"
     _moment_acc_str = "moment"
@@ -243,8 +307,9 @@ class AdamaxOptimizer(Optimizer):
     _beta1_pow_acc_str = "beta1_pow_acc"
     _accumulator_names = {"Moment": _moment_acc_str, "InfNorm": _inf_norm_acc_str, "Beta1Pow": _beta1_pow_acc_str}
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, regularization=None, name=None,
-                 grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, regularization: Any = None, name: str | None = None, grad_clip: Any = None,
+                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
         _check_range("AdamaxOptimizer", "beta1", beta1, 0.0, 1.0, high_open=True)
         _check_range("AdamaxOptimizer", "beta2", beta2, 0.0, 1.0, high_open=True)
@@ -310,15 +375,34 @@ class RMSPropOptimizer(Optimizer):
 
 
 class FtrlOptimizer(Optimizer):
-    """FTRL-proximal; a row-sparse gradient updates only its rows."""
+    """FTRL-proximal (follow the regularised leader), common for sparse CTR models; a row-sparse
+    gradient updates only its rows. Available as ``fluid.optimizer.Ftrl``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule.
+        l1: the L1 strength.
+        l2: the L2 strength.
+        lr_power: the power of the per-coordinate learning rate (-0.5: divide by the square root
+            of the summed squared gradients).
+        regularization: a regularizer applied to every parameter without one of its own.
+        name: a prefix for the accumulators' names.
+        grad_clip: a gradient clip applied before the update.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.Ftrl(learning_rate=0.1, l1=0.01).minimize(loss)
+    """
 
     type = "ftrl"
     _squared_acc_str = "squared"
     _linear_acc_str = "linear"
     _accumulator_names = {"SquaredAccumulator": _squared_acc_str, "LinearAccumulator": _linear_acc_str}
 
-    def __init__(self, learning_rate, l1=0.0, l2=0.0, lr_power=-0.5, regularization=None, name=None,
-                 grad_clip=None, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable, l1: float = 0.0, l2: float = 0.0, lr_power: float = -0.5,
+                 regularization: Any = None, name: str | None = None, grad_clip: Any = None,
+                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
         self._l1 = float(l1)
         self._l2 = float(l2)
@@ -329,15 +413,35 @@ class FtrlOptimizer(Optimizer):
 
 
 class LambOptimizer(AdamOptimizer):
-    """LAMB (You et al.): Adam's bias-corrected step plus ``lamb_weight_decay * param``, scaled by
-    the trust ratio ``|param| / |step|``. ``exclude_from_weight_decay_fn(param) -> bool`` turns the
-    decay off for some parameters."""
+    """LAMB (You et al.), for large-batch training: Adam's bias-corrected step plus
+    ``lamb_weight_decay * param``, scaled by the trust ratio ``|param| / |step|``. Available as
+    ``fluid.optimizer.Lamb``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule.
+        lamb_weight_decay: the decoupled weight decay.
+        beta1: the decay of the first moment, in ``[0, 1)``.
+        beta2: the decay of the second moment, in ``[0, 1)``.
+        epsilon: keeps the division finite.
+        regularization: a regularizer applied to every parameter without one of its own.
+        exclude_from_weight_decay_fn: ``fn(param) -> bool``; True turns the decay off for that
+            parameter (biases, norms).
+        name: a prefix for the accumulators' names.
+        grad_clip: a gradient clip applied before the update.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.Lamb(learning_rate=0.002, exclude_from_weight_decay_fn=lambda p: p.name.endswith(".b_0")).minimize(loss)
+    """
 
     type = "lamb"
 
-    def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6,
-                 regularization=None, exclude_from_weight_decay_fn=None, name=None, grad_clip=None,
-                 parameter_list=None):
+    def __init__(self, learning_rate: float | Variable = 0.001, lamb_weight_decay: float = 0.01, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float = 1e-6, regularization: Any = None,
+                 exclude_from_weight_decay_fn: Callable[[Parameter], bool] | None = None, name: str | None = None,
+                 grad_clip: Any = None, parameter_list: Sequence[Parameter | str] | None = None) -> None:
         super().__init__(learning_rate, beta1, beta2, epsilon, regularization, name, False, grad_clip,
                          parameter_list)
         self._weight_decay = float(lamb_weight_decay)
@@ -352,7 +456,26 @@ class LambOptimizer(AdamOptimizer):
 
 class AdadeltaOptimizer(Optimizer):
     """Adadelta (Zeiler, 2012) as Paddle 1.8 runs it: the ``adadelta`` op takes no learning rate
-    (``learning_rate`` is required, as in Paddle, but does not scale the step)."""
+    (``learning_rate`` is required, as in Paddle, but does not scale the step). Available as
+    ``fluid.optimizer.Adadelta``.
+
+    Args:
+        learning_rate: required, unused by the update (see above).
+        epsilon: keeps the division finite.
+        rho: the decay of the running averages.
+        parameter_list: the parameters to train (default: every trainable one).
+        regularization: a regularizer applied to every parameter without one of its own.
+        grad_clip: a gradient clip applied before the update.
+        name: a prefix for the accumulators' names.
+
+    Raises:
+        ValueError: ``learning_rate``, ``epsilon`` or ``rho`` is None.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.Adadelta(learning_rate=1.0, rho=0.9).minimize(loss)
+    """
 
     type = "adadelta"
     _avg_squared_grad_acc_str = "_avg_squared_grad"
@@ -360,8 +483,9 @@ class AdadeltaOptimizer(Optimizer):
     _accumulator_names = {"AvgSquaredGrad": _avg_squared_grad_acc_str,
                           "AvgSquaredUpdate": _avg_squared_update_acc_str}
 
-    def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95, parameter_list=None, regularization=None,
-                 grad_clip=None, name=None):
+    def __init__(self, learning_rate: float | Variable, epsilon: float = 1.0e-6, rho: float = 0.95,
+                 parameter_list: Sequence[Parameter | str] | None = None, regularization: Any = None,
+                 grad_clip: Any = None, name: str | None = None) -> None:
         if learning_rate is None:
             raise ValueError("learning_rate is not set.")
         if epsilon is None:
@@ -379,11 +503,28 @@ class AdadeltaOptimizer(Optimizer):
 class DpsgdOptimizer(Optimizer):
     """Differentially private SGD (the ``dpsgd`` op): the gradient clipped to L2 norm ``clip``,
     plus Gaussian noise of scale ``sigma / batch_size``. ``self._seed`` (0: fresh noise every step)
-    fixes the noise for debugging, as in Paddle."""
+    fixes the noise for debugging, as in Paddle. Available as ``fluid.optimizer.Dpsgd``.
+
+    Args:
+        learning_rate: a float, or a Variable from a learning-rate schedule.
+        clip: the L2 norm each gradient is clipped to.
+        batch_size: divides the noise's scale (Paddle's default, 0.999, is kept).
+        sigma: the noise's scale.
+        parameter_list: the parameters to train (default: every trainable one).
+
+    Raises:
+        ValueError: an argument given as None.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, params_grads = fluid.optimizer.Dpsgd(learning_rate=0.01, clip=1.0, batch_size=32.0, sigma=0.1).minimize(loss)
+    """
 
     type = "dpsgd"
 
-    def __init__(self, learning_rate=0.001, clip=0.9, batch_size=0.999, sigma=1e-8, parameter_list=None):
+    def __init__(self, learning_rate: float | Variable = 0.001, clip: float = 0.9, batch_size: float = 0.999,
+                 sigma: float = 1e-8, parameter_list: Sequence[Parameter | str] | None = None) -> None:
         for what, v in (("learning_rate", learning_rate), ("clip", clip), ("batch_size", batch_size),
                         ("sigma", sigma)):
             if v is None:
@@ -398,61 +539,9 @@ class DpsgdOptimizer(Optimizer):
         return {"clip": self._clip, "batch_size": self._batch_size, "sigma": self._sigma, "seed": int(self._seed or 0)}
 
 
-class RecomputeOptimizer(Optimizer):
-    """Wraps an optimizer so that backward re-runs the forward ops between checkpoints instead of
-    reading their outputs (``_set_checkpoints([vars])`` first); the gradients, and so the
-    parameters, are those of plain training. See ``backward.append_backward(checkpoints=...)``."""
-
-    def __init__(self, optimizer):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError("RecomputeOptimizer wraps an Optimizer, got %r" % type(optimizer).__name__)
-        self._optimizer = optimizer
-        self._checkpoints = None
-        self._learning_rate = optimizer._learning_rate
-        self._learning_rate_map = optimizer._learning_rate_map
-        self.regularization = optimizer.regularization
-        self._grad_clip = optimizer._grad_clip
-        self._parameter_list = optimizer._parameter_list
-        self._name = optimizer._name
-        self._dtype = None
-
-    def _set_checkpoints(self, checkpoints):
-        if not isinstance(checkpoints, (list, tuple)) or not all(isinstance(c, (Variable, str)) for c in checkpoints):
-            raise TypeError("RecomputeOptimizer: checkpoints must be a list of Variables")
-        self._checkpoints = list(checkpoints)
-
-    def load(self, stat_dict):
-        raise NotImplementedError("load function is not supported by Recompute Optimizer for now")
-
-    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, callbacks=None):
-        self._dtype = loss.dtype
-        program = loss.block.program
-        with program_guard(program, startup_program or default_startup_program()):
-            return append_backward(loss, parameter_list if parameter_list is not None else self._parameter_list,
-                                   no_grad_set, callbacks, checkpoints=self._checkpoints)
-
-    def apply_gradients(self, params_grads):
-        return self._optimizer.apply_gradients(params_grads)
-
-    def apply_optimize(self, loss, startup_program, params_grads):
-        return self._optimizer.apply_optimize(loss, startup_program, params_grads)
-
-    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None, grad_clip=None):
-        if not isinstance(loss, Variable):
-            raise TypeError("RecomputeOptimizer.minimize: the loss should be a Variable")
-        if self._checkpoints is None:
-            raise ValueError("RecomputeOptimizer: call _set_checkpoints([...]) before minimize")
-        if grad_clip is not None:
-            _check_clip(grad_clip)
-            self._optimizer._grad_clip = grad_clip
-        self._optimizer._dtype = self._optimizer._dtype or loss.dtype
-        params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
-        optimize_ops = self.apply_optimize(loss, startup_program, params_grads)
-        return optimize_ops, params_grads
-
-
 from .compat import refused_class  # noqa: E402
 from .lookahead import LookaheadOptimizer  # noqa: E402
+from .optimizer_recompute import RecomputeOptimizer  # noqa: E402
 from .model_averaging import ExponentialMovingAverage, ModelAverage  # noqa: E402
 
 PipelineOptimizer = refused_class(
