@@ -11,6 +11,10 @@ interpolated the same way by ops that stay where they are.
 fluidist differences from Paddle 1.8: one op per parameter (with a step counter per parameter)
 instead of a ``Switch`` over elementwise ops with one global ``lookahead_step``; same numbers.
 """
+from __future__ import annotations
+
+from typing import Any
+
 from .framework import unique_name
 from .framework.program import default_startup_program, name_scope
 from .initializer import ConstantInitializer
@@ -18,7 +22,28 @@ from .layers.layer_helper import LayerHelper
 
 
 class LookaheadOptimizer:
-    def __init__(self, inner_optimizer, alpha=0.5, k=5):
+    """Lookahead: the inner optimizer updates the parameters every step; every ``k`` steps slow
+    copies move ``alpha`` of the way towards them and the parameters are reset to the slow copies.
+
+    Paddle 1.8 difference: one ``lookahead`` op per parameter instead of Paddle's ``Switch`` over
+    elementwise ops (same numbers; see the module).
+
+    Args:
+        inner_optimizer: the optimizer of the fast steps.
+        alpha: how far the slow copies move, in ``[0, 1]``.
+        k: the number of fast steps between slow updates (a positive int).
+
+    Raises:
+        ValueError: no inner optimizer, or ``alpha`` / ``k`` out of range.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> opt = fluid.optimizer.LookaheadOptimizer(fluid.optimizer.SGD(learning_rate=0.1), alpha=0.5, k=5)
+        >>> optimize_ops, params_grads = opt.minimize(loss)
+    """
+
+    def __init__(self, inner_optimizer: Any, alpha: float = 0.5, k: int = 5):
         if inner_optimizer is None:
             raise ValueError("LookaheadOptimizer: inner optimizer can not be None")
         if not 0.0 <= alpha <= 1.0:
@@ -31,7 +56,10 @@ class LookaheadOptimizer:
         self.k = k
         self.type = "lookahead"
 
-    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+    def minimize(self, loss: Any, startup_program: Any = None, parameter_list: Any = None,
+                 no_grad_set: Any = None) -> tuple[list, list]:
+        """The inner optimizer's ``minimize``, then one ``lookahead`` op per parameter:
+        ``(optimize_ops, params_grads)``."""
         optimize_ops, params_grads = self.inner_optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
         startup = startup_program if startup_program is not None else default_startup_program()
         program = loss.block.program

@@ -13,7 +13,10 @@ the next); the moving average is one op per parameter instead of five elementwis
 parameter servers both run on the trainer after the parameters are received (their ops carry the
 registry fact ``after_update``).
 """
+from __future__ import annotations
+
 import contextlib
+from typing import Any, Iterator
 
 from .framework import unique_name
 from .framework.program import Program, default_main_program, name_scope, program_guard
@@ -40,8 +43,11 @@ def _clone_into(block, var):
 class _AppliedAverage:
     """``apply`` / ``restore`` over the ``apply_program`` and ``restore_program`` of a subclass."""
 
+    apply_program: Program
+    restore_program: Program
+
     @contextlib.contextmanager
-    def apply(self, executor, need_restore=True):
+    def apply(self, executor: Any, need_restore: bool = True) -> Iterator[None]:
         """Replace the parameters by their averages; with ``need_restore``, put them back on exit."""
         executor.run(self.apply_program)
         try:
@@ -50,20 +56,48 @@ class _AppliedAverage:
             if need_restore:
                 self.restore(executor)
 
-    def restore(self, executor):
+    def restore(self, executor: Any) -> None:
         """Put back the parameters saved by ``apply``."""
         executor.run(self.restore_program)
 
 
 class ModelAverage(_AppliedAverage):
     """Average of each parameter over a sliding window of recent updates (Paddle's
-    ``average_accumulates``); create it after ``minimize``, in the same program guard.
+    ``average_accumulates``), to evaluate with; create it after ``minimize``, in the same program
+    guard.
 
-    ``average_window_rate``: the window is about this fraction of the updates so far, kept
-    between ``min_average_window`` and ``max_average_window`` updates."""
+    ``with model_average.apply(exe):`` puts the averages in the parameters and the trained values
+    back on exit (``restore``).
 
-    def __init__(self, average_window_rate, min_average_window=10000, max_average_window=10000, regularization=None,
-                 name=None):
+    Args:
+        average_window_rate: the window is about this fraction of the updates so far...
+        min_average_window: ...but at least this many updates...
+        max_average_window: ...and at most this many.
+        regularization: accepted for Paddle's signature.
+        name: a prefix for the accumulators' names.
+
+    Raises:
+        ValueError: ``min_average_window > max_average_window``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(name="w")))
+        >>> _ = fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        >>> average = fluid.optimizer.ModelAverage(0.15, min_average_window=2, max_average_window=10)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> for _ in range(3):
+        ...     _ = exe.run(feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])
+        >>> w = lambda: np.array(fluid.global_scope().find_var("w").get_tensor()).copy()
+        >>> trained = w()
+        >>> with average.apply(exe):
+        ...     averaged = w()
+        >>> bool(np.allclose(averaged, trained)), bool(np.allclose(w(), trained))
+        (False, True)
+    """
+
+    def __init__(self, average_window_rate: float, min_average_window: int = 10000, max_average_window: int = 10000,
+                 regularization: Any = None, name: str | None = None):
         if min_average_window > max_average_window:
             raise ValueError("ModelAverage: min_average_window %d > max_average_window %d"
                              % (min_average_window, max_average_window))
@@ -74,7 +108,7 @@ class ModelAverage(_AppliedAverage):
         self._name = name
         program = default_main_program()
         self.params_grads = []
-        self._state = {}
+        self._state: dict[str, Any] = {}
         for param in _averaged_params(program):
             backup = program.global_block().create_var(
                 name=unique_name.generate_with_ignorable_key(param.name + ".tmp"), shape=param.shape,
@@ -132,13 +166,37 @@ def _restore_ops(param, backup):
 
 
 class ExponentialMovingAverage(_AppliedAverage):
-    """``ema = decay * ema + (1 - decay) * param`` after each update (call ``update()`` after
-    ``minimize``); ``apply`` uses the bias-corrected ``ema / (1 - decay^t)``.
+    """The exponential moving average of each parameter, to evaluate with:
+    ``ema = decay * ema + (1 - decay) * param`` after each update (call ``update()`` after
+    ``minimize``); ``apply`` uses the bias-corrected ``ema / (1 - decay ** t)``.
 
-    ``thres_steps`` (a Variable counting steps, e.g. the global step) makes the decay
-    ``min(decay, (t + 1) / (t + 10))``, smaller early in training."""
+    Paddle 1.8 difference: ``apply`` leaves the moving averages untouched (see the module).
 
-    def __init__(self, decay=0.999, thres_steps=None, name=None):
+    Args:
+        decay: the decay rate.
+        thres_steps: a Variable counting steps (the global step); the decay is then
+            ``min(decay, (t + 1) / (t + 10))``, smaller early in training.
+        name: a prefix for the averages' names.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(name="w")))
+        >>> _ = fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        >>> ema = fluid.optimizer.ExponentialMovingAverage(decay=0.9)
+        >>> ema.update()
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> for _ in range(3):
+        ...     _ = exe.run(feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])
+        >>> w = lambda: np.array(fluid.global_scope().find_var("w").get_tensor()).copy()
+        >>> trained = w()
+        >>> with ema.apply(exe):
+        ...     averaged = w()
+        >>> bool(np.allclose(averaged, trained)), bool(np.allclose(w(), trained))
+        (False, True)
+    """
+
+    def __init__(self, decay: float = 0.999, thres_steps: Any = None, name: str | None = None):
         self._decay = float(decay)
         self._thres_steps = thres_steps
         self._name = name if name is not None else ""
@@ -163,7 +221,7 @@ class ExponentialMovingAverage(_AppliedAverage):
             for param, tmp in self._params_tmps:
                 _restore_ops(param, tmp)
 
-    def update(self):
+    def update(self) -> None:
         """Append the moving-average ops to the main program (once, after ``minimize``)."""
         if self._updated:
             raise RuntimeError("ExponentialMovingAverage.update() was already called for this program")

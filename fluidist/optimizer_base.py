@@ -128,7 +128,7 @@ class Optimizer:
             raise ValueError("accumulator %r for parameter %r does not exist" % (name, param.name))
         return self._accumulators[name][param.name]
 
-    def get_opti_var_name_list(self):
+    def get_opti_var_name_list(self) -> List[str]:
         """Names of the accumulators this optimizer created."""
         return list(self._opti_name_list)
 
@@ -239,7 +239,10 @@ class Optimizer:
         params_grads = append_regularization_ops(params_grads, self.regularization)
         return self._create_optimization_pass(params_grads)
 
-    def apply_optimize(self, loss, startup_program, params_grads):
+    def apply_optimize(self, loss: Variable, startup_program: Optional[Program],
+                       params_grads: List[Tuple[Variable, Variable]]) -> List[Any]:
+        """``apply_gradients`` inside ``program_guard(loss's program, startup_program)``: the
+        second half of ``minimize``. Returns the update ops."""
         program = loss.block.program
         with program_guard(program, startup_program or default_startup_program()):
             return self.apply_gradients(params_grads)

@@ -272,7 +272,7 @@ class Executor:
                     out.append(LoDTensor(_copy_on_place(value), owner._find_lod(name)))
         return out
 
-    def on_close(self, callback):
+    def on_close(self, callback: Any) -> None:
         """Call ``callback()`` when this executor closes (the parameter-server ops register one that
         tells the pservers this trainer is done)."""
         if self._closed:
@@ -280,22 +280,70 @@ class Executor:
         self._close_hooks.append(callback)
 
     # ------------------------------------------------------------------ datasets
-    def train_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False, fetch_list=None,
-                           fetch_info=None, print_period=100, fetch_handler=None):
+    def train_from_dataset(self, program: Any = None, dataset: Any = None, scope: Scope | None = None, thread: int = 0,
+                           debug: bool = False, fetch_list: Sequence[Any] | None = None,
+                           fetch_info: Sequence[str] | None = None, print_period: int = 100,
+                           fetch_handler: Any = None) -> None:
         """Run ``program`` on every batch of ``dataset`` (``fluid.DatasetFactory``), in ``thread``
-        threads (default: the dataset's); see :mod:`fluidist.executor.dataset_runner`."""
+        threads (Hogwild, as in Paddle; a program that talks to other processes runs one step at a
+        time); see :mod:`fluidist.executor.dataset_runner`.
+
+        Args:
+            program: the program (or a CompiledProgram); the default main program when None.
+            dataset: a ``fluid.DatasetFactory().create_dataset(...)`` with its files and slots set.
+            scope: where the parameters live; the global scope when None.
+            thread: the number of worker threads; the dataset's ``set_thread`` when 0.
+            debug: accepted for Paddle's signature.
+            fetch_list: Variables (or names) printed every ``print_period`` batches by thread 0.
+            fetch_info: the label printed before each fetched value (its name when None).
+            print_period: batches between prints.
+            fetch_handler: a ``FetchHandler`` called with the values of its variables every
+                ``period_secs`` seconds.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: no dataset, or no thread count.
+            ValueError: ``fetch_info`` and ``fetch_list`` of different lengths, or a dataset slot
+                that is not a variable of the program.
+        """
         from .dataset_runner import run_from_dataset
         return run_from_dataset(self, program, dataset, scope, thread, False, debug, fetch_list, fetch_info,
                                 print_period, fetch_handler)
 
-    def infer_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False, fetch_list=None,
-                           fetch_info=None, print_period=100, fetch_handler=None):
-        """``train_from_dataset`` without the backward and optimize ops: parameters do not change."""
+    def infer_from_dataset(self, program: Any = None, dataset: Any = None, scope: Scope | None = None, thread: int = 0,
+                           debug: bool = False, fetch_list: Sequence[Any] | None = None,
+                           fetch_info: Sequence[str] | None = None, print_period: int = 100,
+                           fetch_handler: Any = None) -> None:
+        """``train_from_dataset`` on a copy of the program without its backward and optimize ops:
+        the parameters do not change.
+
+        Args:
+            program: the program (or a CompiledProgram); the default main program when None.
+            dataset: a ``fluid.DatasetFactory().create_dataset(...)`` with its files and slots set.
+            scope: where the parameters live; the global scope when None.
+            thread: the number of worker threads; the dataset's ``set_thread`` when 0.
+            debug: accepted for Paddle's signature.
+            fetch_list: Variables (or names) printed every ``print_period`` batches by thread 0.
+            fetch_info: the label printed before each fetched value (its name when None).
+            print_period: batches between prints.
+            fetch_handler: a ``FetchHandler`` called with the values of its variables every
+                ``period_secs`` seconds.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: no dataset, or no thread count.
+            ValueError: ``fetch_info`` and ``fetch_list`` of different lengths, or a dataset slot
+                that is not a variable of the program.
+        """
         from .dataset_runner import run_from_dataset
         return run_from_dataset(self, program, dataset, scope, thread, True, debug, fetch_list, fetch_info,
                                 print_period, fetch_handler)
 
-    def close(self):
+    def close(self) -> None:
         """Tell every parameter server this trainer talked to that it is done; the executor is then closed."""
         if self._closed:
             return
