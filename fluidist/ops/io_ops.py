@@ -33,7 +33,8 @@ def save(ctx, ins, attrs):
     x = ins["X"]
     if isinstance(x, SelectedRows):
         x = x.to_dense(np)
-    np.save(path, np.asarray(x), allow_pickle=False)
+    with open(path, "wb") as f:   # a file object: np.save given a name would add ".npy" to it
+        np.save(f, np.asarray(x), allow_pickle=False)
     return {}
 
 

@@ -1,5 +1,7 @@
 """Tensor ops (and the few math ops the other files leave out): forward against NumPy, gradients
 against finite differences in float64."""
+import os
+
 import numpy as np
 import pytest
 
@@ -122,6 +124,15 @@ def test_save_then_load_op_round_trip(tmp_path):
     fluid.Executor().run(prog, scope=scope)
     np.testing.assert_array_equal(np.array(scope.find_var("w2").get_tensor()), w)
     assert np.load(path, allow_pickle=False).shape == (2, 3)
+    other = str(tmp_path / "w.bin")        # any name: the file is written under exactly that name
+    b2 = fluid.Program().global_block()
+    b2.create_var(name="w", shape=[2, 3], dtype="float32", persistable=True)
+    b2.create_var(name="w3", shape=[2, 3], dtype="float32", persistable=True)
+    b2.append_op("save", inputs={"X": ["w"]}, attrs={"file_path": other})
+    b2.append_op("load", outputs={"Out": ["w3"]}, attrs={"file_path": other})
+    fluid.Executor().run(b2.program, scope=scope)
+    np.testing.assert_array_equal(np.array(scope.find_var("w3").get_tensor()), w)
+    assert sorted(os.listdir(tmp_path)) == ["w.bin", "w.npy"]
     bad = fluid.Program()
     bad.global_block().create_var(name="v", shape=[1], dtype="float32")
     bad.global_block().append_op("load", outputs={"Out": ["v"]}, attrs={"file_path": str(tmp_path / "none.npy")})
