@@ -2,7 +2,12 @@
 (``from paddle.fluid.layers.control_flow import split_lod_tensor``): the small layers over ops
 fluidist has, and refusals for Paddle's internal builders. :data:`EXTRAS` says which module of
 Paddle's name each goes into (``paddle_modules.place_names`` puts them there)."""
+from __future__ import annotations
+
+from typing import Sequence
+
 from ..compat import refused, refused_class
+from ..framework.program import Variable
 from .layer_helper import LayerHelper
 from .loss import cross_entropy
 
@@ -11,8 +16,27 @@ _BLOCKS = ("an internal builder of Paddle's control flow; use While(cond).block(
 _PSERVER = "build parameter-server programs with fluid.DistributeTranspiler (it writes listen_and_serv, send, recv)"
 
 
-def split_lod_tensor(input, mask, level=0):
-    """The rows (or level-``level`` sequences) of ``input`` whose ``mask`` is true, and the others."""
+def split_lod_tensor(input: Variable, mask: Variable, level: int = 0) -> tuple[Variable, Variable]:
+    """The rows (or level-``level`` sequences) of ``input`` whose ``mask`` is true, and the others
+    (what ``IfElse.input`` builds).
+
+    Args:
+        input: a tensor, with or without LoD.
+        mask: a bool ``[rows, 1]`` (or one per sequence).
+        level: the LoD level whose sequences are split.
+
+    Returns:
+        ``(out_true, out_false)``.
+
+    Examples:
+        >>> from fluidist.layers.control_flow import merge_lod_tensor, split_lod_tensor
+        >>> x = fluid.layers.assign(np.array([[1.0], [2.0], [3.0]], "float32"))
+        >>> mask = fluid.layers.assign(np.array([[True], [False], [True]]))
+        >>> yes, no = split_lod_tensor(x, mask)
+        >>> back = merge_lod_tensor(yes, no, x, mask)
+        >>> [v.ravel().tolist() for v in fluid.Executor(fluid.CPUPlace()).run(fetch_list=[yes, no, back])]
+        [[1.0, 3.0], [2.0], [1.0, 2.0, 3.0]]
+    """
     helper = LayerHelper("split_lod_tensor")
     out_true = helper.create_variable_for_type_inference(dtype=input.dtype)
     out_false = helper.create_variable_for_type_inference(dtype=input.dtype)
@@ -21,9 +45,28 @@ def split_lod_tensor(input, mask, level=0):
     return out_true, out_false
 
 
-def merge_lod_tensor(in_true, in_false, x, mask, level=0):
-    """``split_lod_tensor`` undone: rows of ``in_true`` where ``mask`` is true, of ``in_false`` elsewhere
-    (``x`` gives the LoD)."""
+def merge_lod_tensor(in_true: Variable, in_false: Variable, x: Variable, mask: Variable,
+                     level: int = 0) -> Variable:
+    """``split_lod_tensor`` undone: rows of ``in_true`` where ``mask`` is true, of ``in_false``
+    elsewhere, in the original order.
+
+    Args:
+        in_true: the rows of the true side.
+        in_false: the rows of the false side.
+        x: the tensor that was split (it gives the LoD).
+        mask: the mask of the split.
+        level: the LoD level of the split.
+
+    Returns:
+        A Variable with ``x``'s rows.
+
+    Examples:
+        >>> from fluidist.layers.control_flow import merge_lod_tensor, split_lod_tensor
+        >>> x = fluid.data(name="x", shape=[None, 1], dtype="float32")
+        >>> mask = fluid.data(name="mask", shape=[None, 1], dtype="bool")
+        >>> yes, no = split_lod_tensor(x, mask)
+        >>> merged = merge_lod_tensor(fluid.layers.scale(yes, 2.0), no, x, mask)
+    """
     helper = LayerHelper("merge_lod_tensor")
     out = helper.create_variable_for_type_inference(dtype=in_true.dtype)
     helper.append_op("merge_lod_tensor", inputs={"X": [x], "Mask": [mask], "InTrue": [in_true],
@@ -32,20 +75,75 @@ def merge_lod_tensor(in_true, in_false, x, mask, level=0):
     return out
 
 
-def select_output(input, outputs, mask):
-    """Copy ``input`` into ``outputs[mask]`` (``mask`` an int32 ``[1]``); returns ``outputs``."""
+def select_output(input: Variable, outputs: Sequence[Variable], mask: Variable) -> Sequence[Variable]:
+    """Copy ``input`` into one of ``outputs``, chosen when the program runs (the counterpart of
+    ``select_input``).
+
+    Args:
+        input: the tensor to copy.
+        outputs: the candidates.
+        mask: an int32 ``[1]`` Variable, the index of the output to write.
+
+    Returns:
+        ``outputs``.
+
+    Examples:
+        >>> from fluidist.layers.control_flow import select_output
+        >>> x = fluid.layers.fill_constant(shape=[1], dtype="float32", value=7.0)
+        >>> block = fluid.default_main_program().current_block()
+        >>> outs = [block.create_var(name="out%d" % i, shape=[1], dtype="float32") for i in range(2)]
+        >>> which = fluid.layers.fill_constant(shape=[1], dtype="int32", value=1)
+        >>> _ = select_output(x, outs, which)
+        >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[outs[1]])[0].tolist()
+        [7.0]
+    """
     helper = LayerHelper("select_output")
     helper.append_op("select_output", inputs={"X": [input], "Mask": [mask]}, outputs={"Out": list(outputs)})
     return outputs
 
 
-def cross_entropy2(input, label, ignore_index=-100):
-    """Paddle's hard-label cross entropy (the op ``cross_entropy`` uses for hard labels)."""
+def cross_entropy2(input: Variable, label: Variable, ignore_index: int = -100) -> Variable:
+    """Paddle's hard-label cross entropy (what ``cross_entropy`` builds for hard labels).
+
+    Args:
+        input: probabilities ``[N, classes]``.
+        label: int64 classes ``[N, 1]``.
+        ignore_index: a label whose rows give 0.
+
+    Returns:
+        A Variable ``[N, 1]``.
+
+    Examples:
+        >>> from fluidist.layers.loss import cross_entropy2
+        >>> probs = fluid.layers.assign(np.array([[0.5, 0.5]], "float32"))
+        >>> label = fluid.layers.assign(np.array([[0]], "int64"))
+        >>> out, = fluid.Executor(fluid.CPUPlace()).run(fetch_list=[cross_entropy2(probs, label)])
+        >>> round(float(out[0, 0]), 4)
+        0.6931
+    """
     return cross_entropy(input, label, soft_label=False, ignore_index=ignore_index)
 
 
-def save(x, file_path, overwrite=True):
-    """Write ``x`` to ``file_path`` when the program runs (a ``save`` op; ``layers.load`` reads it)."""
+def save(x: Variable, file_path: str, overwrite: bool = True) -> None:
+    """Write ``x`` to ``file_path`` when the program runs (a ``save`` op; ``layers.load`` reads it).
+
+    Paddle 1.8 difference: the file is a NumPy ``.npy`` file under exactly that name (Paddle's
+    ``save`` op writes its own tensor format).
+
+    Args:
+        x: the tensor to write.
+        file_path: the file.
+        overwrite: replace an existing file (else the op fails).
+
+    Examples:
+        >>> import os, tempfile
+        >>> from fluidist.layers.tensor import save
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.bin")
+        >>> save(fluid.layers.fill_constant(shape=[2], dtype="float32", value=1.0), path)
+        >>> _ = fluid.Executor(fluid.CPUPlace()).run()
+        >>> os.path.exists(path)
+        True
+    """
     LayerHelper("save").append_op("save", inputs={"X": [x]}, outputs={},
                                   attrs={"file_path": str(file_path), "overwrite": bool(overwrite)})
 
