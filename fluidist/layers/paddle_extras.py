@@ -138,10 +138,11 @@ def save(x: Variable, file_path: str, overwrite: bool = True) -> None:
     Examples:
         >>> import os, tempfile
         >>> from fluidist.layers.tensor import save
-        >>> path = os.path.join(tempfile.mkdtemp(), "x.bin")
-        >>> save(fluid.layers.fill_constant(shape=[2], dtype="float32", value=1.0), path)
-        >>> _ = fluid.Executor(fluid.CPUPlace()).run()
-        >>> os.path.exists(path)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "x.bin")
+        ...     save(fluid.layers.fill_constant(shape=[2], dtype="float32", value=1.0), path)
+        ...     _ = fluid.Executor(fluid.CPUPlace()).run()
+        ...     print(os.path.exists(path))
         True
     """
     LayerHelper("save").append_op("save", inputs={"X": [x]}, outputs={},
