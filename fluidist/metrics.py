@@ -6,7 +6,10 @@ start with ``_``: ``reset()`` zeroes them and ``get_config()`` reports them. (``
 buckets in ``_stat_pos`` / ``_stat_neg``, so, as in Paddle, ``reset()`` leaves them alone; make a
 new ``Auc`` to start over.)
 """
+from __future__ import annotations
+
 import copy
+from typing import Any
 
 import numpy as np
 
@@ -36,9 +39,29 @@ def _is_number_or_array(v):
 
 
 class MetricBase:
-    """A metric named ``name`` (default: the class name)."""
+    """The base of metrics: ``update`` with each batch's fetched values, ``eval`` for the result
+    over everything seen, ``reset`` to start over.
 
-    def __init__(self, name):
+    Args:
+        name: the metric's name (the class name when None).
+
+    Examples:
+        >>> class Mean(fluid.metrics.MetricBase):
+        ...     def __init__(self, name=None):
+        ...         super().__init__(name)
+        ...         self.total, self.count = 0.0, 0
+        ...     def update(self, values):
+        ...         self.total += float(np.sum(values))
+        ...         self.count += int(np.size(values))
+        ...     def eval(self) -> Any:
+        ...         return self.total / self.count
+        >>> m = Mean()
+        >>> m.update(np.array([1.0, 2.0])); m.update(np.array([6.0]))
+        >>> m.eval(), m.get_config()["states"]
+        (3.0, {'total': 9.0, 'count': 3})
+    """
+
+    def __init__(self, name: str | None):
         self._name = str(name) if name is not None else type(self).__name__
 
     def __str__(self):
@@ -47,7 +70,7 @@ class MetricBase:
     def _states(self):
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
-    def reset(self):
+    def reset(self) -> None:
         """Zero the state: ints to 0, floats to 0.0, arrays to zeros of their shape, others to None."""
         for k, v in self._states().items():
             if isinstance(v, bool) or not isinstance(v, (int, float, np.ndarray, np.generic)):
@@ -59,34 +82,51 @@ class MetricBase:
             else:
                 setattr(self, k, np.zeros_like(v))
 
-    def get_config(self):
+    def get_config(self) -> dict:
         """``{"name": ..., "states": {a copy of the state}}``."""
         return {"name": self._name, "states": copy.deepcopy(self._states())}
 
-    def update(self, preds, labels):
+    def update(self, preds: Any, labels: Any) -> None:
+        """Add one batch's values."""
         raise NotImplementedError("%s.update: a metric must implement update()" % type(self).__name__)
 
-    def eval(self):
+    def eval(self) -> Any:
+        """The result over everything updated."""
         raise NotImplementedError("%s.eval: a metric must implement eval()" % type(self).__name__)
 
 
 class CompositeMetric(MetricBase):
-    """Several metrics updated with the same (preds, labels); ``eval`` returns their results in order."""
+    """Several metrics updated with the same (preds, labels); ``eval`` returns their results in order.
 
-    def __init__(self, name=None):
+    Args:
+        name: the metric's name (the class name when None).
+
+    Examples:
+        >>> both = fluid.metrics.CompositeMetric()
+        >>> both.add_metric(fluid.metrics.Precision())
+        >>> both.add_metric(fluid.metrics.Recall())
+        >>> both.update(np.array([[0.9], [0.8], [0.2]]), np.array([[1], [0], [1]]))
+        >>> both.eval()
+        [0.5, 0.5]
+    """
+
+    def __init__(self, name: str | None = None):
         super().__init__(name)
-        self._metrics = []
+        self._metrics: list[MetricBase] = []
 
-    def add_metric(self, metric):
+    def add_metric(self, metric: MetricBase) -> None:
+        """Add a metric (ValueError for anything else)."""
         if not isinstance(metric, MetricBase):
             raise ValueError("CompositeMetric.add_metric: %r is not a MetricBase" % (metric,))
         self._metrics.append(metric)
 
-    def update(self, preds, labels):
+    def update(self, preds: Any, labels: Any) -> None:
+        """Update every metric with the same values."""
         for m in self._metrics:
             m.update(preds, labels)
 
-    def eval(self):
+    def eval(self) -> list:
+        """Every metric's result, in the order they were added."""
         return [m.eval() for m in self._metrics]
 
 
@@ -101,54 +141,92 @@ def _binary(preds, labels, who):
 
 
 class Precision(MetricBase):
-    """Precision of a binary classifier: ``preds`` are probabilities [N, 1] (rounded at 0.5),
-    ``labels`` 0/1 [N, 1]."""
+    """Precision of a binary classifier, ``tp / (tp + fp)``, over all batches.
 
-    def __init__(self, name=None):
+    ``update(preds, labels)``: probabilities ``[N, 1]`` (rounded at 0.5) and 0/1 labels ``[N, 1]``,
+    NumPy arrays (ValueError otherwise).
+
+    Args:
+        name: the metric's name (the class name when None).
+
+    Examples:
+        >>> p = fluid.metrics.Precision()
+        >>> p.update(np.array([[0.9], [0.8], [0.2]]), np.array([[1], [0], [1]]))
+        >>> p.eval()
+        0.5
+    """
+
+    def __init__(self, name: str | None = None):
         super().__init__(name)
         self.tp = 0
         self.fp = 0
 
-    def update(self, preds, labels):
+    def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
         pred, label = _binary(preds, labels, "Precision")
         positive = pred == 1
         self.tp += int((positive & (label == 1)).sum())
         self.fp += int((positive & (label != 1)).sum())
 
-    def eval(self):
+    def eval(self) -> Any:
         total = self.tp + self.fp
         return float(self.tp) / total if total else 0.0
 
 
 class Recall(MetricBase):
-    """Recall of a binary classifier; arguments as ``Precision``."""
+    """Recall of a binary classifier, ``tp / (tp + fn)``, over all batches; ``update`` takes what
+    ``Precision.update`` takes.
 
-    def __init__(self, name=None):
+    Args:
+        name: the metric's name (the class name when None).
+
+    Examples:
+        >>> r = fluid.metrics.Recall()
+        >>> r.update(np.array([[0.9], [0.8], [0.2]]), np.array([[1], [0], [1]]))
+        >>> r.eval()
+        0.5
+    """
+
+    def __init__(self, name: str | None = None):
         super().__init__(name)
         self.tp = 0
         self.fn = 0
 
-    def update(self, preds, labels):
+    def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
         pred, label = _binary(preds, labels, "Recall")
         actual = label == 1
         self.tp += int((actual & (pred == 1)).sum())
         self.fn += int((actual & (pred != 1)).sum())
 
-    def eval(self):
+    def eval(self) -> Any:
         total = self.tp + self.fn
         return float(self.tp) / total if total else 0.0
 
 
 class Accuracy(MetricBase):
     """The weighted mean of per-batch accuracies: ``update(value, weight)`` with the batch's
-    accuracy (from ``layers.accuracy``) and its size."""
+    accuracy (fetched from ``layers.accuracy``) and its size.
 
-    def __init__(self, name=None):
+    Args:
+        name: the metric's name (the class name when None).
+
+    Raises:
+        ValueError: a value or weight of the wrong type, a negative weight, or ``eval`` before
+            any update.
+
+    Examples:
+        >>> acc = fluid.metrics.Accuracy()
+        >>> acc.update(value=0.5, weight=10)
+        >>> acc.update(value=1.0, weight=30)
+        >>> acc.eval()
+        0.875
+    """
+
+    def __init__(self, name: str | None = None):
         super().__init__(name)
         self.value = 0.0
         self.weight = 0.0
 
-    def update(self, value, weight):
+    def update(self, value: Any, weight: Any) -> None:
         if not _is_number_or_array(value):
             raise ValueError("Accuracy.update: 'value' must be a number or a numpy array, got %r"
                              % type(value).__name__)
@@ -159,22 +237,33 @@ class Accuracy(MetricBase):
         self.value += value * weight
         self.weight += weight
 
-    def eval(self):
+    def eval(self) -> Any:
         if self.weight == 0:
             raise ValueError("Accuracy.eval: no data yet; update() it with the output of layers.accuracy")
         return self.value / self.weight
 
 
 class ChunkEvaluator(MetricBase):
-    """Chunk precision, recall and F1 over batches, from the counts ``layers.chunk_eval`` returns."""
+    """Chunk precision, recall and F1 over batches, from the counts ``layers.chunk_eval`` returns.
 
-    def __init__(self, name=None):
+    Args:
+        name: the metric's name (the class name when None).
+
+    Examples:
+        >>> chunks = fluid.metrics.ChunkEvaluator()
+        >>> chunks.update(num_infer_chunks=4, num_label_chunks=5, num_correct_chunks=3)
+        >>> [round(v, 4) for v in chunks.eval()]
+        [0.75, 0.6, 0.6667]
+    """
+
+    def __init__(self, name: str | None = None):
         super().__init__(name)
         self.num_infer_chunks = 0
         self.num_label_chunks = 0
         self.num_correct_chunks = 0
 
-    def update(self, num_infer_chunks, num_label_chunks, num_correct_chunks):
+    def update(self, num_infer_chunks: Any, num_label_chunks: Any,  # type: ignore[override]
+               num_correct_chunks: Any) -> None:
         for arg, v in (("num_infer_chunks", num_infer_chunks), ("num_label_chunks", num_label_chunks),
                        ("num_correct_chunks", num_correct_chunks)):
             if not _is_number_or_array(v):
@@ -184,7 +273,7 @@ class ChunkEvaluator(MetricBase):
         self.num_label_chunks += num_label_chunks
         self.num_correct_chunks += num_correct_chunks
 
-    def eval(self):
+    def eval(self) -> Any:
         """``(precision, recall, f1)``."""
         infer, label, correct = (_scalar(v) for v in (self.num_infer_chunks, self.num_label_chunks,
                                                       self.num_correct_chunks))
@@ -196,15 +285,25 @@ class ChunkEvaluator(MetricBase):
 
 class EditDistance(MetricBase):
     """Average edit distance and the share of sequences with any error, from the outputs of
-    ``layers.edit_distance``."""
+    ``layers.edit_distance``.
 
-    def __init__(self, name):
+    Args:
+        name: the metric's name.
+
+    Examples:
+        >>> ed = fluid.metrics.EditDistance("ed")
+        >>> ed.update(np.array([[0.0], [2.0]]), seq_num=2)
+        >>> [float(v) for v in ed.eval()]
+        [1.0, 0.5]
+    """
+
+    def __init__(self, name: str | None):
         super().__init__(name)
         self.total_distance = 0.0
         self.seq_num = 0
         self.instance_error = 0
 
-    def update(self, distances, seq_num):
+    def update(self, distances: np.ndarray, seq_num: Any) -> None:
         if not _is_numpy(distances):
             raise ValueError("EditDistance.update: 'distances' must be a numpy array, got %r"
                              % type(distances).__name__)
@@ -215,7 +314,7 @@ class EditDistance(MetricBase):
         self.instance_error += seq_num - right
         self.total_distance += np.sum(distances)
 
-    def eval(self):
+    def eval(self) -> Any:
         """``(average distance, share of sequences with a non-zero distance)``."""
         if self.seq_num == 0:
             raise ValueError("EditDistance.eval: no data yet; update() it with the output of layers.edit_distance")
@@ -224,16 +323,28 @@ class EditDistance(MetricBase):
 
 class Auc(MetricBase):
     """ROC AUC over everything updated: ``preds`` [N, 2] class probabilities (column 1 is the
-    positive one), ``labels`` 0/1 [N, 1]; the same buckets as ``layers.auc``."""
+    positive one), ``labels`` 0/1 [N, 1]; the same buckets as ``layers.auc``.
 
-    def __init__(self, name, curve="ROC", num_thresholds=4095):
+    Args:
+        name: the metric's name.
+        curve: ``"ROC"`` (kept for Paddle's signature).
+        num_thresholds: the number of buckets of the probability.
+
+    Examples:
+        >>> auc = fluid.metrics.Auc("auc")
+        >>> auc.update(np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]]), np.array([[1], [0], [0]]))
+        >>> auc.eval()
+        1.0
+    """
+
+    def __init__(self, name: str | None, curve: str = "ROC", num_thresholds: int = 4095):
         super().__init__(name=name)
         self._curve = curve
         self._num_thresholds = int(num_thresholds)
         self._stat_pos = np.zeros(self._num_thresholds + 1)
         self._stat_neg = np.zeros(self._num_thresholds + 1)
 
-    def update(self, preds, labels):
+    def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
         if not _is_numpy(labels):
             raise ValueError("Auc.update: 'labels' must be a numpy array, got %r" % type(labels).__name__)
         if not _is_numpy(preds):
@@ -246,10 +357,11 @@ class Auc(MetricBase):
         np.add.at(self._stat_neg, idx[label == 0], 1.0)
 
     @staticmethod
-    def trapezoid_area(x1, x2, y1, y2):
+    def trapezoid_area(x1: float, x2: float, y1: float, y2: float) -> float:
+        """The area of the trapezoid under a segment of the curve."""
         return abs(x1 - x2) * (y1 + y2) / 2.0
 
-    def eval(self):
+    def eval(self) -> Any:
         return _auc_area(self._stat_pos, self._stat_neg)
 
 

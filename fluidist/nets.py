@@ -1,14 +1,52 @@
 """``fluid.nets``: the composite networks of Paddle 1.x, built from layers exactly as Paddle 1.8
 builds them (the same ops in the same order, so programs and parameter names match)."""
+from __future__ import annotations
+
+from typing import Sequence, Union
+
 from . import layers
+from .framework.program import Variable
+from .hints import ParamAttrLike
+
+IntOrPair = Union[int, Sequence[int]]
 
 __all__ = ["simple_img_conv_pool", "sequence_conv_pool", "glu", "scaled_dot_product_attention", "img_conv_group"]
 
 
-def simple_img_conv_pool(input, num_filters, filter_size, pool_size, pool_stride, pool_padding=0, pool_type="max",
-                         global_pooling=False, conv_stride=1, conv_padding=0, conv_dilation=1, conv_groups=1,
-                         param_attr=None, bias_attr=None, act=None, use_cudnn=True):
-    """``conv2d`` (with ``act``) then ``pool2d``: the convolution block of the classic digits model."""
+def simple_img_conv_pool(input: Variable, num_filters: int, filter_size: IntOrPair, pool_size: IntOrPair,
+                         pool_stride: IntOrPair, pool_padding: IntOrPair = 0, pool_type: str = "max",
+                         global_pooling: bool = False, conv_stride: IntOrPair = 1, conv_padding: IntOrPair = 0,
+                         conv_dilation: IntOrPair = 1, conv_groups: int = 1, param_attr: ParamAttrLike = None,
+                         bias_attr: ParamAttrLike = None, act: str | None = None, use_cudnn: bool = True) -> Variable:
+    """``conv2d`` (with ``act``) then ``pool2d``: the convolution block of the classic digits model.
+
+    Args:
+        input: images ``[N, C, H, W]``.
+        num_filters: the convolution's output channels.
+        filter_size: its filter size.
+        pool_size: the pooling window.
+        pool_stride: the pooling stride.
+        pool_padding: the pooling padding.
+        pool_type: ``"max"`` or ``"avg"``.
+        global_pooling: pool the whole feature map.
+        conv_stride: the convolution's stride.
+        conv_padding: its padding.
+        conv_dilation: its dilation.
+        conv_groups: its groups.
+        param_attr: the filter's attribute.
+        bias_attr: the bias's attribute.
+        act: the convolution's activation.
+        use_cudnn: accepted for Paddle's signature.
+
+    Returns:
+        The pooled Variable.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 1, 28, 28], dtype="float32")
+        >>> fluid.nets.simple_img_conv_pool(img, num_filters=20, filter_size=5, pool_size=2, pool_stride=2,
+        ...                                 act="relu").shape
+        (-1, 20, 12, 12)
+    """
     conv_out = layers.conv2d(input=input, num_filters=num_filters, filter_size=filter_size, stride=conv_stride,
                              padding=conv_padding, dilation=conv_dilation, groups=conv_groups,
                              param_attr=param_attr, bias_attr=bias_attr, act=act, use_cudnn=use_cudnn)
@@ -25,12 +63,44 @@ def _per_conv(value, n, what):
     return [value] * n
 
 
-def img_conv_group(input, conv_num_filter, pool_size, conv_padding=1, conv_filter_size=3, conv_act=None,
-                   param_attr=None, conv_with_batchnorm=False, conv_batchnorm_drop_rate=0.0, pool_stride=1,
-                   pool_type="max", use_cudnn=True):
+def img_conv_group(input: Variable, conv_num_filter: Sequence[int], pool_size: IntOrPair,
+                   conv_padding: IntOrPair | list = 1, conv_filter_size: IntOrPair | list = 3,
+                   conv_act: str | None = None, param_attr: ParamAttrLike | list = None,
+                   conv_with_batchnorm: bool | list = False, conv_batchnorm_drop_rate: float | list = 0.0,
+                   pool_stride: IntOrPair = 1, pool_type: str = "max", use_cudnn: bool = True) -> Variable:
     """A VGG block: for each entry of ``conv_num_filter`` a ``conv2d`` (then ``batch_norm`` with the
-    activation and ``dropout`` when ``conv_with_batchnorm``), and one ``pool2d`` at the end. Per-conv
-    arguments take one value or a list."""
+    activation and ``dropout`` when ``conv_with_batchnorm``), and one ``pool2d`` at the end.
+
+    Args:
+        input: images ``[N, C, H, W]``.
+        conv_num_filter: the output channels of each convolution.
+        pool_size: the pooling window.
+        conv_padding: the convolutions' padding (one value, or a list with one per convolution,
+            as for the other per-convolution arguments).
+        conv_filter_size: their filter sizes.
+        conv_act: their activation (after the batch norm when there is one).
+        param_attr: their filters' attributes.
+        conv_with_batchnorm: a batch norm after each convolution.
+        conv_batchnorm_drop_rate: the dropout after each batch norm.
+        pool_stride: the pooling stride.
+        pool_type: ``"max"`` or ``"avg"``.
+        use_cudnn: accepted for Paddle's signature.
+
+    Returns:
+        The pooled Variable.
+
+    Raises:
+        TypeError: ``conv_num_filter`` is not a list.
+        ValueError: a per-convolution list of another length.
+
+    Examples:
+        >>> img = fluid.data(name="img", shape=[None, 3, 32, 32], dtype="float32")
+        >>> block = fluid.nets.img_conv_group(img, conv_num_filter=[16, 16], pool_size=2, pool_stride=2,
+        ...                                   conv_act="relu", conv_with_batchnorm=True,
+        ...                                   conv_batchnorm_drop_rate=[0.3, 0.0])
+        >>> block.shape
+        (-1, 16, 16, 16)
+    """
     if not isinstance(conv_num_filter, (list, tuple)):
         raise TypeError("img_conv_group: conv_num_filter must be a list of filter counts")
     n = len(conv_num_filter)
@@ -51,23 +121,74 @@ def img_conv_group(input, conv_num_filter, pool_size, conv_padding=1, conv_filte
                          use_cudnn=use_cudnn)
 
 
-def sequence_conv_pool(input, num_filters, filter_size, param_attr=None, act="sigmoid", pool_type="max",
-                       bias_attr=None):
-    """``sequence_conv`` over a LoD ``input`` then ``sequence_pool``: the text-classification block."""
+def sequence_conv_pool(input: Variable, num_filters: int, filter_size: int, param_attr: ParamAttrLike = None,
+                       act: str | None = "sigmoid", pool_type: str = "max", bias_attr: ParamAttrLike = None) -> Variable:
+    """``sequence_conv`` over a LoD ``input`` then ``sequence_pool``: the text-classification block.
+
+    Args:
+        input: a LoD tensor ``[rows, width]`` (word embeddings).
+        num_filters: the convolution's output features.
+        filter_size: how many rows each output row sees.
+        param_attr: the filter's attribute.
+        act: the convolution's activation.
+        pool_type: ``"max"``, ``"average"``, ``"sum"``, ``"sqrt"``, ``"last"`` or ``"first"``.
+        bias_attr: the bias's attribute.
+
+    Returns:
+        A Variable ``[sequences, num_filters]``.
+
+    Examples:
+        >>> words = fluid.data(name="words", shape=[None, 16], dtype="float32", lod_level=1)
+        >>> fluid.nets.sequence_conv_pool(words, num_filters=8, filter_size=3, act="tanh").shape
+        (-1, 8)
+    """
     conv_out = layers.sequence_conv(input=input, num_filters=num_filters, filter_size=filter_size,
                                     param_attr=param_attr, bias_attr=bias_attr, act=act)
     return layers.sequence_pool(input=conv_out, pool_type=pool_type)
 
 
-def glu(input, dim=-1):
-    """Gated linear unit: ``input`` split in two halves ``a, b`` along ``dim``, ``a * sigmoid(b)``."""
+def glu(input: Variable, dim: int = -1) -> Variable:
+    """Gated linear unit: ``input`` split in two halves ``a, b`` along ``dim``, ``a * sigmoid(b)``.
+
+    Args:
+        input: a tensor whose ``dim`` is even.
+        dim: the axis to split.
+
+    Returns:
+        A Variable with half of ``input``'s ``dim``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 6], dtype="float32")
+        >>> fluid.nets.glu(x).shape
+        (-1, 3)
+    """
     a, b = layers.split(input, num_or_sections=2, dim=dim)
     return layers.elementwise_mul(x=a, y=layers.sigmoid(x=b))
 
 
-def scaled_dot_product_attention(queries, keys, values, num_heads=1, dropout_rate=0.0):
-    """Multi-head attention ``softmax(Q K^T / sqrt(d)) V`` over 3-D [batch, length, width] inputs; with
-    ``num_heads > 1`` Q, K and V are first projected (an ``fc`` each) and split into heads."""
+def scaled_dot_product_attention(queries: Variable, keys: Variable, values: Variable, num_heads: int = 1,
+                                 dropout_rate: float = 0.0) -> Variable:
+    """Multi-head attention ``softmax(Q K^T / sqrt(d)) V`` over 3-D ``[batch, length, width]``
+    inputs; with ``num_heads > 1`` Q, K and V are first projected (an ``fc`` each) and split.
+
+    Args:
+        queries: ``[batch, length_q, width]``.
+        keys: ``[batch, length_k, width]``.
+        values: ``[batch, length_k, width_v]``.
+        num_heads: the number of heads (dividing the widths).
+        dropout_rate: dropout on the attention weights.
+
+    Returns:
+        A Variable ``[batch, length_q, width_v]``.
+
+    Raises:
+        ValueError: inputs that are not 3-D or whose sizes do not fit.
+
+    Examples:
+        >>> q = fluid.data(name="q", shape=[2, 5, 8], dtype="float32")
+        >>> fluid.nets.scaled_dot_product_attention(q, q, q, num_heads=2).shape
+        (2, 5, 8)
+    """
     for v, what in ((queries, "queries"), (keys, "keys"), (values, "values")):
         if len(v.shape) != 3:
             raise ValueError("scaled_dot_product_attention: %s must be 3-D [batch, length, width], got shape %s"

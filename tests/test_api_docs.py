@@ -95,7 +95,8 @@ def test_layer_docstring_has_args_returns_and_example(name):
 DOCUMENTED = ["fluidist.layers", "fluidist.framework", "fluidist.core", "fluidist.executor", "fluidist.optimizer",
               "fluidist.optimizer_base", "fluidist.io", "fluidist.transpiler", "fluidist.incubate", "fluidist.role_maker",
               "fluidist.fleet", "fluidist.param_attr", "fluidist.initializer", "fluidist.regularizer", "fluidist.clip",
-              "fluidist.optimizer_recompute", "fluidist.data_feeder", "fluidist.model_averaging", "fluidist.lookahead"]
+              "fluidist.optimizer_recompute", "fluidist.data_feeder", "fluidist.model_averaging", "fluidist.lookahead",
+              "fluidist.nets", "fluidist.metrics"]
 
 
 def _modules_with_examples():
