@@ -12,6 +12,10 @@ says under which names the gradient op must hand in the gradients coming from ou
 Only float variables (and arrays of them) get gradients; integer and bool ones never do.
 Gradients of tensor arrays are not renamed: the ops producing them add into one array.
 """
+from __future__ import annotations
+
+from typing import Any, List, Sequence, Tuple
+
 from .compat import refused, refused_class  # noqa: E402
 from .framework.dtypes import VarType, is_float_dtype
 from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
@@ -266,11 +270,31 @@ def _set_op_role_vars(block, pairs, start):
                 break
 
 
-def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None, checkpoints=None):
-    """Append the backward pass of ``loss`` to its program; returns ``[(param, grad), ...]``.
+def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None, no_grad_set: Any = None,
+                    callbacks: Any = None, checkpoints: Sequence[Any] | None = None) -> List[Tuple[Any, Any]]:
+    """Append the backward pass of ``loss`` to its program (what ``Optimizer.minimize`` does first).
 
-    ``checkpoints`` (Variables): recompute the forward ops between them during backward instead of
-    reading their activations (see ``fluidist.recompute``)."""
+    Args:
+        loss: a scalar (``[1]``) Variable of the global block.
+        parameter_list: the parameters (or names) to differentiate; every trainable one when None.
+        no_grad_set: variables (or names) whose gradients are not computed.
+        callbacks: functions ``(block, context)`` called after each gradient op (error clips).
+        checkpoints: recompute the forward ops between these Variables during backward instead
+            of reading their activations (see ``fluidist.recompute``).
+
+    Returns:
+        ``[(parameter, gradient), ...]``, one per parameter on the loss's path.
+
+    Raises:
+        TypeError: ``loss`` is not a Variable.
+        ValueError: a loss outside the global block, not produced by any op, or not a scalar.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> [(p.name, g.name) for p, g in fluid.backward.append_backward(loss)]
+        [('fc_0.w_0', 'fc_0.w_0@GRAD'), ('fc_0.b_0', 'fc_0.b_0@GRAD')]
+    """
     if not isinstance(loss, Variable):
         raise TypeError("append_backward: loss must be a Variable, got %r" % type(loss).__name__)
     block = loss.block
@@ -318,8 +342,33 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
     return pairs
 
 
-def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
-    """Gradients of the (single) target with respect to ``inputs``; ``[grad var or None, ...]``."""
+def gradients(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_set: Any = None) -> Any:
+    """Gradients of a target with respect to ``inputs`` (any Variables, not only parameters).
+
+    Paddle 1.8 difference: one target only, and no ``target_gradients`` (scale the target instead).
+
+    Args:
+        targets: the Variable to differentiate (or a list holding it).
+        inputs: a Variable or a list of them.
+        target_gradients: must be None (see above).
+        no_grad_set: variables (or names) whose gradients are not computed.
+
+    Returns:
+        The gradient Variable of each input (None where the target does not depend on it); one
+        Variable when ``inputs`` is one.
+
+    Raises:
+        ValueError: several targets, or ``target_gradients``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> x.stop_gradient = False
+        >>> y = fluid.layers.reduce_sum(fluid.layers.square(x))
+        >>> dx = fluid.gradients(y, x)
+        >>> fluid.Executor(fluid.CPUPlace()).run(feed={"x": np.array([[1.0, 2.0]], "float32")},
+        ...                                      fetch_list=[dx])[0].tolist()
+        [[2.0, 4.0]]
+    """
     if isinstance(targets, (list, tuple)):
         if len(targets) != 1:
             raise ValueError("gradients: only one target is supported, got %d" % len(targets))

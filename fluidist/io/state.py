@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 import warnings
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -30,13 +31,36 @@ def _prefix(model_path):
     return model_path
 
 
-def save(program, model_path, scope=None, format=None):
+def save(program: Any, model_path: str, scope: Any = None, format: str | None = None) -> None:
     """``model_path + .pdparams`` (the Parameters), ``.pdopt`` (the optimizer's variables) and
     ``.pdmodel`` (the program), as Paddle 1.8's ``fluid.save``.
 
-    fluidist's format: ``.npz`` archives (``.pdopt`` only when there are optimizer variables) and the
-    program's JSON form. ``format="paddle"``: Paddle's pickled dicts of arrays (written opcode by
-    opcode, see ``paddle_format.safe_pickle``) and a ProgramDesc, for Paddle 1.8's ``fluid.load``.
+    Paddle 1.8 difference: fluidist's own format, the default, is ``.npz`` archives (``.pdopt``
+    only when there are optimizer variables) and the program's JSON form. ``format="paddle"``
+    writes Paddle's: pickled dicts of arrays (written opcode by opcode, see
+    ``paddle_format.safe_pickle``) and a ProgramDesc, for Paddle 1.8's ``fluid.load``.
+
+    Args:
+        program: the Program (or a CompiledProgram) whose variables to save.
+        model_path: ``dirname/file_prefix``; the folder is created.
+        scope: where the values are; the global scope when None.
+        format: None (fluidist's) or ``"paddle"``.
+
+    Raises:
+        ValueError: a ``model_path`` that names a folder, or an unknown format.
+
+    Examples:
+        >>> import os, tempfile
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> _ = fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     fluid.save(fluid.default_main_program(), os.path.join(folder, "model"))
+        ...     print(sorted(os.listdir(folder)))
+        ...     fluid.load(fluid.default_main_program(), os.path.join(folder, "model"), exe)
+        ['model.pdmodel', 'model.pdopt', 'model.pdparams']
     """
     fmt = _save_format(format)
     program = _as_program(program)
@@ -90,12 +114,42 @@ def _state_values(path, selected):
     return out
 
 
-def load(program, model_path, executor=None, var_list=None, scope=None):
+def load(program: Any, model_path: str, executor: Any = None, var_list: Sequence[Any] | None = None,
+         scope: Any = None) -> None:
     """Load what ``save`` wrote (either format, detected) into the scope, as Paddle 1.8's
     ``fluid.load``: the Parameters from ``.pdparams``, the optimizer's variables from ``.pdopt``
-    (which must exist when the program has any). Without ``.pdparams``, ``model_path`` is read as
-    a directory of ``save_persistables`` / ``save_vars`` files, or, with ``var_list``, as one
-    combined file. Shapes and dtypes are checked; a failed load leaves the scope as it was."""
+    (which must exist when the program has any).
+
+    Without ``.pdparams``, ``model_path`` is read as a directory of ``save_persistables`` /
+    ``save_vars`` files, or, with ``var_list``, as one combined file. Shapes and dtypes are
+    checked; a failed load leaves the scope as it was.
+
+    Args:
+        program: the Program whose variables to fill.
+        model_path: the ``dirname/file_prefix`` given to ``save`` (a suffix is ignored).
+        executor: needed for the older files; its place is where the values go.
+        var_list: the variables of one combined older file.
+        scope: where to put the values; the global scope when None.
+
+    Raises:
+        FileNotFoundError: no such files, or a missing ``.pdopt``.
+        ValueError: a missing variable, or a shape or dtype that does not match.
+
+    Examples:
+        >>> import os, tempfile
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(name="w"))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> w = lambda: np.array(fluid.global_scope().find_var("w").get_tensor())
+        >>> saved = w().copy()
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     fluid.save(fluid.default_main_program(), os.path.join(folder, "model"))
+        ...     _ = exe.run(fluid.default_startup_program())       # new random values
+        ...     fluid.load(fluid.default_main_program(), os.path.join(folder, "model"), exe)
+        >>> bool((w() == saved).all())
+        True
+    """
     program = _as_program(program)
     scope = scope if scope is not None else global_scope()
     place = getattr(executor, "place", None) or CPUPlace()
@@ -138,10 +192,34 @@ def load(program, model_path, executor=None, var_list=None, scope=None):
     _commit(loaded, dict(params + opt), scope, place, prefix)
 
 
-def load_program_state(model_path, var_list=None):
+def load_program_state(model_path: str, var_list: Sequence[Any] | None = None) -> dict:
     """``{name: ndarray}`` of what ``save`` wrote (``.pdparams`` merged with ``.pdopt``), or, as
     Paddle does without ``.pdparams``, of a directory of variable files (every file, by its name)
-    or of one combined file (the variables of ``var_list``)."""
+    or of one combined file (the variables of ``var_list``).
+
+    Args:
+        model_path: the ``dirname/file_prefix`` given to ``save``, or an older folder or file.
+        var_list: the variables of one combined older file.
+
+    Returns:
+        ``{variable name: numpy array}``.
+
+    Raises:
+        FileNotFoundError: nothing at ``model_path``.
+        ValueError: a combined file without ``var_list``.
+
+    Examples:
+        >>> import os, tempfile
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(name="w"), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     fluid.save(fluid.default_main_program(), os.path.join(folder, "model"))
+        ...     state = fluid.load_program_state(os.path.join(folder, "model"))
+        >>> {k: v.shape for k, v in state.items()}
+        {'w': (2, 1)}
+    """
     prefix = _prefix(model_path)
     params_path = prefix + ".pdparams"
     if os.path.exists(params_path):
@@ -178,11 +256,27 @@ def _dense(value):
     return value.to_dense(np) if isinstance(value, SelectedRows) else value
 
 
-def set_program_state(program, state_dict):
-    """Set the persistable variables of ``program`` found in ``state_dict`` (``{name: ndarray}``), in
-    the global scope, where the startup program must have made them: each must match the shape and
-    dtype it has there. Keys the program does not use are warned about. Everything is checked
-    before anything is set."""
+def set_program_state(program: Any, state_dict: dict) -> None:
+    """Set the persistable variables of ``program`` found in ``state_dict``, in the global scope.
+
+    The startup program must have made them: each must match the shape and dtype it has there.
+    Keys the program does not use are warned about. Everything is checked before anything is set.
+
+    Args:
+        program: the Program.
+        state_dict: ``{variable name: numpy array}`` (from ``load_program_state``).
+
+    Raises:
+        ValueError: a variable without a value yet, or a shape or dtype that does not match.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(name="w"), bias_attr=False)
+        >>> _ = fluid.Executor(fluid.CPUPlace()).run(fluid.default_startup_program())
+        >>> fluid.set_program_state(fluid.default_main_program(), {"w": np.ones((2, 1), "float32")})
+        >>> np.array(fluid.global_scope().find_var("w").get_tensor()).ravel().tolist()
+        [1.0, 1.0]
+    """
     program = _as_program(program)
     scope = global_scope()
     todo = []
