@@ -67,11 +67,13 @@ class Program:
 
     # ---- seed
     @property
-    def random_seed(self):
+    def random_seed(self) -> int:
+        """The seed of the program's random ops (initialisers, dropout) that have none of their own;
+        0 draws a fresh seed each run. Set it before building the layers, as in Paddle."""
         return self._seed
 
     @random_seed.setter
-    def random_seed(self, seed):
+    def random_seed(self, seed: int) -> None:
         if not isinstance(seed, (int, np.integer)):
             raise ValueError("Program.random_seed must be an integer, got %r" % (seed,))
         self._seed = int(seed)
@@ -91,7 +93,8 @@ class Program:
         return self.blocks[self.current_block_idx]
 
     @property
-    def num_blocks(self):
+    def num_blocks(self) -> int:
+        """The number of blocks (1 + the sub-blocks of loops and branches)."""
         return len(self.blocks)
 
     def _create_block(self, parent_idx=None):
@@ -156,20 +159,42 @@ class Program:
         return program_forms.to_dict(self)
 
     @staticmethod
-    def from_dict(d):
+    def from_dict(d: Dict[str, Any]) -> Program:
+        """The Program of a ``to_dict`` form."""
         return program_forms.from_dict_into(d, Program())
 
-    def to_json(self, indent=None):
+    def to_json(self, indent: Optional[int] = None) -> str:
+        """The JSON text of ``to_dict`` (what ``fluid.save`` writes as ``.pdmodel``)."""
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     @staticmethod
-    def from_json(text):
+    def from_json(text: str) -> Program:
+        """The Program of a ``to_json`` text.
+
+        Examples:
+            >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+            >>> y = fluid.layers.fc(x, size=2)
+            >>> text = fluid.default_main_program().to_json()
+            >>> fluid.Program.from_json(text).to_json() == text
+            True
+        """
         return Program.from_dict(loads(text))
 
-    def lint(self):
+    def lint(self) -> Program:
+        """Check every op against the op registry (types, slots, attrs, declared variables);
+        returns the program, or raises a LintError listing every problem."""
         return lint_program(self)
 
-    def to_string(self, throw_on_error=False, with_details=False):
+    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        """The program as text, block by block (what ``print(program)`` shows).
+
+        Args:
+            throw_on_error: accepted for Paddle's signature.
+            with_details: also print each variable's attributes in full.
+
+        Returns:
+            The text.
+        """
         return "\n".join(b.to_string(throw_on_error, with_details) for b in self.blocks)
 
     def __str__(self):
@@ -250,7 +275,19 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
 
 
 @contextlib.contextmanager
-def name_scope(prefix=None):
+def name_scope(prefix: Optional[str] = None) -> Iterator[None]:
+    """Ops built inside get ``prefix`` in their ``op_namescope`` attribute (nested scopes join with
+    ``/``; it is written into Paddle-format program files); variable names do not change.
+
+    Paddle 1.8 difference: the attribute has no trailing ``/`` (Paddle writes ``/encoder/``).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> with fluid.name_scope("encoder"):
+        ...     h = fluid.layers.fc(x, size=2)
+        >>> fluid.default_main_program().global_block().ops[-1].attr("op_namescope")
+        '/encoder'
+    """
     prog = default_main_program()
     old = prog._name_scope
     prog._name_scope = (old.rstrip("/") + "/" + (prefix or "")) if prefix else old
