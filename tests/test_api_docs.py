@@ -96,7 +96,8 @@ DOCUMENTED = ["fluidist.layers", "fluidist.framework", "fluidist.core", "fluidis
               "fluidist.optimizer_base", "fluidist.io", "fluidist.transpiler", "fluidist.incubate", "fluidist.role_maker",
               "fluidist.fleet", "fluidist.param_attr", "fluidist.initializer", "fluidist.regularizer", "fluidist.clip",
               "fluidist.optimizer_recompute", "fluidist.data_feeder", "fluidist.model_averaging", "fluidist.lookahead",
-              "fluidist.nets", "fluidist.metrics", "fluidist.backward"]
+              "fluidist.nets", "fluidist.metrics", "fluidist.backward",
+              "fluidist.reader"]
 
 
 def _modules_with_examples():

@@ -12,7 +12,10 @@ error raised by the generator ends the pass in the training loop with that same 
 device by the ``read`` op (or by the Executor's feed); ``use_multiprocess`` is accepted and has no
 effect (the generator runs in a thread), as in Paddle 1.8's static graph mode.
 """
+from __future__ import annotations
+
 import warnings
+from typing import Any, Callable, Iterable, Sequence
 
 from ..core import blocking_queue
 from ..core.tensor import LoDTensor
@@ -67,17 +70,41 @@ def add_reader_ops(block, queue, feed_vars, reader_name, double_buffer_name, use
 
 
 class GeneratorLoader:
-    """What ``DataLoader.from_generator`` returns (see the module docstring)."""
+    """What ``DataLoader.from_generator`` returns: a loader fed by a Python generator (see the
+    module docstring); its data source is set with one of the ``set_*_generator`` methods.
 
-    def __init__(self, feed_list=None, capacity=None, use_double_buffer=True, iterable=True, return_list=False,
-                 drop_last=True):
+    Args:
+        feed_list: the data Variables the batches fill, in order.
+        capacity: the number of batches the queue holds.
+        use_double_buffer: accepted (the thread already reads ahead).
+        iterable: a Python iterable (True), or (False) ``read`` ops appended to the main program
+            where the loader is made: make it before the layers that use its variables.
+        return_list: iterate lists of LoDTensors instead of ``{name: LoDTensor}`` dicts.
+        drop_last: drop a last pass's incomplete set of per-place batches.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> total = fluid.layers.reduce_sum(x)
+        >>> loader = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=4)
+        >>> def batches():
+        ...     for i in range(3):
+        ...         yield [np.full((2, 2), i, "float32")]
+        >>> _ = loader.set_batch_generator(batches, places=fluid.cpu_places(1))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [exe.run(feed=data, fetch_list=[total])[0].tolist() for data in loader()]
+        [[0.0], [4.0], [8.0]]
+    """
+
+    def __init__(self, feed_list: Sequence[Variable] | None = None, capacity: int | None = None,
+                 use_double_buffer: bool = True, iterable: bool = True, return_list: bool = False,
+                 drop_last: bool = True):
         self._feed_list = _check_feed_list(feed_list, "DataLoader.from_generator")
         self._capacity = capacity
         self._use_double_buffer = bool(use_double_buffer)
         self._iterable = bool(iterable)
         self._return_list = bool(return_list)
         self._drop_last = bool(drop_last)
-        self._batch_generator = None
+        self._batch_generator: Callable[[], Iterable[Any]] | None = None
         self._places = None
         self._queue = new_queue(capacity, unique_reader_name("lod_tensor_blocking_queue"))
         self._producer = Producer(self._queue, self._feed_list, "DataLoader %s" % self._queue.name)
@@ -90,13 +117,20 @@ class GeneratorLoader:
                             attrs={"drop_last": self._drop_last})
 
     # ---------------------------------------------------------------- data sources
-    def set_sample_generator(self, reader, batch_size, drop_last=True, places=None):
+    def set_sample_generator(self, reader: Callable[[], Iterable[Any]], batch_size: int, drop_last: bool = True,
+                             places: Any = None) -> GeneratorLoader:
+        """The data source: ``reader()`` yields samples (one value per feed variable), batched here
+        by ``batch_size``; ``places`` (iterable mode) are where the batches go. Returns the loader."""
         return self.set_batch_generator(sample_to_batches(reader, self._feed_list, batch_size, drop_last), places)
 
-    def set_sample_list_generator(self, reader, places=None):
+    def set_sample_list_generator(self, reader: Callable[[], Iterable[Any]], places: Any = None) -> GeneratorLoader:
+        """The data source: ``reader()`` yields lists of samples (``fluid.io.batch`` of a sample
+        reader), one batch each. Returns the loader."""
         return self.set_batch_generator(sample_list_to_batches(reader, self._feed_list), places)
 
-    def set_batch_generator(self, reader, places=None):
+    def set_batch_generator(self, reader: Callable[[], Iterable[Any]], places: Any = None) -> GeneratorLoader:
+        """The data source: ``reader()`` yields batches, one array (or LoDTensor) per feed variable.
+        Returns the loader; TypeError when ``reader`` is not callable."""
         if not callable(reader):
             raise TypeError("the data source must be a function returning an iterable (a generator function), "
                             "got %r" % type(reader).__name__)
@@ -106,11 +140,13 @@ class GeneratorLoader:
         return self
 
     @property
-    def queue(self):
+    def queue(self) -> Any:
+        """The blocking queue the background thread fills."""
         return self._queue
 
     @property
-    def iterable(self):
+    def iterable(self) -> bool:
+        """Whether the loader is iterated in Python (else it feeds the program's ``read`` op)."""
         return self._iterable
 
     def _need_source(self):
@@ -148,7 +184,8 @@ class GeneratorLoader:
             raise
         return [self._as_output(b) for b in per_place]
 
-    def next(self):
+    def next(self) -> Any:
+        """The next batch (``__next__``)."""
         return self.__next__()
 
     def _as_output(self, batch):
@@ -158,13 +195,16 @@ class GeneratorLoader:
         return {v.name: t for v, t in zip(self._feed_list, tensors)}
 
     # ---------------------------------------------------------------- non-iterable mode
-    def start(self):
+    def start(self) -> None:
+        """Non-iterable mode: start a pass (the program's ``read`` ops take its batches until
+        ``fluid.core.EOFException``)."""
         if self._iterable:
             raise TypeError("start() cannot be called when the DataLoader is iterable")
         self._need_source()
         self._producer.start(self._batch_generator)
 
-    def reset(self):
+    def reset(self) -> None:
+        """Non-iterable mode: end the pass (after ``EOFException``), ready for ``start`` again."""
         if self._iterable:
             raise TypeError("reset() cannot be called when the DataLoader is iterable")
         self._producer.stop()
@@ -172,17 +212,47 @@ class GeneratorLoader:
 
 class PyReader:
     """``fluid.io.PyReader``: the older name of ``DataLoader.from_generator``, with ``decorate_*``
-    methods."""
+    methods for the data source.
 
-    def __init__(self, feed_list=None, capacity=None, use_double_buffer=True, iterable=True, return_list=False):
+    Args:
+        feed_list: the data Variables the batches fill, in order.
+        capacity: the number of batches the queue holds.
+        use_double_buffer: accepted (the thread already reads ahead).
+        iterable: a Python iterable (True) or ``read`` ops in the program (False).
+        return_list: iterate lists of LoDTensors instead of dicts.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> reader = fluid.io.PyReader(feed_list=[x], capacity=4, iterable=False)   # before x's readers
+        >>> total = fluid.layers.reduce_sum(x)
+        >>> def samples():
+        ...     for i in range(4):
+        ...         yield (np.array([i, i], "float32"),)
+        >>> reader.decorate_sample_generator(samples, batch_size=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> reader.start()
+        >>> sums = []
+        >>> try:
+        ...     while True:
+        ...         sums.append(exe.run(fetch_list=[total])[0].tolist())
+        ... except fluid.core.EOFException:
+        ...     reader.reset()
+        >>> sums
+        [[2.0], [10.0]]
+    """
+
+    def __init__(self, feed_list: Sequence[Variable] | None = None, capacity: int | None = None,
+                 use_double_buffer: bool = True, iterable: bool = True, return_list: bool = False):
         self._loader = GeneratorLoader(feed_list, capacity, use_double_buffer, iterable, return_list)
 
     @property
-    def queue(self):
+    def queue(self) -> Any:
+        """The blocking queue the background thread fills."""
         return self._loader.queue
 
     @property
-    def iterable(self):
+    def iterable(self) -> bool:
+        """Whether the reader is iterated in Python."""
         return self._loader.iterable
 
     def __call__(self):
@@ -194,45 +264,73 @@ class PyReader:
     def __next__(self):
         return self._loader.__next__()
 
-    def start(self):
+    def start(self) -> None:
+        """Non-iterable mode: start a pass."""
         self._loader.start()
 
-    def reset(self):
+    def reset(self) -> None:
+        """Non-iterable mode: end the pass, ready for ``start`` again."""
         self._loader.reset()
 
-    def decorate_sample_generator(self, sample_generator, batch_size, drop_last=True, places=None):
+    def decorate_sample_generator(self, sample_generator: Callable[[], Iterable[Any]], batch_size: int,
+                                  drop_last: bool = True, places: Any = None) -> None:
+        """``GeneratorLoader.set_sample_generator``."""
         self._loader.set_sample_generator(sample_generator, batch_size, drop_last, places)
 
-    def decorate_sample_list_generator(self, reader, places=None):
+    def decorate_sample_list_generator(self, reader: Callable[[], Iterable[Any]], places: Any = None) -> None:
+        """``GeneratorLoader.set_sample_list_generator``."""
         self._loader.set_sample_list_generator(reader, places)
 
-    def decorate_batch_generator(self, reader, places=None):
+    def decorate_batch_generator(self, reader: Callable[[], Iterable[Any]], places: Any = None) -> None:
+        """``GeneratorLoader.set_batch_generator``."""
         self._loader.set_batch_generator(reader, places)
 
 
 class DataLoader:
-    """Make loaders with ``DataLoader.from_generator(...)`` or ``DataLoader.from_dataset(...)``."""
+    """Make loaders with ``DataLoader.from_generator(...)`` or ``DataLoader.from_dataset(...)``.
 
-    def __init__(self, *args, **kwargs):
+    Paddle 1.8 difference: ``use_multiprocess`` has no effect (the generator runs in a thread, as
+    in Paddle 1.8's static graph mode), and ``DataLoader(dataset=...)`` (Paddle 2's) is refused.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> total = fluid.layers.reduce_sum(x)
+        >>> loader = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=4)
+        >>> def batches():
+        ...     for i in range(3):
+        ...         yield [np.full((2, 2), i, "float32")]
+        >>> _ = loader.set_batch_generator(batches, places=fluid.cpu_places(1))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [exe.run(feed=data, fetch_list=[total])[0].tolist() for data in loader()]
+        [[0.0], [4.0], [8.0]]
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
         raise NotImplementedError("DataLoader(dataset=...) over a paddle.io.Dataset is not implemented in fluidist: "
                                   "use fluid.io.DataLoader.from_generator(feed_list, capacity, ...) or "
                                   "DataLoader.from_dataset(dataset, places)")
 
     @staticmethod
-    def from_generator(feed_list=None, capacity=None, use_double_buffer=True, iterable=True, return_list=False,
-                       use_multiprocess=False, drop_last=True):
+    def from_generator(feed_list: Sequence[Variable] | None = None, capacity: int | None = None,
+                       use_double_buffer: bool = True, iterable: bool = True, return_list: bool = False,
+                       use_multiprocess: bool = False, drop_last: bool = True) -> GeneratorLoader:
+        """A loader fed by a Python generator: a ``GeneratorLoader`` (its arguments), whose data
+        source is set next with ``set_sample_generator``, ``set_sample_list_generator`` or
+        ``set_batch_generator``. ``use_multiprocess`` warns once that it has no effect."""
         if use_multiprocess:
             _warn_once("DataLoader.from_generator(use_multiprocess=True) has no effect in fluidist (as in Paddle 1.8's "
                        "static graph mode): the generator runs in a thread")
         return GeneratorLoader(feed_list, capacity, use_double_buffer, iterable, return_list, drop_last)
 
     @staticmethod
-    def from_dataset(dataset, places, drop_last=True):
+    def from_dataset(dataset: Any, places: Any, drop_last: bool = True) -> Any:
+        """A loader over a ``fluid.DatasetFactory`` dataset (its files and slots), one batch per
+        place per step."""
         from .dataset_loader import DatasetLoader
         return DatasetLoader(dataset, places, drop_last)
 
 
-def default_collate_fn(batch):
+def default_collate_fn(batch: Sequence[Sequence[Any]]) -> list:
     """Samples (tuples of fields) -> one array per field, stacked along a new first axis."""
     import numpy as np
     if not batch:
