@@ -6,6 +6,8 @@ buffer; ``buffered`` and ``xmap_readers`` read ahead in threads; ``multiprocess_
 child processes. Errors raised by a wrapped reader reach the consumer (a thread that fails never
 leaves the consumer waiting).
 """
+from __future__ import annotations
+
 import itertools
 import json
 import logging
@@ -16,6 +18,7 @@ import struct
 import threading
 import time
 from itertools import zip_longest
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -23,12 +26,33 @@ from .. import bounded_json
 
 logger = logging.getLogger(__name__)
 
+#: A reader: a function of no arguments returning an iterable of samples.
+Reader = Callable[[], Iterable[Any]]
+
 __all__ = ["batch", "cache", "map_readers", "buffered", "compose", "chain", "shuffle", "ComposeNotAligned",
            "firstn", "xmap_readers", "multiprocess_reader"]
 
 
-def batch(reader, batch_size, drop_last=False):
-    """A reader of lists of ``batch_size`` samples (the last one shorter unless ``drop_last``)."""
+def batch(reader: Reader, batch_size: int, drop_last: bool = False) -> Reader:
+    """A reader of lists of ``batch_size`` samples (the last one shorter unless ``drop_last``).
+
+    Each pass is logged at INFO (at DEBUG inside a DataLoader, which logs its own).
+
+    Args:
+        reader: the sample reader.
+        batch_size: samples per batch (> 0).
+        drop_last: drop a last, shorter batch.
+
+    Returns:
+        The batch reader.
+
+    Raises:
+        ValueError: ``batch_size <= 0``.
+
+    Examples:
+        >>> list(fluid.io.batch(lambda: iter(range(5)), batch_size=2)())
+        [[0, 1], [2, 3], [4]]
+    """
     batch_size = int(batch_size)
     if batch_size <= 0:
         raise ValueError("batch_size should be a positive integer value, but got batch_size=%d" % batch_size)
@@ -54,8 +78,20 @@ def batch(reader, batch_size, drop_last=False):
     return batch_reader
 
 
-def cache(reader):
-    """Read ``reader`` once, into memory; the new reader replays it."""
+def cache(reader: Reader) -> Reader:
+    """Read ``reader`` once, into memory; the new reader replays it.
+
+    Args:
+        reader: the reader to read (now).
+
+    Returns:
+        A reader of the same samples, from memory.
+
+    Examples:
+        >>> cached = fluid.io.cache(lambda: iter([1, 2]))
+        >>> list(cached()), list(cached())
+        ([1, 2], [1, 2])
+    """
     data = tuple(reader())
 
     def cached():
@@ -63,15 +99,39 @@ def cache(reader):
     return cached
 
 
-def map_readers(func, *readers):
-    """A reader of ``func(a, b, ...)`` over samples of ``readers`` read side by side."""
+def map_readers(func: Callable[..., Any], *readers: Reader) -> Reader:
+    """A reader of ``func(a, b, ...)`` over samples of ``readers`` read side by side.
+
+    Args:
+        func: a function of one sample of each reader.
+        *readers: the readers.
+
+    Returns:
+        The mapped reader (as long as the shortest reader).
+
+    Examples:
+        >>> list(fluid.io.map_readers(lambda a, b: a + b, lambda: iter([1, 2]), lambda: iter([10, 20]))())
+        [11, 22]
+    """
     def mapped():
         return map(func, *[r() for r in readers])
     return mapped
 
 
-def shuffle(reader, buf_size):
-    """Samples shuffled within consecutive windows of ``buf_size`` (Python's ``random``)."""
+def shuffle(reader: Reader, buf_size: int) -> Reader:
+    """Samples shuffled within consecutive windows of ``buf_size`` (Python's ``random``).
+
+    Args:
+        reader: the sample reader.
+        buf_size: the window (a larger one shuffles more widely).
+
+    Returns:
+        The shuffled reader.
+
+    Examples:
+        >>> sorted(fluid.io.shuffle(lambda: iter(range(5)), buf_size=3)())
+        [0, 1, 2, 3, 4]
+    """
     def shuffled():
         buf = []
         for sample in reader():
@@ -86,21 +146,47 @@ def shuffle(reader, buf_size):
     return shuffled
 
 
-def chain(*readers):
-    """The samples of each reader in turn."""
+def chain(*readers: Reader) -> Reader:
+    """The samples of each reader in turn.
+
+    Args:
+        *readers: the readers.
+
+    Returns:
+        The chained reader.
+
+    Examples:
+        >>> list(fluid.io.chain(lambda: iter([1, 2]), lambda: iter([3]))())
+        [1, 2, 3]
+    """
     def chained():
         return itertools.chain(*[r() for r in readers])
     return chained
 
 
 class ComposeNotAligned(ValueError):
-    pass
+    """``compose``'s readers have different lengths."""
 
 
-def compose(*readers, **kwargs):
+def compose(*readers: Reader, **kwargs: Any) -> Reader:
     """Samples of the readers side by side, flattened into one tuple: ``(1, 2)``, ``3`` and
-    ``(4, 5)`` give ``(1, 2, 3, 4, 5)``. With ``check_alignment`` (default) readers of different
-    lengths raise ComposeNotAligned; without, the longer ones are cut."""
+    ``(4, 5)`` give ``(1, 2, 3, 4, 5)``.
+
+    Args:
+        *readers: the readers.
+        **kwargs: ``check_alignment`` (default True): readers of different lengths raise
+            ``ComposeNotAligned``; with False, the longer ones are cut.
+
+    Returns:
+        The composed reader.
+
+    Raises:
+        TypeError: another keyword argument.
+
+    Examples:
+        >>> list(fluid.io.compose(lambda: iter([(1, 2)]), lambda: iter([3]))())
+        [(1, 2, 3)]
+    """
     check_alignment = kwargs.pop("check_alignment", True)
     if kwargs:
         raise TypeError("compose: unexpected keyword arguments %s" % sorted(kwargs))
@@ -122,8 +208,20 @@ def compose(*readers, **kwargs):
     return composed
 
 
-def firstn(reader, n):
-    """At most the first ``n`` samples."""
+def firstn(reader: Reader, n: int) -> Reader:
+    """At most the first ``n`` samples.
+
+    Args:
+        reader: the reader.
+        n: how many samples.
+
+    Returns:
+        The shortened reader.
+
+    Examples:
+        >>> list(fluid.io.firstn(lambda: iter(range(10)), 3)())
+        [0, 1, 2]
+    """
     def first():
         return itertools.islice(reader(), n)
     return first
@@ -149,8 +247,21 @@ def _drain_into(q, iterable):
     q.put(_End())
 
 
-def buffered(reader, size):
-    """Read ahead into a buffer of ``size`` samples in a thread."""
+def buffered(reader: Reader, size: int) -> Reader:
+    """Read ahead into a buffer of ``size`` samples in a thread; an error of the reader reaches the
+    consumer.
+
+    Args:
+        reader: the reader.
+        size: the buffer's size.
+
+    Returns:
+        The buffered reader.
+
+    Examples:
+        >>> list(fluid.io.buffered(lambda: iter(range(3)), size=2)())
+        [0, 1, 2]
+    """
     def buffered_reader():
         q = queue.Queue(maxsize=size)
         t = threading.Thread(target=_drain_into, args=(q, reader()), daemon=True)
@@ -165,9 +276,24 @@ def buffered(reader, size):
     return buffered_reader
 
 
-def xmap_readers(mapper, reader, process_num, buffer_size, order=False):
-    """``mapper`` applied to the samples of ``reader`` by ``process_num`` threads, through queues
-    of ``buffer_size``; with ``order`` the results keep the samples' order."""
+def xmap_readers(mapper: Callable[[Any], Any], reader: Reader, process_num: int, buffer_size: int,
+                 order: bool = False) -> Reader:
+    """``mapper`` applied to the samples of ``reader`` by ``process_num`` threads.
+
+    Args:
+        mapper: the function of one sample.
+        reader: the reader.
+        process_num: the number of threads.
+        buffer_size: the size of the input and output queues.
+        order: keep the samples' order (else results come as they are ready).
+
+    Returns:
+        The mapped reader.
+
+    Examples:
+        >>> list(fluid.io.xmap_readers(lambda v: v * v, lambda: iter(range(4)), 2, 4, order=True)())
+        [0, 1, 4, 9]
+    """
     def xreader():
         in_q = queue.Queue(buffer_size)
         out_q = queue.Queue(buffer_size)
@@ -292,10 +418,29 @@ def _child_main(reader, fd):
         os.close(fd)
 
 
-def multiprocess_reader(readers, use_pipe=True, queue_size=1000):
+def multiprocess_reader(readers: Sequence[Reader], use_pipe: bool = True, queue_size: int = 1000) -> Reader:
     """Each reader of ``readers`` runs in a child process (forked, so the readers need not be
     importable); samples come back through pipes without pickle, in whatever order they arrive.
-    ``use_pipe`` and ``queue_size`` are accepted for compatibility (pipes are always used)."""
+
+    Paddle 1.8 difference: pipes are always used (``use_pipe=False``, Paddle's queue, is the same
+    here), and samples are NumPy arrays, numbers, strings and tuples / lists of them (no pickle).
+
+    Args:
+        readers: the readers (a non-empty list).
+        use_pipe: accepted for Paddle's signature.
+        queue_size: the samples buffered in the parent.
+
+    Returns:
+        The merged reader.
+
+    Raises:
+        TypeError: ``readers`` is not a non-empty list.
+
+    Examples:
+        >>> merged = fluid.io.multiprocess_reader([lambda: iter([1, 2]), lambda: iter([3])])
+        >>> sorted(merged())
+        [1, 2, 3]
+    """
     import multiprocessing
     if not isinstance(readers, (list, tuple)) or not readers:
         raise TypeError("multiprocess_reader: readers must be a non-empty list of readers")
