@@ -1,6 +1,10 @@
 """The helpers of Paddle 1.8's ``fluid.io`` beyond its ``__all__`` that scripts call: reading a
 parameter's value, and adding feed / fetch ops to a program (which fluidist's executor does not
 need: it feeds and fetches by name, so those two are refused)."""
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from ..compat import refused
@@ -10,8 +14,22 @@ from ..framework.program import default_main_program
 from .common import is_parameter
 
 
-def get_parameter_value(para, executor):
-    """The value of the Parameter ``para`` in the global scope, as a NumPy array."""
+def get_parameter_value(para: Any, executor: Any) -> np.ndarray:
+    """The value of the Parameter ``para`` in the global scope, as a NumPy array (a copy).
+
+    Raises:
+        TypeError: ``para`` is not a Parameter.
+        ValueError: it holds no value yet (run the startup program first).
+
+    Examples:
+        >>> from fluidist.io import get_parameter_value_by_name
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=1, param_attr=fluid.initializer.Constant(0.5))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> get_parameter_value_by_name("fc_0.w_0", exe).ravel().tolist()
+        [0.5, 0.5]
+    """
     if not is_parameter(para):
         raise TypeError("get_parameter_value: %r is not a Parameter" % (getattr(para, "name", para),))
     var = global_scope().find_var(para.name)
@@ -20,7 +38,7 @@ def get_parameter_value(para, executor):
     return np.array(to_host(var.value()), copy=True)
 
 
-def get_parameter_value_by_name(name, executor, program=None):
+def get_parameter_value_by_name(name: str, executor: Any, program: Any = None) -> np.ndarray:
     """The value of the parameter ``name`` of ``program`` (the default main program)."""
     program = program if program is not None else default_main_program()
     return get_parameter_value(program.global_block().var(name), executor)
