@@ -418,6 +418,30 @@ def _child_main(reader, fd):
         os.close(fd)
 
 
+def _pump_child(rfd, proc, put):
+    """Hand the samples a child writes to ``rfd`` to ``put``, then an end mark, or the failure
+    (the child's reader raised, or the child died before finishing)."""
+    with os.fdopen(rfd, "rb") as f:
+        try:
+            while True:
+                parts = _read_frame(f)
+                if parts is None:
+                    raise EOFError("multiprocess_reader: child process %d exited without finishing "
+                                   "(exit code %s)" % (proc.pid, proc.exitcode))
+                kind = parts[0]
+                if kind == b"S":
+                    put(_decode_sample(parts[1], parts[2:]))
+                elif kind == b"E":
+                    put(_End())
+                    return
+                else:
+                    put(_Failed(RuntimeError("multiprocess_reader: a reader failed in child process %d: %s"
+                                             % (proc.pid, parts[1].decode()))))
+                    return
+        except BaseException as e:
+            put(_Failed(e))
+
+
 def multiprocess_reader(readers: Sequence[Reader], use_pipe: bool = True, queue_size: int = 1000) -> Reader:
     """Each reader of ``readers`` runs in a child process (forked, so the readers need not be
     importable); samples come back through pipes without pickle, in whatever order they arrive.
@@ -465,27 +489,7 @@ def multiprocess_reader(readers: Sequence[Reader], use_pipe: bool = True, queue_
             os.close(wfd)
             procs.append(p)
 
-            def pump(rfd=rfd, p=p):
-                with os.fdopen(rfd, "rb") as f:
-                    try:
-                        while True:
-                            parts = _read_frame(f)
-                            if parts is None:
-                                raise EOFError("multiprocess_reader: child process %d exited without finishing "
-                                               "(exit code %s)" % (p.pid, p.exitcode))
-                            kind = parts[0]
-                            if kind == b"S":
-                                put(_decode_sample(parts[1], parts[2:]))
-                            elif kind == b"E":
-                                put(_End())
-                                return
-                            else:
-                                put(_Failed(RuntimeError("multiprocess_reader: a reader failed in child "
-                                                             "process %d: %s" % (p.pid, parts[1].decode()))))
-                                return
-                    except BaseException as e:
-                        put(_Failed(e))
-            t = threading.Thread(target=pump, daemon=True)
+            t = threading.Thread(target=_pump_child, args=(rfd, p, put), daemon=True)
             t.start()
             threads.append(t)
         try:
