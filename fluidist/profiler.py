@@ -27,6 +27,8 @@ that the time of its asynchronous launches is counted (there is no per-kernel CU
 Nested ops are timed inclusively: ``listen_and_serv`` counts its whole serving loop, the ops of
 the optimize blocks it runs are counted again on their own lines.
 """
+from __future__ import annotations
+
 import collections
 import contextlib
 import json
@@ -34,6 +36,7 @@ import logging
 import os
 import threading
 import time
+from typing import Iterator
 
 from . import timeline as _timeline
 from .compat import refused
@@ -101,13 +104,23 @@ def _set_hook(hook):
     _executor_mod.set_kernel_wrapper(hook)
 
 
-def is_profiler_enabled():
+def is_profiler_enabled() -> bool:
+    """Whether the profiler is on."""
     return _active_state is not None
 
 
-def start_profiler(state="CPU", tracer_option="Default"):
-    """Start timing kernels, from a clean slate (no-op when already on). ``state``: "CPU", "GPU" or
-    "All"; ``tracer_option`` is accepted for Paddle's signature and changes nothing here."""
+def start_profiler(state: str = "CPU", tracer_option: str = "Default") -> None:
+    """Start timing kernels, from a clean slate (no-op when already on).
+
+    Args:
+        state: ``"CPU"``, ``"GPU"`` or ``"All"`` (the last two synchronise the device after each
+            kernel, so that its time is counted).
+        tracer_option: ``"Default"``, ``"OpDetail"`` or ``"AllOpDetail"``; accepted for Paddle's
+            signature, it changes nothing here.
+
+    Raises:
+        ValueError: an unknown ``state`` or ``tracer_option``.
+    """
     global _active_state
     if state not in _STATES:
         raise ValueError("start_profiler: state must be one of %s, got %r" % (list(_STATES), state))
@@ -122,7 +135,7 @@ def start_profiler(state="CPU", tracer_option="Default"):
     _set_hook(_timed_kernel)
 
 
-def reset_profiler():
+def reset_profiler() -> None:
     """Forget what has been timed so far for the report (the profiler stays on if it was; the trace keeps
     its spans)."""
     with _lock:
@@ -130,7 +143,7 @@ def reset_profiler():
         _events.clear()
 
 
-def op_stats():
+def op_stats() -> list[dict]:
     """The timings so far: a list of dicts with op_type, op_role, calls, total, min, max, ave (seconds)."""
     with _lock:
         items = [(k, list(v)) for k, v in _stats.items()]
@@ -138,7 +151,7 @@ def op_stats():
             for (t, r), (c, tot, mn, mx) in items]
 
 
-def op_events():
+def op_events() -> list[tuple]:
     """Each timed call (the latest 200000): a list of (op type, op_role, start, seconds), start being
     ``time.perf_counter()`` when the kernel was called, in the order the calls ended."""
     with _lock:
@@ -159,12 +172,21 @@ def _report(sorted_key):
     return rows
 
 
-def stop_profiler(sorted_key=None, profile_path="/tmp/profile"):
-    """Stop timing, print the report (sorted by ``sorted_key``: None keeps first-seen order, or
-    "calls", "total", "max", "min", "ave") and write it as JSON to ``profile_path`` (None or ""
-    writes nothing; a process of a job writes :func:`summary_path` of it, so every rank has its own; the Chrome
-    trace goes to :func:`trace_path` of it; a missing folder is created). The timings stay readable through
-    ``op_stats()`` until the next start or reset."""
+def stop_profiler(sorted_key: str | None = None, profile_path: str | None = "/tmp/profile") -> None:
+    """Stop timing, print the report and write it (and this process's Chrome trace).
+
+    The timings stay readable through ``op_stats()`` until the next start or reset.
+
+    Args:
+        sorted_key: the report's order: None (first seen), ``"calls"``, ``"total"``, ``"max"``,
+            ``"min"`` or ``"ave"``.
+        profile_path: the JSON report's path (None or ``""`` writes nothing); a process of a job
+            writes :func:`summary_path` of it, so every rank has its own, and the Chrome trace goes
+            to :func:`trace_path` of it; a missing folder is created.
+
+    Raises:
+        ValueError: an unknown ``sorted_key``.
+    """
     global _active_state
     if sorted_key not in _SORT_KEYS:
         raise ValueError("stop_profiler: sorted_key must be one of %s, got %r" % (list(_SORT_KEYS), sorted_key))
@@ -204,7 +226,7 @@ def _prepare_folder(profile_path, what):
                          % (what, profile_path, folder))
 
 
-def summary_path(profile_path, name=None):
+def summary_path(profile_path: str, name: str | None = None) -> str:
     """Where ``stop_profiler`` writes this process's report: ``profile_path`` itself for a process on its own,
     ``<profile_path>.<role>.json`` (``trainer0``, ``pserver1``: see :func:`fluidist.timeline.role_name`) for a
     process of a job, so that each rank keeps its own file."""
@@ -212,14 +234,39 @@ def summary_path(profile_path, name=None):
     return profile_path if role.startswith("pid") else "%s.%s.json" % (profile_path, role)
 
 
-def trace_path(profile_path, name=None):
+def trace_path(profile_path: str, name: str | None = None) -> str:
     """Where ``stop_profiler`` writes this process's Chrome trace: ``<profile_path>.<role>.trace.json``."""
     return "%s.%s.trace.json" % (profile_path, name or _timeline.role_name())
 
 
 @contextlib.contextmanager
-def profiler(state="CPU", sorted_key=None, profile_path="/tmp/profile", tracer_option="Default"):
-    """``with profiler.profiler("CPU", "total"):`` times the kernels run inside and reports at the end."""
+def profiler(state: str = "CPU", sorted_key: str | None = None, profile_path: str | None = "/tmp/profile",
+             tracer_option: str = "Default") -> Iterator[None]:
+    """``with profiler.profiler("CPU", "total"):`` times the kernels run inside and reports at the end
+    (``start_profiler`` then ``stop_profiler``, whose arguments these are).
+
+    Args:
+        state: ``"CPU"``, ``"GPU"`` or ``"All"``.
+        sorted_key: the report's order (see ``stop_profiler``).
+        profile_path: where the report goes (see ``stop_profiler``); its folder is checked first.
+        tracer_option: accepted for Paddle's signature.
+
+    Raises:
+        ValueError: an unknown argument value, or a ``profile_path`` whose folder cannot hold files.
+
+    Examples:
+        >>> import contextlib, io
+        >>> import fluidist.profiler as profiler
+        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        >>> y = fluid.layers.fc(x, size=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> with contextlib.redirect_stdout(io.StringIO()) as table:
+        ...     with profiler.profiler("CPU", sorted_key="total", profile_path=None):
+        ...         _ = exe.run(feed={"x": np.ones((2, 4), "float32")}, fetch_list=[y])
+        >>> sorted({s["op_type"] for s in profiler.op_stats()})
+        ['elementwise_add', 'mul']
+    """
     if sorted_key not in _SORT_KEYS:
         raise ValueError("profiler: sorted_key must be one of %s, got %r" % (list(_SORT_KEYS), sorted_key))
     if profile_path:
