@@ -62,7 +62,7 @@ class DataFeeder:
                                  % (i, len(sample), len(self.feed_vars), [v.name for v in self.feed_vars]))
             for col, value in zip(columns, sample):
                 col.append(value)
-        out = {}
+        out: dict[str, Any] = {}
         for var, col in zip(self.feed_vars, columns):
             if var.lod_level:
                 seqs = [np.asarray(s, dtype=var.dtype).reshape(len(s), -1) for s in col]

@@ -59,7 +59,7 @@ class CUDAPlace:
     is_device = True
     kind = "cuda"
 
-    def __init__(self, device_id=0):
+    def __init__(self, device_id: int = 0):
         self.device_id = int(device_id)
 
     @property
@@ -128,12 +128,14 @@ def cupy_status():
     return cupy, None
 
 
-def is_compiled_with_cuda():
+def is_compiled_with_cuda() -> bool:
     """True when CuPy can run kernels on a GPU here (``cupy_status()`` says why not)."""
     return cupy_status()[0] is not None
 
 
-def cuda_places(device_ids=None):
+def cuda_places(device_ids: "list[int] | None" = None) -> "list[CUDAPlace]":
+    """One CUDAPlace per GPU: ``device_ids``, else those of ``FLAGS_selected_gpus`` (set by the
+    launcher), else every GPU CuPy sees."""
     if device_ids is None:
         import os
         sel = os.environ.get("FLAGS_selected_gpus")
@@ -144,14 +146,22 @@ def cuda_places(device_ids=None):
     return [CUDAPlace(i) for i in device_ids]
 
 
-def cpu_places(device_count=None):
+def cpu_places(device_count: "int | None" = None) -> "list[CPUPlace]":
+    """``device_count`` CPUPlaces (default ``CPU_NUM``, else 1): the places of a data-parallel
+    run on the CPU, each a thread with its slice of the batch.
+
+    Examples:
+        >>> import fluidist as fluid
+        >>> len(fluid.cpu_places(4))
+        4
+    """
     if device_count is None:
         import os
         device_count = int(os.environ.get("CPU_NUM", "1"))
     return [CPUPlace() for _ in range(device_count)]
 
 
-def cuda_pinned_places(device_count=None):
+def cuda_pinned_places(device_count: "int | None" = None) -> list:
     """``device_count`` CUDAPinnedPlaces (default ``CPU_NUM``, else 1): host memory staged for the GPU."""
     if device_count is None:
         import os

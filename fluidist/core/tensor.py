@@ -1,4 +1,8 @@
 """Runtime values: LoDTensor (an array plus level-of-detail offsets) and SelectedRows."""
+from __future__ import annotations
+
+from typing import Any, List, Sequence
+
 import numpy as np
 
 from .place import array_module, is_device_array, to_host
@@ -60,16 +64,19 @@ class SelectedRows:
         self.value = value
         self.height = int(height)
 
-    def get_tensor(self):
+    def get_tensor(self) -> LoDTensor:
+        """The value rows, as a LoDTensor."""
         return LoDTensor(self.value)
 
-    def set_rows(self, rows):
+    def set_rows(self, rows: Sequence[int]) -> None:
+        """The row index of each value row."""
         self.rows = np.asarray(rows, dtype=np.int64)
 
-    def set_height(self, h):
+    def set_height(self, h: int) -> None:
+        """The number of rows of the dense tensor these rows belong to."""
         self.height = int(h)
 
-    def merged(self, xp=None):
+    def merged(self, xp: Any = None) -> SelectedRows:
         """Duplicate rows summed (``xp``: the array module of the values' place, found when None)."""
         if self.rows is None or len(self.rows) == 0:
             return self
@@ -80,7 +87,7 @@ class SelectedRows:
             return self
         return SelectedRows(uniq, sum_rows(xp, self.value, order, starts), self.height)
 
-    def to_dense(self, xp=None):
+    def to_dense(self, xp: Any = None) -> Any:
         """The dense ``height`` x width tensor, on the values' place."""
         xp = xp or array_module(self.value)
         out = xp.zeros((self.height,) + tuple(self.value.shape[1:]), dtype=self.value.dtype)
@@ -92,14 +99,16 @@ class SelectedRows:
             None if self.value is None else tuple(self.value.shape))
 
 
-def lengths_to_offsets(lengths):
+def lengths_to_offsets(lengths: Sequence[int]) -> List[int]:
+    """Sequence lengths to LoD offsets: ``[2, 3]`` -> ``[0, 2, 5]``."""
     off = [0]
     for n in lengths:
         off.append(off[-1] + int(n))
     return off
 
 
-def offsets_to_lengths(offsets):
+def offsets_to_lengths(offsets: Sequence[int]) -> List[int]:
+    """LoD offsets to sequence lengths: ``[0, 2, 5]`` -> ``[2, 3]``."""
     return [offsets[i + 1] - offsets[i] for i in range(len(offsets) - 1)]
 
 
@@ -136,7 +145,7 @@ class Tensor:
         else:
             self._array = arr
 
-    def set(self, array, place=None):
+    def set(self, array: Any, place: Any = None) -> None:
         """Store a copy of ``array`` on ``place`` (a device place copies it there through its
         ``to_device``; no place or a CPU place keeps it on the host)."""
         if place is not None and getattr(place, "is_device", False):
@@ -147,7 +156,8 @@ class Tensor:
             arr = np.array(to_host(array), copy=True)
         self._put(arr)
 
-    def shape(self):
+    def shape(self) -> List[int]:
+        """The shape of the value (or of the dims set before any memory)."""
         a = self._get()
         return list(a.shape) if a is not None else list(self._dims or [])
 
@@ -174,25 +184,38 @@ class Tensor:
 
 
 class LoDTensor(Tensor):
-    """An array with optional LoD (offsets per level). ``np.array(t)`` gives the data."""
+    """An array with optional LoD (offsets per level). ``np.array(t)`` gives the data.
 
-    def set_lod(self, lod):
+    Examples:
+        >>> t = fluid.LoDTensor()
+        >>> t.set(np.arange(5, dtype="float32").reshape(5, 1), fluid.CPUPlace())
+        >>> t.set_recursive_sequence_lengths([[2, 3]])
+        >>> t.lod(), t.recursive_sequence_lengths(), t.has_valid_recursive_sequence_lengths()
+        ([[0, 2, 5]], [[2, 3]], True)
+    """
+
+    def set_lod(self, lod: Sequence[Sequence[int]]) -> None:
+        """Set the LoD: one list of offsets per level."""
         lod = [list(map(int, l)) for l in lod]
         if self._scope is not None:
             self._scope._set_lod(self._name, lod)
         else:
             self._lod = lod
 
-    def lod(self):
+    def lod(self) -> List[List[int]]:
+        """The LoD: one list of offsets per level (``[]`` without)."""
         return [list(l) for l in (self._get_lod() or [])]
 
-    def set_recursive_sequence_lengths(self, lengths):
+    def set_recursive_sequence_lengths(self, lengths: Sequence[Sequence[int]]) -> None:
+        """Set the LoD from sequence lengths, one list per level."""
         self.set_lod([lengths_to_offsets(l) for l in lengths])
 
-    def recursive_sequence_lengths(self):
+    def recursive_sequence_lengths(self) -> List[List[int]]:
+        """The sequence lengths, one list per level."""
         return [offsets_to_lengths(l) for l in self.lod()]
 
-    def has_valid_recursive_sequence_lengths(self):
+    def has_valid_recursive_sequence_lengths(self) -> bool:
+        """Whether the last level's offsets end at the number of rows."""
         lod = self.lod()
         arr = self._get()
         if not lod:
@@ -203,8 +226,29 @@ class LoDTensor(Tensor):
         return "LoDTensor(%s%s)" % (self.shape(), ", lod=%s" % self.lod() if self.lod() else "")
 
 
-def create_lod_tensor(data, recursive_seq_lens, place=None):
-    """A LoDTensor from an array (or a list of sequences) and sequence lengths per level."""
+def create_lod_tensor(data: Any, recursive_seq_lens: Sequence[Sequence[int]] | None, place: Any = None) -> LoDTensor:
+    """A LoDTensor from an array (or a list of sequences, of int64 ids) and sequence lengths per level.
+
+    Args:
+        data: a NumPy array whose rows are the sequences' steps, a LoDTensor, or a list of
+            sequences (each a list of ids; they become an int64 ``[rows, 1]`` array).
+        recursive_seq_lens: the sequence lengths, one list per LoD level (``[[2, 3]]``: two
+            sequences of 2 and 3 rows).
+        place: accepted for Paddle's signature (the value is moved when it is fed).
+
+    Returns:
+        The LoDTensor.
+
+    Raises:
+        ValueError: lengths that do not add up to the rows.
+
+    Examples:
+        >>> t = fluid.create_lod_tensor(np.ones((5, 2), "float32"), [[2, 3]], fluid.CPUPlace())
+        >>> t.lod()
+        [[0, 2, 5]]
+        >>> fluid.create_lod_tensor([[1, 2], [3]], [[2, 1]], fluid.CPUPlace()).recursive_sequence_lengths()
+        [[2, 1]]
+    """
     if isinstance(data, LoDTensor):
         t = LoDTensor(np.array(data))
     elif isinstance(data, list):
@@ -226,17 +270,17 @@ class LoDTensorArray(list):
     Items are ``LoDTensor`` objects holding an array and its LoD; a slot never written is ``None``
     (a gradient array holds only the steps that received a gradient; a missing item reads as zeros)."""
 
-    def append(self, tensor):
+    def append(self, tensor: Any) -> None:
         list.append(self, tensor if isinstance(tensor, LoDTensor) or tensor is None else LoDTensor(tensor))
 
-    def item(self, i):
+    def item(self, i: int) -> tuple:
         """(array, lod) of item ``i``, or (None, []) where nothing was written."""
         t = self[i] if 0 <= i < len(self) else None
         if t is None:
             return None, []
         return t._array, t._lod
 
-    def put(self, i, array, lod=None):
+    def put(self, i: int, array: Any, lod: Any = None) -> None:
         """Set item ``i`` (the array grows with empty slots up to it)."""
         while len(self) <= i:
             list.append(self, None)
