@@ -2,38 +2,52 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from .tensor import LoDTensor, SelectedRows
 
 
 class ScopeVariable:
-    """What ``scope.find_var(name)`` returns: a handle with ``get_tensor()`` and friends."""
+    """What ``scope.find_var(name)`` returns: a handle with ``get_tensor()`` and friends.
 
-    def __init__(self, scope, name):
+    Examples:
+        >>> scope = fluid.Scope()
+        >>> scope.var("x").get_tensor().set(np.ones((2, 3), "float32"), fluid.CPUPlace())
+        >>> handle = scope.find_var("x")
+        >>> handle.name(), handle.is_initialized(), np.array(handle.get_tensor()).shape
+        ('x', True, (2, 3))
+    """
+
+    def __init__(self, scope: Scope, name: str):
         self._scope = scope
         self._name = name
 
-    def name(self):
+    def name(self) -> str:
+        """The variable's name."""
         return self._name
 
-    def get_tensor(self):
+    def get_tensor(self) -> LoDTensor:
+        """A live view of the value: reading it reads the scope, ``set()`` writes it."""
         return LoDTensor(_scope=self._scope, _name=self._name)
 
-    def get_selected_rows(self):
+    def get_selected_rows(self) -> SelectedRows:
+        """The row-sparse value (an empty one is created when the variable holds none)."""
         v = self._scope._find_value(self._name)
         if not isinstance(v, SelectedRows):
             v = SelectedRows()
             self._scope._set_value(self._name, v)
         return v
 
-    def is_initialized(self):
+    def is_initialized(self) -> bool:
+        """Whether the variable holds a value."""
         return self._scope._find_value(self._name) is not None
 
-    def value(self):
+    def value(self) -> Any:
+        """The raw value (an array, a SelectedRows, ...), or None."""
         return self._scope._find_value(self._name)
 
-    def set_value(self, v):
+    def set_value(self, v: Any) -> None:
+        """Replace the raw value."""
         self._scope._set_value(self._name, v)
 
 
