@@ -204,8 +204,9 @@ def batch_norm(ctx, ins, attrs):
             "SavedVariance": inv_std.astype(run_var.dtype, copy=False)}
 
 
-@register_grad("batch_norm", inputs=["X", "Scale", "Bias", "Y", "SavedMean", "SavedVariance", "Y@GRAD"])
-def batch_norm_grad(ctx, ins, attrs):
+def bn_grad_parts(ctx, ins, attrs):
+    """What batch norm's gradient and sync_batch_norm's share: ``(axes, ch, view, inv_std, x_hat,
+    dbias, dscale, res)``, ``res`` holding Scale's and Bias's gradients of this device's batch."""
     x, scale, dy = ins["X"], ins["Scale"], ins["Y@GRAD"]
     axes, ch = _bn_axes(x.ndim, attrs)
     view = [1] * x.ndim
@@ -219,6 +220,13 @@ def batch_norm_grad(ctx, ins, attrs):
     dbias = dy.sum(axis=axes)
     dscale = (dy * x_hat).sum(axis=axes)
     res = {"Scale@GRAD": dscale.astype(scale.dtype, copy=False), "Bias@GRAD": dbias.astype(scale.dtype, copy=False)}
+    return axes, ch, view, inv_std, x_hat, dbias, dscale, res
+
+
+@register_grad("batch_norm", inputs=["X", "Scale", "Bias", "Y", "SavedMean", "SavedVariance", "Y@GRAD"])
+def batch_norm_grad(ctx, ins, attrs):
+    x, scale, dy = ins["X"], ins["Scale"], ins["Y@GRAD"]
+    axes, ch, view, inv_std, x_hat, dbias, dscale, res = bn_grad_parts(ctx, ins, attrs)
     if ctx.op.outputs.get("X@GRAD"):
         k = scale.reshape(view) * inv_std
         if _bn_uses_running_stats(attrs):

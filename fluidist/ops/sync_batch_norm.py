@@ -14,7 +14,7 @@ does, for the same numbers. ``is_test``: the running statistics, as ``batch_norm
 """
 from ..distributed.collective.device_sum import device_sum
 from ..framework.registry import register_grad, register_op
-from .conv import _BN_ATTRS, _bn_axes, _bn_infer, batch_norm, batch_norm_grad
+from .conv import _BN_ATTRS, _bn_axes, _bn_infer, batch_norm, batch_norm_grad, bn_grad_parts
 
 
 def _check(attrs):
@@ -66,21 +66,11 @@ def sync_batch_norm_grad(ctx, ins, attrs):
         return batch_norm_grad(ctx, ins, attrs)
     xp = ctx.xp
     x, scale, dy = ins["X"], ins["Scale"], ins["Y@GRAD"]
-    axes, ch = _bn_axes(x.ndim, attrs)
-    view = _view(x, ch)
+    axes, ch, view, inv_std, x_hat, dbias, dscale, res = bn_grad_parts(ctx, ins, attrs)
     c = x.shape[ch]
-    mean, inv_std = ins["SavedMean"].reshape(view), ins["SavedVariance"].reshape(view)
-    if ctx.op.inputs["X"] == ctx.op.inputs.get("Y"):
-        # in place: X was overwritten by Y; the normalised input comes back from Y
-        x_hat = (ins["Y"] - ins["Bias"].reshape(view)) / scale.reshape(view)
-    else:
-        x_hat = (x - mean) * inv_std
-    dbias = dy.sum(axis=axes)
-    dscale = (dy * x_hat).sum(axis=axes)
     local = xp.concatenate([dbias.astype(x.dtype, copy=False), dscale.astype(x.dtype, copy=False),
                             xp.asarray([x.size // c], dtype=x.dtype)])
     total = device_sum(local, ctx.place)    # every device takes part, whether X needs a gradient or not
-    res = {"Scale@GRAD": dscale.astype(scale.dtype, copy=False), "Bias@GRAD": dbias.astype(scale.dtype, copy=False)}
     if ctx.op.outputs.get("X@GRAD"):
         m = total[2 * c]
         k = scale.reshape(view) * inv_std
