@@ -16,4 +16,4 @@ if [ "$#" -eq 0 ]; then
   set -- tests/compat tests/models/test_models_local.py tests/executor tests/test_io.py tests/test_metrics.py \
          tests/transpiler tests/distributed/test_pserver_equivalence.py tests/distributed/test_collective_ops.py
 fi
-"$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+timeout -k 30 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
