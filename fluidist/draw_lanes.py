@@ -33,11 +33,9 @@ def _rpc_kind(op):
     checkpoint_notify); ``None`` for every other op (barriers, collectives and compute go by role)."""
     if not registry.fact(op, "communicates", False) or registry.fact(op, "barrier"):
         return None
-    to, back = registry.fact(op, "to_peers"), registry.fact(op, "from_peers")
-    if to and back:
-        return "prefetch"
-    if to or back:
-        return "send" if to else "recv"
+    direction = registry.peer_direction(op)
+    if direction:
+        return "prefetch" if direction == "both" else direction
     return "notify" if "epmap" in op.attrs else None
 
 

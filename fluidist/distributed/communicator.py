@@ -228,16 +228,6 @@ class Communicator:
         self._raise_if_failed()
 
 
-def _sends_only(op):
-    """A ``send``: its registry entry sends to its peers and receives nothing back."""
-    return bool(registry.fact(op, "to_peers")) and not registry.fact(op, "from_peers")
-
-
-def _receives_only(op):
-    """A ``recv``: its registry entry receives from its peers and sends nothing."""
-    return bool(registry.fact(op, "from_peers")) and not registry.fact(op, "to_peers")
-
-
 class AsyncCommunicator(Communicator):
     """Queues, merges and sends gradients from background threads; receives parameters (module doc)."""
 
@@ -249,9 +239,9 @@ class AsyncCommunicator(Communicator):
         self._recv_ops = set()
         self._recvs = []
         for op in program.global_block().ops:
-            if _sends_only(op) and op.attr(_OP_ROLE_VAR) and op.input("X"):
+            if registry.peer_direction(op) == "send" and op.attr(_OP_ROLE_VAR) and op.input("X"):
                 self._sends[id(op)] = _SendCtx(op, self._merge_add(), self.flags.send_queue_size)
-            elif _receives_only(op) and op.output("Out"):
+            elif registry.peer_direction(op) == "recv" and op.output("Out"):
                 self._recv_ops.add(id(op))
                 self._recvs.append(_RecvCtx(op))
         self._order = list(self._sends.values())

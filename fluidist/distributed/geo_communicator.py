@@ -32,7 +32,8 @@ from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from . import rpc
 from . import trainer_session as session
-from .communicator import GEO, Communicator, CommunicatorError, _sends_only
+from ..framework import registry
+from .communicator import GEO, Communicator, CommunicatorError
 
 PARAM_INIT = "param_init"
 _snapshots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # scope -> {param: its value when the trainer startup ended}
@@ -96,7 +97,7 @@ class GeoCommunicator(Communicator):
         self.trainers, self.push_nums, self.trainer_id = trainers, push_nums, int(trainer_id)
         self.endpoints = sorted({b[3] for v in self.vars for b in v.blocks})
         self._step_ops = {id(op) for op in program.global_block().ops
-                          if _sends_only(op) and not op.attr("epmap") and PARAM_INIT not in
+                          if registry.peer_direction(op) == "send" and not op.attr("epmap") and PARAM_INIT not in
                           (op.attr("send_varnames") or [])}
         self._old = None
         self._steps = 0

@@ -272,6 +272,18 @@ def update_rule(op):
     return d.update if d is not None else None
 
 
+def peer_direction(op):
+    """Which way ``op`` moves values between peers, read off its ``to_peers`` / ``from_peers`` facts:
+    ``"send"`` (to them only: ``send``), ``"recv"`` (from them only: ``recv``), ``"both"`` (a request
+    answered: ``prefetch``), or None."""
+    to, back = fact(op, "to_peers"), fact(op, "from_peers")
+    if to and back:
+        return "both"
+    if to or back:
+        return "send" if to else "recv"
+    return None
+
+
 def has_side_effect(op):
     d = _REGISTRY.get(op.type)
     return d is None or d.side_effect
