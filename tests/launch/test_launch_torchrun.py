@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from launch_testlib import ROOT, Launcher, base_env, free_port, read, read_json, run_launcher, script
+from launch_testlib import (ROOT, Launcher, base_env, free_port, free_port_block, read, read_json, run_launcher,
+                            script)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,7 +43,7 @@ def _check_world(out, n, eps=None):
 def test_master_rendezvous_two_nodes_with_node_ranks(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    port = free_port()
+    port = free_port_block(2)     # both nodes' ranks take port and port + 1
     ips = ("127.0.0.1", "127.0.0.2")
     codes, logs = _run_nodes(tmp_path, out, lambda k: [
         "--nnodes", "2", "--node_rank", str(1 - k), "--master", "127.0.0.1:%d" % port, "--node_ip", ips[1 - k],
@@ -145,7 +146,7 @@ def test_help_version_and_quiet_default(tmp_path):
 def test_use_paddlecloud_takes_the_nodes_from_the_environment(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    port = free_port()
+    port = free_port_block(2)     # both nodes' ranks take port and port + 1
     ips = ("127.0.0.1", "127.0.0.2")
     envs = [{"PADDLE_TRAINERS": ",".join(ips), "POD_IP": ips[k], "PADDLE_TRAINER_ID": str(k),
              "PADDLE_TRAINERS_NUM": "2", "TRAINER_PORT": str(port), "TRAINER_PORTS_NUM": "2"} for k in range(2)]
