@@ -48,7 +48,7 @@ def test_sync_two_servers_two_workers_equal_local(tmp_path, strategy, optimizer)
 
 
 def test_async_converges(tmp_path):
-    steps = 30
+    steps = 60     # a loaded machine delays the sends: over 30 steps the best reached 0.31x the start once
     results = run_cluster(tmp_path, ["--strategy", "async", "--optimizer", "sgd", "--steps", steps, "--batch", 32])
     before = eval_loss(initial_params())
     for r in results:   # the best of the last 5 steps' parameters: how stale they are varies with the load

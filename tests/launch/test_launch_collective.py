@@ -116,10 +116,10 @@ def test_children_die_with_a_killed_launcher(tmp_path):
 def test_port_in_use_is_an_error_naming_it(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
+    port = free_port_block(2) + 1     # rank 0's port (port - 1) free, rank 1's held here
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("127.0.0.1", port))
         s.listen(1)
-        port = s.getsockname()[1]
         r = run_launcher(["--started_port", port - 1, "--nproc_per_node", "2", script("env_check.py")],
                          cwd=tmp_path, env=base_env(out_dir=out))
     assert r.returncode == 1
