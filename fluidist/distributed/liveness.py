@@ -129,6 +129,9 @@ def monitor_socket(sock, events):
     mon.rcvhwm = 0      # no high-water mark: libzmq never blocks on this pipe
     mon.linger = 0
     mon.connect(addr)
+    # as pyzmq's get_monitor_socket does: the socket keeps its monitor alive, so garbage collection never
+    # closes the monitor while the socket still reports to it (libzmq would block on a pipe with no reader)
+    sock._monitor_socket = mon
     return mon
 
 
