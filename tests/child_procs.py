@@ -1,6 +1,8 @@
 """Child processes of one test, each logging to <tmp>/<name>.log, with a time limit; whatever is
 still running at the end is killed. Subclasses say where their scripts live and what env they get."""
 import os
+import random
+import socket
 import subprocess
 import sys
 import time
@@ -74,3 +76,46 @@ def wait_until(pred, timeout, what, interval=0.1):
         if time.monotonic() > deadline:
             raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
         time.sleep(interval)
+
+
+_RANDOM = random.SystemRandom()
+
+
+def _port_range():
+    """The ports this test process hands out: below the kernel's ephemeral range (which bind(0) and the
+    source ports of outgoing connections come from, so no other process is handed them by the kernel),
+    split between pytest-xdist workers (so two workers never pick the same one)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    low = 10000 if ephemeral_low > 12000 else 1024
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1))
+    worker = int((os.environ.get("PYTEST_XDIST_WORKER", "gw0") or "gw0").lstrip("gw") or 0) % workers
+    size = (ephemeral_low - low) // workers
+    return low + worker * size, low + (worker + 1) * size
+
+
+def _bindable(host, port):
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port(host="127.0.0.1"):
+    """A port free on ``host`` now, from this worker's range (see ``_port_range``)."""
+    return free_port_block(1, host)
+
+
+def free_port_block(n, host="127.0.0.1", tries=200):
+    """A start port p with p .. p+n-1 all free right now, from this worker's range."""
+    low, high = _port_range()
+    for _ in range(tries):
+        p = _RANDOM.randrange(low, high - n)   # not the random module: tests seed it
+        if all(_bindable(host, q) for q in range(p, p + n)):
+            return p
+    raise RuntimeError("no block of %d free ports on %s in %d-%d" % (n, host, low, high))

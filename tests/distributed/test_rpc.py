@@ -7,17 +7,12 @@ import numpy as np
 import pytest
 import zmq
 
+from child_procs import free_port  # a port below the ephemeral range: a client retrying it cannot connect to itself
 from fluidist.distributed import rpc, security, wire
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class EchoServer:
