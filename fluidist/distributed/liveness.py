@@ -26,10 +26,10 @@ import os
 import socket
 import struct
 import time
+import weakref
 from collections import OrderedDict
 
 import zmq
-from zmq.utils.monitor import parse_monitor_message
 
 PEER_TIMEOUT_ENV = "FLUIDIST_PEER_TIMEOUT"
 PEER_WARN_ENV = "FLUIDIST_PEER_WARN"
@@ -114,25 +114,41 @@ def silent_seconds(fd):
 _monitor_ids = itertools.count()
 
 
-def monitor_socket(sock, events):
-    """A PAIR socket receiving ``sock``'s monitor ``events``, through a pipe without a high-water mark.
+class MonitorPipe:
+    """The events of ``sock``'s monitor, through an inproc PAIR pipe without a high-water mark.
 
-    libzmq's I/O thread writes each event into this pipe while holding the socket's monitor lock. With
-    pyzmq's bounded pipe (``get_monitor_socket``), a monitor that nobody reads fills up (an idle pooled
-    client whose pserver has gone reconnects every 100 ms, one event each) and the I/O thread then
-    blocks: every socket of the context stalls and a later ``disable_monitor`` or ``close`` waits for
-    the lock forever (a process hung at its exit). Unbounded, the pipe costs its queued events' memory;
-    readers drain it (``Link.update``, ``PeerTable.update``) and closing stops it."""
-    addr = "inproc://fluidist-monitor-%d-%d" % (os.getpid(), next(_monitor_ids))
-    sock.monitor(addr, events)
-    mon = sock.context.socket(zmq.PAIR)
-    mon.rcvhwm = 0      # no high-water mark: libzmq never blocks on this pipe
-    mon.linger = 0
-    mon.connect(addr)
-    # as pyzmq's get_monitor_socket does: the socket keeps its monitor alive, so garbage collection never
-    # closes the monitor while the socket still reports to it (libzmq would block on a pipe with no reader)
-    sock._monitor_socket = mon
-    return mon
+    libzmq's I/O thread writes each event into the pipe with a blocking send, holding the socket's monitor
+    lock. Two ways that send never returns, each stalling every socket of the context (no connection is
+    made or served any more) and any later ``close`` of the socket:
+
+    - a full pipe: with pyzmq's bounded pipe (``get_monitor_socket``), a monitor nobody reads filled up (an
+      idle pooled client whose pserver has gone reconnects every 100 ms, one event each). This pipe is
+      unbounded; it costs its queued events' memory, and readers drain it.
+    - a pipe whose reading end was closed while the socket still reports to it. Garbage collection did
+      that: an object holding the socket and the PAIR, left in a reference cycle (a Client whose
+      constructor raised, kept by the exception's traceback), is collected with the finalizers of its
+      objects run in any order, so the PAIR could be closed before the socket and its next event
+      blocked the I/O thread for good. The pipe is stopped by a ``weakref.finalize`` instead, which holds
+      both sockets: whether :meth:`close` is called or the owner is collected, the monitor is stopped
+      first and the PAIR closed after, and neither socket can go before that."""
+
+    def __init__(self, sock, events):
+        addr = "inproc://fluidist-monitor-%d-%d" % (os.getpid(), next(_monitor_ids))
+        sock.monitor(addr, events)
+        mon = sock.context.socket(zmq.PAIR)
+        mon.rcvhwm = 0      # no high-water mark: libzmq never blocks on this pipe
+        mon.linger = 0
+        mon.connect(addr)
+        self.socket = mon
+        self._stop = weakref.finalize(self, _stop_monitor, sock, mon)
+
+    def drain(self):
+        """The pending events, without blocking: dicts with the ``event`` and its ``value``."""
+        return [] if not self._stop.alive else _drain(self.socket)
+
+    def close(self):
+        """Stop the monitor (what is queued is dropped) and close the pipe; once."""
+        self._stop()
 
 
 def _stop_monitor(sock, mon):
@@ -142,6 +158,9 @@ def _stop_monitor(sock, mon):
     except zmq.ZMQError:
         pass
     mon.close(0)
+
+
+_EVENT_HEAD = struct.Struct("=Hi")    # a monitor event's first frame: event number (u16), value (i32)
 
 
 def _drain(mon):
@@ -154,10 +173,10 @@ def _drain(mon):
             return out
         except zmq.ZMQError:
             return out
-        try:
-            out.append(parse_monitor_message(frames))
-        except Exception:  # a frame pair the monitor protocol does not define: skip it
-            continue
+        if len(frames) != 2 or len(frames[0]) != _EVENT_HEAD.size:
+            continue        # a frame pair the monitor protocol does not define: skip it
+        event, value = _EVENT_HEAD.unpack(frames[0])
+        out.append({"event": event, "value": value, "endpoint": frames[1]})
 
 
 class SilenceWatch:
@@ -188,7 +207,7 @@ class Link:
         self.timeout = timeout
         self.grace = min(CLOSED_GRACE, timeout / 2.0)
         self._sock = sock
-        self._mon = monitor_socket(sock, _LINK_EVENTS)
+        self._mon = MonitorPipe(sock, _LINK_EVENTS)
         self.started = time.monotonic()
         self.up = False
         self.ever_up = False
@@ -200,7 +219,7 @@ class Link:
         self.last_refusal = None
 
     def update(self):
-        for ev in _drain(self._mon):
+        for ev in self._mon.drain():
             e = ev["event"]
             if e == zmq.EVENT_CONNECTED:
                 self.fd = int(ev["value"])
@@ -249,7 +268,7 @@ class Link:
         return "the secure handshake failed"
 
     def close(self):
-        _stop_monitor(self._sock, self._mon)
+        self._mon.close()
 
 
 def _newer_routing_id(a, b):
@@ -275,7 +294,7 @@ class PeerTable:
         self.timeout = timeout
         self.grace = min(CLOSED_GRACE, timeout / 2.0)
         self._sock = sock
-        self._mon = monitor_socket(sock, _TABLE_EVENTS)
+        self._mon = MonitorPipe(sock, _TABLE_EVENTS)
         self.open_fds = set()
         self.peers_on = {}       # fd -> the peers seen on it
         self.rid_of = {}         # fd -> routing id of the connection on it
@@ -285,7 +304,7 @@ class PeerTable:
         self.silence = SilenceWatch(timeout)
 
     def update(self):
-        for ev in _drain(self._mon):
+        for ev in self._mon.drain():
             fd = int(ev["value"])
             if ev["event"] == zmq.EVENT_DISCONNECTED:
                 self.open_fds.discard(fd)
@@ -362,7 +381,7 @@ class PeerTable:
         return out
 
     def close(self):
-        _stop_monitor(self._sock, self._mon)
+        self._mon.close()
 
 
 def describe_timeout(timeout):

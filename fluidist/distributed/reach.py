@@ -76,10 +76,10 @@ def probe(endpoint, timeout=1.0):
 class ReachWatch:
     """The wait of one client for a peer it has never reached: when to warn, when to give up."""
 
-    def __init__(self, endpoint, started=None):
+    def __init__(self, endpoint, started=None, limit=None):
         self.endpoint = endpoint
         self.started = time.monotonic() if started is None else started
-        self.limit = connect_timeout()
+        self.limit = connect_timeout() if limit is None else limit
         self._next_warning = self.started + WARN_AFTER_S
 
     def give_up_at(self):

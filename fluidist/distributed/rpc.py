@@ -177,6 +177,7 @@ class Client:
         self.endpoint = endpoint
         self.deadline_ms = deadline_ms
         addr = _tcp(endpoint)
+        connect_limit = reach.connect_timeout()     # a bad setting raises before any socket exists
         self._sock = context().socket(zmq.DEALER)
         self._sock.linger = 0          # every request waits for its reply: nothing is worth lingering for
         self._link = None
@@ -191,12 +192,16 @@ class Client:
         except zmq.ZMQError as e:
             self._close_socket()
             raise RPCError("cannot connect to pserver %s: %s" % (endpoint, e)) from None
+        except BaseException:          # a bad secret or heartbeat setting: no half-made socket is left
+            self._close_socket()
+            raise
         self._ids = itertools.count(1)
         self._pending = {}             # rid -> description, for requests sent and not yet answered
         self._losses_at = {}           # rid -> connections lost before it was sent
         self._early = {}               # rid -> Message that arrived while waiting for another rid
         self._answered = False         # has this endpoint ever answered this socket?
-        self._reach = reach.ReachWatch(endpoint, self._link.started if self._link is not None else None)
+        self._reach = reach.ReachWatch(endpoint, self._link.started if self._link is not None else None,
+                                      connect_limit)
         self.closed = False
         # same host: big payloads through shared memory (shm_payload); rid -> the slot a request holds
         self._shm = shm_payload.use_for(split_endpoint(endpoint)[0])
@@ -503,6 +508,9 @@ class Server:
             self._release(0)
             why = "address already in use" if e.errno == zmq.EADDRINUSE else str(e)
             raise RPCError("pserver cannot listen on %s: %s" % (endpoint, why)) from None
+        except BaseException:          # a bad secret or heartbeat setting: no half-made server is left
+            self._release(0)
+            raise
         host, port = split_endpoint(endpoint)
         if port == 0:
             port = ports.split_endpoint(self._sock.getsockopt_string(zmq.LAST_ENDPOINT).split("://", 1)[-1])[1]
