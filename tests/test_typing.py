@@ -22,15 +22,21 @@ DOC_PAGES = ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(o
                                                                                recursive=True))
 
 
-def _run_mypy(args, tmp_path):
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory):
+    """One mypy cache for the module's runs: the package is analysed once, not once per run."""
+    return tmp_path_factory.mktemp("mypy_cache")
+
+
+def _run_mypy(args, cache_dir):
     env = dict(os.environ, MYPYPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "docs", "hooks")]))
-    cmd = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy_cache"), "--config-file",
+    cmd = [sys.executable, "-m", "mypy", "--cache-dir", str(cache_dir), "--config-file",
            os.path.join(ROOT, "pyproject.toml")] + args
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
 
 
-def test_mypy_passes_on_the_package(tmp_path):
-    r = _run_mypy([], tmp_path)
+def test_mypy_passes_on_the_package(mypy_cache):
+    r = _run_mypy([], mypy_cache)
     assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-2000:]
 
 
@@ -44,7 +50,7 @@ def page_snippets(page):
     return out
 
 
-def test_readme_and_docs_examples_type_check(tmp_path):
+def test_readme_and_docs_examples_type_check(tmp_path, mypy_cache):
     """Each block is checked as a module of its own; names a fragment takes from its surroundings
     (``exe``, ``role``, ...) are allowed to be undefined, everything it calls on fluidist is checked."""
     files = []
@@ -55,7 +61,7 @@ def test_readme_and_docs_examples_type_check(tmp_path):
             files.append(str(path))
     assert len(files) >= 15, files
     r = _run_mypy(["--disable-error-code", "name-defined", "--allow-redefinition", "--follow-imports", "silent"] + files,
-                  tmp_path)
+                  mypy_cache)
     assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-2000:]
 
 
@@ -93,13 +99,13 @@ y = fluid.layers.fc(input=x, size="eight")
 '''
 
 
-def test_a_users_training_script_type_checks_and_a_wrong_call_does_not(tmp_path):
+def test_a_users_training_script_type_checks_and_a_wrong_call_does_not(tmp_path, mypy_cache):
     """Layers, Variable arithmetic, an optimizer and the Executor as a strict-ish user's checker sees them;
     a string where fc's size is an int is reported, naming the argument."""
     good, bad = tmp_path / "train.py", tmp_path / "wrong.py"
     good.write_text(USER_SCRIPT)
     bad.write_text(WRONG_SCRIPT)
-    r = _run_mypy(["--follow-imports", "silent", "--warn-return-any", str(good)], tmp_path)
+    r = _run_mypy(["--follow-imports", "silent", "--warn-return-any", str(good)], mypy_cache)
     assert r.returncode == 0, r.stdout[-3000:]
-    r = _run_mypy(["--follow-imports", "silent", str(bad)], tmp_path)
+    r = _run_mypy(["--follow-imports", "silent", str(bad)], mypy_cache)
     assert r.returncode == 1 and '"size" to "fc"' in r.stdout, r.stdout[-3000:]
