@@ -62,3 +62,9 @@ def pytest_collection_modifyitems(config, items):
     whole files in this order (``--dist loadfile``), so the long ones start early and the short
     in-process ones fill the end, instead of one long file starting last on an otherwise idle run."""
     items.sort(key=lambda item: 0 if item.nodeid.startswith(_PROCESS_DIRS) else 1)
+    # the distributed model table's cases outside its representative sets run when asked for
+    if os.environ.get("FLUIDIST_MODEL_TABLE", "") != "full":
+        extra = [item for item in items if item.get_closest_marker("model_table_extra")]
+        if extra:
+            config.hook.pytest_deselected(items=extra)
+            items[:] = [item for item in items if not item.get_closest_marker("model_table_extra")]
