@@ -1,7 +1,9 @@
 """One role of a pserver-mode run (pserver or trainer), started as its own process by the tests.
 
 Every trainer writes the parameters it holds after each step to ``--out`` (an .npz), so the test can
-compare each step with a local run on the concatenated batches."""
+compare each step with a local run on the concatenated batches. With ``--cases``, one process trains
+several cases one after the other, each on its own endpoints (``--endpoints`` per case, ``;`` between
+them), in a scope of its own, writing ``<--out>/<case index>.npz``: one job instead of one per case."""
 import argparse
 import os
 import sys
@@ -22,6 +24,8 @@ def main():
     ap.add_argument("--current_endpoint", default="")
     ap.add_argument("--trainer_id", type=int, default=0)
     ap.add_argument("--trainers", type=int, default=2)
+    ap.add_argument("--cases", default="", help="MODEL:OPTIMIZER:LR_DECAY(0/1) for each case, ';' between them")
+    ap.add_argument("--pserver_index", type=int, default=-1, help="with --cases: this pserver's place in each case")
     ap.add_argument("--model", default="fc")
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--lr_decay", action="store_true")
@@ -39,7 +43,19 @@ def main():
     ap.add_argument("--pull_dir", default="", help="GEO: after training, wait for the other trainers' marks here, "
                                                    "then receive the pservers' parameters into --out (pulled_<p>)")
     a = ap.parse_args()
-    main_prog, startup, loss, params = build(a.model, a.optimizer, a.lr_decay)
+    if not a.cases:
+        return run(a, a.model, a.optimizer, a.lr_decay, a.endpoints, a.current_endpoint, a.out)
+    for i, (case, endpoints) in enumerate(zip(a.cases.split(";"), a.endpoints.split(";"))):
+        model, optimizer, lr_decay = case.split(":")
+        current = endpoints.split(",")[a.pserver_index] if a.role == "pserver" else ""
+        with fluid.scope_guard(fluid.Scope()):
+            run(a, model, optimizer, lr_decay == "1", endpoints, current,
+                os.path.join(a.out, "%d.npz" % i) if a.out else "")
+
+
+def run(a, model, optimizer, lr_decay, endpoints, current_endpoint, out_path):
+    """One case: serve it (pserver) or train it and write its history to ``out_path`` (trainer)."""
+    main_prog, startup, loss, params = build(model, optimizer, lr_decay)
     config = fluid.DistributeTranspilerConfig()
     if a.geo:
         config.geo_sgd_mode = True
@@ -49,12 +65,12 @@ def main():
         config.runtime_split_send_recv = True
         config.half_async = a.communicator == "half_async"
     t = fluid.DistributeTranspiler(config)
-    t.transpile(a.trainer_id, program=main_prog, pservers=a.endpoints, trainers=a.trainers,
-                sync_mode=not a.async_mode, startup_program=startup, current_endpoint=a.current_endpoint)
+    t.transpile(a.trainer_id, program=main_prog, pservers=endpoints, trainers=a.trainers,
+                sync_mode=not a.async_mode, startup_program=startup, current_endpoint=current_endpoint)
     exe = fluid.Executor(fluid.CPUPlace())
     if a.role == "pserver":
-        prog = t.get_pserver_program(a.current_endpoint)
-        exe.run(t.get_startup_program(a.current_endpoint, prog))
+        prog = t.get_pserver_program(current_endpoint)
+        exe.run(t.get_startup_program(current_endpoint, prog))
         exe.run(prog)
         return
     trainer = t.get_trainer_program(wait_port=True)
@@ -72,7 +88,7 @@ def main():
     grads = [p + "@GRAD" for p in params] if a.communicator == "async" and a.pull_dir else []
     pause_step, pause_s = (int(a.pause.split(":")[0]), float(a.pause.split(":")[1])) if a.pause else (-1, 0.0)
     for step in range(a.steps):
-        feed = batch_for(a.model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
+        feed = batch_for(model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
         out = exe.run(trainer, feed=feed, fetch_list=[loss] + params + grads)
         history["loss_%d" % step] = out[0]
         for name, v in zip(params + grads, out[1:]):
@@ -90,8 +106,8 @@ def main():
         comm.stop()
     if not a.no_close:
         exe.close()
-    if a.out:
-        np.savez(a.out, **history)
+    if out_path:
+        np.savez(out_path, **history)
 
 
 def wait_for_all(a, mark):

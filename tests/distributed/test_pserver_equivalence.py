@@ -34,17 +34,50 @@ def run_cluster(tmp_path, model, optimizer, lr_decay=False, steps=3, batch=4, as
     return [dict(np.load(o)) for o in outs]
 
 
-@pytest.mark.parametrize("model,optimizer,lr_decay", [
-    ("fc", "sgd", False), ("fc", "momentum", False), ("fc", "adam", False), ("fc", "sgd", True),
-    ("emb", "sgd", False), ("dtable", "sgd", False), ("dtable", "adagrad", False), ("emb_one_shard", "sgd", False),
-    ("emb_one_shard", "adam", False), ("fc", "adadelta", False), ("fc", "lookahead", False),
-    ("fc", "ema", False), ("fc", "model_average", False), ("fc", "recompute", False),
-    # every optimizer of fluid 1.x at once, each on a parameter sliced over both pservers (LAMB's and
-    # LARS's norm-based updates keep theirs whole), with an LR schedule
-    ("all_opt", "-", True)])
-def test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, lr_decay):
-    steps, batch = 3, 4
-    results = run_cluster(tmp_path, model, optimizer, lr_decay, steps, batch)
+def run_cases(tmp_path, cases, steps=3, batch=4, trainers=2, env=None):
+    """Train sync ``cases`` ((model, optimizer, lr_decay) each) one after the other on one set of 2
+    pservers and ``trainers`` trainers, each case on its own ports: ``{case: [each trainer's history]}``."""
+    ports = free_ports(2 * len(cases))
+    eps = ["127.0.0.1:%d,127.0.0.1:%d" % (ports[2 * i], ports[2 * i + 1]) for i in range(len(cases))]
+    common = ["--cases", ";".join("%s:%s:%d" % (m, o, int(d)) for m, o, d in cases), "--endpoints", ";".join(eps),
+              "--trainers", trainers, "--steps", steps, "--batch", batch]
+    outs = [tmp_path / ("trainer%d" % k) for k in range(trainers)]
+    with Cluster(tmp_path) as c:
+        for i in range(2):
+            c.start("ps%d" % i, "pserver_model.py", ["--role", "pserver", "--pserver_index", i] + common, env=env)
+        for k in range(trainers):
+            outs[k].mkdir()
+            c.start("tr%d" % k, "pserver_model.py", ["--role", "trainer", "--trainer_id", k, "--out", outs[k]] + common,
+                    env=env)
+        # trainers first: a failed trainer is reported at once, not after the pservers' time limit
+        c.check(names=["tr%d" % k for k in range(trainers)], timeout=60 + 10 * len(cases))
+        c.check(names=["ps0", "ps1"], timeout=30)
+    return {case: [dict(np.load(str(o / ("%d.npz" % i)))) for o in outs] for i, case in enumerate(cases)}
+
+
+_JOBS = {}   # job key -> {case: results}: one job trains every case of one test function this session runs
+
+
+def batched_results(request, tmp_path_factory, key, case, env=None):
+    """The results of ``case`` from the job that trains the cases of every test of the calling test
+    function (and ``key``) this session runs, started by the first of them."""
+    if key not in _JOBS:
+        fn = request.function
+        mine = [item for item in request.session.items if getattr(item, "function", None) is fn]
+        cases = sorted({case_of(item.callspec.params) for item in mine if key_of(item.callspec.params) == key})
+        _JOBS[key] = run_cases(tmp_path_factory.mktemp("ps_sync"), cases, env=env)
+    return _JOBS[key][case]
+
+
+def case_of(params):
+    return params["model"], params["optimizer"], params.get("lr_decay", False)
+
+
+def key_of(params):
+    return params.get("transport", "auto")
+
+
+def assert_equal_local(results, model, optimizer, lr_decay, steps=3, batch=4):
     ref, params = local_history(model, optimizer, lr_decay, steps, batch * 2)
     for step in range(steps):
         # equal batch halves: the mean of the trainers' losses is the loss of the whole batch
@@ -58,14 +91,28 @@ def test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, 
                 assert err < 1e-5, "step %d param %s: relative error %g" % (step, name, err)
 
 
+@pytest.mark.parametrize("model,optimizer,lr_decay", [
+    ("fc", "sgd", False), ("fc", "momentum", False), ("fc", "adam", False), ("fc", "sgd", True),
+    ("emb", "sgd", False), ("dtable", "sgd", False), ("dtable", "adagrad", False), ("emb_one_shard", "sgd", False),
+    ("emb_one_shard", "adam", False), ("fc", "adadelta", False), ("fc", "lookahead", False),
+    ("fc", "ema", False), ("fc", "model_average", False), ("fc", "recompute", False),
+    # every optimizer of fluid 1.x at once, each on a parameter sliced over both pservers (LAMB's and
+    # LARS's norm-based updates keep theirs whole), with an LR schedule
+    ("all_opt", "-", True)])
+def test_sync_two_pservers_two_trainers_equal_local(request, tmp_path_factory, model, optimizer, lr_decay):
+    """2 pservers and 2 trainers (one job for all the cases, each on its own ports and scope)."""
+    results = batched_results(request, tmp_path_factory, "auto", (model, optimizer, lr_decay))
+    assert_equal_local(results, model, optimizer, lr_decay)
+
+
 @pytest.mark.parametrize("transport", ["tcp", "shm"])
 @pytest.mark.parametrize("model,optimizer", [("fc", "momentum"), ("dtable", "sgd")])
-def test_sync_equal_local_over_each_transport(tmp_path, monkeypatch, model, optimizer, transport):
+def test_sync_equal_local_over_each_transport(request, tmp_path_factory, model, optimizer, transport):
     """Forced TCP, and shared memory for every payload (resident parameter blocks, sums on arrival,
-    blocks received into the parameters): still equal to local training."""
-    monkeypatch.setenv("FLUIDIST_PS_TRANSPORT", transport)
-    monkeypatch.setenv("FLUIDIST_PS_SHM_MIN_BYTES", "1")
-    test_sync_two_pservers_two_trainers_equal_local(tmp_path, model, optimizer, False)
+    blocks received into the parameters): still equal to local training (one job per transport)."""
+    env = {"FLUIDIST_PS_TRANSPORT": transport, "FLUIDIST_PS_SHM_MIN_BYTES": "1"}
+    results = batched_results(request, tmp_path_factory, transport, (model, optimizer, False), env)
+    assert_equal_local(results, model, optimizer, False)
 
 
 @pytest.mark.parametrize("transport", ["tcp", "shm"])
