@@ -52,6 +52,22 @@ def fresh_names_and_programs():
     scope_mod._switch_scope(old_scope)
 
 
+def pytest_configure(config):
+    """Write the bytecode of fluidist and of the tests' helper modules once, before any test runs.
+
+    Hundreds of the suite's tests start Python processes that import fluidist. Where
+    ``PYTHONDONTWRITEBYTECODE`` is set (as on the CI machines), nothing writes ``__pycache__`` and every
+    one of those processes compiled all of fluidist's sources again: 0.33 s of its 0.6 s import.
+    ``compileall`` writes the cache whatever that variable says; Python then only reads it (and still
+    checks each entry against its source's modification time and size)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return          # the controller did it
+    import compileall
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder in ("fluidist", "tests"):
+        compileall.compile_dir(os.path.join(root, folder), quiet=2)
+
+
 # Test files that start processes (jobs of pservers, trainers, ranks, launchers): the long ones.
 _PROCESS_DIRS = ("tests/distributed/", "tests/launch/", "tests/fleet/", "tests/models/", "tests/benchmarks/",
                  "tests/dataset/")
