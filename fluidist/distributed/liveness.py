@@ -140,7 +140,7 @@ class MonitorPipe:
         mon.linger = 0
         mon.connect(addr)
         self.socket = mon
-        self._stop = weakref.finalize(self, _stop_monitor, sock, mon)
+        self._stop = weakref.finalize(self, _stop_monitor, sock, mon, os.getpid())
 
     def drain(self):
         """The pending events, without blocking: dicts with the ``event`` and its ``value``."""
@@ -151,7 +151,9 @@ class MonitorPipe:
         self._stop()
 
 
-def _stop_monitor(sock, mon):
+def _stop_monitor(sock, mon, pid):
+    if os.getpid() != pid:
+        return          # a forked child (at its exit): the sockets are its parent's, not to be touched
     _drain(mon)         # what is queued goes first: stopping the monitor sends one more event
     try:
         sock.monitor(None, 0)

@@ -6,7 +6,7 @@ import zmq
 
 from . import liveness, ports, security, shm_payload, wire
 from .. import timeline as _timeline
-from .rpc import SERVER_LINGER_MS, RPCError, _tcp, deadline_seconds, split_endpoint
+from .rpc_common import SERVER_LINGER_MS, RPCError, _tcp, deadline_seconds, split_endpoint
 from .wire import WireError
 
 
