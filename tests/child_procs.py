@@ -81,7 +81,7 @@ def wait_until(pred, timeout, what, interval=0.1):
 _RANDOM = random.SystemRandom()
 
 
-def _port_range():
+def worker_port_range():
     """The ports this test process hands out: below the kernel's ephemeral range (which bind(0) and the
     source ports of outgoing connections come from, so no other process is handed them by the kernel),
     split between pytest-xdist workers (so two workers never pick the same one)."""
@@ -94,7 +94,7 @@ def _port_range():
     workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1))
     worker = int((os.environ.get("PYTEST_XDIST_WORKER", "gw0") or "gw0").lstrip("gw") or 0) % workers
     size = (ephemeral_low - low) // workers
-    return low + worker * size, low + (worker + 1) * size
+    return low + worker * size, low + (worker + 1) * size - 1
 
 
 def _bindable(host, port):
@@ -107,15 +107,15 @@ def _bindable(host, port):
 
 
 def free_port(host="127.0.0.1"):
-    """A port free on ``host`` now, from this worker's range (see ``_port_range``)."""
+    """A port free on ``host`` now, from this worker's range (see ``worker_port_range``)."""
     return free_port_block(1, host)
 
 
 def free_port_block(n, host="127.0.0.1", tries=200):
     """A start port p with p .. p+n-1 all free right now, from this worker's range."""
-    low, high = _port_range()
+    low, high = worker_port_range()
     for _ in range(tries):
-        p = _RANDOM.randrange(low, high - n)   # not the random module: tests seed it
+        p = _RANDOM.randrange(low, high + 2 - n)   # not the random module: tests seed it
         if all(_bindable(host, q) for q in range(p, p + n)):
             return p
     raise RuntimeError("no block of %d free ports on %s in %d-%d" % (n, host, low, high))

@@ -22,6 +22,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 else:
     os.environ.setdefault("FLUIDIST_JOB_SECRET", secrets.token_urlsafe(32))
 
+# The ports this test process and every process it starts pick (the launcher's and the tests' own picks):
+# below the kernel's ephemeral range, where the source port of any outgoing connection could take a port
+# picked and released before its process bound it, and split between pytest-xdist workers.
+from child_procs import worker_port_range  # noqa: E402
+
+os.environ["FLUIDIST_PORT_RANGE"] = "%d-%d" % worker_port_range()
+
 
 @pytest.fixture(autouse=True)
 def cpu_only_on_the_cpu(request):

@@ -8,6 +8,7 @@ the processes of a node: node k, local i has rank ``k * nproc + i``.
 import errno
 import ipaddress
 import os
+import random
 import socket
 import subprocess
 
@@ -18,7 +19,7 @@ from .common import LaunchError
 __all__ = [
     "Trainer", "Pod", "Cluster", "get_cluster", "cluster_from_nodes", "get_gpus", "cuda_device_count",
     "split_devices", "parse_ips", "parse_endpoints", "format_endpoint", "split_endpoint", "strip_brackets",
-    "pick_node_ip", "find_free_ports", "check_ports_free"
+    "pick_node_ip", "find_free_ports", "check_ports_free", "port_range"
 ]
 
 
@@ -307,14 +308,51 @@ def pick_node_ip(node_ips, node_ip=None, env=None):
                       "POD_IP to say which node this is" % ",".join(mine))
 
 
+PORT_RANGE_ENV = "FLUIDIST_PORT_RANGE"
+_RANDOM = random.SystemRandom()
+
+
+def port_range(env=None):
+    """``FLUIDIST_PORT_RANGE`` ("LOW-HIGH", both included) as ``(low, high)``, or None when unset."""
+    raw = (os.environ if env is None else env).get(PORT_RANGE_ENV, "").strip()
+    if not raw:
+        return None
+    low, sep, high = raw.partition("-")
+    if not (sep and low.strip().isdigit() and high.strip().isdigit()
+            and 1 <= int(low) <= int(high) <= 65535):
+        raise LaunchError("%s must be LOW-HIGH, two port numbers from 1 to 65535 with LOW <= HIGH, got %r"
+                          % (PORT_RANGE_ENV, raw))
+    return int(low), int(high)
+
+
 def find_free_ports(n, host="127.0.0.1"):
-    """``n`` distinct ports free on ``host`` right now (all bound at once, then released)."""
+    """``n`` distinct ports free on ``host`` right now (all bound at once, then released): drawn at random
+    from ``FLUIDIST_PORT_RANGE`` when it is set (a firewall's open range; a range of its own for each of
+    several jobs on one host), else the kernel's choice (its ephemeral range)."""
+    rng = port_range()
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    if rng is None:
+        candidates = [0] * n
+    else:       # a generator of its own: programs (and tests) seed the random module
+        candidates = list(range(rng[0], rng[1] + 1))
+        random.Random(_RANDOM.getrandbits(64)).shuffle(candidates)
     socks = []
     try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        for port in candidates:
+            if len(socks) == n:
+                break
+            s = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                s.bind((host, port))
+            except OSError as e:
+                s.close()
+                if rng is None or e.errno == errno.EADDRNOTAVAIL:
+                    raise
+                continue        # taken: the next one of the range
             socks.append(s)
-            s.bind((host, 0))
+        if len(socks) < n:
+            raise LaunchError("cannot find %d free port(s) on %s in %s=%d-%d (%d free)"
+                              % (n, host, PORT_RANGE_ENV, rng[0], rng[1], len(socks)))
         return [s.getsockname()[1] for s in socks]
     except OSError as e:
         raise LaunchError("cannot find %d free port(s) on %s: %s%s" % (

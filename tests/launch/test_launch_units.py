@@ -380,3 +380,37 @@ def test_old_launcher_paths_are_the_new_modules_names():
     r = subprocess.run([sys.executable, "-m", "fluidist.launch", "--help"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and "--nproc_per_node" in r.stdout, r.stderr
+
+
+def test_free_ports_come_from_fluidist_port_range_when_set(monkeypatch):
+    """Drawn at random from the range, skipping a taken one; too few free ports and a malformed range are
+    errors naming FLUIDIST_PORT_RANGE; unset, the kernel picks."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    base = taken.getsockname()[1]
+    low = base - 3 if base > 1030 else base
+    try:
+        monkeypatch.setenv("FLUIDIST_PORT_RANGE", "%d-%d" % (low, low + 3))
+        free = [p for p in range(low, low + 4) if p != base and check_bindable(p)]
+        got = launch_cluster.find_free_ports(len(free))
+        assert sorted(got) == free and base not in got
+        with pytest.raises(LaunchError, match=r"cannot find %d free port\(s\) on 127.0.0.1 in "
+                                              r"FLUIDIST_PORT_RANGE=%d-%d" % (len(free) + 1, low, low + 3)):
+            launch_cluster.find_free_ports(len(free) + 1)
+    finally:
+        taken.close()
+    for bad in ("6070", "7000-6000", "0-10", "a-b", "1-70000"):
+        monkeypatch.setenv("FLUIDIST_PORT_RANGE", bad)
+        with pytest.raises(LaunchError, match="FLUIDIST_PORT_RANGE must be LOW-HIGH.*got %r" % bad):
+            launch_cluster.find_free_ports(1)
+    monkeypatch.delenv("FLUIDIST_PORT_RANGE")
+    assert len(set(launch_cluster.find_free_ports(3))) == 3
+
+
+def check_bindable(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
