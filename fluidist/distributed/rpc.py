@@ -307,6 +307,19 @@ def get_client(endpoint):
     return c
 
 
+def release_clients(endpoints):
+    """Close this thread's pooled clients of ``endpoints`` (pservers whose job this process finished): an
+    idle client of a pserver that has gone would keep reconnecting, each attempt a monitor event. A later
+    ``get_client`` makes a new one."""
+    pool = getattr(_local, "pool", None)
+    if pool is None or _local.pid != os.getpid():
+        return
+    for endpoint in endpoints:
+        c = pool.pop(endpoint, None)
+        if c is not None:
+            c.close()
+
+
 def call_all(requests, timeout_s=None):
     """Send every request first, then wait for all replies under one deadline.
 

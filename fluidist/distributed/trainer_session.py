@@ -56,6 +56,7 @@ def _notify_complete(targets, timeout_s=None):
             failed = failed or e
     rpc.call_all([(ep, dict(kind="complete", trainer=tid, step=step(ep, tid), what="complete"))
                   for ep, tid in pairs], timeout_s=timeout_s)
+    rpc.release_clients({ep for ep, _ in pairs})
     for tid in sorted({t for _, t in pairs}):
         logger.info("trainer %d: done after %d step(s); told pserver(s) %s", tid,
                     max(step(ep, t) for ep, t in pairs if t == tid), ", ".join(ep for ep, t in pairs if t == tid))

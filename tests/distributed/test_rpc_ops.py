@@ -254,7 +254,10 @@ def run_trainer(tid, fanin, ep_of, shapes, steps, sync=True, barriers=True, clos
         out = exe.run(main, feed=feed, fetch_list=params, scope=scope)
         history.append(dict(zip(params, out)))
     if close:
+        clients = [rpc.get_client(ep) for ep in sorted(set(ep_of.values()))]
         exe.close()
+        # the pservers heard "complete": this thread's clients of them are closed, not left reconnecting
+        assert all(c.closed for c in clients)
     return history
 
 
