@@ -141,6 +141,9 @@ class MonitorPipe:
         mon.connect(addr)
         self.socket = mon
         self._stop = weakref.finalize(self, _stop_monitor, sock, mon, os.getpid())
+        # not at the interpreter's exit: a daemon thread may still be using the socket then, and zmq sockets
+        # are not to be touched from two threads; the finalizer keeps both sockets alive until the process ends
+        self._stop.atexit = False
 
     def drain(self):
         """The pending events, without blocking: dicts with the ``event`` and its ``value``."""
