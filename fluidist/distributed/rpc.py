@@ -295,12 +295,18 @@ class _ThreadClients(dict):
 _local = threading.local()
 
 
-def get_client(endpoint):
-    """The pooled client of ``endpoint`` for this thread (and process): made once, then reused."""
+def _thread_pool():
+    """This thread's pooled clients (a new pool after a fork: the parent's sockets are not the child's)."""
     pool = getattr(_local, "pool", None)
     if pool is None or _local.pid != os.getpid():
         pool = _local.pool = _ThreadClients()
         _local.pid = os.getpid()
+    return pool
+
+
+def get_client(endpoint):
+    """The pooled client of ``endpoint`` for this thread (and process): made once, then reused."""
+    pool = _thread_pool()
     c = pool.get(endpoint)
     if c is None or c.closed:
         c = pool[endpoint] = Client(endpoint)
@@ -311,9 +317,7 @@ def release_clients(endpoints):
     """Close this thread's pooled clients of ``endpoints`` (pservers whose job this process finished): an
     idle client of a pserver that has gone would keep reconnecting, each attempt a monitor event. A later
     ``get_client`` makes a new one."""
-    pool = getattr(_local, "pool", None)
-    if pool is None or _local.pid != os.getpid():
-        return
+    pool = _thread_pool()
     for endpoint in endpoints:
         c = pool.pop(endpoint, None)
         if c is not None:
