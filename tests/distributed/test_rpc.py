@@ -162,6 +162,24 @@ def test_a_pserver_never_reached_fails_within_the_connect_timeout_naming_it(monk
         rpc.Client(ep)
 
 
+def open_sockets_of(ctx):
+    import gc
+    return [s for s in gc.get_objects() if isinstance(s, zmq.Socket) and s.context is ctx and not s.closed]
+
+
+@pytest.mark.parametrize("setting", [("FLUIDIST_CONNECT_TIMEOUT", "soon"), ("FLUIDIST_PEER_TIMEOUT", "fast")])
+def test_a_client_whose_settings_are_wrong_leaves_no_socket_behind(monkeypatch, setting):
+    """The error names the setting, and nothing of the client is left: a half-made client, kept by the
+    error's traceback and collected later, once stalled every connection of its process (its monitor's
+    PAIR closed before the socket)."""
+    ep = "127.0.0.1:%d" % free_port()
+    before = len(open_sockets_of(rpc.context()))
+    monkeypatch.setenv(*setting)
+    with pytest.raises(ValueError, match=setting[0]) as e:
+        rpc.Client(ep)
+    assert len(open_sockets_of(rpc.context())) == before, e.value
+
+
 def test_a_late_pserver_is_waited_for_when_asked_with_a_warning_naming_it(monkeypatch, caplog):
     port = free_port()
     ep = "127.0.0.1:%d" % port
