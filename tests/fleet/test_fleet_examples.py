@@ -39,8 +39,7 @@ def test_parameter_server_digits_example_saves_and_resumes(tmp_path):
     assert sorted(acc) == [0, 1] and min(acc.values()) > 0.85, out[-3000:]
     # resumed under another strategy: half-async (async's background communicator trains on parameters a
     # few steps old, too noisy for one epoch of Adam with fresh moments). Two epochs: after one, a worker's
-    # accuracy was 0.92-0.96 in quiet runs but 0.8467 once under the full suite's load (Adam's fresh moments
-    # move every weight by about the learning rate in the first steps after the resume)
+    # accuracy was 0.92-0.96 in quiet runs but 0.8467 once under the full suite's load
     out = run_example("fleet_digits_ps.py", ["--epochs", 2, "--model_dir", save, "--strategy", "half_async"], tmp_path)
     resumed = accuracies(out)
     assert sorted(resumed) == [0, 1] and min(resumed.values()) > 0.85, out[-3000:]
