@@ -130,7 +130,6 @@ OpProtoHolder = refused_class("fluid.framework.OpProtoHolder",
                               "fluidist.framework.registry.get(op_type) gives an op's slots and attr defaults")
 get_all_op_protos = refused("fluid.framework.get_all_op_protos",
                             "fluidist.framework.registry.all_op_types() lists the registered op types")
-NameScope = refused_class("fluid.framework.NameScope", "use the context manager fluid.name_scope(prefix)")
 _DYGRAPH = "it is a dygraph type; fluidist builds static programs (fluid.layers.create_parameter, Variables)"
 ParamBase = refused_class("fluid.framework.ParamBase", _DYGRAPH)
 ParameterMetaClass = refused_class("fluid.framework.ParameterMetaClass", _DYGRAPH)

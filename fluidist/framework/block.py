@@ -11,6 +11,7 @@ import numpy as np
 
 from . import registry, unique_name
 from .defuse import DefUse
+from .name_scope import full_name_scope
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .variable import Parameter, Variable, _copy_var
 
@@ -413,8 +414,8 @@ class Block:
             attrs[OP_ROLE_ATTR] = role
         if OP_ROLE_VAR_ATTR not in attrs:
             attrs[OP_ROLE_VAR_ATTR] = list(prog._op_role_var)
-        if prog._name_scope and OP_NAMESCOPE_ATTR not in attrs:
-            attrs[OP_NAMESCOPE_ATTR] = prog._name_scope
+        if OP_NAMESCOPE_ATTR not in attrs:
+            attrs[OP_NAMESCOPE_ATTR] = full_name_scope()
         for k, v in opdef.attrs.items():
             if k not in attrs:
                 attrs[k] = copy.deepcopy(v)

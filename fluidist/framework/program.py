@@ -19,6 +19,7 @@ import numpy as np
 from . import program_forms
 from .block import Block, Operator  # noqa: F401 (re-exported: fluidist.framework.program.Block, .Operator)
 from .graph import lint_program
+from .name_scope import name_scope  # noqa: F401 (fluid.name_scope; Paddle's tree, one per process)
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole  # noqa: F401
 from .serialization import loads
 from .variable import (EMPTY_VAR_NAME, GRAD_SUFFIX, LR_DECAY_COUNTER, RENAME_INFIX, TEMP_VAR_NAME,  # noqa: F401
@@ -53,7 +54,6 @@ class Program:
         self._seed = 0
         self._current_role = OpRole.Forward
         self._op_role_var: List[str] = []
-        self._name_scope = ""
         self._is_distributed = False
         self._is_chief = False
         self._endpoints: List[str] = []
@@ -274,24 +274,3 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
             switch_startup_program(startup_program)
 
 
-@contextlib.contextmanager
-def name_scope(prefix: Optional[str] = None) -> Iterator[None]:
-    """Ops built inside get ``prefix`` in their ``op_namescope`` attribute (nested scopes join with
-    ``/``; it is written into Paddle-format program files); variable names do not change.
-
-    Paddle 1.8 difference: the attribute has no trailing ``/`` (Paddle writes ``/encoder/``).
-
-    Examples:
-        >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
-        >>> with fluid.name_scope("encoder"):
-        ...     h = fluid.layers.fc(x, size=2)
-        >>> fluid.default_main_program().global_block().ops[-1].attr("op_namescope")
-        '/encoder'
-    """
-    prog = default_main_program()
-    old = prog._name_scope
-    prog._name_scope = (old.rstrip("/") + "/" + (prefix or "")) if prefix else old
-    try:
-        yield
-    finally:
-        prog._name_scope = old
