@@ -3,9 +3,11 @@ Adamax, RMSProp, FTRL, LAMB, Adadelta, Dpsgd, and RecomputeOptimizer; ModelAvera
 from their modules. How an optimizer builds its ops is described in :mod:`fluidist.optimizer_base`,
 which holds their base class ``Optimizer`` (re-exported here).
 
-Paddle 1.8 difference: after each optimizer's own arguments Paddle 1.8 takes ``parameter_list``,
-``regularization``, ``grad_clip``, ``name`` in that order; fluidist's order differs (see each
-signature), so pass these four by keyword, as Paddle's examples do.
+Every constructor takes its arguments in Paddle 1.8.5's order (``tests/test_optimizer_signatures.py``
+compares them), so positional calls land where they do in Paddle: after each optimizer's own
+arguments come ``parameter_list``, ``regularization``, ``grad_clip`` and ``name`` (Adagrad's
+``initial_accumulator_value``, Adam's ``lazy_mode`` and LAMB's ``exclude_from_weight_decay_fn`` sit
+where Paddle puts them).
 """
 from __future__ import annotations
 
@@ -45,9 +47,10 @@ class SGDOptimizer(Optimizer):
 
     type = "sgd"
 
-    def __init__(self, learning_rate: float | Variable, regularization: Any = None, name: str | None = None,
-                 grad_clip: Any = None, parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+    def __init__(self, learning_rate: float | Variable, parameter_list: Sequence[Parameter | str] | None = None,
+                 regularization: Any = None, grad_clip: Any = None, name: str | None = None) -> None:
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
 
 
 class MomentumOptimizer(Optimizer):
@@ -77,10 +80,11 @@ class MomentumOptimizer(Optimizer):
     _velocity_acc_str = "velocity"
     _accumulator_names = {"Velocity": _velocity_acc_str}
 
-    def __init__(self, learning_rate: float | Variable, momentum: float, use_nesterov: bool = False,
-                 regularization: Any = None, name: str | None = None, grad_clip: Any = None,
-                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+    def __init__(self, learning_rate: float | Variable, momentum: float,
+                 parameter_list: Sequence[Parameter | str] | None = None, use_nesterov: bool = False,
+                 regularization: Any = None, grad_clip: Any = None, name: str | None = None) -> None:
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
         if momentum is None:
             raise ValueError("MomentumOptimizer: momentum must be given")
         self._momentum = float(momentum)
@@ -118,9 +122,10 @@ class LarsMomentumOptimizer(Optimizer):
     _accumulator_names = {"Velocity": _velocity_acc_str}
 
     def __init__(self, learning_rate: float | Variable, momentum: float, lars_coeff: float = 0.001,
-                 lars_weight_decay: float = 0.0005, regularization: Any = None, name: str | None = None, grad_clip: Any = None,
-                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+                 lars_weight_decay: float = 0.0005, parameter_list: Sequence[Parameter | str] | None = None,
+                 regularization: Any = None, grad_clip: Any = None, name: str | None = None) -> None:
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
         self._momentum = float(momentum)
         self._lars_coeff = float(lars_coeff)
         self._lars_weight_decay = float(lars_weight_decay)
@@ -154,10 +159,11 @@ class AdagradOptimizer(Optimizer):
     _moment_acc_str = "moment"
     _accumulator_names = {"Moment": _moment_acc_str}
 
-    def __init__(self, learning_rate: float | Variable, epsilon: float = 1.0e-6, regularization: Any = None,
-                 name: str | None = None, initial_accumulator_value: float = 0.0, grad_clip: Any = None,
-                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+    def __init__(self, learning_rate: float | Variable, epsilon: float = 1.0e-6,
+                 parameter_list: Sequence[Parameter | str] | None = None, regularization: Any = None,
+                 grad_clip: Any = None, name: str | None = None, initial_accumulator_value: float = 0.0) -> None:
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
         self._epsilon = float(epsilon)
         self.initial_accumulator_value = float(initial_accumulator_value)
 
@@ -195,9 +201,10 @@ class DecayedAdagradOptimizer(Optimizer):
     _accumulator_names = {"Moment": _moment_acc_str}
 
     def __init__(self, learning_rate: float | Variable, decay: float = 0.95, epsilon: float = 1.0e-6,
-                 regularization: Any = None, name: str | None = None, grad_clip: Any = None,
-                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+                 parameter_list: Sequence[Parameter | str] | None = None, regularization: Any = None,
+                 grad_clip: Any = None, name: str | None = None) -> None:
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
         _check_range("DecayedAdagradOptimizer", "decay", decay, 0.0, 1.0)
         self._decay = float(decay)
         self._epsilon = float(epsilon)
@@ -242,10 +249,11 @@ class AdamOptimizer(Optimizer):
                           "Beta1Pow": _beta1_pow_acc_str, "Beta2Pow": _beta2_pow_acc_str}
 
     def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9, beta2: float = 0.999,
-                 epsilon: float = 1e-8, regularization: Any = None, name: str | None = None,
-                 lazy_mode: bool = False, grad_clip: Any = None,
-                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+                 epsilon: float = 1e-8, parameter_list: Sequence[Parameter | str] | None = None,
+                 regularization: Any = None, grad_clip: Any = None, name: str | None = None,
+                 lazy_mode: bool = False) -> None:
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
         _check_range(type(self).__name__, "beta1", beta1, 0.0, 1.0, high_open=True)
         _check_range(type(self).__name__, "beta2", beta2, 0.0, 1.0, high_open=True)
         self._beta1 = float(beta1)
@@ -308,9 +316,10 @@ class AdamaxOptimizer(Optimizer):
     _accumulator_names = {"Moment": _moment_acc_str, "InfNorm": _inf_norm_acc_str, "Beta1Pow": _beta1_pow_acc_str}
 
     def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9, beta2: float = 0.999,
-                 epsilon: float = 1e-8, regularization: Any = None, name: str | None = None, grad_clip: Any = None,
-                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+                 epsilon: float = 1e-8, parameter_list: Sequence[Parameter | str] | None = None,
+                 regularization: Any = None, grad_clip: Any = None, name: str | None = None) -> None:
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
         _check_range("AdamaxOptimizer", "beta1", beta1, 0.0, 1.0, high_open=True)
         _check_range("AdamaxOptimizer", "beta2", beta2, 0.0, 1.0, high_open=True)
         self._beta1 = float(beta1)
@@ -359,10 +368,11 @@ class RMSPropOptimizer(Optimizer):
                           "MeanGrad": _mean_grad_acc_str}
 
     def __init__(self, learning_rate: float | Variable, rho: float = 0.95, epsilon: float = 1.0e-6,
-                 momentum: float = 0.0, centered: bool = False, regularization: Any = None,
-                 name: str | None = None, grad_clip: Any = None,
-                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+                 momentum: float = 0.0, centered: bool = False,
+                 parameter_list: Sequence[Parameter | str] | None = None, regularization: Any = None,
+                 grad_clip: Any = None, name: str | None = None) -> None:
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
         if rho is None or epsilon is None or momentum is None:
             raise ValueError("RMSPropOptimizer: rho, epsilon and momentum must be given")
         self._rho = float(rho)
@@ -401,9 +411,10 @@ class FtrlOptimizer(Optimizer):
     _accumulator_names = {"SquaredAccumulator": _squared_acc_str, "LinearAccumulator": _linear_acc_str}
 
     def __init__(self, learning_rate: float | Variable, l1: float = 0.0, l2: float = 0.0, lr_power: float = -0.5,
-                 regularization: Any = None, name: str | None = None, grad_clip: Any = None,
-                 parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+                 parameter_list: Sequence[Parameter | str] | None = None, regularization: Any = None,
+                 grad_clip: Any = None, name: str | None = None) -> None:
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
         self._l1 = float(l1)
         self._l2 = float(l2)
         self._lr_power = float(lr_power)
@@ -439,11 +450,12 @@ class LambOptimizer(AdamOptimizer):
     type = "lamb"
 
     def __init__(self, learning_rate: float | Variable = 0.001, lamb_weight_decay: float = 0.01, beta1: float = 0.9,
-                 beta2: float = 0.999, epsilon: float = 1e-6, regularization: Any = None,
-                 exclude_from_weight_decay_fn: Callable[[Parameter], bool] | None = None, name: str | None = None,
-                 grad_clip: Any = None, parameter_list: Sequence[Parameter | str] | None = None) -> None:
-        super().__init__(learning_rate, beta1, beta2, epsilon, regularization, name, False, grad_clip,
-                         parameter_list)
+                 beta2: float = 0.999, epsilon: float = 1e-6,
+                 parameter_list: Sequence[Parameter | str] | None = None, regularization: Any = None,
+                 grad_clip: Any = None, exclude_from_weight_decay_fn: Callable[[Parameter], bool] | None = None,
+                 name: str | None = None) -> None:
+        super().__init__(learning_rate, beta1, beta2, epsilon, parameter_list=parameter_list,
+                         regularization=regularization, grad_clip=grad_clip, name=name, lazy_mode=False)
         self._weight_decay = float(lamb_weight_decay)
         self._exclude_from_weight_decay_fn = exclude_from_weight_decay_fn
 
@@ -492,7 +504,8 @@ class AdadeltaOptimizer(Optimizer):
             raise ValueError("epsilon is not set.")
         if rho is None:
             raise ValueError("rho is not set.")
-        super().__init__(learning_rate, regularization, name, grad_clip, parameter_list)
+        super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
+                         grad_clip=grad_clip, name=name)
         self._epsilon = float(epsilon)
         self._rho = float(rho)
 

@@ -44,8 +44,8 @@ class Optimizer:
     type = "optimizer"
     _accumulator_names: Dict[str, str] = {}    # update-op slot -> accumulator name
 
-    def __init__(self, learning_rate: Union[float, Variable], regularization: Any = None, name: Optional[str] = None,
-                 grad_clip: Any = None, parameter_list: Optional[Sequence[Any]] = None) -> None:
+    def __init__(self, learning_rate: Union[float, Variable], parameter_list: Optional[Sequence[Any]] = None,
+                 regularization: Any = None, grad_clip: Any = None, name: Optional[str] = None) -> None:
         if isinstance(learning_rate, bool) or not isinstance(learning_rate, (float, int, Variable)):
             raise TypeError("%s: learning_rate must be a float or a Variable, got %r"
                             % (type(self).__name__, type(learning_rate).__name__))
