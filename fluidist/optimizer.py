@@ -32,12 +32,12 @@ class SGDOptimizer(Optimizer):
     Args:
         learning_rate: a float, or a Variable from a learning-rate schedule
             (``fluid.layers.exponential_decay``, ...).
+        parameter_list: the parameters to train (default: every trainable one).
         regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
             parameter without one of its own.
-        name: a prefix for the accumulators' names.
         grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
             update; it takes precedence over the parameters' own ``gradient_clip``.
-        parameter_list: the parameters to train (default: every trainable one).
+        name: a prefix for the accumulators' names.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
@@ -62,13 +62,13 @@ class MomentumOptimizer(Optimizer):
         learning_rate: a float, or a Variable from a learning-rate schedule
             (``fluid.layers.exponential_decay``, ...).
         momentum: the decay of the velocity.
+        parameter_list: the parameters to train (default: every trainable one).
         use_nesterov: use Nesterov's update.
         regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
             parameter without one of its own.
-        name: a prefix for the accumulators' names.
         grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
             update; it takes precedence over the parameters' own ``gradient_clip``.
-        parameter_list: the parameters to train (default: every trainable one).
+        name: a prefix for the accumulators' names.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
@@ -106,10 +106,10 @@ class LarsMomentumOptimizer(Optimizer):
         momentum: the decay of the velocity.
         lars_coeff: how far the layer-wise rate trusts the weights' norm.
         lars_weight_decay: the weight decay ``wd`` inside the update.
-        regularization: a regularizer applied to every parameter without one of its own.
-        name: a prefix for the accumulators' names.
-        grad_clip: a gradient clip applied before the update.
         parameter_list: the parameters to train (default: every trainable one).
+        regularization: a regularizer applied to every parameter without one of its own.
+        grad_clip: a gradient clip applied before the update.
+        name: a prefix for the accumulators' names.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
@@ -141,13 +141,13 @@ class AdagradOptimizer(Optimizer):
         learning_rate: a float, or a Variable from a learning-rate schedule
             (``fluid.layers.exponential_decay``, ...).
         epsilon: keeps the division finite.
+        parameter_list: the parameters to train (default: every trainable one).
         regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
             parameter without one of its own.
-        name: a prefix for the accumulators' names.
         grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
             update; it takes precedence over the parameters' own ``gradient_clip``.
+        name: a prefix for the accumulators' names.
         initial_accumulator_value: the moment's starting value.
-        parameter_list: the parameters to train (default: every trainable one).
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
@@ -182,10 +182,10 @@ class DecayedAdagradOptimizer(Optimizer):
         learning_rate: a float, or a Variable from a learning-rate schedule.
         decay: the decay of the moment, in ``[0, 1]``.
         epsilon: keeps the division finite.
-        regularization: a regularizer applied to every parameter without one of its own.
-        name: a prefix for the accumulators' names.
-        grad_clip: a gradient clip applied before the update.
         parameter_list: the parameters to train (default: every trainable one).
+        regularization: a regularizer applied to every parameter without one of its own.
+        grad_clip: a gradient clip applied before the update.
+        name: a prefix for the accumulators' names.
 
     Raises:
         ValueError: a ``decay`` outside ``[0, 1]``.
@@ -226,13 +226,13 @@ class AdamOptimizer(Optimizer):
         beta1: the decay of the first moment.
         beta2: the decay of the second moment.
         epsilon: keeps the division finite.
+        parameter_list: the parameters to train (default: every trainable one).
         regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
             parameter without one of its own.
-        name: a prefix for the accumulators' names.
-        lazy_mode: update only the rows of a sparse gradient.
         grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
             update; it takes precedence over the parameters' own ``gradient_clip``.
-        parameter_list: the parameters to train (default: every trainable one).
+        name: a prefix for the accumulators' names.
+        lazy_mode: update only the rows of a sparse gradient.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
@@ -295,10 +295,10 @@ class AdamaxOptimizer(Optimizer):
         beta1: the decay of the moment, in ``[0, 1)``.
         beta2: the decay of the infinity norm, in ``[0, 1)``.
         epsilon: keeps the division finite.
-        regularization: a regularizer applied to every parameter without one of its own.
-        name: a prefix for the accumulators' names.
-        grad_clip: a gradient clip applied before the update.
         parameter_list: the parameters to train (default: every trainable one).
+        regularization: a regularizer applied to every parameter without one of its own.
+        grad_clip: a gradient clip applied before the update.
+        name: a prefix for the accumulators' names.
 
     Raises:
         ValueError: a ``beta1`` or ``beta2`` outside ``[0, 1)``.
@@ -347,12 +347,12 @@ class RMSPropOptimizer(Optimizer):
         epsilon: keeps the division finite.
         momentum: the decay of the momentum term.
         centered: normalise by the variance instead of the mean square.
+        parameter_list: the parameters to train (default: every trainable one).
         regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
             parameter without one of its own.
-        name: a prefix for the accumulators' names.
         grad_clip: a gradient clip (``fluid.clip.GradientClipByGlobalNorm``, ...) applied before the
             update; it takes precedence over the parameters' own ``gradient_clip``.
-        parameter_list: the parameters to train (default: every trainable one).
+        name: a prefix for the accumulators' names.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
@@ -394,10 +394,10 @@ class FtrlOptimizer(Optimizer):
         l2: the L2 strength.
         lr_power: the power of the per-coordinate learning rate (-0.5: divide by the square root
             of the summed squared gradients).
-        regularization: a regularizer applied to every parameter without one of its own.
-        name: a prefix for the accumulators' names.
-        grad_clip: a gradient clip applied before the update.
         parameter_list: the parameters to train (default: every trainable one).
+        regularization: a regularizer applied to every parameter without one of its own.
+        grad_clip: a gradient clip applied before the update.
+        name: a prefix for the accumulators' names.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
@@ -434,12 +434,12 @@ class LambOptimizer(AdamOptimizer):
         beta1: the decay of the first moment, in ``[0, 1)``.
         beta2: the decay of the second moment, in ``[0, 1)``.
         epsilon: keeps the division finite.
+        parameter_list: the parameters to train (default: every trainable one).
         regularization: a regularizer applied to every parameter without one of its own.
+        grad_clip: a gradient clip applied before the update.
         exclude_from_weight_decay_fn: ``fn(param) -> bool``; True turns the decay off for that
             parameter (biases, norms).
         name: a prefix for the accumulators' names.
-        grad_clip: a gradient clip applied before the update.
-        parameter_list: the parameters to train (default: every trainable one).
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
