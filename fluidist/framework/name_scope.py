@@ -11,13 +11,14 @@ from typing import Dict, Iterator, List, Optional
 
 
 class NameScope:
-    """One node of the tree: its ``name`` (with its ``_k`` suffix), its parent, and how many times
-    each prefix was entered under it."""
+    """One node of the tree: its ``name`` (with its ``_k`` suffix), its parent, how many times each
+    prefix was entered under it, and its ``path`` (``/`` for the root, ``/a/b/`` below)."""
 
     def __init__(self, name: str = "", parent: Optional["NameScope"] = None) -> None:
         self._children: Dict[str, List["NameScope"]] = {}
         self._name = name
         self._parent = parent
+        self.path: str = (parent.path if parent is not None else "") + name + "/"
 
     def child(self, prefix: str) -> "NameScope":
         """A new child for ``prefix``: named ``prefix`` the first time, ``prefix_<k>`` the k-th time after."""
@@ -51,18 +52,14 @@ def name_scope(prefix: Optional[str] = None) -> Iterator[None]:
     # Paddle 1.8 asserts too (and with these words)
     assert prefix, "namescope prefix can not be empty."
     global _current
-    _current = _current.child(prefix)
+    outer = _current
+    _current = outer.child(prefix)
     try:
         yield
     finally:
-        _current = _current.parent() or NameScope()
+        _current = outer
 
 
 def full_name_scope() -> str:
     """The path of the current scope: ``/`` at the top, ``/a/b/`` inside ``a`` then ``b``."""
-    names = []
-    scope: Optional[NameScope] = _current
-    while scope is not None:
-        names.append(scope.name())
-        scope = scope.parent()
-    return "/".join(reversed(names)) + "/"
+    return _current.path

@@ -86,8 +86,7 @@ def assert_equal_local(results, model, optimizer, lr_decay, steps=3, batch=4):
         for name in params:
             want = ref["%s_%d" % (name, step)]
             for r in results:
-                got = r["%s_%d" % (name, step)]
-                err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)
+                err = rel(r["%s_%d" % (name, step)], want)
                 assert err < 1e-5, "step %d param %s: relative error %g" % (step, name, err)
 
 
