@@ -10,6 +10,7 @@ import numpy as np
 from ..framework.dtypes import VarType
 from ..core.placement import to_host_value, to_place
 from ..framework import registry
+from ..framework.block import Block
 
 
 # set_kernel_wrapper(f): plans call f(kernel, op) -> kernel for each op (the profiler's timing); None:
@@ -30,7 +31,7 @@ def set_kernel_wrapper(wrapper):
 class ExecContext:
     """What a kernel sees besides its inputs: the array module, the scope, the op, the executor."""
 
-    __slots__ = ("xp", "place", "op", "executor", "program", "state", "opdef")
+    __slots__ = ("xp", "place", "op", "executor", "program", "state", "opdef", "until_sync")
 
     def __init__(self, xp, place, op, executor, program, state, opdef):
         self.xp = xp
@@ -40,6 +41,9 @@ class ExecContext:
         self.program = program
         self.state = state
         self.opdef = opdef
+        # set by the plan (``queue_until_sync``): a comm-stream collective may be queued until its
+        # ring's c_sync_comm_stream (and that sync runs the queue)
+        self.until_sync = False
 
     @property
     def scope(self):
@@ -170,6 +174,8 @@ class Plan:
             kernel = kernel if _kernel_hook is None else _kernel_hook(kernel, op)
             self.steps.append(_Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
                                     share))
+        if getattr(place, "kind", "cpu") == "cpu":
+            queue_until_sync(self.block.ops, [st.ctx for st in self.steps])
         self.written = written
         self.external_names = frozenset(n for n, _ in self.external)
         self.placed_names = self.external_names | frozenset(reads)   # values run() puts on the place
@@ -348,6 +354,34 @@ def _back_to_place(value, old, place):
             and old.dtype == value.dtype:
         return place.to_device(value, into=old)
     return to_place(value, place)
+
+
+def queue_until_sync(ops, ctxs):
+    """Mark (``ctx.until_sync``) the comm-stream all-reduces (registry fact ``comm_stream="queue"``,
+    ``use_calc_stream`` false, in place) whose variable no op touches before a ``c_sync_comm_stream``
+    of their ring, and those syncs: the CPU communicator queues the first and runs them fused at the
+    second, as NCCL's comm stream would run them behind the backward ops. A sub-block op in between
+    (it may read anything) or no sync at all leaves the all-reduce as it is."""
+    for i, op in enumerate(ops):
+        opdef = registry.lookup(op.type)
+        if opdef.comm_stream != "queue" or op.attrs.get("use_calc_stream") \
+                or op.inputs.get("X") != op.outputs.get("Out") or len(op.inputs.get("X") or ()) != 1:
+            continue
+        name, ring = op.inputs["X"][0], op.attrs.get("ring_id", 0)
+        for j in range(i + 1, len(ops)):
+            later = ops[j]
+            if registry.lookup(later.type).comm_stream == "sync":
+                if later.attrs.get("ring_id", 0) == ring:
+                    ctxs[i].until_sync = ctxs[j].until_sync = True
+                    break
+                continue          # another ring's sync (its X only orders it) neither reads nor waits
+            if name in later.input_arg_names or name in later.output_arg_names or _runs_a_block(later):
+                break
+
+
+def _runs_a_block(op):
+    return any(isinstance(v, Block) or (isinstance(v, list) and v and isinstance(v[0], Block))
+               for v in op.attrs.values())
 
 
 def _call(step, ins):

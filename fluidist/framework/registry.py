@@ -45,6 +45,11 @@ its own (a second table drifts):
 - ``communicates``: the op exchanges data with other processes or places (the rpc ops, the
   collectives and their stream syncs): a runner never runs such a program from several threads at
   once, and pictures mark the op.
+- ``comm_stream``: ``"queue"``: with ``use_calc_stream`` false the collective runs on its ring's
+  comm stream (Paddle, on GPUs), so its result is promised only once the ring's
+  ``c_sync_comm_stream`` ran; a CPU plan queues such an all-reduce when no op touches its variable
+  before that sync, and the ring's queued all-reduces run there as one, over a fused buffer (as
+  DDP's buckets). ``"sync"``: the op waits for its ring's comm stream.
 - ``forward``: on a gradient op, the forward op whose entry it shares (attrs and their defaults).
 - ``host``: the op runs on the host whatever the executor's place, and says why (LoD bookkeeping,
   RPC, readers, printing, Python callbacks, sequential algorithms written for the CPU). On a device
@@ -118,6 +123,7 @@ class OpDef:
     from_peers: Optional[str] = None
     barrier: Optional[str] = None
     reversible: bool = False
+    comm_stream: Optional[str] = None
     forward: Optional[str] = None
     host: Optional[str] = None        # why the op runs on the host (see the module docstring)
     host_except: tuple = ()           # place kinds on which a host op runs on the device
@@ -140,7 +146,7 @@ class OpDef:
 
 _REGISTRY: Dict[str, OpDef] = {}
 _FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
-          "after_update", "communicates", "serves", "to_peers", "from_peers", "barrier", "reversible", "host", "host_except",
+          "after_update", "communicates", "serves", "to_peers", "from_peers", "barrier", "reversible", "comm_stream", "host", "host_except",
           "host_inputs")
 
 

@@ -186,6 +186,8 @@ def _make_allreduce(red):
             return {"Out": _allreduce_rows(ctx, comm, ins["X"], red)}
         x = _dense(ctx, ins["X"], op)
         out = x if _in_place(ctx, x) else None
+        if ctx.until_sync:     # the plan found nothing touching Out before the ring's c_sync_comm_stream
+            return {"Out": comm.queue_allreduce(x, red, out=out)}
         return {"Out": comm.allreduce(x, red, out=out, use_calc_stream=bool(attrs["use_calc_stream"]))}
     kernel.__name__ = "c_allreduce_" + red
     kernel.__doc__ = "Out = the element-wise %s of X over the ranks of ring ``ring_id``." % red
@@ -195,7 +197,7 @@ def _make_allreduce(red):
 for _red in ("sum", "max", "min", "prod"):
     register_op("c_allreduce_" + _red, host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"],
                 attrs={"ring_id": 0, "use_calc_stream": False}, infer=same_shape("X", "Out"),
-                side_effect=True, communicates=True, share_lod=("X", "Out"))(_make_allreduce(_red))
+                side_effect=True, communicates=True, share_lod=("X", "Out"), comm_stream="queue")(_make_allreduce(_red))
 
 
 @register_op("c_broadcast", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "root": 0, "use_calc_stream": False},
@@ -279,10 +281,11 @@ def c_sync_calc_stream(ctx, ins, attrs):
     return {"Out": ins["X"]}
 
 
-@register_op("c_sync_comm_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": 0}, side_effect=True, communicates=True)
+@register_op("c_sync_comm_stream", inputs=["X*"], outputs=["Out*"], attrs={"ring_id": 0}, side_effect=True,
+             communicates=True, comm_stream="sync")
 def c_sync_comm_stream(ctx, ins, attrs):
-    """GPU: wait for ring ``ring_id``'s comm stream (the collectives writing X). CPU: collectives are
-    complete when they return, nothing to wait for. Out = X."""
-    if _is_cuda(ctx):
+    """Wait for ring ``ring_id``'s comm stream: on a GPU, NCCL's stream; on the CPU, the all-reduces
+    the plan queued (run here, fused). Out = X."""
+    if _is_cuda(ctx) or ctx.until_sync:    # (the plan marks a CPU sync that closes a queue)
         registry.get_communicator(attrs["ring_id"], ctx.place).sync_comm_stream()
     return {"Out": list(ins["X"])}

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op
 from .conv_gemm import conv2d_backward, conv2d_forward
+from .math import sum_over_axes
 from .conv_nd import conv_backward, conv_forward, conv_geometry, pool_backward, pool_forward, pool_geometry
 
 
@@ -92,7 +93,7 @@ def _conv2d_grad_kernel(ctx, ins, attrs):
     if dx is not None:
         res["Input@GRAD"] = _from_nchw(dx, last, xp)
     if want.get("Bias@GRAD"):
-        res["Bias@GRAD"] = dy.sum(axis=(0, 2, 3))
+        res["Bias@GRAD"] = sum_over_axes(xp, dy, (0, 2, 3)).reshape(-1)
     return res
 
 

@@ -7,8 +7,10 @@ rows run over contiguous (kw, C) stretches of the buffer. Then
 
 - forward: ``Y = A @ F^T`` with F the filter as (M, kh*kw*C): one GEMM, Y is the channel-last output;
 - filter gradient: ``dF = dY^T @ A`` (A rebuilt from the input: one copy, cheaper than keeping it);
-- input gradient: ``dA = dY @ F``, added back window by window (kh*kw strided adds of (N, Ho, Wo, C)
-  blocks) into a zeroed channel-last buffer, then cropped and moved to channel-first.
+- input gradient, stride 1: the forward convolution of dY, padded by ``(k - 1) * dilation - pad``, with
+  the filter flipped in space and its channels swapped (one patch copy, one GEMM);
+- input gradient, other strides: ``dA = dY @ F``, added back window by window (kh*kw strided adds of
+  (N, Ho, Wo, C) blocks) into a zeroed channel-last buffer, then cropped and moved to channel-first.
 
 The buffers (the padded input, A, the input-gradient buffer) are workspaces kept per thread and
 reused from step to step (``workspace``): a multi-MB array allocated afresh every step costs page
@@ -124,8 +126,35 @@ def conv2d_forward(xp, x, f, pads, strides, dilations, out_sizes, bias=None):
     return out
 
 
+def _full_pads(ksize, pads, dilations):
+    """The padding of dY that makes dX a stride-1 correlation of it with the flipped filter:
+    ``(k - 1) * d - pad`` on each side; None when a side would be negative (padding wider than the
+    dilated window)."""
+    full = tuple(tuple((k - 1) * d - p for p in side) for k, side, d in zip(ksize, pads, dilations))
+    return None if any(v < 0 for side in full for v in side) else full
+
+
+def conv2d_input_grad(xp, f, dy, pads, dilations):
+    """dX of a stride-1 convolution, as the forward convolution of dY (padded by ``_full_pads``) with
+    the filter flipped in space and with its in / out channels swapped: one patch copy and one GEMM
+    (instead of a GEMM to per-window gradients and kh*kw strided adds of them). None when the padding
+    does not allow it."""
+    full = _full_pads(f.shape[2:], pads, dilations)
+    if full is None:
+        return None
+    g = xp.ascontiguousarray(f[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))     # (C, M, kh, kw)
+    h = dy.shape[2] + full[0][0] + full[0][1] - dilations[0] * (f.shape[2] - 1)
+    w = dy.shape[3] + full[1][0] + full[1][1] - dilations[1] * (f.shape[3] - 1)
+    return conv2d_forward(xp, dy, g, full, (1, 1), dilations, (h, w))
+
+
 def conv2d_backward(xp, x, f, dy, pads, strides, dilations, want_x=True, want_f=True):
     """(dX, dF) of ``conv2d_forward`` (None for the one not wanted)."""
+    if want_x and tuple(strides) == (1, 1):
+        dx = conv2d_input_grad(xp, f, dy, pads, dilations)
+        if dx is not None:
+            _, df = conv2d_backward(xp, x, f, dy, pads, strides, dilations, False, want_f) if want_f else (None, None)
+            return dx.astype(x.dtype, copy=False), df
     if not channel_last_is_better(x.shape[1], f.shape[3], dy.shape[3]):
         return _backward_channel_first(xp, x, f, dy, pads, strides, dilations, want_x, want_f)
     n, c, h, w = x.shape

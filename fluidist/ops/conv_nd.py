@@ -6,6 +6,7 @@ offsets (prod(ksize) strided slices), as ``conv.py`` does for conv2d. A transpos
 the input-gradient of a convolution: its forward pass scatters ``Filter^T @ Input`` columns back
 with col2im, its input gradient is the plain convolution of the output gradient.
 """
+import functools
 import itertools
 
 import numpy as np
@@ -142,9 +143,29 @@ def _strides_dilations_pads(in_cf, ksize, attrs, nd):
     return strides, dilations, _pads(in_cf[2:], ksize, strides, attrs["paddings"], algorithm)
 
 
+def _frozen(v):
+    return tuple(_frozen(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def _attr_key(attrs, names):
+    return tuple(_frozen(attrs.get(k)) for k in names)
+
+
+_CONV_GEOMETRY_ATTRS = ("strides", "dilations", "paddings", "padding_algorithm", "groups")
+_POOL_GEOMETRY_ATTRS = ("pooling_type", "global_pooling", "ksize", "adaptive", "strides", "paddings",
+                        "padding_algorithm", "ceil_mode")
+
+
 def conv_geometry(in_cf, filter_shape, attrs):
     """(pads, strides, dilations, groups, out_sizes) of a convolution over ``in_cf`` (channel-first
-    shape) with Filter [M, C / groups, *k]; checks channels, groups and sizes."""
+    shape) with Filter [M, C / groups, *k]; checks channels, groups and sizes. Memoised (tuples):
+    parsing the attrs cost more than a small convolution's copies."""
+    return _conv_geometry(tuple(in_cf), tuple(filter_shape), _attr_key(attrs, _CONV_GEOMETRY_ATTRS))
+
+
+@functools.lru_cache(maxsize=512)
+def _conv_geometry(in_cf, filter_shape, key):
+    attrs = dict(zip(_CONV_GEOMETRY_ATTRS, key))
     nd = len(in_cf) - 2
     groups = int(attrs.get("groups") or 1)
     strides, dilations, pads = _strides_dilations_pads(in_cf, list(filter_shape[2:]), attrs, nd)
@@ -155,7 +176,7 @@ def conv_geometry(in_cf, filter_shape, attrs):
     if m % groups:
         raise ValueError("Filter of shape %s: %d output channels is not a multiple of groups=%d"
                          % (list(filter_shape), m, groups))
-    return pads, strides, dilations, groups, _conv_out(in_cf[2:], filter_shape[2:], strides, dilations, pads)
+    return _frozen((pads, strides, dilations, groups, _conv_out(in_cf[2:], filter_shape[2:], strides, dilations, pads)))
 
 
 def conv_forward(xp, x, f, pads, strides, dilations, groups):
@@ -347,7 +368,18 @@ _POOL3D_ATTRS = {"pooling_type": "max", "ksize": [1, 1, 1], "global_pooling": Fa
 
 
 def pool_geometry(in_cf, attrs):
-    """(ksize, strides, pads, out_sizes); adaptive pools give ksize = the output sizes."""
+    """(ksize, strides, pads, out_sizes); adaptive pools give ksize = the output sizes. Memoised
+    (tuples), as ``conv_geometry``."""
+    return _pool_geometry(tuple(in_cf), _attr_key(attrs, _POOL_GEOMETRY_ATTRS))
+
+
+@functools.lru_cache(maxsize=512)
+def _pool_geometry(in_cf, key):
+    attrs = dict(zip(_POOL_GEOMETRY_ATTRS, key))
+    return _frozen(_pool_geometry_of(in_cf, attrs))
+
+
+def _pool_geometry_of(in_cf, attrs):
     nd = len(in_cf) - 2
     spatial = list(in_cf[2:])
     if attrs["pooling_type"] not in ("max", "avg"):
@@ -462,16 +494,25 @@ def _tiled_max(xp, x, ksize):
 def _tiled_max_grad(xp, x, out, d, ksize, out_sizes):
     """Max pooling's gradient when the windows tile X: every input position lies in one window, so
     each offset's slice of dX is written once (no zeroed buffer, no padding, no adds): the gradient
-    still to place moves to the first offset (row-major) holding the window's maximum."""
+    goes to the first offset (row-major) holding the window's maximum among the windows not served
+    yet (``todo``). Two strided passes per offset (the compare and the write); the bookkeeping is on
+    contiguous masks the size of Out."""
     nd = len(ksize)
     dx = xp.empty(x.shape, dtype=d.dtype)
-    left = d.astype(d.dtype, copy=True)
+    hit = xp.empty(out.shape, dtype=bool)
+    todo = None
     offsets = list(itertools.product(*(range(k) for k in ksize)))
     for i, off in enumerate(offsets):
         sl = (slice(None), slice(None)) + _window(off, ksize, [1] * nd, out_sizes)
-        xp.multiply(left, x[sl] == out, out=dx[sl])
+        xp.equal(x[sl], out, out=hit)
+        if todo is not None:
+            hit &= todo
+        xp.multiply(d, hit, out=dx[sl])
         if i + 1 < len(offsets):
-            left -= dx[sl]          # exact: what moved is left itself or 0
+            if todo is None:
+                todo = ~hit
+            else:
+                xp.greater(todo, hit, out=todo)      # todo and not hit
     return dx
 
 

@@ -11,7 +11,9 @@ _LOSS_CLAMP = 1e20  # Paddle's TolerableValue: -log(0) is reported as 1e20, not 
 
 def _neg_log(xp, p):
     with np.errstate(divide="ignore", invalid="ignore"):
-        return xp.clip(-xp.log(p), -_LOSS_CLAMP, _LOSS_CLAMP)
+        v = -xp.log(p)
+    xp.maximum(v, -_LOSS_CLAMP, out=v)       # (clip's fixed cost is twice these two calls')
+    return xp.minimum(v, _LOSS_CLAMP, out=v)
 
 
 def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
@@ -30,13 +32,18 @@ def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
     if ctx.xp is not np:
         bad = ((flat < 0) | (flat >= classes)) & ~ignore
         return ctx.xp.where(bad, 0, flat), ignore, bad
-    if flat.size:
-        live = flat[~ignore]
+    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= classes):
+        live = flat[~ignore]      # (ignore_index is out of range: only then are ignored labels set aside)
         if live.size and (int(live.min()) < 0 or int(live.max()) >= classes):
             bad = int(live.min()) if int(live.min()) < 0 else int(live.max())
             raise ValueError("op %r: label %d in Label %r is out of range for %d classes"
                              % (ctx.op.type, bad, name, classes))
     return flat, ignore, None
+
+
+def _some(xp, mask):
+    """Whether ``mask`` has a True; on a device place assumed so (asking would make the host wait)."""
+    return bool(mask.any()) if xp is np else True
 
 
 def _nan_where(xp, bad, loss):
@@ -177,8 +184,9 @@ def softmax_with_cross_entropy(ctx, ins, attrs):
     xp = ctx.xp
     logits, label = ins["Logits"], ins["Label"]
     axis = attrs["axis"] % logits.ndim
-    z = xp.moveaxis(logits, axis, -1)
-    lab = xp.moveaxis(label, axis, -1) if label.ndim == logits.ndim else label
+    last = axis == logits.ndim - 1
+    z = logits if last else xp.moveaxis(logits, axis, -1)
+    lab = xp.moveaxis(label, axis, -1) if label.ndim == logits.ndim and not last else label
     soft = attrs["soft_label"]
     _check_label_shape(ctx, z, lab, soft, slot_x="Logits")
     softmax = stable_softmax(xp, z, -1)
@@ -187,11 +195,14 @@ def softmax_with_cross_entropy(ctx, ins, attrs):
         loss = (lab * _neg_log(xp, softmax)).sum(axis=-1, keepdims=True)
     else:
         flat, ignore, bad = _hard_labels(ctx, lab, d, attrs["ignore_index"])
+        ignored = _some(xp, ignore)
         p2 = softmax.reshape(-1, d)
-        picked = p2[xp.arange(p2.shape[0]), xp.where(ignore, 0, flat)]
-        loss = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, picked))).reshape(tuple(z.shape[:-1]) + (1,))
-    return {"Softmax": xp.moveaxis(softmax, -1, axis).astype(logits.dtype, copy=False),
-            "Loss": xp.moveaxis(loss, -1, axis).astype(logits.dtype, copy=False)}
+        loss = _neg_log(xp, p2[xp.arange(p2.shape[0]), xp.where(ignore, 0, flat) if ignored else flat])
+        loss = _nan_where(xp, bad, xp.where(ignore, 0, loss) if ignored else loss)
+        loss = loss.reshape(tuple(z.shape[:-1]) + (1,))
+    if not last:
+        softmax, loss = xp.moveaxis(softmax, -1, axis), xp.moveaxis(loss, -1, axis)
+    return {"Softmax": softmax.astype(logits.dtype, copy=False), "Loss": loss.astype(logits.dtype, copy=False)}
 
 
 @register_grad("softmax_with_cross_entropy", inputs=["Label", "Softmax", "Loss@GRAD"])
@@ -200,9 +211,11 @@ def softmax_with_cross_entropy_grad(ctx, ins, attrs):
     xp = ctx.xp
     label, sm, dloss = ins["Label"], ins["Softmax"], ins["Loss@GRAD"]
     axis = attrs["axis"] % sm.ndim
-    p = xp.moveaxis(sm, axis, -1)
-    lab = xp.moveaxis(label, axis, -1) if label.ndim == sm.ndim else label
-    dl = xp.moveaxis(dloss, axis, -1) if dloss.ndim == sm.ndim else dloss.reshape(tuple(p.shape[:-1]) + (1,))
+    last = axis == sm.ndim - 1
+    p = sm if last else xp.moveaxis(sm, axis, -1)
+    lab = xp.moveaxis(label, axis, -1) if label.ndim == sm.ndim and not last else label
+    dl = xp.moveaxis(dloss, axis, -1) if dloss.ndim == sm.ndim and not last \
+        else dloss.reshape(tuple(p.shape[:-1]) + (1,))
     d = p.shape[-1]
     if attrs["soft_label"]:
         dz = (p - lab) * dl
@@ -210,10 +223,14 @@ def softmax_with_cross_entropy_grad(ctx, ins, attrs):
         flat, ignore, _ = _hard_labels(ctx, lab, d, attrs["ignore_index"])
         dz = p.reshape(-1, d).copy()
         rows = xp.arange(dz.shape[0])
-        dz[rows, xp.where(ignore, 0, flat)] -= xp.where(ignore, 0, 1).astype(dz.dtype)
-        dz = dz * xp.where(ignore, 0, dl.reshape(-1)).astype(dz.dtype)[:, None]
+        if _some(xp, ignore):
+            dz[rows, xp.where(ignore, 0, flat)] -= xp.where(ignore, 0, 1).astype(dz.dtype)
+            dz *= xp.where(ignore, 0, dl.reshape(-1)).astype(dz.dtype)[:, None]
+        else:
+            dz[rows, flat] -= 1
+            dz *= dl.reshape(-1, 1)
         dz = dz.reshape(p.shape)
-    return {"Logits@GRAD": xp.moveaxis(dz, -1, axis)}
+    return {"Logits@GRAD": dz if last else xp.moveaxis(dz, -1, axis)}
 
 
 # ------------------------------------------------------------------ sigmoid_cross_entropy_with_logits

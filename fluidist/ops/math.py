@@ -31,7 +31,7 @@ def _bcast(x, y, axis):
     return y if ys == y.shape else y.reshape(ys)
 
 
-def _reduce_grad(g, target_shape, view_shape):
+def _reduce_grad(xp, g, target_shape, view_shape):
     """Sum ``g`` down to ``view_shape`` (the broadcast view) and reshape to ``target_shape``."""
     if tuple(g.shape) == tuple(target_shape):
         return g
@@ -39,8 +39,34 @@ def _reduce_grad(g, target_shape, view_shape):
     vs = (1,) * (nd - len(view_shape)) + tuple(view_shape)
     axes = tuple(i for i in range(nd) if vs[i] == 1 and g.shape[i] != 1)
     if axes:
-        g = g.sum(axis=axes, keepdims=True)
+        g = sum_over_axes(xp, g, axes)
     return g.reshape(target_shape)
+
+
+_GEMV_MIN_STRIDED, _GEMV_MIN_ROWS = 8192, 131072
+
+
+def sum_over_axes(xp, g, axes):
+    """``g.sum(axis=axes, keepdims=True)``. A floating ``g`` whose summed axes are a leading and / or a
+    trailing run (a bias gradient: (N, C, H, W) summed to C) is summed by matrix-vector products with
+    ones: NumPy's sum over strided axes is several times slower than BLAS there."""
+    nd, axes = g.ndim, sorted(axes)
+    lead = 0
+    while lead < len(axes) and axes[lead] == lead:
+        lead += 1
+    trail = axes[lead:]
+    first_trail = nd - len(trail)
+    # (a product's fixed cost is about 5 us: below these sizes NumPy's sum is the faster)
+    big = g.size >= (_GEMV_MIN_STRIDED if trail else _GEMV_MIN_ROWS)
+    if not big or trail != list(range(first_trail, nd)) or lead == first_trail or g.dtype.kind != "f" \
+            or g.dtype.itemsize < 4:
+        return g.sum(axis=tuple(axes), keepdims=True)
+    shape = g.shape
+    n_lead, n_trail = int(np.prod(shape[:lead])), int(np.prod(shape[first_trail:]))
+    r = g.reshape(n_lead, -1, n_trail)
+    r = r @ xp.ones(n_trail, dtype=g.dtype) if n_trail > 1 else r[:, :, 0]
+    r = xp.ones(n_lead, dtype=g.dtype) @ r if n_lead > 1 else r[0]
+    return r.reshape(tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
 def _elementwise_infer(ctx):
@@ -77,9 +103,9 @@ def _ew(type, fwd, grad_fn, grad_inputs=("X", "Y", "Out@GRAD")):
         dx, dy = grad_fn(ctx.xp, x, yb, dout, ins.get("Out"))
         res = {}
         if dx is not None:
-            res["X@GRAD"] = _reduce_grad(dx, x.shape, x.shape)
+            res["X@GRAD"] = _reduce_grad(ctx.xp, dx, x.shape, x.shape)
         if dy is not None:
-            res["Y@GRAD"] = _reduce_grad(dy, y.shape, vs)
+            res["Y@GRAD"] = _reduce_grad(ctx.xp, dy, y.shape, vs)
         return res
 
     register_grad(type, inputs=list(grad_inputs))(grad_kernel)
@@ -233,8 +259,8 @@ def matmul_grad(ctx, ins, attrs):
     else:
         dx, dy = xp.matmul(_t(y), _t(d)), xp.matmul(_t(d), _t(x))
     # sum over broadcast batch dims
-    dx = _reduce_grad(dx, x.shape, x.shape) if dx.shape != x.shape else dx
-    dy = _reduce_grad(dy, y.shape, y.shape) if dy.shape != y.shape else dy
+    dx = _reduce_grad(ctx.xp, dx, x.shape, x.shape) if dx.shape != x.shape else dx
+    dy = _reduce_grad(ctx.xp, dy, y.shape, y.shape) if dy.shape != y.shape else dy
     return {"X@GRAD": dx.reshape(x0.shape), "Y@GRAD": dy.reshape(y0.shape)}
 
 

@@ -73,3 +73,30 @@ def test_repeated_calls_reuse_workspaces_and_give_fresh_outputs():
     assert not np.shares_memory(dx1, dx2) and not np.shares_memory(dw1, dw2)
     np.testing.assert_array_equal(dx1, dx2)
     np.testing.assert_array_equal(dw1, dw2)
+
+
+@pytest.mark.parametrize("xs,ws,pads,dil", [
+    ((2, 6, 4, 4), (5, 6, 3, 3), [(1, 1), (1, 1)], (1, 1)),
+    ((2, 1, 9, 7), (3, 1, 3, 2), [(2, 0), (1, 1)], (2, 1)),
+    ((3, 4, 6, 5), (2, 4, 5, 3), [(0, 4), (2, 0)], (1, 1)),
+])
+def test_stride_one_input_gradient_is_a_correlation_with_the_flipped_filter(xs, ws, pads, dil):
+    """dX of a stride-1 convolution through ``conv2d_input_grad`` equals the window-by-window
+    scatter of dY @ F (the path of other strides), float64 to the last bits."""
+    x, w = f64(*xs), f64(*ws)
+    ho = xs[2] + sum(pads[0]) - dil[0] * (ws[2] - 1)
+    wo = xs[3] + sum(pads[1]) - dil[1] * (ws[3] - 1)
+    dy = f64(xs[0], ws[0], ho, wo)
+    dx = conv_gemm.conv2d_input_grad(np, w, dy, pads, dil)
+    da = np.einsum("nmhw,mckl->nhwklc", dy, w)
+    padded = (xs[0], xs[2] + sum(pads[0]), xs[3] + sum(pads[1]), xs[1])
+    buf = conv_gemm._scatter_windows(np, padded, ws[2:], (ho, wo), (1, 1), dil, "test.dx",
+                                     lambda i, j: da[:, :, :, i, j], np.float64, channel_last=True)
+    expect = buf[:, pads[0][0]:pads[0][0] + xs[2], pads[1][0]:pads[1][0] + xs[3]].transpose(0, 3, 1, 2)
+    np.testing.assert_allclose(dx, expect, rtol=1e-12, atol=1e-12)
+
+
+def test_padding_wider_than_the_window_takes_the_scatter_path_and_stays_right():
+    x, w = f64(2, 3, 5, 5), f64(2, 3, 2, 2)
+    assert conv_gemm.conv2d_input_grad(np, w, f64(2, 2, 8, 8), [(2, 2), (2, 2)], (1, 1)) is None
+    check_grad("conv2d", {"Input": x, "Filter": w}, ["Input", "Filter"], {"paddings": [2, 2]}, out_slot="Output")

@@ -135,6 +135,7 @@ class _CPUCommunicator:
         self._broken = None
         self._lock = threading.Lock()
         self._pool = OutputPool()
+        self._queued = []     # (x, reduction, out) of queue_allreduce, run at sync_comm_stream
 
     def __repr__(self):
         return "<%s ring %d rank %d of %d>" % (type(self).__name__, self.ring_id, self.rank, self.nranks)
@@ -143,6 +144,8 @@ class _CPUCommunicator:
     def allreduce(self, x, op="sum", out=None, use_calc_stream=False):
         """The element-wise reduction (sum|max|min|prod) of ``x`` over all ranks. ``out`` may be
         ``x`` itself (in place) or a preallocated array; otherwise a new array is returned."""
+        if self._queued:
+            self.sync_comm_stream()
         x = _contiguous(x)
         uf = check_reduce(x.dtype, op, "allreduce on ring %d" % self.ring_id)
         out = self._check_out(out, x.shape, x.dtype, "allreduce")
@@ -154,6 +157,8 @@ class _CPUCommunicator:
 
     def broadcast(self, x, root=0, out=None, use_calc_stream=False):
         """Rank ``root``'s ``x`` on every rank (the others pass an array of the same shape and dtype)."""
+        if self._queued:
+            self.sync_comm_stream()
         x = _contiguous(x)
         _check_dtype(x.dtype, "broadcast on ring %d" % self.ring_id)
         if not 0 <= int(root) < self.nranks:
@@ -168,6 +173,8 @@ class _CPUCommunicator:
 
     def allgather(self, x, out=None, use_calc_stream=False):
         """Every rank's ``x`` concatenated along dim 0 in rank order (a scalar counts as shape [1])."""
+        if self._queued:
+            self.sync_comm_stream()
         x = _contiguous(x)
         _check_dtype(x.dtype, "allgather on ring %d" % self.ring_id)
         shape = (self.nranks * x.shape[0],) + x.shape[1:] if x.ndim else (self.nranks,)
@@ -180,6 +187,8 @@ class _CPUCommunicator:
 
     def reducescatter(self, x, op="sum", out=None, use_calc_stream=False):
         """This rank's 1/n of the reduction of ``x`` over all ranks, cut along dim 0."""
+        if self._queued:
+            self.sync_comm_stream()
         x = _contiguous(x)
         uf = check_reduce(x.dtype, op, "reducescatter on ring %d" % self.ring_id)
         if x.ndim == 0 or x.shape[0] % self.nranks:
@@ -195,17 +204,48 @@ class _CPUCommunicator:
 
     def barrier(self):
         """Return once every rank has called barrier."""
+        if self._queued:
+            self.sync_comm_stream()
         sig = (_OP_CODE["barrier"], 0, 0, 0)
         if self.nranks == 1:
             self._seq += 1
             return
         self._run("barrier", sig, self._barrier)
 
+    def queue_allreduce(self, x, op="sum", out=None):
+        """The all-reduce of ``x`` into ``out`` (a new array when None; returned), done at the next
+        ``sync_comm_stream`` or collective call of this ring: the CPU's comm stream. The queued
+        all-reduces of one dtype and reduction run then as one, over a fused buffer; each element is
+        reduced as alone (same ranks, same order), so the results are the same to the bit. ``x`` is
+        read then: the caller (the Executor's plan) lets nothing touch it before."""
+        x = _contiguous(x)
+        check_reduce(x.dtype, op, "allreduce on ring %d" % self.ring_id)
+        out = self._check_out(out, x.shape, x.dtype, "allreduce")
+        self._queued.append((x, op, out))
+        return out
+
     def sync_comm_stream(self):
-        """Nothing to wait for on the CPU: collectives are complete when they return."""
+        """Run the all-reduces ``queue_allreduce`` queued (those of one dtype and reduction fused
+        into one); other collectives are complete when they return."""
+        queued, self._queued = self._queued, []
+        groups = {}
+        for x, op, out in queued:    # first-queued order: the same on every rank
+            groups.setdefault((x.dtype.str, op), []).append((x, out))
+        for (_, op), items in groups.items():
+            if len(items) == 1:
+                self.allreduce(items[0][0], op, out=items[0][1])
+                continue
+            sizes = [x.size for x, _ in items]
+            buf = self._pool.empty((sum(sizes),), items[0][0].dtype)
+            bounds = np.cumsum([0] + sizes)
+            for (x, _), a, b in zip(items, bounds[:-1], bounds[1:]):
+                buf[a:b] = x.reshape(-1)
+            self.allreduce(buf, op, out=buf)
+            for (_, out), a, b in zip(items, bounds[:-1], bounds[1:]):
+                out.reshape(-1)[...] = buf[a:b]
 
     def close(self):
-        pass
+        self._queued = []
 
     # ------------------------------------------------------------ helpers
     def _solo(self, x, out, sig):
