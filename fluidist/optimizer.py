@@ -577,3 +577,5 @@ Ftrl = FtrlOptimizer
 Lamb = LambOptimizer
 Adadelta = AdadeltaOptimizer
 Dpsgd = DpsgdOptimizer
+
+from .optimizer_imports import *  # noqa: E402,F401,F403 (names Paddle's module imports for itself)

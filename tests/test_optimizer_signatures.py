@@ -61,3 +61,13 @@ def test_a_positional_parameter_list_updates_only_those_parameters():
     after = {n: np.array(scope.find_var(n).get_tensor()) for n in ("w1", "w2")}
     np.testing.assert_array_equal(after["w1"], before["w1"])
     assert not np.array_equal(after["w2"], before["w2"])
+
+
+def test_the_names_paddles_optimizer_module_imports_resolve_there_too():
+    """Paddle 1.8's fluid/optimizer.py imports these for itself; scripts import them from it."""
+    import fluidist.optimizer as opt
+    from fluidist.optimizer import (Constant, GradientClipBase, GradientClipByNorm, LayerHelper,  # noqa: F401
+                                    LearningRateDecay, Program, append_backward, defaultdict, program_guard)
+    assert Program is fluid.Program and Constant is fluid.initializer.Constant
+    assert GradientClipByNorm is fluid.clip.GradientClipByNorm and LayerHelper is fluid.layer_helper.LayerHelper
+    assert "Program" not in opt.__all__       # as in Paddle: imported, not exported by a star import

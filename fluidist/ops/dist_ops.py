@@ -3,7 +3,7 @@ that go to each pserver, splitting ids over pservers and merging prefetched rows
 import numpy as np
 
 from ..core.lazy_rows import LazyRows
-from ..core.tensor import SelectedRows
+from ..core.tensor import SelectedRows, distinct
 from ..framework.op_role import OpRole
 from ..framework.registry import register_op
 
@@ -69,7 +69,7 @@ def split_ids(ctx, ins, attrs):
                                     len(range(k, g.height, parts))))
         return {"Out": out}
     flat = xs[0].reshape(-1) if len(xs) == 1 else xp.concatenate([x.reshape(-1) for x in xs])
-    ids = xp.unique(flat.astype(np.int64, copy=False))
+    ids = distinct(xp, flat.astype(np.int64, copy=False))
     if parts == 1:
         return {"Out": [ids.reshape(-1, 1)]}
     part = ids % parts
