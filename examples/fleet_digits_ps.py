@@ -12,9 +12,9 @@ starts ``--servers`` server and ``--workers`` worker copies of itself on free 12
 setting those variables as the launcher would, waits for the workers (the servers stop once every
 worker has called ``fleet.stop_worker()``) and fails if any process fails.
 
-``fleet.save_persistables`` saves the parameters as the workers last received them from the
-servers; the optimizer's accumulators live on the servers and are not saved, so a job started with
-``--model_dir`` continues from the saved parameters with fresh optimizer state.
+``fleet.save_persistables`` saves the parameters (as the workers last received them) and the
+optimizer's accumulators the servers keep (Adam's moments and beta powers); a job started with ``--model_dir``
+gives its servers both, so it continues where the saved one stopped, under any strategy.
 """
 import argparse
 import os
