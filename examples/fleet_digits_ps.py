@@ -13,8 +13,9 @@ setting those variables as the launcher would, waits for the workers (the server
 worker has called ``fleet.stop_worker()``) and fails if any process fails.
 
 ``fleet.save_persistables`` saves the parameters (as the workers last received them) and the
-optimizer's accumulators the servers keep (Adam's moments and beta powers); a job started with ``--model_dir``
-gives its servers both, so it continues where the saved one stopped, under any strategy.
+optimizer's accumulators the servers keep (Adam's moments and beta powers); a job started with
+``--model_dir`` gives its servers both, so it continues where the saved one stopped, under any
+strategy.
 """
 import argparse
 import os
