@@ -362,20 +362,22 @@ def queue_until_sync(ops, ctxs):
     of their ring, and those syncs: the CPU communicator queues the first and runs them fused at the
     second, as NCCL's comm stream would run them behind the backward ops. A sub-block op in between
     (it may read anything) or no sync at all leaves the all-reduce as it is."""
+    streams = [registry.lookup(op.type).comm_stream for op in ops]
+    if "queue" not in streams:
+        return
+    touches = [None if _runs_a_block(op) else set(op.input_arg_names) | set(op.output_arg_names) for op in ops]
     for i, op in enumerate(ops):
-        opdef = registry.lookup(op.type)
-        if opdef.comm_stream != "queue" or op.attrs.get("use_calc_stream") \
+        if streams[i] != "queue" or op.attrs.get("use_calc_stream") \
                 or op.inputs.get("X") != op.outputs.get("Out") or len(op.inputs.get("X") or ()) != 1:
             continue
         name, ring = op.inputs["X"][0], op.attrs.get("ring_id", 0)
         for j in range(i + 1, len(ops)):
-            later = ops[j]
-            if registry.lookup(later.type).comm_stream == "sync":
-                if later.attrs.get("ring_id", 0) == ring:
+            if streams[j] == "sync":
+                if ops[j].attrs.get("ring_id", 0) == ring:
                     ctxs[i].until_sync = ctxs[j].until_sync = True
                     break
                 continue          # another ring's sync (its X only orders it) neither reads nor waits
-            if name in later.input_arg_names or name in later.output_arg_names or _runs_a_block(later):
+            if touches[j] is None or name in touches[j]:    # (a sub-block op may read anything)
                 break
 
 
