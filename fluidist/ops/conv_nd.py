@@ -148,7 +148,16 @@ def _frozen(v):
 
 
 def _attr_key(attrs, names):
-    return tuple(_frozen(attrs.get(k)) for k in names)
+    """The attrs' values as a key (lists as tuples: these attrs are ints, strings and int lists)."""
+    return tuple(tuple(v) if type(v) is list else v for v in map(attrs.get, names))
+
+
+def _memoised(cached, *args):
+    """``cached(*args)``, or its uncached function where a value cannot be a key (an array)."""
+    try:
+        return cached(*args)
+    except TypeError:
+        return cached.__wrapped__(*args)
 
 
 _CONV_GEOMETRY_ATTRS = ("strides", "dilations", "paddings", "padding_algorithm", "groups")
@@ -160,7 +169,7 @@ def conv_geometry(in_cf, filter_shape, attrs):
     """(pads, strides, dilations, groups, out_sizes) of a convolution over ``in_cf`` (channel-first
     shape) with Filter [M, C / groups, *k]; checks channels, groups and sizes. Memoised (tuples):
     parsing the attrs cost more than a small convolution's copies."""
-    return _conv_geometry(tuple(in_cf), tuple(filter_shape), _attr_key(attrs, _CONV_GEOMETRY_ATTRS))
+    return _memoised(_conv_geometry, tuple(in_cf), tuple(filter_shape), _attr_key(attrs, _CONV_GEOMETRY_ATTRS))
 
 
 @functools.lru_cache(maxsize=512)
@@ -370,7 +379,7 @@ _POOL3D_ATTRS = {"pooling_type": "max", "ksize": [1, 1, 1], "global_pooling": Fa
 def pool_geometry(in_cf, attrs):
     """(ksize, strides, pads, out_sizes); adaptive pools give ksize = the output sizes. Memoised
     (tuples), as ``conv_geometry``."""
-    return _pool_geometry(tuple(in_cf), _attr_key(attrs, _POOL_GEOMETRY_ATTRS))
+    return _memoised(_pool_geometry, tuple(in_cf), _attr_key(attrs, _POOL_GEOMETRY_ATTRS))
 
 
 @functools.lru_cache(maxsize=512)

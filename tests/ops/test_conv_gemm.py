@@ -100,3 +100,16 @@ def test_padding_wider_than_the_window_takes_the_scatter_path_and_stays_right():
     x, w = f64(2, 3, 5, 5), f64(2, 3, 2, 2)
     assert conv_gemm.conv2d_input_grad(np, w, f64(2, 2, 8, 8), [(2, 2), (2, 2)], (1, 1)) is None
     check_grad("conv2d", {"Input": x, "Filter": w}, ["Input", "Filter"], {"paddings": [2, 2]}, out_slot="Output")
+
+
+def test_geometry_is_memoised_and_takes_attrs_that_cannot_be_keys():
+    from fluidist.ops.conv_nd import conv_geometry, pool_geometry
+    attrs = {"strides": [1, 1], "dilations": [1, 1], "paddings": [1, 0], "padding_algorithm": "EXPLICIT", "groups": 1}
+    want = (((1, 1), (0, 0)), (1, 1), (1, 1), 1, (5, 3))
+    assert conv_geometry((2, 3, 5, 5), (4, 3, 3, 3), attrs) == want
+    assert conv_geometry((2, 3, 5, 5), (4, 3, 3, 3), dict(attrs, strides=np.array([1, 1]))) == want
+    pool = {"pooling_type": "max", "ksize": np.array([2, 2]), "strides": [2, 2], "paddings": [0, 0],
+            "global_pooling": False, "adaptive": False, "ceil_mode": True, "padding_algorithm": "EXPLICIT"}
+    assert pool_geometry((2, 3, 5, 4), pool) == ((2, 2), (2, 2), ((0, 0), (0, 0)), (3, 2))
+    with pytest.raises(ValueError, match="Filter of shape"):
+        conv_geometry((2, 5, 5, 5), (4, 3, 3, 3), attrs)
