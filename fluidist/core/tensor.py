@@ -38,23 +38,23 @@ def unique_rows(xp, rows):
     ordered = xp.take(rows, order)
     if ordered.size == 0:
         return ordered, order, xp.zeros(0, dtype=order.dtype)
+    starts = xp.flatnonzero(_run_starts(xp, ordered))
+    return xp.take(ordered, starts), order, starts
+
+
+def _run_starts(xp, ordered):
+    """True where a new value begins in the sorted, non-empty 1-D ``ordered``."""
     new = xp.empty(ordered.shape, dtype=bool)
     new[:1] = True
     xp.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    starts = xp.flatnonzero(new)
-    return xp.take(ordered, starts), order, starts
+    return new
 
 
 def distinct(xp, values):
     """The sorted distinct values of a 1-D array: ``xp.unique`` without its extra bookkeeping (one
     sort and one mask; NumPy's unique takes 1.7x as long on a batch's 26K ids)."""
     s = xp.sort(values)
-    if s.size < 2:
-        return s
-    keep = xp.empty(s.shape, dtype=bool)
-    keep[:1] = True
-    xp.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
+    return s if s.size < 2 else s[_run_starts(xp, s)]
 
 
 def sum_rows(xp, value, order, starts):

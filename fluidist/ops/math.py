@@ -259,8 +259,8 @@ def matmul_grad(ctx, ins, attrs):
     else:
         dx, dy = xp.matmul(_t(y), _t(d)), xp.matmul(_t(d), _t(x))
     # sum over broadcast batch dims
-    dx = _reduce_grad(ctx.xp, dx, x.shape, x.shape) if dx.shape != x.shape else dx
-    dy = _reduce_grad(ctx.xp, dy, y.shape, y.shape) if dy.shape != y.shape else dy
+    dx = _reduce_grad(xp, dx, x.shape, x.shape) if dx.shape != x.shape else dx
+    dy = _reduce_grad(xp, dy, y.shape, y.shape) if dy.shape != y.shape else dy
     return {"X@GRAD": dx.reshape(x0.shape), "Y@GRAD": dy.reshape(y0.shape)}
 
 
