@@ -1,0 +1,118 @@
+"""Runs Paddle's own Python unit tests (and its book tests) against fluidist: the conformance suite.
+
+    python tools/paddle_tests.py --families dist                  # Paddle's distributed tests
+    python tools/paddle_tests.py --families ops --json ops.json   # every OpTest file, results saved
+    python tools/paddle_tests.py --files test_mul_op.py test_layers.py
+    python tools/paddle_tests.py --families all --markdown docs/conformance.md --json all.json
+    python tools/paddle_tests.py --families ops --compare ops.json   # what changed since a saved run
+
+Paddle's tree is read at run time (``--paddle``: a checkout holding ``python/paddle``, or a git
+directory at ``--commit``; by default ``$PADDLE_SRC`` or the library's fetched
+``wangxicoding/Paddle``) and copied into a scratch folder with a ``paddle`` package in front whose
+``paddle.fluid`` is fluidist: a rename, nothing else (``tools/paddle_conformance/paddle_shim.py``).
+Tests built on Paddle's ``OpTest`` run on fluidist's own ``op_test`` with OpTest's API
+(``tools/paddle_conformance/op_test.py``): the static checks run, the dygraph half is skipped, saying
+why. ``paddle.dataset`` is offline synthetic data of the same shapes (no network here).
+
+Each test ends as pass, fail, error, timeout, refused (a name fluidist leaves out, raising
+``NotImplementedError``), skip, or gap (a failure listed with its cause in
+``tools/paddle_conformance/known_gaps.txt``). The table lists every test that does not pass with its
+first error and the innermost fluidist frame; the exit status is 1 when any test fails that is not a
+listed gap. Families: book, dist, fleet, dygraph, layers, optimizer, program, ops, mkldnn, ngraph,
+other (``tools/paddle_conformance/families.py``).
+"""
+import argparse
+import datetime
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from paddle_conformance import execute, families, report, scratch  # noqa: E402
+
+# per-file time limits (seconds): the distributed harness starts pservers and trainers per case
+LIMITS = {"dist": 900, "book": 600, "fleet": 300}
+DEFAULT_LIMIT = 240
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--paddle", help="Paddle tree: a checkout holding python/paddle, or a git directory")
+    ap.add_argument("--commit", default=scratch.DEFAULT_COMMIT, help="commit to read from a git directory")
+    ap.add_argument("--families", nargs="*", default=["all"], help="families to run (default: all)")
+    ap.add_argument("--files", nargs="*", default=[], help="test files (names or paths under tests/)")
+    ap.add_argument("--tests", nargs="*", default=[], help="only tests whose id starts with these (Class or Class.test)")
+    ap.add_argument("-j", "--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)))
+    ap.add_argument("--scratch", help="scratch folder (rebuilt; default: a new temporary folder)")
+    ap.add_argument("--json", help="write the results as JSON")
+    ap.add_argument("--compare", help="a JSON of an earlier run: print the tests whose outcome changed")
+    ap.add_argument("--markdown", help="write the docs page (summary and every test that does not pass)")
+    ap.add_argument("--quiet", action="store_true", help="no per-file progress lines")
+    return ap.parse_args(argv)
+
+
+def pick_files(layout, args):
+    """``[(family, rel path)]`` to run, from --files or --families."""
+    by_family = families.classify(layout.tests)
+    if args.files:
+        wanted = {os.path.basename(f) if "/" not in f else f for f in args.files}
+        return [(fam, rel) for fam, rels in by_family.items() for rel in rels
+                if rel in wanted or os.path.basename(rel) in wanted]
+    chosen = families.FAMILIES if "all" in args.families else args.families
+    unknown = [f for f in chosen if f not in families.FAMILIES]
+    if unknown:
+        raise SystemExit("unknown families %s: the families are %s" % (unknown, ", ".join(families.FAMILIES)))
+    return [(fam, rel) for fam in chosen for rel in by_family.get(fam, [])]
+
+
+def fluidist_commit():
+    try:
+        out = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
+        return out.stdout.strip() or "?"
+    except OSError:
+        return "?"
+
+
+def main(argv=None):
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    layout = scratch.prepare(scratch.find_source(args.paddle), args.scratch, args.commit)
+    files = pick_files(layout, args)
+    if not files:
+        raise SystemExit("no test files picked")
+    print("%d files from Paddle %s, scratch %s" % (len(files), layout.commit[:10], layout.root), flush=True)
+    only = {rel: args.tests for _, rel in files} if args.tests else None
+    done = [0]
+
+    def progress(run):
+        done[0] += 1
+        if not args.quiet:
+            counts = report.Counter(r["outcome"] for r in run.rows)
+            print("[%d/%d] %-8s %-55s %5.1fs  %s" % (done[0], len(files), run.family, run.path, run.seconds,
+                                                     " ".join("%s=%d" % kv for kv in sorted(counts.items()))),
+                  flush=True)
+
+    start = time.time()
+    runs = execute.run_all(files, layout.tests, layout.site, ROOT, args.jobs,
+                           lambda fam, rel: LIMITS.get(fam, DEFAULT_LIMIT), progress, only)
+    rows = report.build_rows(runs, report.read_gaps())
+    meta = {"paddle_commit": layout.commit, "fluidist_commit": fluidist_commit(), "families": args.families,
+            "date": datetime.date.today().isoformat(), "seconds": round(time.time() - start, 1)}
+    print("\n".join(report.detail_lines(rows)))
+    print("\n" + report.summary_table(rows))
+    print("%.0f s" % meta["seconds"])
+    if args.json:
+        report.save_json(rows, args.json, meta)
+    if args.compare:
+        print("\nchanged since %s:\n%s" % (args.compare, "\n".join(report.compare(rows, args.compare)) or "(none)"))
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(report.markdown(rows, meta))
+    return 1 if any(r["outcome"] in report.NOT_PASSING for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
