@@ -14,6 +14,12 @@ Tests built on Paddle's ``OpTest`` run on fluidist's own ``op_test`` with OpTest
 (``tools/paddle_conformance/op_test.py``): the static checks run, the dygraph half is skipped, saying
 why. ``paddle.dataset`` is offline synthetic data of the same shapes (no network here).
 
+Paddle's tests of 2020 were written for NumPy < 1.24 (``np.float``, ``np.int``, ``np.product``,
+ragged ``np.array``): the test processes run under ``--python``, by default the venv that
+``--make-venv`` makes once (``$FLUIDIST_PADDLE_TESTS_VENV``, ``/tmp/fluidist-paddle-tests``: NumPy
+1.23, six and fluidist's dependencies), else this interpreter, and then those tests fail on NumPy's
+removed names.
+
 Each test ends as pass, fail, error, timeout, refused (a name fluidist leaves out, raising
 ``NotImplementedError``), skip, or gap (a failure listed with its cause in
 ``tools/paddle_conformance/known_gaps.txt``). The table lists every test that does not pass with its
@@ -39,6 +45,23 @@ LIMITS = {"dist": 900, "book": 600, "fleet": 300}
 DEFAULT_LIMIT = 240
 
 
+VENV = os.environ.get("FLUIDIST_PADDLE_TESTS_VENV",
+                      os.path.join(os.environ.get("TMPDIR", "/tmp"), "fluidist-paddle-tests"))
+VENV_PACKAGES = ["numpy>=1.21,<1.24", "six", "pyzmq>=22", "protobuf>=3.20"]
+
+
+def default_python():
+    python = os.path.join(VENV, "bin", "python")
+    return python if os.access(python, os.X_OK) else sys.executable
+
+
+def make_venv():
+    """The test processes' interpreter: this Python with NumPy < 1.24 (Paddle's tests use its removed names)."""
+    subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+    subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q"] + VENV_PACKAGES, check=True)
+    return os.path.join(VENV, "bin", "python")
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--paddle", help="Paddle tree: a checkout holding python/paddle, or a git directory")
@@ -51,6 +74,9 @@ def parse_args(argv):
     ap.add_argument("--json", help="write the results as JSON")
     ap.add_argument("--compare", help="a JSON of an earlier run: print the tests whose outcome changed")
     ap.add_argument("--markdown", help="write the docs page (summary and every test that does not pass)")
+    ap.add_argument("--python", default=None,
+                    help="interpreter of the test processes (default: the --make-venv venv if present)")
+    ap.add_argument("--make-venv", action="store_true", help="make the test processes' venv (%s) first" % VENV)
     ap.add_argument("--quiet", action="store_true", help="no per-file progress lines")
     return ap.parse_args(argv)
 
@@ -79,11 +105,13 @@ def fluidist_commit():
 
 def main(argv=None):
     args = parse_args(argv if argv is not None else sys.argv[1:])
+    args.python = args.python or (make_venv() if args.make_venv else default_python())
     layout = scratch.prepare(scratch.find_source(args.paddle), args.scratch, args.commit)
     files = pick_files(layout, args)
     if not files:
         raise SystemExit("no test files picked")
-    print("%d files from Paddle %s, scratch %s" % (len(files), layout.commit[:10], layout.root), flush=True)
+    print("%d files from Paddle %s, scratch %s, Python %s" % (len(files), layout.commit[:10], layout.root,
+                                                             args.python), flush=True)
     only = {rel: args.tests for _, rel in files} if args.tests else None
     done = [0]
 
@@ -97,9 +125,9 @@ def main(argv=None):
 
     start = time.time()
     runs = execute.run_all(files, layout.tests, layout.site, ROOT, args.jobs,
-                           lambda fam, rel: LIMITS.get(fam, DEFAULT_LIMIT), progress, only)
+                           lambda fam, rel: LIMITS.get(fam, DEFAULT_LIMIT), progress, only, args.python)
     rows = report.build_rows(runs, report.read_gaps())
-    meta = {"paddle_commit": layout.commit, "fluidist_commit": fluidist_commit(), "families": args.families,
+    meta = {"python": args.python, "paddle_commit": layout.commit, "fluidist_commit": fluidist_commit(), "families": args.families,
             "date": datetime.date.today().isoformat(), "seconds": round(time.time() - start, 1)}
     print("\n".join(report.detail_lines(rows)))
     print("\n" + report.summary_table(rows))

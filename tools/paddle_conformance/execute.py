@@ -68,12 +68,12 @@ def _settle(rows: List[Dict], timed_out: bool, rc: int, tail: str, module: str) 
 
 
 def run_one(family: str, rel: str, tests_dir: str, site: str, fluidist_root: str, limit: float,
-            only: Optional[List[str]] = None) -> FileRun:
+            only: Optional[List[str]] = None, python: str = sys.executable) -> FileRun:
     folder = os.path.join(tests_dir, os.path.dirname(rel))
     module = os.path.splitext(os.path.basename(rel))[0]
     fd, out_path = tempfile.mkstemp(suffix=".jsonl")
     os.close(fd)
-    cmd = [sys.executable, RUN_FILE, module, out_path] + list(only or [])
+    cmd = [python, RUN_FILE, module, out_path] + list(only or [])
     start = time.time()
     proc = subprocess.Popen(cmd, cwd=folder, env=child_env(site, fluidist_root, tests_dir, folder),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -96,12 +96,12 @@ def run_one(family: str, rel: str, tests_dir: str, site: str, fluidist_root: str
 
 def run_all(files: List[tuple], tests_dir: str, site: str, fluidist_root: str, jobs: int,
             limit_for: Callable[[str, str], float], progress: Callable[[FileRun], None],
-            only: Optional[Dict[str, List[str]]] = None) -> List[FileRun]:
+            only: Optional[Dict[str, List[str]]] = None, python: str = sys.executable) -> List[FileRun]:
     """Run ``[(family, rel path), ...]`` with ``jobs`` children at a time; ``progress`` sees each file's run."""
     def one(item):
         family, rel = item
         run = run_one(family, rel, tests_dir, site, fluidist_root, limit_for(family, rel),
-                      (only or {}).get(rel))
+                      (only or {}).get(rel), python)
         progress(run)
         return run
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -18,6 +18,8 @@ CPU (``core.is_compiled_with_cuda()`` is false without CuPy, so Paddle's CUDA-on
 themselves). The numeric gradient's loss is summed in float64, which is at least as accurate as
 Paddle's float32 sum.
 """
+import json
+import os
 import random
 import unittest
 
@@ -58,11 +60,28 @@ def skip_check_grad_ci(reason=None):
     return wrapper
 
 
-def _entries(slots):
+_SLOTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "paddle18_op_slots.json")
+if not os.path.exists(_SLOTS_FILE):      # in the scratch copy the runner puts it beside this file
+    _SLOTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "paddle18_op_slots.json")
+try:
+    with open(_SLOTS_FILE) as _f:
+        PADDLE18_SLOTS = json.load(_f)
+except OSError:
+    PADDLE18_SLOTS = {}
+
+
+def _declared(op_type, kind):
+    """The ``kind`` ("inputs"/"outputs") slot names Paddle 1.8.5 declares for ``op_type`` (None: unknown).
+    Paddle's OpTest passes an op only the listed slots its proto declares, and checks only those."""
+    entry = PADDLE18_SLOTS.get(op_type)
+    return None if entry is None else {name for name, _, _ in entry[kind]}
+
+
+def _entries(slots, declared=None):
     """``[(slot, var name, value, lod)]`` from an inputs/outputs dict in OpTest's forms."""
     out = []
     for slot, val in (slots or {}).items():
-        if val is None:
+        if val is None or (declared is not None and slot not in declared):
             continue
         if isinstance(val, list) and all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str)
                                          for v in val):
@@ -115,12 +134,12 @@ class OpTest(unittest.TestCase):
         """Declare the inputs and outputs in ``block`` and append the op; returns (inputs, outputs)
         as ``{slot: [Variable]}``."""
         inputs, outputs = {}, {}
-        for slot, name, value, lod in _entries(getattr(self, "inputs", {})):
+        for slot, name, value, lod in self._inputs():
             arr = np.asarray(value)
             var = block.create_var(name=name, shape=list(arr.shape), dtype=arr.dtype,
                                    lod_level=len(lod) if lod else 0)
             inputs.setdefault(slot, []).append(var)
-        for slot, name, value, lod in _entries(getattr(self, "outputs", {})):
+        for slot, name, value, lod in self._outputs():
             kwargs = {"name": name, "lod_level": len(lod) if lod else 0}
             if isinstance(value, np.ndarray):
                 kwargs["dtype"] = value.dtype
@@ -129,16 +148,21 @@ class OpTest(unittest.TestCase):
         self.op = op
         return inputs, outputs
 
+    def _inputs(self):
+        return _entries(getattr(self, "inputs", {}), _declared(self.op_type, "inputs"))
+
+    def _outputs(self):
+        return _entries(getattr(self, "outputs", {}), _declared(self.op_type, "outputs"))
+
     def _get_places(self):
         return [fluid.CPUPlace()]
 
     def feed_var(self, input_vars, place):
-        return {name: _as_tensor(value, lod, place)
-                for _, name, value, lod in _entries(getattr(self, "inputs", {}))}
+        return {name: _as_tensor(value, lod, place) for _, name, value, lod in self._inputs()}
 
     def _expected(self, no_check_set):
         skip = set(no_check_set or ())
-        return [(slot, name, value, lod) for slot, name, value, lod in _entries(getattr(self, "outputs", {}))
+        return [(slot, name, value, lod) for slot, name, value, lod in self._outputs()
                 if slot not in skip and name not in skip]
 
     def _calc_output(self, place, parallel=False, no_check_set=None, loss=None, enable_inplace=None,
@@ -147,6 +171,7 @@ class OpTest(unittest.TestCase):
         program = Program()
         with program_guard(program, Program()):
             _, outputs = self._append_ops(program.global_block())
+        self.program = program
         fetch = [v for vs in outputs.values() for v in vs
                  if v.name not in set(no_check_set or ())]
         exe = fluid.Executor(place)
@@ -172,14 +197,33 @@ class OpTest(unittest.TestCase):
                 self.assertListEqual(actual.recursive_sequence_lengths(), lod,
                                      "Output (%s) of %s has a different LoD at %s" % (name, self.op_type, place))
 
-    def check_output(self, atol=1e-5, no_check_set=None, equal_nan=False, check_dygraph=True, inplace_atol=None):
+        return outs, fetch
+
+    def check_output(self, atol=1e-5, no_check_set=None, equal_nan=False, check_dygraph=True, inplace_atol=None,
+                     check_compile_vs_runtime=True):
         for place in self._get_places():
-            self.check_output_with_place(place, atol, no_check_set, equal_nan, check_dygraph, inplace_atol)
+            outs, fetch = self.check_output_with_place(place, atol, no_check_set, equal_nan, check_dygraph,
+                                                       inplace_atol)
+            if check_compile_vs_runtime and self.op_type not in _compile_vs_runtime_exempt():
+                self.check_compile_vs_runtime(fetch, outs)
+
+    def check_compile_vs_runtime(self, fetch_list, fetch_outs):
+        """Each fetched output's LoD level at run time equals its variable's declared ``lod_level``."""
+        for var, out in zip(fetch_list, fetch_outs):
+            runtime = len(out.lod()) if isinstance(out, core.LoDTensor) else 0
+            declared = var.lod_level if var.type == core.VarDesc.VarType.LOD_TENSOR else 0
+            self.assertEqual(declared, runtime, "The lod_level of Output (%s) of %s is different between "
+                             "compile-time and runtime (%s vs %s)" % (var.name, self.op_type, declared, runtime))
+
+    def calc_output(self, place):
+        outs, _ = self._calc_output(place)
+        return outs
 
     def check_output_customized(self, checker):
         for place in self._get_places():
-            outs, _ = self._calc_output(place)
-            checker([np.array(o) for o in outs])
+            outs = [np.array(o) for o in self.calc_output(place)]
+            outs.sort(key=len)
+            checker(outs)
 
     # -- checking gradients -----------------------------------------------------------------------
     def check_grad(self, inputs_to_check, output_names, no_grad_set=None, numeric_grad_delta=0.005,
@@ -202,7 +246,7 @@ class OpTest(unittest.TestCase):
 
     def _output_var_name(self, name):
         """Paddle's tests name an output by its var name or, for a single-var slot, by the slot."""
-        for slot, var_name, _, _ in _entries(getattr(self, "outputs", {})):
+        for slot, var_name, _, _ in self._outputs():
             if name in (slot, var_name):
                 return var_name
         return name
@@ -309,6 +353,15 @@ class OpTest(unittest.TestCase):
         for _, _, value, _ in _entries(inputs) + _entries(outputs):
             self.try_call_once(np.asarray(value).dtype)
             return
+
+
+def _compile_vs_runtime_exempt():
+    """Paddle's list of ops whose LoD level is set only at run time (its white_list, read from the tree)."""
+    try:
+        from white_list import compile_vs_runtime_white_list
+        return compile_vs_runtime_white_list.COMPILE_RUN_OP_WHITE_LIST
+    except ImportError:
+        return ()
 
 
 def _max_diff(actual, expect):

@@ -95,6 +95,7 @@ def prepare(source: str, scratch: Optional[str] = None, commit: str = DEFAULT_CO
     tests = os.path.join(root, "tests")
     shutil.move(os.path.join(paddle_src, "fluid", "tests"), tests)
     shutil.copy(os.path.join(HERE, "op_test.py"), os.path.join(tests, "unittests", "op_test.py"))
+    shutil.copy(os.path.join(HERE, "paddle18_op_slots.json"), tests)
     shutil.rmtree(raw)
     return Layout(root=root, site=os.path.join(root, "site"), tests=tests,
                   unittests=os.path.join(tests, "unittests"), book=os.path.join(tests, "book"), commit=read)
