@@ -77,6 +77,7 @@ def parse_args(argv):
     ap.add_argument("--python", default=None,
                     help="interpreter of the test processes (default: the --make-venv venv if present)")
     ap.add_argument("--make-venv", action="store_true", help="make the test processes' venv (%s) first" % VENV)
+    ap.add_argument("--fluidist", default=ROOT, help="the fluidist checkout to test (default: this one)")
     ap.add_argument("--quiet", action="store_true", help="no per-file progress lines")
     return ap.parse_args(argv)
 
@@ -95,9 +96,9 @@ def pick_files(layout, args):
     return [(fam, rel) for fam in chosen for rel in by_family.get(fam, [])]
 
 
-def fluidist_commit():
+def fluidist_commit(root=ROOT):
     try:
-        out = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
+        out = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"], capture_output=True, text=True)
         return out.stdout.strip() or "?"
     except OSError:
         return "?"
@@ -124,10 +125,10 @@ def main(argv=None):
                   flush=True)
 
     start = time.time()
-    runs = execute.run_all(files, layout.tests, layout.site, ROOT, args.jobs,
+    runs = execute.run_all(files, layout.tests, layout.site, os.path.abspath(args.fluidist), args.jobs,
                            lambda fam, rel: LIMITS.get(fam, DEFAULT_LIMIT), progress, only, args.python)
     rows = report.build_rows(runs, report.read_gaps())
-    meta = {"python": args.python, "paddle_commit": layout.commit, "fluidist_commit": fluidist_commit(), "families": args.families,
+    meta = {"python": args.python, "paddle_commit": layout.commit, "fluidist_commit": fluidist_commit(args.fluidist), "families": args.families,
             "date": datetime.date.today().isoformat(), "seconds": round(time.time() - start, 1)}
     print("\n".join(report.detail_lines(rows)))
     print("\n" + report.summary_table(rows))
