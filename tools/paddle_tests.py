@@ -78,6 +78,9 @@ def parse_args(argv):
                     help="interpreter of the test processes (default: the --make-venv venv if present)")
     ap.add_argument("--make-venv", action="store_true", help="make the test processes' venv (%s) first" % VENV)
     ap.add_argument("--fluidist", default=ROOT, help="the fluidist checkout to test (default: this one)")
+    ap.add_argument("--known-gaps", default=report.KNOWN_GAPS, help="the known-gaps file (default: the runner's)")
+    ap.add_argument("--time-limit", type=float, help="seconds per file (default: by family, %s, else %d)" % (
+        ", ".join("%s %d" % kv for kv in sorted(LIMITS.items())), DEFAULT_LIMIT))
     ap.add_argument("--quiet", action="store_true", help="no per-file progress lines")
     return ap.parse_args(argv)
 
@@ -126,8 +129,9 @@ def main(argv=None):
 
     start = time.time()
     runs = execute.run_all(files, layout.tests, layout.site, os.path.abspath(args.fluidist), args.jobs,
-                           lambda fam, rel: LIMITS.get(fam, DEFAULT_LIMIT), progress, only, args.python)
-    rows = report.build_rows(runs, report.read_gaps())
+                           lambda fam, rel: args.time_limit or LIMITS.get(fam, DEFAULT_LIMIT), progress, only,
+                           args.python)
+    rows = report.build_rows(runs, report.read_gaps(args.known_gaps))
     meta = {"python": args.python, "paddle_commit": layout.commit, "fluidist_commit": fluidist_commit(args.fluidist), "families": args.families,
             "date": datetime.date.today().isoformat(), "seconds": round(time.time() - start, 1)}
     print("\n".join(report.detail_lines(rows)))

@@ -96,7 +96,9 @@ def main(argv) -> int:
             return 1
         suite = unittest.defaultTestLoader.loadTestsFromModule(mod)
         if prefixes:
-            suite = unittest.TestSuite(t for t in _flatten(suite) if any(t.id().startswith(p) for p in prefixes))
+            strip = len(module) + 1
+            suite = unittest.TestSuite(t for t in _flatten(suite)
+                                       if any(t.id()[strip:].startswith(p) for p in prefixes))
         suite.run(JsonLinesResult(out))
     return 0
 
