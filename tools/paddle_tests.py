@@ -81,6 +81,8 @@ def parse_args(argv):
     ap.add_argument("--known-gaps", default=report.KNOWN_GAPS, help="the known-gaps file (default: the runner's)")
     ap.add_argument("--time-limit", type=float, help="seconds per file (default: by family, %s, else %d)" % (
         ", ".join("%s %d" % kv for kv in sorted(LIMITS.items())), DEFAULT_LIMIT))
+    ap.add_argument("--include-excluded", action="store_true",
+                    help="also run the files Paddle's own CPU build does not run (GPU-only, MKL-only, disabled)")
     ap.add_argument("--quiet", action="store_true", help="no per-file progress lines")
     return ap.parse_args(argv)
 
@@ -128,7 +130,13 @@ def main(argv=None):
                   flush=True)
 
     start = time.time()
-    runs = execute.run_all(files, layout.tests, layout.site, os.path.abspath(args.fluidist), args.jobs,
+    excluded = [] if args.include_excluded else [
+        execute.FileRun(fam, rel, [{"test": os.path.splitext(os.path.basename(rel))[0] + ".<file>",
+                                    "outcome": "skip", "error": "Paddle's CPU build does not run it: " +
+                                    families.excluded_reason(rel)}])
+        for fam, rel in files if families.excluded_reason(rel)]
+    files = [(fam, rel) for fam, rel in files if args.include_excluded or not families.excluded_reason(rel)]
+    runs = excluded + execute.run_all(files, layout.tests, layout.site, os.path.abspath(args.fluidist), args.jobs,
                            lambda fam, rel: args.time_limit or LIMITS.get(fam, DEFAULT_LIMIT), progress, only,
                            args.python)
     rows = report.build_rows(runs, report.read_gaps(args.known_gaps))

@@ -61,7 +61,7 @@ def _settle(rows: List[Dict], timed_out: bool, rc: int, tail: str, module: str) 
             out.append({"test": r["test"], "outcome": "timeout" if timed_out else "error", "seconds": 0,
                         "error": "the file's time limit ran out in this test" if timed_out else
                         "the process died in this test (exit %d): %s" % (rc, tail[-300:]), "where": ""})
-    if not out:
+    if not out and (timed_out or rc != 0):
         out.append({"test": module + ".<file>", "outcome": "timeout" if timed_out else "error", "seconds": 0,
                     "error": "no test ran (exit %d): %s" % (rc, " ".join(tail.split())[-300:]), "where": ""})
     return out
