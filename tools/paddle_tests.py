@@ -83,6 +83,9 @@ def parse_args(argv):
         ", ".join("%s %d" % kv for kv in sorted(LIMITS.items())), DEFAULT_LIMIT))
     ap.add_argument("--include-excluded", action="store_true",
                     help="also run the files Paddle's own CPU build does not run (GPU-only, MKL-only, disabled)")
+    ap.add_argument("--reference", metavar="PYTHON",
+                    help="run the picked files under Paddle 1.8.5 itself (an interpreter with paddlepaddle 1.8.5) "
+                         "and record each test's outcome in paddle18_outcomes.json")
     ap.add_argument("--quiet", action="store_true", help="no per-file progress lines")
     return ap.parse_args(argv)
 
@@ -112,7 +115,9 @@ def fluidist_commit(root=ROOT):
 def main(argv=None):
     args = parse_args(argv if argv is not None else sys.argv[1:])
     args.python = args.python or (make_venv() if args.make_venv else default_python())
-    layout = scratch.prepare(scratch.find_source(args.paddle), args.scratch, args.commit)
+    if args.reference:
+        args.python = args.reference
+    layout = scratch.prepare(scratch.find_source(args.paddle), args.scratch, args.commit, bool(args.reference))
     files = pick_files(layout, args)
     if not files:
         raise SystemExit("no test files picked")
@@ -136,10 +141,15 @@ def main(argv=None):
                                     families.excluded_reason(rel)}])
         for fam, rel in files if families.excluded_reason(rel)]
     files = [(fam, rel) for fam, rel in files if args.include_excluded or not families.excluded_reason(rel)]
-    runs = excluded + execute.run_all(files, layout.tests, layout.site, os.path.abspath(args.fluidist), args.jobs,
+    under_test = "" if args.reference else os.path.abspath(args.fluidist)
+    runs = excluded + execute.run_all(files, layout.tests, layout.site, under_test, args.jobs,
                            lambda fam, rel: args.time_limit or LIMITS.get(fam, DEFAULT_LIMIT), progress, only,
                            args.python)
-    rows = report.build_rows(runs, report.read_gaps(args.known_gaps))
+    if args.reference:
+        report.save_reference(runs)
+        rows = report.build_rows(runs, [])
+    else:
+        rows = report.build_rows(runs, report.read_gaps(args.known_gaps), report.read_reference())
     meta = {"python": args.python, "paddle_commit": layout.commit, "fluidist_commit": fluidist_commit(args.fluidist), "families": args.families,
             "date": datetime.date.today().isoformat(), "seconds": round(time.time() - start, 1)}
     print("\n".join(report.detail_lines(rows)))

@@ -32,7 +32,7 @@ class FileRun:
 
 def child_env(site: str, fluidist_root: str, tests_dir: str, folder: str) -> Dict[str, str]:
     env = dict(os.environ)
-    parts = [site, folder, fluidist_root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    parts = [p for p in (site, folder, fluidist_root, env.get("PYTHONPATH")) if p]
     env.update({"PYTHONPATH": os.pathsep.join(parts), "FLUIDIST_PADDLE_TESTS_DIR": tests_dir,
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "CPU_NUM": env.get("CPU_NUM", "1"),
                 "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS", "1")})

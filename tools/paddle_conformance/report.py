@@ -9,6 +9,8 @@ from typing import Dict, Iterable, List, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KNOWN_GAPS = os.path.join(HERE, "known_gaps.txt")
+# each test's outcome under Paddle 1.8.5 itself (``--reference``): {key: [outcome, first error]}
+REFERENCE = os.path.join(HERE, "paddle18_outcomes.json")
 OUTCOMES = ("pass", "fail", "error", "timeout", "gap", "refused", "skip", "xfail", "xpass")
 NOT_PASSING = ("fail", "error", "timeout")
 
@@ -42,19 +44,48 @@ def gap_for(key: str, gaps: Iterable[Tuple[str, str]]) -> str:
     return ""
 
 
-def build_rows(runs, gaps) -> List[Dict]:
-    """One dict per test: family, key, outcome (a listed failure becomes ``gap``), seconds, error, where, gap."""
+def read_reference(path: str = REFERENCE) -> Dict[str, List[str]]:
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def save_reference(runs, path: str = REFERENCE) -> None:
+    """Merge the outcomes of a reference run (Paddle 1.8.5 itself) into ``path``."""
+    data = read_reference(path)
+    for run in runs:
+        for r in run.rows:
+            data[row_key(run.path, r["test"])] = [r["outcome"], r.get("error", "")[:200]]
+    with open(path, "w") as f:
+        json.dump(data, f, indent=0, sort_keys=True)
+        f.write("\n")
+
+
+def reference_cause(key: str, reference: Dict[str, List[str]]) -> str:
+    """A failure Paddle 1.8.5 shows too is explained by it (these are Paddle 1.7-line tests)."""
+    ref = reference.get(key)
+    if ref and ref[0] in NOT_PASSING:
+        return "fails under Paddle 1.8.5 too (%s): %s" % (ref[0], ref[1])
+    return ""
+
+
+def build_rows(runs, gaps, reference=None) -> List[Dict]:
+    """One dict per test: family, key, outcome (a failure listed in the known gaps, or one Paddle 1.8.5
+    shows too, becomes ``gap``), seconds, error, where, gap, and Paddle 1.8.5's outcome."""
     rows = []
+    reference = reference or {}
     for run in runs:
         for r in run.rows:
             key = row_key(run.path, r["test"])
-            cause = gap_for(key, gaps)
+            cause = gap_for(key, gaps) or reference_cause(key, reference)
             outcome = r["outcome"]
             if outcome in NOT_PASSING and cause:
                 outcome = "gap"
             rows.append({"family": run.family, "key": key, "outcome": outcome, "raw": r["outcome"],
                          "seconds": r.get("seconds", 0), "error": r.get("error", ""), "where": r.get("where", ""),
-                         "gap": cause if outcome == "gap" else "", "stale_gap": bool(cause) and outcome == "pass"})
+                         "gap": cause if outcome == "gap" else "", "paddle18": (reference.get(key) or ["?"])[0],
+                         "stale_gap": bool(gap_for(key, gaps)) and outcome == "pass"})
     rows.sort(key=lambda row: (row["family"], row["key"]))
     return rows
 

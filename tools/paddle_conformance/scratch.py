@@ -66,8 +66,12 @@ def _export_paddle_python(source: str, commit: str, into: str) -> str:
     return "checkout"
 
 
-def prepare(source: str, scratch: Optional[str] = None, commit: str = DEFAULT_COMMIT) -> Layout:
-    """Build a fresh scratch folder from the Paddle tree ``source`` (at ``commit`` for a git directory)."""
+def prepare(source: str, scratch: Optional[str] = None, commit: str = DEFAULT_COMMIT,
+            reference: bool = False) -> Layout:
+    """Build a fresh scratch folder from the Paddle tree ``source`` (at ``commit`` for a git directory).
+
+    ``reference``: for runs under Paddle 1.8.5 itself: the tests as they are (Paddle's own op_test), no
+    ``paddle`` package of ours, only the offline datasets put in place of ``paddle.dataset``."""
     root = scratch or tempfile.mkdtemp(prefix="fluidist-paddle-tests-")
     if os.path.exists(root):
         shutil.rmtree(root)
@@ -76,6 +80,8 @@ def prepare(source: str, scratch: Optional[str] = None, commit: str = DEFAULT_CO
     os.makedirs(raw)
     read = _export_paddle_python(source, commit, raw)
     paddle_src = os.path.join(raw, "python", "paddle")
+    if reference:
+        return _prepare_reference(root, raw, paddle_src, read)
     site_pkg = os.path.join(root, "site", "paddle")
     os.makedirs(site_pkg)
     for name in PADDLE_SIDE_MODULES:
@@ -99,3 +105,16 @@ def prepare(source: str, scratch: Optional[str] = None, commit: str = DEFAULT_CO
     shutil.rmtree(raw)
     return Layout(root=root, site=os.path.join(root, "site"), tests=tests,
                   unittests=os.path.join(tests, "unittests"), book=os.path.join(tests, "book"), commit=read)
+
+
+def _prepare_reference(root: str, raw: str, paddle_src: str, read: str) -> Layout:
+    site = os.path.join(root, "site")
+    os.makedirs(site)
+    shutil.copytree(os.path.join(HERE, "offline_dataset"), os.path.join(site, "fluidist_offline_dataset"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.join(HERE, "reference_shim.py"), os.path.join(site, "sitecustomize.py"))
+    tests = os.path.join(root, "tests")
+    shutil.move(os.path.join(paddle_src, "fluid", "tests"), tests)
+    shutil.rmtree(raw)
+    return Layout(root=root, site=site, tests=tests, unittests=os.path.join(tests, "unittests"),
+                  book=os.path.join(tests, "book"), commit=read)

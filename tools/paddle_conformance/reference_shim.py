@@ -1,0 +1,28 @@
+"""``sitecustomize`` of the reference runs: Paddle 1.8.5 itself runs the same test files, with only
+``paddle.dataset`` swapped for the runner's offline stand-ins (``fluidist_offline_dataset``, the same
+synthetic data the fluidist runs read), so that both sides train on the same numbers.
+
+Copied into the reference scratch folder as ``site/sitecustomize.py``; Python imports it at start-up.
+"""
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+_FROM, _TO = "paddle.dataset", "fluidist_offline_dataset"
+
+
+class _DatasetRename(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _FROM and not fullname.startswith(_FROM + "."):
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        return importlib.import_module(_TO + spec.name[len(_FROM):])
+
+    def exec_module(self, module):
+        pass
+
+
+sys.meta_path.insert(0, _DatasetRename())
