@@ -227,20 +227,35 @@ def _decreased(shape, decrease_axis):
     return out or [1]
 
 
+def _sliced_len(dim, start, end, step, where):
+    """The length of ``start:end:step`` on an axis of size ``dim`` (Python's clamping). Paddle refuses an
+    empty slice of a non-empty axis (its 'end should greater than start'), at build and at run time."""
+    n = len(range(*slice(start, end, step).indices(dim)))
+    if n == 0 and dim > 0:
+        raise ValueError("%s: %d:%d%s selects nothing of an axis of size %d (Paddle 1.8 refuses an empty slice)"
+                         % (where, start, end, ":%d" % step if step != 1 else "", dim))
+    return n
+
+
 def _slice_infer(strided):
     def infer(ctx):
+        """Per axis: -1 where ``infer_flags`` says a tensor gives the bounds (a program without
+        infer_flags: any tensor input) or the input's size is unknown, else the slice's length."""
         xs = ctx.input_shape("Input")
         if xs is None:
             return
-        dynamic = any(ctx.has_input(s) for s in ("StartsTensor", "EndsTensor", "StridesTensor", "StartsTensorList",
-                                                   "EndsTensorList", "StridesTensorList"))
+        whole = any(ctx.has_input(s) for s in ("StartsTensor", "EndsTensor", "StridesTensor"))
+        flags = ctx.attr("infer_flags") or []
+        listed = any(ctx.has_input(s) for s in ("StartsTensorList", "EndsTensorList", "StridesTensorList"))
         out = list(xs)
         for k, a in enumerate(ctx.attr("axes")):
+            dynamic = whole or (flags[k] == -1 if k < len(flags) else listed)
             if dynamic or xs[a] < 0:
                 out[a] = -1
                 continue
             step = ctx.attr("strides")[k] if strided else 1
-            out[a] = len(range(*slice(ctx.attr("starts")[k], ctx.attr("ends")[k], step).indices(xs[a])))
+            out[a] = _sliced_len(xs[a], ctx.attr("starts")[k], ctx.attr("ends")[k], step,
+                                 "axis %d of %r" % (a, ctx.op.inputs["Input"][0]))
         ctx.set_output("Out", _decreased(out, ctx.attr("decrease_axis")), ctx.input_dtype("Input"),
                        ctx.input_lod_level("Input"))
     return infer
@@ -269,6 +284,10 @@ def _slice_kernel(strided):
         """The sub-tensor ``starts[k]:ends[k]`` (step ``strides[k]``) on each of ``axes``; the axes in
         ``decrease_axis`` (sliced to size 1) are dropped."""
         x, sl = _slice_parts(ctx, ins, attrs, strided)
+        for a in attrs["axes"]:
+            a %= x.ndim
+            _sliced_len(x.shape[a], sl[a].start, sl[a].stop, sl[a].step,
+                        "axis %d of %r" % (a, ctx.op.inputs["Input"][0]))
         out = x[sl]
         return {"Out": ctx.xp.ascontiguousarray(out).reshape(_decreased(out.shape, attrs["decrease_axis"]))}
     return kernel
