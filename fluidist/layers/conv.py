@@ -286,7 +286,7 @@ def norm_layer(op_type, extra_attrs, input, act, is_test, momentum, epsilon, par
                use_global_stats):
     """The batch_norm layer building ``op_type`` (``batch_norm``, or ``inplace_abn`` with its
     activation in ``extra_attrs``)."""
-    _check_input(input, "batch_norm")
+    _check_input(input, op_type)
     last = _data_format(data_layout, "batch_norm", "data_layout")
     if input.shape is None or len(input.shape) < 2:
         raise ValueError("batch_norm: input %r must have rank >= 2, got shape %s"

@@ -147,7 +147,7 @@ def index_select(input: Variable, index: Variable, dim: int = 0) -> Variable:
         >>> fluid.layers.index_select(x, cols, dim=1).shape
         (4, 2)
     """
-    check_var(input, "index_select", "input")
+    check_var(input, "index_select", "x")
     check_var(index, "index_select", "index")
     return one_op("index_select", {"X": input, "Index": index}, {"dim": int(dim)})
 
@@ -266,6 +266,8 @@ def multiplex(inputs: Sequence[Variable], index: Variable) -> Variable:
     """
     if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
         raise ValueError("multiplex: inputs must be a list of at least 2 Variables")
+    for x in inputs:
+        check_var(x, "multiplex", "inputs")
     check_var(index, "multiplex", "index")
     return one_op("multiplex", {"X": list(inputs), "Ids": index})
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ..framework.program import Variable
 from .layer_helper import LayerHelper
 from ._build import check_var, int_list, one_op, xshape_op
@@ -292,7 +294,7 @@ def flip(input: Variable, dims: int | Sequence[int], name: str | None = None) ->
         >>> x = fluid.data(name="x", shape=[None, 5], dtype="float32")
         >>> y = fluid.layers.flip(x, dims=[1])
     """
-    check_var(input, "flip", "input")
+    check_var(input, "flip", "X")
     return one_op("flip", {"X": input}, {"dims": int_list(dims, "flip", "dims")}, name=name)
 
 
@@ -494,6 +496,8 @@ def meshgrid(input: Sequence[Variable], name: str | None = None) -> list[Variabl
     xs = list(input)
     if len(xs) < 2:
         raise ValueError("meshgrid: give at least two 1-D Variables")
+    for v in xs:
+        check_var(v, "meshgrid", "input")
     helper = LayerHelper("meshgrid", name=name)
     outs = [helper.create_variable_for_type_inference(v.dtype) for v in xs]
     helper.append_op("meshgrid", inputs={"X": xs}, outputs={"Out": outs})
@@ -517,7 +521,10 @@ def diag_embed(input: Variable, offset: int = 0, dim1: int = -2, dim2: int = -1)
         >>> fluid.layers.diag_embed(v).shape
         (-1, 3, 3)
     """
-    check_var(input, "diag_embed", "input")
+    if isinstance(input, np.ndarray):   # as Paddle: a NumPy array is assigned into the program first
+        from .tensor_fill import assign
+        input = assign(input)
+    check_var(input, "diag_embed", "Input")
     return one_op("diag_embed", {"Input": input}, {"offset": int(offset), "dim1": int(dim1), "dim2": int(dim2)})
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..framework.program import Variable
 from ..initializer import Constant
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["topk", "accuracy", "auc"]
 
@@ -59,6 +59,7 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | N
         >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
         >>> acc = fluid.layers.accuracy(input=fluid.layers.fc(x, 3, act="softmax"), label=label)
     """
+    check_variable(input, "accuracy", "input")
     if not isinstance(label, Variable):
         raise TypeError("accuracy: 'label' must be a Variable, got %r" % type(label).__name__)
     helper = LayerHelper("accuracy")

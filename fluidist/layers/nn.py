@@ -67,6 +67,8 @@ def fc(input: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 
         attrs = attrs * len(inputs)
     if len(attrs) != len(inputs):
         raise ValueError("fc: %d param_attrs for %d inputs" % (len(attrs), len(inputs)))
+    for x in inputs:
+        check_variable(x, "fc", "input")
     dtype = helper.input_dtype()
     mul_results = []
     for x, pattr in zip(inputs, attrs):
@@ -126,6 +128,8 @@ def mul(x: Variable, y: Variable, x_num_col_dims: int = 1, y_num_col_dims: int =
         >>> w = fluid.layers.create_parameter(shape=[4, 2], dtype="float32")
         >>> out = fluid.layers.mul(x, w)
     """
+    check_variable(x, "mul", "x")
+    check_variable(y, "mul", "y")
     helper = LayerHelper("mul", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("mul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
@@ -153,6 +157,8 @@ def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: boo
         >>> k = fluid.data(name="k", shape=[None, 5, 8], dtype="float32")
         >>> scores = fluid.layers.matmul(q, k, transpose_y=True, alpha=8 ** -0.5)
     """
+    check_variable(x, "matmul", "x")
+    check_variable(y, "matmul", "y")
     helper = LayerHelper("matmul", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
@@ -575,4 +581,5 @@ def softmax(input: Variable, use_cudnn: bool = False, name: str | None = None, a
         >>> logits = fluid.data(name="logits", shape=[None, 10], dtype="float32")
         >>> probs = fluid.layers.softmax(logits)
     """
-    return _unary("softmax", input, name, {"axis": axis})
+    check_variable(input, "softmax", "input")
+    return one_op("softmax", {"X": input}, {"axis": axis}, name=name)

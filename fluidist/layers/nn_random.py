@@ -139,7 +139,7 @@ def uniform_random_batch_size_like(input: Variable, shape: Sequence[int], dtype:
         >>> out.shape
         (3, 4)
     """
-    check_var(input, "uniform_random_batch_size_like", "input")
+    check_var(input, "uniform_random_batch_size_like", "Input")
     return _random("uniform_random_batch_size_like", None, dtype,
                    {"shape": _shape(shape, "uniform_random_batch_size_like"), "input_dim_idx": int(input_dim_idx),
                     "output_dim_idx": int(output_dim_idx), "min": float(min), "max": float(max), "seed": int(seed)},

@@ -100,6 +100,8 @@ def sums(input: Sequence[Variable], out: Variable | None = None) -> Variable:
     """
     helper = LayerHelper("sum", input=input)
     xs = helper.multiple_input()
+    for x in xs:
+        check_variable_and_dtype(x, "input", ["float32", "float64", "int32", "int64"], "sums")
     if out is None:
         out = helper.create_variable_for_type_inference(helper.input_dtype())
     helper.append_op("sum", inputs={"X": xs}, outputs={"Out": [out]}, attrs={"use_mkldnn": False})

@@ -105,6 +105,7 @@ def assign(input: Variable | np.ndarray, output: Variable | None = None) -> Vari
     """
     helper = LayerHelper("assign")
     if isinstance(input, Variable):
+        _check_var(input, "assign", "input")
         if output is None:
             output = helper.create_variable_for_type_inference(input.dtype)
         helper.append_op("assign", inputs={"X": [input]}, outputs={"Out": [output]})
@@ -152,8 +153,8 @@ def _scalar_var(v, dtype):
     return v if isinstance(v, Variable) else fill_constant([1], dtype, v)
 
 
-def _fill_like(x, value, dtype, layer):
-    _check_var(x, layer, "input")
+def _fill_like(x, value, dtype, layer, arg="input"):
+    _check_var(x, layer, arg)
     helper = LayerHelper(layer)
     out = helper.create_variable_for_type_inference(dtype or x.dtype, stop_gradient=True)
     helper.append_op("fill_any_like", inputs={"X": [x]}, outputs={"Out": [out]},
@@ -162,7 +163,7 @@ def _fill_like(x, value, dtype, layer):
 
 
 def _tri(input, diagonal, lower, layer):
-    _check_var(input, layer, "input")
+    _check_var(input, layer, "x")
     if len(input.shape) < 2:
         raise ValueError("%s: input %r must have at least 2 dimensions" % (layer, input.name))
     helper = LayerHelper(layer)
@@ -231,6 +232,9 @@ def linspace(start: float | Variable, stop: float | Variable, num: int | Variabl
         >>> grid = fluid.layers.linspace(0.0, 1.0, 11, "float32")
     """
     dtype = convert_dtype(dtype)
+    for value, arg in ((start, "start"), (stop, "stop"), (num, "num")):
+        if isinstance(value, Variable):
+            _check_var(value, "linspace", arg)
     ins = {"Start": [_scalar_var(start, dtype)], "Stop": [_scalar_var(stop, dtype)],
            "Num": [_scalar_var(num, "int32")]}
     helper = LayerHelper("linspace")
@@ -303,7 +307,7 @@ def ones_like(x: Variable, out: Variable | None = None) -> Variable:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> o = fluid.layers.ones_like(x)
     """
-    return _fill_like(x, 1.0, None, "ones_like")
+    return _fill_like(x, 1.0, None, "ones_like", "x")
 
 
 def diag(diagonal: Variable | np.ndarray) -> Variable:
@@ -320,6 +324,7 @@ def diag(diagonal: Variable | np.ndarray) -> Variable:
     """
     if not isinstance(diagonal, Variable):
         diagonal = assign(np.asarray(diagonal))
+    _check_var(diagonal, "diag", "diagonal")
     helper = LayerHelper("diag")
     out = helper.create_variable_for_type_inference(diagonal.dtype, stop_gradient=True)
     helper.append_op("diag", inputs={"Diagonal": [diagonal]}, outputs={"Out": [out]})
