@@ -211,6 +211,29 @@ def _control_flow():
     case("select_input", "C.select_input([x, y], mask)", x=f32(3, 4), y=f32(3, 4), mask=i32(1))
 
 
+def _blocks():
+    """Layers of block-building classes and RNN cells; a call of several lines is run as statements."""
+    case("StaticRNN", "rnn = F.layers.StaticRNN()\n"
+         "with rnn.step():\n"
+         "    w = rnn.step_input(x)\n"
+         "    m = rnn.memory(init=h)\n"
+         "    rnn.update_memory(m, w)\n"
+         "    rnn.step_output(w)\n", x=f32(4, 3, 2), h=f32(3, 2))
+    case("IfElse", "F.layers.IfElse(c)", c=b(3, 1))
+    case("Switch", "with F.layers.Switch() as switch:\n"
+         "    with switch.case(c):\n"
+         "        pass\n", c=b(1))
+    case("rnn", "L.rnn(L.GRUCell(4), x)", x=f32(2, 3, 4))
+    case("GRUCell", "L.GRUCell(4)(x, h)", x=f32(2, 4), h=f32(2, 4))
+    case("LSTMCell", "L.LSTMCell(4)(x, [h, c])", x=f32(2, 4), h=f32(2, 4), c=f32(2, 4))
+    case("get_initial_states", "L.GRUCell(4).get_initial_states(batch_ref=x, shape=[4])", x=f32(2, 4))
+    case("beam_search", "L.beam_search(pre_ids, pre_scores, ids, scores, beam_size=2, end_id=0)",
+         pre_ids=i64(2, 1, lod=2), pre_scores=f32(2, 1, lod=2), ids=i64(2, 2, lod=2), scores=f32(2, 2, lod=2))
+    case("select_output", "C.select_output(x, [y, z], mask)", x=f32(3, 4), y=f32(3, 4), z=f32(3, 4),
+         mask=i32(1))
+    case("warpctc", "L.warpctc(x, label)", x=f32(6, 5, lod=1), label=i32(4, 1, lod=1))
+
+
 def _made_tensors():
     case("fill_constant_out", "L.fill_constant([3, 4], 'float32', 1.0, out=x)", x=f32(3, 4))
     case("fill_constant_shape", "L.fill_constant(s, 'float32', 1.0)", s=i32(2))
@@ -237,7 +260,7 @@ def _made_tensors():
     case("get_tensor_from_selected_rows", "L.get_tensor_from_selected_rows(x)", x=f32(3, 4))
 
 
-for _fill in (_activations, _binary, _losses, _image, _sequences, _control_flow, _made_tensors):
+for _fill in (_activations, _binary, _losses, _image, _sequences, _control_flow, _blocks, _made_tensors):
     _fill()
 
 
@@ -273,7 +296,10 @@ def build(fluid, name, variant):
                                       else None) for i, s in enumerate(spec)]
             else:
                 env[arg] = _argument(fluid, arg, spec, change if target == arg else None)
-        eval(call, env)
+        if "\n" in call:
+            exec(call, env)
+        else:
+            eval(call, env)
 
 
 def run(fluid, name):
