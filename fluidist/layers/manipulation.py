@@ -64,7 +64,7 @@ def unsqueeze(input: Variable, axes: int | Sequence[int | Variable] | Variable, 
     if isinstance(axes, Variable):
         axes.stop_gradient = True
         return xshape_op("unsqueeze2", input, {}, name, tensors={"AxesTensor": [axes]})
-    if has_variable(axes):
+    if isinstance(axes, (list, tuple)) and has_variable(axes):
         return xshape_op("unsqueeze2", input, {}, name,
                          tensors={"AxesTensorList": tensor_list(axes, "unsqueeze", "axes")})
     return xshape_op("unsqueeze2", input, {"axes": int_list(axes, "unsqueeze", "axes")}, name)
@@ -462,7 +462,8 @@ def crop_tensor(x: Variable, shape: Sequence[int | Variable] | Variable | None =
         shape = list(x.shape)
     if offsets is None:
         offsets = [0] * len(x.shape)
-    inputs, attrs = {"X": x}, {}
+    inputs: dict = {"X": x}
+    attrs: dict = {}
     for key, vals, whole, parts, hole in (("offsets", offsets, "Offsets", "OffsetsTensor", -1),
                                           ("shape", shape, "Shape", "ShapeTensor", 0)):
         if isinstance(vals, Variable):      # (Paddle's order: offsets first, then shape)

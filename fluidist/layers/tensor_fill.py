@@ -69,7 +69,7 @@ def fill_constant(shape: Sequence[int | Variable] | Variable, dtype: DType, valu
         check_variable_and_dtype(out, "out", [convert_dtype(dtype)], "fill_constant")
     helper = LayerHelper("fill_constant")
     inputs: dict = {}
-    attrs = {"force_cpu": bool(force_cpu)}
+    attrs: dict = {"force_cpu": bool(force_cpu)}
     if isinstance(value, Variable):
         inputs["ValueTensor"] = [value]
     else:
