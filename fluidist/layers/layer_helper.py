@@ -26,6 +26,13 @@ def check_variable(x: Any, layer: str, arg: str, dtypes: Sequence[str] | None = 
                         % (arg, layer, list(allowed), convert_dtype(x.dtype), x.name))
     return x
 
+def refuse_tuple(value, layer, arg):
+    """TypeError for a tuple where Paddle 1.8's layer takes a list of Variables only (its op, or its
+    check, refuses a tuple)."""
+    if isinstance(value, tuple):
+        raise TypeError("The type of '%s' in %s must be a list of Variables (or a Variable), but received a tuple."
+                        % (arg, layer))
+
 
 class LayerHelper:
     """What a layer uses to build itself: its parameters, its temporary variables and its ops.

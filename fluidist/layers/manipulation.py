@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, refuse_tuple
 from ._build import check_var, int_list, one_op, xshape_op
 from ..data_feeder import check_dtype, check_type, check_variable_and_dtype
 from .shape_args import attr_values, has_variable, int_tensors, tensor_list
@@ -108,6 +108,7 @@ def stack(x: Variable | Sequence[Variable], axis: int = 0) -> Variable:
         >>> fluid.layers.stack([a, b], axis=1).shape
         (-1, 2, 3)
     """
+    refuse_tuple(x, "stack", "x")
     xs = [x] if isinstance(x, Variable) else list(x)
     for v in xs:
         check_var(v, "stack", "x")

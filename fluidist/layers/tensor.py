@@ -13,7 +13,7 @@ from ..hints import DType, ParamAttrLike
 from ..initializer import ConstantInitializer
 from ..param_attr import ParamAttr
 from ..data_feeder import check_type, check_variable_and_dtype
-from .layer_helper import LayerHelper, check_variable
+from .layer_helper import LayerHelper, check_variable, refuse_tuple
 from .shape_args import attr_values, has_variable, tensor_list
 from .tensor_fill import _int_shape, _str_value, assign, fill_constant, zeros  # noqa: F401 (fluid.layers.tensor's names)
 from .tensor_fill import (arange, diag, eye, full, full_like, kron, linspace, ones_like, range,  # noqa: F401
@@ -98,6 +98,7 @@ def sums(input: Sequence[Variable], out: Variable | None = None) -> Variable:
         >>> b = fluid.data(name="b", shape=[None, 3], dtype="float32")
         >>> total = fluid.layers.sums([a, b])
     """
+    refuse_tuple(input, "sums", "input")
     helper = LayerHelper("sum", input=input)
     xs = helper.multiple_input()
     for x in xs:
@@ -130,7 +131,8 @@ def concat(input: Sequence[Variable], axis: int | Variable = 0, name: str | None
         >>> fluid.layers.concat([a, b], axis=1).shape
         (-1, 8)
     """
-    xs = list(input) if isinstance(input, (list, tuple)) else [input]
+    refuse_tuple(input, "concat", "input")
+    xs = list(input) if isinstance(input, list) else [input]
     for i, x in enumerate(xs):
         check_variable_and_dtype(x, "input[%d]" % i, ["float16", "float32", "float64", "int32", "int64"], "concat")
     check_type(axis, "axis", (int, np.integer, Variable), "concat")

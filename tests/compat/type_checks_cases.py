@@ -234,6 +234,22 @@ def _blocks():
     case("warpctc", "L.warpctc(x, label)", x=f32(6, 5, lod=1), label=i32(4, 1, lod=1))
 
 
+def _lists():
+    """Layers Paddle 1.8 gives a list (or tuple) of Variables."""
+    case("fc_list", "L.fc([x, y], size=2)", x=f32(3, 4), y=f32(3, 5))
+    case("concat_tuple", "L.concat((x, y), axis=1)", x=f32(3, 4), y=f32(3, 5))
+    case("concat_one", "L.concat(x)", x=f32(3, 4))
+    case("sums_tuple", "L.sums((x, y))", x=f32(3, 4), y=f32(3, 4))
+    case("stack_tuple", "L.stack((x, y))", x=f32(3, 4), y=f32(3, 4))
+    case("sequence_concat_list", "L.sequence_concat([x, y])", x=f32(5, 4, lod=1), y=f32(4, 4, lod=1))
+    case("multiplex_tuple", "L.multiplex((x, y), idx)", x=f32(3, 4), y=f32(3, 4), idx=i32(3, 1))
+
+
+# cases whose call Paddle 1.8 itself refuses with TypeError: a dense tensor where a SelectedRows
+# goes, a tuple where its layer (or its op) takes a list
+PADDLE_REFUSES = {"get_tensor_from_selected_rows", "concat_tuple", "sums_tuple", "stack_tuple", "multiplex_tuple"}
+
+
 def _made_tensors():
     case("fill_constant_out", "L.fill_constant([3, 4], 'float32', 1.0, out=x)", x=f32(3, 4))
     case("fill_constant_shape", "L.fill_constant(s, 'float32', 1.0)", s=i32(2))
@@ -260,7 +276,8 @@ def _made_tensors():
     case("get_tensor_from_selected_rows", "L.get_tensor_from_selected_rows(x)", x=f32(3, 4))
 
 
-for _fill in (_activations, _binary, _losses, _image, _sequences, _control_flow, _blocks, _made_tensors):
+for _fill in (_activations, _binary, _losses, _image, _sequences, _control_flow, _blocks, _lists,
+              _made_tensors):
     _fill()
 
 
