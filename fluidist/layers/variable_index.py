@@ -65,11 +65,13 @@ def _as_int(value, what):
                     % (what, value, type(value).__name__))
 
 
-def _add_slice(plan, block, dim, entry):
+def _add_slice(plan, dim, entry):
     start, stop, step = entry.start, entry.stop, entry.step
     if start is None and stop is None and step is None:
         return
     step = 1 if step is None else _as_int(step, "the step of axis %d" % dim)
+    if isinstance(step, int) and step == 0:
+        raise ValueError("Variable index: axis %d: the step must not be 0" % dim)
     if start is None and stop is None:
         if isinstance(step, Variable):
             raise TypeError("Variable index: axis %d: a Variable step needs a start or a stop" % dim)
@@ -81,8 +83,6 @@ def _add_slice(plan, block, dim, entry):
             raise ValueError("Variable index: axis %d: ::%d needs a start (Paddle 1.8 takes only ::-1 "
                              "without a start and a stop)" % (dim, step))
         return
-    if isinstance(step, int) and step == 0:
-        raise ValueError("Variable index: axis %d: the step must not be 0" % dim)
     plan.add(dim, 0 if start is None else _as_int(start, "the start of axis %d" % dim),
              END_OF_AXIS if stop is None else _as_int(stop, "the stop of axis %d" % dim), step)
 
@@ -143,7 +143,7 @@ def getitem(var: Variable, item: Any) -> Variable:
     plan = _IndexPlan()
     for dim, entry in enumerate(items):
         if isinstance(entry, slice):
-            _add_slice(plan, block, dim, entry)
+            _add_slice(plan, dim, entry)
         else:
             _add_index(plan, block, dim, entry, var)
     out = var
