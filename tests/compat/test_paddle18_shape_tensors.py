@@ -120,3 +120,19 @@ def test_shape_variables_paddle_refuses():
         fluid.layers.fill_constant(shape=[1], dtype="uint8", value=1.0)
     with pytest.raises(TypeError, match="out"):
         fluid.layers.fill_constant(shape=[1], dtype="int64", value=1, out=x)
+
+
+def test_batch_norm_momentum_given_as_a_variable_weights_the_moving_mean():
+    """Paddle 1.8's layer misspells the slot and drops a Variable momentum (0.9 is used); fluidist
+    reads it (``MomentumTensor``, the slot of Paddle's op)."""
+    x = np.random.RandomState(0).rand(4, 3).astype("float32")
+    prog, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(prog, startup):
+        xv = fluid.data(name="x", shape=[-1, 3], dtype="float32")
+        fluid.layers.batch_norm(xv, momentum=fluid.layers.fill_constant([1], "float32", 0.25),
+                                moving_mean_name="mm", moving_variance_name="mv")
+    assert "MomentumTensor" in prog.global_block().ops[-1].inputs
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    exe.run(prog, feed={"x": x}, scope=scope)
+    np.testing.assert_allclose(np.array(scope.find_var("mm").get_tensor()), 0.75 * x.mean(0), rtol=1e-5)
