@@ -50,6 +50,23 @@ def build_op(op_type, inputs, attrs=None, outputs=("Out",), grad_inputs=(), lods
     return prog, feed, out_names
 
 
+def append_op(op_type, inputs, attrs=None, outputs=("Out",), dtype=None):
+    """The op itself appended to the program being built, its first output returned: for float64
+    gradient checks of ops whose Paddle 1.8 layer takes float32 only (``sequence_pool``,
+    ``im2sequence``). ``inputs``: {slot: Variable}; the outputs get ``dtype`` (the first input's)."""
+    helper = fluid.layers.LayerHelper(op_type)
+    first = next(iter(inputs.values()))
+    outs = {slot: [helper.create_variable_for_type_inference(dtype or first.dtype)] for slot in outputs}
+    helper.append_op(op_type, inputs={k: [v] for k, v in inputs.items()}, outputs=outs, attrs=attrs or {})
+    return outs[outputs[0]][0]
+
+
+def sequence_pool_op(x, pool_type):
+    """``layers.sequence_pool(x, pool_type)`` for any float dtype (the op, without the layer's check)."""
+    return append_op("sequence_pool", {"X": x}, {"pooltype": pool_type.upper(), "is_test": False, "pad_value": 0.0},
+                     outputs=("Out", "MaxIndex"))
+
+
 def run_op(op_type, inputs, attrs=None, outputs=("Out",), lods=None):
     """Run one op; returns {slot: [arrays]}."""
     prog, feed, out_names = build_op(op_type, inputs, attrs, outputs, lods=lods)

@@ -171,6 +171,9 @@ class CompiledProgram:
         self._compiled_with = None
         self._run_program = None
         self._resolved = None
+        self._is_inference = False     # Paddle's flag: _with_inference_optimize was called
+        self._infer_config = None
+        self._predictor = None
 
     def with_data_parallel(self, loss_name: str | None = None, build_strategy: BuildStrategy | None = None,
                            exec_strategy: ExecutionStrategy | None = None,
@@ -219,11 +222,12 @@ class CompiledProgram:
         if self._data_parallel:
             raise ValueError("Cannot compile the program with inference optimization: it is already "
                              "compiled for data parallel")
-        if getattr(self, "_infer_config", None) is not None:
+        if self._is_inference:
             raise ValueError("The program is already compiled with inference optimization")
         if not hasattr(config, "_create_predictor"):
             raise TypeError("_with_inference_optimize takes a NativeConfig or an AnalysisConfig, got %r"
                             % type(config).__name__)
+        self._is_inference = True
         self._infer_config = config
         self._predictor = None
         return self
@@ -254,7 +258,7 @@ class CompiledProgram:
         return self._run_program
 
     def _run_on(self, executor, feed, fetch_list, scope, return_numpy, return_merged):
-        if getattr(self, "_infer_config", None) is not None:
+        if self._is_inference:
             return self._run_inference(feed)
         scope = scope if scope is not None else global_scope()
         program = self._program_for_run(executor, scope)

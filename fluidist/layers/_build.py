@@ -33,12 +33,14 @@ def one_op(op_type, inputs, attrs=None, out_slot="Out", dtype=None, name=None, l
     return out
 
 
-def xshape_op(op_type, x, attrs, name=None):
-    """A reshaping op with Paddle's ``XShape`` side output (what its gradient reads)."""
+def xshape_op(op_type, x, attrs, name=None, tensors=None):
+    """A reshaping op with Paddle's ``XShape`` side output (what its gradient reads); ``tensors``: its
+    other inputs (the axes as tensors)."""
     helper = LayerHelper(op_type, name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
     x_shape = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(op_type, inputs={"X": [x]}, outputs={"Out": [out], "XShape": [x_shape]}, attrs=attrs)
+    helper.append_op(op_type, inputs=dict(tensors or {}, X=[x]), outputs={"Out": [out], "XShape": [x_shape]},
+                     attrs=attrs)
     return out
 
 

@@ -171,7 +171,7 @@ def prelu(x: Variable, mode: str, param_attr: ParamAttrLike = None, name: str | 
     return out
 
 
-def inplace_abn(input: Variable, act: str | None = None, is_test: bool = False, momentum: float = 0.9,
+def inplace_abn(input: Variable, act: str | None = None, is_test: bool = False, momentum: float | Variable = 0.9,
                 epsilon: float = 1e-05, param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None,
                 data_layout: str = "NCHW", name: str | None = None, moving_mean_name: str | None = None,
                 moving_variance_name: str | None = None, do_model_average_for_mean_and_var: bool = True,

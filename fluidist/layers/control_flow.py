@@ -148,6 +148,7 @@ def select_input(inputs: Variable | Sequence[Variable], mask: Variable) -> Varia
         >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[out])[0].tolist()
         [2.0]
     """
+    _check_var(mask, "select_input", "mask")
     helper = LayerHelper("select_input")
     candidates: list[Variable] = (list(inputs) if isinstance(inputs, (list, tuple))
                                   else [inputs])  # type: ignore[list-item]

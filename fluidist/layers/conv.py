@@ -241,7 +241,7 @@ def adaptive_pool2d(input: Variable, pool_size: int | Sequence[int], pool_type: 
     return out
 
 
-def batch_norm(input: Variable, act: str | None = None, is_test: bool = False, momentum: float = 0.9,
+def batch_norm(input: Variable, act: str | None = None, is_test: bool = False, momentum: float | Variable = 0.9,
                epsilon: float = 1e-05, param_attr: ParamAttrLike = None, bias_attr: ParamAttrLike = None,
                data_layout: str = "NCHW", in_place: bool = False, name: str | None = None,
                moving_mean_name: str | None = None, moving_variance_name: str | None = None,
@@ -257,7 +257,8 @@ def batch_norm(input: Variable, act: str | None = None, is_test: bool = False, m
         input: a tensor of rank 2 to 5, channels on axis 1 (NCHW) or last (NHWC).
         act: an activation name, or None.
         is_test: use the moving averages (inference).
-        momentum: the weight of the old moving average.
+        momentum: the weight of the old moving average, or a ``[1]`` float Variable holding it (read
+            when the program runs; Paddle 1.8's layer drops such a Variable and uses 0.9).
         epsilon: added to the variance before the square root.
         param_attr: the scale's attribute.
         bias_attr: the bias's attribute.
@@ -286,7 +287,7 @@ def norm_layer(op_type, extra_attrs, input, act, is_test, momentum, epsilon, par
                use_global_stats):
     """The batch_norm layer building ``op_type`` (``batch_norm``, or ``inplace_abn`` with its
     activation in ``extra_attrs``)."""
-    _check_input(input, "batch_norm")
+    _check_input(input, op_type)
     last = _data_format(data_layout, "batch_norm", "data_layout")
     if input.shape is None or len(input.shape) < 2:
         raise ValueError("batch_norm: input %r must have rank >= 2, got shape %s"
@@ -315,11 +316,15 @@ def norm_layer(op_type, extra_attrs, input, act, is_test, momentum, epsilon, par
     saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
     saved_variance = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
     y = input if in_place else helper.create_variable_for_type_inference(input.dtype)
+    inputs = {"X": [input], "Scale": [scale], "Bias": [bias], "Mean": [mean], "Variance": [variance]}
+    if isinstance(momentum, Variable):  # read when the program runs (Paddle 1.8 misspells the slot and drops it)
+        inputs["MomentumTensor"] = [momentum]
     helper.append_op(op_type,
-                     inputs={"X": [input], "Scale": [scale], "Bias": [bias], "Mean": [mean], "Variance": [variance]},
+                     inputs=inputs,
                      outputs={"Y": [y], "MeanOut": [mean], "VarianceOut": [variance], "SavedMean": [saved_mean],
                               "SavedVariance": [saved_variance]},
-                     attrs=dict({"momentum": float(momentum), "epsilon": float(epsilon), "is_test": is_test,
+                     attrs=dict({"momentum": 0.9 if isinstance(momentum, Variable) else float(momentum),
+                                 "epsilon": float(epsilon), "is_test": is_test,
                                  "data_layout": data_layout, "use_mkldnn": False, "fuse_with_relu": False,
                                  "use_global_stats": use_global_stats}, **extra_attrs))
     return helper.append_activation(y)

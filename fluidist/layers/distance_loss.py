@@ -18,8 +18,9 @@ __all__ = ["smooth_l1", "huber_loss", "kldiv_loss", "mse_loss", "center_loss", "
            "margin_rank_loss", "bpr_loss", "npair_loss", "teacher_student_sigmoid_loss"]
 
 
-def _check(x, layer, arg, dtypes=("float32", "float64")):
-    check_variable(x, layer, arg, dtypes)
+def _check(x, layer, arg):
+    """A Variable of the dtypes Paddle 1.8's ``layer`` takes for ``arg`` (``input_dtypes``)."""
+    check_variable(x, layer, arg)
 
 
 def smooth_l1(x: Variable, y: Variable, inside_weight: Variable | None = None, outside_weight: Variable | None = None,
@@ -41,8 +42,8 @@ def smooth_l1(x: Variable, y: Variable, inside_weight: Variable | None = None, o
         >>> target = fluid.data(name="target", shape=[None, 4], dtype="float32")
         >>> loss = fluid.layers.smooth_l1(box, target)
     """
-    _check(x, "smooth_l1", "x")
-    _check(y, "smooth_l1", "y")
+    _check(x, "smooth_l1", "X")
+    _check(y, "smooth_l1", "Y")
     helper = LayerHelper("smooth_l1_loss")
     diff = helper.create_variable_for_type_inference(x.dtype)
     loss = helper.create_variable_for_type_inference(x.dtype)
@@ -151,7 +152,7 @@ def center_loss(input: Variable, label: Variable, num_classes: int, alpha: float
         >>> loss = fluid.layers.center_loss(feat, label, num_classes=10, alpha=0.1, param_attr=None)
     """
     _check(input, "center_loss", "input")
-    _check(label, "center_loss", "label", ("int32", "int64"))
+    _check(label, "center_loss", "label")
     helper = LayerHelper("center_loss", input=input, param_attr=param_attr)
     dtype = helper.input_dtype()
     centers = helper.create_parameter(attr=param_attr, shape=[num_classes, input.shape[1]], dtype=dtype)
@@ -220,7 +221,7 @@ def rank_loss(label: Variable, left: Variable, right: Variable, name: str | None
         >>> loss = fluid.layers.rank_loss(label, left, right)
     """
     for arg, v in (("label", label), ("left", left), ("right", right)):
-        _check(v, "rank_loss", arg, ("float32",))
+        _check(v, "rank_loss", arg)
     helper = LayerHelper("rank_loss", name=name)
     out = helper.create_variable_for_type_inference("float32")
     helper.append_op("rank_loss", inputs={"Label": [label], "Left": [left], "Right": [right]}, outputs={"Out": [out]})
@@ -248,7 +249,7 @@ def margin_rank_loss(label: Variable, left: Variable, right: Variable, margin: f
         >>> loss = fluid.layers.margin_rank_loss(label, left, right, margin=0.2)
     """
     for arg, v in (("label", label), ("left", left), ("right", right)):
-        _check(v, "margin_rank_loss", arg, ("float32",))
+        _check(v, "margin_rank_loss", arg)
     helper = LayerHelper("margin_rank_loss", name=name)
     out = helper.create_variable_for_type_inference(left.dtype)
     act = helper.create_variable_for_type_inference(left.dtype)
@@ -274,7 +275,7 @@ def bpr_loss(input: Variable, label: Variable, name: str | None = None) -> Varia
         >>> loss = fluid.layers.bpr_loss(scores, pos)
     """
     _check(input, "bpr_loss", "input")
-    _check(label, "bpr_loss", "label", ("int64",))
+    _check(label, "bpr_loss", "label")
     helper = LayerHelper("bpr_loss", name=name)
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("bpr_loss", inputs={"X": [input], "Label": [label]}, outputs={"Y": [out]})
@@ -302,6 +303,7 @@ def npair_loss(anchor: Variable, positive: Variable, labels: Variable, l2_reg: f
     """
     _check(anchor, "npair_loss", "anchor")
     _check(positive, "npair_loss", "positive")
+    _check(labels, "npair_loss", "labels")
     beta = 0.25
     batch_size = labels.shape[0]
     labels = reshape(labels, shape=[batch_size, 1], inplace=True)

@@ -5,7 +5,8 @@ from typing import Sequence
 
 from ..framework.program import Variable
 from ..hints import DType, ParamAttrLike
-from .layer_helper import LayerHelper
+from ..data_feeder import check_dtype
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["embedding"]
 
@@ -43,14 +44,14 @@ def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False, is_
 def lookup(input, size, is_sparse, is_distributed, padding_idx, param_attr, dtype, op_type):
     """The embedding layer building ``op_type`` (``lookup_table``, or ``lookup_table_v2`` for
     ``fluid.embedding``, whose ids need no trailing 1)."""
-    if not isinstance(input, Variable):
-        raise TypeError("embedding: 'input' must be a Variable, got %r" % type(input).__name__)
+    # Paddle 1.8 takes int64 ids only, in both forms (``fluid.embedding`` is lookup_table_v2)
+    check_variable(input, "embedding" if op_type == "lookup_table" else "fluid.embedding", "input")
+    check_dtype(dtype, "dtype", ["float16", "float32", "float64"],
+                "embedding" if op_type == "lookup_table" else "fluid.embedding")
     if len(size) != 2 or any(int(s) <= 0 for s in size):
         raise ValueError("embedding: size must be [vocab_size, embedding_width] with both > 0, got %s"
                          % (list(size),))
     size = [int(s) for s in size]
-    if input.dtype is not None and input.dtype not in ("int64", "int32"):
-        raise TypeError("embedding: input %r must hold int64 ids, got dtype %s" % (input.name, input.dtype))
     if padding_idx is None:
         padding_idx = -1
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..data_feeder import check_type
 from ..framework.program import Variable
 from ..hints import DType
 from .layer_helper import LayerHelper
@@ -147,7 +148,7 @@ def index_select(input: Variable, index: Variable, dim: int = 0) -> Variable:
         >>> fluid.layers.index_select(x, cols, dim=1).shape
         (4, 2)
     """
-    check_var(input, "index_select", "input")
+    check_var(input, "index_select", "x")
     check_var(index, "index_select", "index")
     return one_op("index_select", {"X": input, "Index": index}, {"dim": int(dim)})
 
@@ -264,8 +265,11 @@ def multiplex(inputs: Sequence[Variable], index: Variable) -> Variable:
         >>> which = fluid.data(name="which", shape=[None, 1], dtype="int32")
         >>> mixed = fluid.layers.multiplex([a, b], which)
     """
-    if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
+    check_type(inputs, "inputs", list, "multiplex")
+    if len(inputs) < 2:
         raise ValueError("multiplex: inputs must be a list of at least 2 Variables")
+    for x in inputs:
+        check_var(x, "multiplex", "inputs")
     check_var(index, "multiplex", "index")
     return one_op("multiplex", {"X": list(inputs), "Ids": index})
 

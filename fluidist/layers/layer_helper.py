@@ -10,16 +10,28 @@ from ..framework.program import Program, Variable, default_main_program, default
 from ..hints import DType
 from ..initializer import ConstantInitializer, XavierInitializer
 from ..param_attr import ParamAttr
+from .input_dtypes import INPUT_DTYPES
 
 
 def check_variable(x: Any, layer: str, arg: str, dtypes: Sequence[str] | None = None) -> Variable:
-    """TypeError naming the layer and argument unless ``x`` is a Variable (of one of ``dtypes``)."""
+    """TypeError naming the layer and argument unless ``x`` is a Variable of one of ``dtypes``
+    (default: the dtypes Paddle 1.8's ``layer`` takes for ``arg``, ``input_dtypes.INPUT_DTYPES``;
+    any dtype where it has none)."""
     if not isinstance(x, Variable):
-        raise TypeError("%s: %r must be a Variable, got %r" % (layer, arg, type(x).__name__))
-    if dtypes and x.dtype not in dtypes:
-        raise TypeError("%s: %r (variable %r) must be of dtype %s, got %s"
-                        % (layer, arg, x.name, "/".join(dtypes), x.dtype))
+        raise TypeError("The type of '%s' in %s must be Variable, but received %s."
+                        % (arg, layer, type(x).__name__))
+    allowed = dtypes or INPUT_DTYPES.get((layer, arg))
+    if allowed and x.dtype is not None and convert_dtype(x.dtype) not in allowed:
+        raise TypeError("The data type of '%s' in %s must be %s, but received %s (variable %r)."
+                        % (arg, layer, list(allowed), convert_dtype(x.dtype), x.name))
     return x
+
+def refuse_tuple(value, layer, arg):
+    """TypeError for a tuple where Paddle 1.8's layer takes a list of Variables only (its op, or its
+    check, refuses a tuple)."""
+    if isinstance(value, tuple):
+        raise TypeError("The type of '%s' in %s must be a list of Variables (or a Variable), but received a tuple."
+                        % (arg, layer))
 
 
 class LayerHelper:
@@ -116,6 +128,13 @@ class LayerHelper:
         # a copy, as Paddle's: naming it must not name the caller's ParamAttr, which may stand for
         # several parameters (one per input of an fc, or the same attr passed to several layers)
         attr = copy.deepcopy(ParamAttr._to_attr(attr))
+        if attr.initializer is None and default_initializer is None and \
+                convert_dtype(dtype) not in ("float16", "float32", "float64"):
+            # Paddle 1.8's rule (a conv2d or fc over int inputs ends here): the default initialisers
+            # draw floats
+            raise TypeError("Can not create parameter %r of dtype %s with the default initializer (it draws "
+                            "floats): give the parameter's initializer" % (attr.name or self.name,
+                                                                             convert_dtype(dtype)))
         if attr.name is None:
             attr.name = unique_name.generate(".".join([self.name, "b" if is_bias else "w"]))
         init = attr.initializer or default_initializer or (

@@ -27,6 +27,8 @@ def square_error_cost(input: Variable, label: Variable) -> Variable:
         >>> y = fluid.data(name="y", shape=[None, 1], dtype="float32")
         >>> loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(x, 1), y))
     """
+    _check(input, "square_error_cost", "input")
+    _check(label, "square_error_cost", "label")
     helper = LayerHelper("square_error_cost")
     minus = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op("elementwise_sub", inputs={"X": [input], "Y": [label]}, outputs={"Out": [minus]})
@@ -154,7 +156,7 @@ def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable, ignore_index
         >>> target = fluid.data(name="target", shape=[None, 5], dtype="float32")
         >>> loss = fluid.layers.sigmoid_cross_entropy_with_logits(logit, target)
     """
-    _check(x, "sigmoid_cross_entropy_with_logits", "x")
+    _check(x, "sigmoid_cross_entropy_with_logits", "input")
     _check(label, "sigmoid_cross_entropy_with_logits", "label")
     helper = LayerHelper("sigmoid_cross_entropy_with_logits", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)

@@ -5,22 +5,18 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, refuse_tuple
 from ._build import check_var, int_list, one_op, xshape_op
+from ..data_feeder import check_dtype, check_type, check_variable_and_dtype
+from .shape_args import attr_values, has_variable, int_tensors, tensor_list
 from .rearrange import shuffle_channel, space_to_depth, temporal_shift, unfold  # noqa: F401 (re-exported)
 
 __all__ = ["squeeze", "unsqueeze", "flatten", "stack", "unstack", "expand", "expand_as", "slice",
            "strided_slice", "flip", "roll", "pad", "pad2d", "pad_constant_like", "crop", "crop_tensor",
            "space_to_depth", "shuffle_channel", "temporal_shift", "unfold", "meshgrid", "diag_embed", "t"]
-
-
-def _int_tensors(values):
-    """``values`` (ints and int Variables) as the tensor-list input of an op, each int made a CPU int32
-    ``[1]`` constant, and as its attr, -1 where a Variable stands: ``(tensors, attr_values)``."""
-    from .tensor import fill_constant
-    tensors = [v if isinstance(v, Variable) else fill_constant([1], "int32", v, force_cpu=True) for v in values]
-    return tensors, [-1 if isinstance(v, Variable) else int(v) for v in values]
 
 
 def squeeze(input: Variable, axes: Sequence[int], name: str | None = None) -> Variable:
@@ -44,12 +40,13 @@ def squeeze(input: Variable, axes: Sequence[int], name: str | None = None) -> Va
     return xshape_op("squeeze2", input, {"axes": int_list(axes, "squeeze", "axes")}, name)
 
 
-def unsqueeze(input: Variable, axes: int | Sequence[int], name: str | None = None) -> Variable:
+def unsqueeze(input: Variable, axes: int | Sequence[int | Variable] | Variable, name: str | None = None) -> Variable:
     """``input`` with size-1 dimensions inserted at ``axes``, in order.
 
     Args:
         input: the tensor.
-        axes: where to insert, in the output's numbering.
+        axes: where to insert, in the output's numbering: ints and int Variables (the
+            ``AxesTensorList`` input), or one int Variable holding them all (``AxesTensor``).
         name: the output's name (generated when None).
 
     Returns:
@@ -61,6 +58,15 @@ def unsqueeze(input: Variable, axes: int | Sequence[int], name: str | None = Non
         (-1, 1, 5)
     """
     check_var(input, "unsqueeze", "input")
+    if not isinstance(axes, (int, list, tuple, Variable)):
+        raise TypeError("The type of 'axes' in unsqueeze must be int, list, tuple or Variable, but received %s."
+                        % type(axes))
+    if isinstance(axes, Variable):
+        axes.stop_gradient = True
+        return xshape_op("unsqueeze2", input, {}, name, tensors={"AxesTensor": [axes]})
+    if isinstance(axes, (list, tuple)) and has_variable(axes):
+        return xshape_op("unsqueeze2", input, {}, name,
+                         tensors={"AxesTensorList": tensor_list(axes, "unsqueeze", "axes")})
     return xshape_op("unsqueeze2", input, {"axes": int_list(axes, "unsqueeze", "axes")}, name)
 
 
@@ -102,6 +108,7 @@ def stack(x: Variable | Sequence[Variable], axis: int = 0) -> Variable:
         >>> fluid.layers.stack([a, b], axis=1).shape
         (-1, 2, 3)
     """
+    refuse_tuple(x, "stack", "x")
     xs = [x] if isinstance(x, Variable) else list(x)
     for v in xs:
         check_var(v, "stack", "x")
@@ -157,7 +164,7 @@ def expand(x: Variable, expand_times: Sequence[int | Variable] | Variable, name:
         expand_times.stop_gradient = True
         inputs["ExpandTimes"] = [expand_times]
     elif any(isinstance(t, Variable) for t in expand_times):
-        inputs["expand_times_tensor"], attrs["expand_times"] = _int_tensors(expand_times)
+        inputs["expand_times_tensor"], attrs["expand_times"] = int_tensors(expand_times, "expand", "expand_times")
     else:
         attrs["expand_times"] = int_list(list(expand_times), "expand", "expand_times")
     out = helper.create_variable_for_type_inference(x.dtype)
@@ -187,24 +194,40 @@ def expand_as(x: Variable, target_tensor: Variable, name: str | None = None) -> 
 
 
 def _slice(op_type, input, axes, starts, ends, strides=None):
-    check_var(input, op_type, "input")
+    """The ``slice`` / ``strided_slice`` op as Paddle 1.8's layers build it: a Variable bound is the
+    whole-tensor input (no attr), a list holding Variables the tensor-list input with -1 in the attr
+    and in ``infer_flags`` where a Variable stands."""
+    strided = op_type == "strided_slice"
+    if strided:
+        check_variable_and_dtype(input, "input", ["float32", "float64", "int32", "int64"], op_type)
+        check_type(axes, "axes", (list, tuple), op_type)
+    else:
+        check_var(input, op_type, "input")
+    bounds = [("starts", starts, "StartsTensor", "StartsTensorList"), ("ends", ends, "EndsTensor", "EndsTensorList")]
+    if strided:
+        bounds.append(("strides", strides, "StridesTensor", "StridesTensorList"))
+    for key, vals, _, _ in bounds:
+        if not isinstance(vals, (list, tuple, Variable)):
+            if strided:
+                check_type(vals, key, (list, tuple, Variable), op_type)
+            raise ValueError("Input %s must be an Variable, python list or tuple." % key)
+        if strided:     # Paddle's strided_slice takes int32 index Variables only
+            for i, v in enumerate([vals] if isinstance(vals, Variable) else vals):
+                if isinstance(v, Variable):
+                    check_dtype(v.dtype, key if isinstance(vals, Variable) else "%s[%d]" % (key, i), ["int32"], op_type)
     axes = int_list(list(axes), op_type, "axes")
     helper = LayerHelper(op_type)
     inputs = {"Input": [input]}
     attrs = {"axes": axes, "decrease_axis": []}
     infer = [1] * len(axes)
-    for key, vals, tensor_slot, list_slot in (("starts", starts, "StartsTensor", "StartsTensorList"),
-                                              ("ends", ends, "EndsTensor", "EndsTensorList"),
-                                              ("strides", strides, "StridesTensor", "StridesTensorList")):
-        if vals is None:
-            continue
+    for key, vals, tensor_slot, list_slot in bounds:
         if isinstance(vals, Variable):
             vals.stop_gradient = True
             inputs[tensor_slot] = [vals]
-            attrs[key] = [-1] * len(axes)
-            infer = [-1] * len(axes)
-        elif any(isinstance(v, Variable) for v in vals):
-            inputs[list_slot], attrs[key] = _int_tensors(vals)
+            if not strided:     # (Paddle's strided_slice keeps its flags)
+                infer = [-1] * len(axes)
+        elif has_variable(vals):
+            inputs[list_slot], attrs[key] = int_tensors(vals, op_type, key)
             infer = [-1 if isinstance(v, Variable) else f for v, f in zip(vals, infer)]
         else:
             attrs[key] = int_list(list(vals), op_type, key, len(axes))
@@ -272,7 +295,7 @@ def flip(input: Variable, dims: int | Sequence[int], name: str | None = None) ->
         >>> x = fluid.data(name="x", shape=[None, 5], dtype="float32")
         >>> y = fluid.layers.flip(x, dims=[1])
     """
-    check_var(input, "flip", "input")
+    check_var(input, "flip", "X")
     return one_op("flip", {"X": input}, {"dims": int_list(dims, "flip", "dims")}, name=name)
 
 
@@ -440,15 +463,18 @@ def crop_tensor(x: Variable, shape: Sequence[int | Variable] | Variable | None =
         shape = list(x.shape)
     if offsets is None:
         offsets = [0] * len(x.shape)
-    inputs, attrs = {"X": x}, {}
-    for key, vals, whole, parts in (("shape", shape, "Shape", "ShapeTensor"),
-                                    ("offsets", offsets, "Offsets", "OffsetsTensor")):
-        if isinstance(vals, Variable):
+    inputs: dict = {"X": x}
+    attrs: dict = {}
+    for key, vals, whole, parts, hole in (("offsets", offsets, "Offsets", "OffsetsTensor", -1),
+                                          ("shape", shape, "Shape", "ShapeTensor", 0)):
+        if isinstance(vals, Variable):      # (Paddle's order: offsets first, then shape)
             vals.stop_gradient = True
             inputs[whole] = vals
-            attrs[key] = [-1] * len(x.shape)
-        elif any(isinstance(v, Variable) for v in vals):
-            inputs[parts], attrs[key] = _int_tensors(vals)
+            if key == "offsets":
+                attrs[key] = [-1] * len(x.shape)
+        elif has_variable(vals):
+            inputs[parts] = tensor_list(vals, "crop_tensor", key)
+            attrs[key] = attr_values(vals, "crop_tensor", key, hole=hole)
         else:
             attrs[key] = int_list(list(vals), "crop_tensor", key, len(x.shape))
     return one_op("crop_tensor", inputs, attrs, name=name)
@@ -472,6 +498,8 @@ def meshgrid(input: Sequence[Variable], name: str | None = None) -> list[Variabl
     xs = list(input)
     if len(xs) < 2:
         raise ValueError("meshgrid: give at least two 1-D Variables")
+    for v in xs:
+        check_var(v, "meshgrid", "input")
     helper = LayerHelper("meshgrid", name=name)
     outs = [helper.create_variable_for_type_inference(v.dtype) for v in xs]
     helper.append_op("meshgrid", inputs={"X": xs}, outputs={"Out": outs})
@@ -495,7 +523,10 @@ def diag_embed(input: Variable, offset: int = 0, dim1: int = -2, dim2: int = -1)
         >>> fluid.layers.diag_embed(v).shape
         (-1, 3, 3)
     """
-    check_var(input, "diag_embed", "input")
+    if isinstance(input, np.ndarray):   # as Paddle: a NumPy array is assigned into the program first
+        from .tensor_fill import assign
+        input = assign(input)
+    check_var(input, "diag_embed", "Input")
     return one_op("diag_embed", {"Input": input}, {"offset": int(offset), "dim1": int(dim1), "dim2": int(dim2)})
 
 

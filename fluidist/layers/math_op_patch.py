@@ -1,6 +1,7 @@
-"""Arithmetic on Variables: ``a + b``, ``x * 2.0``, ``-x``, ``a @ b`` build ops as Paddle's did."""
+"""Arithmetic on Variables: ``a + b``, ``x * 2.0``, ``-x``, ``a @ b`` build ops as Paddle's did; ``x[1:3, 0]``\nslices (``variable_index``)."""
 from ..framework import unique_name
 from ..framework.program import Variable
+from .variable_index import getitem
 
 
 def _new_var(ref, dtype=None):
@@ -70,6 +71,10 @@ def monkey_patch_variable():
         setattr(Variable, name, _compare(op))
     Variable.__hash__ = object.__hash__
     Variable.astype = _astype
+    Variable.__getitem__ = getitem
+    # not iterable (``iter(x)`` is a TypeError): with ``__getitem__`` alone Python would iterate by
+    # indexing 0, 1, 2, ... and never stop on an axis of unknown size
+    Variable.__iter__ = None
 
 
 def _astype(self, dtype):

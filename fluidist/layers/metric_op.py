@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..framework.program import Variable
 from ..initializer import Constant
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["topk", "accuracy", "auc"]
 
@@ -59,6 +59,7 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | N
         >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
         >>> acc = fluid.layers.accuracy(input=fluid.layers.fc(x, 3, act="softmax"), label=label)
     """
+    check_variable(input, "accuracy", "input")
     if not isinstance(label, Variable):
         raise TypeError("accuracy: 'label' must be a Variable, got %r" % type(label).__name__)
     helper = LayerHelper("accuracy")
@@ -99,10 +100,8 @@ def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: in
         >>> label = fluid.data(name="label", shape=[None, 1], dtype="int64")
         >>> auc_var, batch_auc, states = fluid.layers.auc(fluid.layers.fc(x, 2, act="softmax"), label)
     """
-    if not isinstance(input, Variable) or input.dtype not in ("float32", "float64"):
-        raise TypeError("auc: 'input' must be a float32/float64 Variable")
-    if not isinstance(label, Variable) or label.dtype not in ("int32", "int64"):
-        raise TypeError("auc: 'label' must be an int32/int64 Variable")
+    check_variable(input, "auc", "input")
+    check_variable(label, "auc", "label")
     if curve != "ROC":
         raise ValueError("auc: only curve='ROC' is supported, got %r" % (curve,))
     helper = LayerHelper("auc")

@@ -6,7 +6,8 @@ from typing import Sequence
 
 from ..framework.variable import Variable
 from ..hints import ParamAttrLike
-from ._build import _unary  # noqa: F401 (activation.py, ops.py and others import it from here)
+from ..data_feeder import check_variable_and_dtype
+from ._build import _unary, one_op  # noqa: F401 (activation.py, ops.py and others import _unary from here)
 from .layer_helper import LayerHelper, check_variable
 from .nn_elementwise import (elementwise_add, elementwise_div, elementwise_floordiv, elementwise_max,  # noqa: F401
                              elementwise_min, elementwise_mod, elementwise_mul, elementwise_pow, elementwise_sub)
@@ -66,6 +67,8 @@ def fc(input: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 
         attrs = attrs * len(inputs)
     if len(attrs) != len(inputs):
         raise ValueError("fc: %d param_attrs for %d inputs" % (len(attrs), len(inputs)))
+    for x in inputs:
+        check_variable(x, "fc", "input")
     dtype = helper.input_dtype()
     mul_results = []
     for x, pattr in zip(inputs, attrs):
@@ -125,6 +128,8 @@ def mul(x: Variable, y: Variable, x_num_col_dims: int = 1, y_num_col_dims: int =
         >>> w = fluid.layers.create_parameter(shape=[4, 2], dtype="float32")
         >>> out = fluid.layers.mul(x, w)
     """
+    check_variable(x, "mul", "x")
+    check_variable(y, "mul", "y")
     helper = LayerHelper("mul", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("mul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
@@ -152,6 +157,8 @@ def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: boo
         >>> k = fluid.data(name="k", shape=[None, 5, 8], dtype="float32")
         >>> scores = fluid.layers.matmul(q, k, transpose_y=True, alpha=8 ** -0.5)
     """
+    check_variable(x, "matmul", "x")
+    check_variable(y, "matmul", "y")
     helper = LayerHelper("matmul", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op("matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
@@ -159,15 +166,13 @@ def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: boo
     return out
 
 
-def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True,
+def scale(x: Variable, scale: float | Variable = 1.0, bias: float = 0.0, bias_after_scale: bool = True,
           act: str | None = None, name: str | None = None) -> Variable:
     """``scale * x + bias`` (or ``scale * (x + bias)``), then an optional activation.
 
-    Paddle 1.8 also takes ``scale`` as a Variable; fluidist takes a number.
-
     Args:
         x: a tensor of any shape.
-        scale: the factor.
+        scale: the factor, a number or a ``[1]`` float Variable (read when the program runs).
         bias: the offset.
         bias_after_scale: add ``bias`` after scaling (True) or before (False).
         act: an activation name, or None.
@@ -176,14 +181,24 @@ def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
+    Raises:
+        TypeError: ``x`` is not a Variable of a number dtype (as Paddle 1.8).
+
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> y = fluid.layers.scale(x, scale=2.0, bias=1.0)
     """
+    check_variable_and_dtype(x, "x", ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8"],
+                             "scale")
     helper = LayerHelper("scale", name=name, act=act)
+    inputs = {"X": [x]}
+    attrs = {"bias": float(bias), "bias_after_scale": bias_after_scale}
+    if isinstance(scale, Variable):
+        inputs["ScaleTensor"] = [scale]
+    else:
+        attrs["scale"] = float(scale)
     out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op("scale", inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"scale": float(scale), "bias": float(bias), "bias_after_scale": bias_after_scale})
+    helper.append_op("scale", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     return helper.append_activation(out)
 
 
@@ -521,22 +536,30 @@ def clip(x: Variable, min: float, max: float, name: str | None = None) -> Variab
     return _unary("clip", x, name, {"min": float(min), "max": float(max)})
 
 
-def pow(x: Variable, factor: float = 1.0, name: str | None = None) -> Variable:
+def pow(x: Variable, factor: float | Variable = 1.0, name: str | None = None) -> Variable:
     """Elementwise ``x ** factor``.
 
     Args:
-        x: a float tensor.
-        factor: the exponent, a number (Paddle 1.8 also takes a Variable; fluidist does not).
+        x: an int32 / int64 / float32 / float64 tensor.
+        factor: the exponent, a number or a ``[1]`` float32 Variable (read when the program runs).
         name: the output's name (generated when None).
 
     Returns:
         A Variable with ``x``'s shape and dtype.
 
+    Raises:
+        TypeError: ``x`` or a Variable ``factor`` of another type or dtype (as Paddle 1.8).
+
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.pow(x, factor=2.0)
     """
-    return _unary("pow", x, name, {"factor": float(factor)})
+    check_variable_and_dtype(x, "x", ["int32", "int64", "float32", "float64"], "pow")
+    if not isinstance(factor, Variable):
+        return _unary("pow", x, name, {"factor": float(factor)})
+    check_variable_and_dtype(factor, "factor", ["float32"], "pow")
+    factor.stop_gradient = True
+    return one_op("pow", {"X": x, "FactorTensor": factor}, name=name, layer="pow")
 
 
 def softmax(input: Variable, use_cudnn: bool = False, name: str | None = None, axis: int = -1) -> Variable:
@@ -558,4 +581,5 @@ def softmax(input: Variable, use_cudnn: bool = False, name: str | None = None, a
         >>> logits = fluid.data(name="logits", shape=[None, 10], dtype="float32")
         >>> probs = fluid.layers.softmax(logits)
     """
-    return _unary("softmax", input, name, {"axis": axis})
+    check_variable(input, "softmax", "input")
+    return one_op("softmax", {"X": input}, {"axis": axis}, name=name)

@@ -13,6 +13,7 @@ from ..framework.program import Variable
 from ..hints import Axes, DType
 from .layer_helper import LayerHelper
 from ._build import check_var, one_op
+from .input_dtypes import DTYPES_ANY
 from .nn_model import (continuous_value_model, fsp_matrix, get_tensor_from_selected_rows, hash,  # noqa: F401
                        mean_iou, merge_selected_rows, similarity_focus)
 from .nn_random import (gaussian_random, gaussian_random_batch_size_like, randint, randn, randperm,  # noqa: F401
@@ -91,7 +92,7 @@ def clip_by_norm(x: Variable, max_norm: float, name: str | None = None) -> Varia
         >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[y])[0].tolist()
         [0.5, 0.5, 0.5, 0.5]
     """
-    check_var(x, "clip_by_norm", "x")
+    check_var(x, "clip_by_norm", "X")
     return one_op("clip_by_norm", {"X": x}, {"max_norm": float(max_norm)}, name=name)
 
 
@@ -114,12 +115,14 @@ def log_softmax(input: Variable, axis: int | None = None, dtype: DType | None = 
         >>> logits = fluid.data(name="logits", shape=[None, 10], dtype="float32")
         >>> logp = fluid.layers.log_softmax(logits)
     """
-    from .nn import log, softmax
     from .tensor import cast
-    check_var(input, "log_softmax", "input")
+    # Paddle checks the input's dtype only when it is not cast first; its softmax and log ops are
+    # appended as they are (no checks of theirs)
+    check_var(input, "log_softmax", "input", None if dtype is None else DTYPES_ANY)
     if dtype is not None:
         input = cast(input, dtype)
-    return log(softmax(input, axis=-1 if axis is None else int(axis)), name=name)
+    probs = one_op("softmax", {"X": input}, {"axis": -1 if axis is None else int(axis)}, layer="log_softmax")
+    return one_op("log", {"X": probs}, name=name, layer="log_softmax")
 
 
 def logsumexp(x: Variable, dim: Axes | None = None, keepdim: bool = False, out: Variable | None = None,
@@ -223,6 +226,7 @@ def sign(x: Variable | Sequence[float] | np.ndarray) -> Variable:
     if not isinstance(x, Variable):
         from .tensor import assign
         x = assign(np.asarray(x, dtype="float32"))
+    check_var(x, "sign", "x")
     return one_op("sign", {"X": x})
 
 
@@ -355,7 +359,7 @@ def addmm(input: Variable, x: Variable, y: Variable, alpha: float = 1.0, beta: f
         >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[out])[0].tolist()
         [[4.0, 4.0], [4.0, 4.0]]
     """
-    for v, a in ((input, "input"), (x, "x"), (y, "y")):
+    for v, a in ((input, "Input"), (x, "X"), (y, "Y")):
         check_var(v, "addmm", a)
     return one_op("addmm", {"Input": input, "X": x, "Y": y}, {"Alpha": float(alpha), "Beta": float(beta)}, name=name)
 
@@ -382,6 +386,13 @@ def addcmul(input: Variable, tensor1: Variable, tensor2: Variable, value: float 
         [5.5, 5.5]
     """
     from .nn import elementwise_add, elementwise_mul, scale
+    for v, a in ((input, "input"), (tensor1, "tensor1"), (tensor2, "tensor2")):
+        check_var(v, "addcmul", a)
+    # Paddle 1.8: a float value for a float input, an int one for an int input
+    want = float if input.dtype in ("float32", "float64") else int
+    if not isinstance(value, want):
+        raise TypeError("The type of 'value' in addcmul must be %s for input %r of dtype %s, but received %s."
+                        % (want, input.name, input.dtype, type(value)))
     prod = elementwise_mul(tensor1, tensor2)
     return elementwise_add(input, scale(prod, scale=float(value)), name=name)
 

@@ -10,8 +10,9 @@ __all__ = ["cos_sim", "label_smooth", "maxout", "pixel_shuffle", "add_position_e
            "row_conv"]
 
 
-def _check(x, layer, arg, dtypes=("float32", "float64")):
-    check_variable(x, layer, arg, dtypes)
+def _check(x, layer, arg):
+    """A Variable of the dtypes Paddle 1.8's ``layer`` takes for ``arg`` (``input_dtypes``)."""
+    check_variable(x, layer, arg)
 
 
 def cos_sim(X: Variable, Y: Variable) -> Variable:
@@ -29,8 +30,8 @@ def cos_sim(X: Variable, Y: Variable) -> Variable:
         >>> b = fluid.data(name="b", shape=[None, 8], dtype="float32")
         >>> sim = fluid.layers.cos_sim(a, b)
     """
-    _check(X, "cos_sim", "X", ("float32",))
-    _check(Y, "cos_sim", "Y", ("float32",))
+    _check(X, "cos_sim", "X")
+    _check(Y, "cos_sim", "Y")
     helper = LayerHelper("cos_sim")
     out = helper.create_variable_for_type_inference(X.dtype)
     xnorm = helper.create_variable_for_type_inference(X.dtype)
@@ -168,8 +169,8 @@ def bilinear_tensor_product(x: Variable, y: Variable, size: int, act: str | None
         >>> fluid.layers.bilinear_tensor_product(a, b, size=3).shape
         (-1, 3)
     """
-    _check(x, "bilinear_tensor_product", "x", None)
-    _check(y, "bilinear_tensor_product", "y", None)
+    _check(x, "bilinear_tensor_product", "x")
+    _check(y, "bilinear_tensor_product", "y")
     helper = LayerHelper("bilinear_tensor_product", x=x, param_attr=param_attr, bias_attr=bias_attr, act=act,
                          name=name)
     dtype = helper.input_dtype("x")
@@ -199,7 +200,7 @@ def row_conv(input: Variable, future_context_size: int, param_attr: ParamAttrLik
         >>> seq = fluid.data(name="seq", shape=[None, 16], dtype="float32", lod_level=1)
         >>> y = fluid.layers.row_conv(seq, future_context_size=2)
     """
-    _check(input, "row_conv", "input", ("float32",))
+    _check(input, "row_conv", "input")
     helper = LayerHelper("row_conv", input=input, param_attr=param_attr, act=act)
     dtype = helper.input_dtype()
     w = helper.create_parameter(attr=helper.param_attr, shape=[future_context_size + 1, input.shape[-1]], dtype=dtype)

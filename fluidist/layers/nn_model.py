@@ -2,6 +2,7 @@
 merge_selected_rows, get_tensor_from_selected_rows, hash, similarity_focus."""
 from __future__ import annotations
 
+from ..framework.dtypes import VarType
 from ..framework.program import Variable
 from ._build import check_var, one_op
 from .layer_helper import LayerHelper
@@ -30,8 +31,8 @@ def mean_iou(input: Variable, label: Variable, num_classes: int) -> tuple[Variab
         >>> round(float(m[0]), 4), c.tolist()
         (0.6667, [1, 1, 1])
     """
-    check_var(input, "mean_iou", "input")
-    check_var(label, "mean_iou", "label")
+    check_var(input, "mean_iou", "Predictions")
+    check_var(label, "mean_iou", "Labels")
     helper = LayerHelper("mean_iou")
     outs = [helper.create_variable_for_type_inference(dt, stop_gradient=True)
             for dt in ("float32", "int32", "int32")]
@@ -130,6 +131,9 @@ def get_tensor_from_selected_rows(x: Variable, name: str | None = None) -> Varia
         >>> dense = fluid.layers.get_tensor_from_selected_rows(grads[0][1])
     """
     check_var(x, "get_tensor_from_selected_rows", "x")
+    if x.type != VarType.SELECTED_ROWS:     # Paddle 1.8's check: a dense tensor is refused
+        raise TypeError("The type of 'x' in get_tensor_from_selected_rows must be SELECTED_ROWS, got %s (variable %r)"
+                        % (x.type, x.name))
     return one_op("get_tensor_from_selected_rows", {"X": x}, name=name)
 
 
@@ -158,8 +162,6 @@ def hash(input: Variable, hash_size: int, num_hash: int = 1, name: str | None = 
         ((2, 2, 1), True)
     """
     check_var(input, "hash", "input")
-    if input.dtype not in ("int32", "int64"):
-        raise TypeError("hash: input %r must hold int32 or int64 ids, got %s" % (input.name, input.dtype))
     return one_op("hash", {"X": input}, {"num_hash": int(num_hash), "mod_by": int(hash_size)}, name=name,
                   stop_gradient=True)
 

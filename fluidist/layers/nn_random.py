@@ -12,8 +12,10 @@ import numpy as np
 from ..framework.dtypes import convert_dtype
 from ..framework.program import Variable
 from ..hints import DType
+from ..data_feeder import check_dtype, check_type
 from ._build import check_var, int_list
 from .layer_helper import LayerHelper
+from .shape_args import attr_values, has_variable, shape_tensor_inputs, tensor_list
 
 __all__ = ["uniform_random", "gaussian_random", "uniform_random_batch_size_like", "gaussian_random_batch_size_like",
            "randint", "randn", "randperm", "sampling_id", "random_crop"]
@@ -28,17 +30,33 @@ def _random(op_type, shape, dtype, attrs, inputs=None, layer=None):
 
 
 def _shape(shape, layer):
+    """An all-int ``shape`` (a list or tuple, TypeError otherwise, as Paddle 1.8's ``check_type``)."""
+    check_type(shape, "shape", (list, tuple), layer)
+    return int_list(list(shape), layer, "shape")
+
+
+def _shape_inputs(shape, layer, constants_dtype, attr_with_tensors=True):
+    """``(inputs, attrs)`` of a random op's shape, as Paddle 1.8's ``uniform_random`` / ``randint``
+    build it: a Variable is the ``ShapeTensor``; a list holding Variables is the ``ShapeTensorList``
+    (its ints ``constants_dtype`` constants) and, when ``attr_with_tensors``, the ``shape`` attr with
+    -1 for each Variable (``randint`` leaves the attr out then)."""
+    check_type(shape, "shape", (list, tuple, Variable), layer)
     if isinstance(shape, Variable):
-        raise TypeError("%s: a Variable shape is not supported; give a list of ints" % layer)
-    return int_list(list(shape) if not isinstance(shape, int) else [shape], layer, "shape")
+        shape.stop_gradient = True
+        return {"ShapeTensor": [shape]}, {}
+    if not has_variable(shape):
+        return {}, {"shape": int_list(list(shape), layer, "shape")}
+    inputs = {"ShapeTensorList": tensor_list(shape, layer, "shape", constants_dtype)}
+    return inputs, ({"shape": attr_values(shape, layer, "shape")} if attr_with_tensors else {})
 
 
-def uniform_random(shape: Sequence[int] | int, dtype: DType = "float32", min: float = -1.0, max: float = 1.0,
+def uniform_random(shape: Sequence[int | Variable] | Variable, dtype: DType = "float32", min: float = -1.0, max: float = 1.0,
                    seed: int = 0) -> Variable:
     """Values drawn uniformly from ``[min, max)``.
 
     Args:
-        shape: the output's shape (a list of ints, or an int for 1-D).
+        shape: the output's shape: a list of ints and int Variables (their values when the program
+            runs), or an int Variable holding the whole shape.
         dtype: a float dtype.
         min: the lower bound.
         max: the upper bound (excluded).
@@ -48,7 +66,7 @@ def uniform_random(shape: Sequence[int] | int, dtype: DType = "float32", min: fl
         A Variable of ``shape`` (no gradient).
 
     Raises:
-        TypeError: a Variable ``shape`` (Paddle 1.8 difference: fluidist takes only ints).
+        TypeError: ``shape`` is no list, tuple or Variable, or ``dtype`` is not a float (as Paddle 1.8).
 
     Examples:
         >>> u = fluid.layers.uniform_random(shape=[2, 3], min=0.0, max=1.0, seed=7)
@@ -56,16 +74,19 @@ def uniform_random(shape: Sequence[int] | int, dtype: DType = "float32", min: fl
         >>> out.shape, bool(((out >= 0) & (out < 1)).all())
         ((2, 3), True)
     """
-    return _random("uniform_random", None, dtype, {"shape": _shape(shape, "uniform_random"), "min": float(min),
-                                                   "max": float(max), "seed": int(seed)})
+    check_dtype(dtype, "dtype", ("float32", "float64"), "uniform_random")
+    inputs, attrs = _shape_inputs(shape, "uniform_random", "int64")
+    return _random("uniform_random", None, dtype, dict(attrs, min=float(min), max=float(max), seed=int(seed)),
+                   inputs=inputs)
 
 
-def gaussian_random(shape: Sequence[int] | int, mean: float = 0.0, std: float = 1.0, seed: int = 0,
+def gaussian_random(shape: Sequence[int | Variable] | Variable, mean: float = 0.0, std: float = 1.0, seed: int = 0,
                     dtype: DType = "float32") -> Variable:
     """Values drawn from a normal distribution.
 
     Args:
-        shape: the output's shape.
+        shape: the output's shape: a list of ints and int32 / int64 Variables, or an int Variable
+            holding the whole shape.
         mean: the distribution's mean.
         std: its standard deviation.
         seed: 0 for fresh values each run; another value repeats the draws.
@@ -75,7 +96,8 @@ def gaussian_random(shape: Sequence[int] | int, mean: float = 0.0, std: float = 
         A Variable of ``shape`` (no gradient).
 
     Raises:
-        TypeError: a Variable ``shape`` (Paddle 1.8 difference: fluidist takes only ints).
+        TypeError: ``shape`` is no list, tuple or Variable, or a shape Variable is not int32 / int64
+            (as Paddle 1.8).
 
     Examples:
         >>> g = fluid.layers.gaussian_random(shape=[1000], mean=5.0, std=0.1)
@@ -83,8 +105,13 @@ def gaussian_random(shape: Sequence[int] | int, mean: float = 0.0, std: float = 
         >>> bool(abs(out.mean() - 5.0) < 0.05)
         True
     """
-    return _random("gaussian_random", None, dtype, {"shape": _shape(shape, "gaussian_random"), "mean": float(mean),
-                                                    "std": float(std), "seed": int(seed)})
+    if not isinstance(shape, (list, tuple, Variable)):
+        raise TypeError("The type of 'shape' in gaussian_random must be Variable, list or tuple, but received %s."
+                        % type(shape))
+    inputs: dict = {}
+    attrs = {"mean": float(mean), "std": float(std), "seed": int(seed)}
+    shape_tensor_inputs(inputs, attrs, shape, "gaussian_random")
+    return _random("gaussian_random", None, dtype, attrs, inputs=inputs)
 
 
 def uniform_random_batch_size_like(input: Variable, shape: Sequence[int], dtype: DType = "float32",
@@ -112,7 +139,7 @@ def uniform_random_batch_size_like(input: Variable, shape: Sequence[int], dtype:
         >>> out.shape
         (3, 4)
     """
-    check_var(input, "uniform_random_batch_size_like", "input")
+    check_var(input, "uniform_random_batch_size_like", "Input")
     return _random("uniform_random_batch_size_like", None, dtype,
                    {"shape": _shape(shape, "uniform_random_batch_size_like"), "input_dim_idx": int(input_dim_idx),
                     "output_dim_idx": int(output_dim_idx), "min": float(min), "max": float(max), "seed": int(seed)},
@@ -148,7 +175,7 @@ def gaussian_random_batch_size_like(input: Variable, shape: Sequence[int], input
                    inputs={"Input": [input]})
 
 
-def randint(low: int, high: int | None = None, shape: Sequence[int] | None = None, out: Variable | None = None,
+def randint(low: int, high: int | None = None, shape: Sequence[int | Variable] | Variable | None = None, out: Variable | None = None,
             dtype: DType | None = None, device: str | None = None, stop_gradient: bool = False, seed: int = 0,
             name: str | None = None) -> Variable:
     """Integers drawn uniformly from ``[low, high)``; ``randint(n)`` draws from ``[0, n)``.
@@ -156,7 +183,7 @@ def randint(low: int, high: int | None = None, shape: Sequence[int] | None = Non
     Args:
         low: the lower bound (or the upper one when ``high`` is None).
         high: the upper bound (excluded).
-        shape: the output's shape; ``[1]`` when None.
+        shape: the output's shape (ints and int Variables, or one int Variable); ``[1]`` when None.
         out: accepted for Paddle's signature (not written to).
         dtype: int64 when None.
         device: accepted for Paddle's signature.
@@ -180,11 +207,13 @@ def randint(low: int, high: int | None = None, shape: Sequence[int] | None = Non
         low, high = 0, low
     if high <= low:
         raise ValueError("randint: high %r must be greater than low %r" % (high, low))
-    return _random("randint", None, dtype or "int64", {"shape": _shape(shape or [1], "randint"), "low": int(low),
-                                                       "high": int(high), "seed": int(seed)})
+    check_dtype(dtype or "int64", "dtype", ["int32", "int64"], "randint")
+    inputs, attrs = _shape_inputs([1] if shape is None else shape, "randint", "int64", attr_with_tensors=False)
+    return _random("randint", None, dtype or "int64", dict(attrs, low=int(low), high=int(high), seed=int(seed)),
+                   inputs=inputs)
 
 
-def randn(shape: Sequence[int] | int, out: Variable | None = None, dtype: DType | None = None,
+def randn(shape: Sequence[int], out: Variable | None = None, dtype: DType | None = None,
           device: str | None = None, stop_gradient: bool = True, name: str | None = None) -> Variable:
     """Values drawn from the standard normal distribution (a ``gaussian_random`` op).
 

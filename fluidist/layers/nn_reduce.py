@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..framework.variable import Variable
 from ..hints import Axes
 from ._build import _unary
+from .layer_helper import check_variable
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"]
 
@@ -12,6 +13,7 @@ __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod
 def _reduce(op_type: str, input: Variable, dim: Axes | None, keep_dim: bool, name: str | None) -> Variable:
     dims: list | None = None if dim is None else list(dim) if isinstance(dim, (list, tuple)) else [dim]
     attrs = {"dim": dims if dims else [0], "keep_dim": keep_dim, "reduce_all": not dims}
+    check_variable(input, op_type, "input")    # (Paddle checks the dtypes of reduce_sum and reduce_mean)
     return _unary(op_type, input, name, attrs)
 
 

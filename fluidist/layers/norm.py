@@ -17,7 +17,8 @@ __all__ = ["layer_norm", "group_norm", "instance_norm", "data_norm", "l2_normali
            "spectral_norm"]
 
 
-def _check(x, layer, arg="input", dtypes=("float32", "float64")):
+def _check(x, layer, arg="input", dtypes=None):
+    """A Variable of the dtypes Paddle 1.8's ``layer`` takes (``input_dtypes``), or of ``dtypes``."""
     check_variable(x, layer, arg, dtypes)
 
 
@@ -194,7 +195,7 @@ def data_norm(input: Variable, act: str | None = None, epsilon: float = 1e-05, p
         >>> feats = fluid.data(name="feats", shape=[None, 8], dtype="float32")
         >>> normed = fluid.layers.data_norm(feats)
     """
-    _check(input, "data_norm", dtypes=None)
+    _check(input, "data_norm")
     if data_layout not in ("NCHW", "NHWC"):
         raise ValueError("data_norm: unsupported data layout %r" % (data_layout,))
     if sync_stats:
@@ -247,7 +248,7 @@ def l2_normalize(x: Variable, axis: int, epsilon: float = 1e-12, name: str | Non
         >>> emb = fluid.data(name="emb", shape=[None, 64], dtype="float32")
         >>> unit = fluid.layers.l2_normalize(emb, axis=1)
     """
-    _check(x, "l2_normalize", "x")
+    _check(x, "l2_normalize", "X")
     if x.shape is not None and len(x.shape) == 1:
         axis = 0
     helper = LayerHelper("l2_normalize", name=name)
@@ -278,7 +279,7 @@ def lrn(input: Variable, n: int = 5, k: float = 1.0, alpha: float = 1e-4, beta: 
         >>> img = fluid.data(name="img", shape=[None, 8, 4, 4], dtype="float32")
         >>> y = fluid.layers.lrn(img)
     """
-    _check(input, "lrn", dtypes=("float32",))
+    _check(input, "lrn")
     if input.shape is None or len(input.shape) != 4:
         raise ValueError("lrn: input %r must be 4-D, got shape %s" % (input.name, input.shape))
     if data_format not in ("NCHW", "NHWC"):

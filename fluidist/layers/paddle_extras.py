@@ -8,7 +8,7 @@ from typing import Sequence
 
 from ..compat import refused, refused_class
 from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from .layer_helper import LayerHelper, check_variable
 from .loss import cross_entropy
 
 _BLOCKS = ("an internal builder of Paddle's control flow; use While(cond).block(), Switch().case(...), "
@@ -97,6 +97,11 @@ def select_output(input: Variable, outputs: Sequence[Variable], mask: Variable) 
         >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[outs[1]])[0].tolist()
         [7.0]
     """
+    check_variable(input, "select_output", "input")
+    if not isinstance(outputs, (list, tuple)):
+        raise TypeError("The type of 'outputs' in select_output must be list or tuple, but received %s."
+                        % type(outputs))
+    check_variable(mask, "select_output", "mask")
     helper = LayerHelper("select_output")
     helper.append_op("select_output", inputs={"X": [input], "Mask": [mask]}, outputs={"Out": list(outputs)})
     return outputs

@@ -75,6 +75,7 @@ class RNNCell:
         """
         L = _L()
         batch_ref = flatten(batch_ref)[0]
+        _check_var(batch_ref, "get_initial_states", "batch_ref")
         shapes = self.state_shape if shape is None else shape
         shape_list = _shape_leaves(shapes)
         try:
@@ -239,6 +240,8 @@ class GRUCell(RNNCell):
 
     def call(self, inputs: Variable, states: Variable) -> tuple[Variable, Variable]:  # type: ignore[override]
         """One step: the new hidden state, as the output and as the state."""
+        _check_var(inputs, "GRUCell", "inputs")
+        _check_var(states, "GRUCell", "states")
         new_hidden = self.gru_unit(inputs, states)
         return new_hidden, new_hidden
 
@@ -283,6 +286,11 @@ class LSTMCell(RNNCell):
     def call(self, inputs: Variable,  # type: ignore[override]
              states: list[Variable]) -> tuple[Variable, list[Variable]]:
         """One step: ``h'`` as the output, ``[h', c']`` as the states."""
+        _check_var(inputs, "LSTMCell", "inputs")
+        if not isinstance(states, list):
+            raise TypeError("The type of 'states' in LSTMCell must be list, but received %s." % type(states))
+        for state in states:
+            _check_var(state, "LSTMCell", "states")
         pre_hidden, pre_cell = states
         new_hidden, new_cell = self.lstm_unit(inputs, pre_hidden, pre_cell)
         return new_hidden, [new_hidden, new_cell]
@@ -301,6 +309,16 @@ def _transpose_batch_time(x):
 def _last_step(x):
     L = _L()
     return L.squeeze(L.slice(x, axes=[0], starts=[-1], ends=[2 ** 31 - 1]), axes=[0])
+
+
+def _check_rnn_args(inputs, sequence_length, initial_states=None):
+    """Paddle 1.8's checks of ``rnn``'s tensors: float32 / float64 inputs and states."""
+    for x in flatten(inputs) if inputs is not None else []:
+        _check_var(x, "rnn", "inputs")
+    if sequence_length is not None:
+        _check_var(sequence_length, "rnn", "sequence_length")
+    for state in flatten(initial_states) if initial_states is not None else []:
+        _check_var(state, "rnn", "states")
 
 
 def rnn(cell: RNNCell, inputs: Any, initial_states: Any = None, sequence_length: Variable | None = None,
@@ -334,10 +352,7 @@ def rnn(cell: RNNCell, inputs: Any, initial_states: Any = None, sequence_length:
         ((2, 5, 8), True)
     """
     L = _L()
-    for x in flatten(inputs):
-        _check_var(x, "rnn", "inputs")
-    if sequence_length is not None:
-        _check_var(sequence_length, "rnn", "sequence_length")
+    _check_rnn_args(inputs, sequence_length)
 
     def _maybe_copy(state, new_state, step_mask):
         return L.elementwise_sub(L.elementwise_mul(new_state, step_mask, axis=0),
@@ -349,6 +364,7 @@ def rnn(cell: RNNCell, inputs: Any, initial_states: Any = None, sequence_length:
 
     if initial_states is None:
         initial_states = cell.get_initial_states(batch_ref=inputs, batch_dim_idx=1 if time_major else 0)
+    _check_rnn_args(None, None, initial_states)
     initial_states = map_structure(_switch_grad, initial_states)
     if not time_major:
         inputs = map_structure(_transpose_batch_time, inputs)

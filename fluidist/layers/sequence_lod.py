@@ -126,8 +126,7 @@ def sequence_pool(input: Variable, pool_type: str, is_test: bool = False, pad_va
         >>> exe.run(feed={"x": t}, fetch_list=[total])[0].ravel().tolist()
         [1.0, 9.0]
     """
-    if not isinstance(input, Variable):
-        raise TypeError("sequence_pool: 'input' must be a Variable, got %r" % type(input).__name__)
+    _check_var(input, "sequence_pool")
     if not isinstance(pool_type, str) or pool_type.lower() not in _POOL_TYPES:
         raise ValueError("sequence_pool: pool_type %r is not one of %s" % (pool_type, list(_POOL_TYPES)))
     pool_type = pool_type.lower()
@@ -153,6 +152,7 @@ def sequence_first_step(input: Variable) -> Variable:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32", lod_level=1)
         >>> first = fluid.layers.sequence_first_step(x)
     """
+    _check_var(input, "sequence_first_step")
     return sequence_pool(input, "first")
 
 
@@ -169,6 +169,7 @@ def sequence_last_step(input: Variable) -> Variable:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32", lod_level=1)
         >>> last = fluid.layers.sequence_last_step(x)
     """
+    _check_var(input, "sequence_last_step")
     return sequence_pool(input, "last")
 
 

@@ -12,7 +12,9 @@ from ..framework.program import Variable
 from ..hints import DType, ParamAttrLike
 from ..initializer import ConstantInitializer
 from ..param_attr import ParamAttr
-from .layer_helper import LayerHelper, check_variable
+from ..data_feeder import check_type, check_variable_and_dtype
+from .layer_helper import LayerHelper, check_variable, refuse_tuple
+from .shape_args import attr_values, has_variable, tensor_list
 from .tensor_fill import _int_shape, _str_value, assign, fill_constant, zeros  # noqa: F401 (fluid.layers.tensor's names)
 from .tensor_fill import (arange, diag, eye, full, full_like, kron, linspace, ones_like, range,  # noqa: F401
                           trace, tril, triu)
@@ -96,24 +98,32 @@ def sums(input: Sequence[Variable], out: Variable | None = None) -> Variable:
         >>> b = fluid.data(name="b", shape=[None, 3], dtype="float32")
         >>> total = fluid.layers.sums([a, b])
     """
+    refuse_tuple(input, "sums", "input")
     helper = LayerHelper("sum", input=input)
     xs = helper.multiple_input()
+    for x in xs:
+        check_variable_and_dtype(x, "input", ["float32", "float64", "int32", "int64"], "sums")
     if out is None:
         out = helper.create_variable_for_type_inference(helper.input_dtype())
     helper.append_op("sum", inputs={"X": xs}, outputs={"Out": [out]}, attrs={"use_mkldnn": False})
     return out
 
 
-def concat(input: Sequence[Variable], axis: int = 0, name: str | None = None) -> Variable:
+def concat(input: Sequence[Variable], axis: int | Variable = 0, name: str | None = None) -> Variable:
     """Join Variables along ``axis``; the other dimensions must agree.
 
     Args:
-        input: the Variables, in order.
-        axis: the axis to join along (negative counts from the end).
+        input: the Variables, in order (one Variable is taken as a list of one, as Paddle warns).
+        axis: the axis to join along (negative counts from the end), or a ``[1]`` int Variable
+            holding it (read when the program runs).
         name: the output's name (generated when None).
 
     Returns:
         The joined Variable.
+
+    Raises:
+        TypeError: an input that is not a float16/32/64 or int32/64 Variable, or an ``axis`` that is
+            no int or Variable (as Paddle 1.8).
 
     Examples:
         >>> a = fluid.data(name="a", shape=[None, 3], dtype="float32")
@@ -121,22 +131,33 @@ def concat(input: Sequence[Variable], axis: int = 0, name: str | None = None) ->
         >>> fluid.layers.concat([a, b], axis=1).shape
         (-1, 8)
     """
-    helper = LayerHelper("concat", input=input, name=name)
-    xs = helper.multiple_input()
+    refuse_tuple(input, "concat", "input")
+    xs = list(input) if isinstance(input, list) else [input]
+    for i, x in enumerate(xs):
+        check_variable_and_dtype(x, "input[%d]" % i, ["float16", "float32", "float64", "int32", "int64"], "concat")
+    check_type(axis, "axis", (int, np.integer, Variable), "concat")
+    helper = LayerHelper("concat", input=xs, name=name)
     out = helper.create_variable_for_type_inference(helper.input_dtype())
-    helper.append_op("concat", inputs={"X": xs}, outputs={"Out": [out]}, attrs={"axis": int(axis)})
+    inputs: dict = {"X": xs}
+    attrs = {}
+    if isinstance(axis, Variable):
+        axis.stop_gradient = True
+        inputs["AxisTensor"] = [axis]
+    else:
+        attrs["axis"] = int(axis)
+    helper.append_op("concat", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     return out
 
 
-def split(input: Variable, num_or_sections: int | Sequence[int], dim: int = -1,
+def split(input: Variable, num_or_sections: int | Sequence[int | Variable], dim: int | Variable = -1,
           name: str | None = None) -> list[Variable]:
     """Split ``input`` along ``dim`` into equal parts or parts of given sizes.
 
     Args:
         input: the tensor to split.
         num_or_sections: the number of equal parts, or the list of sizes (one of which may be -1:
-            whatever is left).
-        dim: the axis to split.
+            whatever is left); sizes may be int Variables (read when the program runs).
+        dim: the axis to split, or a ``[1]`` int Variable holding it.
         name: the outputs' name prefix (generated when None).
 
     Returns:
@@ -149,6 +170,13 @@ def split(input: Variable, num_or_sections: int | Sequence[int], dim: int = -1,
         (-1, 4)
     """
     _check_var(input, "split", "input")
+    if not isinstance(num_or_sections, (int, np.integer, list, tuple)):
+        raise TypeError("The type of 'num_or_sections' in split must be int, list or tuple, but received %s."
+                        % type(num_or_sections))
+    if not isinstance(dim, (int, np.integer, Variable)):
+        raise TypeError("The type of 'dim' in split must be int or Variable, but received %s." % type(dim))
+    if isinstance(dim, Variable) or has_variable(num_or_sections):
+        return _split_with_tensors(input, num_or_sections, dim, name)
     helper = LayerHelper("split", name=name)
     rank = len(input.shape)
     if not -rank <= dim < rank:
@@ -180,14 +208,42 @@ def split(input: Variable, num_or_sections: int | Sequence[int], dim: int = -1,
     return outs
 
 
-def reshape(x: Variable, shape: Sequence[int], actual_shape: Variable | None = None, act: str | None = None,
-            inplace: bool = False, name: str | None = None) -> Variable:
+def _split_with_tensors(input, num_or_sections, dim, name):
+    """``split`` where the axis or some sizes are Variables (the ``AxisTensor`` and
+    ``SectionsTensorList`` inputs, read when the program runs; -1 in ``sections`` for each Variable)."""
+    helper = LayerHelper("split", name=name)
+    inputs: dict = {"X": [input]}
+    attrs: dict = {"num": int(num_or_sections) if isinstance(num_or_sections, (int, np.integer)) else 0}
+    if isinstance(dim, Variable):
+        dim.stop_gradient = True
+        inputs["AxisTensor"] = [dim]
+    else:
+        attrs["axis"] = int(dim) + len(input.shape) if dim < 0 else int(dim)
+    if isinstance(num_or_sections, (int, np.integer)):
+        if num_or_sections < 2:
+            raise ValueError("split: num_or_sections must be more than 1, got %d" % num_or_sections)
+        num = int(num_or_sections)
+    else:
+        num = len(num_or_sections)
+        attrs["sections"] = attr_values(num_or_sections, "split", "num_or_sections")
+        if has_variable(num_or_sections):
+            inputs["SectionsTensorList"] = tensor_list(num_or_sections, "split", "num_or_sections")
+    outs = [helper.create_variable_for_type_inference(input.dtype) for _ in builtins.range(num)]
+    helper.append_op("split", inputs=inputs, outputs={"Out": outs}, attrs=attrs)
+    return outs
+
+
+def reshape(x: Variable, shape: Sequence[int | Variable] | Variable, actual_shape: Variable | None = None,
+            act: str | None = None, inplace: bool = False, name: str | None = None) -> Variable:
     """``x`` with a new shape and the same values (a ``reshape2`` op).
 
     Args:
         x: the tensor.
         shape: the new shape: 0 copies ``x``'s size at that position, one -1 takes what is left.
-        actual_shape: an int Variable that overrides ``shape`` at run time.
+            Its entries may be int Variables (their values when the program runs: the
+            ``ShapeTensor`` input), or ``shape`` one int Variable holding the whole shape.
+        actual_shape: an int Variable that overrides ``shape`` at run time (ignored, as in Paddle,
+            when ``shape`` holds Variables).
         act: an activation applied to the result, or None.
         inplace: accepted for Paddle's signature; the result is always a new Variable.
         name: the output's name (generated when None).
@@ -195,30 +251,56 @@ def reshape(x: Variable, shape: Sequence[int], actual_shape: Variable | None = N
     Returns:
         The reshaped Variable.
 
+    Raises:
+        TypeError: as Paddle 1.8: ``x`` is not a float16/32/64 or int32/64 Variable, ``shape`` is no
+            list, tuple or Variable, ``actual_shape`` is no Variable.
+
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 2, 3], dtype="float32")
         >>> fluid.layers.reshape(x, shape=[0, -1]).shape
         (-1, 6)
+        >>> fluid.layers.reshape(x, shape=[fluid.layers.shape(x)[0], 3, 2]).shape
+        (-1, 3, 2)
     """
-    _check_var(x, "reshape", "x")
-    shape = _int_shape(shape, "reshape")
-    if shape.count(-1) > 1:
-        raise ValueError("reshape: only one dimension of shape %s may be -1" % shape)
-    for i, d in enumerate(shape):
-        if d < -1:
-            raise ValueError("reshape: dimension %d of shape %s is negative (only -1 is allowed)" % (i, shape))
-        if d == 0 and i >= len(x.shape):
-            raise ValueError("reshape: shape %s has 0 at position %d, but x %r has only %d dimensions"
-                             % (shape, i, x.name, len(x.shape)))
+    check_variable_and_dtype(x, "x", ["float16", "float32", "float64", "int32", "int64"], "reshape")
+    check_type(shape, "shape", (list, tuple, Variable), "reshape")
+    check_type(actual_shape, "actual_shape", (Variable, type(None)), "reshape")
     helper = LayerHelper("reshape2", act=act, name=name)
-    inputs = {"X": [x]}
-    if actual_shape is not None:
-        _check_var(actual_shape, "reshape", "actual_shape")
-        inputs["Shape"] = [actual_shape]
+    inputs, attrs = {"X": [x]}, {}
+    if isinstance(shape, Variable):
+        shape.stop_gradient = True
+        inputs["Shape"] = [shape]
+    else:
+        attrs["shape"] = _reshape_attr(x, shape)
+        if has_variable(shape):
+            inputs["ShapeTensor"] = tensor_list(shape, "reshape", "shape")
+        elif actual_shape is not None:
+            actual_shape.stop_gradient = True
+            inputs["Shape"] = [actual_shape]
     out = helper.create_variable_for_type_inference(x.dtype)
     x_shape = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op("reshape2", inputs=inputs, outputs={"Out": [out], "XShape": [x_shape]}, attrs={"shape": shape})
+    helper.append_op("reshape2", inputs=inputs, outputs={"Out": [out], "XShape": [x_shape]}, attrs=attrs)
     return helper.append_activation(out)
+
+
+def _reshape_attr(x, shape):
+    """The ``shape`` attr of ``reshape2``: -1 where a Variable stands; one -1 at most, 0 only where
+    ``x`` has a dimension, no other negative size."""
+    if not shape:
+        raise ValueError("reshape: shape must not be empty")
+    attr = attr_values(shape, "reshape", "shape")
+    given = [d for v, d in zip(shape, attr) if not isinstance(v, Variable)]
+    if given.count(-1) > 1:
+        raise ValueError("reshape: only one dimension of shape %s may be -1" % attr)
+    for i, (v, d) in enumerate(zip(shape, attr)):
+        if isinstance(v, Variable):
+            continue
+        if d < -1:
+            raise ValueError("reshape: dimension %d of shape %s is negative (only -1 is allowed)" % (i, attr))
+        if d == 0 and i >= len(x.shape):
+            raise ValueError("reshape: shape %s has 0 at position %d, but x %r has only %d dimensions"
+                             % (attr, i, x.name, len(x.shape)))
+    return attr
 
 
 def transpose(x: Variable, perm: Sequence[int], name: str | None = None) -> Variable:
@@ -321,20 +403,24 @@ def create_parameter(shape: Sequence[int], dtype: DType, name: str | None = None
     return helper.create_parameter(attr, _int_shape(shape, "create_parameter"), dtype, is_bias, default_initializer)
 
 
-def ones(shape: int | Sequence[int], dtype: DType, force_cpu: bool = False) -> Variable:
+def ones(shape: Sequence[int | Variable], dtype: DType, force_cpu: bool = False) -> Variable:
     """A tensor of ones (``fill_constant`` with 1).
 
     Args:
-        shape: the shape.
+        shape: the shape, a list or tuple of ints and int Variables.
         dtype: the dtype.
         force_cpu: accepted for Paddle's signature.
 
     Returns:
         The Variable.
 
+    Raises:
+        TypeError: ``shape`` is not a list or tuple (as Paddle 1.8).
+
     Examples:
         >>> o = fluid.layers.ones(shape=[2, 3], dtype="int64")
     """
+    check_type(shape, "shape", (list, tuple), "ones")
     return fill_constant(shape, dtype, 1.0, force_cpu=force_cpu)
 
 

@@ -10,7 +10,9 @@ import numpy as np
 from ..framework.dtypes import convert_dtype
 from ..framework.program import Variable
 from ..hints import DType
+from ..data_feeder import check_dtype, check_type, check_variable_and_dtype
 from .layer_helper import LayerHelper, check_variable
+from .shape_args import shape_tensor_inputs
 
 __all__ = ["fill_constant", "assign", "zeros", "range", "arange", "linspace", "full", "full_like", "ones_like", "diag", "eye", "kron", "tril", "triu", "trace"]
 
@@ -32,34 +34,51 @@ def _str_value(value, dtype):
     return str(int(value)) if convert_dtype(dtype) in ("int32", "int64") else str(float(value))
 
 
-def fill_constant(shape: int | Sequence[int], dtype: DType, value: float, force_cpu: bool = False,
-                  out: Variable | None = None) -> Variable:
+def fill_constant(shape: Sequence[int | Variable] | Variable, dtype: DType, value: float | Variable,
+                  force_cpu: bool = False, out: Variable | None = None) -> Variable:
     """A tensor of ``shape`` filled with ``value``; no gradient flows through it.
 
     Args:
-        shape: the shape, a list of ints (or one int).
-        dtype: the dtype (``"float32"``, ``"int64"``, ...).
-        value: the fill value (integers keep their exact value for int dtypes).
+        shape: the shape: a list of ints and int Variables (``[layers.shape(x)[0], 1]``: the sizes
+            the Variables hold when the program runs), or an int Variable holding the whole shape.
+        dtype: the dtype (bool, float16, float32, float64, int32 or int64).
+        value: the fill value (integers keep their exact value for int dtypes), or a Variable
+            holding it.
         force_cpu: accepted for Paddle's signature.
-        out: an existing Variable to fill, or None for a new one.
+        out: an existing Variable to fill (of ``dtype``), or None for a new one.
 
     Returns:
         The filled Variable (``out`` when given).
+
+    Raises:
+        TypeError: as Paddle 1.8: a dtype not listed above, a ``shape`` that is no list, tuple or
+            Variable, a shape Variable that is not int32 / int64, an ``out`` of another dtype.
 
     Examples:
         >>> counter = fluid.layers.fill_constant(shape=[1], dtype="int64", value=0)
         >>> counter.shape, counter.dtype
         ((1,), 'int64')
+        >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        >>> ones = fluid.layers.fill_constant(shape=[fluid.layers.shape(x)[0], 1], dtype="float32", value=1.0)
+        >>> ones.shape
+        (-1, 1)
     """
+    check_dtype(dtype, "dtype", ["bool", "float16", "float32", "float64", "int32", "int64"], "fill_constant")
+    check_type(shape, "shape", (Variable, list, tuple), "fill_constant")
+    if out is not None:
+        check_variable_and_dtype(out, "out", [convert_dtype(dtype)], "fill_constant")
     helper = LayerHelper("fill_constant")
+    inputs: dict = {}
+    attrs: dict = {"force_cpu": bool(force_cpu)}
+    if isinstance(value, Variable):
+        inputs["ValueTensor"] = [value]
+    else:
+        attrs.update(value=float(value), str_value=_str_value(value, dtype))
+    shape_tensor_inputs(inputs, attrs, shape, "fill_constant")
     if out is None:
         out = helper.create_variable_for_type_inference(dtype)
-    else:
-        _check_var(out, "fill_constant", "out")
-    shape = _int_shape(shape, "fill_constant")
-    helper.append_op("fill_constant", outputs={"Out": [out]},
-                     attrs={"shape": shape, "dtype": out.dtype or convert_dtype(dtype), "value": float(value),
-                            "str_value": _str_value(value, out.dtype or dtype), "force_cpu": bool(force_cpu)})
+    attrs["dtype"] = out.dtype
+    helper.append_op("fill_constant", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     out.stop_gradient = True
     return out
 
@@ -86,6 +105,7 @@ def assign(input: Variable | np.ndarray, output: Variable | None = None) -> Vari
     """
     helper = LayerHelper("assign")
     if isinstance(input, Variable):
+        _check_var(input, "assign", "input")
         if output is None:
             output = helper.create_variable_for_type_inference(input.dtype)
         helper.append_op("assign", inputs={"X": [input]}, outputs={"Out": [output]})
@@ -108,20 +128,24 @@ def assign(input: Variable | np.ndarray, output: Variable | None = None) -> Vari
     return output
 
 
-def zeros(shape: int | Sequence[int], dtype: DType, force_cpu: bool = False) -> Variable:
+def zeros(shape: Sequence[int | Variable], dtype: DType, force_cpu: bool = False) -> Variable:
     """A tensor of zeros (``fill_constant`` with 0).
 
     Args:
-        shape: the shape.
+        shape: the shape, a list or tuple of ints and int Variables.
         dtype: the dtype.
         force_cpu: accepted for Paddle's signature.
 
     Returns:
         The Variable.
 
+    Raises:
+        TypeError: ``shape`` is not a list or tuple (as Paddle 1.8).
+
     Examples:
         >>> z = fluid.layers.zeros(shape=[2, 3], dtype="float32")
     """
+    check_type(shape, "shape", (list, tuple), "zeros")
     return fill_constant(shape, dtype, 0.0, force_cpu=force_cpu)
 
 
@@ -129,8 +153,8 @@ def _scalar_var(v, dtype):
     return v if isinstance(v, Variable) else fill_constant([1], dtype, v)
 
 
-def _fill_like(x, value, dtype, layer):
-    _check_var(x, layer, "input")
+def _fill_like(x, value, dtype, layer, arg="input"):
+    _check_var(x, layer, arg)
     helper = LayerHelper(layer)
     out = helper.create_variable_for_type_inference(dtype or x.dtype, stop_gradient=True)
     helper.append_op("fill_any_like", inputs={"X": [x]}, outputs={"Out": [out]},
@@ -139,7 +163,7 @@ def _fill_like(x, value, dtype, layer):
 
 
 def _tri(input, diagonal, lower, layer):
-    _check_var(input, layer, "input")
+    _check_var(input, layer, "x")
     if len(input.shape) < 2:
         raise ValueError("%s: input %r must have at least 2 dimensions" % (layer, input.name))
     helper = LayerHelper(layer)
@@ -208,6 +232,9 @@ def linspace(start: float | Variable, stop: float | Variable, num: int | Variabl
         >>> grid = fluid.layers.linspace(0.0, 1.0, 11, "float32")
     """
     dtype = convert_dtype(dtype)
+    for value, arg in ((start, "start"), (stop, "stop"), (num, "num")):
+        if isinstance(value, Variable):
+            _check_var(value, "linspace", arg)
     ins = {"Start": [_scalar_var(start, dtype)], "Stop": [_scalar_var(stop, dtype)],
            "Num": [_scalar_var(num, "int32")]}
     helper = LayerHelper("linspace")
@@ -216,13 +243,14 @@ def linspace(start: float | Variable, stop: float | Variable, num: int | Variabl
     return out
 
 
-def full(shape: int | Sequence[int], fill_value: float, out: Variable | None = None, dtype: DType | None = None,
-         device: str | None = None, stop_gradient: bool = True, name: str | None = None) -> Variable:
+def full(shape: Sequence[int | Variable] | Variable, fill_value: float | Variable, out: Variable | None = None,
+         dtype: DType | None = None, device: str | None = None, stop_gradient: bool = True,
+         name: str | None = None) -> Variable:
     """A tensor of ``shape`` filled with ``fill_value``.
 
     Args:
-        shape: the shape.
-        fill_value: the value.
+        shape: the shape (as ``fill_constant``'s: ints and int Variables, or one int Variable).
+        fill_value: the value, or a Variable holding it.
         out: the Variable to write, or None for a new one.
         dtype: the dtype (float32 when None).
         device: accepted for Paddle's signature.
@@ -279,7 +307,7 @@ def ones_like(x: Variable, out: Variable | None = None) -> Variable:
         >>> x = fluid.data(name="x", shape=[None, 3], dtype="float32")
         >>> o = fluid.layers.ones_like(x)
     """
-    return _fill_like(x, 1.0, None, "ones_like")
+    return _fill_like(x, 1.0, None, "ones_like", "x")
 
 
 def diag(diagonal: Variable | np.ndarray) -> Variable:
@@ -296,6 +324,7 @@ def diag(diagonal: Variable | np.ndarray) -> Variable:
     """
     if not isinstance(diagonal, Variable):
         diagonal = assign(np.asarray(diagonal))
+    _check_var(diagonal, "diag", "diagonal")
     helper = LayerHelper("diag")
     out = helper.create_variable_for_type_inference(diagonal.dtype, stop_gradient=True)
     helper.append_op("diag", inputs={"Diagonal": [diagonal]}, outputs={"Out": [out]})

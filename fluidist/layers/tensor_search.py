@@ -12,8 +12,8 @@ __all__ = ["argmax", "argmin", "argsort", "reverse", "has_inf", "has_nan", "isfi
 _check_var = check_variable
 
 
-def _arg_layer(op_type, x, axis):
-    _check_var(x, op_type, "x")
+def _arg_layer(op_type, x, axis, layer):
+    _check_var(x, layer, "x")
     helper = LayerHelper(op_type)
     out = helper.create_variable_for_type_inference("int64", stop_gradient=True)
     helper.append_op(op_type, inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"axis": int(axis)})
@@ -42,7 +42,7 @@ def argmax(x: Variable, axis: int = 0) -> Variable:
         >>> scores = fluid.data(name="scores", shape=[None, 10], dtype="float32")
         >>> best = fluid.layers.argmax(scores, axis=1)
     """
-    return _arg_layer("arg_max", x, axis)
+    return _arg_layer("arg_max", x, axis, "argmax")
 
 
 def argmin(x: Variable, axis: int = 0) -> Variable:
@@ -59,7 +59,7 @@ def argmin(x: Variable, axis: int = 0) -> Variable:
         >>> costs = fluid.data(name="costs", shape=[None, 10], dtype="float32")
         >>> cheapest = fluid.layers.argmin(costs, axis=1)
     """
-    return _arg_layer("arg_min", x, axis)
+    return _arg_layer("arg_min", x, axis, "argmin")
 
 
 def argsort(input: Variable, axis: int = -1, descending: bool = False,

@@ -9,6 +9,7 @@ import numpy as np
 from ..framework.registry import register_grad, register_op
 from .conv_gemm import conv2d_backward, conv2d_forward
 from .math import sum_over_axes
+from .shape_tensors import scalar_from_tensor
 from .conv_nd import conv_backward, conv_forward, conv_geometry, pool_backward, pool_forward, pool_geometry
 
 
@@ -173,20 +174,21 @@ def _bn_uses_running_stats(attrs):
     return bool(attrs.get("is_test") or attrs.get("use_global_stats"))
 
 
-@register_op("batch_norm", inputs=["X", "Scale", "Bias", "Mean", "Variance"],
+@register_op("batch_norm", inputs=["X", "Scale", "Bias", "Mean", "Variance", "MomentumTensor?"],
              outputs=["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"], attrs=_BN_ATTRS,
-             infer=_bn_infer, no_grad=("Mean", "Variance"))
+             infer=_bn_infer, no_grad=("Mean", "Variance", "MomentumTensor"))
 def batch_norm(ctx, ins, attrs):
     """Training: normalise with the batch statistics and update the running ones
     (``MeanOut = momentum * Mean + (1 - momentum) * batch_mean``, biased batch variance).
     ``is_test`` / ``use_global_stats``: normalise with the running statistics, left unchanged.
-    ``SavedMean`` / ``SavedVariance`` hold the mean and the *inverse* std actually used."""
+    ``SavedMean`` / ``SavedVariance`` hold the mean and the *inverse* std actually used; a
+    ``MomentumTensor`` input, when given, holds the momentum."""
     xp = ctx.xp
     x = ins["X"]
     axes, ch = _bn_axes(x.ndim, attrs)
     view = [1] * x.ndim
     view[ch] = x.shape[ch]
-    eps, mom = attrs["epsilon"], attrs["momentum"]
+    eps, mom = attrs["epsilon"], float(scalar_from_tensor(ins, "MomentumTensor", attrs["momentum"]))
     run_mean, run_var = ins["Mean"], ins["Variance"]
     if _bn_uses_running_stats(attrs):
         mean, var = run_mean, run_var

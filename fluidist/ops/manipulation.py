@@ -6,6 +6,7 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op
 from ..core.tensor import scatter_add
+from .shape_tensors import tensor_length, values_from_tensors
 
 
 def _xshape_grad_maker(op):
@@ -56,18 +57,27 @@ def _flatten_shape(shape, axis):
     return [prod(shape[:axis]), prod(shape[axis:])]
 
 
-def _reshaping(type, shape_fn, attrs, keeps_lod=False):
+def _reshaping(type, shape_fn, attrs, keeps_lod=False, tensor_inputs=()):
     """Register a shape-only op. ``keeps_lod``: as Paddle's squeeze2 / unsqueeze2, the output keeps
-    the input's LoD when its first dimension is the input's (the rows are the same rows)."""
+    the input's LoD when its first dimension is the input's (the rows are the same rows).
+    ``tensor_inputs``: (whole tensor slot, tensor list slot, attr) giving the attr at run time; the
+    output's sizes are then unknown until the op runs (Paddle declares -1 for each)."""
     def infer(ctx):
         xs = ctx.input_shape("X")
         if xs is None:
             return
-        ctx.set_output("Out", shape_fn(list(xs), ctx.op.attrs), ctx.input_dtype("X"))
         ctx.set_output("XShape", (0,) + tuple(xs), ctx.input_dtype("X"))
+        if tensor_inputs and (ctx.has_input(tensor_inputs[0]) or ctx.has_input(tensor_inputs[1])):
+            n = tensor_length(ctx, tensor_inputs[0]) if ctx.has_input(tensor_inputs[0]) else \
+                len(ctx.op.inputs[tensor_inputs[1]])
+            ctx.set_output("Out", None if n is None else [-1] * (len(xs) + n), ctx.input_dtype("X"))
+            return
+        ctx.set_output("Out", shape_fn(list(xs), ctx.op.attrs), ctx.input_dtype("X"))
 
     def kernel(ctx, ins, a):
         x = ins["X"]
+        if tensor_inputs:
+            a = dict(a, **{tensor_inputs[2]: values_from_tensors(ins, *tensor_inputs[:2], a[tensor_inputs[2]])})
         out = x.reshape(shape_fn(list(x.shape), a))
         if keeps_lod and out.ndim and x.ndim and out.shape[0] == x.shape[0]:
             lod = ctx.lod("X")
@@ -75,13 +85,15 @@ def _reshaping(type, shape_fn, attrs, keeps_lod=False):
                 ctx.set_lod("Out", lod)
         return {"Out": out, "XShape": _xshape(x)}
 
-    register_op(type, inputs=["X"], outputs=["Out", "XShape?"], attrs=attrs, infer=infer,
-                grad=_xshape_grad_maker, needs_lod=keeps_lod)(kernel)
+    optional = [tensor_inputs[0] + "?", tensor_inputs[1] + "*?"] if tensor_inputs else []
+    register_op(type, inputs=["X"] + optional, outputs=["Out", "XShape?"], attrs=attrs, infer=infer,
+                grad=_xshape_grad_maker, needs_lod=keeps_lod, no_grad=tuple(tensor_inputs[:2]))(kernel)
     register_grad(type, inputs=["XShape", "Out@GRAD"])(_reshape_like_xshape)
 
 
 _reshaping("squeeze2", lambda s, a: _squeeze_shape(s, a["axes"]), {"axes": []}, keeps_lod=True)
-_reshaping("unsqueeze2", lambda s, a: _unsqueeze_shape(s, a["axes"]), {"axes": []}, keeps_lod=True)
+_reshaping("unsqueeze2", lambda s, a: _unsqueeze_shape(s, a["axes"]), {"axes": []}, keeps_lod=True,
+           tensor_inputs=("AxesTensor", "AxesTensorList", "axes"))
 _reshaping("flatten2", lambda s, a: _flatten_shape(s, a["axis"]), {"axis": 1})
 
 
@@ -201,12 +213,7 @@ def expand_as_grad(ctx, ins, attrs):
 
 
 # ------------------------------------------------------------------ slice / strided_slice
-def _list_input(ins, tensor_slot, list_slot, default):
-    if ins.get(tensor_slot) is not None:
-        return [int(v) for v in ins[tensor_slot].reshape(-1).tolist()]
-    if ins.get(list_slot):
-        return [int(t.reshape(-1)[0]) for t in ins[list_slot]]
-    return list(default)
+_list_input = values_from_tensors
 
 
 def _slices(shape, axes, starts, ends, strides=None):
@@ -227,20 +234,35 @@ def _decreased(shape, decrease_axis):
     return out or [1]
 
 
+def _sliced_len(dim, start, end, step, where):
+    """The length of ``start:end:step`` on an axis of size ``dim`` (Python's clamping). Paddle refuses an
+    empty slice of a non-empty axis (its 'end should greater than start'), at build and at run time."""
+    n = len(range(*slice(start, end, step).indices(dim)))
+    if n == 0 and dim > 0:
+        raise ValueError("%s: %d:%d%s selects nothing of an axis of size %d (Paddle 1.8 refuses an empty slice)"
+                         % (where, start, end, ":%d" % step if step != 1 else "", dim))
+    return n
+
+
 def _slice_infer(strided):
     def infer(ctx):
+        """Per axis: -1 where ``infer_flags`` says a tensor gives the bounds (a program without
+        infer_flags: any tensor input) or the input's size is unknown, else the slice's length."""
         xs = ctx.input_shape("Input")
         if xs is None:
             return
-        dynamic = any(ctx.has_input(s) for s in ("StartsTensor", "EndsTensor", "StridesTensor", "StartsTensorList",
-                                                   "EndsTensorList", "StridesTensorList"))
+        whole = any(ctx.has_input(s) for s in ("StartsTensor", "EndsTensor", "StridesTensor"))
+        flags = ctx.attr("infer_flags") or []
+        listed = any(ctx.has_input(s) for s in ("StartsTensorList", "EndsTensorList", "StridesTensorList"))
         out = list(xs)
         for k, a in enumerate(ctx.attr("axes")):
+            dynamic = whole or (flags[k] == -1 if k < len(flags) else listed)
             if dynamic or xs[a] < 0:
                 out[a] = -1
                 continue
             step = ctx.attr("strides")[k] if strided else 1
-            out[a] = len(range(*slice(ctx.attr("starts")[k], ctx.attr("ends")[k], step).indices(xs[a])))
+            out[a] = _sliced_len(xs[a], ctx.attr("starts")[k], ctx.attr("ends")[k], step,
+                                 "axis %d of %r" % (a, ctx.op.inputs["Input"][0]))
         ctx.set_output("Out", _decreased(out, ctx.attr("decrease_axis")), ctx.input_dtype("Input"),
                        ctx.input_lod_level("Input"))
     return infer
@@ -269,6 +291,10 @@ def _slice_kernel(strided):
         """The sub-tensor ``starts[k]:ends[k]`` (step ``strides[k]``) on each of ``axes``; the axes in
         ``decrease_axis`` (sliced to size 1) are dropped."""
         x, sl = _slice_parts(ctx, ins, attrs, strided)
+        for a in attrs["axes"]:
+            a %= x.ndim
+            _sliced_len(x.shape[a], sl[a].start, sl[a].stop, sl[a].step,
+                        "axis %d of %r" % (a, ctx.op.inputs["Input"][0]))
         out = x[sl]
         return {"Out": ctx.xp.ascontiguousarray(out).reshape(_decreased(out.shape, attrs["decrease_axis"]))}
     return kernel
@@ -376,11 +402,15 @@ _NP_MODE = {"constant": "constant", "reflect": "reflect", "edge": "edge"}
 
 def _pad2d_infer(ctx):
     xs = ctx.input_shape("X")
-    if xs is None or ctx.has_input("Paddings"):
+    if xs is None:
         return
     p = ctx.attr("paddings")
     out = list(xs)
     h, w = (2, 3) if ctx.attr("data_format") == "NCHW" else (1, 2)
+    if ctx.has_input("Paddings"):   # the spatial sizes are known once the paddings are, at run time
+        out[h] = out[w] = -1
+        ctx.set_output("Out", out, ctx.input_dtype("X"))
+        return
     out[h] = xs[h] + p[0] + p[1] if xs[h] >= 0 else -1
     out[w] = xs[w] + p[2] + p[3] if xs[w] >= 0 else -1
     ctx.set_output("Out", out, ctx.input_dtype("X"))
@@ -465,7 +495,15 @@ def _crop_box(ctx, ins, attrs, tensor):
 def _crop_infer(ctx):
     shape = ctx.input_shape("Y") if ctx.has_input("Y") else ctx.attr("shape")
     xs = ctx.input_shape("X")
-    if shape is None or xs is None or ctx.has_input("Shape") or ctx.has_input("ShapeTensor"):
+    if xs is None:
+        return
+    if ctx.has_input("Shape"):      # Paddle's: the rank kept, every size known at run time only
+        ctx.set_output("Out", [-1] * len(xs), ctx.input_dtype("X"))
+        return
+    if ctx.has_input("ShapeTensor"):    # the attr's sizes, -1 (or Paddle's 0) where a tensor gives one
+        ctx.set_output("Out", [s if s > 0 else -1 for s in shape], ctx.input_dtype("X"))
+        return
+    if shape is None:
         return
     offs = ctx.attr("offsets") or [0] * len(xs)
     out = [xs[i] - offs[i] if s == -1 and xs[i] >= 0 and not ctx.has_input("Offsets") else s

@@ -4,6 +4,7 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
 from ..core.tensor import SelectedRows
+from .shape_tensors import scalar_from_tensor
 
 
 # ------------------------------------------------------------------ broadcasting helpers
@@ -266,8 +267,10 @@ def matmul_grad(ctx, ins, attrs):
 
 # ------------------------------------------------------------------ scale, mean, sum-likes
 def _scale_grad_maker(op):
-    return [{"type": "scale", "inputs": {"X": [n + "@GRAD" for n in op.outputs["Out"]]},
-             "outputs": {"Out": [n + "@GRAD" for n in op.inputs["X"]]},
+    inputs = {"X": [n + "@GRAD" for n in op.outputs["Out"]]}
+    if op.inputs.get("ScaleTensor"):    # the same factor, read at run time (as Paddle's grad maker)
+        inputs["ScaleTensor"] = list(op.inputs["ScaleTensor"])
+    return [{"type": "scale", "inputs": inputs, "outputs": {"Out": [n + "@GRAD" for n in op.inputs["X"]]},
              "attrs": {"scale": op.attrs["scale"], "bias": 0.0, "bias_after_scale": True}}]
 
 
@@ -277,11 +280,14 @@ def _is_fed(ctx, name):
     return v is None or v.is_data
 
 
-@register_op("scale", inputs=["X"], outputs=["Out"], attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
-             infer=same_shape(), grad=_scale_grad_maker, share_lod=("X", "Out"), keeps_rows=True)
+@register_op("scale", inputs=["X", "ScaleTensor?"], outputs=["Out"],
+             attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True}, infer=same_shape(), grad=_scale_grad_maker,
+             share_lod=("X", "Out"), keeps_rows=True, no_grad=("ScaleTensor",))
 def scale(ctx, ins, attrs):
+    """``scale * X + bias`` (``bias_after_scale``) or ``scale * (X + bias)``; ScaleTensor's value,
+    when given, is the scale."""
     x = ins["X"]
-    s, b = attrs["scale"], attrs["bias"]
+    s, b = scalar_from_tensor(ins, "ScaleTensor", attrs["scale"]), attrs["bias"]
     if isinstance(x, SelectedRows):  # a row-sparse gradient scaled on a pserver: its rows only
         if b != 0.0:
             raise ValueError("scale: a SelectedRows input %r takes no bias" % ctx.op.inputs["X"][0])
@@ -539,14 +545,17 @@ def clip_grad(ctx, ins, attrs):
     return {"X@GRAD": ins["Out@GRAD"] * ((x > lo) & (x < hi))}
 
 
-@register_op("pow", inputs=["X"], outputs=["Out"], attrs={"factor": 1.0}, infer=same_shape())
+@register_op("pow", inputs=["X", "FactorTensor?"], outputs=["Out"], attrs={"factor": 1.0}, infer=same_shape(),
+             no_grad=("FactorTensor",))
 def pow_(ctx, ins, attrs):
-    return {"Out": ctx.xp.power(ins["X"], attrs["factor"]).astype(ins["X"].dtype, copy=False)}
+    """X to the power ``factor`` (or FactorTensor's value)."""
+    f = scalar_from_tensor(ins, "FactorTensor", attrs["factor"])
+    return {"Out": ctx.xp.power(ins["X"], f).astype(ins["X"].dtype, copy=False)}
 
 
-@register_grad("pow", inputs=["X", "Out@GRAD"])
+@register_grad("pow", inputs=["X", "FactorTensor?", "Out@GRAD"])
 def pow_grad(ctx, ins, attrs):
-    x, f = ins["X"], attrs["factor"]
+    x, f = ins["X"], scalar_from_tensor(ins, "FactorTensor", attrs["factor"])
     return {"X@GRAD": ins["Out@GRAD"] * f * ctx.xp.power(x, f - 1)}
 
 

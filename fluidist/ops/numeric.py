@@ -10,6 +10,7 @@ from ..framework.registry import register_grad, register_op, same_shape
 _HOST_GREEDY = 'greedy selection in Python, on the host'
 _HOST_RNG = "draws with NumPy's generator, on the host"
 from .math import _RED_ATTRS, _reduce_axes, _reduce_infer, _reduce_out
+from .shape_tensors import SHAPE_INPUTS, SHAPE_SLOTS, creation_infer, with_tensor_shape
 from .tensor import _bsl_infer, _rng
 
 
@@ -397,10 +398,12 @@ def gaussian_random_batch_size_like(ctx, ins, attrs):
     return {"Out": ctx.xp.asarray(host.astype(attrs["dtype"]))}
 
 
-@register_op("randint", host=_HOST_RNG, outputs=["Out"], attrs={"shape": [], "low": 0, "high": 0, "dtype": "int64", "seed": 0},
-             infer=lambda c: c.set_output("Out", c.attr("shape"), c.attr("dtype")))
+@register_op("randint", host=_HOST_RNG, inputs=SHAPE_INPUTS, outputs=["Out"],
+             attrs={"shape": [], "low": 0, "high": 0, "dtype": "int64", "seed": 0},
+             infer=creation_infer(all_unknown_with_list=True), no_grad=SHAPE_SLOTS)
 def randint(ctx, ins, attrs):
-    """Integers drawn uniformly from ``[low, high)``."""
+    """Integers drawn uniformly from ``[low, high)``, of ``shape`` (or the ShapeTensor inputs')."""
+    attrs = with_tensor_shape(ins, attrs)
     if attrs["high"] <= attrs["low"]:
         raise ValueError("op 'randint': high %d must be greater than low %d" % (attrs["high"], attrs["low"]))
     host = _rng(ctx, attrs).randint(attrs["low"], attrs["high"], tuple(attrs["shape"]))

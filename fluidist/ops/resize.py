@@ -139,11 +139,14 @@ def _interp_infer(ctx):
     last = _channel_last(ctx.attrs)
     axes = _spatial_axes(len(xs), last)
     out = list(xs)
-    dynamic = ctx.has_input("OutSize") or ctx.has_input("SizeTensor") or ctx.has_input("Scale")
+    dynamic = ctx.has_input("OutSize") or ctx.has_input("Scale")
     scale = ctx.attr("scale")
     for i, a in enumerate(axes):
         if dynamic:
             out[a] = -1
+        elif ctx.has_input("SizeTensor"):   # the attr's size where an int stood, -1 where a tensor did
+            size = _attr_sizes(ctx.attrs, nd)[i]
+            out[a] = size if size > 0 else -1
         elif scale and scale > 0:
             out[a] = int(xs[a] * scale) if xs[a] >= 0 else -1
         else:

@@ -6,6 +6,8 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
 from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add
+from .shape_tensors import SHAPE_INPUTS, SHAPE_SLOTS, creation_infer, scalar_from_tensor, tensor_length, \
+    values_from_tensors, with_tensor_shape
 
 
 def _shape_attr_infer(ctx):
@@ -72,16 +74,19 @@ _RAND_COMMON = {"shape": [], "seed": 0, "dtype": "float32", "salt": "", "full_sh
                 "row_begin": -1, "row_end": -1, "row_step": 1}
 
 
-@register_op("uniform_random", host=_HOST_RNG, outputs=["Out"], attrs=dict(_RAND_COMMON, min=-1.0, max=1.0),
-             infer=_shape_attr_infer, init="random")
+@register_op("uniform_random", host=_HOST_RNG, inputs=SHAPE_INPUTS, outputs=["Out"],
+             attrs=dict(_RAND_COMMON, min=-1.0, max=1.0), infer=creation_infer(all_unknown_with_list=True),
+             init="random", no_grad=SHAPE_SLOTS)
 def uniform_random(ctx, ins, attrs):
+    attrs = with_tensor_shape(ins, attrs)
     r = _rng(ctx, attrs)
     return _draw(ctx, attrs, lambda shape: r.uniform(attrs["min"], attrs["max"], shape))
 
 
-@register_op("gaussian_random", host=_HOST_RNG, outputs=["Out"], attrs=dict(_RAND_COMMON, mean=0.0, std=1.0),
-             infer=_shape_attr_infer, init="random")
+@register_op("gaussian_random", host=_HOST_RNG, inputs=SHAPE_INPUTS, outputs=["Out"],
+             attrs=dict(_RAND_COMMON, mean=0.0, std=1.0), infer=creation_infer(), init="random", no_grad=SHAPE_SLOTS)
 def gaussian_random(ctx, ins, attrs):
+    attrs = with_tensor_shape(ins, attrs)
     r = _rng(ctx, attrs)
     return _draw(ctx, attrs, lambda shape: r.normal(attrs["mean"], attrs["std"], shape))
 
@@ -100,11 +105,17 @@ def truncated_gaussian_random(ctx, ins, attrs):
     return _finish_random(ctx, attrs, host)
 
 
-@register_op("fill_constant", outputs=["Out"],
+@register_op("fill_constant", inputs=["ValueTensor?"] + SHAPE_INPUTS, outputs=["Out"],
              attrs={"shape": [], "value": 0.0, "dtype": "float32", "force_cpu": False, "str_value": ""},
-             infer=_shape_attr_infer, init="fill")
+             infer=creation_infer(), init="fill", host_inputs=SHAPE_SLOTS, no_grad=("ValueTensor",) + SHAPE_SLOTS)
 def fill_constant(ctx, ins, attrs):
-    return {"Out": ctx.xp.full(tuple(attrs["shape"]), _fill_value(attrs), dtype=attrs["dtype"])}
+    """A tensor of ``shape`` (or the ShapeTensor inputs') filled with ``value`` (or ValueTensor's)."""
+    shape = tuple(with_tensor_shape(ins, attrs)["shape"])
+    if ins.get("ValueTensor") is None:
+        return {"Out": ctx.xp.full(shape, _fill_value(attrs), dtype=attrs["dtype"])}
+    out = ctx.xp.empty(shape, dtype=attrs["dtype"])
+    out[...] = ins["ValueTensor"].reshape(-1)[0]
+    return {"Out": out}
 
 
 def _fill_value(attrs):
@@ -228,6 +239,9 @@ def _concat_infer(ctx):
     shapes = [v.shape for v in ctx.input_vars("X")]
     if not shapes or any(s is None for s in shapes):
         return
+    if ctx.has_input("AxisTensor"):     # the axis is known at run time only: every size is unknown
+        ctx.set_output("Out", [-1] * len(shapes[0]), ctx.input_dtype("X"))
+        return
     axis = ctx.attr("axis")
     axis = axis + len(shapes[0]) if axis < 0 else axis
     out = list(shapes[0])
@@ -235,16 +249,25 @@ def _concat_infer(ctx):
     ctx.set_output("Out", out, ctx.input_dtype("X"))
 
 
+def _with_axis_tensor(op, inputs):
+    """``inputs`` with the op's AxisTensor, when it has one (its gradient op reads the axis too)."""
+    if op.inputs.get("AxisTensor"):
+        inputs["AxisTensor"] = list(op.inputs["AxisTensor"])
+    return inputs
+
+
 def _concat_grad_maker(op):
-    return [{"type": "concat_grad", "inputs": {"X": list(op.inputs["X"]),
-                                               "Out@GRAD": [op.outputs["Out"][0] + "@GRAD"]},
+    return [{"type": "concat_grad", "inputs": _with_axis_tensor(op, {"X": list(op.inputs["X"]),
+                                                                     "Out@GRAD": [op.outputs["Out"][0] + "@GRAD"]}),
              "outputs": {"X@GRAD": [n + "@GRAD" for n in op.inputs["X"]]}, "attrs": {"axis": op.attrs["axis"]}}]
 
 
-@register_op("concat", inputs=["X*"], outputs=["Out"], attrs={"axis": 0}, infer=_concat_infer,
-             grad=_concat_grad_maker)
+@register_op("concat", inputs=["X*", "AxisTensor?"], outputs=["Out"], attrs={"axis": 0}, infer=_concat_infer,
+             grad=_concat_grad_maker, no_grad=("AxisTensor",))
 def concat(ctx, ins, attrs):
     xs = ins["X"]
+    if ins.get("AxisTensor") is not None:
+        return {"Out": ctx.xp.concatenate(xs, axis=int(scalar_from_tensor(ins, "AxisTensor", 0)))}
     if attrs.get("op_role") == _DIST_ROLE:
         # the transpiler's concat of a parameter's received blocks: write into the parameter's
         # previous buffer (a fresh multi-MB array every step costs page faults), when it is ours
@@ -275,10 +298,10 @@ def _are_row_blocks_of(whole, xs):
     return True
 
 
-@register_grad("concat", inputs=["X*", "Out@GRAD"])
+@register_grad("concat", inputs=["X*", "AxisTensor?", "Out@GRAD"])
 def concat_grad(ctx, ins, attrs):
     xs, d = ins["X"], ins["Out@GRAD"]
-    axis = attrs["axis"] % d.ndim
+    axis = int(scalar_from_tensor(ins, "AxisTensor", attrs["axis"])) % d.ndim
     idx = np.cumsum([x.shape[axis] for x in xs])[:-1]
     return {"X@GRAD": ctx.xp.split(d, idx, axis=axis)}
 
@@ -287,9 +310,15 @@ def _split_infer(ctx):
     xs = ctx.input_shape("X")
     if xs is None:
         return
-    axis = ctx.attr("axis") % len(xs)
-    sections = _resolve_sections(ctx.attr("sections") or [], xs[axis])
     n = len(ctx.op.outputs.get("Out", []))
+    if ctx.has_input("AxisTensor"):     # the axis is known at run time only: every size is unknown
+        for i in range(n):
+            ctx.set_output("Out", [-1] * len(xs), ctx.input_dtype("X"), i=i)
+        return
+    axis = ctx.attr("axis") % len(xs)
+    sections = ctx.attr("sections") or []
+    if not ctx.has_input("SectionsTensorList"):     # there a -1 is a tensor's, not "the rest"
+        sections = _resolve_sections(sections, xs[axis])
     for i in range(n):
         s = list(xs)
         if sections:
@@ -311,10 +340,11 @@ def _resolve_sections(sections, total):
 
 def _split_kernel(ctx, ins, attrs):
     x = ins["X"]
-    axis = attrs["axis"] % x.ndim
+    axis = int(scalar_from_tensor(ins, "AxisTensor", attrs["axis"])) % x.ndim
     n = len(ctx.op.outputs["Out"])
-    if attrs["sections"]:
-        sections = _resolve_sections(attrs["sections"], x.shape[axis])
+    sections = values_from_tensors(ins, "", "SectionsTensorList", attrs["sections"])
+    if sections:
+        sections = _resolve_sections(sections, x.shape[axis])
         if sum(sections) != x.shape[axis] or any(s < 0 for s in sections):
             raise ValueError("split: sections %s do not add up to %d, the size of axis %d of X %r"
                              % (attrs["sections"], x.shape[axis], axis, ctx.op.inputs["X"][0]))
@@ -326,12 +356,13 @@ def _split_kernel(ctx, ins, attrs):
 
 
 def _split_grad_maker(op):
-    return [{"type": "concat", "inputs": {"X": [n + "@GRAD" for n in op.outputs["Out"]]},
+    return [{"type": "concat", "inputs": _with_axis_tensor(op, {"X": [n + "@GRAD" for n in op.outputs["Out"]]}),
              "outputs": {"Out": [op.inputs["X"][0] + "@GRAD"]}, "attrs": {"axis": op.attrs["axis"]}}]
 
 
-register_op("split", inputs=["X"], outputs=["Out*"], attrs={"axis": 0, "num": 0, "sections": []},
-            infer=_split_infer, grad=_split_grad_maker)(_split_kernel)
+register_op("split", inputs=["X", "AxisTensor?", "SectionsTensorList*?"], outputs=["Out*"],
+            attrs={"axis": 0, "num": 0, "sections": []}, infer=_split_infer, grad=_split_grad_maker,
+            no_grad=("AxisTensor", "SectionsTensorList"))(_split_kernel)
 
 
 def _reshape_target(xshape, shape):
@@ -347,6 +378,14 @@ def _reshape_infer(ctx):
     if xs is None:
         return
     attr = list(ctx.attr("shape"))
+    ctx.set_output("XShape", (0,) + tuple(xs), ctx.input_dtype("X"))
+    if ctx.has_input("ShapeTensor"):    # Paddle's: the attr (-1 for the tensors' entries), 0s copied
+        ctx.set_output("Out", _reshape_target(xs, attr), ctx.input_dtype("X"))
+        return
+    if ctx.has_input("Shape") and not attr:
+        n = tensor_length(ctx, "Shape")
+        ctx.set_output("Out", None if n is None else [-1] * n, ctx.input_dtype("X"))
+        return
     shape = _reshape_target(xs, attr)
     unknown = [i for i, d in enumerate(attr) if d == -1]
     copied = {i for i, d in enumerate(attr) if d == 0}  # same size in and out: they cancel out
@@ -355,7 +394,6 @@ def _reshape_infer(ctx):
         known = int(np.prod([d for i, d in enumerate(shape) if i not in copied and i != unknown[0]]))
         shape[unknown[0]] = int(np.prod(rest_in)) // max(known, 1)
     ctx.set_output("Out", shape, ctx.input_dtype("X"))
-    ctx.set_output("XShape", (0,) + tuple(xs), ctx.input_dtype("X"))
 
 
 def _reshape_grad_maker(op):
@@ -364,12 +402,14 @@ def _reshape_grad_maker(op):
              "outputs": {"X@GRAD": [op.inputs["X"][0] + "@GRAD"]}, "attrs": {}}]
 
 
-@register_op("reshape2", inputs=["X", "Shape?"], outputs=["Out", "XShape?"], attrs={"shape": []},
+@register_op("reshape2", inputs=["X", "Shape?", "ShapeTensor*?"], outputs=["Out", "XShape?"], attrs={"shape": []},
              infer=_reshape_infer, grad=_reshape_grad_maker)
 def reshape2(ctx, ins, attrs):
+    """X with the shape of the ShapeTensor list, else of the Shape tensor, else of the attr (Paddle's
+    order); 0 copies X's size there, one -1 takes the rest."""
     x = ins["X"]
-    target = attrs["shape"]
-    if ins.get("Shape") is not None:  # a run-time shape tensor has priority over the attr
+    target = values_from_tensors(ins, "", "ShapeTensor", attrs["shape"])
+    if ins.get("Shape") is not None and not ins.get("ShapeTensor"):
         target = [int(d) for d in ins["Shape"].reshape(-1).tolist()]
     shape = _reshape_target(x.shape, target)
     return {"Out": x.reshape(shape), "XShape": np.array(x.shape, dtype=np.int64)}

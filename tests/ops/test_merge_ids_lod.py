@@ -39,7 +39,7 @@ def test_sequence_pool_names_the_op_that_dropped_the_lod():
     prog = fluid.Program()
     with fluid.program_guard(prog, fluid.Program()):
         x = fluid.layers.data(name="x", shape=[2], dtype="float32", lod_level=1)
-        y = fluid.layers.scale(fluid.layers.cast(x, "float64"), 2.0)   # both keep the LoD
+        y = fluid.layers.scale(fluid.layers.cast(x, "float32"), 2.0)   # both keep the LoD
         z = fluid.layers.reshape(y, [-1, 2])                             # reshape2 keeps none
         fluid.layers.sequence_pool(z, "sum")
     feed = {"x": fluid.create_lod_tensor(np.ones((3, 2), "float32"), [[1, 2]], fluid.CPUPlace())}
