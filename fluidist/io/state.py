@@ -16,9 +16,10 @@ from ..paddle_format import program_desc as paddle_program
 from ..paddle_format import safe_pickle
 from ..paddle_format.tensor_stream import PaddleFormatError
 
-from .common import (INDEX_FILE, _as_program, _logger, _read_scope, _save_format, _unique_vars, _write_bytes,
+from .common import (INDEX_FILE, _as_program, _logger, _read_scope, _save_format, _unique_vars,
                      get_program_parameter, get_program_persistable_vars, is_belong_to_optimizer, is_persistable)
-from .vars import _ArchiveSource, _DirSource, _commit, _is_archive, _read_own, _read_vars, _save_own, load_vars
+from . import durable
+from .vars import _ArchiveSource, _DirSource, _commit, _is_archive, _own_archive, _read_own, _read_vars, load_vars
 
 
 
@@ -71,16 +72,18 @@ def save(program: Any, model_path: str, scope: Any = None, format: str | None = 
     scope = scope if scope is not None else global_scope()
     params = [(v.name, v) for v in get_program_parameter(program)]
     opt = [(v.name, v) for v in _unique_vars(program.list_vars()) if is_belong_to_optimizer(v)]
+    path = lambda suffix: os.path.join(dirname, base + suffix)  # noqa: E731
     if fmt == "paddle":
-        for suffix, selected in ((".pdparams", params), (".pdopt", opt)):
-            state = {name: _dense(value) for name, value, _ in _read_scope(scope, selected)}
-            _write_bytes(os.path.join(dirname, base + suffix), safe_pickle.dumps_state(state))
-        _write_bytes(os.path.join(dirname, base + ".pdmodel"), paddle_program.write_program(program, base))
-        return
-    _save_own(dirname, _read_scope(scope, params), base + ".pdparams")
-    if opt:
-        _save_own(dirname, _read_scope(scope, opt), base + ".pdopt")
-    _write_bytes(os.path.join(dirname, base + ".pdmodel"), program.to_json().encode("utf-8"))
+        files = [(path(suffix), safe_pickle.dumps_state({name: _dense(value) for name, value, _
+                                                          in _read_scope(scope, selected)}))
+                 for suffix, selected in ((".pdparams", params), (".pdopt", opt))]
+        files.append((path(".pdmodel"), paddle_program.write_program(program, base)))
+    else:
+        files = [(path(".pdparams"), _own_archive(_read_scope(scope, params)))]
+        if opt:
+            files.append((path(".pdopt"), _own_archive(_read_scope(scope, opt))))
+        files.append((path(".pdmodel"), program.to_json().encode("utf-8")))
+    durable.write_files(files)     # each flushed under a name of its own first, then all renamed in
 
 
 def _read_state_file(path, names=None):
