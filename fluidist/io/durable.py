@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
+import json
 import logging
 import os
 import re
@@ -40,7 +41,7 @@ import stat
 _logger = logging.getLogger("fluidist.io")
 
 FSYNC_ENV = "FLUIDIST_SAVE_FSYNC"
-_TEMP = re.compile(r"^\.(?P<base>.*)\.fluidist-(?P<kind>tmp|new|old)-(?P<host>[0-9a-f]{6})-(?P<pid>\d+)-[0-9a-f]{8}$")
+_TEMP = re.compile(r"^\.(?P<base>.*)\.fluidist-(?P<kind>tmp|new|old|commit)-(?P<host>[0-9a-f]{6})-(?P<pid>\d+)-[0-9a-f]{8}$")
 _BASE_CHARS = 120          # of the target's name kept in a temporary name (file names end at 255 bytes)
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -56,12 +57,17 @@ def _host_tag():
     return hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:6]
 
 
-def temp_name(path, kind):
+def new_token():
+    """``<host>-<pid>-<random>``: the part of a temporary name that says whose it is."""
+    return "%s-%d-%s" % (_host_tag(), os.getpid(), secrets.token_hex(4))
+
+
+def temp_name(path, kind, token=None):
     """A name beside ``path`` no other process (or save of this one) uses: ``kind`` is ``tmp``
-    (a file), ``new`` (a staged directory) or ``old`` (a directory moved aside)."""
+    (a file), ``new`` (a staged directory), ``old`` (a directory moved aside) or ``commit`` (the
+    list of files a save is renaming into place)."""
     folder, base = os.path.split(path)
-    return os.path.join(folder, ".%s.fluidist-%s-%s-%d-%s" % (base[:_BASE_CHARS], kind, _host_tag(), os.getpid(),
-                                                              secrets.token_hex(4)))
+    return os.path.join(folder, ".%s.fluidist-%s-%s" % (base[:_BASE_CHARS], kind, token or new_token()))
 
 
 def _pid_alive(pid):
@@ -84,20 +90,59 @@ def _remove(path):
         pass
 
 
-def remove_stale(path):
-    """Remove what killed saves of ``path`` left beside it on this host (their processes are gone);
-    a directory moved aside whose replacement never arrived is put back first. Returns the names removed."""
-    folder, base = os.path.split(os.path.abspath(path))
+def _dead_leftovers(folder):
+    """``(name, match)`` of the temporary names in ``folder`` whose process (on this host) is gone."""
     try:
         names = os.listdir(folder)
     except OSError:
         return []
-    host, removed = _host_tag(), []
+    host, out = _host_tag(), []
     for name in sorted(names):
         m = _TEMP.match(name)
-        if m is None or m.group("base") != base[:_BASE_CHARS] or m.group("host") != host:
+        if m is not None and m.group("host") == host and not _pid_alive(int(m.group("pid"))):
+            out.append((name, m))
+    return out
+
+
+def _roll_forward(folder):
+    """Finish the saves of several files that were killed while renaming them into place: their files
+    were all written and flushed before the first rename (the commit list says which), so the rest are
+    renamed in too."""
+    for name, m in _dead_leftovers(folder):
+        if m.group("kind") != "commit":
             continue
-        if _pid_alive(int(m.group("pid"))):
+        marker = os.path.join(folder, name)
+        with _DirLock(folder):
+            try:
+                with open(marker, "rb") as f:
+                    pairs = json.loads(f.read().decode("utf-8"))
+            except (OSError, ValueError, UnicodeDecodeError):
+                pairs = []        # killed while writing the list: no file was renamed yet
+            finished = []
+            for tmp, target in pairs if isinstance(pairs, list) else []:
+                if _plain(tmp) and _plain(target) and os.path.lexists(os.path.join(folder, tmp)):
+                    os.replace(os.path.join(folder, tmp), os.path.join(folder, target))
+                    finished.append(target)
+            if finished:
+                _logger.warning("finished a save into %s that was killed while renaming its files into place "
+                                "(all were written): %s", folder, ", ".join(finished))
+            _fsync_dir(folder)
+            _remove(marker)
+
+
+def _plain(name):
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
+def remove_stale(path):
+    """Remove what killed saves of ``path`` left beside it on this host (their processes are gone): a
+    save of several files killed while renaming them is finished first, a directory moved aside whose
+    replacement never arrived is put back. Returns the names removed."""
+    folder, base = os.path.split(os.path.abspath(path))
+    _roll_forward(folder)
+    removed = []
+    for name, m in _dead_leftovers(folder):
+        if m.group("base") != base[:_BASE_CHARS] or m.group("kind") == "commit":
             continue
         full = os.path.join(folder, name)
         if m.group("kind") == "old" and not os.path.lexists(path):
@@ -113,10 +158,36 @@ def remove_stale(path):
 
 
 def recover(path):
-    """Where a save that swaps by two renames was killed between them, put the old directory back
-    (before a load looks for ``path``)."""
+    """Before a load looks at ``path``: finish a save of several files there that was killed while
+    renaming them, or put back a directory that a killed save had moved aside."""
+    folder = os.path.dirname(os.path.abspath(path))
     if not os.path.lexists(path):
         remove_stale(path)
+    else:
+        _roll_forward(folder)
+
+
+class _DirLock:
+    """An exclusive ``flock`` on a directory while a save renames files into it (two saves of the same
+    files then never interleave their renames); where the system has no such lock, none."""
+
+    def __init__(self, folder):
+        self.folder, self.fd = folder, None
+
+    def __enter__(self):
+        try:
+            import fcntl
+            self.fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            if self.fd is not None:
+                os.close(self.fd)
+            self.fd = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)     # closing drops the lock
 
 
 def _fsync_dir(path):
@@ -158,28 +229,54 @@ def _mode_of(path):
 
 
 def write_files(items):
-    """Replace each ``(path, bytes)`` of ``items`` whole: every file is written and flushed under a
-    temporary name first, then all are renamed into place, one after another. Nothing of a failed
-    save is left behind."""
-    staged = []
+    """Replace each ``(path, bytes)`` of ``items`` whole, and several files of one folder as one: every
+    file is written and flushed under a temporary name first; then a commit list naming them is written
+    and the files are renamed into place (under the folder's lock, so concurrent saves of the same files
+    do not interleave). A save killed during the renames is finished by the next load or save (its files
+    were complete), one killed before them leaves the old files. Nothing of a failed save is left behind."""
+    items = [(os.path.abspath(p), blob) for p, blob in items]
+    folders = {os.path.dirname(p) for p, _ in items}
+    token, staged, marker = new_token(), [], None
     try:
         for path, blob in items:
             remove_stale(path)
-            tmp = temp_name(path, "tmp")
-            staged.append((tmp, path))
-            _write_new(tmp, blob, _mode_of(path))
-        while staged:
-            tmp, path = staged[0]
-            os.replace(tmp, path)
-            staged.pop(0)
+            staged.append((temp_name(path, "tmp", token), path))
+            _write_new(staged[-1][0], blob, _mode_of(path))
+        (folder,) = folders if len(folders) == 1 else (None,)
+        with _DirLock(folder) if len(items) > 1 and folder else _NoLock():
+            if len(items) > 1 and folder:
+                marker = temp_name(items[0][0], "commit", token)
+                listing = [[os.path.basename(t), os.path.basename(p)] for t, p in staged]
+                _write_new(marker, json.dumps(listing).encode("utf-8"))
+                _fsync_dir(folder)
+            while staged:
+                tmp, path = staged[0]
+                os.replace(tmp, path)
+                staged.pop(0)
+            for f in sorted(folders):
+                _fsync_dir(f)
+            if marker is not None:
+                os.unlink(marker)
+                marker = None
     finally:
         for tmp, _ in staged:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
-    for folder in sorted({os.path.dirname(os.path.abspath(p)) for p, _ in items}):
-        _fsync_dir(folder)
+        if marker is not None:
+            try:
+                os.unlink(marker)
+            except OSError:
+                pass
+
+
+class _NoLock:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def write_file(path, blob):

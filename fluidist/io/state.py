@@ -158,6 +158,7 @@ def load(program: Any, model_path: str, executor: Any = None, var_list: Sequence
     place = getattr(executor, "place", None) or CPUPlace()
     prefix = _prefix(model_path)
     params_path = prefix + ".pdparams"
+    durable.recover(params_path)      # a save of the files killed while renaming them in is finished first
     if not os.path.exists(params_path):
         _logger.warning("%s not found, trying to load files saved with save_params / save_persistables / "
                         "save_vars", params_path)
@@ -225,6 +226,7 @@ def load_program_state(model_path: str, var_list: Sequence[Any] | None = None) -
     """
     prefix = _prefix(model_path)
     params_path = prefix + ".pdparams"
+    durable.recover(params_path)
     if os.path.exists(params_path):
         state = _read_state_file(params_path)
         if os.path.exists(prefix + ".pdopt"):
