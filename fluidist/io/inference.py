@@ -6,6 +6,7 @@ import os
 from typing import TYPE_CHECKING, Sequence
 
 from .. import bounded_json
+from ..framework import program_bounds, program_forms
 from ..framework.graph import ops_needed_for
 from ..framework.program import Program, Variable
 from ..framework.serialization import program_json_depth
@@ -173,6 +174,7 @@ def load_inference_model(dirname: str | None, executor: Executor, model_filename
 def _load_model(blob, where, dirname, executor, params_filename, pserver_endpoints, scope):
     """The program in ``blob`` (either form) with its persistables loaded: ``[program, feeds, fetch vars]``."""
     if blob[:1] == b"{":
+        program_bounds.check_json_text(blob, where)
         try:
             d = bounded_json.loads(blob, where, len(blob), program_json_depth())
         except bounded_json.JSONBoundsError as e:
@@ -180,7 +182,7 @@ def _load_model(blob, where, dirname, executor, params_filename, pserver_endpoin
         if "feed_target_names" not in d or "fetch_target_names" not in d:
             raise ValueError("%s holds a program but no feed/fetch target names: it was not written by "
                              "save_inference_model" % where)
-        program = Program.from_dict(d)
+        program = program_forms.from_dict_into(d, Program(), where)
         feeds, fetches = list(d["feed_target_names"]), list(d["fetch_target_names"])
     elif paddle_program.is_program_desc(blob):
         program, feeds, fetches = paddle_program.read_program(blob, where)
