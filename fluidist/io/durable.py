@@ -41,7 +41,8 @@ import stat
 _logger = logging.getLogger("fluidist.io")
 
 FSYNC_ENV = "FLUIDIST_SAVE_FSYNC"
-_TEMP = re.compile(r"^\.(?P<base>.*)\.fluidist-(?P<kind>tmp|new|old|commit)-(?P<host>[0-9a-f]{6})-(?P<pid>\d+)-[0-9a-f]{8}$")
+_TEMP = re.compile(r"^\.(?P<base>.*)\.fluidist-(?P<kind>tmp|new|old|commit)"
+                   r"-(?P<host>[0-9a-f]{6})-(?P<pid>\d+)-[0-9a-f]{8}$")
 _BASE_CHARS = 120          # of the target's name kept in a temporary name (file names end at 255 bytes)
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
