@@ -12,7 +12,7 @@ from ..framework.program import Program, Variable
 from ..framework.serialization import program_json_depth
 from ..paddle_format import program_desc as paddle_program
 
-from . import durable
+from . import durable, durable_dir
 from .common import INDEX_FILE, MODEL_FILE, _as_program, _read_index_file, _save_format, _sha256, is_persistable
 from .vars import _ArchiveSource, _is_archive, _save, load_persistables
 
@@ -107,7 +107,7 @@ def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_v
         model_basename += ".main_program"
         blob = (paddle_program.write_program(program, model_basename) if fmt == "paddle"
                 else program.to_json().encode("utf-8"))
-    with durable.StagedDirectory(dirname) as stage:    # the program and its parameters replaced as one
+    with durable_dir.StagedDirectory(dirname) as stage:    # the program and its parameters replaced as one
         stage.write(model_basename, blob)
         if not program_only:
             _save(executor, dirname, infer, None, is_persistable, params_filename, scope, fmt,
@@ -168,7 +168,7 @@ def load_inference_model(dirname: str | None, executor: Executor, model_filename
             raise ValueError("%s is corrupt: its SHA-256 does not match the index%s" % (
                 where, "" if model_basename in sums else ", which does not record it"))
         return _load_model(blob, where, dirname, executor, params_filename, pserver_endpoints, scope)
-    return durable.read_consistently(dirname, read)
+    return durable_dir.read_consistently(dirname, read)
 
 
 def _load_model(blob, where, dirname, executor, params_filename, pserver_endpoints, scope):

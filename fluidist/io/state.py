@@ -251,6 +251,8 @@ def load_program_state(model_path: str, var_list: Sequence[Any] | None = None) -
         selected = []
         for root, _, files in os.walk(model_path):
             for f in sorted(files):
+                if durable.is_temporary(f):
+                    continue      # what a killed save of one file left (removed by its next save)
                 rel = os.path.relpath(os.path.join(root, f), model_path).replace(os.sep, "/")
                 selected.append((rel[:-4] if rel.endswith(".npy") else rel, None))
         selected = [(urllib.parse.unquote(n), d) if n.endswith(".npy") else (n, d) for n, d in selected]

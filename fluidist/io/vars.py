@@ -17,7 +17,7 @@ from ..core.tensor import SelectedRows
 from ..framework.dtypes import VarType
 from ..framework.program import Program, Variable
 from ..paddle_format import files as paddle_files
-from . import durable
+from . import durable, durable_dir
 
 from .common import (INDEX_FILE, INDEX_KEY, MAX_INDEX_BYTES, UNCHECKED_ENV, _ZIP_MAGIC, _index_text, _npy_bytes,
                      _npz_bytes, _own_arrays, _parse_index, _plain_file_name, _read_index_file, _read_scope, _save_format, _select, _sha256,
@@ -60,7 +60,7 @@ def _save_own_dir(stage, values, extra_files=None):
 
 
 def _save_into(stage, values, filename, fmt, extra_files=None):
-    """The files of one save into the staged directory ``stage`` (``durable.StagedDirectory``)."""
+    """The files of one save into the staged directory ``stage`` (``durable_dir.StagedDirectory``)."""
     if filename is not None:
         stage.write(filename, paddle_files.combined_bytes(values) if fmt == "paddle"
                     else _own_archive(values, extra_files))
@@ -73,7 +73,7 @@ def _save_into(stage, values, filename, fmt, extra_files=None):
 
 def _save(executor, dirname, main_program, vars, predicate, filename, scope, format, extra_files=None, stage=None):
     """Read the selected values and save them: one file replaced whole (``filename``), or the directory
-    replaced whole (``durable.StagedDirectory``; ``stage``: one a caller already opened)."""
+    replaced whole (``durable_dir.StagedDirectory``; ``stage``: one a caller already opened)."""
     fmt = _save_format(format)
     scope = scope if scope is not None else global_scope()
     selected = _select(main_program, vars, predicate)
@@ -87,7 +87,7 @@ def _save(executor, dirname, main_program, vars, predicate, filename, scope, for
         _write_bytes(os.path.join(dirname, filename), paddle_files.combined_bytes(values) if fmt == "paddle"
                      else _own_archive(values, extra_files))
     else:
-        with durable.StagedDirectory(dirname) as staged:
+        with durable_dir.StagedDirectory(dirname) as staged:
             _save_into(staged, values, None, fmt, extra_files)
 
 
@@ -309,7 +309,7 @@ def _read_vars(dirname, selected, filename):
         durable.recover(dirname)
     if dirname is None or not os.path.isdir(dirname):
         raise FileNotFoundError("cannot load variables: there is no directory %s" % dirname)
-    return durable.read_consistently(dirname, lambda: _read_dir(dirname, selected))
+    return durable_dir.read_consistently(dirname, lambda: _read_dir(dirname, selected))
 
 
 def _read_dir(dirname, selected):

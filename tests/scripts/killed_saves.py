@@ -28,9 +28,9 @@ import numpy as np
 
 import fluidist as fluid
 try:
-    from fluidist.io import durable      # its steps are counted too where it exists
+    from fluidist.io import durable_dir      # its steps are counted too where it exists
 except ImportError:
-    durable = None
+    durable_dir = None
 
 PAGE = 4096
 _STEPS = ("open", "write", "fsync", "replace", "rename", "link", "symlink", "unlink", "rmdir", "mkdir", "chmod",
@@ -74,8 +74,8 @@ class Steps:
         for name in _STEPS:
             self._wrap(os, name)
         for name in ("exchange", "_syncfs"):
-            if durable is not None and hasattr(durable, name):
-                self._wrap(durable, name)
+            if durable_dir is not None and hasattr(durable_dir, name):
+                self._wrap(durable_dir, name)
         return self
 
     def __exit__(self, *exc):
