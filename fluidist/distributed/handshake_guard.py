@@ -104,8 +104,10 @@ class HandshakeGuard:
         self._mon = MonitorPipe(sock, _EVENTS)
         self.socket = self._mon.socket
         self._port = None
-        self.open = OrderedDict()     # fd -> when it was accepted, oldest first
+        self.open = set()             # the connections open now (descriptors)
+        self.unproven = OrderedDict()  # fd -> when accepted, oldest first: not yet seen past the handshake's start
         self.dropped = 0
+        self._said_unknown = False
         self.out_of_files = 0         # checks that found no descriptor left
         self._probe_fd = self.socket.getsockopt(zmq.FD)
         self._checked_files = 0.0
@@ -120,12 +122,14 @@ class HandshakeGuard:
         for ev in events:
             e, value = ev["event"], int(ev["value"])
             if e == zmq.EVENT_ACCEPTED:
-                self.open.pop(value, None)
-                self.open[value] = time.monotonic()
+                self.open.add(value)
+                self.unproven.pop(value, None)
+                self.unproven[value] = time.monotonic()
             elif e == zmq.EVENT_DISCONNECTED:
-                self.open.pop(value, None)
+                self.open.discard(value)
+                self.unproven.pop(value, None)
         out_of_files = self._out_of_files()
-        if len(self.open) > self.cap or out_of_files:
+        if len(self.unproven) > self.cap or out_of_files:
             self._drop_waiting(out_of_files)
         return events
 
@@ -146,15 +150,24 @@ class HandshakeGuard:
             self.out_of_files += 1
             self._say_out_of_files(e.errno)
             return True
+
     def _waiting(self):
-        """The open connections that have not sent enough for a handshake, oldest first (None: unknown)."""
+        """The connections that have not sent enough for a handshake, oldest first (None: the kernel does not
+        tell). One that has is proven for good and never looked at again: with many trainers connected, only
+        the new connections cost a query each."""
         out = []
-        for fd in self.open:
+        for fd in list(self.unproven):
             got = bytes_received(fd)
             if got is None:
+                if not self._said_unknown:
+                    self._said_unknown = True
+                    logger.info("pserver %s cannot tell connections waiting for their handshake here (no byte count "
+                                "from TCP_INFO): %s is not enforced", self.endpoint, MAX_PENDING_ENV)
                 return None
             if got < self.needed:
                 out.append(fd)
+            else:
+                del self.unproven[fd]
         return out
 
     def _drop_waiting(self, emfile):
@@ -164,7 +177,7 @@ class HandshakeGuard:
         excess = max(0, len(waiting) - self.cap)
         if emfile:
             now = time.monotonic()
-            excess = max(excess, sum(1 for fd in waiting if now - self.open[fd] > _STALE_ON_EMFILE_S))
+            excess = max(excess, sum(1 for fd in waiting if now - self.unproven[fd] > _STALE_ON_EMFILE_S))
         closed = sum(1 for fd in waiting[:excess] if self._close(fd))
         self.dropped += closed
         if closed:
@@ -185,7 +198,7 @@ class HandshakeGuard:
             if s.type != socket.SOCK_STREAM or (self._port is not None and s.getsockname()[1] != self._port):
                 return False
             s.shutdown(socket.SHUT_RDWR)
-            self.open.pop(fd, None)
+            self.unproven.pop(fd, None)
             return True
         except OSError:
             return False
