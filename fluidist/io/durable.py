@@ -107,14 +107,9 @@ def _roll_forward(folder):
             continue
         marker = os.path.join(folder, name)
         with _DirLock(folder):
-            try:
-                with open(marker, "rb") as f:
-                    pairs = json.loads(f.read().decode("utf-8"))
-            except (OSError, ValueError, UnicodeDecodeError):
-                pairs = []        # killed while writing the list: no file was renamed yet
             finished = []
-            for tmp, target in pairs if isinstance(pairs, list) else []:
-                if _plain(tmp) and _plain(target) and os.path.lexists(os.path.join(folder, tmp)):
+            for tmp, target in _commit_list(marker):
+                if os.path.lexists(os.path.join(folder, tmp)):
                     os.replace(os.path.join(folder, tmp), os.path.join(folder, target))
                     finished.append(target)
             if finished:
@@ -122,6 +117,23 @@ def _roll_forward(folder):
                                 "(all were written): %s", folder, ", ".join(finished))
             _fsync_dir(folder)
             _remove(marker)
+
+
+def _commit_list(marker):
+    """The ``(temporary name, target name)`` pairs of a commit list: plain names of one folder, the first
+    a temporary file of a save; empty when the list is unreadable (a save killed while writing it had
+    renamed nothing yet)."""
+    try:
+        with open(marker, "rb") as f:
+            pairs = json.loads(f.read(1 << 20).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return []
+    out = []
+    for pair in pairs if isinstance(pairs, list) else []:
+        if (isinstance(pair, list) and len(pair) == 2 and all(_plain(n) for n in pair)
+                and _TEMP.match(pair[0]) and _TEMP.match(pair[0]).group("kind") == "tmp"):
+            out.append((pair[0], pair[1]))
+    return out
 
 
 def _plain(name):

@@ -246,8 +246,18 @@ class StagedDirectory:
                 return
             except OSError as e:
                 if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    self._put_back(target)
                     raise
         raise OSError(errno.EBUSY, "cannot put the new %s in place: other saves keep replacing it" % target)
+
+
+    def _put_back(self, target):
+        """After a failed rename: the directory this save moved aside goes back where it was."""
+        while self._aside and self._aside[-1] != self.path and not os.path.lexists(target):
+            try:
+                os.rename(self._aside.pop(), target)
+            except OSError:
+                break
 
 
 def _cannot_swap(target, parent):
