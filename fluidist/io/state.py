@@ -36,6 +36,9 @@ def save(program: Any, model_path: str, scope: Any = None, format: str | None = 
     """``model_path + .pdparams`` (the Parameters), ``.pdopt`` (the optimizer's variables) and
     ``.pdmodel`` (the program), as Paddle 1.8's ``fluid.save``.
 
+    The three files are replaced as one (``io.durable``): a save killed at any point, or failing on a
+    full disk, leaves the previous three or the new three.
+
     Paddle 1.8 difference: fluidist's own format, the default, is ``.npz`` archives (``.pdopt``
     only when there are optimizer variables) and the program's JSON form. ``format="paddle"``
     writes Paddle's: pickled dicts of arrays (written opcode by opcode, see

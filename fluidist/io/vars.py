@@ -96,6 +96,9 @@ def save_vars(executor: Executor, dirname: str, main_program: Optional[Program] 
               filename: Optional[str] = None, scope: Optional[Scope] = None, format: Optional[str] = None) -> None:
     """Save ``vars`` (or the variables of ``main_program`` that ``predicate`` accepts) from the scope.
 
+    The directory (or the one file) is replaced whole (``io.durable``): a save killed at any point,
+    failing on a full disk or racing another save of it leaves the previous checkpoint or the new one.
+
     fluidist's format: without ``filename`` each variable becomes ``dirname/<stem>.npy`` and
     ``__index__.json`` is updated (entries of earlier saves into the same directory are kept); with
     ``filename`` all go into the ``.npz`` archive ``dirname/filename``. ``format="paddle"``: Paddle's
