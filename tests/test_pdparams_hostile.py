@@ -70,6 +70,21 @@ def test_a_tiny_file_claiming_a_huge_argument_is_refused_without_allocating_it(t
     assert "REFUSED" in out and "bytes" in out, out
 
 
+@pytest.mark.parametrize("label,blob", [
+    ("9 bytes naming memo entry 98,125,000 (a 1.57 GB memo table)", b"\x80\x02}r" + struct.pack("<I", 98125000) + b"."),
+    ("a BINPUT past the opcodes before it", b"\x80\x02}q\xf0."),
+    ("a BINGET of an entry never defined", b"\x80\x02}q\x00X\x01\x00\x00\x00wh\x07s."),
+])
+def test_memo_indices_past_what_the_stream_defined_are_refused_at_once(tmp_path, label, blob):
+    path = str(tmp_path / "m.pdparams")
+    with open(path, "wb") as f:
+        f.write(blob)
+    out, grew = _read_in_child(path)
+    assert grew < 64 * 1024, "%s: the reader's address space grew by %d MiB" % (label, grew // 1024)
+    assert "REFUSED" in out and "memo entry" in out, out
+    assert float(out.split("SECONDS")[1].split()[0]) < 1.0, out
+
+
 def test_shared_references_are_read_once_not_unfolded(tmp_path):
     blob = _shared_reference_tree(60)
     assert len(blob) < 600

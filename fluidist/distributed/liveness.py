@@ -33,6 +33,8 @@ import zmq
 
 PEER_TIMEOUT_ENV = "FLUIDIST_PEER_TIMEOUT"
 PEER_WARN_ENV = "FLUIDIST_PEER_WARN"
+HANDSHAKE_TIMEOUT_ENV = "FLUIDIST_HANDSHAKE_TIMEOUT"
+DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_PEER_TIMEOUT = 300.0
 DEFAULT_PEER_WARN = 10.0
 CLOSED_GRACE = 0.5          # a peer whose connections all closed, and none came back within this, is gone
@@ -74,11 +76,28 @@ def peer_warn(env=None):
     return _seconds(os.environ if env is None else env, PEER_WARN_ENV, DEFAULT_PEER_WARN, 0.1)
 
 
+def handshake_timeout(env=None):
+    """Seconds a connection may take to finish its secure handshake (``FLUIDIST_HANDSHAKE_TIMEOUT``, default
+    10), whatever the peer timeout: a connection that never finishes it holds a descriptor meanwhile."""
+    raw = (os.environ if env is None else env).get(HANDSHAKE_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_HANDSHAKE_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("%s must be a number of seconds, got %r" % (HANDSHAKE_TIMEOUT_ENV, raw)) from None
+    if not value >= 0.1:
+        raise ValueError("%s must be at least 0.1 s, got %r" % (HANDSHAKE_TIMEOUT_ENV, raw))
+    return value
+
+
 def configure(sock, timeout=None):
-    """Heartbeats on ``sock`` (before it binds or connects); returns the peer timeout (None: off).
+    """Heartbeats on ``sock`` (before it binds or connects); returns the peer timeout (None: off). The
+    handshake deadline (``handshake_timeout``) is set either way.
 
     Pings go often enough that a live peer is never silent for long (at least 4 per warning period);
     ZeroMQ itself closes a connection only after the whole bound of silence."""
+    sock.setsockopt(zmq.HANDSHAKE_IVL, int(handshake_timeout() * 1000))
     t = peer_timeout() if timeout is None else timeout
     if t is None:
         return None
@@ -88,7 +107,6 @@ def configure(sock, timeout=None):
     sock.setsockopt(zmq.HEARTBEAT_IVL, max(100, ivl))
     sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, ms)
     sock.setsockopt(zmq.HEARTBEAT_TTL, min(ms, _MAX_TTL_MS))
-    sock.setsockopt(zmq.HANDSHAKE_IVL, max(10000, min(2 * ms, 60000)))
     return t
 
 
@@ -145,9 +163,9 @@ class MonitorPipe:
         # are not to be touched from two threads; the finalizer keeps both sockets alive until the process ends
         self._stop.atexit = False
 
-    def drain(self):
-        """The pending events, without blocking: dicts with the ``event`` and its ``value``."""
-        return [] if not self._stop.alive else _drain(self.socket)
+    def drain(self, limit=None):
+        """The pending events (at most ``limit``), without blocking: dicts with the ``event`` and its ``value``."""
+        return [] if not self._stop.alive else _drain(self.socket, limit)
 
     def close(self):
         """Stop the monitor (what is queued is dropped) and close the pipe; once."""
@@ -168,10 +186,11 @@ def _stop_monitor(sock, mon, pid):
 _EVENT_HEAD = struct.Struct("=Hi")    # a monitor event's first frame: event number (u16), value (i32)
 
 
-def _drain(mon):
-    """The pending events of a monitor socket, without blocking."""
+def _drain(mon, limit=None):
+    """The pending events of a monitor socket (at most ``limit``: a socket may report faster than they are
+    read, e.g. a listener that keeps failing to accept), without blocking."""
     out = []
-    while True:
+    while limit is None or len(out) < limit:
         try:
             # (asking first is cheaper than the zmq.Again a recv raises on an empty pipe, and a
             # client asks before every request)
@@ -186,6 +205,7 @@ def _drain(mon):
             continue        # a frame pair the monitor protocol does not define: skip it
         event, value = _EVENT_HEAD.unpack(frames[0])
         out.append({"event": event, "value": value, "endpoint": frames[1]})
+    return out
 
 
 class SilenceWatch:
@@ -299,11 +319,14 @@ class PeerTable:
 
     _CLOSED_IDS_KEPT = 4096
 
-    def __init__(self, sock, timeout):
+    def __init__(self, sock, timeout, events=None):
+        """``events``: a callable returning the socket's monitor events, where something else owns its monitor
+        (a socket has one; the pserver's ``HandshakeGuard`` reads it and hands the events on)."""
         self.timeout = timeout
         self.grace = min(CLOSED_GRACE, timeout / 2.0)
         self._sock = sock
-        self._mon = MonitorPipe(sock, _TABLE_EVENTS)
+        self._mon = MonitorPipe(sock, _TABLE_EVENTS) if events is None else None
+        self._events = self._mon.drain if events is None else events
         self.open_fds = set()
         self.peers_on = {}       # fd -> the peers seen on it
         self.rid_of = {}         # fd -> routing id of the connection on it
@@ -313,7 +336,7 @@ class PeerTable:
         self.silence = SilenceWatch(timeout)
 
     def update(self):
-        for ev in self._mon.drain():
+        for ev in self._events():
             fd = int(ev["value"])
             if ev["event"] == zmq.EVENT_DISCONNECTED:
                 self.open_fds.discard(fd)
@@ -390,7 +413,8 @@ class PeerTable:
         return out
 
     def close(self):
-        self._mon.close()
+        if self._mon is not None:
+            self._mon.close()
 
 
 def describe_timeout(timeout):

@@ -45,8 +45,14 @@ def connect_timeout(env=None):
     return value
 
 
+NOT_ACCEPTING = "the pserver cannot accept connections"
+
+
 def probe(endpoint, timeout=1.0):
-    """Why ``endpoint`` cannot be reached, from one plain TCP connection attempt (a short phrase)."""
+    """Why ``endpoint`` cannot be reached, from one plain TCP connection attempt (a short phrase): after
+    connecting, it waits up to ``timeout`` for the first bytes a ZeroMQ peer sends (its greeting, sent as
+    soon as its process takes the connection), which tells a process that takes no connection (out of
+    file descriptors, stopped) from one that answers but refuses the handshake."""
     try:
         host, port = ports.split_endpoint(endpoint, "pserver endpoint")
     except ports.EndpointError as e:
@@ -63,12 +69,24 @@ def probe(endpoint, timeout=1.0):
     except ConnectionRefusedError:
         return "connection refused: nothing listens on %s (is the pserver started, and at this address?)" % endpoint
     except socket.timeout:
-        return ("no answer from %s within %.0f s (the host is down, or a firewall drops the packets)"
-                % (host, timeout))
+        return ("no answer from %s within %.0f s (the host is down, a firewall drops the packets, or the pserver's "
+                "queue of connections to take is full)" % (host, timeout))
     except OSError as e:
+        s.close()
         return "%s (%s)" % (e.strerror or e, endpoint)
+    try:
+        first = s.recv(16)
+    except socket.timeout:
+        return ("%s: out of file descriptors, or stopped: %s takes TCP connections but its process never answered "
+                "on this one within %.0f s (the pserver's log says 'out of file descriptors' when that is why)"
+                % (NOT_ACCEPTING, endpoint, timeout))
+    except OSError as e:
+        return "%s closed the connection: %s" % (endpoint, e.strerror or e)
     finally:
         s.close()
+    if not first:
+        return ("%s closed the connection without a word (a pserver drops connections past its cap on waiting "
+                "handshakes, FLUIDIST_MAX_PENDING_HANDSHAKES; or it is not a ZeroMQ service)" % endpoint)
     return ("%s accepts connections but never completed the secure handshake: not a fluidist pserver, another "
             "fluidist version, or a pserver of another job" % endpoint)
 

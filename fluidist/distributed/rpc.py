@@ -213,6 +213,10 @@ class Client:
         refused = link.refused()
         if refused is not None:
             desc = self._forget(rid) if rid is not None else "any request"
+            why = reach.probe(self.endpoint)
+            if why.startswith(reach.NOT_ACCEPTING):    # its process takes no connection: not a matter of secrets
+                raise PserverUnreachable("cannot talk to pserver %s (%s, %d times) for %s: %s"
+                                         % (self.endpoint, refused, link.refusals, desc, why))
             raise RPCError("cannot talk to pserver %s (%s, %d times) for %s: every process of the job needs the same "
                            "job secret (%s or %s, the launcher's --secret_file), or %s=1 on all of them"
                            % (self.endpoint, refused, link.refusals, desc, security.SECRET_ENV,

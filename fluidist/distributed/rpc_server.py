@@ -4,7 +4,7 @@ import time
 
 import zmq
 
-from . import liveness, ports, security, shm_payload, wire
+from . import handshake_guard, liveness, ports, security, shm_payload, wire
 from .. import timeline as _timeline
 from .rpc_common import SERVER_LINGER_MS, RPCError, _tcp, deadline_seconds, split_endpoint
 from .wire import WireError
@@ -42,11 +42,13 @@ class Server:
         if max_message_bytes:
             self._sock.setsockopt(zmq.MAXMSGSIZE, int(max_message_bytes))
         self.peers = None
+        self.guard = None
         try:
             self.secure = security.secure_server(self._sock)
             timeout = liveness.configure(self._sock)
+            self.guard = handshake_guard.HandshakeGuard(self._sock, endpoint, self.secure)
             if timeout is not None:
-                self.peers = liveness.PeerTable(self._sock, timeout)
+                self.peers = liveness.PeerTable(self._sock, timeout, events=self.guard.update)
             self._sock.bind(addr)
         except zmq.ZMQError as e:
             self._release(0)
@@ -58,7 +60,11 @@ class Server:
         host, port = split_endpoint(endpoint)
         if port == 0:
             port = ports.split_endpoint(self._sock.getsockopt_string(zmq.LAST_ENDPOINT).split("://", 1)[-1])[1]
-        self.endpoint = "%s:%d" % (host, port)
+        self.endpoint = self.guard.endpoint = "%s:%d" % (host, port)
+        self.guard.listening_on(port)
+        self._poller = zmq.Poller()
+        self._poller.register(self._sock, zmq.POLLIN)
+        self._poller.register(self.guard.socket, zmq.POLLIN)
         self.closed = False
         self.malformed = 0   # count of rejected messages (for tests and logs)
         self._shm_peers = set()   # peers that sent shared-memory payloads: replies go back the same way
@@ -75,9 +81,9 @@ class Server:
             left = until - time.monotonic()
             if left <= 0:
                 return None
-            if not self._sock.poll(max(1, int(left * 1000) + 1), zmq.POLLIN):
-                if self.peers is not None:
-                    self.peers.update()
+            ready = dict(self._poller.poll(max(1, int(left * 1000) + 1)))
+            if self._sock not in ready:    # a timeout, or the monitor's events only (connections accepted, closed)
+                self._watch_connections()
                 if time.monotonic() >= until:
                     return None
                 continue
@@ -88,8 +94,8 @@ class Server:
             t0 = time.perf_counter()
             peer, body = frames[0], frames[1:]
             fd = None
+            self._watch_connections()  # closed descriptors first: this one may be a reused number
             if self.peers is not None:
-                self.peers.update()    # closed descriptors first: this one may be a reused number
                 fd = frames[0].get(zmq.SRCFD)
             try:
                 if shm_payload.is_packed(body):
@@ -108,6 +114,14 @@ class Server:
                                    peer="trainer %s" % msg.trainer, bytes=_timeline.frame_bytes(body),
                                    kind=msg.kind, trainer=msg.trainer, step=msg.step, endpoint=self.endpoint)
             return Request(peer, msg, fd)
+
+    def _watch_connections(self):
+        """Read the socket's monitor: the liveness table follows the connections, the handshake guard
+        closes those past its cap (``handshake_guard``)."""
+        if self.peers is not None:
+            self.peers.update()        # (it reads the events through the guard)
+        elif self.guard is not None:
+            self.guard.update()
 
     def _send(self, peer, frames):
         try:
@@ -139,6 +153,8 @@ class Server:
     def _release(self, linger_ms):
         if self.peers is not None:
             self.peers.close()
+        if self.guard is not None:
+            self.guard.close()
         security.release_context(self._ctx)
         self._sock.close(linger_ms)
         self._ctx.term()

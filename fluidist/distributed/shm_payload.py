@@ -23,11 +23,13 @@ rounds, which wait for every trainer's next barrier, sent after that trainer cop
 When: ``FLUIDIST_PS_TRANSPORT`` = ``auto`` (default: shared memory when the pserver's address is
 this host's: loopback or one of its interfaces), ``shm`` (always) or ``tcp`` (never). Buffers below
 ``FLUIDIST_PS_SHM_MIN_BYTES`` (default 64 KiB) stay in the message. Segments are files
-``/dev/shm/fluidist-ps-<pid>-<start>-<n>`` (``start``: when the process started, in hex, so that a
-process with a reused pid never meets a name of the earlier one), allocated up front and created 0600
-by their owner, removed when it exits; those of a process killed before its exit hooks ran are
-removed by the next process here that makes segments. A receiver maps only private regular files of
-its own user, and checks at each use that the file still holds the range (see ``Inbox.view``).
+``/dev/shm/fluidist-ps-<pid>-<start>-t<image>-<n>`` (``start``: when the process started, in hex, so that a
+process with a reused pid never meets a name of the earlier one; ``image``: drawn at random when this module
+is loaded, so that a process that ``exec``s never meets the names its former program made), allocated up
+front and created 0600 by their owner, removed when it exits; those of a process killed before its exit
+hooks ran (or of the program a process replaced by ``exec``) are removed by the next process here that
+makes segments once that process is gone. A receiver maps only private regular files of its own user, and
+checks at each use that the file still holds the range (see ``Inbox.view``).
 """
 import atexit
 import itertools
@@ -52,7 +54,8 @@ SHM_DIR = "/dev/shm"
 PREFIX = "fluidist-ps-"
 MODE_ENV = "FLUIDIST_PS_TRANSPORT"
 MIN_BYTES_ENV = "FLUIDIST_PS_SHM_MIN_BYTES"
-_NAME = re.compile(r"^fluidist-ps-(\d+)-(?:([0-9a-f]+)-)?\d+$")   # the start part is absent in older names
+# fluidist-ps-<pid>-<start>-t<image>-<n>; older names lack the image part, the oldest the start part too
+_NAME = re.compile(r"^fluidist-ps-(\d+)-(?:([0-9a-f]+)-)?(?:t[0-9a-f]+-)?\d+$")
 _ALIGN = 64
 logger = logging.getLogger("fluidist.distributed.shm_payload")
 MAX_DESCRIPTOR_BYTES = 1 << 16
@@ -132,7 +135,7 @@ class _Segment:
 
     def __init__(self, size):
         self.size = max(int(size), _ALIGN)
-        self.name = "%s%d-%s-%d" % (PREFIX, os.getpid(), _own_start(), next(self._ids))
+        self.name = "%s%d-%s-t%s-%d" % (PREFIX, os.getpid(), _own_start(), _IMAGE, next(self._ids))
         self.path = os.path.join(SHM_DIR, self.name)
         self.mm = create_segment(self.path, self.size)
         self.buf = np.frombuffer(self.mm, dtype=np.uint8)
@@ -147,6 +150,9 @@ class _Segment:
 
 
 _start = None
+# This program image's own part of the names: a process that ``exec``s keeps its pid and start time, and
+# the new image's counter starts again at 0, while the old image's segments are still there.
+_IMAGE = secrets.token_hex(4)
 
 
 def _own_start():

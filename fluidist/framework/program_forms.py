@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from . import registry
+from . import program_bounds, registry
 from .block import Block, Operator
 from .op_role import OP_ROLE_ATTR, OpRole
 from .serialization import (FORMAT_VERSION, PROGRAM_FIELDS, attr_from_json, attr_to_json, object_from_json,
@@ -60,11 +60,14 @@ def to_dict(program):
     return {"fluidist_program": FORMAT_VERSION, "random_seed": program.random_seed,
             "fields": {k: getattr(program, k) for k in PROGRAM_FIELDS}, "blocks": blocks}
 
-def from_dict_into(d, p):
-    """Fill the new Program ``p`` from ``d`` (:func:`to_dict`'s form); a dict of another format is a ValueError."""
+def from_dict_into(d, p, where="the program's JSON form"):
+    """Fill the new Program ``p`` from ``d`` (:func:`to_dict`'s form); a dict of another format, blocks that
+    do not nest as a program's do, or more blocks, variables or ops than ``program_bounds`` allows is a
+    ValueError naming ``where``."""
     if not isinstance(d, dict) or d.get("fluidist_program") != FORMAT_VERSION:
         raise ValueError("not a fluidist program of format %d: %r"
                          % (FORMAT_VERSION, d.get("fluidist_program") if isinstance(d, dict) else d))
+    _check_blocks(d.get("blocks"), where)
     p.blocks = []
     for bd in d["blocks"]:
         b = Block(p, bd["idx"], bd["parent_idx"])
@@ -90,6 +93,22 @@ def from_dict_into(d, p):
     p.current_block_idx = 0
     p._version = 0
     return p
+
+
+def _check_blocks(blocks, where):
+    """The blocks of a JSON form: a non-empty list, each at its own index, parents earlier, counts bounded."""
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(bd, dict) for bd in blocks):
+        raise ValueError("%s has no list of blocks" % where)
+    program_bounds.check_count(where, "blocks", len(blocks))
+    for what in ("vars", "ops"):
+        lists = [bd.get(what) for bd in blocks]
+        if not all(isinstance(x, list) for x in lists):
+            raise ValueError("%s: a block has no list of %s" % (where, what))
+        program_bounds.check_count(where, what, sum(len(x) for x in lists))
+    for i, bd in enumerate(blocks):
+        if bd.get("idx") != i:
+            raise ValueError("%s: block %d says its index is %r" % (where, i, bd.get("idx")))
+    program_bounds.check_parents([bd.get("parent_idx") for bd in blocks], where)
 
 
 def _var_to_json(v):

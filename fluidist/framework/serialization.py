@@ -4,6 +4,7 @@ clip attrs), written through the small class registry below. Imports nothing of 
 from typing import Dict, TypeVar
 
 from .. import bounded_json
+from .program_bounds import check_json_text
 
 FORMAT_VERSION = 1
 
@@ -72,6 +73,7 @@ def program_json_depth():
 
 
 def loads(text):
+    check_json_text(text, "the program's JSON form")
     try:
         return bounded_json.loads(text, "the program's JSON form", len(text), PROGRAM_JSON_DEPTH)
     except bounded_json.JSONBoundsError as e:

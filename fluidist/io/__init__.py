@@ -26,6 +26,10 @@ named after their variables or one combined file in sorted name order, and for `
 ``load`` pickled dicts of arrays, read through an unpickler that runs nothing. See
 ``docs/paddle_formats.md``.
 
+Saves are all-or-nothing (``durable``): a directory is written beside the old one and swapped in
+whole, a file under a temporary name and renamed onto it, so a save killed at any point, failing on a
+full disk or racing another save of the same path leaves the previous checkpoint or the new one, whole.
+
 An inference model is the pruned program in ``__model__`` (fluidist: its JSON form with two extra
 keys, ``feed_target_names`` and ``fetch_target_names``; Paddle: a ProgramDesc with ``feed`` and
 ``fetch`` ops), plus its persistables.

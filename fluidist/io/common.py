@@ -13,6 +13,7 @@ import zipfile
 import numpy as np
 
 from .. import bounded_json
+from . import durable
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
 from ..framework.dtypes import VarType
@@ -177,15 +178,9 @@ def _own_arrays(values):
     return arrays, index
 
 
-def _atomic_write(path, write):
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        write(f)
-    os.replace(tmp, path)
-
-
 def _write_bytes(path, blob):
-    _atomic_write(path, lambda f: f.write(blob))
+    """Replace ``path`` whole (``durable.write_file``: a temporary name of this process, flushed, renamed)."""
+    durable.write_file(path, blob)
 
 
 def _npy_bytes(arr):

@@ -6,13 +6,14 @@ import os
 from typing import TYPE_CHECKING, Sequence
 
 from .. import bounded_json
+from ..framework import program_bounds, program_forms
 from ..framework.graph import ops_needed_for
 from ..framework.program import Program, Variable
 from ..framework.serialization import program_json_depth
 from ..paddle_format import program_desc as paddle_program
 
-from .common import (INDEX_FILE, MODEL_FILE, _as_program, _read_index_file, _save_format, _sha256, _write_bytes,
-                     is_persistable)
+from . import durable, durable_dir
+from .common import INDEX_FILE, MODEL_FILE, _as_program, _read_index_file, _save_format, _sha256, is_persistable
 from .vars import _ArchiveSource, _is_archive, _save, load_persistables
 
 if TYPE_CHECKING:  # for the annotations only
@@ -90,7 +91,6 @@ def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_v
     for n in targets:
         if gb._find_var_recursive(n) is None:
             raise ValueError("target variable %r is not a variable of the program" % n)
-    os.makedirs(dirname, exist_ok=True)
     model_basename = os.path.basename(model_filename) if model_filename else MODEL_FILE
     params_filename = os.path.basename(params_filename) if params_filename else None
     if export_for_deployment:
@@ -107,10 +107,11 @@ def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_v
         model_basename += ".main_program"
         blob = (paddle_program.write_program(program, model_basename) if fmt == "paddle"
                 else program.to_json().encode("utf-8"))
-    _write_bytes(os.path.join(dirname, model_basename), blob)
-    if not program_only:
-        _save(executor, dirname, infer, None, is_persistable, params_filename, scope, fmt,
-              extra_files={model_basename: _sha256(blob)})
+    with durable_dir.StagedDirectory(dirname) as stage:    # the program and its parameters replaced as one
+        stage.write(model_basename, blob)
+        if not program_only:
+            _save(executor, dirname, infer, None, is_persistable, params_filename, scope, fmt,
+                  extra_files={model_basename: _sha256(blob)}, stage=stage)
     return targets
 
 
@@ -148,13 +149,16 @@ def load_inference_model(dirname: str | None, executor: Executor, model_filename
         if not isinstance(model_filename, (bytes, bytearray)):
             raise TypeError("with dirname=None, model_filename must hold the program's bytes, got %r"
                             % type(model_filename).__name__)
-        blob, where = bytes(model_filename), "<model bytes>"
-    else:
-        if not os.path.isdir(dirname):
-            raise ValueError("there is no directory named %r" % dirname)
-        model_basename = os.path.basename(os.fsdecode(model_filename)) if model_filename else MODEL_FILE
-        params_filename = os.path.basename(os.fsdecode(params_filename)) if params_filename else None
-        where = os.path.join(dirname, model_basename)
+        return _load_model(bytes(model_filename), "<model bytes>", None, executor, params_filename,
+                           pserver_endpoints, scope)
+    durable.recover(dirname)
+    if not os.path.isdir(dirname):
+        raise ValueError("there is no directory named %r" % dirname)
+    model_basename = os.path.basename(os.fsdecode(model_filename)) if model_filename else MODEL_FILE
+    params_filename = os.path.basename(os.fsdecode(params_filename)) if params_filename else None
+    where = os.path.join(dirname, model_basename)
+
+    def read():
         if not os.path.exists(where):
             raise FileNotFoundError("no inference model at %s (written by save_inference_model)" % where)
         with open(where, "rb") as f:
@@ -163,7 +167,14 @@ def load_inference_model(dirname: str | None, executor: Executor, model_filename
         if sums is not None and sums.get(model_basename) != _sha256(blob):
             raise ValueError("%s is corrupt: its SHA-256 does not match the index%s" % (
                 where, "" if model_basename in sums else ", which does not record it"))
+        return _load_model(blob, where, dirname, executor, params_filename, pserver_endpoints, scope)
+    return durable_dir.read_consistently(dirname, read)
+
+
+def _load_model(blob, where, dirname, executor, params_filename, pserver_endpoints, scope):
+    """The program in ``blob`` (either form) with its persistables loaded: ``[program, feeds, fetch vars]``."""
     if blob[:1] == b"{":
+        program_bounds.check_json_text(blob, where)
         try:
             d = bounded_json.loads(blob, where, len(blob), program_json_depth())
         except bounded_json.JSONBoundsError as e:
@@ -171,7 +182,7 @@ def load_inference_model(dirname: str | None, executor: Executor, model_filename
         if "feed_target_names" not in d or "fetch_target_names" not in d:
             raise ValueError("%s holds a program but no feed/fetch target names: it was not written by "
                              "save_inference_model" % where)
-        program = Program.from_dict(d)
+        program = program_forms.from_dict_into(d, Program(), where)
         feeds, fetches = list(d["feed_target_names"]), list(d["fetch_target_names"])
     elif paddle_program.is_program_desc(blob):
         program, feeds, fetches = paddle_program.read_program(blob, where)

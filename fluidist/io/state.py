@@ -16,9 +16,10 @@ from ..paddle_format import program_desc as paddle_program
 from ..paddle_format import safe_pickle
 from ..paddle_format.tensor_stream import PaddleFormatError
 
-from .common import (INDEX_FILE, _as_program, _logger, _read_scope, _save_format, _unique_vars, _write_bytes,
+from .common import (INDEX_FILE, _as_program, _logger, _read_scope, _save_format, _unique_vars,
                      get_program_parameter, get_program_persistable_vars, is_belong_to_optimizer, is_persistable)
-from .vars import _ArchiveSource, _DirSource, _commit, _is_archive, _read_own, _read_vars, _save_own, load_vars
+from . import durable
+from .vars import _ArchiveSource, _DirSource, _commit, _is_archive, _own_archive, _read_own, _read_vars, load_vars
 
 
 
@@ -34,6 +35,9 @@ def _prefix(model_path):
 def save(program: Any, model_path: str, scope: Any = None, format: str | None = None) -> None:
     """``model_path + .pdparams`` (the Parameters), ``.pdopt`` (the optimizer's variables) and
     ``.pdmodel`` (the program), as Paddle 1.8's ``fluid.save``.
+
+    The three files are replaced as one (``io.durable``): a save killed at any point, or failing on a
+    full disk, leaves the previous three or the new three.
 
     Paddle 1.8 difference: fluidist's own format, the default, is ``.npz`` archives (``.pdopt``
     only when there are optimizer variables) and the program's JSON form. ``format="paddle"``
@@ -71,16 +75,18 @@ def save(program: Any, model_path: str, scope: Any = None, format: str | None = 
     scope = scope if scope is not None else global_scope()
     params = [(v.name, v) for v in get_program_parameter(program)]
     opt = [(v.name, v) for v in _unique_vars(program.list_vars()) if is_belong_to_optimizer(v)]
+    path = lambda suffix: os.path.join(dirname, base + suffix)  # noqa: E731
     if fmt == "paddle":
-        for suffix, selected in ((".pdparams", params), (".pdopt", opt)):
-            state = {name: _dense(value) for name, value, _ in _read_scope(scope, selected)}
-            _write_bytes(os.path.join(dirname, base + suffix), safe_pickle.dumps_state(state))
-        _write_bytes(os.path.join(dirname, base + ".pdmodel"), paddle_program.write_program(program, base))
-        return
-    _save_own(dirname, _read_scope(scope, params), base + ".pdparams")
-    if opt:
-        _save_own(dirname, _read_scope(scope, opt), base + ".pdopt")
-    _write_bytes(os.path.join(dirname, base + ".pdmodel"), program.to_json().encode("utf-8"))
+        files = [(path(suffix), safe_pickle.dumps_state({name: _dense(value) for name, value, _
+                                                          in _read_scope(scope, selected)}))
+                 for suffix, selected in ((".pdparams", params), (".pdopt", opt))]
+        files.append((path(".pdmodel"), paddle_program.write_program(program, base)))
+    else:
+        files = [(path(".pdparams"), _own_archive(_read_scope(scope, params)))]
+        if opt:
+            files.append((path(".pdopt"), _own_archive(_read_scope(scope, opt))))
+        files.append((path(".pdmodel"), program.to_json().encode("utf-8")))
+    durable.write_files(files)     # each flushed under a name of its own first, then all renamed in
 
 
 def _read_state_file(path, names=None):
@@ -155,6 +161,7 @@ def load(program: Any, model_path: str, executor: Any = None, var_list: Sequence
     place = getattr(executor, "place", None) or CPUPlace()
     prefix = _prefix(model_path)
     params_path = prefix + ".pdparams"
+    durable.recover(params_path)      # a save of the files killed while renaming them in is finished first
     if not os.path.exists(params_path):
         _logger.warning("%s not found, trying to load files saved with save_params / save_persistables / "
                         "save_vars", params_path)
@@ -222,6 +229,7 @@ def load_program_state(model_path: str, var_list: Sequence[Any] | None = None) -
     """
     prefix = _prefix(model_path)
     params_path = prefix + ".pdparams"
+    durable.recover(params_path)
     if os.path.exists(params_path):
         state = _read_state_file(params_path)
         if os.path.exists(prefix + ".pdopt"):
@@ -246,6 +254,8 @@ def load_program_state(model_path: str, var_list: Sequence[Any] | None = None) -
         selected = []
         for root, _, files in os.walk(model_path):
             for f in sorted(files):
+                if durable.is_temporary(f):
+                    continue      # what a killed save of one file left (removed by its next save)
                 rel = os.path.relpath(os.path.join(root, f), model_path).replace(os.sep, "/")
                 selected.append((rel[:-4] if rel.endswith(".npy") else rel, None))
         selected = [(urllib.parse.unquote(n), d) if n.endswith(".npy") else (n, d) for n, d in selected]

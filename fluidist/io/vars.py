@@ -17,6 +17,7 @@ from ..core.tensor import SelectedRows
 from ..framework.dtypes import VarType
 from ..framework.program import Program, Variable
 from ..paddle_format import files as paddle_files
+from . import durable, durable_dir
 
 from .common import (INDEX_FILE, INDEX_KEY, MAX_INDEX_BYTES, UNCHECKED_ENV, _ZIP_MAGIC, _index_text, _npy_bytes,
                      _npz_bytes, _own_arrays, _parse_index, _plain_file_name, _read_index_file, _read_scope, _save_format, _select, _sha256,
@@ -27,51 +28,76 @@ if TYPE_CHECKING:  # for the annotations only
     from ..executor.executor import Executor
 
 
-
-
 # ---------------------------------------------------------------- save
-def _save_own(dirname, values, filename, extra_files=None):
+def _own_archive(values, extra_files=None):
+    """The bytes of fluidist's ``.npz`` archive of ``values`` (the index records ``extra_files``' sums too)."""
     arrays, index = _own_arrays(values)
     sums = dict(extra_files or {})
-    if filename is not None:
-        members = {stem + ".npy": _npy_bytes(arr) for stem, arr in arrays.items()}
-        sums.update({member: _sha256(blob) for member, blob in members.items()})
-        members[INDEX_KEY + ".npy"] = _npy_bytes(np.frombuffer(
-            _index_text(index, sums).encode("utf-8"), dtype=np.uint8))
-        _write_bytes(os.path.join(dirname, filename), _npz_bytes(members))
-        return
+    members = {stem + ".npy": _npy_bytes(arr) for stem, arr in arrays.items()}
+    sums.update({member: _sha256(blob) for member, blob in members.items()})
+    members[INDEX_KEY + ".npy"] = _npy_bytes(np.frombuffer(
+        _index_text(index, sums).encode("utf-8"), dtype=np.uint8))
+    return _npz_bytes(members)
+
+
+def _save_own_dir(stage, values, extra_files=None):
+    """One ``.npy`` per variable into the staged directory, and its index: the entries of earlier saves
+    into the directory are kept, the new ones added or replaced."""
+    arrays, index = _own_arrays(values)
+    sums = dict(extra_files or {})
     for stem, arr in arrays.items():  # one file's bytes in memory at a time
         blob = _npy_bytes(arr)
         sums[stem + ".npy"] = _sha256(blob)
-        _write_bytes(os.path.join(dirname, stem + ".npy"), blob)
-    index_path = os.path.join(dirname, INDEX_FILE)
+        stage.write(stem + ".npy", blob)
+    index_path = os.path.join(stage.path, INDEX_FILE)
     entries, files = {}, {}
     if os.path.exists(index_path):
         entries, old_files = _read_index_file(index_path)
         files = dict(old_files or {})
     entries.update(index)
     files.update(sums)
-    _write_bytes(index_path, _index_text(entries, files).encode("utf-8"))
+    stage.write(INDEX_FILE, _index_text(entries, files).encode("utf-8"))
 
 
-def _save(executor, dirname, main_program, vars, predicate, filename, scope, format, extra_files=None):
+def _save_into(stage, values, filename, fmt, extra_files=None):
+    """The files of one save into the staged directory ``stage`` (``durable_dir.StagedDirectory``)."""
+    if filename is not None:
+        stage.write(filename, paddle_files.combined_bytes(values) if fmt == "paddle"
+                    else _own_archive(values, extra_files))
+    elif fmt == "paddle":
+        paddle_files.save_files(stage.path, values, None, lambda path, blob: stage.write(
+            os.path.relpath(path, stage.path).replace(os.sep, "/"), blob))
+    else:
+        _save_own_dir(stage, values, extra_files)
+
+
+def _save(executor, dirname, main_program, vars, predicate, filename, scope, format, extra_files=None, stage=None):
+    """Read the selected values and save them: one file replaced whole (``filename``), or the directory
+    replaced whole (``durable_dir.StagedDirectory``; ``stage``: one a caller already opened)."""
     fmt = _save_format(format)
     scope = scope if scope is not None else global_scope()
     selected = _select(main_program, vars, predicate)
     if fmt == "paddle":
         selected = [(n, d) for n, d in selected if d is None or d.type != VarType.RAW]
     values = _read_scope(scope, selected)
-    os.makedirs(dirname, exist_ok=True)
-    if fmt == "paddle":
-        paddle_files.save_files(dirname, values, filename, _write_bytes)
+    if stage is not None:
+        _save_into(stage, values, filename, fmt, extra_files)
+    elif filename is not None:
+        os.makedirs(dirname, exist_ok=True)
+        _write_bytes(os.path.join(dirname, filename), paddle_files.combined_bytes(values) if fmt == "paddle"
+                     else _own_archive(values, extra_files))
     else:
-        _save_own(dirname, values, filename, extra_files)
+        with durable_dir.StagedDirectory(dirname) as staged:
+            _save_into(staged, values, None, fmt, extra_files)
 
 
 def save_vars(executor: Executor, dirname: str, main_program: Optional[Program] = None,
               vars: Optional[Sequence[Variable]] = None, predicate: Optional[Callable[[Variable], bool]] = None,
               filename: Optional[str] = None, scope: Optional[Scope] = None, format: Optional[str] = None) -> None:
     """Save ``vars`` (or the variables of ``main_program`` that ``predicate`` accepts) from the scope.
+
+    The directory (or the one file) is replaced whole (``io.durable``): a save killed at any point,
+    failing on a full disk or racing another save of it leaves the previous checkpoint or the new one.
 
     fluidist's format: without ``filename`` each variable becomes ``dirname/<stem>.npy`` and
     ``__index__.json`` is updated (entries of earlier saves into the same directory are kept); with
@@ -282,8 +308,14 @@ def _read_vars(dirname, selected, filename):
         if _is_archive(path):
             return _read_own_all(_ArchiveSource(path, path), selected)
         return paddle_files.read_combined(path, path, selected)
+    if dirname is not None:
+        durable.recover(dirname)
     if dirname is None or not os.path.isdir(dirname):
         raise FileNotFoundError("cannot load variables: there is no directory %s" % dirname)
+    return durable_dir.read_consistently(dirname, lambda: _read_dir(dirname, selected))
+
+
+def _read_dir(dirname, selected):
     src = _DirSource(dirname)
     out = []
     for name, decl in selected:

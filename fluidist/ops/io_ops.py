@@ -1,16 +1,26 @@
 """``save`` / ``load`` of one variable as a NumPy file (no pickle), as the pserver's table
 checkpoint block uses them. ``file_path`` "none" means: the directory held by the RAW variable
-``kLookupTablePath`` (set by a checkpoint request), file named after the variable."""
+``kLookupTablePath`` (set by a checkpoint request), file named after the variable.
+
+A ``save`` replaces the file whole (``io.durable``: written and flushed under a temporary name, then
+renamed), so a kill or a full disk leaves the previous file, and ends the ``.npy`` data with a trailer
+holding its SHA-256 (NumPy's readers stop at the data's end and never see it). ``load`` checks the
+trailer where there is one; a plain ``.npy`` (``np.save``'s) loads as it is."""
+import hashlib
+import io
 import os
 
 import numpy as np
 
 from ..core.tensor import SelectedRows
 from ..framework.registry import register_op
+from ..io import durable
 
 _HOST = 'reads and writes files'
 
 CHECKPOINT_PATH_VAR = "kLookupTablePath"
+TRAILER_MAGIC = b"\n#fluidist-sha256:"
+_TRAILER_BYTES = len(TRAILER_MAGIC) + 64 + 1
 
 
 def _path(ctx, attrs, name):
@@ -23,6 +33,30 @@ def _path(ctx, attrs, name):
     return path
 
 
+def checked_npy_bytes(arr):
+    """The ``.npy`` bytes of ``arr`` followed by the trailer with their SHA-256."""
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(arr), allow_pickle=False)
+    data = buf.getvalue()
+    return data + TRAILER_MAGIC + hashlib.sha256(data).hexdigest().encode("ascii") + b"\n"
+
+
+def read_checked_npy(path):
+    """The array in ``path``; its trailer's SHA-256, where it has one, must match the data."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    tail = blob[-_TRAILER_BYTES:]
+    data = memoryview(blob)
+    if len(blob) >= _TRAILER_BYTES and tail.startswith(TRAILER_MAGIC) and tail.endswith(b"\n"):
+        data = data[:-_TRAILER_BYTES]
+        if hashlib.sha256(data).hexdigest().encode("ascii") != tail[len(TRAILER_MAGIC):-1]:
+            raise ValueError("load: %s is corrupt: its data does not match the SHA-256 its save recorded" % path)
+    try:
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise ValueError("load: %s is not a readable NumPy file (truncated?): %s" % (path, e)) from None
+
+
 @register_op("save", host=_HOST, inputs=["X"], attrs={"file_path": "", "overwrite": True}, side_effect=True)
 def save(ctx, ins, attrs):
     name = ctx.op.inputs["X"][0]
@@ -33,8 +67,7 @@ def save(ctx, ins, attrs):
     x = ins["X"]
     if isinstance(x, SelectedRows):
         x = x.to_dense(np)
-    with open(path, "wb") as f:   # a file object: np.save given a name would add ".npy" to it
-        np.save(f, np.asarray(x), allow_pickle=False)
+    durable.write_file(path, checked_npy_bytes(x))
     return {}
 
 
@@ -44,7 +77,7 @@ def load(ctx, ins, attrs):
     path = _path(ctx, attrs, name)
     if not os.path.exists(path):
         raise ValueError("load: no file %r for variable %r" % (path, name))
-    value = np.load(path, allow_pickle=False)
+    value = read_checked_npy(path)
     if attrs.get("load_as_fp16"):
         value = value.astype(np.float16)
     return {"Out": ctx.xp.asarray(value)}

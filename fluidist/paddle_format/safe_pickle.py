@@ -189,14 +189,36 @@ def _finish(obj, path, done=None, depth=0):
     return out
 
 
+_MEMO_PUTS = ("PUT", "BINPUT", "LONG_BINPUT")
+_MEMO_GETS = ("GET", "BINGET", "LONG_BINGET")
+
+
 def _check_stream(blob, path):
     """Walk the stream's opcodes (``pickletools``, which reads an argument only as far as the stream
     holds it) before the unpickler runs: the unpickler allocates a bytes argument at the length the
-    stream claims before it reads it, so a 9-byte stream could make it allocate gigabytes."""
+    stream claims before it reads it, so a 9-byte stream could make it allocate gigabytes. The memo
+    is bounded the same way: the unpickler sizes its memo table by the largest index a PUT names, so
+    an index is refused past the number of opcodes before it (each opcode defines at most one memo
+    entry), and a GET must name an entry the stream defined."""
+    defined = set()
     try:
-        for op, arg, pos in pickletools.genops(io.BytesIO(blob)):
-            if op.name == "STOP":
+        for count, (op, arg, pos) in enumerate(pickletools.genops(io.BytesIO(blob)), 1):
+            name = op.name
+            if name == "STOP":
                 return
+            if name in _MEMO_PUTS:
+                if not 0 <= arg <= count:
+                    raise PaddleFormatError("%s is not a readable Paddle state file: opcode %s at byte %d names "
+                                            "memo entry %d, past the %d opcodes before it" % (path, name, pos, arg,
+                                                                                              count))
+                defined.add(arg)
+            elif name == "MEMOIZE":
+                defined.add(len(defined))
+            elif name in _MEMO_GETS and arg not in defined:
+                raise PaddleFormatError("%s is not a readable Paddle state file: opcode %s at byte %d names memo "
+                                        "entry %r, which the stream never defined" % (path, name, pos, arg))
+    except PaddleFormatError:
+        raise
     except (ValueError, TypeError, struct.error) as e:
         raise PaddleFormatError("%s is not a readable Paddle state file: %s" % (path, e)) from None
     raise PaddleFormatError("%s is not a readable Paddle state file: it has no STOP opcode" % path)
