@@ -167,14 +167,36 @@ def test_inference_model_custom_file_names(tmp_path):
     np.testing.assert_array_equal(got, want)
 
 
-def test_inference_model_needs_all_feeds(tmp_path):
+def test_inference_model_names_and_targets_are_checked_as_paddle_checks_them(tmp_path):
     main, startup, pred, loss, exe = trained(steps=0)
-    with pytest.raises(ValueError, match="needs variable 'x'"):
-        fluid.io.save_inference_model(str(tmp_path), ["y"], [pred], exe, main_program=main)
     with pytest.raises(ValueError, match="feed variable 'nope'"):
         fluid.io.save_inference_model(str(tmp_path), ["nope"], [pred], exe, main_program=main)
-    with pytest.raises(TypeError, match="target_vars"):
+    with pytest.raises(ValueError, match="target_vars must be a Variable or a non-empty list of Variables"):
         fluid.io.save_inference_model(str(tmp_path), ["x"], ["not a var"], exe, main_program=main)
+    with pytest.raises(ValueError, match="target_vars"):
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [], exe, main_program=main)
+    with pytest.raises(ValueError, match="feeded_var_names must be a list of variable names"):
+        fluid.io.save_inference_model(str(tmp_path), [main.global_block().var("x")], [pred], exe, main_program=main)
+
+
+@pytest.mark.parametrize("fmt", ["fluidist", "paddle"])
+def test_inference_model_of_a_target_reading_a_value_left_out_of_the_feeds(tmp_path, fmt):
+    """Paddle 1.8 saves a model whose target reads a value that is not among the feeds (here the loss,
+    which reads the label y, saved with feeds ['x']): the pruned program keeps the ops reading y, and
+    whoever runs the model feeds y too. fluidist saves it the same way and says which value that is."""
+    main, startup, pred, loss, exe = trained(steps=2)
+    xb, yb = batch(seed=7)
+    want, = exe.run(main.clone(for_test=True), feed={"x": xb, "y": yb}, fetch_list=[loss])
+    with pytest.warns(UserWarning, match=r"the saved program reads 'y', which is neither among the feeds \['x'\]"):
+        names = fluid.io.save_inference_model(str(tmp_path), ["x"], [loss], exe, main_program=main, format=fmt)
+    assert names == [loss.name]
+    scope = fluid.Scope()
+    program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe, scope=scope)
+    assert feeds == ["x"] and [v.name for v in fetches] == [loss.name]
+    assert "y" in program.global_block().vars and not program.global_block().var("y").persistable
+    assert not {"sgd", "mean_grad"} & {op.type for op in program.global_block().ops}
+    got, = exe.run(program, feed={"x": xb, "y": yb}, fetch_list=fetches, scope=scope)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_missing_file_names_the_variable(tmp_path):
