@@ -231,7 +231,45 @@ def test_failed_load_leaves_scope_untouched_and_shape_mismatch_is_named(tmp_path
     before = np.array(fluid.global_scope().find_var(w.name).get_tensor())
     with pytest.raises(ValueError, match="shape mismatch for variable %r" % w.name):
         fluid.io.load_vars(exe, str(tmp_path), main, vars=[w])
+    with pytest.raises(RuntimeError, match="shape mismatch"):     # the type Paddle 1.8 raises for a parameter
+        fluid.io.load_vars(exe, str(tmp_path), main, vars=[w])
     np.testing.assert_array_equal(np.array(fluid.global_scope().find_var(w.name).get_tensor()), before)
+
+
+@pytest.mark.parametrize("fmt", ["fluidist", "paddle"])
+def test_save_to_memory_and_load_from_memory(tmp_path, fmt):
+    """Paddle 1.8: ``save_persistables(exe, None, program)`` (no dirname, no filename) returns the bytes of
+    the one-file form; ``load_inference_model(None, exe, model_bytes, params_bytes)`` reads them."""
+    main, startup, pred, loss, exe = trained()
+    xb, _ = batch(n=5, seed=11)
+    fluid.io.save_inference_model(str(tmp_path), ["x"], [pred], exe, main_program=main, format=fmt,
+                                  params_filename="params")
+    with open(os.path.join(str(tmp_path), "__model__"), "rb") as f:
+        model_bytes = f.read()
+    program, _, fetches = fluid.io.load_inference_model(str(tmp_path), exe, params_filename="params",
+                                                        scope=fluid.Scope())
+    params_bytes = fluid.io.save_persistables(exe, None, program, format=fmt)
+    assert isinstance(params_bytes, bytes) and not os.path.exists("None")
+    with open(os.path.join(str(tmp_path), "params"), "rb") as f:
+        on_disk = f.read()
+    if fmt == "paddle":
+        assert params_bytes == on_disk      # Paddle's combined file, byte for byte
+    want, = exe.run(main.clone(for_test=True), feed={"x": xb, "y": np.zeros((5, 1), "float32")}, fetch_list=[pred])
+    scope = fluid.Scope()
+    program, feeds, fetches = fluid.io.load_inference_model(None, exe, model_bytes, params_bytes, scope=scope)
+    got, = exe.run(program, feed={feeds[0]: xb}, fetch_list=fetches, scope=scope)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="dirname and filename cannot both be None"):
+        fluid.io.load_persistables(exe, None, program)
+
+
+def test_raw_variables_are_skipped_as_paddle_skips_them(tmp_path):
+    """Paddle's save_vars / load_vars pass over RAW variables (communicator ids, step scopes) quietly."""
+    main, startup, pred, loss, exe = trained(steps=0)
+    main.global_block().create_var(name="comm_id", type="RAW", persistable=True)
+    fluid.io.save_persistables(exe, str(tmp_path), main)
+    fluid.io.load_persistables(exe, str(tmp_path), main, scope=fluid.Scope())
+    assert not [f for f in os.listdir(str(tmp_path)) if "comm_id" in f]
 
 
 def test_unset_variable_cannot_be_saved(tmp_path):
