@@ -52,6 +52,10 @@ def check_feed_value(var, name, value):
         lod = value.lod()
         raw = value._get()
         value = raw if is_device_array(raw) else np.asarray(value)   # already on a device: stays there
+    elif np.isscalar(value) and not isinstance(value, (str, bytes)):
+        # Paddle 1.8 feeds a Python or NumPy scalar as a [1] tensor of the variable's dtype (3.7 -> int64 3)
+        dtype = _NP_DTYPES.get(var.dtype) if var is not None else None
+        value = np.array([value]).astype(dtype) if dtype is not None else np.array([value])
     elif not isinstance(value, np.ndarray) and not is_device_array(value):
         value = np.asarray(value)
     if var is None:

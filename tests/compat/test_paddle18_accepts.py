@@ -130,3 +130,19 @@ def test_harness_config_fields_as_the_harness_sets_them():
     unsliced.slice_var_up = False
     assert programs_text(0, config=config) == programs_text(0, config=unsliced)
     assert ".block" not in programs_text(0, config=config)
+
+
+@pytest.mark.parametrize("dtype,fed,want", [
+    ("int64", 3, 6.0), ("int64", np.int64(3), 6.0), ("int64", 3.7, 6.0),     # cast to the variable's dtype
+    ("float32", 3.5, 7.0), ("float32", np.float32(3.5), 7.0), ("float32", True, 2.0)])
+def test_a_scalar_feed_is_a_one_element_tensor_of_the_variables_dtype(dtype, fed, want):
+    """Paddle 1.8's Executor feeds a Python or NumPy scalar as ``np.array([value]).astype(var dtype)``: a
+    shape-[1] fluid.data variable takes it (fluidist refused its shape () and its float64)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        s = fluid.data(name="s", shape=[1], dtype=dtype)
+        out = fluid.layers.cast(s, "float32") * 2.0
+    got, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"s": fed}, fetch_list=[out])
+    np.testing.assert_array_equal(got, np.array([want], "float32"))
+    with pytest.raises(ValueError, match=r"feed variable 's' expects shape \[1\] but got \[\]"):
+        fluid.Executor(fluid.CPUPlace()).run(main, feed={"s": np.array(fed, dtype)}, fetch_list=[out])
