@@ -130,8 +130,17 @@ def sample_list_to_batches(reader, feed_vars):
 
 
 def sample_to_batches(reader, feed_vars, batch_size, drop_last):
+    """A batch generator from a sample generator. As in Paddle 1.8, when no feed variable has a LoD a
+    sample (list or tuple) may carry more fields than there are variables: the extra ones, at the
+    end, are not fed (Paddle zips the fields with the variables there)."""
     if int(batch_size) <= 0:
         raise ValueError("batch_size must be larger than 0, got %r" % (batch_size,))
+    if not any(v.lod_level for v in feed_vars):
+        n, samples = len(feed_vars), reader
+
+        def reader():
+            for sample in samples():
+                yield sample[:n] if isinstance(sample, (list, tuple)) and len(sample) > n else sample
     return sample_list_to_batches(batch_reader(reader, batch_size, drop_last), feed_vars)
 
 

@@ -146,3 +146,26 @@ def test_a_scalar_feed_is_a_one_element_tensor_of_the_variables_dtype(dtype, fed
     np.testing.assert_array_equal(got, np.array([want], "float32"))
     with pytest.raises(ValueError, match=r"feed variable 's' expects shape \[1\] but got \[\]"):
         fluid.Executor(fluid.CPUPlace()).run(main, feed={"s": np.array(fed, dtype)}, fetch_list=[out])
+
+
+def test_sample_generator_fields_past_the_feed_variables_are_not_fed():
+    """``set_sample_generator`` without LoD variables: Paddle 1.8 zips each sample's fields with the feed
+    variables, so a reader yielding (image, label, sample id) feeds [image, label] (fluidist refused the
+    third field). With a LoD variable Paddle's DataFeeder wants exactly one field per variable."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        image = fluid.data(name="image", shape=[None, 2], dtype="float32")
+        label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        total = fluid.layers.reduce_sum(image) + fluid.layers.cast(fluid.layers.reduce_sum(label), "float32")
+    samples = [(np.full(2, i, "float32"), np.array([i]), "id-%d" % i) for i in range(4)]
+    loader = fluid.io.DataLoader.from_generator(feed_list=[image, label], capacity=2)
+    loader.set_sample_generator(lambda: iter(samples), batch_size=2, places=fluid.cpu_places(1))
+    exe = fluid.Executor(fluid.CPUPlace())
+    got = [exe.run(main, feed=d, fetch_list=[total])[0].tolist() for d in loader()]
+    assert got == [[0 * 3 + 1 * 3], [2 * 3 + 3 * 3]]
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        words = fluid.data(name="words", shape=[None, 1], dtype="int64", lod_level=1)
+    lod_loader = fluid.io.DataLoader.from_generator(feed_list=[words], capacity=2)
+    lod_loader.set_sample_generator(lambda: iter([([1, 2], "extra")] * 2), batch_size=2, places=fluid.cpu_places(1))
+    with pytest.raises(ValueError, match="sample 0 has 2 fields for 1 feed variables"):
+        list(lod_loader())
