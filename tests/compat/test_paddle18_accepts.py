@@ -169,3 +169,37 @@ def test_sample_generator_fields_past_the_feed_variables_are_not_fed():
     lod_loader.set_sample_generator(lambda: iter([([1, 2], "extra")] * 2), batch_size=2, places=fluid.cpu_places(1))
     with pytest.raises(ValueError, match="sample 0 has 2 fields for 1 feed variables"):
         list(lod_loader())
+
+
+def test_a_py_reader_fed_through_its_queue_needs_no_start_in_its_first_pass():
+    """Paddle's test_py_reader_using_executor: a thread pushes LoDTensorArrays into ``py_reader.queue`` and
+    closes it; the program reads them without ``start()`` (a Paddle reader runs from its creation until
+    its first reset). fluidist refused the read as "not started", and took only (array, lod) pairs."""
+    import threading
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        reader = fluid.layers.py_reader(capacity=2, shapes=[[-1, 3], [-1, 1]], dtypes=["float32", "int64"])
+        x, label = fluid.layers.read_file(reader)
+        total = fluid.layers.reduce_sum(x) + fluid.layers.cast(fluid.layers.reduce_sum(label), "float32")
+    batches = [(np.full((2, 3), i, "float32"), np.array([[i], [1]], "int64")) for i in range(4)]
+
+    def feed():
+        for xb, lb in batches:
+            array = fluid.LoDTensorArray()
+            for value in (xb, lb):
+                t = fluid.LoDTensor()
+                t.set(value, fluid.CPUPlace())
+                array.append(t)
+            reader.queue.push(array)
+        reader.queue.close()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    threading.Thread(target=feed, daemon=True).start()
+    got = []
+    with pytest.raises(fluid.core.EOFException):
+        while True:
+            got.append(float(exe.run(main, fetch_list=[total])[0][0]))
+    assert got == [6 * i + i + 1 for i in range(4)]
+    reader.reset()            # after a reset, Paddle's reader reads again only once started
+    with pytest.raises(RuntimeError, match="has not been started: call start"):
+        exe.run(main, fetch_list=[total])
