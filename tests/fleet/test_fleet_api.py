@@ -384,3 +384,4 @@ def test_init_server_errors(rpc_ops, tmp_path):
         ps_fleet.init_server(str(tmp_path / "empty"))
     with pytest.raises(RuntimeError, match="runs on workers"):
         ps_fleet.init_worker()
+
