@@ -109,15 +109,16 @@ class PaddleCloudRoleMaker(LazyRoleGetters, RoleMakerBase):
         return workers
 
     @staticmethod
-    def _server_id(env, servers):
+    def _server_id(env, servers, prefer_id=False):
+        """This server's index, read as Paddle 1.8 reads it: ``POD_IP:PADDLE_PORT`` looked up in the list
+        (PaddleCloudRoleMaker, which does not read PADDLE_PSERVER_ID: then a warning when it is malformed or
+        disagrees), or, with ``prefer_id``, ``PADDLE_PSERVER_ID`` when it is set (GeneralRoleMaker).
+        ``PADDLE_PSERVER_ID`` alone is taken too."""
         n = len(servers)
-        by_id = None
-        if env.has("PADDLE_PSERVER_ID"):
-            by_id = env.integer("PADDLE_PSERVER_ID", low=0, high=n - 1,
-                                expected="an integer in [0, %d] (an index into PADDLE_PSERVERS_IP_PORT_LIST)"
-                                % (n - 1))
-            if not (env.has("POD_IP") or env.has("PADDLE_PORT")):
-                return by_id
+        id_expected = "an integer in [0, %d] (an index into PADDLE_PSERVERS_IP_PORT_LIST)" % (n - 1)
+        has_ep = env.has("POD_IP") or env.has("PADDLE_PORT")
+        if env.has("PADDLE_PSERVER_ID") and (prefer_id or not has_ep):
+            return env.integer("PADDLE_PSERVER_ID", low=0, high=n - 1, expected=id_expected)
         ip = env.string("POD_IP", "this server's IP address, so that POD_IP:PADDLE_PORT is one of "
                                   "PADDLE_PSERVERS_IP_PORT_LIST")
         port = env.integer("PADDLE_PORT", low=1, high=65535, expected="this server's port (1-65535)")
@@ -125,10 +126,17 @@ class PaddleCloudRoleMaker(LazyRoleGetters, RoleMakerBase):
         if ep not in servers:
             raise env_error(env.owner, "POD_IP:PADDLE_PORT", ep, "one of PADDLE_PSERVERS_IP_PORT_LIST %s "
                             "(POD_IP=%r, PADDLE_PORT=%r)" % (servers, env.raw("POD_IP"), env.raw("PADDLE_PORT")))
-        if by_id is not None and servers[by_id] != ep:       # Paddle reads POD_IP:PADDLE_PORT alone
-            warnings.warn("%s: PADDLE_PSERVER_ID=%d names %s, but POD_IP:PADDLE_PORT is %s (entry %d of "
-                          "PADDLE_PSERVERS_IP_PORT_LIST), which is used, as in Paddle"
-                          % (env.owner, by_id, servers[by_id], ep, servers.index(ep)), stacklevel=4)
+        if env.has("PADDLE_PSERVER_ID"):
+            try:
+                by_id = env.integer("PADDLE_PSERVER_ID", low=0, high=n - 1, expected=id_expected)
+                differs = servers[by_id] != ep and "names %s" % servers[by_id]
+            except EnvVarError:
+                differs = "is not %s" % id_expected
+            if differs:
+                warnings.warn("%s: PADDLE_PSERVER_ID=%s %s, but POD_IP:PADDLE_PORT is %s (entry %d of "
+                              "PADDLE_PSERVERS_IP_PORT_LIST), which is used, as in Paddle"
+                              % (env.owner, env.raw("PADDLE_PSERVER_ID"), differs, ep, servers.index(ep)),
+                              stacklevel=4)
         return servers.index(ep)
 
     def _read_collective(self, env):

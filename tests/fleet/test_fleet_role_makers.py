@@ -95,8 +95,6 @@ def test_ps_trainer_malformed(name, value):
     ("POD_IP", ""),
     ("PADDLE_PORT", "port"),
     ("PADDLE_PORT", "0"),
-    ("PADDLE_PSERVER_ID", "2"),
-    ("PADDLE_PSERVER_ID", "one"),
 ])
 def test_ps_server_malformed(name, value):
     check_error(dict(PS_SERVER, **{name: value}), name)
@@ -162,6 +160,12 @@ def test_ps_variables_paddle_does_not_read_are_passed_over():
                                          "127.0.0.1:6171"):
         rm = make(dict(PS_SERVER, PADDLE_PSERVER_ID="0"))
     assert rm.server_index() == 1 and rm.get_local_endpoint() == "127.0.0.1:6171"
+    for bad in ("2", "one"):
+        with pytest.warns(UserWarning, match="PADDLE_PSERVER_ID=%s is not an integer in \\[0, 1\\]" % bad):
+            assert make(dict(PS_SERVER, PADDLE_PSERVER_ID=bad)).server_index() == 1
+    alone = {k: v for k, v in PS_SERVER.items() if k not in ("POD_IP", "PADDLE_PORT")}
+    for bad in ("2", "one"):           # read when it is all there is: then it must index the list
+        check_error(dict(alone, PADDLE_PSERVER_ID=bad), "PADDLE_PSERVER_ID")
 
 
 def test_collective_variables_paddle_does_not_read_are_passed_over():
