@@ -366,6 +366,9 @@ def test_save_and_load_program_state(tmp_path):
             np.testing.assert_array_equal(v, before[n])
     with open(prefix + ".pdmodel") as f:
         assert fluid.Program.from_json(f.read()).to_json() == main.to_json()
+    fluid.io.save_persistables(exe, str(tmp_path / "older"), main)
+    with pytest.raises(TypeError, match="var_list holds Variables, got 'str'"):    # Paddle's TypeError
+        fluid.io.load_program_state(str(tmp_path / "older"), var_list=[names[0]])
 
 
 def test_inference_model_of_a_cnn_with_accuracy_and_adam(tmp_path):
