@@ -83,7 +83,7 @@ def check_int(value: object, what: str, minimum: Optional[int] = 0) -> int:
     not a bool) ``>= minimum`` (None: no lower bound); else an error naming ``what``."""
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) \
             and float(value).is_integer():
-        value = int(value)
+        value = int(float(value))
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError("%s must be an int, got %r (%s)" % (what, value, type(value).__name__))
     number = int(value)
