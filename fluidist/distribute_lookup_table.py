@@ -15,7 +15,7 @@ def _distributed_lookups(program):
 
 def find_distributed_lookup_table(program):
     """The name of the program's one distributed table (the W of its distributed lookups), or None;
-    ValueError when a lookup of that table is not distributed or two tables are."""
+    RuntimeError (as Paddle) when two tables are distributed, ValueError when a lookup of the table is not."""
     table = None
     for op in program.global_block().ops:
         if not _is_lookup(op):
@@ -25,7 +25,7 @@ def find_distributed_lookup_table(program):
             if table is None:
                 table = name
             elif table != name:
-                raise ValueError("only one distributed lookup table is supported, found %r and %r" % (table, name))
+                raise RuntimeError("only one distributed lookup table is supported, found %r and %r" % (table, name))
         elif table is not None and name == table:
             raise ValueError("the distributed table %r is also looked up without is_distributed" % name)
     return table

@@ -34,14 +34,14 @@ class ParallelExecutor:
         if exec_strategy is None:
             exec_strategy = ExecutionStrategy()
         exec_strategy.use_cuda = bool(use_cuda)
-        if share_vars_from is not None and not isinstance(share_vars_from, ParallelExecutor):
+        if share_vars_from and not isinstance(share_vars_from, ParallelExecutor):   # Paddle reads it if truthy
             raise TypeError("share_vars_from must be a ParallelExecutor, got %r" % type(share_vars_from).__name__)
         self._places = cuda_places() if use_cuda else cpu_places()
         self._scope = scope if scope is not None else global_scope()
         program = main_program if main_program is not None else default_main_program()
         self._compiled_program = CompiledProgram(program, build_strategy).with_data_parallel(
             loss_name=loss_name, build_strategy=build_strategy, exec_strategy=exec_strategy,
-            share_vars_from=share_vars_from._compiled_program if share_vars_from is not None else None,
+            share_vars_from=share_vars_from._compiled_program if share_vars_from else None,
             places=self._places)
         self._place = self._places[0]
         self._exe = Executor(self._place)

@@ -26,10 +26,11 @@ FORBIDDEN = {
 }
 
 # The only modules allowed to break FORBIDDEN: the launcher's old paths under fluidist.distributed
-# (``python -m fluidist.distributed.launch`` is Paddle's; scripts import find_free_ports from
+# (``python -m fluidist.distributed.launch`` and ``launch_ps`` are Paddle's; scripts import find_free_ports from
 # launch_utils), each a thin alias of a module of fluidist.launch.
 ALIASES = {
     "fluidist.distributed.launch": "fluidist.launch",
+    "fluidist.distributed.launch_ps": "fluidist.launch",
     "fluidist.distributed.launch_utils": "fluidist.launch",
     "fluidist.distributed.launchers": "fluidist.launch",
     "fluidist.distributed.elastic": "fluidist.launch",

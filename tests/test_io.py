@@ -167,14 +167,36 @@ def test_inference_model_custom_file_names(tmp_path):
     np.testing.assert_array_equal(got, want)
 
 
-def test_inference_model_needs_all_feeds(tmp_path):
+def test_inference_model_names_and_targets_are_checked_as_paddle_checks_them(tmp_path):
     main, startup, pred, loss, exe = trained(steps=0)
-    with pytest.raises(ValueError, match="needs variable 'x'"):
-        fluid.io.save_inference_model(str(tmp_path), ["y"], [pred], exe, main_program=main)
     with pytest.raises(ValueError, match="feed variable 'nope'"):
         fluid.io.save_inference_model(str(tmp_path), ["nope"], [pred], exe, main_program=main)
-    with pytest.raises(TypeError, match="target_vars"):
+    with pytest.raises(ValueError, match="target_vars must be a Variable or a non-empty list of Variables"):
         fluid.io.save_inference_model(str(tmp_path), ["x"], ["not a var"], exe, main_program=main)
+    with pytest.raises(ValueError, match="target_vars"):
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [], exe, main_program=main)
+    with pytest.raises(ValueError, match="feeded_var_names must be a list of variable names"):
+        fluid.io.save_inference_model(str(tmp_path), [main.global_block().var("x")], [pred], exe, main_program=main)
+
+
+@pytest.mark.parametrize("fmt", ["fluidist", "paddle"])
+def test_inference_model_of_a_target_reading_a_value_left_out_of_the_feeds(tmp_path, fmt):
+    """Paddle 1.8 saves a model whose target reads a value that is not among the feeds (here the loss,
+    which reads the label y, saved with feeds ['x']): the pruned program keeps the ops reading y, and
+    whoever runs the model feeds y too. fluidist saves it the same way and says which value that is."""
+    main, startup, pred, loss, exe = trained(steps=2)
+    xb, yb = batch(seed=7)
+    want, = exe.run(main.clone(for_test=True), feed={"x": xb, "y": yb}, fetch_list=[loss])
+    with pytest.warns(UserWarning, match=r"the saved program reads 'y', which is neither among the feeds \['x'\]"):
+        names = fluid.io.save_inference_model(str(tmp_path), ["x"], [loss], exe, main_program=main, format=fmt)
+    assert names == [loss.name]
+    scope = fluid.Scope()
+    program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe, scope=scope)
+    assert feeds == ["x"] and [v.name for v in fetches] == [loss.name]
+    assert "y" in program.global_block().vars and not program.global_block().var("y").persistable
+    assert not {"sgd", "mean_grad"} & {op.type for op in program.global_block().ops}
+    got, = exe.run(program, feed={"x": xb, "y": yb}, fetch_list=fetches, scope=scope)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_missing_file_names_the_variable(tmp_path):
@@ -209,7 +231,45 @@ def test_failed_load_leaves_scope_untouched_and_shape_mismatch_is_named(tmp_path
     before = np.array(fluid.global_scope().find_var(w.name).get_tensor())
     with pytest.raises(ValueError, match="shape mismatch for variable %r" % w.name):
         fluid.io.load_vars(exe, str(tmp_path), main, vars=[w])
+    with pytest.raises(RuntimeError, match="shape mismatch"):     # the type Paddle 1.8 raises for a parameter
+        fluid.io.load_vars(exe, str(tmp_path), main, vars=[w])
     np.testing.assert_array_equal(np.array(fluid.global_scope().find_var(w.name).get_tensor()), before)
+
+
+@pytest.mark.parametrize("fmt", ["fluidist", "paddle"])
+def test_save_to_memory_and_load_from_memory(tmp_path, fmt):
+    """Paddle 1.8: ``save_persistables(exe, None, program)`` (no dirname, no filename) returns the bytes of
+    the one-file form; ``load_inference_model(None, exe, model_bytes, params_bytes)`` reads them."""
+    main, startup, pred, loss, exe = trained()
+    xb, _ = batch(n=5, seed=11)
+    fluid.io.save_inference_model(str(tmp_path), ["x"], [pred], exe, main_program=main, format=fmt,
+                                  params_filename="params")
+    with open(os.path.join(str(tmp_path), "__model__"), "rb") as f:
+        model_bytes = f.read()
+    program, _, fetches = fluid.io.load_inference_model(str(tmp_path), exe, params_filename="params",
+                                                        scope=fluid.Scope())
+    params_bytes = fluid.io.save_persistables(exe, None, program, format=fmt)
+    assert isinstance(params_bytes, bytes) and not os.path.exists("None")
+    with open(os.path.join(str(tmp_path), "params"), "rb") as f:
+        on_disk = f.read()
+    if fmt == "paddle":
+        assert params_bytes == on_disk      # Paddle's combined file, byte for byte
+    want, = exe.run(main.clone(for_test=True), feed={"x": xb, "y": np.zeros((5, 1), "float32")}, fetch_list=[pred])
+    scope = fluid.Scope()
+    program, feeds, fetches = fluid.io.load_inference_model(None, exe, model_bytes, params_bytes, scope=scope)
+    got, = exe.run(program, feed={feeds[0]: xb}, fetch_list=fetches, scope=scope)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="dirname and filename cannot both be None"):
+        fluid.io.load_persistables(exe, None, program)
+
+
+def test_raw_variables_are_skipped_as_paddle_skips_them(tmp_path):
+    """Paddle's save_vars / load_vars pass over RAW variables (communicator ids, step scopes) quietly."""
+    main, startup, pred, loss, exe = trained(steps=0)
+    main.global_block().create_var(name="comm_id", type="RAW", persistable=True)
+    fluid.io.save_persistables(exe, str(tmp_path), main)
+    fluid.io.load_persistables(exe, str(tmp_path), main, scope=fluid.Scope())
+    assert not [f for f in os.listdir(str(tmp_path)) if "comm_id" in f]
 
 
 def test_unset_variable_cannot_be_saved(tmp_path):
@@ -306,6 +366,9 @@ def test_save_and_load_program_state(tmp_path):
             np.testing.assert_array_equal(v, before[n])
     with open(prefix + ".pdmodel") as f:
         assert fluid.Program.from_json(f.read()).to_json() == main.to_json()
+    fluid.io.save_persistables(exe, str(tmp_path / "older"), main)
+    with pytest.raises(TypeError, match="var_list holds Variables, got 'str'"):    # Paddle's TypeError
+        fluid.io.load_program_state(str(tmp_path / "older"), var_list=[names[0]])
 
 
 def test_inference_model_of_a_cnn_with_accuracy_and_adam(tmp_path):

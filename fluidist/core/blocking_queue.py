@@ -9,6 +9,10 @@ data source that fails never leaves the training loop waiting. ``reset()`` makes
 import threading
 from collections import deque
 
+import numpy as np
+
+from .tensor import LoDTensor
+
 
 class EOFException(Exception):
     """Raised by a ``read`` op when its reader's pass is over (``fluid.core.EOFException``).
@@ -18,6 +22,15 @@ class EOFException(Exception):
 
 class ReaderNotStartedError(RuntimeError):
     """A ``read`` op ran before the reader feeding it was started."""
+
+
+def _as_item(value):
+    """One value of a batch as ``(array, lod or None)``."""
+    if isinstance(value, tuple) and len(value) == 2:
+        return value
+    if isinstance(value, LoDTensor):
+        return value._get(), (value.lod() or None)
+    return np.asarray(value), None
 
 
 class BlockingQueue:
@@ -35,8 +48,18 @@ class BlockingQueue:
         self._closed = False
         self._error = None
         self._started = False
+        # As in Paddle, a reader runs from its creation until its first reset(): a first pass needs
+        # no start() when the batches are pushed into the queue by hand. A reader given a data source
+        # (decorate_* / set_*_generator) is only fed after start(), so reading before it is refused.
+        self._fresh = True
+        self._has_source = False
 
     # ---------------------------------------------------------------- producer side
+    def expect_start(self):
+        """A data source was attached: reading before ``start()`` is an error, not a wait."""
+        with self._cond:
+            self._has_source = True
+
     def start(self):
         """The pass begins: a producer is about to push."""
         with self._cond:
@@ -44,7 +67,9 @@ class BlockingQueue:
 
     def push(self, batch):
         """Wait for room and enqueue ``batch``; False if the queue was closed meanwhile (the
-        consumer reset the reader: the producer should stop)."""
+        consumer reset the reader: the producer should stop). A batch is a list of ``(array, lod)``,
+        or, as Paddle's ``queue.push`` takes, of LoDTensors or arrays (a ``LoDTensorArray``)."""
+        batch = [_as_item(x) for x in batch]
         with self._cond:
             while len(self._items) >= self.capacity and not self._closed:
                 self._cond.wait()
@@ -72,7 +97,7 @@ class BlockingQueue:
     def pop(self):
         """The next batch; raises EOFException at the end of the pass, or the producer's error."""
         with self._cond:
-            if not self._started and not self._items and not self._closed:
+            if not self._started and not self._items and not self._closed and (self._has_source or not self._fresh):
                 raise ReaderNotStartedError(
                     "reader %r has not been started: call start() on the py_reader / non-iterable "
                     "DataLoader / PyReader before running the program (and reset() after EOFException)"
@@ -95,6 +120,7 @@ class BlockingQueue:
             self._closed = False
             self._error = None
             self._started = False
+            self._fresh = False
             self._cond.notify_all()
 
     def size(self):

@@ -15,6 +15,8 @@ the slot named.
 :class:`Records` keeps each slot as one flat value array plus instance offsets, so shuffling,
 splitting and batching are array operations, and records travel between workers as raw buffers.
 """
+import warnings
+
 import numpy as np
 
 
@@ -163,6 +165,7 @@ def parse_lines(lines, slots, source, first_line=1):
     tokens = [[] for _ in slots]
     counts = [[] for _ in slots]
     line_no = first_line - 1
+    first_extra = None
     nslots = len(slots)
     for line_no, line in enumerate(lines, first_line):
         toks = line.split()
@@ -193,10 +196,13 @@ def parse_lines(lines, slots, source, first_line=1):
             tokens[j].extend(vals)
             counts[j].append((num, line_no))
             p += 1 + num
-        if p != len(toks):
-            raise DataFormatError("%s, line %d: %d tokens are left after the %d slots of set_use_var %s (does the "
-                                  "data have more slots than the variables given?)"
-                                  % (source, line_no, len(toks) - p, nslots, [s.name for s in slots]))
+        if p != len(toks) and first_extra is None:
+            first_extra = (line_no, len(toks) - p)
+    if first_extra is not None:
+        # Paddle 1.8's MultiSlot parser reads the slots of set_use_var and passes over what follows them
+        warnings.warn("%s, line %d (the first such line): %d tokens after the %d slots of set_use_var %s are not "
+                      "read, as in Paddle (does the data have more slots than the variables given?)"
+                      % (source, first_extra[0], first_extra[1], nslots, [s.name for s in slots]), stacklevel=2)
     values, offsets = [], []
     for j, slot in enumerate(slots):
         try:

@@ -18,6 +18,7 @@ from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..reader.feeding import _NP_DTYPES, _shape_ok, check_feed_value  # noqa: F401 (check_feed_value: re-exported)
 from .plan import Plan, _executors, _missing_value_error
+from .prune import needs_split, pruned_run_args, refuse_compiled_prune, split_fetch_list
 from .plan import set_kernel_wrapper  # noqa: F401 (re-exported: the profiler's hook)
 
 if TYPE_CHECKING:  # for the annotations only (compiler imports this module's helpers)
@@ -128,7 +129,8 @@ class Executor:
             return_merged: for a data-parallel CompiledProgram, False returns each place's values apart.
             feed_var_name: accepted for Paddle's signature (fluidist has no feed ops).
             fetch_var_name: accepted for Paddle's signature (fluidist has no fetch ops).
-            use_prune: refused (ValueError): fluidist runs every op of the program.
+            use_prune: run only the ops the fetches and optimize ops need, as Paddle 1.8 (see
+                ``executor.prune``); optimize ops (``minimize``'s) in ``fetch_list`` set it too.
 
         Returns:
             one value per entry of ``fetch_list``.
@@ -152,14 +154,16 @@ class Executor:
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")
-        if use_prune:
-            raise ValueError("Executor.run(use_prune=True) is not supported: fluidist runs every op of the "
-                             "program (prune it yourself, e.g. with program.clone(for_test=True))")
+        optimize_ops: list = []
+        if needs_split(fetch_list):             # optimize ops in fetch_list: a pruned run, as in Paddle
+            fetch_list, optimize_ops = split_fetch_list(fetch_list)
+            use_prune = use_prune or bool(optimize_ops)
         if program is None:
             program = default_main_program()
         if not isinstance(program, Program):
             run_compiled = getattr(program, "_run_on", None)   # a CompiledProgram runs itself
             if run_compiled is not None:
+                refuse_compiled_prune(use_prune)
                 return run_compiled(self, feed, fetch_list, scope, return_numpy, return_merged)
             raise TypeError("Executor.run expects a Program or CompiledProgram, got %r" % type(program).__name__)
         if scope is None:
@@ -171,6 +175,8 @@ class Executor:
         if not isinstance(feed, dict):
             raise TypeError("feed must be a dict of {name: array} for a Program, got %r" % type(feed).__name__)
         fetch_names = _as_fetch_names(fetch_list)
+        if use_prune:
+            program, feed = pruned_run_args(program, feed, fetch_names, optimize_ops)
         plan = self._plan(program, 0)
         self._feed(program, scope, feed)
         for n in plan.fresh_arrays:

@@ -23,6 +23,7 @@ whose statistics are then summed over ring 0). ``forward_recompute`` (with ``rec
 optimizer in ``RecomputeOptimizer``; ``gradient_merge`` with ``gradient_merge_configs =
 {"k_steps": k, "avg": True}`` updates once every ``k`` micro-batches (``fluidist.gradient_merge``).
 """
+import numbers
 import warnings
 
 from .. import io
@@ -36,6 +37,14 @@ from .strategy import DistFCConfig, DistributedStrategy
 
 __all__ = ["fleet", "Collective", "CollectiveOptimizer", "DistributedStrategy", "DistFCConfig"]
 
+
+def _node_ip(endpoint):
+    """The host of a worker endpoint, as Paddle counts nodes (the text before the first ':' when the
+    endpoint is not a well-formed ``host:port``)."""
+    try:
+        return split_endpoint(endpoint, "worker endpoint")[0]
+    except ValueError:
+        return endpoint.split(":")[0].strip()
 
 class Collective(Fleet):
     def __init__(self):
@@ -157,7 +166,7 @@ class CollectiveOptimizer(DistributedOptimizer):
         if strategy.mode == "collective" and strategy.collective_mode not in ("local_sgd", "grad_allreduce"):
             raise ValueError("DistributedStrategy.mode = 'collective' needs collective_mode 'grad_allreduce' or "
                              "'local_sgd', got %r" % (strategy.collective_mode,))
-        if not isinstance(strategy.local_sgd_steps, int) or isinstance(strategy.local_sgd_steps, bool) \
+        if not isinstance(strategy.local_sgd_steps, numbers.Integral) or isinstance(strategy.local_sgd_steps, bool) \
                 or strategy.local_sgd_steps < 1:
             raise ValueError("DistributedStrategy.local_sgd_steps must be an int >= 1, got %r"
                              % (strategy.local_sgd_steps,))
@@ -186,7 +195,7 @@ class CollectiveOptimizer(DistributedOptimizer):
             raise ValueError("the collective fleet needs the workers' endpoints, but the role maker %s gives none: "
                              "use PaddleCloudRoleMaker(is_collective=True) (PADDLE_TRAINER_ENDPOINTS), "
                              "UserDefinedCollectiveRoleMaker or MPIRoleMaker" % type(f._role_maker).__name__)
-        node_num = len({split_endpoint(ep, "worker endpoint")[0] for ep in worker_endpoints})
+        node_num = len({_node_ip(ep) for ep in worker_endpoints})
         assert node_num >= 1, "nccl2 node_num must >= 1, now:%d" % node_num
         if node_num == 1:
             if s.nccl_comm_num > 1:

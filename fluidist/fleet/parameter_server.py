@@ -32,6 +32,7 @@ one stopped. A directory holding only parameters (``fluid.io.save_params``) load
 lacks keeps its startup value.
 """
 import os
+import warnings
 
 import numpy as np
 
@@ -119,7 +120,9 @@ class DistributedTranspiler(Fleet):
             raise RuntimeError("fleet.init_worker runs on workers; this process is a server")
         wait_server_ready(self.server_endpoints())
         if self._communicator is not None and self._communicator.is_running():
-            raise RuntimeError("fleet.init_worker: the communicator is already running (call it once)")
+            warnings.warn("fleet.init_worker: the communicator is already running; this call changes nothing "
+                          "(as in Paddle)", stacklevel=2)
+            return
         self._communicator = self._make_communicator()
         if self._communicator is not None:
             self._communicator.start()

@@ -57,7 +57,7 @@ class Program:
         self._is_distributed = False
         self._is_chief = False
         self._endpoints: List[str] = []
-        self._ps_endpoint = None
+        self._ps_endpoint: Optional[str] = None
         self._trainers_endpoints: List[str] = []
         self._nccl_comm_num = 1
         self._use_hierarchical_allreduce = False

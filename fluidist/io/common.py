@@ -35,6 +35,11 @@ _ZIP_MAGIC = b"PK\x03\x04"
 
 
 # ---------------------------------------------------------------- predicates (Paddle's names)
+class VarMismatchError(ValueError, RuntimeError):
+    """A loaded value whose shape or dtype is not the one the program declares. A ValueError, and a
+    RuntimeError as well: the type Paddle 1.8's ``load_vars`` raises for a parameter's shape."""
+
+
 def is_parameter(var: Variable) -> bool:
     """Whether ``var`` is a Parameter (what ``save_params`` saves).
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import TYPE_CHECKING, Sequence
 
 from .. import bounded_json
@@ -26,25 +27,29 @@ if TYPE_CHECKING:  # for the annotations only
 # ---------------------------------------------------------------- inference models
 def _prune_for_inference(program, feeds, targets):
     """Keep, in the (already test-mode) ``program``, only the ops and global variables that compute
-    ``targets`` from ``feeds`` and persistables; raise if a needed value has no source."""
+    ``targets`` from ``feeds`` and persistables, as Paddle 1.8's ``_prune_with_input`` does. A value
+    those ops read that is neither fed nor persistable nor computed (a label, a second input left out
+    of ``feeded_var_names``) stays a plain variable of the saved program, as in Paddle, which saves
+    such a program too: whoever runs the model feeds it. A warning names it."""
     block = program.global_block()
     keep = ops_needed_for(block, targets, feeds)
     block.ops = [block.ops[i] for i in keep]
-    available = set(feeds)
+    available, unfed = set(feeds), []
     for op in block.ops:
         for n in op.input_arg_names:
-            if n in available:
+            if n in available or n in unfed:
                 continue
             v = block._find_var_recursive(n)
             if v is None or not v.persistable:
-                raise ValueError("save_inference_model: op %r needs variable %r, which is neither fed "
-                                 "(feeded_var_names=%s) nor persistable nor computed from them"
-                                 % (op.type, n, list(feeds)))
+                unfed.append(n)
         available.update(op.output_arg_names)
-    for t in targets:
-        if t not in available and not block._find_var_recursive(t).persistable:
-            raise ValueError("save_inference_model: target %r is not computed from the feeds %s"
-                             % (t, list(feeds)))
+    unfed += [t for t in targets if t not in available and t not in unfed
+              and not getattr(block._find_var_recursive(t), "persistable", False)]
+    if unfed:
+        warnings.warn("save_inference_model: the saved program reads %s, which %s neither among the feeds %s nor "
+                      "persistable nor computed from them: feed %s when running the model"
+                      % (", ".join(repr(n) for n in unfed), "is" if len(unfed) == 1 else "are", list(feeds),
+                         "it" if len(unfed) == 1 else "them"), stacklevel=3)
     used = set(feeds) | set(targets)
     for b in program.blocks:
         for op in b.ops:
@@ -55,6 +60,30 @@ def _prune_for_inference(program, feeds, targets):
             del block.vars[name]
     program._version += 1
     return program
+
+
+def _check_feeds_and_targets(feeded_var_names, target_vars, export_for_deployment):
+    """``(feed names, target names)`` as lists, checked as Paddle 1.8 checks them: a name or a
+    Variable alone stands for a list of one; when exporting for deployment the feeds must be names and
+    the targets a non-empty list of Variables (ValueError otherwise, Paddle's type). Without export
+    Paddle reads neither: anything goes (a Variable's name, a str, the rest left out)."""
+    if isinstance(feeded_var_names, str):
+        feeded_var_names = [feeded_var_names]
+    if isinstance(target_vars, Variable):
+        target_vars = [target_vars]
+    if not export_for_deployment:
+        def names(values):
+            values = values if isinstance(values, (list, tuple)) else []
+            return [v.name if isinstance(v, Variable) else v for v in values if isinstance(v, (Variable, str))]
+        return names(feeded_var_names), names(target_vars)
+    if not isinstance(feeded_var_names, (list, tuple)) or not all(isinstance(n, str) for n in feeded_var_names):
+        raise ValueError("save_inference_model: feeded_var_names must be a list of variable names (str), got %r"
+                         % (feeded_var_names,))
+    if not isinstance(target_vars, (list, tuple)) or not target_vars \
+            or not all(isinstance(v, Variable) for v in target_vars):
+        raise ValueError("save_inference_model: target_vars must be a Variable or a non-empty list of Variables, "
+                         "got %r" % (target_vars,))
+    return list(feeded_var_names), [v.name for v in target_vars]
 
 
 def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_vars: Sequence[Variable],
@@ -69,28 +98,23 @@ def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_v
     With ``export_for_deployment=False`` the whole program is written, unpruned, to
     ``<model_filename>.main_program`` with all its persistables, as Paddle does. With
     ``format="paddle"`` the files are Paddle's (a ProgramDesc with feed and fetch ops, LoDTensor
-    files), for Paddle 1.8 and Paddle Inference to load.
+    files), for Paddle 1.8 and Paddle Inference to load. As in Paddle, the targets may read values
+    that are not among the feeds (a warning names them): the saved program reads them, and whoever
+    runs it feeds them.
+
+    Raises:
+        ValueError: (exporting for deployment) feeds that are not names, targets that are not a
+            non-empty list of Variables, or a name the program does not have; an unknown ``format``.
     """
     fmt = _save_format(format)
-    if isinstance(feeded_var_names, str):
-        feeded_var_names = [feeded_var_names]
-    elif not isinstance(feeded_var_names, (list, tuple)) or not all(isinstance(n, str) for n in feeded_var_names):
-        raise TypeError("feeded_var_names must be a list of variable names (str)")
-    if isinstance(target_vars, Variable):
-        target_vars = [target_vars]
-    elif not isinstance(target_vars, (list, tuple)) or not all(isinstance(v, Variable) for v in target_vars) \
-            or (not target_vars and export_for_deployment):
-        # Paddle saves the whole program when not exporting for deployment: no targets needed then
-        raise TypeError("target_vars must be a Variable or a non-empty list of Variables")
+    feeded_var_names, targets = _check_feeds_and_targets(feeded_var_names, target_vars, export_for_deployment)
     program = _as_program(main_program)
     gb = program.global_block()
-    for n in feeded_var_names:
-        if gb._find_var_recursive(n) is None:
-            raise ValueError("feed variable %r is not a variable of the program" % n)
-    targets = [v.name for v in target_vars]
-    for n in targets:
-        if gb._find_var_recursive(n) is None:
-            raise ValueError("target variable %r is not a variable of the program" % n)
+    if export_for_deployment:       # Paddle's pruning fails on a name the program lacks
+        for what, names in (("feed", feeded_var_names), ("target", targets)):
+            for n in names:
+                if gb._find_var_recursive(n) is None:
+                    raise ValueError("%s variable %r is not a variable of the program" % (what, n))
     model_basename = os.path.basename(model_filename) if model_filename else MODEL_FILE
     params_filename = os.path.basename(params_filename) if params_filename else None
     if export_for_deployment:

@@ -12,6 +12,7 @@ from ..core.place import CPUPlace, place_of
 from ..core.placement import to_place
 from ..core.scope import global_scope
 from ..core.tensor import SelectedRows
+from ..framework.program import Variable
 from ..paddle_format import program_desc as paddle_program
 from ..paddle_format import safe_pickle
 from ..paddle_format.tensor_stream import PaddleFormatError
@@ -237,6 +238,10 @@ def load_program_state(model_path: str, var_list: Sequence[Any] | None = None) -
         return state
     _logger.warning("%s not found, trying to load files saved with save_params / save_persistables / "
                     "save_vars", params_path)
+    if var_list is not None:
+        for v in var_list:
+            if not isinstance(v, Variable):     # Paddle's TypeError
+                raise TypeError("load_program_state: var_list holds Variables, got %r" % type(v).__name__)
     if os.path.isfile(model_path):
         if var_list is None:
             raise ValueError("var_list can not be None when model_path is a file")

@@ -19,7 +19,7 @@ from ..framework.program import Program, Variable
 from ..paddle_format import files as paddle_files
 from . import durable, durable_dir
 
-from .common import (INDEX_FILE, INDEX_KEY, MAX_INDEX_BYTES, UNCHECKED_ENV, _ZIP_MAGIC, _index_text, _npy_bytes,
+from .common import (INDEX_FILE, INDEX_KEY, MAX_INDEX_BYTES, UNCHECKED_ENV, _ZIP_MAGIC, VarMismatchError, _index_text, _npy_bytes,
                      _npz_bytes, _own_arrays, _parse_index, _plain_file_name, _read_index_file, _read_scope, _save_format, _select, _sha256,
                      _write_bytes, file_stem, is_parameter, is_persistable)
 
@@ -77,9 +77,10 @@ def _save(executor, dirname, main_program, vars, predicate, filename, scope, for
     fmt = _save_format(format)
     scope = scope if scope is not None else global_scope()
     selected = _select(main_program, vars, predicate)
-    if fmt == "paddle":
-        selected = [(n, d) for n, d in selected if d is None or d.type != VarType.RAW]
+    selected = [(n, d) for n, d in selected if d is None or d.type != VarType.RAW]    # Paddle skips RAW ones
     values = _read_scope(scope, selected)
+    if stage is None and dirname is None and filename is None:   # Paddle's "save to memory": the bytes
+        return paddle_files.combined_bytes(values) if fmt == "paddle" else _own_archive(values, extra_files)
     if stage is not None:
         _save_into(stage, values, filename, fmt, extra_files)
     elif filename is not None:
@@ -91,9 +92,10 @@ def _save(executor, dirname, main_program, vars, predicate, filename, scope, for
             _save_into(staged, values, None, fmt, extra_files)
 
 
-def save_vars(executor: Executor, dirname: str, main_program: Optional[Program] = None,
+def save_vars(executor: Executor, dirname: Optional[str], main_program: Optional[Program] = None,
               vars: Optional[Sequence[Variable]] = None, predicate: Optional[Callable[[Variable], bool]] = None,
-              filename: Optional[str] = None, scope: Optional[Scope] = None, format: Optional[str] = None) -> None:
+              filename: Optional[str] = None, scope: Optional[Scope] = None,
+              format: Optional[str] = None) -> Optional[bytes]:
     """Save ``vars`` (or the variables of ``main_program`` that ``predicate`` accepts) from the scope.
 
     The directory (or the one file) is replaced whole (``io.durable``): a save killed at any point,
@@ -102,11 +104,14 @@ def save_vars(executor: Executor, dirname: str, main_program: Optional[Program] 
     fluidist's format: without ``filename`` each variable becomes ``dirname/<stem>.npy`` and
     ``__index__.json`` is updated (entries of earlier saves into the same directory are kept); with
     ``filename`` all go into the ``.npz`` archive ``dirname/filename``. ``format="paddle"``: Paddle's
-    LoDTensor files, ``dirname/<variable name>`` each, or all in ``dirname/filename``.
+    LoDTensor files, ``dirname/<variable name>`` each, or all in ``dirname/filename``. With
+    ``dirname=None`` and ``filename=None`` nothing is written: the one-file form's bytes are returned
+    (Paddle's "save to memory"), which ``load_vars(exe, None, ..., filename=those_bytes)`` and
+    ``load_inference_model(None, ...)`` read.
 
     Args:
         executor: the Executor (its place says where the values are).
-        dirname: the folder to write (made if missing).
+        dirname: the folder to write (made if missing); None with ``filename=None``: return the bytes.
         main_program: the program whose variables ``predicate`` selects (default: the default main program).
         vars: the variables to save; when given, ``predicate`` is not used.
         predicate: ``predicate(var) -> bool`` selects variables of ``main_program``.
@@ -123,19 +128,21 @@ def save_vars(executor: Executor, dirname: str, main_program: Optional[Program] 
         >>> _ = exe.run(startup)
         >>> fluid.io.save_vars(exe, tempfile.mkdtemp(), main, vars=[w])
     """
-    _save(executor, dirname, main_program, vars, predicate, filename, scope, format)
+    return _save(executor, dirname, main_program, vars, predicate, filename, scope, format)
 
 
-def save_params(executor: Executor, dirname: str, main_program: Optional[Program] = None,
-                filename: Optional[str] = None, scope: Optional[Scope] = None, format: Optional[str] = None) -> None:
+def save_params(executor: Executor, dirname: Optional[str], main_program: Optional[Program] = None,
+                filename: Optional[str] = None, scope: Optional[Scope] = None,
+                format: Optional[str] = None) -> Optional[bytes]:
     """Save the Parameters of ``main_program`` (not optimizer accumulators or the learning rate); the
     arguments are ``save_vars``'s."""
-    save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope,
+    return save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename, scope=scope,
               format=format)
 
 
-def save_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
-                      filename: str | None = None, scope: Scope | None = None, format: str | None = None) -> None:
+def save_persistables(executor: Executor, dirname: str | None, main_program: Program | None = None,
+                      filename: str | None = None, scope: Scope | None = None,
+                      format: str | None = None) -> bytes | None:
     """Save every persistable variable of ``main_program``: parameters, optimizer accumulators, the
     learning rate and counters; what a checkpoint needs to resume training.
 
@@ -159,8 +166,8 @@ def save_persistables(executor: Executor, dirname: str, main_program: Program | 
         >>> fluid.io.save_persistables(exe, ckpt, main)
         >>> fluid.io.load_persistables(exe, ckpt, main)
     """
-    save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope,
-              format=format)
+    return save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope,
+                     format=format)
 
 
 # ---------------------------------------------------------------- load: fluidist's format
@@ -279,14 +286,14 @@ def _check_against_decl(name, decl, arr, where):
     if decl is None:
         return
     if decl.dtype is not None and arr.dtype.name != decl.dtype:
-        raise ValueError("variable %r from %s has dtype %s but the program declares %s"
-                         % (name, where, arr.dtype.name, decl.dtype))
+        raise VarMismatchError("variable %r from %s has dtype %s but the program declares %s"
+                               % (name, where, arr.dtype.name, decl.dtype))
     if decl.shape is not None and decl.type != VarType.SELECTED_ROWS:
         want = tuple(decl.shape)
         ok = len(want) == arr.ndim and all(w < 0 or w == s for w, s in zip(want, arr.shape))
         if not ok:
-            raise ValueError("shape mismatch for variable %r: the program declares %s but %s holds %s"
-                             % (name, list(want), where, list(arr.shape)))
+            raise VarMismatchError("shape mismatch for variable %r: the program declares %s but %s holds %s"
+                                   % (name, list(want), where, list(arr.shape)))
 
 
 def _is_archive(path):
@@ -308,9 +315,11 @@ def _read_vars(dirname, selected, filename):
         if _is_archive(path):
             return _read_own_all(_ArchiveSource(path, path), selected)
         return paddle_files.read_combined(path, path, selected)
-    if dirname is not None:
-        durable.recover(dirname)
-    if dirname is None or not os.path.isdir(dirname):
+    if dirname is None:
+        raise ValueError("load_vars: dirname and filename cannot both be None (with dirname=None, filename holds "
+                         "the bytes save_vars(exe, None, ...) returned)")
+    durable.recover(dirname)
+    if not os.path.isdir(dirname):
         raise FileNotFoundError("cannot load variables: there is no directory %s" % dirname)
     return durable_dir.read_consistently(dirname, lambda: _read_dir(dirname, selected))
 
@@ -369,7 +378,8 @@ def load_vars(executor: Executor, dirname: Optional[str], main_program: Optional
     """
     scope = scope if scope is not None else global_scope()
     place = getattr(executor, "place", None) or CPUPlace()
-    selected = _select(main_program, vars, predicate)
+    selected = [(n, d) for n, d in _select(main_program, vars, predicate)
+                if d is None or d.type != VarType.RAW]          # as in Paddle: RAW values are not loaded
     loaded = _read_vars(dirname, selected, filename)
     where = os.path.join(dirname, os.fsdecode(filename)) if dirname is not None and filename is not None else dirname
     _commit(loaded, dict(selected), scope, place, where or "<params bytes>")

@@ -189,7 +189,7 @@ def add_collective_arguments(parser):
     _add(g, "--rendezvous_last_call", dest="rendezvous_last_call", type=float, default=5.0,
          help="with --nnodes MIN:MAX, seconds without a newcomer after MIN nodes joined before starting")
     _flag(g, "--use_paddlecloud", dest="use_paddlecloud", help="take the nodes from the PaddleCloud environment (PADDLE_TRAINERS, POD_IP, PADDLE_TRAINER_ID; "
-              "TRAINER_PORT/TRAINER_PORTS_NUM) when PADDLE_TRAINERS_NUM is not 1, as Paddle 1.8")
+              "PADDLE_PORT or TRAINER_PORT with TRAINER_PORTS_NUM) when PADDLE_TRAINERS_NUM is not 1, as Paddle 1.8")
     return g
 
 

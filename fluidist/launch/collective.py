@@ -61,9 +61,9 @@ def cloud_nodes(args, nproc, env=None):
         logger.warning("--use_paddlecloud: the nodes come from PADDLE_TRAINERS (%s), not --ips %s",
                        ",".join(ips), args.ips)
     port = args.started_port
-    try:
+    try:      # Paddle 1.8 reads PADDLE_PORT (the cloud's first port) when TRAINER_PORTS_NUM leaves room
         if int(env["TRAINER_PORTS_NUM"]) >= nproc:
-            port = int(env["TRAINER_PORT"])
+            port = int(env.get("PADDLE_PORT") or env["TRAINER_PORT"])
     except (KeyError, ValueError):
         pass
     return ips, node_ip, port

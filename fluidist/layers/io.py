@@ -126,9 +126,11 @@ def _attach_feeding(reader, producer, queue, feed_vars):
 
     def decorate_batch_generator(func, places=None):
         source["batches"] = func
+        queue.expect_start()
 
     def decorate_sample_list_generator(paddle_reader, places=None):
         source["batches"] = sample_list_to_batches(paddle_reader, feed_vars)
+        queue.expect_start()
 
     def start():
         if "batches" not in source:

@@ -340,14 +340,19 @@ def xmap_readers(mapper: Callable[[Any], Any], reader: Reader, process_num: int,
 
 # ---------------------------------------------------------------- multiprocess_reader
 # Samples travel from the child processes through pipes as a JSON header plus raw array bytes,
-# never pickled: a sample is a number, a string, a numpy array or a list/tuple of those.
+# never pickled: a sample is a number, a string, bytes, a numpy array or a list/tuple/dict of those.
 def _encode_sample(sample):
     blobs = []
 
     def enc(x):
-        if isinstance(x, np.ndarray):
+        if isinstance(x, np.ndarray) and not x.dtype.hasobject:
             blobs.append(np.ascontiguousarray(x).tobytes())
             return {"a": [x.dtype.str, list(x.shape)]}
+        if isinstance(x, (bytes, bytearray)):
+            blobs.append(bytes(x))
+            return {"b": 0}
+        if isinstance(x, dict):
+            return {"d": [[enc(k), enc(v)] for k, v in x.items()]}
         if isinstance(x, (np.integer, np.floating, np.bool_)):
             return enc(np.asarray(x))
         if isinstance(x, tuple):
@@ -356,8 +361,8 @@ def _encode_sample(sample):
             return {"l": [enc(v) for v in x]}
         if isinstance(x, (bool, int, float, str)) or x is None:
             return {"v": x}
-        raise TypeError("multiprocess_reader: a sample may hold numbers, strings, numpy arrays and lists/tuples "
-                        "of them, got %r" % type(x).__name__)
+        raise TypeError("multiprocess_reader: a sample may hold numbers, strings, bytes, numpy arrays (not of "
+                        "objects) and lists, tuples and dicts of them, got %r" % type(x).__name__)
     head = json.dumps(enc(sample)).encode()
     return head, blobs
 
@@ -373,6 +378,10 @@ def _decode_sample(head, blobs):
             return tuple(dec(v) for v in d["t"])
         if "l" in d:
             return [dec(v) for v in d["l"]]
+        if "b" in d:
+            return next(it)
+        if "d" in d:
+            return {dec(k): dec(v) for k, v in d["d"]}
         return d["v"]
     return dec(bounded_json.loads(head, "a sample's header from a reader process", len(head), 128))
 
@@ -447,7 +456,8 @@ def multiprocess_reader(readers: Sequence[Reader], use_pipe: bool = True, queue_
     importable); samples come back through pipes without pickle, in whatever order they arrive.
 
     Paddle 1.8 difference: pipes are always used (``use_pipe=False``, Paddle's queue, is the same
-    here), and samples are NumPy arrays, numbers, strings and tuples / lists of them (no pickle).
+    here), and samples are NumPy arrays, numbers, strings, bytes and tuples / lists / dicts of them
+    (no pickle: an instance of a class of one's own is a TypeError).
 
     Args:
         readers: the readers (a non-empty list).

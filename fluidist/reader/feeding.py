@@ -52,6 +52,10 @@ def check_feed_value(var, name, value):
         lod = value.lod()
         raw = value._get()
         value = raw if is_device_array(raw) else np.asarray(value)   # already on a device: stays there
+    elif np.isscalar(value) and not isinstance(value, (str, bytes)):
+        # Paddle 1.8 feeds a Python or NumPy scalar as a [1] tensor of the variable's dtype (3.7 -> int64 3)
+        dtype = _NP_DTYPES.get(var.dtype) if var is not None else None
+        value = np.array([value]).astype(dtype) if dtype is not None else np.array([value])
     elif not isinstance(value, np.ndarray) and not is_device_array(value):
         value = np.asarray(value)
     if var is None:
@@ -126,8 +130,17 @@ def sample_list_to_batches(reader, feed_vars):
 
 
 def sample_to_batches(reader, feed_vars, batch_size, drop_last):
+    """A batch generator from a sample generator. As in Paddle 1.8, when no feed variable has a LoD a
+    sample (list or tuple) may carry more fields than there are variables: the extra ones, at the
+    end, are not fed (Paddle zips the fields with the variables there)."""
     if int(batch_size) <= 0:
         raise ValueError("batch_size must be larger than 0, got %r" % (batch_size,))
+    if not any(v.lod_level for v in feed_vars):
+        n, samples = len(feed_vars), reader
+
+        def reader():
+            for sample in samples():
+                yield sample[:n] if isinstance(sample, (list, tuple)) and len(sample) > n else sample
     return sample_list_to_batches(batch_reader(reader, batch_size, drop_last), feed_vars)
 
 

@@ -135,6 +135,7 @@ class GeneratorLoader:
             raise TypeError("the data source must be a function returning an iterable (a generator function), "
                             "got %r" % type(reader).__name__)
         self._batch_generator = reader
+        self._queue.expect_start()
         if self._iterable:
             self._places = _places(places, "DataLoader")
         return self

@@ -303,7 +303,7 @@ class GeneralRoleMaker(LazyRoleGetters, RoleMakerBase):
         servers = env.endpoints("PADDLE_PSERVERS_IP_PORT_LIST", allow_empty=True)
         role = env.choice("TRAINING_ROLE", ("TRAINER", "PSERVER"))
         workers = env.endpoints("PADDLE_TRAINER_ENDPOINTS")
-        barrier_all = env.integer("PADDLE_IS_BARRIER_ALL_ROLE", low=0, high=1, default=1)
+        barrier_all = env.integer("PADDLE_IS_BARRIER_ALL_ROLE", default=1) != 0     # any non-zero int, as Paddle
         job_id = (env.raw("SYS_JOB_ID") or "").strip()
         root = os.path.join(self._path, job_id) if job_id else self._path
         kw = dict(init_timeout=self._init_timeout_seconds, run_timeout=self._run_timeout_seconds)
@@ -320,7 +320,7 @@ class GeneralRoleMaker(LazyRoleGetters, RoleMakerBase):
         else:
             if not servers:
                 raise env.error("PADDLE_PSERVERS_IP_PORT_LIST", "the servers' ip:port list (a PSERVER needs one)")
-            current = PaddleCloudRoleMaker._server_id(env, servers)
+            current = PaddleCloudRoleMaker._server_id(env, servers, prefer_id=True)
             self._role = Role.SERVER
             self._current_endpoint = servers[current]
             all_rank = len(workers) + current

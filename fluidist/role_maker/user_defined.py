@@ -7,7 +7,7 @@ from .base import Role, RoleMakerBase
 
 
 def _is_int(x):
-    return isinstance(x, int) and not isinstance(x, bool)
+    return isinstance(x, int)       # as Paddle 1.8 checks (a bool passes, a NumPy integer does not)
 
 
 def _check_endpoint_list(eps: object, what: str) -> List[str]:
@@ -47,7 +47,7 @@ class UserDefinedRoleMaker(RoleMakerBase):
         """
         super().__init__()
         server_endpoints = _check_endpoint_list(server_endpoints, "server_endpoints")
-        if role not in (Role.WORKER, Role.SERVER) or isinstance(role, bool):
+        if role not in (Role.WORKER, Role.SERVER):
             raise TypeError("role must be as Role")
         if not _is_int(current_id):
             raise TypeError("current_id must be as int")
@@ -60,10 +60,6 @@ class UserDefinedRoleMaker(RoleMakerBase):
             raise TypeError("worker_num must be as int")
         if worker_num <= 0:
             raise ValueError("worker_num must be greater than 0")
-        if role == Role.WORKER and current_id >= worker_num:
-            # fluidist: Paddle 1.8 accepted a worker index past worker_num
-            raise ValueError("if role is Role.WORKER, current_id must be less than worker_num = %d, got %d"
-                             % (worker_num, current_id))
         self._current_id = current_id
         self._role = role
         self._worker_num = worker_num

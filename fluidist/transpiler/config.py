@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import numbers
 from typing import Any
 
 from .details import check_bool, check_int
@@ -32,9 +33,10 @@ class DistributeTranspilerConfig:
     (``"grad_allreduce"`` or ``"local_sgd"``), ``local_sgd_steps``,
     ``use_hierarchical_allreduce``, ``hierarchical_allreduce_inter_nranks``.
 
-    Paddle 1.8 difference: setting a field that does not exist (``slice_var_ups``) is an
-    AttributeError naming the nearest field, not a silent new attribute; ``validate()`` (called by
-    ``transpile``) names the first bad value; ``enable_dc_asgd`` is refused.
+    Flags are taken for their truth value, as in Paddle (None is False). Paddle 1.8 difference:
+    setting a field that does not exist (``slice_var_ups``) is an AttributeError naming the nearest
+    field, not a silent new attribute; ``validate()`` (called by ``transpile``) names the first bad
+    value; ``enable_dc_asgd`` is refused.
 
     Examples:
         >>> config = fluid.DistributeTranspilerConfig()
@@ -113,15 +115,19 @@ class DistributeTranspilerConfig:
         field; returns the config."""
         for field in _BOOL_FIELDS:
             check_bool(getattr(self, field), "DistributeTranspilerConfig.%s" % field)
-        check_int(self.geo_sgd_need_push_nums, "DistributeTranspilerConfig.geo_sgd_need_push_nums", minimum=1)
-        check_int(self.hierarchical_allreduce_inter_nranks, "DistributeTranspilerConfig.hierarchical_allreduce_inter_nranks")
+        if self.geo_sgd_mode:       # as in Paddle, the mode-specific numbers are read only in their mode
+            check_int(self.geo_sgd_need_push_nums, "DistributeTranspilerConfig.geo_sgd_need_push_nums", minimum=1)
+        if self.use_hierarchical_allreduce:
+            check_int(self.hierarchical_allreduce_inter_nranks,
+                      "DistributeTranspilerConfig.hierarchical_allreduce_inter_nranks")
         if self.mode not in MODES:
             raise ValueError("DistributeTranspilerConfig.mode must be one of %s, got %r" % (MODES, self.mode))
         if self.collective_mode not in COLLECTIVE_MODES:
             raise ValueError("DistributeTranspilerConfig.collective_mode must be one of %s, got %r"
                              % (COLLECTIVE_MODES, self.collective_mode))
-        if not isinstance(self.min_block_size, int) or isinstance(self.min_block_size, bool) or self.min_block_size < 8192:
-            raise ValueError("DistributeTranspilerConfig.min_block_size must be an int >= 8192, got %r"
+        if isinstance(self.min_block_size, bool) or not isinstance(self.min_block_size, numbers.Real) \
+                or self.min_block_size < 8192:
+            raise ValueError("DistributeTranspilerConfig.min_block_size must be a number >= 8192 (elements), got %r"
                              % (self.min_block_size,))
         method = self.split_method or RoundRobin
         if not (isinstance(method, type) and issubclass(method, PSDispatcher)):
@@ -130,16 +136,8 @@ class DistributeTranspilerConfig:
         if self.enable_dc_asgd:
             raise ValueError("DistributeTranspilerConfig.enable_dc_asgd: delay-compensated async SGD is not "
                              "supported by fluidist's transpiler")
-        if not isinstance(self.nccl_comm_num, int) or self.nccl_comm_num < 1:
-            raise ValueError("DistributeTranspilerConfig.nccl_comm_num must be an int >= 1, got %r"
-                             % (self.nccl_comm_num,))
-        if not isinstance(self.local_sgd_steps, int) or self.local_sgd_steps < 1:
-            raise ValueError("DistributeTranspilerConfig.local_sgd_steps must be an int >= 1, got %r"
-                             % (self.local_sgd_steps,))
-        if self.geo_sgd_mode and (isinstance(self.geo_sgd_need_push_nums, bool) or
-                                  not isinstance(self.geo_sgd_need_push_nums, int) or self.geo_sgd_need_push_nums < 1):
-            raise ValueError("DistributeTranspilerConfig.geo_sgd_need_push_nums must be an int >= 1, got %r"
-                             % (self.geo_sgd_need_push_nums,))
+        check_int(self.nccl_comm_num, "DistributeTranspilerConfig.nccl_comm_num", minimum=1)
+        check_int(self.local_sgd_steps, "DistributeTranspilerConfig.local_sgd_steps", minimum=1)
         return self
 
     def distributed_mode(self) -> int:

@@ -73,7 +73,7 @@ class DistributeTranspiler:
     @gc_paused
     def transpile(self, trainer_id: int, program: Program | None = None, pservers: str = "127.0.0.1:6174",
                   trainers: int | str = 1, sync_mode: bool = True, startup_program: Program | None = None,
-                  current_endpoint: str = "127.0.0.1:6174") -> None:
+                  current_endpoint: Optional[str] = "127.0.0.1:6174") -> None:
         """Rewrite ``program`` (in place) for distributed training, and remember the plan for the
         ``get_*_program`` calls.
 
@@ -83,31 +83,29 @@ class DistributeTranspiler:
         ``transpile`` with the same arguments except ``trainer_id``, so all of them agree on the plan.
 
         Args:
-            trainer_id: this trainer's id, 0 .. trainers-1 (pservers may pass 0).
+            trainer_id: this trainer's id, 0 .. trainers-1 (a pserver's is not read: any int).
             program: the main program to rewrite (default: the default main program).
             pservers: the pservers' ``ip:port`` list, comma-separated; parameters are assigned to them in turn.
             trainers: the number of trainers (pserver mode); in nccl2/collective mode the trainers'
                 endpoints, comma-separated.
-            sync_mode: True: every step waits for every trainer; False: asynchronous updates.
+            sync_mode: true: every step waits for every trainer; false (None too): asynchronous updates.
             startup_program: its initializers follow the parameters to the pservers (default: the default
                 startup program).
-            current_endpoint: this process's endpoint (collective modes: this trainer's).
+            current_endpoint: this trainer's endpoint, one of ``trainers`` (nccl2 / collective modes). Read
+                in those modes only, as in Paddle 1.8: in pserver mode any value (None too) is kept as is.
 
         Raises:
             TypeError: an argument of the wrong type (named in the message).
-            ValueError: a trainer_id out of range, an empty or malformed endpoint list, a malformed
-                current_endpoint (each named in the message).
+            ValueError: an empty or malformed endpoint list, a negative trainer_id or a current_endpoint
+                not among the trainers in nccl2 / collective mode (each named in the message).
         """
         self.config.validate()
-        trainer_id = check_int(trainer_id, "transpile: trainer_id")
+        trainer_id = check_int(trainer_id, "transpile: trainer_id", minimum=None)
         program = program if program is not None else default_main_program()
         startup_program = startup_program if startup_program is not None else default_startup_program()
         for what, value in (("program", program), ("startup_program", startup_program)):
             if not isinstance(value, Program):
                 raise TypeError("transpile: %s must be a Program, got %r (%s)" % (what, value, type(value).__name__))
-        sync_mode = check_bool(sync_mode, "transpile: sync_mode")
-        if not isinstance(current_endpoint, str):
-            raise TypeError("transpile: current_endpoint must be an 'ip:port' string, got %r" % (current_endpoint,))
         self.origin_program = program
         self.startup_program = startup_program
         self.origin_startup_program = startup_program.clone()
@@ -122,20 +120,19 @@ class DistributeTranspiler:
             self._collective = transpile_collective(self.config, trainer_id, trainers, current_endpoint,
                                                     program, startup_program)
             return
+        # pserver mode: current_endpoint is only remembered (Paddle 1.8 reads it in nccl2 mode alone; its
+        # test harness passes None for every trainer), sync_mode is taken for its truth value as Paddle does
         eps = parse_endpoints(pservers, "transpile: pservers")
         if isinstance(trainers, str):
             raise TypeError("transpile: trainers must be the number of trainers (an int) in pserver mode, got the "
                             "string %r (a list of trainer endpoints is for the nccl2 / collective modes)" % trainers)
         n_trainers = check_int(trainers, "transpile: trainers (pserver mode)", minimum=1)
-        if current_endpoint:
-            split_endpoint(current_endpoint, "transpile: current_endpoint")
-        if trainer_id >= n_trainers:
-            raise ValueError("transpile: trainer_id %d is out of range for %d trainers" % (trainer_id, n_trainers))
         self.trainer_num = n_trainers
         self.trainer_id = trainer_id
         self.sync_mode = bool(sync_mode)
         self.pserver_endpoints = eps
         self.current_endpoint = current_endpoint
+        program._ps_endpoint = current_endpoint
         if self.config.geo_sgd_mode:
             self.sync_mode = False          # GEO-SGD is asynchronous (Paddle's GeoSgdTranspiler ignores sync_mode)
             plan = geo.plan_geo(program, startup_program, trainer_id, eps, n_trainers, self.config)
@@ -160,6 +157,11 @@ class DistributeTranspiler:
         that is not listening yet waits for it up to ``FLUIDIST_CONNECT_TIMEOUT`` seconds (10; a warning names
         it after 3 s)."""
         plan = self._require_pserver_plan("get_trainer_program")
+        if plan.sync and plan.trainers > 1 and not 0 <= plan.trainer_id < plan.trainers:
+            # checked here, not in transpile: pservers transpile too, and Paddle lets them pass any trainer_id
+            raise ValueError("get_trainer_program: trainer_id %d is out of range for %d trainers: in sync mode the "
+                             "pservers expect gradients from trainers 0..%d" % (plan.trainer_id, plan.trainers,
+                                                                                plan.trainers - 1))
         if not isinstance(plan, geo.GeoPlan):      # GEO-SGD trainers keep their optimizer
             ps.finish_trainer(plan, self.origin_program)
         return self.origin_program

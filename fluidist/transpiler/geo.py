@@ -13,9 +13,9 @@
 Parameters are sliced into blocks over the pservers as in pserver mode. Every trainable parameter
 with a gradient is pushed; non-trainable state (batch norm's running statistics) stays with each
 trainer, as in Paddle. The delta of a parameter whose gradient is row-sparse (``embedding(...,
-is_sparse=True)``) is row-sparse too: the rows the trainer's lookups touched. A distributed lookup
-table (``is_distributed=True``) has no place in GEO-SGD (the trainers hold whole tables) and is
-refused.
+is_sparse=True)``) is row-sparse too: the rows the trainer's lookups touched. A table built with
+``is_distributed=True`` is such a parameter too (every trainer holds it whole), as in Paddle 1.8,
+whose GEO transpiler only records its name.
 """
 from dataclasses import dataclass, field
 from typing import List, Tuple
@@ -55,11 +55,6 @@ def plan_geo(program, startup, trainer_id, endpoints, trainers, config):
     if not pairs:
         raise ValueError("transpile (geo_sgd_mode): the program has no optimize ops; call optimizer.minimize(loss) "
                          "before transpiling")
-    for op in block.ops:
-        if registry.fact(op, "table_lookup", False) and op.attr("is_distributed"):
-            raise ValueError("transpile (geo_sgd_mode): %r is a distributed lookup table (is_distributed=True); "
-                             "GEO-SGD trains whole tables on every trainer: build it with embedding(..., "
-                             "is_sparse=True) and is_distributed=False" % op.input("W")[0])
     params, grad_of, sparse = [], {}, set()
     for p, g in pairs:
         pv = block._find_var_recursive(p)

@@ -141,7 +141,7 @@ def find_distributed_table(program, pairs, opt_ops):
     if not names:
         return None
     if len(names) > 1:
-        raise ValueError("transpile: only one distributed lookup table is supported, found %s" % names)
+        raise RuntimeError("transpile: only one distributed lookup table is supported, found %s" % names)
     name = names[0]
     grad = dict(pairs).get(name)
     if grad is None:

@@ -128,7 +128,6 @@ def test_bad_lines_name_the_file_and_line(tmp_path, files):
         "dense": ("2 0.1 0.2 2 5 6 1 1\n", "line 2: dense slot 'dense' needs 3 values"),
         "short": ("3 0.1 0.2 0.3 4 5 6 1 1\n", "line 2: the line ends before slot 'label'"),
         "value": ("3 0.1 0.2 0.3 2 5 x6 1 1\n", "line 2: 'x6' is not a uint64 value \\(slot 'ids'\\)"),
-        "extra": ("3 0.1 0.2 0.3 2 5 6 1 1 9\n", "line 2: 1 tokens are left"),
         "count": ("3 0.1 0.2 0.3 two 5 6 1 1\n", "line 2: expected the number of values of slot 'ids'"),
     }
     exe = fluid.Executor()
@@ -153,6 +152,30 @@ def test_bad_lines_name_the_file_and_line(tmp_path, files):
         ds.load_into_memory()
     with pytest.raises(ValueError, match="only supports float32 and int64"):
         ds.set_use_var([fluid.data("f64", [None, 1], "float64")])
+
+
+def test_tokens_after_the_slots_are_passed_over_as_paddle_does(tmp_path):
+    """Paddle 1.8's MultiSlot parser reads the slots of set_use_var and passes over the rest of a line (a
+    data file with one more slot than the model uses loads): the same instances as without the extra
+    tokens, and a warning naming the first such line."""
+    main, startup, data_vars, loss, _ = build()
+    line = "3 0.1 0.2 0.3 2 5 6 1 1"
+    plain, extra = tmp_path / "plain", tmp_path / "extra"
+    plain.write_text((line + "\n") * 4)
+    extra.write_text((line + "\n") + (line + " 2 7 8\n") * 3)
+    loaded = []
+    for path in (plain, extra):
+        ds = make_dataset("InMemoryDataset", data_vars, [str(path)], pipe="cat")
+        if path is extra:
+            with pytest.warns(UserWarning, match=r"file '%s', line 2 \(the first such line\): 3 tokens after the 3 "
+                                                 r"slots of set_use_var" % str(path)):
+                ds.load_into_memory()
+        else:
+            ds.load_into_memory()
+        loaded.append(ds.records)
+    assert loaded[0].n == loaded[1].n == 4
+    for a, b in zip(loaded[0].values + loaded[0].offsets, loaded[1].values + loaded[1].offsets):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_desc_and_refusals(files):

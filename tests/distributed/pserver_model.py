@@ -21,7 +21,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--role", choices=["pserver", "trainer"], required=True)
     ap.add_argument("--endpoints", required=True)
-    ap.add_argument("--current_endpoint", default="")
+    ap.add_argument("--current_endpoint", default=None, help="a pserver's own; trainers pass None, as Paddle's "
+                                                                 "test harness does")
     ap.add_argument("--trainer_id", type=int, default=0)
     ap.add_argument("--trainers", type=int, default=2)
     ap.add_argument("--cases", default="", help="MODEL:OPTIMIZER:LR_DECAY(0/1) for each case, ';' between them")
@@ -47,7 +48,7 @@ def main():
         return run(a, a.model, a.optimizer, a.lr_decay, a.endpoints, a.current_endpoint, a.out)
     for i, (case, endpoints) in enumerate(zip(a.cases.split(";"), a.endpoints.split(";"))):
         model, optimizer, lr_decay = case.split(":")
-        current = endpoints.split(",")[a.pserver_index] if a.role == "pserver" else ""
+        current = endpoints.split(",")[a.pserver_index] if a.role == "pserver" else None
         with fluid.scope_guard(fluid.Scope()):
             run(a, model, optimizer, lr_decay == "1", endpoints, current,
                 os.path.join(a.out, "%d.npz" % i) if a.out else "")

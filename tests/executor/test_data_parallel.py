@@ -124,7 +124,8 @@ def test_gradient_scale_strategy_one_sums_the_places_gradients():
         exe.run(c2, feed=b, fetch_list=[loss], scope=fluid.Scope())
 
 
-def test_use_prune_is_refused_clearly():
+def test_use_prune_of_a_compiled_program_is_refused_clearly():
     main, startup, loss = model()
-    with pytest.raises(ValueError, match="use_prune"):
-        fluid.Executor().run(main, use_prune=True)
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, places=fluid.cpu_places(2))
+    with pytest.raises(ValueError, match=r"use_prune=True\) of a CompiledProgram is not supported"):
+        fluid.Executor().run(compiled, use_prune=True)

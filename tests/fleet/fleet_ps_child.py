@@ -3,6 +3,7 @@ role comes from the launcher's variables. Workers write their loss and parameter
 to --out (.npz); worker 0 saves the parameters to --save_dir after training; servers start from
 --model_dir when given."""
 import argparse
+import warnings
 
 import numpy as np
 
@@ -25,6 +26,9 @@ def main():
     ap.add_argument("--save_dir", default="")
     ap.add_argument("--model_dir", default="")
     ap.add_argument("--infer_dir", default="", help="worker 0 saves the inference model (feeds x, y; fetch loss)")
+    ap.add_argument("--init_worker_twice", action="store_true",
+                    help="call fleet.init_worker() a second time (Paddle warns and skips); history gets "
+                         "'second_init_warned'")
     ap.add_argument("--role_maker", choices=["cloud", "mpi"], default="cloud",
                     help="mpi: MPISymetricRoleMaker under mpirun (--out may hold {} for the worker index)")
     a = ap.parse_args()
@@ -50,6 +54,11 @@ def main():
     exe.run(fleet.startup_program)
     fleet.init_worker()
     history = {}
+    if a.init_worker_twice:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fleet.init_worker()
+        history["second_init_warned"] = np.array(any("already running" in str(w.message) for w in caught))
     for step in range(a.first_step, a.first_step + a.steps):
         feed = batch_for(step, a.batch, fleet.worker_index(), fleet.worker_num())
         out = exe.run(fleet.main_program, feed=feed, fetch_list=[loss] + PARAMS)

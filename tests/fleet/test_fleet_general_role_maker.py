@@ -7,7 +7,7 @@ import time
 import pytest
 
 from fleet_cluster import Procs, endpoints
-from fluidist.role_maker import GeneralRoleMaker
+from fluidist.role_maker import GeneralRoleMaker, MockBarrier
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -144,6 +144,14 @@ def test_arguments_and_environment():
         rm.generate_role(environ={"PADDLE_PSERVERS_IP_PORT_LIST": "", "PADDLE_TRAINER_ENDPOINTS": "127.0.0.1:1",
                                   "TRAINING_ROLE": "TRAINER", "PADDLE_TRAINER_ID": "0",
                                   "PADDLE_IS_BARRIER_ALL_ROLE": "yes"})
+
+
+def test_barrier_all_role_is_any_integer_as_paddle_reads_it(tmp_path):
+    """Paddle 1.8 takes ``int(PADDLE_IS_BARRIER_ALL_ROLE)`` for its truth value: 2 is on (fluidist wanted 0 or 1)."""
+    rm = GeneralRoleMaker(path=str(tmp_path))
+    rm.generate_role(environ={"PADDLE_PSERVERS_IP_PORT_LIST": "", "PADDLE_TRAINER_ENDPOINTS": "127.0.0.1:1",
+                              "TRAINING_ROLE": "TRAINER", "PADDLE_TRAINER_ID": "0", "PADDLE_IS_BARRIER_ALL_ROLE": "2"})
+    assert rm.is_first_worker() and not isinstance(rm._all_comm, MockBarrier)   # the all-role group is made
 
 
 def test_single_process_group_in_process(tmp_path):

@@ -82,11 +82,14 @@ def test_communicator_strategies_converge(tmp_path, strategy, env):
 @pytest.mark.parametrize("strategy", ["half_async", "geo"])
 def test_one_worker_equals_local(tmp_path, strategy):
     """One worker: half-async sends each step's gradients and receives the parameters before the next
-    step; GEO-SGD takes back exactly what it pushed: both train exactly as one process."""
+    step; GEO-SGD takes back exactly what it pushed: both train exactly as one process, also when the
+    worker calls init_worker twice (the second call warns and changes nothing, as in Paddle)."""
     steps, batch = 4, 8
     results = run_cluster(tmp_path, ["--strategy", strategy, "--geo_every", 1, "--optimizer", "sgd", "--steps", steps,
-                                     "--batch", batch], workers=1)
+                                     "--batch", batch], workers=1, worker_args=["--init_worker_twice"])
     assert_equal_history(results, local_history("sgd", steps, batch), steps)
+    # a second init_worker (Paddle 1.8 warns and skips it) changed nothing
+    assert all(bool(r["second_init_warned"]) for r in results)
 
 
 @pytest.mark.parametrize("optimizer", ["momentum", "adam"])

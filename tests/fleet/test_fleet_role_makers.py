@@ -86,9 +86,6 @@ def test_ps_server_missing(name):
     ("TRAINING_ROLE", ""),
     ("PADDLE_TRAINER_ID", "x"),
     ("PADDLE_TRAINER_ID", "-1"),
-    ("PADDLE_TRAINER_ID", "2"),
-    ("PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:1"),          # one endpoint for two trainers
-    ("PADDLE_TRAINER_ENDPOINTS", "nonsense"),
 ])
 def test_ps_trainer_malformed(name, value):
     check_error(dict(PS_TRAINER, **{name: value}), name)
@@ -98,9 +95,6 @@ def test_ps_trainer_malformed(name, value):
     ("POD_IP", ""),
     ("PADDLE_PORT", "port"),
     ("PADDLE_PORT", "0"),
-    ("PADDLE_PSERVER_ID", "2"),
-    ("PADDLE_PSERVER_ID", "one"),
-    ("PADDLE_PSERVER_ID", "0"),      # disagrees with POD_IP:PADDLE_PORT (server 1)
 ])
 def test_ps_server_malformed(name, value):
     check_error(dict(PS_SERVER, **{name: value}), name)
@@ -131,7 +125,7 @@ def test_collective_role_every_process_a_worker():
     assert single.worker_index() == 0 and single.is_first_worker()
 
 
-@pytest.mark.parametrize("name", ["PADDLE_TRAINER_ENDPOINTS", "PADDLE_TRAINER_ID"])
+@pytest.mark.parametrize("name", ["PADDLE_TRAINER_ENDPOINTS"])
 def test_collective_missing(name):
     env = dict(COLL)
     del env[name]
@@ -144,15 +138,50 @@ def test_collective_missing(name):
     ("PADDLE_TRAINER_ENDPOINTS", "localhost"),
     ("PADDLE_TRAINER_ID", "3"),
     ("PADDLE_TRAINER_ID", "two"),
-    ("PADDLE_CURRENT_ENDPOINT", "127.0.0.1:6071"),
     ("PADDLE_CURRENT_ENDPOINT", ""),
-    ("PADDLE_TRAINERS_NUM", "2"),
-    ("PADDLE_TRAINERS_NUM", "x"),
-    ("TRAINING_ROLE", "PSERVER"),
     ("PADDLE_TRAINING_ROLE", "PSERVER"),
 ])
 def test_collective_malformed(name, value):
     check_error(dict(COLL, **{name: value}), name, True)
+
+
+# ---------------------------------------------------------------- what Paddle 1.8 does not read, or reads alone
+def test_ps_variables_paddle_does_not_read_are_passed_over():
+    """A parameter-server job: Paddle 1.8 reads neither PADDLE_TRAINER_ENDPOINTS nor PADDLE_PSERVER_ID, and
+    bounds no trainer id: a trainer past the count (whose sync gradients the transpiler refuses), a
+    trainer list of another length or a malformed one, and a server id that disagrees with
+    POD_IP:PADDLE_PORT (which wins) are taken, with a warning where a value is passed over."""
+    assert make(dict(PS_TRAINER, PADDLE_TRAINER_ID="2")).worker_index() == 2
+    for bad in ("127.0.0.1:1", "nonsense"):
+        with pytest.warns(UserWarning, match="PADDLE_TRAINER_ENDPOINTS.*not read"):
+            rm = make(dict(PS_TRAINER, PADDLE_TRAINER_ENDPOINTS=bad))
+        assert rm.get_trainer_endpoints() == [] and rm.worker_index() == 1
+    with pytest.warns(UserWarning, match="PADDLE_PSERVER_ID=0 names 127.0.0.1:6170, but POD_IP:PADDLE_PORT is "
+                                         "127.0.0.1:6171"):
+        rm = make(dict(PS_SERVER, PADDLE_PSERVER_ID="0"))
+    assert rm.server_index() == 1 and rm.get_local_endpoint() == "127.0.0.1:6171"
+    for bad in ("2", "one"):
+        with pytest.warns(UserWarning, match="PADDLE_PSERVER_ID=%s is not an integer in \\[0, 1\\]" % bad):
+            assert make(dict(PS_SERVER, PADDLE_PSERVER_ID=bad)).server_index() == 1
+    alone = {k: v for k, v in PS_SERVER.items() if k not in ("POD_IP", "PADDLE_PORT")}
+    for bad in ("2", "one"):           # read when it is all there is: then it must index the list
+        check_error(dict(alone, PADDLE_PSERVER_ID=bad), "PADDLE_PSERVER_ID")
+
+
+def test_collective_variables_paddle_does_not_read_are_passed_over():
+    """A collective job: Paddle 1.8 takes PADDLE_TRAINER_ID as 0 when unset, reads neither
+    PADDLE_TRAINERS_NUM nor TRAINING_ROLE, and gives PADDLE_CURRENT_ENDPOINT back as is."""
+    for name, value in (("PADDLE_TRAINERS_NUM", "2"), ("PADDLE_TRAINERS_NUM", "x")):
+        with pytest.warns(UserWarning, match="PADDLE_TRAINERS_NUM=%r, but PADDLE_TRAINER_ENDPOINTS lists 3" % value):
+            assert make(dict(COLL, **{name: value}), True).worker_num() == 3
+    assert make(dict(COLL, TRAINING_ROLE="PSERVER"), True).is_worker()
+    with pytest.warns(UserWarning, match="PADDLE_CURRENT_ENDPOINT=127.0.0.1:6071 is not entry PADDLE_TRAINER_ID=2"):
+        rm = make(dict(COLL, PADDLE_CURRENT_ENDPOINT="127.0.0.1:6071"), True)
+    assert rm.worker_index() == 2 and rm.get_local_endpoint() == "127.0.0.1:6071"
+    env = dict(COLL)
+    del env["PADDLE_TRAINER_ID"], env["PADDLE_CURRENT_ENDPOINT"]
+    with pytest.warns(UserWarning, match="PADDLE_TRAINER_ID is unset: this process is trainer 0 of 3"):
+        assert make(env, True).worker_index() == 0
 
 
 def test_reads_os_environ_lazily(monkeypatch):
@@ -193,11 +222,18 @@ def test_user_defined_role_maker():
      "len\\(server_endpoints\\) - 1"),
     (dict(server_endpoints=EPS, worker_num=1.0), TypeError, "worker_num must be as int"),
     (dict(server_endpoints=EPS, worker_num=0), ValueError, "worker_num must be greater than 0"),
-    (dict(server_endpoints=EPS, worker_num=2, current_id=2), ValueError, "less than worker_num"),
 ])
 def test_user_defined_role_maker_checks(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         UserDefinedRoleMaker(**kwargs)
+
+
+def test_user_defined_role_maker_takes_what_paddle_takes():
+    """Paddle 1.8 bounds no worker index (a sync trainer past the count is refused when its program is
+    made) and checks ints with isinstance(x, int), so True is worker 1."""
+    w = UserDefinedRoleMaker(current_id=2, role=Role.WORKER, worker_num=2, server_endpoints=EPS)
+    assert w.worker_index() == 2 and w.is_worker()
+    assert UserDefinedRoleMaker(current_id=True, role=True, worker_num=2, server_endpoints=EPS).worker_index() == 1
 
 
 def test_user_defined_collective_role_maker():

@@ -105,3 +105,28 @@ def test_ps_port_in_use_and_argument_errors(tmp_path):
     r = run_launcher(["--servers", "10.123.0.1:7000,10.123.0.2:7000", "--workers", "10.123.0.1,10.123.0.2",
                       script("ps_check.py")], cwd=tmp_path, env=env)
     assert r.returncode == 1 and "none of the node IPs 10.123.0.1,10.123.0.2" in r.stderr
+
+
+def test_paddle_launch_ps_command_line(tmp_path):
+    """``python -m fluidist.distributed.launch_ps`` is Paddle 1.8's ``paddle.distributed.launch_ps``: its
+    defaults (2 servers at 127.0.0.1 from --start_port, 2 workers, logs in ``logs``) and its flags."""
+    import subprocess
+    import sys
+    from launch_testlib import free_port_block
+    out = tmp_path / "out"
+    out.mkdir()
+    start = free_port_block(2)
+    cmd = [sys.executable, "-m", "fluidist.distributed.launch_ps", "--start_port", str(start), "--cluster_node_ips",
+           "127.0.0.1", "--node_ip", "127.0.0.1", script("ps_check.py")]
+    r = subprocess.run(cmd, cwd=str(tmp_path), env=base_env(out_dir=out), capture_output=True, text=True, timeout=100)
+    assert r.returncode == 0, r.stderr
+    server_eps, _ = _check_job(out, 2, 2)
+    assert server_eps == ["127.0.0.1:%d" % start, "127.0.0.1:%d" % (start + 1)]
+    assert sorted(os.listdir(tmp_path / "logs"))[-2:] == ["workerlog.0", "workerlog.1"]
+    p = free_port_block(3)
+    listed = ",".join("127.0.0.1:%d" % (p + i) for i in range(3))
+    r = subprocess.run([sys.executable, "-m", "fluidist.distributed.launch_ps", "--endpoints", listed, "--server_num",
+                        "1", "--worker_num", "1", "--log_dir", "ps1", script("ps_check.py")], cwd=str(tmp_path),
+                       env=base_env(out_dir=out), capture_output=True, text=True, timeout=100)
+    assert r.returncode == 0, r.stderr
+    assert _check_job(out, 1, 1)[0] == ["127.0.0.1:%d" % p]       # the first --server_num endpoints

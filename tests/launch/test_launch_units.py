@@ -414,3 +414,18 @@ def check_bindable(port):
             return True
         except OSError:
             return False
+
+
+def test_use_paddlecloud_reads_paddle_port_as_paddle_1_8():
+    """Paddle 1.8's launcher starts a PaddleCloud node's trainers at PADDLE_PORT when TRAINER_PORTS_NUM
+    leaves room for them (fluidist read only TRAINER_PORT); the nodes come from PADDLE_TRAINERS."""
+    import argparse
+    from fluidist.launch.collective import cloud_nodes
+    args = argparse.Namespace(use_paddlecloud=True, ips=None, started_port=None)
+    env = {"PADDLE_TRAINERS_NUM": "2", "PADDLE_TRAINERS": "127.0.0.1,127.0.0.2", "POD_IP": "127.0.0.1",
+           "PADDLE_TRAINER_ID": "0", "PADDLE_PORT": "6200", "TRAINER_PORTS_NUM": "2"}
+    assert cloud_nodes(args, 2, env) == (["127.0.0.1", "127.0.0.2"], "127.0.0.1", 6200)
+    assert cloud_nodes(args, 3, env)[2] is None          # not room for 3: the launcher's default start
+    legacy = dict(env, TRAINER_PORT="6300")
+    del legacy["PADDLE_PORT"]
+    assert cloud_nodes(args, 2, legacy)[2] == 6300

@@ -77,5 +77,24 @@ def test_multiprocess_reader_sends_samples_without_pickle():
 
     def unsendable():
         yield object()
-    with pytest.raises(RuntimeError, match="may hold numbers, strings, numpy arrays"):
+    with pytest.raises(RuntimeError, match="may hold numbers, strings, bytes, numpy arrays"):
         list(fluid.io.multiprocess_reader([unsendable])())
+
+
+@pytest.mark.timeout(60)
+def test_multiprocess_reader_sends_dicts_and_bytes_as_paddle_does():
+    """Paddle 1.8 pickles whatever its reader processes yield: dict samples (``{"img": ..., "label": ...}``)
+    and encoded images (bytes) are common; fluidist sends them too, still without pickle."""
+    def reader():
+        for i in range(5):
+            yield {"img": np.arange(4, dtype=np.uint8) + i, "raw": bytes([i, 255]), 7: (i, None)}
+    got = sorted(fluid.io.multiprocess_reader([reader])(), key=lambda d: d["raw"])
+    assert [sorted(d, key=str) for d in got] == [[7, "img", "raw"]] * 5
+    for i, d in enumerate(got):
+        np.testing.assert_array_equal(d["img"], np.arange(4, dtype=np.uint8) + i)
+        assert d["raw"] == bytes([i, 255]) and d[7] == (i, None)
+
+    def objects():
+        yield np.array([object()], dtype=object)
+    with pytest.raises(RuntimeError, match=r"numpy arrays \(not of objects\)"):
+        list(fluid.io.multiprocess_reader([objects])())

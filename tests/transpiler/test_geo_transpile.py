@@ -1,5 +1,7 @@
 """GEO-SGD's programs (geo_sgd_mode / GeoSgdTranspiler) and the half-async trainer's barrier: op
 lists and attributes, as Paddle 1.8's GeoSgdTranspiler shapes them."""
+import re
+
 import numpy as np
 import pytest
 
@@ -88,14 +90,27 @@ def test_sparse_table_deltas_are_row_sparse_and_its_ids_go_to_the_communicator()
     assert ps.global_block().var("emb_w.block1").shape == (1024, 8)
 
 
-def test_geo_refuses_a_distributed_table_and_a_bad_push_count():
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
-        ids = fluid.data(name="ids", shape=[None, 1], dtype="int64")
-        emb = fluid.layers.embedding(ids, size=[100, 4], is_sparse=True, is_distributed=True)
-        fluid.optimizer.SGD(0.1).minimize(fluid.layers.mean(emb))
-    with pytest.raises(ValueError, match="distributed lookup table"):
-        transpile(main, startup, config=geo_config())
+def test_geo_trains_a_distributed_table_as_a_sparse_parameter():
+    """Paddle 1.8's GeoSgdTranspiler only records the is_distributed table's name: the table's delta is
+    pushed as a row-sparse one, like that of embedding(is_sparse=True) (the same programs, but for the
+    lookup's is_distributed attribute)."""
+    def programs(is_distributed):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ids = fluid.data(name="ids", shape=[None, 1], dtype="int64")
+            emb = fluid.layers.embedding(ids, size=[100, 4], is_sparse=True, is_distributed=is_distributed,
+                                         param_attr=fluid.ParamAttr(name="emb_w"))
+            fluid.optimizer.SGD(0.1).minimize(fluid.layers.mean(emb))
+            t = transpile(main, startup, config=geo_config())
+            texts = [str(t.get_trainer_program(wait_port=False)), str(startup)]
+            texts += [str(p) for ep in (EP0, EP1) for p in t.get_pserver_programs(ep)]
+            return t, [re.sub(r"op_namescope = [^,]*, |is_distributed = \w+", "", text) for text in texts]
+    t, got = programs(True)
+    assert got == programs(False)[1]
+    assert t._get_vars_info()["emb_w"]["is_sparse"] == ["True"]
+
+
+def test_geo_refuses_a_bad_push_count():
     config = geo_config()
     config.geo_sgd_need_push_nums = 0
     with pytest.raises(ValueError, match="geo_sgd_need_push_nums must be"):

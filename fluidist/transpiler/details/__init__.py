@@ -7,9 +7,8 @@ import functools
 import gc
 import numbers
 import sys
-from typing import Callable, TypeVar
+from typing import Callable, Optional, TypeVar
 
-import numpy as np
 
 if sys.version_info >= (3, 10):
     from typing import ParamSpec
@@ -79,18 +78,26 @@ def program_to_code(prog, fetch_list=None, skip_op_callstack=True):
         print("\n".join(lines))
 
 
-def check_int(value: object, what: str, minimum: int = 0) -> int:
-    """``value`` as an int (any integral number, not a bool) ``>= minimum``; else an error naming ``what``."""
+def check_int(value: object, what: str, minimum: Optional[int] = 0) -> int:
+    """``value`` as an int (any integral number, or a float with an integral value such as ``2.0``;
+    not a bool) ``>= minimum`` (None: no lower bound); else an error naming ``what``."""
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) \
+            and float(value).is_integer():
+        value = int(float(value))
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError("%s must be an int, got %r (%s)" % (what, value, type(value).__name__))
     number = int(value)
-    if number < minimum:
+    if minimum is not None and number < minimum:
         raise ValueError("%s must be >= %d, got %d" % (what, minimum, number))
     return number
 
 
 def check_bool(value: object, what: str) -> bool:
-    """``value`` as a bool (True / False, or the ints 0 / 1); else an error naming ``what``."""
-    if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+    """``value``'s truth value, as Paddle 1.8 takes a flag (``if config.slice_var_up:``): None is False.
+    ``what`` names the flag for the error of a value that has no truth value (a NumPy array of several
+    elements)."""
+    try:
         return bool(value)
-    raise TypeError("%s must be True or False, got %r (%s)" % (what, value, type(value).__name__))
+    except (TypeError, ValueError) as err:
+        raise TypeError("%s must be True or False, got %r (%s): %s" % (what, value, type(value).__name__, err)) \
+            from None
