@@ -219,11 +219,11 @@ class DistributedTranspiler(Fleet):
     # ---------------------------------------------------------------- saving (on a worker)
     def _check_saver(self, executor, main_program, what):
         if isinstance(executor, CompiledProgram) or not isinstance(executor, Executor):
-            raise TypeError("in fleet.%s() function, executor must be as Executor type, got %r"
+            raise TypeError("fleet.%s: the first argument is the fluid.Executor that runs the save, got %r"
                             % (what, type(executor).__name__))
         if isinstance(main_program, CompiledProgram):
-            raise TypeError("in fleet.%s() function, main_program must be as Program type, CompiledProgram is "
-                            "not allowed" % what)
+            raise TypeError("fleet.%s: main_program is a Program (pass the CompiledProgram's own program, "
+                            "not the CompiledProgram)" % what)
         if not self.is_worker():
             raise RuntimeError("fleet.%s runs on a worker (usually the first: fleet.is_first_worker()); "
                                "this process is a server" % what)

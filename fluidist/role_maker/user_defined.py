@@ -12,14 +12,14 @@ def _is_int(x):
 
 def _check_endpoint_list(eps: object, what: str) -> List[str]:
     if not isinstance(eps, list):
-        raise TypeError("%s must be as string list" % what)
+        raise TypeError("%s: expected a list of 'ip:port' strings, got %r" % (what, eps))
     if len(eps) <= 0:
-        raise ValueError("the length of %s list must be greater than 0" % what)
+        raise ValueError("%s: the list is empty; give at least one 'ip:port'" % what)
     if len(set(eps)) != len(eps):
-        raise ValueError("%s can't have duplicate elements" % what)
+        raise ValueError("%s: an endpoint is listed twice in %r" % (what, eps))
     for ep in eps:
         if not isinstance(ep, str):
-            raise TypeError("every element in %s list must be as string" % what)
+            raise TypeError("%s: each endpoint is an 'ip:port' string, got %r" % (what, ep))
     return eps
 
 
@@ -48,18 +48,18 @@ class UserDefinedRoleMaker(RoleMakerBase):
         super().__init__()
         server_endpoints = _check_endpoint_list(server_endpoints, "server_endpoints")
         if role not in (Role.WORKER, Role.SERVER):
-            raise TypeError("role must be as Role")
+            raise TypeError("role: expected Role.WORKER or Role.SERVER, got %r" % (role,))
         if not _is_int(current_id):
-            raise TypeError("current_id must be as int")
+            raise TypeError("current_id: expected an int, got %r" % (current_id,))
         if current_id < 0:
-            raise ValueError("current_id must be greater than or equal to 0")
+            raise ValueError("current_id: expected 0 or more, got %d" % current_id)
         if role == Role.SERVER and current_id >= len(server_endpoints):
-            raise ValueError("if role is Role.SERVER, current_id must be less than or equal to "
-                             "len(server_endpoints) - 1 = %d, got %d" % (len(server_endpoints) - 1, current_id))
+            raise ValueError("current_id: server %d does not exist: server_endpoints lists %d (ids 0..%d)"
+                             % (current_id, len(server_endpoints), len(server_endpoints) - 1))
         if not _is_int(worker_num):
-            raise TypeError("worker_num must be as int")
+            raise TypeError("worker_num: expected an int, got %r" % (worker_num,))
         if worker_num <= 0:
-            raise ValueError("worker_num must be greater than 0")
+            raise ValueError("worker_num: expected at least 1 worker, got %d" % worker_num)
         self._current_id = current_id
         self._role = role
         self._worker_num = worker_num
@@ -105,12 +105,12 @@ class UserDefinedCollectiveRoleMaker(RoleMakerBase):
         super().__init__()
         worker_endpoints = _check_endpoint_list(worker_endpoints, "worker_endpoints")
         if not _is_int(current_id):
-            raise TypeError("current_id must be as int")
+            raise TypeError("current_id: expected an int, got %r" % (current_id,))
         if current_id < 0:
-            raise ValueError("current_id must be greater than or equal to 0")
+            raise ValueError("current_id: expected 0 or more, got %d" % current_id)
         if current_id >= len(worker_endpoints):
-            raise ValueError("current_id must be less than or equal to len(worker_endpoints) - 1 = %d, got %d"
-                             % (len(worker_endpoints) - 1, current_id))
+            raise ValueError("current_id: worker %d does not exist: worker_endpoints lists %d (ids 0..%d)"
+                             % (current_id, len(worker_endpoints), len(worker_endpoints) - 1))
         self._current_id = current_id
         self._worker_endpoints = list(worker_endpoints)
         self._worker_num = len(worker_endpoints)

@@ -210,18 +210,18 @@ def test_user_defined_role_maker():
 
 
 @pytest.mark.parametrize("kwargs,exc,match", [
-    (dict(server_endpoints=None, worker_num=1), TypeError, "server_endpoints must be as string list"),
-    (dict(server_endpoints="127.0.0.1:1", worker_num=1), TypeError, "server_endpoints must be as string list"),
-    (dict(server_endpoints=[], worker_num=1), ValueError, "length of server_endpoints list must be greater than 0"),
-    (dict(server_endpoints=[EPS[0], EPS[0]], worker_num=1), ValueError, "can't have duplicate"),
-    (dict(server_endpoints=[EPS[0], 3], worker_num=1), TypeError, "every element in server_endpoints"),
-    (dict(server_endpoints=EPS, worker_num=1, role=3), TypeError, "role must be as Role"),
-    (dict(server_endpoints=EPS, worker_num=1, current_id="0"), TypeError, "current_id must be as int"),
-    (dict(server_endpoints=EPS, worker_num=1, current_id=-1), ValueError, "greater than or equal to 0"),
+    (dict(server_endpoints=None, worker_num=1), TypeError, "server_endpoints: expected a list of"),
+    (dict(server_endpoints="127.0.0.1:1", worker_num=1), TypeError, "server_endpoints: expected a list of"),
+    (dict(server_endpoints=[], worker_num=1), ValueError, "server_endpoints: the list is empty"),
+    (dict(server_endpoints=[EPS[0], EPS[0]], worker_num=1), ValueError, "listed twice"),
+    (dict(server_endpoints=[EPS[0], 3], worker_num=1), TypeError, "server_endpoints: each endpoint is an"),
+    (dict(server_endpoints=EPS, worker_num=1, role=3), TypeError, "role: expected Role.WORKER or Role.SERVER"),
+    (dict(server_endpoints=EPS, worker_num=1, current_id="0"), TypeError, "current_id: expected an int"),
+    (dict(server_endpoints=EPS, worker_num=1, current_id=-1), ValueError, "expected 0 or more"),
     (dict(server_endpoints=EPS, worker_num=1, current_id=2, role=Role.SERVER), ValueError,
-     "len\\(server_endpoints\\) - 1"),
-    (dict(server_endpoints=EPS, worker_num=1.0), TypeError, "worker_num must be as int"),
-    (dict(server_endpoints=EPS, worker_num=0), ValueError, "worker_num must be greater than 0"),
+     "server 2 does not exist"),
+    (dict(server_endpoints=EPS, worker_num=1.0), TypeError, "worker_num: expected an int"),
+    (dict(server_endpoints=EPS, worker_num=0), ValueError, "expected at least 1 worker"),
 ])
 def test_user_defined_role_maker_checks(kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -244,13 +244,13 @@ def test_user_defined_collective_role_maker():
 
 
 @pytest.mark.parametrize("kwargs,exc,match", [
-    (dict(worker_endpoints=None), TypeError, "worker_endpoints must be as string list"),
-    (dict(worker_endpoints=[]), ValueError, "greater than 0"),
-    (dict(worker_endpoints=[EPS[0], EPS[0]]), ValueError, "duplicate"),
-    (dict(worker_endpoints=[1]), TypeError, "every element in worker_endpoints"),
-    (dict(worker_endpoints=EPS, current_id=None), TypeError, "current_id must be as int"),
-    (dict(worker_endpoints=EPS, current_id=-2), ValueError, "greater than or equal to 0"),
-    (dict(worker_endpoints=EPS, current_id=2), ValueError, "len\\(worker_endpoints\\) - 1"),
+    (dict(worker_endpoints=None), TypeError, "worker_endpoints: expected a list of"),
+    (dict(worker_endpoints=[]), ValueError, "the list is empty"),
+    (dict(worker_endpoints=[EPS[0], EPS[0]]), ValueError, "listed twice"),
+    (dict(worker_endpoints=[1]), TypeError, "worker_endpoints: each endpoint is an"),
+    (dict(worker_endpoints=EPS, current_id=None), TypeError, "current_id: expected an int"),
+    (dict(worker_endpoints=EPS, current_id=-2), ValueError, "expected 0 or more"),
+    (dict(worker_endpoints=EPS, current_id=2), ValueError, "worker 2 does not exist"),
 ])
 def test_user_defined_collective_role_maker_checks(kwargs, exc, match):
     with pytest.raises(exc, match=match):
