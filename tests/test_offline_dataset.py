@@ -2,7 +2,9 @@
 conformance runner installs in front of fluidist: each dataset's samples have the layout, types,
 shapes and ranges that Paddle's callers (its unit tests and book tests) read, a reader yields the
 same samples every time and in every process, and the mnist, imdb, uci_housing and imikolov
-stand-ins are learnable by small NumPy models (well above chance)."""
+stand-ins are learnable by small NumPy models (well above chance).
+(The files ``common.download`` writes for the URLs that Paddle's tests fetch themselves are checked
+in test_offline_downloads.py.)"""
 import hashlib
 import inspect
 import json
@@ -80,9 +82,9 @@ def test_package_imports_with_numpy_only_and_says_it_is_synthetic():
 
 def test_download_returns_a_file_in_place_and_refuses_to_fetch(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(common, "DATA_HOME", str(tmp_path))
-    url = "http://paddlemodels.bj.bcebos.com/flowers/imagelabels.mat"
+    url = "http://paddlemodels.bj.bcebos.com/flowers/102flowers.tgz"  # no synthetic stand-in
     with pytest.raises(common.NoNetworkError) as e:
-        common.download(url, "flowers", "e0620be6f572b9609742df49c70aed4d")
+        common.download(url, "flowers", "52808999861908f626f3c1f4e79d11fa")
     assert str(e.value) == "no network in the conformance runner: " + url
     assert capsys.readouterr().err == "no network in the conformance runner: %s\n" % url
     assert isinstance(e.value, ConnectionError) and e.value.url == url
@@ -384,3 +386,4 @@ def test_conll05_samples_have_nine_aligned_slots(tmp_path, monkeypatch):
     digest = common.md5file(path)
     os.remove(path)
     assert ds.conll05.get_embedding() == path and common.md5file(path) == digest  # written again, the same
+

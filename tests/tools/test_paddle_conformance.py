@@ -41,6 +41,20 @@ class TestRename(unittest.TestCase):
         import paddle.fluid.tests.unittests.helper_module as helper
         self.assertEqual(helper.WHERE, "copied tree")
 
+    def test_data_home_is_paddles_under_a_home_in_the_scratch_folder(self):
+        import os
+        import subprocess
+        import sys
+        import paddle.dataset.common as common
+        self.assertEqual(common.DATA_HOME, os.path.expanduser("~/.cache/paddle/dataset"))
+        scratch = os.path.dirname(os.environ["FLUIDIST_PADDLE_TESTS_DIR"])
+        self.assertEqual(os.path.expanduser("~"), os.path.join(scratch, "home"))
+        # a child started as Paddle's distributed tests start theirs: neither HOME nor the dataset home
+        code = "import os, paddle.dataset.common as c; print(c.DATA_HOME); print(os.path.expanduser('~'))"
+        env = {"PYTHONPATH": os.environ["PYTHONPATH"], "PATH": os.environ.get("PATH", "")}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        self.assertEqual(out.stdout.split(), [common.DATA_HOME, os.path.join(scratch, "home")])
+
     def test_fails(self):
         self.assertEqual(1, 2)
 
@@ -162,6 +176,7 @@ def test_runner_renames_paddle_fluid_and_records_each_outcome(whole_file):
     outcome = {k: r["outcome"] for k, r in rows.items()}
     assert outcome["TestRename.test_paddle_fluid_is_fluidist"] == "pass", rows
     assert outcome["TestRename.test_tests_package_is_the_copy"] == "pass", rows
+    assert outcome["TestRename.test_data_home_is_paddles_under_a_home_in_the_scratch_folder"] == "pass", rows
     assert outcome["TestRename.test_fails"] == "fail"
     assert "1 != 2" in rows["TestRename.test_fails"]["error"]
     assert outcome["TestRename.test_refused"] == "refused"

@@ -18,6 +18,14 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _TESTS = os.environ.get("FLUIDIST_PADDLE_TESTS_DIR", os.path.join(os.path.dirname(_HERE), "..", "tests"))
 _PREFIX = "paddle.fluid"
 
+# Paddle's DATA_HOME is ~/.cache/paddle/dataset, and some tests read their downloads there without
+# asking DATA_HOME (dist_transformer.py), in child processes whose environment keeps neither HOME nor
+# FLUIDIST_DATASET_HOME: so every process under the runner, on importing paddle, takes a home of its
+# own in the scratch folder (``<scratch>/home``) and its DATA_HOME under it, as Paddle lays them out.
+_SCRATCH_HOME = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "home")
+os.environ["HOME"] = _SCRATCH_HOME
+os.environ["FLUIDIST_DATASET_HOME"] = os.path.join(_SCRATCH_HOME, ".cache", "paddle", "dataset")
+
 
 class _FluidRename(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """``paddle.fluid[.X]`` -> ``fluidist[.X]`` (the same module objects), ``paddle.fluid.tests`` -> the copy."""

@@ -7,9 +7,16 @@ Copied into the reference scratch folder as ``site/sitecustomize.py``; Python im
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
 
 _FROM, _TO = "paddle.dataset", "fluidist_offline_dataset"
+
+# As in the fluidist runs (paddle_shim.py): a home in the scratch folder and Paddle's DATA_HOME under
+# it, for this process and the test's children (which get neither variable, but import this file).
+_SCRATCH_HOME = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "home")
+os.environ["HOME"] = _SCRATCH_HOME
+os.environ["FLUIDIST_DATASET_HOME"] = os.path.join(_SCRATCH_HOME, ".cache", "paddle", "dataset")
 
 
 class _DatasetRename(importlib.abc.MetaPathFinder, importlib.abc.Loader):

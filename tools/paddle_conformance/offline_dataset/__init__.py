@@ -13,9 +13,13 @@ targets that are fixed functions of the sources). Sets are smaller than Paddle's
 samples at most, flowers a few hundred); each module's docstring says how its samples are made.
 
 Nothing is downloaded: ``common.download`` returns a file already in ``common.DATA_HOME`` with the
-right MD5 and otherwise raises ``common.NoNetworkError`` ("no network in the conformance runner:
-<url>"). Nothing is written to disk but where the API returns a path (``conll05.get_embedding``),
-and then under ``DATA_HOME``, a scratch folder. Only NumPy is needed.
+right MD5; for the files that Paddle's tests download by URL and parse themselves (listed in
+``downloads``: the distributed tests' CTR, simnet, text classification and transformer data, the
+book tests' CIFAR-10 archive, flowers' label files, the async-executor demo's data) it writes a
+synthetic stand-in in the caller's format (not Paddle's file: its MD5 differs) and returns its
+path; for any other URL it raises ``common.NoNetworkError`` ("no network in the conformance runner:
+<url>"). Nothing is written to disk but there and where the API returns a path
+(``conll05.get_embedding``), always under ``DATA_HOME``, a scratch folder. Only NumPy is needed.
 """
 from . import common
 from . import mnist

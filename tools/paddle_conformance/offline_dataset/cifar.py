@@ -34,21 +34,27 @@ def _templates(classes: int) -> np.ndarray:
     return _synthetic.blow_up(grids, 32)
 
 
-def _samples(classes: int, split_name: str, size: int) -> Iterator[Tuple[np.ndarray, int]]:
+def pixel_chunks(classes: int, split_name: str) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+    """The ``split_name`` ('train' or 'test') set of the ``classes``-class set as it would be stored:
+    chunks of (uint8 pixels [count, 3072], int labels [count]), CHUNK samples at most each."""
+    size = TRAIN_SIZE if split_name == "train" else TEST_SIZE
     templates = _templates(classes)
     rng = _synthetic.seeded("cifar", classes, split_name)
     for count in _synthetic.chunked_counts(size, CHUNK):
         labels = rng.randint(0, classes, size=count)
-        pixels = _synthetic.noisy_pixels(rng, templates, labels, NOISE).reshape(count, 3072)
-        for i in range(count):
+        yield _synthetic.noisy_pixels(rng, templates, labels, NOISE).reshape(count, 3072), labels
+
+
+def _samples(classes: int, split_name: str) -> Iterator[Tuple[np.ndarray, int]]:
+    for pixels, labels in pixel_chunks(classes, split_name):
+        for i in range(len(labels)):
             yield (pixels[i] / 255.0).astype(np.float32), int(labels[i])
 
 
 def reader_creator(classes: int, split_name: str, cycle: bool = False) -> Reader:
     """A reader of the ``split_name`` ('train' or 'test') samples of the ``classes``-class set,
     over and over again when ``cycle``."""
-    size = TRAIN_SIZE if split_name == "train" else TEST_SIZE
-    return _synthetic.cycled(lambda: _samples(classes, split_name, size), cycle)
+    return _synthetic.cycled(lambda: _samples(classes, split_name), cycle)
 
 
 def train100() -> Reader:

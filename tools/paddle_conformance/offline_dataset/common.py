@@ -1,13 +1,17 @@
 """Stand-in for ``paddle.dataset.common``: the data folder, file checksums, ``download``, ``split`` and
 ``cluster_files_reader``.
 
-There is no network in the conformance runner, so ``download`` never fetches: it returns a file that
-is already in place under ``DATA_HOME/<module_name>/`` with the expected MD5 (as Paddle's does), and
-otherwise raises :class:`NoNetworkError` naming the URL. The dataset modules of this package do not
-download at all: they generate their samples (see the package docstring).
+There is no network in the conformance runner, so ``download`` never fetches. It returns a file that
+is already in place under ``DATA_HOME/<module_name>/`` with the expected MD5 (as Paddle's does); for
+the URLs of ``downloads.SYNTHETIC_FILES`` (files Paddle's tests download and parse themselves) it
+writes a synthetic stand-in there, in the format the caller parses, and returns its path; for any
+other URL it raises :class:`NoNetworkError` naming the URL. The dataset modules of this package do
+not download at all: they generate their samples (see the package docstring).
 
 ``DATA_HOME`` is a scratch folder: ``$FLUIDIST_DATASET_HOME`` when set, otherwise a folder of this
 user's under the system's temporary directory. Like Paddle's, it exists once the module is imported.
+(The runner points it at ``<scratch>/home/.cache/paddle/dataset`` and ``HOME`` at ``<scratch>/home``:
+Paddle's default, ``~/.cache/paddle/dataset``, which some tests read without asking ``DATA_HOME``.)
 """
 import glob
 import hashlib
@@ -17,6 +21,8 @@ import pickle
 import sys
 import tempfile
 from typing import Any, BinaryIO, Callable, Iterator, Optional
+
+from . import downloads
 
 __all__ = ['DATA_HOME', 'download', 'md5file', 'split', 'cluster_files_reader']
 
@@ -60,13 +66,24 @@ def md5file(fname: str) -> str:
 
 
 def download(url: str, module_name: str, md5sum: str, save_name: Optional[str] = None) -> str:
-    """The path of ``DATA_HOME/module_name/<save_name or the URL's last part>`` when that file is
-    there with MD5 ``md5sum``; otherwise :class:`NoNetworkError` naming ``url`` (nothing is
-    fetched), its message also written to stderr."""
+    """The path of ``DATA_HOME/module_name/<save_name or the URL's last part>``.
+
+    Nothing is fetched. A file there with MD5 ``md5sum`` (one put in place by hand) is returned as
+    it is. Otherwise, for a URL with a synthetic stand-in (``downloads.SYNTHETIC_FILES``), the
+    stand-in is written there (unless that file already holds it) and its path returned: its MD5 is
+    not ``md5sum`` (Paddle's checksum of the real file), and nothing here pretends it is. (Paddle's
+    callers leave the check to ``download``: none compares a checksum itself; test_dataset_download
+    only asserts that ``md5file`` gives one.) For any other URL: :class:`NoNetworkError` naming
+    ``url``, its message also written to stderr."""
     dirname = os.path.join(DATA_HOME, module_name)
     must_mkdirs(dirname)
     filename = os.path.join(dirname, url.split('/')[-1] if save_name is None else save_name)
     if os.path.exists(filename) and md5file(filename) == md5sum:
+        return filename
+    if downloads.is_synthetic(url):
+        payload = downloads.payload(url)
+        if not (os.path.exists(filename) and md5file(filename) == hashlib.md5(payload).hexdigest()):
+            write_file_atomically(filename, payload)
         return filename
     error = NoNetworkError(url)
     sys.stderr.write("%s\n" % error)  # in the log even where a test swallows the exception
