@@ -135,6 +135,12 @@ def init_glog(name=None):
     """Paddle started glog here; fluidist logs through Python's logging (``FLUIDIST_LOG_LEVEL``)."""
 
 
+def _set_eager_deletion_mode(threshold=0.0, fraction=1.0, fast_mode=True):
+    """Paddle frees each temporary variable after its last use under this mode; the values a run
+    fetches and the persistable values it leaves are the same with it or without, which is all
+    fluidist's executor gives (its temporaries stay in the run's scope), so there is nothing to set."""
+
+
 _threads = {"n": 1}
 
 

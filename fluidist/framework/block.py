@@ -11,6 +11,7 @@ import numpy as np
 
 from . import registry, unique_name
 from .defuse import DefUse
+from .dtypes import DTYPE_ATTRS, DTYPE_CODES, dtype_attr, var_type_value
 from .name_scope import full_name_scope
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .variable import Parameter, Variable, _copy_var
@@ -34,6 +35,12 @@ def _one_name(a, what):
 
 
 _PLAIN_TYPES = frozenset([int, float, str, bool, type(None)])
+
+
+def _op_attr(name, value):
+    """An attr as an op keeps it: plain (``_plain_attr``), and a data type as its dtype string
+    (Paddle's programs and tests give ``cast``'s ``out_dtype`` as an int code or a VarType)."""
+    return dtype_attr(_plain_attr(value)) if name in DTYPE_ATTRS else _plain_attr(value)
 
 
 def _plain_attr(value):
@@ -66,7 +73,7 @@ class Operator:
         self.type = type
         self.inputs = {k: _names(v, "input %r of op %r" % (k, type)) for k, v in (inputs or {}).items()}
         self.outputs = {k: _names(v, "output %r of op %r" % (k, type)) for k, v in (outputs or {}).items()}
-        self.attrs = {k: _plain_attr(v) for k, v in (attrs or {}).items()}
+        self.attrs = {k: _op_attr(k, v) for k, v in (attrs or {}).items()}
 
     def _bump(self):
         if self.block is not None and self.block.program is not None:
@@ -100,13 +107,18 @@ class Operator:
         return list(self.attrs.keys())
 
     def attr(self, name):
-        return self.attrs.get(name)
+        """Attr ``name`` (None when the op has none); a data type reads as its ``VarType`` value, which
+        is both the dtype string and Paddle's code (``op.attr("out_dtype") == VarType.FP64``)."""
+        value = self.attrs.get(name)
+        if name in DTYPE_ATTRS and isinstance(value, str) and value in DTYPE_CODES:
+            return var_type_value(value)
+        return value
 
     def has_attr(self, name):
         return name in self.attrs
 
     def _set_attr(self, name, value):
-        self.attrs[name] = _plain_attr(value)
+        self.attrs[name] = _op_attr(name, value)
         self._bump()
 
     _update_attr = _set_attr

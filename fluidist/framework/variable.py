@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
 import numpy as np
 
 from . import unique_name
-from .dtypes import VarType, convert_dtype
+from .dtypes import VarType, convert_dtype, plain
 
 GRAD_SUFFIX = "@GRAD"
 RENAME_INFIX = "@RENAME@"
@@ -105,11 +105,22 @@ class Variable:
         self.__dict__.update(
             block=block,
             name=name if name is not None else unique_name.generate_with_ignorable_key("_generated_var"),
-            shape=_shape_tuple(shape), dtype=convert_dtype(dtype) if dtype is not None else None, type=type,
+            shape=_shape_tuple(shape), dtype=convert_dtype(dtype) if dtype is not None else None, type=plain(type),
             lod_level=int(lod_level or 0), persistable=bool(persistable), stop_gradient=bool(stop_gradient),
             is_data=bool(is_data), need_check_feed=bool(need_check_feed), error_clip=error_clip)
 
     # Paddle-style accessors
+    @property
+    def grad_name(self) -> str:
+        """The name this variable's gradient has (``name@GRAD``), whether or not it exists."""
+        return grad_var_name(self.name)
+
+    @property
+    def op(self) -> Any:
+        """The last op of the variable's block that writes it, or None."""
+        block = self.__dict__.get("block")
+        return block.last_writer(self.name) if block is not None and hasattr(block, "last_writer") else None
+
     @property
     def ndim(self):
         return len(self.shape) if self.shape is not None else 0
@@ -129,7 +140,7 @@ class Variable:
             self.block.program._version += 1
 
     def __setattr__(self, key, value):
-        object.__setattr__(self, key, value)
+        object.__setattr__(self, key, plain(value) if key == "type" else value)
         if key in ("shape", "dtype", "persistable", "type", "lod_level") and "block" in self.__dict__:
             self._bump()
 

@@ -69,8 +69,9 @@ def test_core_names_scripts_use():
     scope = fluid.Scope()
     core.set_feed_variable(scope, np.ones((2, 2), "float32"), "feed", 1)
     assert np.array(core.get_fetch_variable(scope, "feed", 1)).sum() == 4
-    with pytest.raises(NotImplementedError, match="parse_from_string"):
-        core.ProgramDesc()
+    desc = core.ProgramDesc()            # a view over a new Program: Paddle's bytes parse back
+    desc.block(0).var(b"x").set_dtype(core.VarDesc.VarType.FP64)
+    assert fluid.Program.parse_from_string(desc.serialize_to_string()).global_block().var("x").dtype == "float64"
 
 
 def test_create_random_int_lodtensor():

@@ -94,3 +94,10 @@ def check_bool(value: object, what: str) -> bool:
     if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
         return bool(value)
     raise TypeError("%s must be True or False, got %r (%s)" % (what, value, type(value).__name__))
+
+
+# Paddle's details package gives its modules' names at its top (``from ...details import VarStruct``)
+from .program_utils import (block_to_code, delete_ops, find_op_by_input_arg, find_op_by_output_arg,  # noqa: E402,F401
+                            get_indent_space, op_to_code, variable_to_code)
+from .ufind import UnionFind  # noqa: E402,F401
+from .vars_distributed import VarDistributed, VarStruct, VarsDistributed  # noqa: E402,F401
