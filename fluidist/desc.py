@@ -18,6 +18,7 @@ import copy
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .framework import Block, Operator, Program, Variable, registry
+from .framework.variable import GRAD_SUFFIX
 from .framework.dtypes import VarType, convert_dtype, plain, var_type_value
 from .paddle_format import framework_pb2 as pb
 from .paddle_format.program_desc import (_kind_of, _op_to_desc, _var_to_desc,
@@ -149,8 +150,17 @@ class OpDesc:
                 self._op._set_attr(name, copy.deepcopy(default))
 
     def infer_shape(self, block: Any) -> None:
-        """Set the shapes (and types, dtypes, LoD levels) of the op's outputs in ``block``."""
-        registry.infer_shape(self._op, block._block if isinstance(block, BlockDesc) else block)
+        """Set the shapes (and types, dtypes, LoD levels) of the op's outputs in ``block``; a
+        gradient ``x@GRAD`` the op's own inference leaves unknown is shaped like ``x``, as the
+        backward pass shapes gradients."""
+        block = block._block if isinstance(block, BlockDesc) else block
+        registry.infer_shape(self._op, block)
+        for name in self._op.output_arg_names:
+            grad = block._find_var_recursive(name)
+            fwd = block._find_var_recursive(name[:-len(GRAD_SUFFIX)]) if name.endswith(GRAD_SUFFIX) else None
+            if grad is not None and fwd is not None and grad.shape is None:
+                grad.shape, grad.lod_level = fwd.shape, fwd.lod_level
+                grad.dtype = grad.dtype or fwd.dtype
 
     def infer_var_type(self, block: Any) -> None:
         """Paddle sets the output variables' types here; fluidist's ``infer_shape`` sets them with
@@ -371,7 +381,7 @@ class ProgramDesc:
         return BlockDesc(self._program.block(index))
 
     def num_blocks(self) -> int:
-        return self._program.num_blocks()
+        return len(self._program.blocks)
 
     def append_block(self, parent: BlockDesc) -> BlockDesc:
         """A new block whose parent is ``parent`` (the program's current block stays as it was)."""
@@ -409,7 +419,7 @@ def get_grad_op_desc(op_desc: OpDesc, no_grad_set: Any, grad_sub_block_list: Seq
         grad_op = Operator(None, spec["type"], spec["inputs"], outputs, spec.get("attrs", {}))
         for names in outputs.values():
             for n in names:
-                base = n[:-len("@GRAD")] if n.endswith("@GRAD") else n
+                base = n[:-len(GRAD_SUFFIX)] if n.endswith(GRAD_SUFFIX) else n
                 if base in forward_names:
                     grad_to_var[n] = base
         descs.append(OpDesc(grad_op))
@@ -418,8 +428,7 @@ def get_grad_op_desc(op_desc: OpDesc, no_grad_set: Any, grad_sub_block_list: Seq
 
 def install() -> None:
     """Give the IR classes their ``desc`` views and Paddle's ``Operator.attr_type``."""
-    Program.desc = property(ProgramDesc, doc="Paddle's ProgramDesc of this program (a view: see fluidist.desc).")
-    Block.desc = property(BlockDesc, doc="Paddle's BlockDesc of this block (a view: see fluidist.desc).")
-    Operator.desc = property(OpDesc, doc="Paddle's OpDesc of this op (a view: see fluidist.desc).")
-    Variable.desc = property(VarDesc, doc="Paddle's VarDesc of this variable (a view: see fluidist.desc).")
-    Operator.attr_type = op_attr_type
+    for cls, view, what in ((Program, ProgramDesc, "ProgramDesc"), (Block, BlockDesc, "BlockDesc"),
+                            (Operator, OpDesc, "OpDesc"), (Variable, VarDesc, "VarDesc")):
+        setattr(cls, "desc", property(view, doc="Paddle's %s of this object (a view: see fluidist.desc)." % what))
+    setattr(Operator, "attr_type", op_attr_type)

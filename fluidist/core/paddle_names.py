@@ -141,6 +141,11 @@ def _set_eager_deletion_mode(threshold=0.0, fraction=1.0, fast_mode=True):
     fluidist's executor gives (its temporaries stay in the run's scope), so there is nothing to set."""
 
 
+def __unittest_throw_exception__():
+    """Raise an EnforceNotMet (Paddle's self-test that its C++ errors reach Python as one)."""
+    raise EnforceNotMet("test exception")
+
+
 _threads = {"n": 1}
 
 

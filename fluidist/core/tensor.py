@@ -124,6 +124,27 @@ def offsets_to_lengths(offsets: Sequence[int]) -> List[int]:
     return [offsets[i + 1] - offsets[i] for i in range(len(offsets) - 1)]
 
 
+def _index_keeping_dims(index, shape):
+    """Paddle's tensor indexing: an int picks one row but keeps its axis (``t[1]`` of a [3, 4]
+    tensor is [1, 4]; out of range is an IndexError, which also ends iteration); slices are Python's."""
+    items = index if isinstance(index, tuple) else (index,)
+    if len(items) > len(shape):
+        raise IndexError("%d indices for a tensor of %d dims" % (len(items), len(shape)))
+    out = []
+    for axis, item in enumerate(items):
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            i = int(item)
+            if not -shape[axis] <= i < shape[axis]:
+                raise IndexError("index %d is out of range for axis %d of size %d" % (i, axis, shape[axis]))
+            i %= shape[axis]
+            out.append(slice(i, i + 1))
+        elif isinstance(item, slice):
+            out.append(item)
+        else:
+            raise TypeError("a tensor is indexed by ints and slices, got %r" % (type(item).__name__,))
+    return tuple(out)
+
+
 class Tensor:
     """Paddle's ``core.Tensor``: an array on a place (``np.array(t)`` gives the data); ``LoDTensor``
     adds level-of-detail offsets. The underscored methods are the ones Paddle's pybind gives scripts
@@ -188,9 +209,17 @@ class Tensor:
     def __repr__(self):
         return "%s(%s)" % (type(self).__name__, self.shape())
 
+    def __getitem__(self, index: Any) -> Tensor:
+        """A new Tensor holding a copy of the indexed part (``t[1:3]``, ``t[0::2, 1:]``, ``t[1]``)."""
+        a = self._get()
+        if a is None:
+            raise ValueError("tensor %r holds no value yet" % (self._name or "<tensor>"))
+        return Tensor(a[_index_keeping_dims(index, a.shape)].copy())
+
+
     # Paddle's pybind methods
-    from .tensor_methods import (_alloc_double, _alloc_float, _alloc_int, _clear, _copy,  # type: ignore[misc]  # noqa: E402
-                                 _get_dims, _get_double_element, _get_float_element, _is_initialized,
+    from .tensor_methods import (_alloc_double, _alloc_float, _alloc_int, _clear,  # type: ignore[misc]  # noqa: E402
+                                 _copy, _get_dims, _get_double_element, _get_float_element, _is_initialized,
                                  _mutable_data, _place, _set_dims, _set_double_element, _set_float_element,
                                  _set_layout, _share_data_with)
 

@@ -183,6 +183,20 @@ class Operator:
     __repr__ = __str__
 
 
+def _same_var(var, kwargs):
+    """``var``, declared again with ``kwargs``: a shape, dtype or LoD level given must be the one it
+    has (where it has one), as Paddle checks a variable declared twice."""
+    new = Variable(None, name=var.name, shape=kwargs.get("shape"), dtype=kwargs.get("dtype"),
+                   lod_level=kwargs.get("lod_level") or 0)
+    for field, given in (("shape", "shape"), ("dtype", "dtype"), ("lod_level", "lod_level")):
+        if kwargs.get(given) is None or getattr(var, field) is None:
+            continue
+        if getattr(new, field) != getattr(var, field):
+            raise ValueError("variable %r is declared already with %s %s; it cannot be declared again with %s %s"
+                             % (var.name, field, getattr(var, field), field, getattr(new, field)))
+    return var
+
+
 def _rename_in(slots, old, new):
     for names in slots.values():
         for i, n in enumerate(names):
@@ -346,10 +360,13 @@ class Block:
 
         Returns:
             The Variable.
+
+        Raises:
+            ValueError: ``name`` is declared already with another shape, dtype or LoD level.
         """
         name = kwargs.get("name")
         if name is not None and name in self.vars:
-            return self.vars[name]
+            return _same_var(self.vars[name], kwargs)
         v = Variable(self, **kwargs)
         self.vars[v.name] = v
         self.program._version += 1
@@ -414,6 +431,8 @@ class Block:
 
     # ---- operators
     def _make_op(self, type, inputs, outputs, attrs):
+        if type is None:
+            raise ValueError("an op needs a type: append_op(type=..., ...)")
         opdef = registry.lookup(type)
         if opdef is None:
             raise ValueError("unknown op type %r: no op of that type is registered" % type)
@@ -435,8 +454,9 @@ class Block:
         registry.infer_shape(op, self)
         return op
 
-    def append_op(self, type: str, inputs: Optional[Dict[str, Any]] = None, outputs: Optional[Dict[str, Any]] = None,
-                  attrs: Optional[Dict[str, Any]] = None, stop_gradient: bool = False) -> Operator:
+    def append_op(self, type: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,
+                  outputs: Optional[Dict[str, Any]] = None, attrs: Optional[Dict[str, Any]] = None,
+                  stop_gradient: bool = False) -> Operator:
         """Append an operator of a registered ``type``; its output shapes are inferred at once.
 
         Args:
@@ -529,7 +549,7 @@ class Block:
     def to_string(self, throw_on_error=False, with_details=False):
         lines = ["{ // block %d" % self.idx]
         for v in self.vars.values():
-            lines.append("    " + v.to_string())
+            lines.append("    " + v.to_string(throw_on_error, with_details))
         lines.append("")
         for op in self.ops:
             lines.append("    " + op.to_string())
