@@ -11,7 +11,8 @@ from .place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cpu_places, cuda_pinne
                     is_compiled_with_cuda)
 from .scope import Scope, global_scope, scope_guard  # noqa: F401
 from .tensor import LoDRankTable, LoDTensor, LoDTensorArray, Tensor, create_lod_tensor  # noqa: F401
-from .rows_handle import SelectedRowsHandle as SelectedRows  # noqa: F401  (Paddle's handle; the value is tensor.SelectedRows)
+# Paddle's core.SelectedRows is the handle scripts fill and read; the value it stands for is tensor.SelectedRows
+from .rows_handle import SelectedRowsHandle as SelectedRows  # noqa: F401
 from .paddle_names import (BlockDesc, EnforceNotMet, EventSortingKey, OpDesc, Place, ProfilerState,  # noqa: F401
                            ProgramDesc, Variable, disable_profiler, empty_var_name, enable_profiler,
                            get_all_op_protos, get_fetch_variable, get_variable_tensor, globals, grad_var_suffix,

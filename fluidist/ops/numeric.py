@@ -104,8 +104,12 @@ def _like_dtype(dtype, x_dtype):
     return x_dtype if dtype in ("", -1, None) else dtype
 
 
+def _fill_any_like_infer(ctx):
+    ctx.set_output("Out", ctx.input_shape("X"), _like_dtype(ctx.attr("dtype"), ctx.input_dtype("X")))
+
+
 @register_op("fill_any_like", inputs=["X"], outputs=["Out"], attrs={"value": 0.0, "dtype": ""},
-             infer=lambda c: c.set_output("Out", c.input_shape("X"), _like_dtype(c.attr("dtype"), c.input_dtype("X"))))
+             infer=_fill_any_like_infer)
 def fill_any_like(ctx, ins, attrs):
     """A tensor shaped like X filled with ``value`` (``dtype`` empty or -1: X's dtype)."""
     x = ins["X"]

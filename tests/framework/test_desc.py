@@ -168,7 +168,8 @@ def test_to_string_with_details_says_more():
 def test_framework_constants_and_proto_module():
     import fluidist.framework as framework
     import fluidist.proto.framework_pb2 as pb
-    assert (framework.GRAD_VAR_SUFFIX, framework.TEMP_VAR_NAME, framework.ZERO_VAR_SUFFIX) == ("@GRAD", "@TEMP@", "@ZERO")
+    names = (framework.GRAD_VAR_SUFFIX, framework.TEMP_VAR_NAME, framework.ZERO_VAR_SUFFIX)
+    assert names == ("@GRAD", "@TEMP@", "@ZERO")
     assert pb is framework_pb2 and pb.OpProto().IsInitialized() is False
     with pytest.raises(core.EnforceNotMet, match="test exception"):
         core.__unittest_throw_exception__()
