@@ -164,3 +164,18 @@ def test_small_core_names():
     assert (v.name, v.shape, v.persistable) == ("w", [2, 3], True)
     with pytest.raises(NotImplementedError):
         fluid.op.DynamicRecurrentOp(inputs=["x"])
+
+
+def test_lookup_in_a_selected_rows_table_finds_ids_among_its_rows():
+    scope = core.Scope()
+    table = scope.var("W").get_selected_rows()
+    table.set_height(4)                                  # ids are row keys: not bounded by the height
+    table.set_rows([30, 7, 12])
+    table.get_tensor().set(np.array([[3.0, 3.5], [7.0, 7.5], [12.0, 12.5]], "float32"), PLACE)
+    _tensor(scope, "Ids", np.array([[12], [30], [12]], "int64"))
+    Operator("lookup_table", W="W", Ids="Ids", Out="Out").run(scope, PLACE)
+    np.testing.assert_array_equal(np.array(scope.find_var("Out").get_tensor()),
+                                  [[12.0, 12.5], [3.0, 3.5], [12.0, 12.5]])
+    _tensor(scope, "Ids", np.array([[5]], "int64"))
+    with pytest.raises(ValueError, match="not a row"):
+        Operator("lookup_table", W="W", Ids="Ids", Out="Out").run(scope, PLACE)
