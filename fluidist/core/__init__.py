@@ -10,7 +10,7 @@ from .blocking_queue import EOFException  # noqa: F401
 from .place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cpu_places, cuda_pinned_places, cuda_places,  # noqa: F401
                     is_compiled_with_cuda)
 from .scope import Scope, global_scope, scope_guard  # noqa: F401
-from .tensor import LoDRankTable, LoDTensor, LoDTensorArray, Tensor, create_lod_tensor  # noqa: F401
+from .tensor import LoDRankTable, LoDTensor, LoDTensorArray, Tensor, create_lod_tensor, from_dlpack  # noqa: F401
 # Paddle's core.SelectedRows is the handle scripts fill and read; the value it stands for is tensor.SelectedRows
 from .rows_handle import SelectedRowsHandle as SelectedRows  # noqa: F401
 from .paddle_names import (BlockDesc, EnforceNotMet, EventSortingKey, OpDesc, Place, ProfilerState,  # noqa: F401

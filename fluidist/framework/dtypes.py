@@ -36,6 +36,8 @@ class VarTypeValue(str):
     def __eq__(self, other):
         if isinstance(other, int) and not isinstance(other, bool):
             return self._code == other
+        if isinstance(other, np.dtype) or (isinstance(other, type) and issubclass(other, np.generic)):
+            return str.__eq__(self, np.dtype(other).name)      # as a NumPy dtype equals its name
         return str.__eq__(self, other)
 
     def __ne__(self, other):
