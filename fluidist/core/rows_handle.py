@@ -57,13 +57,17 @@ class SelectedRowsHandle:
             self._own = SelectedRows(np.asarray(list(rows or []), dtype=np.int64), None, height)
 
     def _target(self) -> SelectedRows:
-        """The SelectedRows value this handle stands for (for a scope's: made there when missing)."""
+        """The SelectedRows value this handle stands for (for a scope's: made there when the
+        variable holds nothing; a variable holding another kind of value is a TypeError, as Paddle's
+        variables keep their type)."""
         if self._own is not None:
             return self._own
         value = self._scope._find_value(self._name)
-        if not isinstance(value, SelectedRows):
+        if value is None:
             value = SelectedRows(np.zeros(0, dtype=np.int64), None, 0)
             self._scope._set_value(self._name, value)
+        elif not isinstance(value, SelectedRows):
+            raise TypeError("variable %r holds a %s, not a SelectedRows" % (self._name, type(value).__name__))
         return value
 
     def rows(self) -> List[int]:

@@ -134,6 +134,10 @@ def test_selected_rows_handle_and_scalars():
     assert sr.rows() == [0, 4, 7] and sr.height() == 10 and sr.numel() == 36
     assert sr.get_tensor()._get_float_element(13) == 13.0
     sr.sync_index()
+    scope = core.Scope()
+    _tensor(scope, "dense", np.ones(2))
+    with pytest.raises(TypeError, match="not a SelectedRows"):      # a variable keeps its kind, as in Paddle
+        scope.var("dense").get_selected_rows()
     var = core.Scope().var("f")
     var.set_float(1.5)
     assert var.is_float() and var.get_float() == 1.5 and not var.is_int()
