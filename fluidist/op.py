@@ -12,12 +12,14 @@ made from fluidist's op registry and the attr types Paddle 1.8.5 declares.
 """
 from __future__ import annotations
 
+import copy
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .compat import refused
 from .framework import registry
+from .framework.dtypes import paddle_attr_value
 from .paddle_format import framework_pb2
 from .paddle_format.program_desc import _kind_of, declared_attr_types
 from .op_run import run_one_op
@@ -218,6 +220,19 @@ def op_support_gpu(op_type: str) -> bool:
     op can, where CuPy sees a GPU (``is_compiled_with_cuda``); a CPU-only Paddle build answers False too."""
     from .core.place import is_compiled_with_cuda
     return registry.lookup(op_type) is not None and is_compiled_with_cuda()
+
+
+# the common attrs' defaults in Paddle 1.8.5's op protos (op_role 4096: OpRole.NotSpecified)
+_COMMON_DEFAULTS = {"op_role": 4096, "op_role_var": [], "op_namescope": "", "op_callstack": [], "op_device": ""}
+
+
+def get_op_attrs_default_value(op_type: Any) -> Dict[str, Any]:
+    """``core.get_op_attrs_default_value``: ``{attr: default}`` of an op type (its registry entry's
+    defaults and the common attrs'; a data type reads as its VarType value)."""
+    op_type = op_type.decode() if isinstance(op_type, bytes) else op_type
+    defaults = dict(_COMMON_DEFAULTS)
+    defaults.update(copy.deepcopy(_opdef(op_type).attrs))
+    return {k: paddle_attr_value(k, v) for k, v in defaults.items()}
 
 
 class EagerOperator:

@@ -29,6 +29,7 @@ for _name in inference.__all__:          # the native inference API runs program
     setattr(core, _name, getattr(inference, _name))
 setattr(core, "Operator", op.EagerOperator)         # runs a one-op program with an Executor: above core too
 setattr(core, "op_support_gpu", op.op_support_gpu)  # asks the op registry
+setattr(core, "get_op_attrs_default_value", op.get_op_attrs_default_value)
 desc.install()                                      # program.desc, op.desc, ...: views over the IR, above it
 for _name in ("AttrType", "ProgramDesc", "BlockDesc", "OpDesc", "VarDesc", "get_grad_op_desc"):
     setattr(core, _name, getattr(desc, _name))

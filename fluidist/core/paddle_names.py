@@ -205,5 +205,17 @@ BlockDesc = refused_class("fluid.core.BlockDesc", _DESC)
 OpDesc = refused_class("fluid.core.OpDesc", _DESC)
 get_all_op_protos = refused("fluid.core.get_all_op_protos",
                             "fluidist.framework.registry.all_op_types() lists the registered op types")
+_IR = ("Paddle's C++ IR graph passes are not provided; rewrite the Program itself "
+       "(block.ops, block.insert_before / insert_after / remove_op)")
+Graph = refused_class("fluid.core.Graph", _IR)
+Node = refused_class("fluid.core.Node", _IR)
+Executor = refused_class("fluid.core.Executor", "run programs with fluid.Executor(place).run(program, ...)")
+
+
+def is_compiled_with_ngraph():
+    """False: fluidist has no nGraph kernels."""
+    return False
+
+
 load_op_library = refused("fluid.core.load_op_library",
                           "write the op in Python with fluidist.framework.registry.register_op instead")

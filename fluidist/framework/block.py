@@ -11,7 +11,7 @@ import numpy as np
 
 from . import registry, unique_name
 from .defuse import DefUse
-from .dtypes import DTYPE_ATTRS, DTYPE_CODES, dtype_attr, var_type_value
+from .dtypes import DTYPE_ATTRS, dtype_attr, paddle_attr_value
 from .name_scope import full_name_scope
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .variable import Parameter, Variable, _copy_var
@@ -109,10 +109,7 @@ class Operator:
     def attr(self, name):
         """Attr ``name`` (None when the op has none); a data type reads as its ``VarType`` value, which
         is both the dtype string and Paddle's code (``op.attr("out_dtype") == VarType.FP64``)."""
-        value = self.attrs.get(name)
-        if name in DTYPE_ATTRS and isinstance(value, str) and value in DTYPE_CODES:
-            return var_type_value(value)
-        return value
+        return paddle_attr_value(name, self.attrs.get(name))
 
     def has_attr(self, name):
         return name in self.attrs

@@ -127,6 +127,14 @@ def dtype_attr(value):
     return value
 
 
+def paddle_attr_value(name, value):
+    """An op attr as Paddle reads it: a data type as its ``VarType`` value (the dtype string that
+    is also Paddle's code), anything else as it is."""
+    if name in DTYPE_ATTRS and isinstance(value, str) and value in DTYPE_CODES:
+        return var_type_value(value)
+    return value
+
+
 def convert_dtype(dtype):
     """Canonical dtype string for a string, a ``VarType`` value, a numpy dtype or numpy scalar type."""
     if dtype is None:

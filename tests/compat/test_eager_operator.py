@@ -183,3 +183,16 @@ def test_lookup_in_a_selected_rows_table_finds_ids_among_its_rows():
     _tensor(scope, "Ids", np.array([[5]], "int64"))
     with pytest.raises(ValueError, match="not a row"):
         Operator("lookup_table", W="W", Ids="Ids", Out="Out").run(scope, PLACE)
+
+
+def test_op_attr_defaults_and_refused_core_names():
+    defaults = core.get_op_attrs_default_value(b"fill_constant")
+    # the keys and values Paddle 1.8.5 gives for fill_constant (its dtype default reads as int code 5)
+    assert {k: defaults[k] for k in ("op_role", "op_role_var", "op_namescope", "op_callstack", "op_device",
+                                     "force_cpu", "str_value", "value", "shape")} == {
+        "op_role": 4096, "op_role_var": [], "op_namescope": "", "op_callstack": [], "op_device": "",
+        "force_cpu": False, "str_value": "", "value": 0.0, "shape": []}
+    assert defaults["dtype"] == 5 and not core.is_compiled_with_ngraph()
+    for refused_name in ("Graph", "Node", "Executor"):
+        with pytest.raises(NotImplementedError, match="fluid.core." + refused_name):
+            getattr(core, refused_name)()
