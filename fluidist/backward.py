@@ -21,6 +21,8 @@ from .framework.dtypes import VarType, is_float_dtype
 from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _strip_grad
 from .framework import registry
+from .backward_paths import (_append_grad_suffix_, _find_no_grad_vars, _find_op_path_,  # noqa: F401  (Paddle's names)
+                             _get_output_names, _get_stop_gradients_, _strip_grad_suffix_)
 
 _GRAD_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
 
@@ -297,6 +299,8 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
     """
     if not isinstance(loss, Variable):
         raise TypeError("append_backward: loss must be a Variable, got %r" % type(loss).__name__)
+    if parameter_list is not None:
+        _parameter_names(parameter_list)
     block = loss.block
     program = block.program
     if block.idx != 0:
@@ -328,9 +332,8 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
     with program._backward_role_guard():
         _append_specs(block, specs, on_op=_callbacks_hook(callbacks))
 
-    if parameter_list is not None:
-        names = [p.name if isinstance(p, Variable) else p for p in parameter_list]
-        params = [block.var(n) for n in names]
+    if parameter_list is not None:     # (a name on no gradient path is left out, as in Paddle)
+        params = [block.var(n) for n in _parameter_names(parameter_list) if block.has_var(n)]
     else:
         params = [p for p in program.global_block().all_parameters() if p.trainable]
     pairs = []
@@ -340,6 +343,20 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
             pairs.append((p, block.var(g)))
     _set_op_role_vars(block, [(p.name, g.name) for p, g in pairs], start)
     return pairs
+
+
+def _parameter_names(parameter_list):
+    """The names in ``parameter_list``: a list, tuple or set of Variables or names (TypeError else)."""
+    if not isinstance(parameter_list, (list, tuple, set)):
+        raise TypeError("append_backward: parameter_list must be a list, tuple or set, got %r"
+                        % type(parameter_list).__name__)
+    names = []
+    for i, p in enumerate(parameter_list):
+        if not isinstance(p, (Variable, str)):
+            raise TypeError("append_backward: parameter_list[%d] must be a Variable or a name, got %r"
+                            % (i, type(p).__name__))
+        names.append(p.name if isinstance(p, Variable) else p)
+    return names
 
 
 def gradients(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_set: Any = None) -> Any:

@@ -12,7 +12,7 @@ import sys
 from . import (annotations, average, contrib, data, data_feed_desc, dataloader, default_scope_funcs,  # noqa: F401
                device_worker, distribute_lookup_table, dygraph, dygraph_utils, evaluator, framework, layer_helper, layer_helper_base,
                lod_tensor, multiprocess_utils, op, trainer_desc, trainer_factory, wrapped_decorator)
-from . import core, inference
+from . import core, desc, inference
 from .compat import refused, refused_class
 from .core import LoDTensorArray, Tensor  # noqa: F401
 from .core.place import cpu_places, cuda_pinned_places, cuda_places, is_compiled_with_cuda
@@ -27,6 +27,12 @@ sys.modules[__package__ + ".unique_name"] = unique_name
 
 for _name in inference.__all__:          # the native inference API runs programs: it lives above core
     setattr(core, _name, getattr(inference, _name))
+setattr(core, "Operator", op.EagerOperator)         # runs a one-op program with an Executor: above core too
+setattr(core, "op_support_gpu", op.op_support_gpu)  # asks the op registry
+setattr(core, "get_op_attrs_default_value", op.get_op_attrs_default_value)
+desc.install()                                      # program.desc, op.desc, ...: views over the IR, above it
+for _name in ("AttrType", "ProgramDesc", "BlockDesc", "OpDesc", "VarDesc", "get_grad_op_desc"):
+    setattr(core, _name, getattr(desc, _name))
 
 for _name, _value in [("cpu_places", cpu_places), ("cuda_places", cuda_places),
                       ("cuda_pinned_places", cuda_pinned_places), ("is_compiled_with_cuda", is_compiled_with_cuda)]:

@@ -97,7 +97,7 @@ DOCUMENTED = ["fluidist.layers", "fluidist.framework", "fluidist.core", "fluidis
               "fluidist.fleet", "fluidist.param_attr", "fluidist.initializer", "fluidist.regularizer", "fluidist.clip",
               "fluidist.optimizer_recompute", "fluidist.data_feeder", "fluidist.model_averaging", "fluidist.lookahead",
               "fluidist.nets", "fluidist.metrics", "fluidist.backward",
-              "fluidist.reader", "fluidist.dataset", "fluidist.profiler"]
+              "fluidist.reader", "fluidist.dataset", "fluidist.profiler", "fluidist.op", "fluidist.desc"]
 
 
 def _modules_with_examples():

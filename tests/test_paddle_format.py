@@ -171,9 +171,10 @@ def test_dtypes_lod_and_selected_rows():
             assert t.lod() == meta["lod"].get(v.name, [])
     scope = fluid.Scope()
     fluid.io.load_vars(exe(), os.path.join(d, "sep"), prog, vars=[sr], scope=scope)
-    got = scope.find_var("sr").get_selected_rows()
-    assert to_host(got.rows).tolist() == meta["sr_rows"] and got.height == meta["sr_height"]
+    got = scope.find_var("sr").get_selected_rows()      # Paddle's handle: rows(), height(), get_tensor()
+    assert got.rows() == meta["sr_rows"] and got.height() == meta["sr_height"]
     np.testing.assert_array_equal(to_host(got.value), want["sr.value"])     # on the executor's place
+    np.testing.assert_array_equal(np.array(got.get_tensor()), want["sr.value"])
 
 
 # ---------------------------------------------------------------- fluidist writes Paddle's formats

@@ -135,6 +135,17 @@ def init_glog(name=None):
     """Paddle started glog here; fluidist logs through Python's logging (``FLUIDIST_LOG_LEVEL``)."""
 
 
+def _set_eager_deletion_mode(threshold=0.0, fraction=1.0, fast_mode=True):
+    """Paddle frees each temporary variable after its last use under this mode; the values a run
+    fetches and the persistable values it leaves are the same with it or without, which is all
+    fluidist's executor gives (its temporaries stay in the run's scope), so there is nothing to set."""
+
+
+def __unittest_throw_exception__():
+    """Raise an EnforceNotMet (Paddle's self-test that its C++ errors reach Python as one)."""
+    raise EnforceNotMet("test exception")
+
+
 _threads = {"n": 1}
 
 
@@ -194,5 +205,17 @@ BlockDesc = refused_class("fluid.core.BlockDesc", _DESC)
 OpDesc = refused_class("fluid.core.OpDesc", _DESC)
 get_all_op_protos = refused("fluid.core.get_all_op_protos",
                             "fluidist.framework.registry.all_op_types() lists the registered op types")
+_IR = ("Paddle's C++ IR graph passes are not provided; rewrite the Program itself "
+       "(block.ops, block.insert_before / insert_after / remove_op)")
+Graph = refused_class("fluid.core.Graph", _IR)
+Node = refused_class("fluid.core.Node", _IR)
+Executor = refused_class("fluid.core.Executor", "run programs with fluid.Executor(place).run(program, ...)")
+
+
+def is_compiled_with_ngraph():
+    """False: fluidist has no nGraph kernels."""
+    return False
+
+
 load_op_library = refused("fluid.core.load_op_library",
                           "write the op in Python with fluidist.framework.registry.register_op instead")

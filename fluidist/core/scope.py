@@ -4,7 +4,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Dict, Iterator, List, Optional
 
-from .tensor import LoDTensor, SelectedRows
+from .rows_handle import SelectedRowsHandle
+from .tensor import LoDRankTable, LoDTensor, LoDTensorArray
 
 
 class ScopeVariable:
@@ -30,12 +31,58 @@ class ScopeVariable:
         """A live view of the value: reading it reads the scope, ``set()`` writes it."""
         return LoDTensor(_scope=self._scope, _name=self._name)
 
-    def get_selected_rows(self) -> SelectedRows:
-        """The row-sparse value (an empty one is created when the variable holds none)."""
+    def get_selected_rows(self) -> SelectedRowsHandle:
+        """The row-sparse value, as Paddle's ``core.SelectedRows`` handle (live: it reads and writes
+        the SelectedRows the scope holds, making an empty one when the variable holds none)."""
+        handle = SelectedRowsHandle(_scope=self._scope, _name=self._name)
+        handle._target()    # the variable holds a SelectedRows from now on, as in Paddle
+        return handle
+
+    def get_lod_tensor_array(self) -> LoDTensorArray:
+        """The LoDTensorArray the variable holds (an empty one is made when it holds none);
+        ``append`` to it fills the variable."""
+        return self._holding(LoDTensorArray, LoDTensorArray)
+
+    def get_lod_rank_table(self) -> LoDRankTable:
+        """The LoDRankTable the variable holds (an empty one is made when it holds none)."""
+        return self._holding(LoDRankTable, lambda: LoDRankTable([]))
+
+    def _holding(self, kind, make):
         v = self._scope._find_value(self._name)
-        if not isinstance(v, SelectedRows):
-            v = SelectedRows()
+        if not isinstance(v, kind):
+            v = make()
             self._scope._set_value(self._name, v)
+        return v
+
+    def set_float(self, value: float) -> None:
+        """Hold a float scalar (Paddle's variables may hold one instead of a tensor)."""
+        self._scope._set_value(self._name, float(value))
+
+    def get_float(self) -> float:
+        """The float scalar the variable holds."""
+        return float(self._scalar(float, "get_float"))
+
+    def is_float(self) -> bool:
+        """Whether the variable holds a float scalar."""
+        return type(self._scope._find_value(self._name)) is float
+
+    def set_int(self, value: int) -> None:
+        """Hold an int scalar."""
+        self._scope._set_value(self._name, int(value))
+
+    def get_int(self) -> int:
+        """The int scalar the variable holds."""
+        return int(self._scalar(int, "get_int"))
+
+    def is_int(self) -> bool:
+        """Whether the variable holds an int scalar."""
+        return type(self._scope._find_value(self._name)) is int
+
+    def _scalar(self, kind, what):
+        v = self._scope._find_value(self._name)
+        if type(v) is not kind:
+            raise TypeError("%s: variable %r holds %s, not a %s" % (what, self._name, type(v).__name__,
+                                                                    kind.__name__))
         return v
 
     def is_initialized(self) -> bool:

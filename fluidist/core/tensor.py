@@ -5,6 +5,7 @@ from typing import Any, List, Sequence
 
 import numpy as np
 
+from ..framework.dtypes import var_type_value
 from .place import array_module, is_device_array, to_host
 
 
@@ -124,6 +125,44 @@ def offsets_to_lengths(offsets: Sequence[int]) -> List[int]:
     return [offsets[i + 1] - offsets[i] for i in range(len(offsets) - 1)]
 
 
+def lod_problem(lod: Sequence[Sequence[int]]) -> str | None:
+    """Why ``lod`` (offsets, one list per level) is not a LoD, or None when it is one: each level
+    holds at least one sequence, starts at 0 and never decreases, and a level's last offset is the
+    number of sequences of the level below (Paddle's check of a LoD before the data is known)."""
+    for k, offsets in enumerate(lod):
+        if len(offsets) < 2 or offsets[0] != 0 or any(b < a for a, b in zip(offsets, offsets[1:])):
+            return "level %d %s is not offsets from 0 that never decrease" % (k, list(offsets))
+        if k + 1 < len(lod) and offsets[-1] != len(lod[k + 1]) - 1:
+            return "level %d ends at %d but level %d has %d sequences" % (k, offsets[-1], k + 1, len(lod[k + 1]) - 1)
+    return None
+
+
+class LoDMismatchError(ValueError, AssertionError):
+    """Sequence lengths that do not fit the data given to ``create_lod_tensor``: a ValueError, and
+    an AssertionError as Paddle's ``create_lod_tensor`` asserts the fit."""
+
+
+def _index_keeping_dims(index, shape):
+    """Paddle's tensor indexing: an int picks one row but keeps its axis (``t[1]`` of a [3, 4]
+    tensor is [1, 4]; out of range is an IndexError, which also ends iteration); slices are Python's."""
+    items = index if isinstance(index, tuple) else (index,)
+    if len(items) > len(shape):
+        raise IndexError("%d indices for a tensor of %d dims" % (len(items), len(shape)))
+    out = []
+    for axis, item in enumerate(items):
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            i = int(item)
+            if not -shape[axis] <= i < shape[axis]:
+                raise IndexError("index %d is out of range for axis %d of size %d" % (i, axis, shape[axis]))
+            i %= shape[axis]
+            out.append(slice(i, i + 1))
+        elif isinstance(item, slice):
+            out.append(item)
+        else:
+            raise TypeError("a tensor is indexed by ints and slices, got %r" % (type(item).__name__,))
+    return tuple(out)
+
+
 class Tensor:
     """Paddle's ``core.Tensor``: an array on a place (``np.array(t)`` gives the data); ``LoDTensor``
     adds level-of-detail offsets. The underscored methods are the ones Paddle's pybind gives scripts
@@ -174,8 +213,18 @@ class Tensor:
         return list(a.shape) if a is not None else list(self._dims or [])
 
     def _dtype(self):
+        """The data type as Paddle's ``VarType`` value (which is also the dtype name), or None."""
         a = self._get()
-        return a.dtype if a is not None else None
+        if a is None:
+            return None
+        try:
+            return var_type_value(np.dtype(a.dtype).name)
+        except ValueError:      # a dtype Paddle has no VarType for
+            return a.dtype
+
+    def _to_dlpack(self) -> Any:
+        """The data as a DLPack capsule (``core.from_dlpack`` reads it back, as other frameworks do)."""
+        return _value_for_dlpack(self).__dlpack__()
 
     def __array__(self, dtype=None, copy=None):
         a = to_host(self._get())
@@ -188,9 +237,17 @@ class Tensor:
     def __repr__(self):
         return "%s(%s)" % (type(self).__name__, self.shape())
 
+    def __getitem__(self, index: Any) -> Tensor:
+        """A new Tensor holding a copy of the indexed part (``t[1:3]``, ``t[0::2, 1:]``, ``t[1]``)."""
+        a = self._get()
+        if a is None:
+            raise ValueError("tensor %r holds no value yet" % (self._name or "<tensor>"))
+        return Tensor(a[_index_keeping_dims(index, a.shape)].copy())
+
+
     # Paddle's pybind methods
-    from .tensor_methods import (_alloc_double, _alloc_float, _alloc_int, _clear, _copy,  # type: ignore[misc]  # noqa: E402
-                                 _get_dims, _get_double_element, _get_float_element, _is_initialized,
+    from .tensor_methods import (_alloc_double, _alloc_float, _alloc_int, _clear,  # type: ignore[misc]  # noqa: E402
+                                 _copy, _get_dims, _get_double_element, _get_float_element, _is_initialized,
                                  _mutable_data, _place, _set_dims, _set_double_element, _set_float_element,
                                  _set_layout, _share_data_with)
 
@@ -207,8 +264,11 @@ class LoDTensor(Tensor):
     """
 
     def set_lod(self, lod: Sequence[Sequence[int]]) -> None:
-        """Set the LoD: one list of offsets per level."""
+        """Set the LoD: one list of offsets per level (ValueError for offsets that are no LoD)."""
         lod = [list(map(int, l)) for l in lod]
+        problem = lod_problem(lod)
+        if problem is not None:
+            raise ValueError("%s is not a LoD: %s" % (lod, problem))
         if self._scope is not None:
             self._scope._set_lod(self._name, lod)
         else:
@@ -227,12 +287,12 @@ class LoDTensor(Tensor):
         return [offsets_to_lengths(l) for l in self.lod()]
 
     def has_valid_recursive_sequence_lengths(self) -> bool:
-        """Whether the last level's offsets end at the number of rows."""
+        """Whether the LoD is one and its last level's offsets end at the number of rows."""
         lod = self.lod()
         arr = self._get()
         if not lod:
             return True
-        return lod[-1][-1] == (arr.shape[0] if arr is not None else 0)
+        return lod_problem(lod) is None and lod[-1][-1] == (arr.shape[0] if arr is not None else 0)
 
     def __repr__(self):
         return "LoDTensor(%s%s)" % (self.shape(), ", lod=%s" % self.lod() if self.lod() else "")
@@ -252,7 +312,8 @@ def create_lod_tensor(data: Any, recursive_seq_lens: Sequence[Sequence[int]] | N
         The LoDTensor.
 
     Raises:
-        ValueError: lengths that do not add up to the rows.
+        LoDMismatchError: lengths that do not add up to the rows (a ValueError, and an
+            AssertionError as in Paddle).
 
     Examples:
         >>> t = fluid.create_lod_tensor(np.ones((5, 2), "float32"), [[2, 3]], fluid.CPUPlace())
@@ -271,9 +332,47 @@ def create_lod_tensor(data: Any, recursive_seq_lens: Sequence[Sequence[int]] | N
     if recursive_seq_lens:
         t.set_recursive_sequence_lengths(recursive_seq_lens)
         if not t.has_valid_recursive_sequence_lengths():
-            raise ValueError("sequence lengths %s do not add up to the %d rows of the data"
+            raise LoDMismatchError("sequence lengths %s do not add up to the %d rows of the data"
                              % (recursive_seq_lens, t.shape()[0]))
     return t
+
+
+def _value_for_dlpack(tensor):
+    a = tensor._get()
+    if a is None:
+        raise ValueError("tensor %r holds no value yet" % (tensor._name or "<tensor>"))
+    return a
+
+
+class _Capsule:
+    """A DLPack capsule as the object NumPy's ``from_dlpack`` takes (a CPU tensor's)."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, stream=None):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)       # kDLCPU
+
+
+def from_dlpack(dltensor: Any) -> Tensor:
+    """A Tensor holding the data of a DLPack capsule or of an object with ``__dlpack__`` (NumPy,
+    CuPy, ... arrays), shared, not copied."""
+    if hasattr(dltensor, "__dlpack__"):
+        source = dltensor
+        dev = getattr(dltensor, "__dlpack_device__", lambda: (1, 0))()[0]
+    else:
+        source, dev = _Capsule(dltensor), 1
+    if dev != 1:
+        import cupy
+        return Tensor(cupy.from_dlpack(source))
+    try:
+        return Tensor(np.from_dlpack(source))
+    except (RuntimeError, BufferError, TypeError):      # a device capsule: CuPy reads it
+        import cupy
+        return Tensor(cupy.from_dlpack(dltensor))
 
 
 class LoDTensorArray(list):

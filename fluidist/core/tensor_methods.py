@@ -78,15 +78,19 @@ def _clear(self):
 
 
 def _mutable_data(self, place, dtype):
-    """Allocate memory of the tensor's dims and ``dtype`` on ``place`` (kept when it already fits)."""
+    """Allocate memory of the tensor's dims (``[0]`` when none were set, as a new Paddle tensor's)
+    and ``dtype`` on ``place`` (kept when it already fits); returns the memory's address, as Paddle
+    returns its data pointer."""
     dims = self.shape()
-    if dims is None or (not dims and self._dims is None):
-        raise RuntimeError("_mutable_data: set the tensor's dims first (_set_dims)")
+    if not dims and self._dims is None:
+        dims = [0]
     a = self._get()
     dtype = np.dtype(dtype)
     if a is None or a.dtype != dtype or list(a.shape) != list(dims):
         zeros = np.zeros(dims, dtype=dtype)
-        self._put(place.to_device(zeros) if getattr(place, "is_device", False) else zeros)
+        a = place.to_device(zeros) if getattr(place, "is_device", False) else zeros
+        self._put(a)
+    return int(a.data.ptr) if hasattr(a.data, "ptr") else int(a.ctypes.data)
 
 
 def _alloc_float(self, place):

@@ -10,3 +10,10 @@ from .api import (ComplexVariable, IrGraph, IrNode, IrOpNode, IrVarNode, OpProto
                   ParamBase, ParameterMetaClass, VariableMetaClass, convert_np_dtype_to_dtype_, device_guard,
                   dtype_is_floating, generate_control_dev_var_name, get_all_op_protos, get_flags, in_dygraph_mode,
                   load_op_library, require_version, set_flags, switch_device)
+from .variable import EMPTY_VAR_NAME, TEMP_VAR_NAME  # noqa: F401,E402
+from .variable import GRAD_SUFFIX as GRAD_VAR_SUFFIX  # noqa: F401,E402
+
+# Paddle's framework module constants (the suffix of zero-filled gradients, the prefix of control
+# dependency variables)
+ZERO_VAR_SUFFIX = "@ZERO"
+CONTROL_DEP_VAR_PREFIX = "__control_var"

@@ -103,9 +103,9 @@ device_guard = refused("fluid.device_guard",
 
 # ---------------------------------------------------------------- more of Paddle's framework module
 def convert_np_dtype_to_dtype_(np_dtype):
-    """The VarType of a NumPy dtype (fluidist's VarTypes are dtype strings: ``'float32'``, ...)."""
-    from .dtypes import convert_dtype
-    return convert_dtype(np_dtype)
+    """The VarType of a NumPy dtype (``VarType.FP32``, which is also the dtype string ``'float32'``)."""
+    from .dtypes import convert_dtype, var_type_value
+    return var_type_value(convert_dtype(np_dtype))
 
 
 def dtype_is_floating(dtype):

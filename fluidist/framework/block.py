@@ -11,6 +11,7 @@ import numpy as np
 
 from . import registry, unique_name
 from .defuse import DefUse
+from .dtypes import DTYPE_ATTRS, dtype_attr, paddle_attr_value
 from .name_scope import full_name_scope
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .variable import Parameter, Variable, _copy_var
@@ -34,6 +35,12 @@ def _one_name(a, what):
 
 
 _PLAIN_TYPES = frozenset([int, float, str, bool, type(None)])
+
+
+def _op_attr(name, value):
+    """An attr as an op keeps it: plain (``_plain_attr``), and a data type as its dtype string
+    (Paddle's programs and tests give ``cast``'s ``out_dtype`` as an int code or a VarType)."""
+    return dtype_attr(_plain_attr(value)) if name in DTYPE_ATTRS else _plain_attr(value)
 
 
 def _plain_attr(value):
@@ -66,7 +73,7 @@ class Operator:
         self.type = type
         self.inputs = {k: _names(v, "input %r of op %r" % (k, type)) for k, v in (inputs or {}).items()}
         self.outputs = {k: _names(v, "output %r of op %r" % (k, type)) for k, v in (outputs or {}).items()}
-        self.attrs = {k: _plain_attr(v) for k, v in (attrs or {}).items()}
+        self.attrs = {k: _op_attr(k, v) for k, v in (attrs or {}).items()}
 
     def _bump(self):
         if self.block is not None and self.block.program is not None:
@@ -100,13 +107,15 @@ class Operator:
         return list(self.attrs.keys())
 
     def attr(self, name):
-        return self.attrs.get(name)
+        """Attr ``name`` (None when the op has none); a data type reads as its ``VarType`` value, which
+        is both the dtype string and Paddle's code (``op.attr("out_dtype") == VarType.FP64``)."""
+        return paddle_attr_value(name, self.attrs.get(name))
 
     def has_attr(self, name):
         return name in self.attrs
 
     def _set_attr(self, name, value):
-        self.attrs[name] = _plain_attr(value)
+        self.attrs[name] = _op_attr(name, value)
         self._bump()
 
     _update_attr = _set_attr
@@ -169,6 +178,20 @@ class Operator:
         return self.to_string()
 
     __repr__ = __str__
+
+
+def _same_var(var, kwargs):
+    """``var``, declared again with ``kwargs``: a shape, dtype or LoD level given must be the one it
+    has (where it has one), as Paddle checks a variable declared twice."""
+    new = Variable(None, name=var.name, shape=kwargs.get("shape"), dtype=kwargs.get("dtype"),
+                   lod_level=kwargs.get("lod_level") or 0)
+    for field, given in (("shape", "shape"), ("dtype", "dtype"), ("lod_level", "lod_level")):
+        if kwargs.get(given) is None or getattr(var, field) is None:
+            continue
+        if getattr(new, field) != getattr(var, field):
+            raise ValueError("variable %r is declared already with %s %s; it cannot be declared again with %s %s"
+                             % (var.name, field, getattr(var, field), field, getattr(new, field)))
+    return var
 
 
 def _rename_in(slots, old, new):
@@ -334,10 +357,13 @@ class Block:
 
         Returns:
             The Variable.
+
+        Raises:
+            ValueError: ``name`` is declared already with another shape, dtype or LoD level.
         """
         name = kwargs.get("name")
         if name is not None and name in self.vars:
-            return self.vars[name]
+            return _same_var(self.vars[name], kwargs)
         v = Variable(self, **kwargs)
         self.vars[v.name] = v
         self.program._version += 1
@@ -402,6 +428,8 @@ class Block:
 
     # ---- operators
     def _make_op(self, type, inputs, outputs, attrs):
+        if type is None:
+            raise ValueError("an op needs a type: append_op(type=..., ...)")
         opdef = registry.lookup(type)
         if opdef is None:
             raise ValueError("unknown op type %r: no op of that type is registered" % type)
@@ -423,8 +451,9 @@ class Block:
         registry.infer_shape(op, self)
         return op
 
-    def append_op(self, type: str, inputs: Optional[Dict[str, Any]] = None, outputs: Optional[Dict[str, Any]] = None,
-                  attrs: Optional[Dict[str, Any]] = None, stop_gradient: bool = False) -> Operator:
+    def append_op(self, type: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,
+                  outputs: Optional[Dict[str, Any]] = None, attrs: Optional[Dict[str, Any]] = None,
+                  stop_gradient: bool = False) -> Operator:
         """Append an operator of a registered ``type``; its output shapes are inferred at once.
 
         Args:
@@ -517,7 +546,7 @@ class Block:
     def to_string(self, throw_on_error=False, with_details=False):
         lines = ["{ // block %d" % self.idx]
         for v in self.vars.values():
-            lines.append("    " + v.to_string())
+            lines.append("    " + v.to_string(throw_on_error, with_details))
         lines.append("")
         for op in self.ops:
             lines.append("    " + op.to_string())

@@ -18,9 +18,10 @@ import numpy as np
 
 from . import program_forms
 from .block import Block, Operator  # noqa: F401 (re-exported: fluidist.framework.program.Block, .Operator)
-from .graph import lint_program
+from .graph import lint_program, ops_needed_for
 from .name_scope import name_scope  # noqa: F401 (fluid.name_scope; Paddle's tree, one per process)
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole  # noqa: F401
+from .dtypes import VarType
 from .serialization import loads
 from .variable import (EMPTY_VAR_NAME, GRAD_SUFFIX, LR_DECAY_COUNTER, RENAME_INFIX, TEMP_VAR_NAME,  # noqa: F401
                        Parameter, Variable, _strip_grad, grad_var_name)
@@ -203,10 +204,58 @@ class Program:
     def _sync_with_cpp(self):
         """Kept for Paddle compatibility; there is nothing to sync."""
 
+    def _prune(self, targets: Any) -> Program:
+        """A copy keeping only the global block's ops that ``targets`` (Variables, names or
+        Operators) need."""
+        return self._prune_with_input([], targets)
+
+    def _prune_with_input(self, feeded_var_names: Any, targets: Any) -> Program:
+        """A copy keeping only the global block's ops that ``targets`` (Variables, names or
+        Operators) need, given the variables ``feeded_var_names`` (their producers are left out)."""
+        feeds = feeded_var_names if isinstance(feeded_var_names, list) else [feeded_var_names]
+        for f in feeds:
+            if not isinstance(f, str):
+                raise ValueError("Program._prune_with_input: feeded_var_names holds names (str), got %r"
+                                 % type(f).__name__)
+        block = self.global_block()
+        names, target_ops = [], []
+        for t in targets if isinstance(targets, list) else [targets]:
+            if isinstance(t, Operator):
+                target_ops.append(block._index_of(t))
+            elif isinstance(t, (Variable, str)):
+                names.append(t.name if isinstance(t, Variable) else t)
+            else:
+                raise ValueError("Program._prune_with_input: targets are Variables, names or Operators, got %r"
+                                 % type(t).__name__)
+        wanted = names + [n for i in target_ops for n in block.ops[i].output_arg_names]
+        keep = sorted(set(ops_needed_for(block, wanted, feeds)) | set(target_ops))
+        pruned = self.clone()
+        kept = pruned.global_block()
+        kept.ops = [kept.ops[i] for i in keep]
+        return pruned
+
     def _inference_optimize(self, prune_read_op=True):
+        """A copy for inference: ``is_test`` set on the ops that have it and, with
+        ``prune_read_op``, the global block's ops up to its first read (the first op that reads a
+        reader variable into data: the ops before it create the reader) and its reader variables
+        removed."""
         p = self.clone()
+        if prune_read_op:
+            block = p.global_block()
+            first_read = next((i for i, op in enumerate(block.ops) if _reads_a_reader(block, op)), None)
+            if first_read is not None:
+                block._remove_op(0, first_read + 1)
+            for name in [n for n, v in block.vars.items() if v.type == VarType.READER]:
+                block._remove_var(name)
         program_forms._set_test_mode(p)
         return p
+
+
+def _reads_a_reader(block, op):
+    """Whether ``op`` reads a reader variable into data variables (Paddle's ``read``)."""
+    def kinds(names):
+        return {getattr(block._find_var_recursive(n), "type", None) for n in names}
+    return VarType.READER in kinds(op.input_arg_names) and VarType.READER not in kinds(op.output_arg_names)
 
 
 # ---- default programs and guards

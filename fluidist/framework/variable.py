@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
 import numpy as np
 
 from . import unique_name
-from .dtypes import VarType, convert_dtype
+from .dtypes import VarType, convert_dtype, plain
 
 GRAD_SUFFIX = "@GRAD"
 RENAME_INFIX = "@RENAME@"
@@ -106,11 +106,30 @@ class Variable:
         self.__dict__.update(
             block=block,
             name=name if name is not None else unique_name.generate_with_ignorable_key("_generated_var"),
-            shape=_shape_tuple(shape), dtype=convert_dtype(dtype) if dtype is not None else None, type=type,
+            shape=_shape_tuple(shape), dtype=convert_dtype(dtype) if dtype is not None else None, type=plain(type),
             lod_level=int(lod_level or 0), persistable=bool(persistable), stop_gradient=bool(stop_gradient),
             is_data=bool(is_data), need_check_feed=bool(need_check_feed), error_clip=error_clip)
 
     # Paddle-style accessors
+    @property
+    def grad_name(self) -> str:
+        """The name this variable's gradient has (``name@GRAD``), whether or not it exists."""
+        return grad_var_name(self.name)
+
+    @property
+    def op(self) -> Any:
+        """The last op of the variable's block that writes it, or None."""
+        block = self.__dict__.get("block")
+        return block.last_writer(self.name) if block is not None and hasattr(block, "last_writer") else None
+
+    def _set_info(self, key: str, value: Any) -> None:
+        """Keep ``value`` under ``key`` with this variable (Paddle's free-form variable info)."""
+        self.__dict__.setdefault("_info", {})[key] = value
+
+    def _get_info(self, key: str) -> Any:
+        """What ``_set_info`` kept under ``key``, or None."""
+        return self.__dict__.get("_info", {}).get(key)
+
     @property
     def ndim(self):
         return len(self.shape) if self.shape is not None else 0
@@ -130,7 +149,7 @@ class Variable:
             self.block.program._version += 1
 
     def __setattr__(self, key, value):
-        object.__setattr__(self, key, value)
+        object.__setattr__(self, key, plain(value) if key == "type" else value)
         if key in ("shape", "dtype", "persistable", "type", "lod_level") and "block" in self.__dict__:
             self._bump()
 
@@ -146,6 +165,9 @@ class Variable:
         extra = ""
         if self.lod_level:
             extra += ".lod_level(%d)" % self.lod_level
+        if with_details:
+            extra += ".persistable(%s).need_check_feed(%s).error_clip(%s)" % (
+                self.persistable, self.need_check_feed, self.error_clip)
         return "%svar %s : %s.shape%s.dtype(%s).stop_gradient(%s)%s" % (
             prefix, self.name, self.type, shape, self.dtype, self.stop_gradient, extra)
 
@@ -160,8 +182,11 @@ class Parameter(Variable):
 
     def __init__(self, block, shape, dtype, trainable=True, optimize_attr=None, regularizer=None,
                  gradient_clip_attr=None, do_model_average=None, is_distributed=False, **kwargs):
-        if shape is None:
-            raise ValueError("the shape of parameter %r must be given" % kwargs.get("name"))
+        if shape is None or len(shape) == 0:
+            raise ValueError("the shape of parameter %r must be given, with at least one dimension, got %r"
+                             % (kwargs.get("name"), shape))
+        if dtype is None:
+            raise ValueError("the dtype of parameter %r must be given" % kwargs.get("name"))
         for d in shape:
             if d is None or int(d) < 0:
                 raise ValueError("each dimension of parameter %r must be >= 0, got shape %s"
@@ -183,7 +208,10 @@ class Parameter(Variable):
         return m
 
     def to_string(self, throw_on_error=False, with_details=False):
-        s = super().to_string()
+        s = super().to_string(throw_on_error, with_details)
+        if with_details:
+            s += ".optimize_attr(%s).regularizer(%s).do_model_average(%s)" % (
+                self.optimize_attr, self.regularizer, self.do_model_average)
         return ("trainable param " if self.trainable else "param ") + s
 
 

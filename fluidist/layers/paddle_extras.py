@@ -75,13 +75,14 @@ def merge_lod_tensor(in_true: Variable, in_false: Variable, x: Variable, mask: V
     return out
 
 
-def select_output(input: Variable, outputs: Sequence[Variable], mask: Variable) -> Sequence[Variable]:
+def select_output(input: Variable, outputs: Variable | Sequence[Variable],
+                  mask: Variable) -> Variable | Sequence[Variable]:
     """Copy ``input`` into one of ``outputs``, chosen when the program runs (the counterpart of
     ``select_input``).
 
     Args:
         input: the tensor to copy.
-        outputs: the candidates.
+        outputs: the candidates (a list, or one Variable: the only one).
         mask: an int32 ``[1]`` Variable, the index of the output to write.
 
     Returns:
@@ -103,7 +104,8 @@ def select_output(input: Variable, outputs: Sequence[Variable], mask: Variable) 
                         % type(outputs))
     check_variable(mask, "select_output", "mask")
     helper = LayerHelper("select_output")
-    helper.append_op("select_output", inputs={"X": [input], "Mask": [mask]}, outputs={"Out": list(outputs)})
+    targets = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]   # one Variable: one output
+    helper.append_op("select_output", inputs={"X": [input], "Mask": [mask]}, outputs={"Out": targets})
     return outputs
 
 

@@ -57,12 +57,37 @@ def _padding_idx(attrs, height):
     return p + height if p < 0 else p
 
 
+def _lookup_rows(ctx, w, ids, attrs):
+    """The rows of a SelectedRows table ``W`` for ``Ids``, found by id among ``W``'s rows (Paddle's
+    CPU lookup of a SelectedRows table: ids are row keys, not bounded by its height); an id that is
+    not one of them is an error."""
+    xp = ctx.xp
+    flat = _flat_ids(ctx, ids, np.iinfo(np.int64).max)
+    rows = xp.asarray(w.rows).reshape(-1)
+    order = xp.argsort(rows, kind="stable")
+    at = xp.searchsorted(rows[order], flat)
+    at = xp.minimum(at, max(len(rows) - 1, 0))
+    found = (rows[order][at] == flat) if len(rows) else xp.zeros(flat.shape, dtype=bool)
+    pad = _padding_idx(attrs, w.height)
+    missing = ~found if pad is None else ~found & (flat != pad)
+    if bool(missing.any()):
+        raise ValueError("op %r: id %d is not a row of the SelectedRows table W %r"
+                         % (ctx.op.type, int(flat[missing][0]), ctx.op.inputs["W"][0]))
+    if len(rows):
+        out = xp.take(w.value, order[at], axis=0)
+    else:
+        out = xp.zeros((flat.size,) + tuple(w.value.shape[1:]), w.value.dtype)
+    if pad is not None:
+        out[flat == pad] = 0
+    return out
+
+
 def _lookup_kernel(v2):
     def kernel(ctx, ins, attrs):
         w, ids = ins["W"], ins["Ids"]
         if isinstance(w, SelectedRows):
-            raise ValueError("op %r: a SelectedRows table W %r is not supported here (it is a pserver-side "
-                             "table; use the prefetch path)" % (ctx.op.type, ctx.op.inputs["W"][0]))
+            out = _lookup_rows(ctx, w, ids, attrs)
+            return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.value.shape[1], v2))}
         flat = _flat_ids(ctx, ids, w.shape[0])
         out = ctx.xp.take(w, flat, axis=0)  # a gather copies: W is never aliased
         pad = _padding_idx(attrs, w.shape[0])

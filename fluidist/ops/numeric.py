@@ -100,12 +100,21 @@ def size(ctx, ins, attrs):
     return {"Out": ctx.xp.asarray([ins["Input"].size], dtype=np.int64)}
 
 
+def _like_dtype(dtype, x_dtype):
+    """fill_any_like's ``dtype``: empty or -1 (Paddle's default, in its programs) is X's dtype."""
+    return x_dtype if dtype in ("", -1, None) else dtype
+
+
+def _fill_any_like_infer(ctx):
+    ctx.set_output("Out", ctx.input_shape("X"), _like_dtype(ctx.attr("dtype"), ctx.input_dtype("X")))
+
+
 @register_op("fill_any_like", inputs=["X"], outputs=["Out"], attrs={"value": 0.0, "dtype": ""},
-             infer=lambda c: c.set_output("Out", c.input_shape("X"), c.attr("dtype") or c.input_dtype("X")))
+             infer=_fill_any_like_infer)
 def fill_any_like(ctx, ins, attrs):
-    """A tensor shaped like X filled with ``value`` (``dtype`` empty: X's dtype)."""
+    """A tensor shaped like X filled with ``value`` (``dtype`` empty or -1: X's dtype)."""
     x = ins["X"]
-    return {"Out": ctx.xp.full(x.shape, attrs["value"], dtype=attrs["dtype"] or x.dtype)}
+    return {"Out": ctx.xp.full(x.shape, attrs["value"], dtype=_like_dtype(attrs["dtype"], x.dtype))}
 
 
 # ------------------------------------------------------------------ comparisons and distances

@@ -118,6 +118,17 @@ def fill_constant(ctx, ins, attrs):
     return {"Out": out}
 
 
+@register_op("fill", outputs=["Out"], attrs={"value": [], "shape": [], "dtype": "float32", "force_cpu": False},
+             infer=_shape_attr_infer)
+def fill(ctx, ins, attrs):
+    """A tensor of ``shape`` holding the ``value`` list in order; the values are float32 attrs
+    (Paddle's FLOATS) converted to ``dtype``."""
+    values = np.asarray(attrs["value"], dtype=np.float32)
+    if values.size != int(np.prod(attrs["shape"])):
+        raise ValueError("op 'fill': %d values do not fill shape %s" % (values.size, list(attrs["shape"])))
+    return {"Out": ctx.xp.asarray(values.astype(attrs["dtype"]).reshape(attrs["shape"]))}
+
+
 def _fill_value(attrs):
     """``str_value`` (when set) wins over the float ``value``: it keeps big int64 values exact."""
     sv = attrs.get("str_value")

@@ -12,6 +12,7 @@ as Paddle's ``VarType`` codes, so that Paddle's attribute checks accept the prog
 """
 from ..framework import Block, Operator, Program, Variable
 from ..framework import program_bounds, registry
+from ..framework.dtypes import DTYPE_ATTRS as _DTYPE_ATTRS
 from . import attr_types
 from . import framework_pb2 as pb
 from .tensor_stream import PaddleFormatError, dtype_from_pb, dtype_to_pb
@@ -26,8 +27,6 @@ FEED_HOLDER, FETCH_HOLDER = "feed", "fetch"
 _A = pb.AttrType
 _TENSOR_TYPES = {"LOD_TENSOR": "lod_tensor", "SELECTED_ROWS": "selected_rows",
                  "LOD_TENSOR_ARRAY": "tensor_array"}
-# Attributes that hold a VarType data type code in Paddle and a dtype string in fluidist.
-_DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
 _INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
 _declared_cache: dict = {}

@@ -19,18 +19,18 @@ import struct
 
 import numpy as np
 
+from ..framework.dtypes import DTYPE_CODES
 from . import framework_pb2 as pb
 
 TENSOR_VERSION = 0
 _MAX_DESC_BYTES = 1 << 20
 _MAX_LOD_LEVELS = 64
 
-# VarType.Type value <-> numpy dtype name
-_PB_TO_DTYPE = {pb.VarType.BOOL: "bool", pb.VarType.INT16: "int16", pb.VarType.INT32: "int32",
-                pb.VarType.INT64: "int64", pb.VarType.FP16: "float16", pb.VarType.FP32: "float32",
-                pb.VarType.FP64: "float64", pb.VarType.UINT8: "uint8", pb.VarType.INT8: "int8",
-                pb.VarType.SIZE_T: "uint64"}
-_DTYPE_TO_PB = {v: k for k, v in _PB_TO_DTYPE.items() if v != "uint64"}
+# VarType.Type value <-> numpy dtype name: the data types of fluid.core.VarDesc.VarType, and SIZE_T
+# (uint64), which is read but never written
+_PB_TO_DTYPE = {code: name for name, code in DTYPE_CODES.items()}
+_PB_TO_DTYPE[pb.VarType.SIZE_T] = "uint64"
+_DTYPE_TO_PB = dict(DTYPE_CODES)
 
 
 class PaddleFormatError(ValueError):

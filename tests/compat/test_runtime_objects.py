@@ -69,8 +69,9 @@ def test_core_names_scripts_use():
     scope = fluid.Scope()
     core.set_feed_variable(scope, np.ones((2, 2), "float32"), "feed", 1)
     assert np.array(core.get_fetch_variable(scope, "feed", 1)).sum() == 4
-    with pytest.raises(NotImplementedError, match="parse_from_string"):
-        core.ProgramDesc()
+    desc = core.ProgramDesc()            # a view over a new Program: Paddle's bytes parse back
+    desc.block(0).var(b"x").set_dtype(core.VarDesc.VarType.FP64)
+    assert fluid.Program.parse_from_string(desc.serialize_to_string()).global_block().var("x").dtype == "float64"
 
 
 def test_create_random_int_lodtensor():
@@ -167,3 +168,33 @@ def test_paddle_buf():
     assert buf.int64_data() == [4, 5]
     with pytest.raises(TypeError, match="int8"):
         core.PaddleBuf(np.zeros(2, "int8"))
+
+
+def test_set_lod_refuses_offsets_that_are_no_lod():
+    t = fluid.LoDTensor()
+    # accepted and refused as by Paddle 1.8.5's set_recursive_sequence_lengths
+    for ok in ([], [[0]], [[1], [0]], [[2], [1, 3]], [[2, 3], [1, 3, 1, 2, 2]]):
+        t.set_recursive_sequence_lengths(ok)
+        assert t.recursive_sequence_lengths() == ok
+    for bad in ([[]], [[], [1], [3]], [[0], [2], [3]], [[1], [2], [3]]):
+        with pytest.raises(ValueError, match="not a LoD"):
+            t.set_recursive_sequence_lengths(bad)
+    for bad in ([[1, 2]], [[0, 3, 2]], [[0, 1], [0, 2, 3]]):
+        with pytest.raises(ValueError, match="not a LoD"):
+            t.set_lod(bad)
+    t.set_recursive_sequence_lengths([[2, 3], [1, 3, 1, 2, 1]])
+    t.set(np.zeros((8, 1)), fluid.CPUPlace())
+    assert t.has_valid_recursive_sequence_lengths()
+    t.set(np.zeros((9, 1)), fluid.CPUPlace())
+    assert not t.has_valid_recursive_sequence_lengths()
+    with pytest.raises(AssertionError):        # Paddle's create_lod_tensor asserts the fit
+        fluid.create_lod_tensor([[1, 2, 3], [3, 4]], [[2, 2]], fluid.CPUPlace())
+
+
+def test_dtype_is_paddles_value_and_dlpack_round_trips():
+    t = fluid.create_lod_tensor(np.array([[1], [2], [3]], "int64"), [[1, 2]], fluid.CPUPlace())
+    assert t._dtype() == core.VarDesc.VarType.INT64 and repr(t._dtype()) == "VarType.INT64"
+    back = core.from_dlpack(t._to_dlpack())
+    assert isinstance(back, core.Tensor) and np.array_equal(np.array(back), [[1], [2], [3]])
+    shared = core.from_dlpack(np.arange(3.0))          # an object with __dlpack__ works too
+    assert np.array(shared).tolist() == [0.0, 1.0, 2.0]

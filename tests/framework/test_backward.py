@@ -84,3 +84,26 @@ def test_gradients_api():
     xv = np.array([[1.0, 2.0], [3.0, -1.0]], dtype="float32")
     out, = fluid.Executor().run(main, feed={"x": xv}, fetch_list=[gx], scope=fluid.Scope())
     np.testing.assert_allclose(out, 2 * xv)
+
+
+def test_paddles_path_helpers_name_the_ops_between_inputs_and_loss():
+    from fluidist import backward
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        ids = fluid.data(name="ids", shape=[4, 1], dtype="int64")
+        label = fluid.data(name="label", shape=[4, 1], dtype="float32")
+        emb = fluid.embedding(ids, size=[10, 3])
+        pred = fluid.layers.fc(emb, size=1, act="sigmoid")
+        fluid.layers.fc(emb, size=1, name="unused")                       # not on the loss's path
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, label))
+    block = main.global_block()
+    stopped = backward._get_stop_gradients_(main)
+    assert stopped == {0: {"ids@GRAD", "label@GRAD"}}          # as Paddle 1.8.5 answers for this net
+    no_grad = {backward._strip_grad_suffix_(n) for n in stopped[0]}
+    path = backward._find_op_path_(block, [loss], [], no_grad)
+    assert [op.type for op in path] == ["lookup_table_v2", "mul", "elementwise_add", "sigmoid",   # Paddle 1.8.5
+                                        "elementwise_sub", "square", "mean"]
+    assert backward._find_no_grad_vars(block, path, [loss], no_grad) == set()
+    from_emb = backward._find_op_path_(block, [loss], [emb], set())
+    assert from_emb[0].type == "mul" and len(from_emb) == 6
+    assert backward._strip_grad_suffix_("y@GRAD@RENAME@1") == "y" and backward._append_grad_suffix_("y") == "y@GRAD"

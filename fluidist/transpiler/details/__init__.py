@@ -59,23 +59,6 @@ def parse_endpoints(value, what):
     return eps
 
 
-def program_to_code(prog, fetch_list=None, skip_op_callstack=True):
-    """Print ``prog`` as readable code, block by block: its variables, then its ops as
-    ``{Out=[...]} = type(inputs={...}, attr = value, ...)``. With ``fetch_list`` (Variables or names)
-    only the ops those need are printed. ``skip_op_callstack`` is accepted for compatibility: fluidist
-    records no op call stacks."""
-    from ...framework.graph import ops_needed_for
-    targets = None
-    if fetch_list is not None:
-        targets = [v if isinstance(v, str) else v.name for v in fetch_list]
-    for block in prog.blocks:
-        keep = range(len(block.ops)) if targets is None or block.idx != 0 else ops_needed_for(block, targets)
-        lines = ["{ // block %d" % block.idx]
-        lines += ["    " + v.to_string() for v in block.vars.values()]
-        lines.append("")
-        lines += ["    " + block.ops[i].to_string() for i in keep]
-        lines.append("}")
-        print("\n".join(lines))
 
 
 def check_int(value: object, what: str, minimum: Optional[int] = 0) -> int:
@@ -101,3 +84,10 @@ def check_bool(value: object, what: str) -> bool:
     except (TypeError, ValueError) as err:
         raise TypeError("%s must be True or False, got %r (%s): %s" % (what, value, type(value).__name__, err)) \
             from None
+
+
+# Paddle's details package gives its modules' names at its top (``from ...details import VarStruct``)
+from .program_utils import (block_to_code, delete_ops, find_op_by_input_arg, find_op_by_output_arg,  # noqa: E402,F401
+                            get_indent_space, op_to_code, program_to_code, variable_to_code)
+from .ufind import UnionFind  # noqa: E402,F401
+from .vars_distributed import VarDistributed, VarStruct, VarsDistributed  # noqa: E402,F401

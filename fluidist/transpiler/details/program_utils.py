@@ -1,5 +1,4 @@
 """``transpiler.details.program_utils``: printing programs as code, finding and deleting ops."""
-from . import program_to_code  # noqa: F401
 
 
 def delete_ops(block, ops):
@@ -47,3 +46,22 @@ def block_to_code(block, block_idx, fout=None, skip_op_callstack=False):
         print(text)
     else:
         fout.write(text + "\n")
+
+
+def program_to_code(prog, fetch_list=None, skip_op_callstack=True):
+    """Print ``prog`` as readable code, block by block: its variables, then its ops as
+    ``{Out=[...]} = type(inputs={...}, attr = value, ...)``. With ``fetch_list`` (Variables or names)
+    only the ops those need are printed. ``skip_op_callstack`` is accepted for compatibility: fluidist
+    records no op call stacks."""
+    from ...framework.graph import ops_needed_for
+    targets = None
+    if fetch_list is not None:
+        targets = [v if isinstance(v, str) else v.name for v in fetch_list]
+    for block in prog.blocks:
+        keep = range(len(block.ops)) if targets is None or block.idx != 0 else ops_needed_for(block, targets)
+        lines = ["{ // block %d" % block.idx]
+        lines += ["    " + v.to_string() for v in block.vars.values()]
+        lines.append("")
+        lines += ["    " + block.ops[i].to_string() for i in keep]
+        lines.append("}")
+        print("\n".join(lines))
