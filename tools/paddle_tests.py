@@ -47,7 +47,7 @@ DEFAULT_LIMIT = 240
 
 VENV = os.environ.get("FLUIDIST_PADDLE_TESTS_VENV",
                       os.path.join(os.environ.get("TMPDIR", "/tmp"), "fluidist-paddle-tests"))
-VENV_PACKAGES = ["numpy>=1.21,<1.24", "six", "pyzmq>=22", "protobuf>=3.20"]
+VENV_PACKAGES = ["numpy>=1.21,<1.24", "scipy<1.12", "six", "pyzmq>=22", "protobuf>=3.20"]
 
 
 def default_python():
