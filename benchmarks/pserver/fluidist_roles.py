@@ -116,8 +116,8 @@ class SparseTraffic:
             bytes_out += np.asarray(scope.find_var(n).get_tensor()).nbytes
         for n in self.sent:
             sr = scope.find_var(n).get_selected_rows()
-            rows_out += len(sr.rows)
-            bytes_out += np.asarray(sr.get_tensor()).nbytes + 8 * len(sr.rows)
+            rows_out += len(sr.rows())
+            bytes_out += np.asarray(sr.get_tensor()).nbytes + 8 * len(sr.rows())
         return rows_in, rows_out, bytes_in, bytes_out
 
 
