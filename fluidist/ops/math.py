@@ -114,7 +114,8 @@ def _ew(type, fwd, grad_fn, grad_inputs=("X", "Y", "Out@GRAD")):
 _ew("elementwise_add", lambda xp, x, y: x + y, lambda xp, x, y, d, o: (d, d))
 _ew("elementwise_sub", lambda xp, x, y: x - y, lambda xp, x, y, d, o: (d, -d))
 _ew("elementwise_mul", lambda xp, x, y: x * y, lambda xp, x, y, d, o: (d * y, d * x))
-_ew("elementwise_div", lambda xp, x, y: x / y, lambda xp, x, y, d, o: (d / y, -d * x / (y * y)))
+_ew("elementwise_div", lambda xp, x, y: _trunc_div(xp, x, y) if x.dtype.kind in "iu" else x / y,
+    lambda xp, x, y, d, o: (d / y, -d * x / (y * y)))
 _ew("elementwise_max", lambda xp, x, y: xp.maximum(x, y),
     lambda xp, x, y, d, o: (d * (x >= y), d * (x < y)))
 _ew("elementwise_min", lambda xp, x, y: xp.minimum(x, y),
@@ -130,7 +131,7 @@ def _no_grad_ew(type, fn):
 
 
 def _trunc_div(xp, x, y):
-    """Paddle's floordiv is C's division: it truncates toward zero."""
+    """C's division, which truncates toward zero: Paddle's floordiv, and its div of integers."""
     if x.dtype.kind in "iu":
         q = xp.floor_divide(x, y)
         return q + ((q * y != x) & ((x < 0) != (y < 0))).astype(q.dtype)

@@ -124,3 +124,12 @@ def test_scale_onto_itself_never_writes_into_a_fed_array():
     out, = fluid.Executor().run(prog, feed={"x": mine}, fetch_list=["x"], scope=fluid.Scope())
     np.testing.assert_array_equal(out, [[2.0, 2.0]])
     np.testing.assert_array_equal(mine, [[1.0, 1.0]])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_elementwise_div_truncates_toward_zero(dtype):
+    # Paddle 1.8 gives [3, -3, -3, 3] (C's integer division), not NumPy's floor [3, -4, -4, 3]
+    x, y = np.array([7, -7, 7, -7], dtype), np.array([2, 2, -2, -2], dtype)
+    out = run_op("elementwise_div", {"X": x, "Y": y})["Out"][0]
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out, [3, -3, -3, 3])
