@@ -159,15 +159,13 @@ def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: boo
     return out
 
 
-def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True,
+def scale(x: Variable, scale: float | Variable = 1.0, bias: float = 0.0, bias_after_scale: bool = True,
           act: str | None = None, name: str | None = None) -> Variable:
     """``scale * x + bias`` (or ``scale * (x + bias)``), then an optional activation.
 
-    Paddle 1.8 also takes ``scale`` as a Variable; fluidist takes a number.
-
     Args:
         x: a tensor of any shape.
-        scale: the factor.
+        scale: the factor: a number, or a one-element Variable (the op's ScaleTensor).
         bias: the offset.
         bias_after_scale: add ``bias`` after scaling (True) or before (False).
         act: an activation name, or None.
@@ -182,8 +180,13 @@ def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: 
     """
     helper = LayerHelper("scale", name=name, act=act)
     out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op("scale", inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"scale": float(scale), "bias": float(bias), "bias_after_scale": bias_after_scale})
+    inputs = {"X": [x]}
+    attrs = {"bias": float(bias), "bias_after_scale": bias_after_scale}
+    if isinstance(scale, Variable):
+        inputs["ScaleTensor"] = [scale]
+    else:
+        attrs["scale"] = float(scale)
+    helper.append_op("scale", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     return helper.append_activation(out)
 
 

@@ -197,8 +197,10 @@ def mul_grad(ctx, ins, attrs):
 
 # ------------------------------------------------------------------ scale, mean, sum-likes
 def _scale_grad_maker(op):
-    return [{"type": "scale", "inputs": {"X": [n + "@GRAD" for n in op.outputs["Out"]]},
-             "outputs": {"Out": [n + "@GRAD" for n in op.inputs["X"]]},
+    inputs = {"X": [n + "@GRAD" for n in op.outputs["Out"]]}
+    if op.inputs.get("ScaleTensor"):
+        inputs["ScaleTensor"] = list(op.inputs["ScaleTensor"])
+    return [{"type": "scale", "inputs": inputs, "outputs": {"Out": [n + "@GRAD" for n in op.inputs["X"]]},
              "attrs": {"scale": op.attrs["scale"], "bias": 0.0, "bias_after_scale": True}}]
 
 
@@ -208,11 +210,16 @@ def _is_fed(ctx, name):
     return v is None or v.is_data
 
 
-@register_op("scale", inputs=["X"], outputs=["Out"], attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
-             infer=same_shape(), grad=_scale_grad_maker, share_lod=("X", "Out"), keeps_rows=True)
+@register_op("scale", inputs=["X", "ScaleTensor?"], outputs=["Out"],
+             attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True}, infer=same_shape(), grad=_scale_grad_maker,
+             share_lod=("X", "Out"), keeps_rows=True, host_inputs=("ScaleTensor",))
 def scale(ctx, ins, attrs):
+    """``scale * X + bias`` (``scale * (X + bias)`` unless ``bias_after_scale``); a one-element
+    ScaleTensor, when given, is the scale."""
     x = ins["X"]
     s, b = attrs["scale"], attrs["bias"]
+    if ins.get("ScaleTensor") is not None:
+        s = float(ins["ScaleTensor"].reshape(-1)[0])
     if isinstance(x, SelectedRows):  # a row-sparse gradient scaled on a pserver: its rows only
         if b != 0.0:
             raise ValueError("scale: a SelectedRows input %r takes no bias" % ctx.op.inputs["X"][0])
