@@ -231,3 +231,15 @@ def test_sample_logits_with_customised_samples():
                                                   "remove_accidental_hits": False},
                out_slot="SampledLogits", outputs=outs)
 
+
+
+@pytest.mark.parametrize("shapes", [((5,), (5, 1), (5, 1)), ((5, 1), (5,), (5, 1)), ((5,), (5,), (5, 1))])
+def test_rank_loss_pairs_flat_elements_of_mixed_shapes(shapes):
+    # Paddle 1.8: [N] and [N, 1] inputs pair element by element; Out is shaped like Label and each
+    # input's gradient like that input
+    label = rng.randint(0, 2, shapes[0]).astype(np.float64)
+    left, right = rng.uniform(0, 1, shapes[1]), rng.uniform(0, 1, shapes[2])
+    out = run_op("rank_loss", {"Label": label, "Left": left, "Right": right})["Out"][0]
+    o = left.reshape(-1) - right.reshape(-1)
+    np.testing.assert_allclose(out, (np.log1p(np.exp(o)) - label.reshape(-1) * o).reshape(shapes[0]), rtol=1e-12)
+    check_grad("rank_loss", {"Label": label, "Left": left, "Right": right}, ["Left", "Right"])
