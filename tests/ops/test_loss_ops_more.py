@@ -142,6 +142,16 @@ def test_chunk_eval_iob():
     np.testing.assert_allclose([got[k][0][0] for k in outs[:3]], [2 / 3, 2 / 3, 2 / 3], rtol=1e-6)
 
 
+
+def test_chunk_eval_padded_input_ignores_the_padding():
+    # the same two sequences padded with -1 to [2, 4, 1] and given SeqLength: the padding is no tag
+    inf = np.array([[0, 1, 4, -1], [2, 3, 0, -1]], np.int64)[..., None]
+    lab = np.array([[0, 1, 4, -1], [2, 4, 0, -1]], np.int64)[..., None]
+    outs = ("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks", "NumCorrectChunks")
+    got = run_op("chunk_eval", {"Inference": inf, "Label": lab, "SeqLength": np.array([3, 3], np.int64)},
+                 {"num_chunk_types": 2, "chunk_scheme": "IOB"}, outputs=outs)
+    assert [int(got[k][0][0]) for k in outs[3:]] == [3, 3, 2]
+
 # ------------------------------------------------------------------ edit distance, CTC
 def test_edit_distance():
     hyp = np.array([1, 2, 3, 5, 4, 9], np.int64).reshape(-1, 1)
