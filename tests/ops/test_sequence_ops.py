@@ -179,3 +179,15 @@ def test_im2sequence_real_sizes_larger_than_the_image_read_zeros():
     np.testing.assert_array_equal(np.array(got), np.array(pieces))
     assert got.lod() == [[0, 70, 102, 108]]   # Paddle 1.8's
     check_grad("im2sequence", {"X": x, "Y": real}, ["X"], attrs)
+
+
+def test_sequence_unpad_of_a_2d_x_gives_steps_of_one():
+    # Paddle 1.8: X [3, 4] with lengths [2, 3, 1] unpads to [6, 1] (declared [-1, 1])
+    x = rng.uniform(-1, 1, (3, 4))
+    length = np.array([2, 3, 1], np.int64)
+    prog, feed, outs = build_op("sequence_unpad", {"X": x, "Length": length})
+    assert tuple(prog.global_block().var(outs["Out"][0]).shape) == (-1, 1)
+    got, = fluid.Executor(fluid.CPUPlace()).run(prog, feed=feed, fetch_list=outs["Out"], return_numpy=False)
+    np.testing.assert_array_equal(np.array(got), np.concatenate([x[0, :2], x[1, :3], x[2, :1]])[:, None])
+    assert got.lod() == [[0, 2, 5, 6]]
+    check_grad("sequence_unpad", {"X": x, "Length": length}, ["X"])
