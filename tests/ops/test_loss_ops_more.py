@@ -188,6 +188,17 @@ def test_warpctc_sums_every_alignment():
                outputs=("Loss", "WarpCTCGrad"), lods=lods)
 
 
+
+def test_warpctc_label_no_alignment_fits_costs_zero():
+    # warp-ctc (so Paddle 1.8) reports 0 and no gradient where len(label) + repeats > steps: [1, 2, 3]
+    # in 2 steps and [1, 1] in 2 steps; [2] in 3 steps is a normal loss
+    x = rng.uniform(-1, 1, (7, 4))
+    label = np.array([[1], [2], [3], [1], [1], [2]], np.int32)
+    lods = {"logits_in": [[0, 2, 4, 7]], "label_in": [[0, 3, 5, 6]]}
+    got = run_op("warpctc", {"Logits": x, "Label": label}, {"blank": 0}, outputs=("Loss", "WarpCTCGrad"), lods=lods)
+    np.testing.assert_allclose(got["Loss"][0].reshape(-1), [0.0, 0.0, ctc_brute_force(x[4:7], [2], 0)])
+    assert not got["WarpCTCGrad"][0][:4].any()
+
 # ------------------------------------------------------------------ sampled losses
 def test_nce_with_fixed_negatives():
     x = rng.uniform(-1, 1, (3, 4))
