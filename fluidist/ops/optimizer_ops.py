@@ -24,7 +24,7 @@ wrapped by one kernel maker that handles the two gradient kinds:
 import numpy as np
 
 from ..framework.op_role import OpRole
-from ..framework.registry import UpdateRule, no_infer, register_op
+from ..framework.registry import UpdateRule, no_infer, register_grad, register_op
 from ..core.lazy_rows import LazyRows
 from ..core.tensor import SelectedRows
 
@@ -383,6 +383,17 @@ def squared_l2_norm(ctx, ins, attrs):
     """Out = sum(X^2), shape [1]."""
     v = _values(ctx, ins["X"])
     return {"Out": (v * v).sum().reshape(1).astype(v.dtype, copy=False)}
+
+
+@register_grad("squared_l2_norm", inputs=["X", "Out@GRAD"])
+def squared_l2_norm_grad(ctx, ins, attrs):
+    """dX = 2 * dOut * X (a SelectedRows X: of its merged rows)."""
+    x, d = ins["X"], ins["Out@GRAD"]
+    if isinstance(x, SelectedRows):
+        m = x.merged(ctx.xp)
+        value = None if m.value is None else (2 * d.reshape(()) * m.value).astype(m.value.dtype, copy=False)
+        return {"X@GRAD": SelectedRows(m.rows, value, m.height)}
+    return {"X@GRAD": (2 * d.reshape(()) * x).astype(x.dtype, copy=False)}
 
 
 @register_op("clip_by_norm", inputs=["X"], outputs=["Out"], attrs={"max_norm": 1.0},

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
+from op_test import check_grad, run_op
 
 rng = np.random.RandomState(3)
 
 
-def run_update(op_type, inputs, outputs, attrs, in_place=()):
+def run_update_op(op_type, inputs, outputs, attrs, in_place=()):
     """Run one update op. ``outputs``: {output slot: input slot it aliases or None (a fresh variable)};
     ``in_place`` lists the input slots whose output writes back to them."""
     prog = fluid.Program()
@@ -60,7 +61,7 @@ def test_adam_advances_its_beta_powers(betas_as_tensors):
         attrs.update(beta1=0.5, beta2=0.5)
     else:
         attrs.update(beta1=0.85, beta2=0.95)
-    got = run_update("adam", ins, ADAM_OUTPUTS, attrs)
+    got = run_update_op("adam", ins, ADAM_OUTPUTS, attrs)
     want = adam_reference(ins, 0.85, 0.95)
     for slot, value in want.items():
         np.testing.assert_allclose(got[slot], value, rtol=2e-6, err_msg=slot)
@@ -90,7 +91,7 @@ def test_adam_optimizer_emits_paddle18_ops_and_a_variable_beta():
 def test_lamb_does_not_bias_correct():
     ins = adam_inputs((6, 5))
     b1, b2, eps, wd = 0.78, 0.836, 1e-4, 0.01
-    got = run_update("lamb", ins, {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2"},
+    got = run_update_op("lamb", ins, {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2"},
                      {"beta1": b1, "beta2": b2, "epsilon": eps, "weight_decay": wd})
     p = ins["Param"]
     m1 = b1 * ins["Moment1"] + (1 - b1) * ins["Grad"]
@@ -105,7 +106,7 @@ def test_adadelta_step_reads_the_state_it_was_given_or_wrote(in_place):
     ins = {"Param": rng.rand(*shape).astype("float32"), "Grad": rng.rand(*shape).astype("float32"),
            "AvgSquaredGrad": rng.rand(*shape).astype("float32"), "AvgSquaredUpdate": rng.rand(*shape).astype("float32")}
     outs = {"ParamOut": "Param", "AvgSquaredGradOut": "AvgSquaredGrad", "AvgSquaredUpdateOut": "AvgSquaredUpdate"}
-    got = run_update("adadelta", ins, outs, {"rho": 0.95, "epsilon": 1e-6},
+    got = run_update_op("adadelta", ins, outs, {"rho": 0.95, "epsilon": 1e-6},
                      in_place=tuple(outs.values()) if in_place else ())
     rho, eps, g = 0.95, 1e-6, ins["Grad"]
     asg = rho * ins["AvgSquaredGrad"] + (1 - rho) * g * g
@@ -115,3 +116,10 @@ def test_adadelta_step_reads_the_state_it_was_given_or_wrote(in_place):
         step = -np.sqrt((asu + eps) / (asg + eps)) * g
     np.testing.assert_allclose(got["AvgSquaredUpdateOut"], asu, rtol=1e-5)
     np.testing.assert_allclose(got["ParamOut"], ins["Param"] + step, rtol=1e-5)
+
+
+def test_squared_l2_norm_has_a_gradient():
+    # Paddle 1.8 registers squared_l2_norm_grad: dX = 2 * dOut * X
+    x = rng.uniform(-1, 1, (3, 4))
+    np.testing.assert_allclose(run_op("squared_l2_norm", {"X": x})["Out"][0], [np.sum(x * x)])
+    check_grad("squared_l2_norm", {"X": x}, ["X"])
