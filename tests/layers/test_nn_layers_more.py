@@ -56,6 +56,22 @@ def test_group_norm_without_affine_and_instance_norm():
         _build(lambda: fluid.layers.group_norm(fluid.layers.data("x", [4, 2, 2]), groups=3))
 
 
+
+def test_group_norm_has_scale_and_bias_only_when_their_attrs_are_given():
+    # Paddle 1.8 tests the arguments themselves: by default (None) group_norm has no parameters and
+    # runs without a startup program; NHWC groups the last axis
+    x = np.random.RandomState(0).random_sample((2, 3, 3, 4))
+    main, start, out = _build(lambda: fluid.layers.group_norm(fluid.data("x", [None, 3, 3, 4], "float64"), groups=2,
+                                                              data_layout="NHWC"))
+    assert not main.global_block().all_parameters()
+    got, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": x}, fetch_list=[out])
+    g = x.reshape(2, 9, 2, 2)
+    want = (g - g.mean(axis=(1, 3), keepdims=True)) / np.sqrt(g.var(axis=(1, 3), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got, want.reshape(x.shape), rtol=1e-10)
+    main, _, _ = _build(lambda: fluid.layers.group_norm(fluid.layers.data("x", [4, 2, 2]), groups=2,
+                                                        param_attr=fluid.ParamAttr(name="gs"), bias_attr=True))
+    assert sorted(p.name for p in main.global_block().all_parameters()) == ["group_norm_1.b_0", "gs"]
+
 def test_data_norm_parameters_and_sync_stats():
     main, start, out = _build(lambda: fluid.layers.data_norm(fluid.layers.data("x", [3])))
     names = sorted(p.name for p in main.global_block().all_parameters())
