@@ -76,7 +76,9 @@ class Optimizer:
         lr = program.global_block().create_var(name=unique_name.generate("learning_rate"), shape=[1],
                                                dtype=self._dtype or "float32", persistable=True,
                                                stop_gradient=True)
-        LayerHelper("learning_rate").set_variable_initializer(lr, ConstantInitializer(float(self._learning_rate)))
+        # (a "global_var" helper, as Paddle 1.8's create_global_var: one of type "learning_rate" would
+        # draw a second learning_rate_<n> name, and the next optimizer's rate be learning_rate_2)
+        LayerHelper("global_var").set_variable_initializer(lr, ConstantInitializer(float(self._learning_rate)))
         self._learning_rate_map[program] = lr
 
     def _global_learning_rate(self, program=None):

@@ -543,3 +543,15 @@ def test_sparse_embedding_adam_lazy_mode_keeps_unseen_rows():
     # a dense gradient has zeros for unseen rows, and Adam still moves them by their moments;
     # here they never had a gradient, so they stay put in both cases
     np.testing.assert_allclose(dense[unseen], before[unseen])
+
+
+def test_each_optimizer_takes_the_next_learning_rate_name():
+    # Paddle 1.8 names the global rates learning_rate_0, learning_rate_1, ... one per optimizer
+    names = []
+    for _ in range(3):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup):
+            x = fluid.data("x", [None, 3], "float32")
+            fluid.optimizer.SGD(0.01).minimize(fluid.layers.mean(fluid.layers.fc(x, 2)))
+        names += [n for n in main.global_block().vars if n.startswith("learning_rate")]
+    assert names == ["learning_rate_0", "learning_rate_1", "learning_rate_2"]
