@@ -9,7 +9,7 @@ new ``Auc`` to start over.)
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, List
 
 import numpy as np
 
@@ -342,8 +342,8 @@ class Auc(MetricBase):
         self._curve = curve
         self._num_thresholds = int(num_thresholds)
         # Python lists of per-bucket counts, as Paddle 1.8 keeps them (scripts extend and print them)
-        self._stat_pos = [0] * (self._num_thresholds + 1)
-        self._stat_neg = [0] * (self._num_thresholds + 1)
+        self._stat_pos: List[float] = [0] * (self._num_thresholds + 1)
+        self._stat_neg: List[float] = [0] * (self._num_thresholds + 1)
 
     def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
         if not _is_numpy(labels):
@@ -357,7 +357,7 @@ class Auc(MetricBase):
         buckets = self._num_thresholds + 1
         for stat, hits in ((self._stat_pos, idx[label != 0]), (self._stat_neg, idx[label == 0])):
             counts = np.bincount(hits, minlength=buckets)
-            for b in np.flatnonzero(counts):
+            for b in np.flatnonzero(counts).tolist():
                 stat[b] += float(counts[b])
 
     @staticmethod
