@@ -71,7 +71,21 @@ def _ops_on_path(block, loss_idx, target_names, no_grad):
                     requires.add(n)
     path = [i for i in sorted(relevant)
             if any(n in requires or _is_grad_leaf(block, n) for n in ops[i].input_arg_names if n not in no_grad)]
-    return path, requires
+    return sorted(set(path) | _reversed_counters(block, ops, path)), requires
+
+
+def _reversed_counters(block, ops, path):
+    """In-place ``reversible`` ops (``increment``) of a counter that ops on the path read and that
+    does not stop gradients: Paddle's backward undoes them in reverse order (their gradient op is the
+    opposite step), so that each gradient op reads the counter value its forward op read."""
+    read = {n for i in path for n in ops[i].input_arg_names}
+    out = set()
+    for i, op in enumerate(ops):
+        if _restores_value(op) and op.input("X")[0] in read:
+            v = block._find_var_recursive(op.input("X")[0])
+            if v is not None and not v.stop_gradient:
+                out.add(i)
+    return out
 
 
 def _not_differentiable(block, ops):
@@ -164,7 +178,9 @@ def _rename_repeated_outputs(specs, is_array=None):
             for n in names:
                 if n != "@EMPTY@":
                     writers[n] = writers.get(n, 0) + 1
-    multi = {n for n, c in writers.items() if c > 1 and not (is_array and is_array(n))}
+    # (a variable that is no gradient, a counter that reversed increments step back in place, is
+    # written again, not summed)
+    multi = {n for n, c in writers.items() if c > 1 and GRAD_SUFFIX in n and not (is_array and is_array(n))}
     pending = {}     # grad name -> list of part names written so far
     counter = {}
     link_of = {}     # part name -> the link spec that writes it

@@ -9,7 +9,7 @@ new ``Auc`` to start over.)
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, List
 
 import numpy as np
 
@@ -341,8 +341,9 @@ class Auc(MetricBase):
         super().__init__(name=name)
         self._curve = curve
         self._num_thresholds = int(num_thresholds)
-        self._stat_pos = np.zeros(self._num_thresholds + 1)
-        self._stat_neg = np.zeros(self._num_thresholds + 1)
+        # Python lists of per-bucket counts, as Paddle 1.8 keeps them (scripts extend and print them)
+        self._stat_pos: List[float] = [0] * (self._num_thresholds + 1)
+        self._stat_neg: List[float] = [0] * (self._num_thresholds + 1)
 
     def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
         if not _is_numpy(labels):
@@ -353,8 +354,11 @@ class Auc(MetricBase):
         idx = (np.asarray(preds)[:len(label), 1] * self._num_thresholds).astype(np.int64)
         if idx.size and (idx.min() < 0 or idx.max() > self._num_thresholds):
             raise ValueError("Auc.update: probabilities must lie in [0, 1]")
-        np.add.at(self._stat_pos, idx[label != 0], 1.0)
-        np.add.at(self._stat_neg, idx[label == 0], 1.0)
+        buckets = self._num_thresholds + 1
+        for stat, hits in ((self._stat_pos, idx[label != 0]), (self._stat_neg, idx[label == 0])):
+            counts = np.bincount(hits, minlength=buckets)
+            for b in np.flatnonzero(counts).tolist():
+                stat[b] += float(counts[b])
 
     @staticmethod
     def trapezoid_area(x1: float, x2: float, y1: float, y2: float) -> float:

@@ -223,8 +223,8 @@ class AdamOptimizer(Optimizer):
     Args:
         learning_rate: a float, or a Variable from a learning-rate schedule
             (``fluid.layers.exponential_decay``, ...).
-        beta1: the decay of the first moment.
-        beta2: the decay of the second moment.
+        beta1: the decay of the first moment, a float or a one-element Variable.
+        beta2: the decay of the second moment, a float or a one-element Variable.
         epsilon: keeps the division finite.
         parameter_list: the parameters to train (default: every trainable one).
         regularization: a regularizer (``fluid.regularizer.L2Decay(1e-4)``) applied to every
@@ -248,30 +248,46 @@ class AdamOptimizer(Optimizer):
     _accumulator_names = {"Moment1": _moment1_acc_str, "Moment2": _moment2_acc_str,
                           "Beta1Pow": _beta1_pow_acc_str, "Beta2Pow": _beta2_pow_acc_str}
 
-    def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9, beta2: float = 0.999,
-                 epsilon: float = 1e-8, parameter_list: Sequence[Parameter | str] | None = None,
-                 regularization: Any = None, grad_clip: Any = None, name: str | None = None,
-                 lazy_mode: bool = False) -> None:
+    def __init__(self, learning_rate: float | Variable = 0.001, beta1: float | Variable = 0.9,
+                 beta2: float | Variable = 0.999, epsilon: float = 1e-8,
+                 parameter_list: Sequence[Parameter | str] | None = None, regularization: Any = None,
+                 grad_clip: Any = None, name: str | None = None, lazy_mode: bool = False) -> None:
         super().__init__(learning_rate, parameter_list=parameter_list, regularization=regularization,
                          grad_clip=grad_clip, name=name)
-        _check_range(type(self).__name__, "beta1", beta1, 0.0, 1.0, high_open=True)
-        _check_range(type(self).__name__, "beta2", beta2, 0.0, 1.0, high_open=True)
-        self._beta1 = float(beta1)
-        self._beta2 = float(beta2)
+        self._beta1 = _beta(type(self).__name__, "beta1", beta1)
+        self._beta2 = _beta(type(self).__name__, "beta2", beta2)
         self._epsilon = float(epsilon)
         self._lazy_mode = bool(lazy_mode)
 
     def _accumulator_fill(self, slot):
-        return {"Beta1Pow": self._beta1, "Beta2Pow": self._beta2}.get(slot, 0.0)
+        """The beta powers start at beta1 / beta2 (at 0.9 / 0.999 for a beta given as a Variable, as in
+        Paddle 1.8); the moments at 0."""
+        fills = {"Beta1Pow": (self._beta1, 0.9), "Beta2Pow": (self._beta2, 0.999)}
+        if slot not in fills:
+            return 0.0
+        beta, default = fills[slot]
+        return default if isinstance(beta, Variable) else beta
 
     def _update_attrs(self, param_and_grad):
-        return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon, "lazy_mode": self._lazy_mode}
+        """As Paddle 1.8's: the adam op advances the beta powers itself (no scale ops); a beta given as
+        a Variable goes in as Beta1Tensor / Beta2Tensor instead of an attr."""
+        attrs = {"epsilon": self._epsilon, "lazy_mode": self._lazy_mode, "min_row_size_to_use_multithread": 1000}
+        for attr, beta in (("beta1", self._beta1), ("beta2", self._beta2)):
+            if not isinstance(beta, Variable):
+                attrs[attr] = beta
+        return attrs
 
-    def _finish_update(self, block, parameters_and_grads):
-        """``beta1_pow_acc *= beta1`` and ``beta2_pow_acc *= beta2`` by ``scale`` ops, each under its
-        parameter's optimize guard (the transpiler moves them with that parameter's update)."""
-        _scale_pows(self, block, parameters_and_grads, ((self._beta1_pow_acc_str, self._beta1),
-                                                        (self._beta2_pow_acc_str, self._beta2)))
+    def _update_inputs(self, param_and_grad):
+        return {slot: [beta] for slot, beta in (("Beta1Tensor", self._beta1), ("Beta2Tensor", self._beta2))
+                if isinstance(beta, Variable)}
+
+
+def _beta(owner, what, value):
+    """A beta of Adam: a float in [0, 1), or a Variable holding it (Paddle 1.8 takes both)."""
+    if isinstance(value, Variable):
+        return value
+    _check_range(owner, what, value, 0.0, 1.0, high_open=True)
+    return float(value)
 
 
 def _scale_pows(opt, block, parameters_and_grads, pows):
@@ -424,9 +440,10 @@ class FtrlOptimizer(Optimizer):
 
 
 class LambOptimizer(AdamOptimizer):
-    """LAMB (You et al.), for large-batch training: Adam's bias-corrected step plus
-    ``lamb_weight_decay * param``, scaled by the trust ratio ``|param| / |step|``. Available as
-    ``fluid.optimizer.Lamb``.
+    """LAMB (You et al.), for large-batch training: Adam's step plus ``lamb_weight_decay * param``,
+    scaled by the trust ratio ``|param| / |step|``. As in Paddle 1.8 the moments are not
+    bias-corrected: the ``lamb`` op takes the beta powers but does not read them, and no op advances
+    them. Available as ``fluid.optimizer.Lamb``.
 
     Args:
         learning_rate: a float, or a Variable from a learning-rate schedule.
@@ -456,6 +473,8 @@ class LambOptimizer(AdamOptimizer):
                  name: str | None = None) -> None:
         super().__init__(learning_rate, beta1, beta2, epsilon, parameter_list=parameter_list,
                          regularization=regularization, grad_clip=grad_clip, name=name, lazy_mode=False)
+        if isinstance(beta1, Variable) or isinstance(beta2, Variable):
+            raise TypeError("LambOptimizer: beta1 and beta2 must be floats (the lamb op has no Beta1Tensor slot)")
         self._weight_decay = float(lamb_weight_decay)
         self._exclude_from_weight_decay_fn = exclude_from_weight_decay_fn
 

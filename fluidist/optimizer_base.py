@@ -9,8 +9,8 @@
    ``moment1_3``, filled by ``fill_constant`` in the startup program) and the learning rate (a
    persistable ``learning_rate_<n>``, or the Variable of an LR schedule);
 4. appends one update op per parameter under ``program._optimized_guard([param, grad])`` (op_role
-   Optimize, op_role_var [param, grad]), and then ``_finish_update`` (Adam's beta-pow ``scale``
-   ops, each under its own parameter's guard).
+   Optimize, op_role_var [param, grad]), and then ``_finish_update`` (Adamax's beta-pow ``scale``
+   ops, each under its own parameter's guard; Adam's update op advances its own, as in Paddle 1.8).
 
 A parameter with ``ParamAttr(learning_rate=x)`` gets ``scale(global lr, x)`` built under the LR guard
 (op_role LRSched|Optimize) as its LearningRate. The transpiler finds all of this through op_role,
@@ -76,7 +76,9 @@ class Optimizer:
         lr = program.global_block().create_var(name=unique_name.generate("learning_rate"), shape=[1],
                                                dtype=self._dtype or "float32", persistable=True,
                                                stop_gradient=True)
-        LayerHelper("learning_rate").set_variable_initializer(lr, ConstantInitializer(float(self._learning_rate)))
+        # (a "global_var" helper, as Paddle 1.8's create_global_var: one of type "learning_rate" would
+        # draw a second learning_rate_<n> name, and the next optimizer's rate be learning_rate_2)
+        LayerHelper("global_var").set_variable_initializer(lr, ConstantInitializer(float(self._learning_rate)))
         self._learning_rate_map[program] = lr
 
     def _global_learning_rate(self, program=None):
@@ -182,9 +184,17 @@ class Optimizer:
             acc = self._get_accumulator(self._accumulator_name(slot), p)
             inputs[slot] = [acc]
             outputs[out] = [acc]
-        for slot in rule.scalars:
-            inputs[slot] = [self._get_accumulator(self._accumulator_name(slot), p)]
+        for slot, out in zip(rule.scalars, rule.scalar_outputs or (None,) * len(rule.scalars)):
+            acc = self._get_accumulator(self._accumulator_name(slot), p)
+            inputs[slot] = [acc]
+            if out is not None:     # the op advances it (Adam's beta powers)
+                outputs[out] = [acc]
+        inputs.update(self._update_inputs(param_and_grad))
         return block.append_op(self.type, inputs=inputs, outputs=outputs, attrs=self._update_attrs(param_and_grad))
+
+    def _update_inputs(self, param_and_grad):
+        """Inputs of the update op of one (param, grad) beyond its rule's (Adam's Beta1Tensor)."""
+        return {}
 
     # ---------------------------------------------------------------- hooks for subclasses
 

@@ -108,3 +108,13 @@ def test_detection_map_is_refused():
     with pytest.raises(NotImplementedError, match="DetectionMAP is not implemented"):
         fluid.metrics.DetectionMAP()
     assert fluid.metrics.DetectionMAP.__fluidist_refused__
+
+
+def test_auc_keeps_its_bucket_counts_as_python_lists():
+    # Paddle 1.8.5 gives these lists (ints where no sample fell, floats where some did) and 0.875
+    auc = fluid.metrics.Auc("auc", num_thresholds=4)
+    auc.update(np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]]), np.array([[1], [0], [0]]))
+    auc.update(np.array([[0.5, 0.5]]), np.array([[1]]))
+    assert auc._stat_pos == [0, 0, 1.0, 1.0, 0] and auc._stat_neg == [1.0, 0, 1.0, 0, 0]
+    assert isinstance(auc._stat_pos, list)
+    assert auc.eval() == pytest.approx(0.875)

@@ -14,6 +14,11 @@ class EnforceNotMet(RuntimeError):
     """Paddle's C++ check failures (fluidist raises Python's own exceptions with the same messages)."""
 
 
+class InvalidArgumentError(ValueError, EnforceNotMet):
+    """A value an op got at run time fails the op's check where Paddle 1.8 raised its
+    InvalidArgumentError: a ValueError that a Paddle script's ``except core.EnforceNotMet`` catches too."""
+
+
 class Place:
     """A place of either kind: ``set_place(p)`` stores one, ``is_gpu_place()`` / ``gpu_device_id()`` ask."""
 

@@ -177,7 +177,7 @@ class DistributedTranspiler(Fleet):
 
     def _server_var_sources(self):
         """{server variable: (saved variable, (row_begin, rows) or None for all rows)} for the
-        parameters and parameter-shaped accumulators held by this server."""
+        parameters and their accumulators held by this server."""
         plan = self._transpiler._plan
         ep = self._server_endpoint
         here = plan.blocks_on(ep)
@@ -190,6 +190,8 @@ class DistributedTranspiler(Fleet):
             out[pb.server_name] = (pb.orig, rows)
             for n in plan.accumulators.get(pb.orig, ()):
                 out[plan.accumulator_name(n, pb, count[pb.orig] > 1)] = (n, rows)
+            for n in plan.scalar_accumulators.get(pb.orig, ()):
+                out[plan.accumulator_name(n, pb, count[pb.orig] > 1)] = (n, None)
         return out
 
     def _load_server_vars(self, model_dir):
@@ -269,6 +271,8 @@ class DistributedTranspiler(Fleet):
                 per_ep[b.endpoint] = per_ep.get(b.endpoint, 0) + 1
             for n in plan.accumulators.get(p, ()):
                 sources[n] = [(b.endpoint, plan.accumulator_name(n, b, per_ep[b.endpoint] > 1)) for b in blocks]
+            for n in plan.scalar_accumulators.get(p, ()):   # every block's copy holds the same value
+                sources[n] = [(blocks[0].endpoint, plan.accumulator_name(n, blocks[0], per_ep[blocks[0].endpoint] > 1))]
         held = {ep: self._transpiler.get_pserver_program(ep).global_block().vars for ep in plan.endpoints}
         for var in io.get_program_persistable_vars(plan.origin_main):
             if io.is_parameter(var) or var.name in sources:

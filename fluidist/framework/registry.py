@@ -87,6 +87,7 @@ class UpdateRule:
     param_like: tuple = ()      # input slots of accumulators shaped like Param (sliced with it)
     outputs: tuple = ()         # their output slots, in the same order
     scalars: tuple = ()         # one-element accumulator slots (Beta1Pow, ...)
+    scalar_outputs: tuple = ()  # per scalar, the output slot the op advances it through (Beta1PowOut) or None
     whole_param: bool = False   # the rule reads norms of the whole parameter: never run on a slice
     # (attrs) -> bool: a row-sparse gradient updates only its own rows (the others stay exactly as
     # they are), so the parameter and accumulators may be rows materialised on demand (LazyRows)

@@ -19,6 +19,13 @@ def _check_input(x, layer, arg="input", rank=None):
                          % (layer, arg, x.name, rank, None if x.shape is None else list(x.shape)))
 
 
+def _check_use_cudnn(use_cudnn, layer, error=ValueError):
+    """Paddle 1.8's conv and pool layers take only a bool ``use_cudnn``: the conv layers refuse
+    anything else with ValueError, the pool layers with TypeError."""
+    if not isinstance(use_cudnn, bool):
+        raise error("%s: use_cudnn must be True or False, got %r" % (layer, use_cudnn))
+
+
 def _int_list(v, n, what, layer):
     """An int or a list of ``n`` ints, as a list of ``n`` ints."""
     if isinstance(v, bool):
@@ -102,6 +109,7 @@ def conv2d(input: Variable, num_filters: int, filter_size: int | Sequence[int], 
         (-1, 16, 32, 32)
     """
     _check_input(input, "conv2d", rank=4)
+    _check_use_cudnn(use_cudnn, "conv2d")
     last = _data_format(data_format, "conv2d")
     num_channels = input.shape[3] if last else input.shape[1]
     if num_channels is None or num_channels < 0:
@@ -174,6 +182,7 @@ def pool2d(input: Variable, pool_size: int | Sequence[int] = -1, pool_type: str 
     if not global_pooling and (pool_size == -1 or pool_size is None):
         raise ValueError("pool2d: pool_size must be given when global_pooling is False")
     _check_input(input, "pool2d", rank=4)
+    _check_use_cudnn(use_cudnn, "pool2d", TypeError)
     last = _data_format(data_format, "pool2d")
     ksize = _int_list(pool_size, 2, "pool_size", "pool2d") if pool_size not in (-1, None) else [-1, -1]
     stride = _int_list(pool_stride, 2, "pool_stride", "pool2d")

@@ -7,7 +7,7 @@ from typing import Sequence
 from ..framework.program import Variable
 from ..hints import ParamAttrLike
 from ..initializer import Normal
-from .conv import _append_pool, _check_input, _int_list
+from .conv import _append_pool, _check_input, _check_use_cudnn, _int_list
 from .layer_helper import LayerHelper
 
 __all__ = ["conv2d_transpose", "conv3d", "conv3d_transpose", "pool3d", "adaptive_pool3d"]
@@ -54,6 +54,7 @@ def _conv_transpose(layer, op_type, nd, input, num_filters, output_size, filter_
     if param_attr is False:
         raise ValueError("%s: param_attr must not be False" % layer)
     _check_input(input, layer, rank=nd + 2)
+    _check_use_cudnn(use_cudnn, layer)
     last = _channel_last(data_format, nd, layer)
     channels = input.shape[-1] if last else input.shape[1]
     if channels < 0:
@@ -200,6 +201,7 @@ def conv3d(input: Variable, num_filters: int, filter_size: int | Sequence[int], 
     if param_attr is False:
         raise ValueError("conv3d: param_attr must not be False")
     _check_input(input, "conv3d", rank=5)
+    _check_use_cudnn(use_cudnn, "conv3d")
     last = _channel_last(data_format, 3, "conv3d")
     channels = input.shape[4] if last else input.shape[1]
     if channels < 0:
@@ -258,6 +260,7 @@ def pool3d(input: Variable, pool_size: int | Sequence[int] = -1, pool_type: str 
     if not global_pooling and pool_size in (-1, None):
         raise ValueError("pool3d: pool_size must be given when global_pooling is False")
     _check_input(input, "pool3d", rank=5)
+    _check_use_cudnn(use_cudnn, "pool3d", TypeError)
     last = _channel_last(data_format, 3, "pool3d")
     ksize = _int_list(pool_size, 3, "pool_size", "pool3d")
     stride = _int_list(pool_stride, 3, "pool_stride", "pool3d")

@@ -473,11 +473,27 @@ def crop_tensor(x: Variable, shape: Sequence[int | Variable] | Variable | None =
             if key == "offsets":
                 attrs[key] = [-1] * len(x.shape)
         elif has_variable(vals):
+            _check_crop_ints(key, vals)
             inputs[parts] = tensor_list(vals, "crop_tensor", key)
             attrs[key] = attr_values(vals, "crop_tensor", key, hole=hole)
         else:
             attrs[key] = int_list(list(vals), "crop_tensor", key, len(x.shape))
+            _check_crop_ints(key, attrs[key])
     return one_op("crop_tensor", inputs, attrs, name=name)
+
+
+def _check_crop_ints(key, vals):
+    """Paddle 1.8's checks of crop_tensor's int entries: a shape entry is positive or -1 (to the
+    end), an offset is >= 0 (ValueError); an entry that is neither an int nor a Variable: TypeError."""
+    for v in vals:
+        if isinstance(v, Variable):
+            continue
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError("crop_tensor: %s entries must be ints or int Variables, got %r" % (key, v))
+        if key == "shape" and (v == 0 or v < -1):
+            raise ValueError("crop_tensor: a shape entry must be positive or -1 (to the end), got %d" % v)
+        if key == "offsets" and v < 0:
+            raise ValueError("crop_tensor: an offset must be >= 0, got %d" % v)
 
 
 def meshgrid(input: Sequence[Variable], name: str | None = None) -> list[Variable]:

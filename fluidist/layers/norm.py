@@ -86,10 +86,11 @@ def group_norm(input: Variable, groups: int, epsilon: float = 1e-05, param_attr:
         input: a tensor with channels on axis 1.
         groups: the number of channel groups (divides the channels).
         epsilon: added to the variance.
-        param_attr: the scale's attribute (starts at 1); False for none.
-        bias_attr: the bias's attribute (starts at 0); False for none.
+        param_attr: the scale's attribute (starts at 1). As in Paddle 1.8 a scale exists only when
+            this is given (None or False: no scale).
+        bias_attr: the bias's attribute (starts at 0); likewise, no bias unless given.
         act: an activation name, or None.
-        data_layout: ``"NCHW"``.
+        data_layout: ``"NCHW"`` or ``"NHWC"``.
         name: the prefix of the parameters' names (generated when None).
 
     Returns:
@@ -109,10 +110,10 @@ def group_norm(input: Variable, groups: int, epsilon: float = 1e-05, param_attr:
         raise ValueError("group_norm: groups=%r must divide the %d channels of input %r"
                          % (groups, channels, input.name))
     inputs = {"X": [input]}
-    if helper.param_attr:
+    if param_attr:      # (the argument, not the helper's default attr: Paddle 1.8's rule)
         inputs["Scale"] = [helper.create_parameter(attr=helper.param_attr, shape=[channels], dtype=dtype,
                                                    default_initializer=Constant(1.0))]
-    if helper.bias_attr:
+    if bias_attr:
         inputs["Bias"] = [helper.create_parameter(attr=helper.bias_attr, shape=[channels], dtype=dtype,
                                                   is_bias=True)]
     mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)

@@ -281,6 +281,7 @@ def chunk_eval(ctx, ins, attrs):
     lab = _rows(ins["Label"], padded).reshape(-1).astype(np.int64)
     limit = types * scheme[0]
     for name, v in (("Inference", inf), ("Label", lab)):
+        v = np.concatenate([v[a:b] for a, b in spans] + [v[:0]])   # the steps in the sequences (not the padding)
         if v.size and (v.min() < 0 or v.max() > limit):
             raise ValueError("op 'chunk_eval': a tag in %s %r is out of range [0, %d] for %d chunk types in scheme %s"
                              % (name, ctx.op.inputs[name][0], limit, types, scheme_name))

@@ -21,8 +21,13 @@ def _log_softmax(z):
 
 
 def ctc_loss_and_grad(logits, label, blank):
-    """(-log p, d(-log p)/d logits) of one sequence: logits [T, C], label a list of ints."""
+    """(-log p, d(-log p)/d logits) of one sequence: logits [T, C], label a list of ints. A label that
+    no alignment fits (its length plus its repeated neighbours above T) gives a loss of 0 and no
+    gradient, as warp-ctc (so Paddle 1.8) reports it."""
     t_len, classes = logits.shape
+    repeats = sum(1 for a, b in zip(label, label[1:]) if a == b)
+    if len(label) + repeats > t_len:
+        return 0.0, np.zeros((t_len, classes))
     logp = _log_softmax(logits.astype(np.float64))
     ext = np.full(2 * len(label) + 1, blank, dtype=np.int64)
     ext[1::2] = label

@@ -59,12 +59,17 @@ def gather_grad(ctx, ins, attrs):
 
 
 def _nd_index(ctx, x, index):
-    """The k-tuple of index arrays an ``[..., k]`` Index picks from X's first k axes."""
+    """The k-tuple of index arrays an ``[..., k]`` Index picks from X's first k axes, and k. An Index
+    with no coordinates (k = 0) picks all of X for each of its entries: the tuple then indexes
+    ``X[None]`` (see ``_nd_view``)."""
     k = index.shape[-1]
     if k > x.ndim:
         raise ValueError("op %r: Index %r has %d coordinates per entry but X has rank %d"
                          % (ctx.op.type, ctx.op.inputs["Index"][0], k, x.ndim))
-    flat = index.reshape(-1, k).astype(np.int64)
+    entries = int(np.prod(index.shape[:-1]))
+    if k == 0:
+        return (np.zeros(entries, dtype=np.int64),), 0
+    flat = index.reshape(entries, k).astype(np.int64)
     for a in range(k):
         col = flat[:, a]
         if col.size and (int(col.min()) < 0 or int(col.max()) >= x.shape[a]):
@@ -73,14 +78,43 @@ def _nd_index(ctx, x, index):
     return tuple(flat[:, a] for a in range(k)), k
 
 
-@register_op("gather_nd", inputs=["X", "Index"], outputs=["Out"], no_grad=("Index",),
-             infer=_infer(lambda c: [("Out", tuple(c.input_shape("Index")[:-1]) +
-                                      tuple(c.input_shape("X")[c.input_shape("Index")[-1]:]), c.input_dtype("X"))]))
+def _nd_view(a, k):
+    """``a`` as ``_nd_index``'s coordinates index it: with a new leading axis when k is 0."""
+    return a[None] if k == 0 else a
+
+
+def _nd_infer(ctx):
+    """Index's last axis may not be longer than X's rank; Updates (scatter_nd_add) have X's dtype
+    and the shape ``Index.shape[:-1] + X.shape[k:]``."""
+    xs, ids = ctx.input_shape("X"), ctx.input_shape("Index")
+    if xs is None or ids is None:
+        return
+    k = ids[-1]
+    if k > len(xs):
+        raise ValueError("op %r: Index %r has %d coordinates per entry (its last axis) but X %r has rank %d"
+                         % (ctx.op.type, ctx.op.inputs["Index"][0], k, ctx.op.inputs["X"][0], len(xs)))
+    if ctx.op.type == "gather_nd":
+        ctx.set_output("Out", tuple(ids[:-1]) + tuple(xs[max(k, 0):]) if k >= 0 else None, ctx.input_dtype("X"))
+        return
+    if ctx.input_dtype("Updates") is not None and ctx.input_dtype("Updates") != ctx.input_dtype("X"):
+        raise ValueError("op %r: Updates %r is %s but X %r is %s: they must have one dtype"
+                         % (ctx.op.type, ctx.op.inputs["Updates"][0], ctx.input_dtype("Updates"),
+                            ctx.op.inputs["X"][0], ctx.input_dtype("X")))
+    ups = ctx.input_shape("Updates")
+    want = tuple(ids[:-1]) + tuple(xs[k:]) if k >= 0 else None
+    if ups is not None and want is not None and (len(ups) != len(want) or any(
+            u >= 0 and w >= 0 and u != w for u, w in zip(ups, want))):
+        raise ValueError("op %r: Updates %r has shape %s; Index of shape %s into X of shape %s needs %s"
+                         % (ctx.op.type, ctx.op.inputs["Updates"][0], list(ups), list(ids), list(xs), list(want)))
+    ctx.share("Out", "X")
+
+
+@register_op("gather_nd", inputs=["X", "Index"], outputs=["Out"], no_grad=("Index",), infer=_nd_infer)
 def gather_nd(ctx, ins, attrs):
     """``Out[i...] = X[Index[i..., :]]``: Index's last axis holds coordinates into X's first axes."""
     x, index = ins["X"], ins["Index"]
     coords, k = _nd_index(ctx, x, index)
-    out = x[coords]
+    out = _nd_view(x, k)[coords]
     return {"Out": out.reshape(tuple(index.shape[:-1]) + tuple(x.shape[k:]))}
 
 
@@ -90,7 +124,7 @@ def gather_nd_grad(ctx, ins, attrs):
     x, index, d = ins["X"], ins["Index"], ins["Out@GRAD"]
     coords, k = _nd_index(ctx, x, index)
     dx = xp.zeros(x.shape, dtype=d.dtype)
-    scatter_add(xp, dx, coords, d.reshape((-1,) + tuple(x.shape[k:])))
+    scatter_add(xp, _nd_view(dx, k), coords, d.reshape((-1,) + tuple(x.shape[k:])))
     return {"X@GRAD": dx}
 
 
@@ -123,22 +157,22 @@ def scatter_grad(ctx, ins, attrs):
 
 
 @register_op("scatter_nd_add", inputs=["X", "Index", "Updates"], outputs=["Out"], no_grad=("Index",),
-             infer=lambda c: c.share("Out", "X"))
+             infer=_nd_infer)
 def scatter_nd_add(ctx, ins, attrs):
     """X with Updates added at the coordinates in Index (repeats add up)."""
     xp = ctx.xp
     x, index, upd = ins["X"], ins["Index"], ins["Updates"]
     coords, k = _nd_index(ctx, x, index)
     out = x.copy()
-    scatter_add(xp, out, coords, upd.reshape((-1,) + tuple(x.shape[k:])))
+    scatter_add(xp, _nd_view(out, k), coords, upd.reshape((-1,) + tuple(x.shape[k:])))
     return {"Out": out}
 
 
 @register_grad("scatter_nd_add", inputs=["X", "Index", "Updates", "Out@GRAD"])
 def scatter_nd_add_grad(ctx, ins, attrs):
     x, index, d = ins["X"], ins["Index"], ins["Out@GRAD"]
-    coords, _ = _nd_index(ctx, x, index)
-    return {"X@GRAD": d.copy(), "Updates@GRAD": d[coords].reshape(ins["Updates"].shape)}
+    coords, k = _nd_index(ctx, x, index)
+    return {"X@GRAD": d.copy(), "Updates@GRAD": _nd_view(d, k)[coords].reshape(ins["Updates"].shape)}
 
 
 # ------------------------------------------------------------------ index_select / index_sample

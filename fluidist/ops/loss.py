@@ -59,6 +59,22 @@ def _check_label_shape(ctx, x, label, soft, slot_x="X"):
                             ctx.op.inputs[slot_x][0], list(x.shape), list(want)))
 
 
+def _loss_shape(x_shape, label_shape, soft):
+    """One loss per row: ``X.shape[:-1] + [1]``, or, for hard labels given without their trailing 1
+    (``Label`` of rank ``rank(X) - 1``), the label's shape ``X.shape[:-1]`` (Paddle 1.8)."""
+    rows = tuple(x_shape[:-1])
+    if not soft and label_shape is not None and len(label_shape) == len(x_shape) - 1:
+        return rows
+    return rows + (1,)
+
+
+def _ce_infer(ctx):
+    xs = ctx.input_shape("X")
+    if xs is not None:
+        ctx.set_output("Y", _loss_shape(xs, ctx.input_shape("Label"), ctx.attr("soft_label")), ctx.input_dtype("X"),
+                       ctx.input_lod_level("X"))
+
+
 def _rows_infer(in_slot, out_slot):
     """Out is ``X.shape[:-1] + [1]`` (one loss per row)."""
     def infer(ctx):
@@ -72,7 +88,8 @@ def _rows_infer(in_slot, out_slot):
 _CE_ATTRS = {"soft_label": False, "ignore_index": -100}
 
 
-@register_op("cross_entropy", inputs=["X", "Label"], outputs=["Y"], attrs=_CE_ATTRS, infer=_rows_infer("X", "Y"), no_grad=("Label",), share_lod=("X", "Y"))
+@register_op("cross_entropy", inputs=["X", "Label"], outputs=["Y"], attrs=_CE_ATTRS, infer=_ce_infer, no_grad=("Label",),
+             share_lod=("X", "Y"))
 def cross_entropy(ctx, ins, attrs):
     """``Y = -log(X[label])`` per row (0 for ``ignore_index``), or ``-sum(Label * log(X))`` for soft labels;
     X holds probabilities."""
@@ -88,7 +105,7 @@ def cross_entropy(ctx, ins, attrs):
         lab, ignore, bad = _hard_labels(ctx, label, d, attrs["ignore_index"])
         p = x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]
         y = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, p)))
-    return {"Y": y.astype(x.dtype, copy=False).reshape(tuple(x.shape[:-1]) + (1,))}
+    return {"Y": y.astype(x.dtype, copy=False).reshape(_loss_shape(x.shape, label.shape, soft))}
 
 
 @register_grad("cross_entropy", inputs=["X", "Label", "Y@GRAD"])
@@ -114,9 +131,9 @@ def _ce2_infer(ctx):
         return
     rows = tuple(xs[:-1]) + (1,)
     dt = ctx.input_dtype("X")
-    ctx.set_output("Y", rows, dt, ctx.input_lod_level("X"))
+    ctx.set_output("Y", _loss_shape(xs, ctx.input_shape("Label"), False), dt, ctx.input_lod_level("X"))
     ctx.set_output("MatchX", rows, dt)
-    ctx.set_output("XShape", (0,) + tuple(xs), dt)
+    ctx.set_output("XShape", tuple(xs) + (0,), dt)   # Paddle 1.8's XShape of cross_entropy2: X's dims, then 0
 
 
 def _ce2_grad_maker(op):
@@ -141,7 +158,8 @@ def cross_entropy2(ctx, ins, attrs):
     match = xp.where(ignore, 0, x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]).astype(x.dtype)
     y = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, match)).astype(x.dtype))
     rows = tuple(x.shape[:-1]) + (1,)
-    return {"Y": y.reshape(rows), "MatchX": match.reshape(rows), "XShape": np.array(x.shape, dtype=np.int64)}
+    return {"Y": y.reshape(_loss_shape(x.shape, label.shape, False)), "MatchX": match.reshape(rows),
+            "XShape": np.array(x.shape, dtype=np.int64)}
 
 
 @register_grad("cross_entropy2", type="cross_entropy_grad2", inputs=["Label", "MatchX", "XShape", "Y@GRAD"])

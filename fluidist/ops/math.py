@@ -115,7 +115,8 @@ def _ew(type, fwd, grad_fn, grad_inputs=("X", "Y", "Out@GRAD")):
 _ew("elementwise_add", lambda xp, x, y: x + y, lambda xp, x, y, d, o: (d, d))
 _ew("elementwise_sub", lambda xp, x, y: x - y, lambda xp, x, y, d, o: (d, -d))
 _ew("elementwise_mul", lambda xp, x, y: x * y, lambda xp, x, y, d, o: (d * y, d * x))
-_ew("elementwise_div", lambda xp, x, y: x / y, lambda xp, x, y, d, o: (d / y, -d * x / (y * y)))
+_ew("elementwise_div", lambda xp, x, y: _trunc_div(xp, x, y) if x.dtype.kind in "iu" else x / y,
+    lambda xp, x, y, d, o: (d / y, -d * x / (y * y)))
 _ew("elementwise_max", lambda xp, x, y: xp.maximum(x, y),
     lambda xp, x, y, d, o: (d * (x >= y), d * (x < y)))
 _ew("elementwise_min", lambda xp, x, y: xp.minimum(x, y),
@@ -131,7 +132,7 @@ def _no_grad_ew(type, fn):
 
 
 def _trunc_div(xp, x, y):
-    """Paddle's floordiv is C's division: it truncates toward zero."""
+    """C's division, which truncates toward zero: Paddle's floordiv, and its div of integers."""
     if x.dtype.kind in "iu":
         q = xp.floor_divide(x, y)
         return q + ((q * y != x) & ((x < 0) != (y < 0))).astype(q.dtype)
@@ -195,76 +196,6 @@ def mul_grad(ctx, ins, attrs):
     return res
 
 
-def _matmul_infer(ctx):
-    xs, ys = ctx.input_shape("X"), ctx.input_shape("Y")
-    if xs is None or ys is None:
-        return
-    xs, ys = list(xs), list(ys)
-    if len(xs) == 1:
-        xs = [1] + xs
-    if len(ys) == 1:
-        ys = ys + [1]
-    if ctx.attr("transpose_X"):
-        xs[-2], xs[-1] = xs[-1], xs[-2]
-    if ctx.attr("transpose_Y"):
-        ys[-2], ys[-1] = ys[-1], ys[-2]
-    if xs[-1] >= 0 and ys[-2] >= 0 and xs[-1] != ys[-2]:
-        raise ValueError("matmul: inner dimensions differ: X %s vs Y %s" % (xs, ys))
-    batch = xs[:-2] if len(xs) >= len(ys) else ys[:-2]
-    out = batch + [xs[-2], ys[-1]]
-    if len(ctx.input_shape("Y")) == 1:
-        out = out[:-1]
-    if len(ctx.input_shape("X")) == 1:
-        out = out[:-2] + out[-1:] if len(ctx.input_shape("Y")) > 1 else out[:-1]
-    ctx.set_output("Out", out, ctx.input_dtype("X"))
-
-
-def _t(a):
-    return a.swapaxes(-1, -2)
-
-
-@register_op("matmul", inputs=["X", "Y"], outputs=["Out"],
-             attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0},
-             infer=_matmul_infer)
-def matmul(ctx, ins, attrs):
-    x, y = ins["X"], ins["Y"]
-    if attrs["transpose_X"] and x.ndim > 1:
-        x = _t(x)
-    if attrs["transpose_Y"] and y.ndim > 1:
-        y = _t(y)
-    out = ctx.xp.matmul(x, y)
-    if attrs["alpha"] != 1.0:
-        out = out * attrs["alpha"]
-    return {"Out": out}
-
-
-@register_grad("matmul", inputs=["X", "Y", "Out@GRAD"])
-def matmul_grad(ctx, ins, attrs):
-    xp = ctx.xp
-    x, y, d = ins["X"], ins["Y"], ins["Out@GRAD"]
-    x0, y0 = x, y
-    if x.ndim == 1:
-        x = x.reshape(1, -1)
-        d = xp.expand_dims(d, -2)
-    if y.ndim == 1:
-        y = y.reshape(-1, 1)
-        d = xp.expand_dims(d, -1)
-    d = d * attrs["alpha"] if attrs["alpha"] != 1.0 else d
-    tx, ty = attrs["transpose_X"], attrs["transpose_Y"]
-    if not tx and not ty:
-        dx, dy = xp.matmul(d, _t(y)), xp.matmul(_t(x), d)
-    elif tx and not ty:
-        dx, dy = xp.matmul(y, _t(d)), xp.matmul(x, d)
-    elif not tx and ty:
-        dx, dy = xp.matmul(d, y), xp.matmul(_t(d), x)
-    else:
-        dx, dy = xp.matmul(_t(y), _t(d)), xp.matmul(_t(d), _t(x))
-    # sum over broadcast batch dims
-    dx = _reduce_grad(xp, dx, x.shape, x.shape) if dx.shape != x.shape else dx
-    dy = _reduce_grad(xp, dy, y.shape, y.shape) if dy.shape != y.shape else dy
-    return {"X@GRAD": dx.reshape(x0.shape), "Y@GRAD": dy.reshape(y0.shape)}
-
-
 # ------------------------------------------------------------------ scale, mean, sum-likes
 def _scale_grad_maker(op):
     inputs = {"X": [n + "@GRAD" for n in op.outputs["Out"]]}
@@ -282,7 +213,7 @@ def _is_fed(ctx, name):
 
 @register_op("scale", inputs=["X", "ScaleTensor?"], outputs=["Out"],
              attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True}, infer=same_shape(), grad=_scale_grad_maker,
-             share_lod=("X", "Out"), keeps_rows=True, no_grad=("ScaleTensor",))
+             share_lod=("X", "Out"), keeps_rows=True, no_grad=("ScaleTensor",), host_inputs=("ScaleTensor",))
 def scale(ctx, ins, attrs):
     """``scale * X + bias`` (``bias_after_scale``) or ``scale * (X + bias)``; ScaleTensor's value,
     when given, is the scale."""

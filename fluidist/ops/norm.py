@@ -335,36 +335,63 @@ def data_norm(ctx, ins, attrs):
     """Normalise with accumulated statistics: ``Means = BatchSum / BatchSize``,
     ``Scales = sqrt(BatchSize / BatchSquareSum)``, ``Y = (X - Means) * Scales`` (then ``* scale_w +
     bias`` with ``enable_scale_and_shift``). The statistics are left as they are: their "gradients"
-    are this batch's count, sum and squared deviation, which the optimizer folds in."""
-    if int(attrs["slot_dim"]) > 0:
-        raise ValueError("op 'data_norm': slot_dim > 0 (per-slot statistics of CTR show/click slots) is not "
-                         "supported; use slot_dim=-1")
+    are this batch's count, sum and squared deviation, which the optimizer folds in.
+
+    ``slot_dim`` > 0 (CTR features: each row is slots of ``slot_dim`` values, the first the show
+    count): a slot whose show is 0 (|show| < 1e-7) gives zeros, as in Paddle 1.8."""
     x = ins["X"]
     means = ins["BatchSum"] / ins["BatchSize"]
     scales = ctx.xp.sqrt(ins["BatchSize"] / ins["BatchSquareSum"])
     y = (x - means) * scales
     if attrs["enable_scale_and_shift"]:
         y = y * ins["scale_w"] + ins["bias"]
+    shown = _shown_slots(ctx.xp, x, attrs)
+    if shown is not None:
+        y = ctx.xp.where(shown, y, 0)
     return {"Y": y.astype(x.dtype, copy=False), "Means": means, "Scales": scales}
+
+
+def _shown_slots(xp, x, attrs):
+    """With ``slot_dim`` > 0: per element of X, whether its slot's show value is not 0."""
+    slot = int(attrs["slot_dim"])
+    if slot <= 0 or x.shape[0] == 0:
+        return None
+    shows = x[:, ::slot]
+    return xp.repeat((shows <= -1e-7) | (shows >= 1e-7), slot, axis=1)[:, :x.shape[1]]
 
 
 @register_grad("data_norm", inputs=["X", "Means", "Scales", "scale_w?", "bias?", "Y@GRAD"],
                outputs=["X@GRAD?", "BatchSize@GRAD?", "BatchSum@GRAD?", "BatchSquareSum@GRAD?", "scale_w@GRAD?",
                         "bias@GRAD?"])
 def data_norm_grad(ctx, ins, attrs):
+    """The statistics' "gradients": this batch's count, sum and summed squared deviation (+ count *
+    epsilon). With ``slot_dim`` > 0, as Paddle 1.8: only shown slots count, and per column the sum
+    and squared deviation are divided by that count, the count given as 1 (0 for a column never
+    shown); with ``enable_scale_and_shift`` unshown slots get no gradient at all."""
     xp = ctx.xp
     x, d, means, scales = ins["X"], ins["Y@GRAD"], ins["Means"], ins["Scales"]
-    n = x.shape[0]
+    shown = _shown_slots(xp, x, attrs)
+    shift = attrs["enable_scale_and_shift"]
+    if shown is not None and shift:
+        d = xp.where(shown, d, 0)
     res = {}
-    if attrs["enable_scale_and_shift"]:
+    if shift:
         res["X@GRAD"] = d * scales * ins["scale_w"]
         res["scale_w@GRAD"] = (d * (x - means) * scales).sum(axis=0)
         res["bias@GRAD"] = d.sum(axis=0)
     else:
         res["X@GRAD"] = d * scales
-    res["BatchSize@GRAD"] = xp.full(means.shape, n, dtype=x.dtype)
-    res["BatchSum@GRAD"] = x.sum(axis=0)
-    res["BatchSquareSum@GRAD"] = ((x - means) ** 2).sum(axis=0) + n * attrs["epsilon"]
+    if shown is None:
+        n = x.shape[0]
+        res["BatchSize@GRAD"] = xp.full(means.shape, n, dtype=x.dtype)
+        res["BatchSum@GRAD"] = x.sum(axis=0)
+        res["BatchSquareSum@GRAD"] = ((x - means) ** 2).sum(axis=0) + n * attrs["epsilon"]
+        return res
+    count = shown.sum(axis=0).astype(x.dtype)
+    per = xp.maximum(count, 1)
+    res["BatchSize@GRAD"] = (count > 0).astype(x.dtype)
+    res["BatchSum@GRAD"] = xp.where(shown, x, 0).sum(axis=0) / per
+    res["BatchSquareSum@GRAD"] = xp.where(shown, (x - means) ** 2, 0).sum(axis=0) / per + count * attrs["epsilon"]
     return res
 
 

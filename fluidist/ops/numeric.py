@@ -4,6 +4,7 @@ merge_selected_rows / get_tensor_from_selected_rows; and the random ops of the b
 randint, randperm, sampling_id and random_crop kinds."""
 import numpy as np
 
+from ..core.paddle_names import InvalidArgumentError
 from ..core.tensor import SelectedRows
 from ..framework.registry import register_grad, register_op, same_shape
 
@@ -112,9 +113,20 @@ def _fill_any_like_infer(ctx):
 @register_op("fill_any_like", inputs=["X"], outputs=["Out"], attrs={"value": 0.0, "dtype": ""},
              infer=_fill_any_like_infer)
 def fill_any_like(ctx, ins, attrs):
-    """A tensor shaped like X filled with ``value`` (``dtype`` empty or -1: X's dtype)."""
+    """A tensor shaped like X filled with ``value`` (``dtype`` empty or -1: X's dtype). As in Paddle 1.8 the
+    value is a float32 attr, and one outside the dtype's range (or NaN, or beyond float32's range)
+    is refused."""
     x = ins["X"]
-    return {"Out": ctx.xp.full(x.shape, attrs["value"], dtype=_like_dtype(attrs["dtype"], x.dtype))}
+    dtype = np.dtype(_like_dtype(attrs["dtype"], x.dtype))
+    with np.errstate(over="ignore"):
+        value = np.float32(attrs["value"])
+    info = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype) if dtype.kind == "f" else None
+    low, high = (info.min, info.max) if info is not None else (0, 1)
+    common = np.float64 if dtype == np.float64 else np.float32   # compared as C++ compares them
+    if not common(low) <= value <= common(high):   # (NaN fails too)
+        raise InvalidArgumentError("op 'fill_any_like': value %r is out of range for %s (Out %r)"
+                                   % (attrs["value"], dtype.name, ctx.op.outputs["Out"][0]))
+    return {"Out": ctx.xp.full(x.shape, value, dtype=dtype)}
 
 
 # ------------------------------------------------------------------ comparisons and distances

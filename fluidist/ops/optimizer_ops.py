@@ -24,7 +24,7 @@ wrapped by one kernel maker that handles the two gradient kinds:
 import numpy as np
 
 from ..framework.op_role import OpRole
-from ..framework.registry import UpdateRule, no_infer, register_op
+from ..framework.registry import UpdateRule, no_infer, register_grad, register_op
 from ..core.lazy_rows import LazyRows
 from ..core.tensor import SelectedRows
 
@@ -71,15 +71,34 @@ def _check_row_wise(ctx, row_wise, accs):
                          % (ctx.op.type, lazy))
 
 
-def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whole_param=False, uses_lr=True):
+def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whole_param=False, uses_lr=True,
+                  powers=None, attr_tensors=None, prepare=None):
     """Register ``type`` with inputs Param, Grad, LearningRate (unless ``uses_lr`` is False), the
     accumulator and scalar slots, and outputs ``<slot>Out`` for Param and every accumulator (names
-    from ``accumulators``: {input slot: output slot})."""
+    from ``accumulators``: {input slot: output slot}).
+
+    ``powers``: {scalar slot: (output slot, attr)}: the op advances that scalar (a beta power) by
+    multiplying it by the attr, into the (optional) output slot. ``attr_tensors``: {attr: optional
+    input slot} whose one-element value, when given, replaces the attr. ``prepare(ctx, attrs)``:
+    attrs the rule also reads, from the op itself."""
+    powers, attr_tensors = powers or {}, attr_tensors or {}
     out_slots = {"Param": "ParamOut"}
     out_slots.update(accumulators)
     inputs = ["Param", "Grad"] + (["LearningRate"] if uses_lr else []) + list(accumulators) + list(scalars)
+    inputs += [slot + "?" for slot in attr_tensors.values()]
 
     def kernel(ctx, ins, a):
+        a = dict(a, **{attr: float(ins[slot].reshape(-1)[0]) for attr, slot in attr_tensors.items()
+                       if ins.get(slot) is not None})
+        if prepare is not None:
+            a.update(prepare(ctx, a))
+        res = update(ctx, ins, a)
+        for slot, (out, attr) in powers.items():
+            if ctx.op.outputs.get(out):
+                res[out] = ins[slot] * ins[slot].dtype.type(a[attr])
+        return res
+
+    def update(ctx, ins, a):
         p, g = ins["Param"], ins["Grad"]
         lr = _lr(ctx, ins, p.dtype) if uses_lr else None
         accs = {s: ins[s] for s in accumulators}
@@ -110,10 +129,12 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
         return _outs(out_slots, p, accs)
 
     kernel.__doc__ = doc
-    register_op(type, inputs=inputs, outputs=list(out_slots.values()), attrs=attrs, infer=no_infer,
-                role=OpRole.Optimize,
+    register_op(type, inputs=inputs, outputs=list(out_slots.values()) + [out + "?" for out, _ in powers.values()],
+                attrs=attrs, infer=no_infer, role=OpRole.Optimize,
                 update=UpdateRule(param_like=tuple(accumulators), outputs=tuple(accumulators.values()),
-                                  scalars=tuple(scalars), whole_param=whole_param, row_wise=rows_only))(kernel)
+                                  scalars=tuple(scalars), scalar_outputs=tuple(powers[s][0] if s in powers else None
+                                                                               for s in scalars) if powers else (),
+                                  whole_param=whole_param, row_wise=rows_only))(kernel)
 
 
 def _outs(out_slots, p, accs):
@@ -213,7 +234,8 @@ def _lamb(xp, p, g, accs, sc, lr, a):
     b1, b2, eps, wd = a["beta1"], a["beta2"], a["epsilon"], a["weight_decay"]
     m1 = b1 * accs["Moment1"] + (1 - b1) * g
     m2 = b2 * accs["Moment2"] + (1 - b2) * g * g
-    r = (m1 / (1 - sc["Beta1Pow"])) / (xp.sqrt(m2 / (1 - sc["Beta2Pow"])) + eps) + wd * p
+    # no bias correction: Paddle 1.8's kernel takes Beta1Pow / Beta2Pow and leaves them unread
+    r = m1 / (xp.sqrt(m2) + eps) + wd * p
     p_norm = xp.sqrt((p * p).sum())
     r_norm = xp.sqrt((r * r).sum())
     ok = (p_norm > 0) & (r_norm > 0)
@@ -249,9 +271,14 @@ _optimizer_op("lars_momentum", {"Velocity": "VelocityOut"}, (), _lars_momentum, 
 _optimizer_op("adam", {"Moment1": "Moment1Out", "Moment2": "Moment2Out"}, ("Beta1Pow", "Beta2Pow"), _adam,
               lambda a: bool(a["lazy_mode"]),
               {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lazy_mode": False,
-               "min_row_size_to_use_multithread": 0},
+               "min_row_size_to_use_multithread": 1000},
               "Adam with Paddle's bias correction: lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t); "
-              "p -= lr_t * m1 / (sqrt(m2) + eps * sqrt(1 - b2^t)). Beta pows are updated by scale ops.")
+              "p -= lr_t * m1 / (sqrt(m2) + eps * sqrt(1 - b2^t)). As in Paddle 1.8 the op advances the "
+              "beta powers itself (Beta1PowOut = Beta1Pow * beta1, Beta2PowOut likewise; a program without "
+              "those outputs, as Paddle 1.7 built it with scale ops, leaves them alone); Beta1Tensor / "
+              "Beta2Tensor, when given, replace the beta1 / beta2 attrs.",
+              powers={"Beta1Pow": ("Beta1PowOut", "beta1"), "Beta2Pow": ("Beta2PowOut", "beta2")},
+              attr_tensors={"beta1": "Beta1Tensor", "beta2": "Beta2Tensor"})
 _optimizer_op("adamax", {"Moment": "MomentOut", "InfNorm": "InfNormOut"}, ("Beta1Pow",), _adamax, _never,
               {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8},
               "m = b1 m + (1-b1) g; u = max(b2 u + eps, |g|); p -= lr / (1 - b1^t) * m / u.")
@@ -269,7 +296,9 @@ _optimizer_op("ftrl", {"SquaredAccumulator": "SquaredAccumOut", "LinearAccumulat
               "FTRL-proximal (McMahan et al.), Paddle's form.")
 _optimizer_op("lamb", {"Moment1": "Moment1Out", "Moment2": "Moment2Out"}, ("Beta1Pow", "Beta2Pow"), _lamb,
               _never, {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-6, "weight_decay": 0.01},
-              "LAMB: r = m1_hat / (sqrt(m2_hat) + eps) + wd p; p -= lr * (|p| / |r|) * r.", whole_param=True)
+              "LAMB as Paddle 1.8 computes it: r = m1 / (sqrt(m2) + eps) + wd p (the moments without bias "
+              "correction: Beta1Pow / Beta2Pow are inputs it does not read); p -= lr * (|p| / |r|) * r (a "
+              "trust ratio of 1 where |p| or |r| is 0).", whole_param=True)
 
 
 def _adadelta(xp, p, g, accs, sc, lr, a):
@@ -277,17 +306,24 @@ def _adadelta(xp, p, g, accs, sc, lr, a):
     asg = rho * accs["AvgSquaredGrad"] + (1 - rho) * g * g
     update = -xp.sqrt((accs["AvgSquaredUpdate"] + eps) / (asg + eps)) * g
     asu = rho * accs["AvgSquaredUpdate"] + (1 - rho) * update * update
-    # Paddle 1.8's kernel runs in place and evaluates the step again after E[u^2] was overwritten,
-    # so the parameter moves by the step computed from the new E[u^2]: its numbers, kept
-    return {"Param": p - xp.sqrt((asu + eps) / (asg + eps)) * g, "AvgSquaredGrad": asg, "AvgSquaredUpdate": asu}
+    if a["update_state_in_place"]:
+        # Paddle 1.8's kernel evaluates the step again for the parameter after writing E[u^2]: where
+        # AvgSquaredUpdateOut is AvgSquaredUpdate (as the optimizer builds it) the step reads the new E[u^2]
+        update = -xp.sqrt((asu + eps) / (asg + eps)) * g
+    return {"Param": p + update, "AvgSquaredGrad": asg, "AvgSquaredUpdate": asu}
+
+
+def _adadelta_in_place(ctx, attrs):
+    return {"update_state_in_place": ctx.op.inputs["AvgSquaredUpdate"] == ctx.op.outputs.get("AvgSquaredUpdateOut")}
 
 
 _optimizer_op("adadelta", {"AvgSquaredGrad": "AvgSquaredGradOut", "AvgSquaredUpdate": "AvgSquaredUpdateOut"}, (),
               _adadelta, _never, {"rho": 0.95, "epsilon": 1e-6},
               "Adadelta (Zeiler) with Paddle 1.8's numbers, without a learning rate: E[g^2] = rho E[g^2] + "
               "(1-rho) g^2; u = -sqrt((E[u^2] + eps) / (E[g^2] + eps)) g; E[u^2] = rho E[u^2] + (1-rho) u^2; "
-              "p -= sqrt((E[u^2] + eps) / (E[g^2] + eps)) g with the new E[u^2] (Paddle's in-place kernel).",
-              uses_lr=False)
+              "p += u. Where AvgSquaredUpdateOut is the AvgSquaredUpdate variable (the optimizer's program) "
+              "Paddle's kernel computes the parameter's u again from the new E[u^2], and so does this one.",
+              uses_lr=False, prepare=_adadelta_in_place)
 
 
 @register_op("dpsgd", inputs=["Param", "Grad", "LearningRate"], outputs=["ParamOut"],
@@ -347,6 +383,17 @@ def squared_l2_norm(ctx, ins, attrs):
     """Out = sum(X^2), shape [1]."""
     v = _values(ctx, ins["X"])
     return {"Out": (v * v).sum().reshape(1).astype(v.dtype, copy=False)}
+
+
+@register_grad("squared_l2_norm", inputs=["X", "Out@GRAD"])
+def squared_l2_norm_grad(ctx, ins, attrs):
+    """dX = 2 * dOut * X (a SelectedRows X: of its merged rows)."""
+    x, d = ins["X"], ins["Out@GRAD"]
+    if isinstance(x, SelectedRows):
+        m = x.merged(ctx.xp)
+        value = None if m.value is None else (2 * d.reshape(()) * m.value).astype(m.value.dtype, copy=False)
+        return {"X@GRAD": SelectedRows(m.rows, value, m.height)}
+    return {"X@GRAD": (2 * d.reshape(()) * x).astype(x.dtype, copy=False)}
 
 
 @register_op("clip_by_norm", inputs=["X"], outputs=["Out"], attrs={"max_norm": 1.0},

@@ -18,21 +18,30 @@ def _sigmoid(xp, z):
 
 
 # ------------------------------------------------------------------ rank_loss
-@register_op("rank_loss", inputs=["Label", "Left", "Right"], outputs=["Out"], infer=lambda c: c.share("Out", "Left"),
+def _rank_pairs(ctx, ins):
+    """Label, Left, Right as flat vectors (Paddle 1.8 pairs them element by element, whatever
+    their shapes: [N] and [N, 1] mix), checked to have one size."""
+    flat = {s: ins[s].reshape(-1) for s in ("Label", "Left", "Right")}
+    sizes = {s: v.size for s, v in flat.items()}
+    if len(set(sizes.values())) != 1:
+        raise ValueError("op 'rank_loss': Label, Left and Right must have one size, got %s" % sizes)
+    return flat["Label"], flat["Left"] - flat["Right"]
+
+
+@register_op("rank_loss", inputs=["Label", "Left", "Right"], outputs=["Out"], infer=lambda c: c.share("Out", "Label"),
              no_grad=("Label",))
 def rank_loss(ctx, ins, attrs):
-    """RankNet: ``log(1 + exp(Left - Right)) - Label * (Left - Right)``."""
-    xp = ctx.xp
-    o = ins["Left"] - ins["Right"]
-    return {"Out": (_softplus(xp, o) - ins["Label"] * o).astype(o.dtype, copy=False)}
+    """RankNet: ``log(1 + exp(Left - Right)) - Label * (Left - Right)``, shaped like Label."""
+    label, o = _rank_pairs(ctx, ins)
+    out = (_softplus(ctx.xp, o) - label * o).astype(o.dtype, copy=False)
+    return {"Out": out.reshape(ins["Label"].shape)}
 
 
 @register_grad("rank_loss", inputs=["Label", "Left", "Right", "Out@GRAD"], outputs=["Left@GRAD?", "Right@GRAD?"])
 def rank_loss_grad(ctx, ins, attrs):
-    xp = ctx.xp
-    o = ins["Left"] - ins["Right"]
-    g = ins["Out@GRAD"] * (_sigmoid(xp, o) - ins["Label"])
-    return {"Left@GRAD": g.astype(o.dtype, copy=False), "Right@GRAD": (-g).astype(o.dtype, copy=False)}
+    label, o = _rank_pairs(ctx, ins)
+    g = (ins["Out@GRAD"].reshape(-1) * (_sigmoid(ctx.xp, o) - label)).astype(o.dtype, copy=False)
+    return {"Left@GRAD": g.reshape(ins["Left"].shape), "Right@GRAD": (-g).reshape(ins["Right"].shape)}
 
 
 # ------------------------------------------------------------------ margin_rank_loss

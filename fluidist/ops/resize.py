@@ -16,6 +16,8 @@ an output of 1), output k samples:
 Every method is separable: each output index reads a few input "taps" with weights, one spatial
 axis at a time; the gradient is the adjoint (a scatter-add per tap) applied in reverse order. Ratios are float32, as Paddle's kernels compute them.
 """
+import itertools
+
 import numpy as np
 
 from ..core.tensor import scatter_add
@@ -74,9 +76,10 @@ def _linear_taps(in_size, out_size, align_corners, align_mode):
     k = np.arange(out_size, dtype=np.float32)
     half_pixel = align_mode == 0 and not align_corners
     if half_pixel:
-        src = r * (k + np.float32(0.5)) - np.float32(0.5)
-        i0 = np.maximum(src.astype(np.int64), 0)  # truncation toward zero, then clipped
-        d = np.maximum(src, np.float32(0.0)) - i0
+        # Paddle evaluates ratio * (k + 0.5) - 0.5 in double (k + 0.5 is a double), then keeps a float
+        wide = np.float64(r) * (k.astype(np.float64) + 0.5) - 0.5
+        i0 = np.maximum(wide.astype(np.int64), 0)  # truncation toward zero, then clipped
+        d = np.maximum(wide.astype(np.float32), np.float32(0.0)) - i0.astype(np.float32)
     else:
         src = r * k
         i0 = np.maximum(src.astype(np.int64), 0)
@@ -168,15 +171,38 @@ def _interp_kernel(ctx, ins, attrs):
     taps_of = _TAPS[_check_method(ctx, attrs)]
     axes = _spatial_axes(x.ndim, _channel_last(attrs))
     sizes = _out_sizes(ctx, ins, attrs, [x.shape[a] for a in axes])
+    if x.dtype.kind in "iub" and taps_of is _linear_taps:
+        taps = [_linear_taps(x.shape[a], o, attrs["align_corners"], attrs["align_mode"]) for a, o in zip(axes, sizes)]
+        return {"Out": _integer_linear(xp, x, axes, taps)}
     out = x
     for a, o in zip(axes, sizes):
         shape = _bshape(out.ndim, a, o)
         acc = None
         for index, weight in taps_of(out.shape[a], o, attrs["align_corners"], attrs["align_mode"]):
-            term = xp.take(out, xp.asarray(index), axis=a) * xp.asarray(weight.astype(x.dtype)).reshape(shape)
+            term = xp.take(out, xp.asarray(index), axis=a) * xp.asarray(weight.astype(out.dtype)).reshape(shape)
             acc = term if acc is None else acc + term
         out = acc
     return {"Out": out.astype(x.dtype, copy=False)}
+
+
+def _integer_linear(xp, x, axes, taps):
+    """Bi/trilinear resizing of an integer (uint8) image as Paddle 1.8's kernels do it, so that its
+    truncation lands where theirs does: per output, the float32 sum over the corners around it of
+    value * weight of each axis (in axis order), the corners in Paddle's order (bilinear: the last
+    axis's taps outermost; trilinear: the first axis's), truncated to X's dtype."""
+    values = x.astype(np.float32)
+    outer = [1, 0] if len(axes) == 2 else list(range(len(axes)))   # which axis's taps nest outermost
+    acc = None
+    for combo in itertools.product(range(2), repeat=len(axes)):
+        tap = dict(zip(outer, combo))
+        term = values
+        for pos, a in enumerate(axes):
+            term = xp.take(term, xp.asarray(taps[pos][tap[pos]][0]), axis=a)
+        for pos, a in enumerate(axes):
+            weight = taps[pos][tap[pos]][1]
+            term = term * xp.asarray(weight).reshape(_bshape(term.ndim, a, len(weight)))
+        acc = term if acc is None else acc + term
+    return acc.astype(x.dtype)
 
 
 def _scatter_axis(xp, g, index, weight, axis, size):

@@ -7,6 +7,8 @@ Paddle's layouts: an LSTM's gates are ``[candidate, input, forget, output]`` (pe
 the ``[D, D]`` candidate weight. The sequence ops lay the LoD batch out time-major and padded
 (``_Batch``); the gradients run back through time, recomputing the forward pass.
 """
+import numpy as np
+
 from ..framework.registry import register_grad, register_op
 from .lod_utils import segments, seq_offsets
 from .math import stable_sigmoid
@@ -65,6 +67,20 @@ class _Batch:
 
     def unpad(self, padded):
         return padded[self.pos, self.seg]
+
+    def batch_major(self, padded):
+        """The rows of ``padded`` in Paddle's batch layout (its ``Batch*`` outputs): step by step,
+        each step's rows of the sequences still running, longest sequence first (ties in input order)."""
+        order = np.argsort(-self.lengths, kind="stable")
+        steps, seqs = [], []
+        for t in range(self.steps):
+            running = order[self.lengths[order] > t]
+            steps.append(np.full(len(running), t))
+            seqs.append(running)
+        if not steps:
+            return padded.reshape((0,) + tuple(padded.shape[2:]))
+        xp = self.xp
+        return padded[xp.asarray(np.concatenate(steps)), xp.asarray(np.concatenate(seqs))]
 
 
 def _initial(xp, value, n, width, dtype):
@@ -215,10 +231,10 @@ def lstm(ctx, ins, attrs):
     batch, rec, _, _ = _lstm_run(ctx, ins, attrs)
     h = batch.unpad(xp.stack(rec["h"]))
     c = batch.unpad(xp.stack(rec["c"]))
-    gates = batch.unpad(xp.stack([xp.concatenate([rec["cand"][t], rec["i"][t], rec["f"][t], rec["o"][t]], axis=1)
-                                  for t in range(len(rec["h"]))]))
+    gates = batch.batch_major(xp.stack([xp.concatenate([rec["cand"][t], rec["i"][t], rec["f"][t], rec["o"][t]],
+                                                       axis=1) for t in range(len(rec["h"]))]))
     ctx.set_lod("Cell", ctx.lod("Input"))
-    return {"Hidden": h, "Cell": c, "BatchGate": gates, "BatchCellPreAct": batch.unpad(xp.stack(rec["c_act"]))}
+    return {"Hidden": h, "Cell": c, "BatchGate": gates, "BatchCellPreAct": batch.batch_major(xp.stack(rec["c_act"]))}
 
 
 def _lstm_grad_common(ctx, ins, attrs, out_slot, proj_slot=None):
@@ -261,10 +277,11 @@ def lstmp(ctx, ins, attrs):
     batch, rec, _, _ = _lstm_run(ctx, ins, attrs, "ProjWeight")
     ctx.set_lod("Cell", ctx.lod("Input"))
     return {"Projection": batch.unpad(xp.stack(rec["r"])), "Cell": batch.unpad(xp.stack(rec["c"])),
-            "BatchHidden": batch.unpad(xp.stack(rec["h"])), "BatchCellPreAct": batch.unpad(xp.stack(rec["c_act"])),
-            "BatchGate": batch.unpad(xp.stack([xp.concatenate([rec["cand"][t], rec["i"][t], rec["f"][t],
-                                                               rec["o"][t]], axis=1)
-                                               for t in range(len(rec["h"]))]))}
+            "BatchHidden": batch.batch_major(xp.stack(rec["h"])),
+            "BatchCellPreAct": batch.batch_major(xp.stack(rec["c_act"])),
+            "BatchGate": batch.batch_major(xp.stack([xp.concatenate([rec["cand"][t], rec["i"][t], rec["f"][t],
+                                                                     rec["o"][t]], axis=1)
+                                                     for t in range(len(rec["h"]))]))}
 
 
 @register_grad("lstmp", inputs=["Input", "H0?", "C0?", "Weight", "ProjWeight", "Bias", "Projection", "Cell",
@@ -348,9 +365,14 @@ def gru(ctx, ins, attrs):
     ``h = u * (c - h_prev) + h_prev`` (``origin_mode``: ``u * h_prev + (1 - u) * c``)."""
     xp = ctx.xp
     batch, rec, _, _ = _gru_run(ctx, ins, attrs)
-    stack = lambda k: batch.unpad(xp.stack([step[k] for step in rec]))  # noqa: E731
-    return {"Hidden": stack(5), "BatchHidden": stack(5), "BatchResetHiddenPrev": stack(3),
-            "BatchGate": batch.unpad(xp.stack([xp.concatenate([s[1], s[2], s[4]], axis=1) for s in rec]))}
+    if not rec:
+        empty = xp.zeros((0, ins["Weight"].shape[0]), dtype=ins["Input"].dtype)
+        return {"Hidden": empty, "BatchHidden": empty, "BatchResetHiddenPrev": empty,
+                "BatchGate": xp.zeros((0, 3 * empty.shape[1]), dtype=empty.dtype)}
+    stack = lambda k: xp.stack([step[k] for step in rec])  # noqa: E731
+    return {"Hidden": batch.unpad(stack(5)), "BatchHidden": batch.batch_major(stack(5)),
+            "BatchResetHiddenPrev": batch.batch_major(stack(3)),
+            "BatchGate": batch.batch_major(xp.stack([xp.concatenate([s[1], s[2], s[4]], axis=1) for s in rec]))}
 
 
 @register_grad("gru", inputs=["Input", "H0?", "Weight", "Bias?", "Hidden", "Hidden@GRAD"])

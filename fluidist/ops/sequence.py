@@ -357,21 +357,28 @@ def _unpad_index(ctx, x, length):
     return seg, pos, offsets
 
 
+def _unpad_step_shape(x_shape):
+    """The shape of one step of sequence_unpad's Out: X's trailing dims, or [1] for a 2-D X (Paddle 1.8)."""
+    return tuple(x_shape[2:]) or (1,)
+
+
 @register_op("sequence_unpad", host_inputs=("Length",), inputs=["X", "Length"], outputs=["Out"], no_grad=("Length",),
-             infer=lambda c: c.set_output("Out", (-1,) + tuple((c.input_shape("X") or (0, 0))[2:]),
+             infer=lambda c: c.set_output("Out", (-1,) + _unpad_step_shape(c.input_shape("X") or (0, 0)),
                                            c.input_dtype("X"), 1))
 def sequence_unpad(ctx, ins, attrs):
-    """The inverse of ``sequence_pad``: the first ``Length[i]`` steps of row ``i``, as LoD sequences."""
-    seg, pos, offsets = _unpad_index(ctx, ins["X"], ins["Length"])
+    """The inverse of ``sequence_pad``: the first ``Length[i]`` steps of row ``i``, as LoD sequences
+    (of ``[1]`` steps when X is ``[N, T]``)."""
+    x = ins["X"]
+    seg, pos, offsets = _unpad_index(ctx, x, ins["Length"])
     ctx.set_lod("Out", [offsets])
-    return {"Out": ins["X"][ctx.xp.asarray(seg), ctx.xp.asarray(pos)]}
+    return {"Out": x[ctx.xp.asarray(seg), ctx.xp.asarray(pos)].reshape((-1,) + _unpad_step_shape(x.shape))}
 
 
 @register_grad("sequence_unpad", inputs=["X", "Length", "Out@GRAD"])
 def sequence_unpad_grad(ctx, ins, attrs):
     seg, pos, _ = _unpad_index(ctx, ins["X"], ins["Length"])
     dx = ctx.xp.zeros_like(ins["X"])
-    dx[ctx.xp.asarray(seg), ctx.xp.asarray(pos)] = ins["Out@GRAD"]
+    dx[ctx.xp.asarray(seg), ctx.xp.asarray(pos)] = ins["Out@GRAD"].reshape((-1,) + tuple(dx.shape[2:]))
     return {"X@GRAD": dx}
 
 

@@ -75,18 +75,31 @@ def _im2seq_plan(x, attrs, real=None):
     return out
 
 
-def _patches(xp, x, attrs):
-    """All patches of the padded images: [n, oh, ow, c * kh * kw] over the full grid."""
+def _grid(x, attrs, plan):
+    """The patch grid covering the images and every image's real grid: a real size larger than X's
+    (Paddle reads the area beyond the image as zeros) makes it larger than X's own."""
+    kh, kw = attrs["kernels"]
+    sh, sw = attrs["strides"]
+    up, left, down, right = attrs["paddings"]
+    oh, ow = _out_size(x.shape[2], kh, up, down, sh), _out_size(x.shape[3], kw, left, right, sw)
+    return max([oh] + [a for a, _ in plan]), max([ow] + [b for _, b in plan])
+
+
+def _patches(xp, x, attrs, grid):
+    """All patches of the padded images: [n, oh, ow, c * kh * kw] over the ``grid`` (oh, ow), the
+    images padded with zeros as far as it reaches."""
     kh, kw = attrs["kernels"]
     sh, sw = attrs["strides"]
     up, left, down, right = attrs["paddings"]
     n, c, h, w = x.shape
+    oh, ow = grid
+    down = max(down, (oh - 1) * sh + kh - up - h)
+    right = max(right, (ow - 1) * sw + kw - left - w)
     padded = xp.pad(x, ((0, 0), (0, 0), (up, down), (left, right)))
-    oh, ow = _out_size(h, kh, up, down, sh), _out_size(w, kw, left, right, sw)
     rows = (np.arange(oh) * sh)[:, None] + np.arange(kh)[None, :]          # [oh, kh]
     cols = (np.arange(ow) * sw)[:, None] + np.arange(kw)[None, :]          # [ow, kw]
     p = padded[:, :, xp.asarray(rows)[:, None, :, None], xp.asarray(cols)[None, :, None, :]]  # n c oh ow kh kw
-    return p.transpose(0, 2, 3, 1, 4, 5).reshape(n, oh, ow, c * kh * kw), (oh, ow), (rows, cols)
+    return p.transpose(0, 2, 3, 1, 4, 5).reshape(n, oh, ow, c * kh * kw), padded.shape[2:], (rows, cols)
 
 
 @register_op("im2sequence", host_inputs=("Y",), inputs=["X", "Y?"], outputs=["Out"], attrs=_IM2SEQ_ATTRS, no_grad=("Y",),
@@ -96,12 +109,13 @@ def _patches(xp, x, attrs):
 def im2sequence(ctx, ins, attrs):
     """Each image ``[C, H, W]`` of X cut into patches (``kernels``, ``strides``, ``paddings`` [up,
     left, down, right]); one sequence per image, one row per patch (row-major over the grid). With
-    ``Y`` (the real image sizes) each image keeps only the patches of its real area."""
+    ``Y`` (the real image sizes, divided by ``out_stride`` rounding up) each image's grid is that of its
+    real area: its patches there, reaching past the image as zeros where the real size is larger."""
     xp = ctx.xp
     x = ins["X"]
-    p, (oh, ow), _ = _patches(xp, x, attrs)
     real = _host(ins["Y"]) if ins.get("Y") is not None else None
     plan = _im2seq_plan(x, attrs, real)
+    p, _, _ = _patches(xp, x, attrs, _grid(x, attrs, plan))
     pieces = [p[i, :a, :b].reshape(a * b, -1) for i, (a, b) in enumerate(plan)]
     ctx.set_lod("Out", [lengths_to_offsets([a * b for a, b in plan])])
     return {"Out": xp.concatenate(pieces)}
@@ -114,16 +128,16 @@ def im2sequence_grad(ctx, ins, attrs):
     kh, kw = attrs["kernels"]
     up, left, down, right = attrs["paddings"]
     n, c, h, w = x.shape
-    _, (oh, ow), (rows, cols) = _patches(xp, x, attrs)
     real = _host(ins["Y"]) if ins.get("Y") is not None else None
     plan = _im2seq_plan(x, attrs, real)
+    oh, ow = _grid(x, attrs, plan)
+    _, (hp, wp), (rows, cols) = _patches(xp, x, attrs, (oh, ow))
     full = xp.zeros((n, oh, ow, c * kh * kw), dtype=d.dtype)
     start = 0
     for i, (a, b) in enumerate(plan):
         full[i, :a, :b] = d[start:start + a * b].reshape(a, b, -1)
         start += a * b
     g = full.reshape(n, oh, ow, c, kh, kw).transpose(0, 3, 1, 2, 4, 5)     # n c oh ow kh kw
-    hp, wp = h + up + down, w + left + right
     r = np.broadcast_to(rows[:, None, :, None], (oh, ow, kh, kw)).reshape(-1)
     q = np.broadcast_to(cols[None, :, None, :], (oh, ow, kh, kw)).reshape(-1)
     padded = xp.zeros((n, c, hp * wp), dtype=d.dtype)

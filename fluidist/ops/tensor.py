@@ -153,10 +153,15 @@ def _bsl_infer(ctx):
 @register_op("fill_constant_batch_size_like", inputs=["Input"], outputs=["Out"],
              attrs={"shape": [], "value": 0.0, "dtype": "float32", "input_dim_idx": 0, "output_dim_idx": 0,
                     "force_cpu": False, "str_value": ""},
-             infer=_bsl_infer)
+             infer=_bsl_infer, needs_lod=True)
 def fill_constant_batch_size_like(ctx, ins, attrs):
+    """``shape`` filled with ``value``, its ``output_dim_idx`` axis as long as Input's ``input_dim_idx``
+    one; for a LoD Input and ``input_dim_idx`` 0, as many as its last LoD level's sequences (Paddle 1.8)."""
     shape = list(attrs["shape"])
     shape[attrs["output_dim_idx"]] = ins["Input"].shape[attrs["input_dim_idx"]]
+    lod = ctx.lod("Input") if attrs["input_dim_idx"] == 0 else None
+    if lod:
+        shape[attrs["output_dim_idx"]] = len(lod[-1]) - 1
     return {"Out": ctx.xp.full(tuple(shape), _fill_value(attrs), dtype=attrs["dtype"])}
 
 

@@ -203,6 +203,10 @@ def _block_renames(plan, pb, gblk, ob, several_blocks_here):
     for n in plan.accumulators.get(param, ()):
         rename[n] = plan.accumulator_name(n, pb, several_blocks_here)
         acc_shape[rename[n]] = pb.shape
+    for n in plan.scalar_accumulators.get(param, ()):
+        # each block's update advances its own copy (Adam's beta powers): one shared copy would be
+        # advanced once per block and step
+        rename[n] = plan.accumulator_name(n, pb, several_blocks_here)
     return {"names": rename, "shapes": rows_scale, "acc_shape": acc_shape}
 
 

@@ -98,6 +98,7 @@ class PServerPlan:
     table: Optional["DistributedTable"] = None
     opt_ops_of: Dict[str, List[int]] = field(default_factory=dict)    # param -> its optimize ops (indices)
     accumulators: Dict[str, List[str]] = field(default_factory=dict)  # param -> accumulators shaped like it
+    scalar_accumulators: Dict[str, List[str]] = field(default_factory=dict)  # param -> its one-element ones
     whole: set = field(default_factory=set)   # params kept in one block: their update needs the whole tensor
     half_async: bool = False  # async with config.half_async: each step ends at the communicator's barrier
 
@@ -183,6 +184,7 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
         grad_of[p] = g
     whole = _params_needing_whole_tensors(block, opt_ops_of, params)
     accumulators = {p: _accumulators(block, opt_ops_of.get(p, ())) for p in params}
+    scalar_accumulators = {p: _accumulators(block, opt_ops_of.get(p, ()), scalars=True) for p in params}
     min_block = config.min_block_size
     param_blocks, grad_blocks, sparse = {}, {}, set()
     suffix = ".trainer_%d" % trainer_id if (sync and trainers > 1) else ""
@@ -223,6 +225,7 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
                        grad_of=grad_of, param_blocks=param_blocks, grad_blocks=grad_blocks, sparse_grads=sparse,
                        lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx, table=table,
                        opt_ops_of=opt_ops_of, accumulators=accumulators, whole=whole,
+                       scalar_accumulators=scalar_accumulators,
                        half_async=not sync and bool(config.half_async))
 
 
@@ -282,15 +285,16 @@ def _params_needing_whole_tensors(block, opt_ops_of, params):
     return whole
 
 
-def _accumulators(block, indices):
-    """The accumulators shaped like the parameter that its update ops read (the registry's update rules)."""
+def _accumulators(block, indices, scalars=False):
+    """The accumulators shaped like the parameter that its update ops read (the registry's update
+    rules), or with ``scalars`` their one-element ones (Adam's beta powers)."""
     out = []
     for i in indices:
         op = block.ops[i]
         rule = registry.update_rule(op)
         if rule is None:
             continue
-        for slot in rule.param_like:
+        for slot in (rule.scalars if scalars else rule.param_like):
             for n in op.input(slot):
                 if n not in out:
                     out.append(n)

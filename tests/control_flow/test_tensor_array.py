@@ -111,3 +111,36 @@ def test_array_gradients_by_finite_differences():
         wv = fluid.data("w", [10, 2], "float64")
         return L.reduce_sum(back * back * wv) + L.reduce_sum(item * item) + L.reduce_sum(first * 3.0)
     check_program_grad(build, {"x": t, "w": w}, ["x"])
+
+
+def test_top_level_counter_increments_are_undone_in_backward():
+    # as in Paddle 1.8: with the counter not stopping gradients, backward steps each increment back
+    # (in place, no sum), so each array gradient op reads the index its forward op used
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        xs = [fluid.data("x%d" % k, [2, 3], "float32") for k in range(3)]
+        for x in xs:
+            x.stop_gradient = False
+        i = L.zeros([1], "int64")
+        i.stop_gradient = False
+        arr = L.array_write(xs[0], i)
+        for x in xs[1:]:
+            i = L.increment(i)
+            L.array_write(x, i, array=arr)
+        j = L.zeros([1], "int64")
+        j.stop_gradient = False
+        reads = [L.array_read(arr, j)]
+        for _ in range(2):
+            j = L.increment(j)
+            reads.append(L.array_read(arr, j))
+        # weights 1, 2, 3 on the three reads: a wrong index would mix them up
+        loss = L.sums([L.scale(L.reduce_sum(r), scale=float(k + 1)) for k, r in enumerate(reads)])
+        fluid.backward.append_backward(loss)
+    types = [op.type for op in main.global_block().ops]
+    back = types[types.index("fill_constant", types.index("sum")):]
+    assert back.count("increment") == 4 and "sum" not in back[:back.index("write_to_array_grad")]
+    feed = {"x%d" % k: np.ones((2, 3), "float32") for k in range(3)}
+    grads = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=["x%d@GRAD" % k for k in range(3)],
+                                                 scope=fluid.Scope())
+    for k, g in enumerate(grads):
+        np.testing.assert_array_equal(g, np.full((2, 3), k + 1.0))

@@ -56,6 +56,22 @@ def test_group_norm_without_affine_and_instance_norm():
         _build(lambda: fluid.layers.group_norm(fluid.layers.data("x", [4, 2, 2]), groups=3))
 
 
+
+def test_group_norm_has_scale_and_bias_only_when_their_attrs_are_given():
+    # Paddle 1.8 tests the arguments themselves: by default (None) group_norm has no parameters and
+    # runs without a startup program; NHWC groups the last axis
+    x = np.random.RandomState(0).random_sample((2, 3, 3, 4))
+    main, start, out = _build(lambda: fluid.layers.group_norm(fluid.data("x", [None, 3, 3, 4], "float64"), groups=2,
+                                                              data_layout="NHWC"))
+    assert not main.global_block().all_parameters()
+    got, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": x}, fetch_list=[out])
+    g = x.reshape(2, 9, 2, 2)
+    want = (g - g.mean(axis=(1, 3), keepdims=True)) / np.sqrt(g.var(axis=(1, 3), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got, want.reshape(x.shape), rtol=1e-10)
+    main, _, _ = _build(lambda: fluid.layers.group_norm(fluid.layers.data("x", [4, 2, 2]), groups=2,
+                                                        param_attr=fluid.ParamAttr(name="gs"), bias_attr=True))
+    assert sorted(p.name for p in main.global_block().all_parameters()) == ["group_norm_1.b_0", "gs"]
+
 def test_data_norm_parameters_and_sync_stats():
     main, start, out = _build(lambda: fluid.layers.data_norm(fluid.layers.data("x", [3])))
     names = sorted(p.name for p in main.global_block().all_parameters())
@@ -292,3 +308,31 @@ def test_init_on_cpu_and_bilinear_initializer():
             fluid.layers.create_parameter([1, 1, 3, 2], "float32", default_initializer=fluid.initializer.Bilinear())
     force = {o.output("Out")[0]: o.attr("force_cpu") for o in start.global_block().ops}
     assert force == {"lr": True, "other": False}
+
+
+def test_conv_and_pool_layers_take_only_a_bool_use_cudnn():
+    # Paddle 1.8: conv layers refuse another use_cudnn with ValueError, pool layers with TypeError
+    img, vol = ("x", [2, 5, 5, 5]), ("v", [2, 3, 4, 4, 4])
+    cases = [(ValueError, lambda: fluid.layers.conv2d(fluid.data(*img), 3, 3, use_cudnn=[0])),
+             (ValueError, lambda: fluid.layers.conv3d(fluid.data(*vol), 3, 3, use_cudnn=1)),
+             (ValueError, lambda: fluid.layers.conv2d_transpose(fluid.data(*img), 3, filter_size=3, use_cudnn="yes")),
+             (TypeError, lambda: fluid.layers.pool2d(fluid.data(*img), 2, use_cudnn=[0])),
+             (TypeError, lambda: fluid.layers.pool3d(fluid.data(*vol), 2, use_cudnn=None))]
+    for error, build in cases:
+        with pytest.raises(error, match="use_cudnn"):
+            _build(build)
+    _build(lambda: fluid.layers.conv2d(fluid.data(*img), 3, 3, use_cudnn=False))
+
+
+@pytest.mark.parametrize("shape,offsets,error", [
+    ([2, -2, "dim", 3], None, ValueError), ([2, 0, "dim", 3], None, ValueError), ([2, -2, 3, 3], None, ValueError),
+    ([2, 2, 3, 3], [0, -1, "dim", 0], ValueError), ([2, 2.0, "dim", 3], None, TypeError)])
+def test_crop_tensor_checks_its_int_entries(shape, offsets, error):
+    # Paddle 1.8: shape entries positive or -1, offsets >= 0, also beside Variables in the list
+    def net():
+        x = fluid.data("x", [2, 3, 6, 6], "float32")
+        dim = fluid.data("dim", [1], "int32")
+        pick = lambda vals: None if vals is None else [dim if v == "dim" else v for v in vals]  # noqa: E731
+        return fluid.layers.crop_tensor(x, shape=pick(shape), offsets=pick(offsets))
+    with pytest.raises(error):
+        _build(net)

@@ -218,3 +218,41 @@ def test_bicubic_interp_gradient(align):
     if align:  # align_corners keeps the corner pixels
         np.testing.assert_allclose(out[:, :, [0, -1]][:, :, :, [0, -1]], x[:, :, [0, -1]][:, :, :, [0, -1]], atol=1e-6)
     check_grad("bicubic_interp", {"X": x}, ["X"], attrs)
+
+
+# Paddle 1.8.5's uint8 outputs for X = (arange * 23) % 256: bilinear [1, 1, 3, 4] -> 5 x 7, trilinear
+# [1, 1, 2, 3, 4] -> 3 x 4 x 5 (each truncates a float32 sum where Paddle's kernels do)
+PADDLE18_UINT8 = [
+    ("bilinear_interp", True, 1, [
+        0, 11, 23, 34, 46, 57, 69, 46, 57, 69, 80, 92, 103, 115, 92, 103, 115, 126, 138, 149, 161, 138, 149, 161,
+        172, 184, 195, 207, 184, 195, 207, 218, 230, 241, 253]),
+    ("bilinear_interp", False, 0, [
+        0, 8, 21, 34, 47, 60, 69, 36, 45, 58, 71, 84, 97, 105, 92, 100, 113, 126, 139, 152, 161, 147, 155, 168,
+        181, 194, 207, 216, 184, 192, 205, 218, 231, 244, 253]),
+    ("bilinear_interp", False, 1, [
+        0, 13, 26, 39, 52, 65, 69, 55, 68, 81, 94, 107, 120, 124, 110, 123, 136, 149, 162, 176, 179, 165, 178, 191,
+        205, 218, 231, 234, 184, 197, 210, 223, 236, 249, 253]),
+    ("trilinear_interp", True, 1, [
+        0, 17, 34, 51, 69, 61, 78, 95, 113, 130, 122, 139, 157, 174, 191, 184, 201, 218, 235, 253, 10, 27, 44, 61,
+        79, 71, 88, 105, 123, 140, 132, 149, 167, 173, 158, 194, 211, 228, 213, 135, 20, 37, 54, 71, 89, 81, 98,
+        115, 133, 150, 142, 159, 177, 173, 126, 204, 221, 238, 191, 17]),
+    ("trilinear_interp", False, 0, [
+        0, 16, 34, 52, 69, 57, 73, 92, 110, 126, 126, 142, 161, 179, 195, 184, 200, 218, 236, 253, 10, 26, 44, 62,
+        79, 67, 83, 102, 120, 136, 136, 152, 171, 175, 157, 194, 210, 228, 208, 135, 20, 36, 54, 72, 89, 77, 93,
+        112, 130, 146, 146, 162, 181, 170, 119, 204, 220, 238, 180, 17]),
+    ("trilinear_interp", False, 1, [
+        0, 18, 36, 55, 69, 69, 87, 105, 124, 138, 138, 156, 174, 193, 207, 184, 202, 220, 239, 253, 13, 31, 50, 68,
+        82, 82, 100, 119, 137, 151, 151, 169, 188, 172, 135, 197, 215, 234, 184, 95, 20, 38, 56, 75, 89, 89, 107,
+        125, 144, 158, 158, 176, 194, 161, 99, 204, 222, 240, 156, 17]),
+]
+
+
+@pytest.mark.parametrize("op,align_corners,align_mode,paddle18", PADDLE18_UINT8)
+def test_uint8_interpolation_truncates_as_paddle(op, align_corners, align_mode, paddle18):
+    shape, sizes = ((1, 1, 3, 4), {"out_h": 5, "out_w": 7}) if op == "bilinear_interp" else \
+        ((1, 1, 2, 3, 4), {"out_d": 3, "out_h": 4, "out_w": 5})
+    x = (np.arange(int(np.prod(shape))).reshape(shape) * 23 % 256).astype(np.uint8)
+    attrs = dict(sizes, interp_method=op.split("_")[0], align_corners=align_corners, align_mode=align_mode)
+    out = run_op(op, {"X": x}, attrs)["Out"][0]
+    assert out.dtype == np.uint8
+    np.testing.assert_array_equal(out.ravel(), paddle18)

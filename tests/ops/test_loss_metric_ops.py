@@ -180,3 +180,24 @@ def test_arg_max_min(op, fn):
     np.testing.assert_array_equal(run_op(op, {"X": x}, {"axis": 1, "keepdims": True})["Out"][0],
                                   fn(x, axis=1)[:, None, :])
     np.testing.assert_array_equal(run_op(op, {"X": x}, {"flatten": True})["Out"][0], [fn(x)])
+
+
+@pytest.mark.parametrize("op", ["cross_entropy", "cross_entropy2"])
+@pytest.mark.parametrize("x_shape", [(5, 4), (2, 3, 4)])
+def test_hard_label_without_trailing_one_gives_loss_of_its_shape(op, x_shape):
+    # Paddle 1.8: a Label of X.shape[:-1] (no trailing 1) gives Y of that shape, at build and at run time
+    x = rng.uniform(0.1, 1.0, x_shape)
+    x /= x.sum(-1, keepdims=True)
+    label = rng.randint(0, x_shape[-1], x_shape[:-1]).astype(np.int64)
+    prog = fluid.Program()
+    blk = prog.global_block()
+    ins = {"X": blk.create_var(name="x", shape=x.shape, dtype="float64"),
+           "Label": blk.create_var(name="label", shape=label.shape, dtype="int64")}
+    outs = {s: blk.create_var(name=s.lower(), dtype="float64")
+            for s in (("Y", "MatchX", "XShape") if op == "cross_entropy2" else ("Y",))}
+    blk.append_op(op, inputs=ins, outputs=outs)
+    assert tuple(outs["Y"].shape) == x_shape[:-1]
+    y, = fluid.Executor(fluid.CPUPlace()).run(prog, feed={"x": x, "label": label}, fetch_list=[outs["Y"]])
+    want = -np.log(np.take_along_axis(x, label[..., None], -1))[..., 0]
+    assert y.shape == x_shape[:-1]
+    np.testing.assert_allclose(y, want, rtol=1e-12)

@@ -142,6 +142,16 @@ def test_chunk_eval_iob():
     np.testing.assert_allclose([got[k][0][0] for k in outs[:3]], [2 / 3, 2 / 3, 2 / 3], rtol=1e-6)
 
 
+
+def test_chunk_eval_padded_input_ignores_the_padding():
+    # the same two sequences padded with -1 to [2, 4, 1] and given SeqLength: the padding is no tag
+    inf = np.array([[0, 1, 4, -1], [2, 3, 0, -1]], np.int64)[..., None]
+    lab = np.array([[0, 1, 4, -1], [2, 4, 0, -1]], np.int64)[..., None]
+    outs = ("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks", "NumCorrectChunks")
+    got = run_op("chunk_eval", {"Inference": inf, "Label": lab, "SeqLength": np.array([3, 3], np.int64)},
+                 {"num_chunk_types": 2, "chunk_scheme": "IOB"}, outputs=outs)
+    assert [int(got[k][0][0]) for k in outs[3:]] == [3, 3, 2]
+
 # ------------------------------------------------------------------ edit distance, CTC
 def test_edit_distance():
     hyp = np.array([1, 2, 3, 5, 4, 9], np.int64).reshape(-1, 1)
@@ -177,6 +187,17 @@ def test_warpctc_sums_every_alignment():
     check_grad("warpctc", {"Logits": x, "Label": label}, ["Logits"], {"blank": 0}, out_slot="Loss",
                outputs=("Loss", "WarpCTCGrad"), lods=lods)
 
+
+
+def test_warpctc_label_no_alignment_fits_costs_zero():
+    # warp-ctc (so Paddle 1.8) reports 0 and no gradient where len(label) + repeats > steps: [1, 2, 3]
+    # in 2 steps and [1, 1] in 2 steps; [2] in 3 steps is a normal loss
+    x = rng.uniform(-1, 1, (7, 4))
+    label = np.array([[1], [2], [3], [1], [1], [2]], np.int32)
+    lods = {"logits_in": [[0, 2, 4, 7]], "label_in": [[0, 3, 5, 6]]}
+    got = run_op("warpctc", {"Logits": x, "Label": label}, {"blank": 0}, outputs=("Loss", "WarpCTCGrad"), lods=lods)
+    np.testing.assert_allclose(got["Loss"][0].reshape(-1), [0.0, 0.0, ctc_brute_force(x[4:7], [2], 0)])
+    assert not got["WarpCTCGrad"][0][:4].any()
 
 # ------------------------------------------------------------------ sampled losses
 def test_nce_with_fixed_negatives():
@@ -231,3 +252,15 @@ def test_sample_logits_with_customised_samples():
                                                   "remove_accidental_hits": False},
                out_slot="SampledLogits", outputs=outs)
 
+
+
+@pytest.mark.parametrize("shapes", [((5,), (5, 1), (5, 1)), ((5, 1), (5,), (5, 1)), ((5,), (5,), (5, 1))])
+def test_rank_loss_pairs_flat_elements_of_mixed_shapes(shapes):
+    # Paddle 1.8: [N] and [N, 1] inputs pair element by element; Out is shaped like Label and each
+    # input's gradient like that input
+    label = rng.randint(0, 2, shapes[0]).astype(np.float64)
+    left, right = rng.uniform(0, 1, shapes[1]), rng.uniform(0, 1, shapes[2])
+    out = run_op("rank_loss", {"Label": label, "Left": left, "Right": right})["Out"][0]
+    o = left.reshape(-1) - right.reshape(-1)
+    np.testing.assert_allclose(out, (np.log1p(np.exp(o)) - label.reshape(-1) * o).reshape(shapes[0]), rtol=1e-12)
+    check_grad("rank_loss", {"Label": label, "Left": left, "Right": right}, ["Left", "Right"])

@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 
+import fluidist as fluid
+
 from op_test import check_grad, run_op
 
 rng = np.random.RandomState(1)
@@ -115,7 +117,6 @@ def test_clip_pow():
 
 
 def test_scale_onto_itself_never_writes_into_a_fed_array():
-    import fluidist as fluid
     prog = fluid.Program()
     b = prog.global_block()
     b.create_var(name="x", shape=[-1, 2], dtype="float32", is_data=True)
@@ -124,3 +125,28 @@ def test_scale_onto_itself_never_writes_into_a_fed_array():
     out, = fluid.Executor().run(prog, feed={"x": mine}, fetch_list=["x"], scope=fluid.Scope())
     np.testing.assert_array_equal(out, [[2.0, 2.0]])
     np.testing.assert_array_equal(mine, [[1.0, 1.0]])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_elementwise_div_truncates_toward_zero(dtype):
+    # Paddle 1.8 gives [3, -3, -3, 3] (C's integer division), not NumPy's floor [3, -4, -4, 3]
+    x, y = np.array([7, -7, 7, -7], dtype), np.array([2, 2, -2, -2], dtype)
+    out = run_op("elementwise_div", {"X": x, "Y": y})["Out"][0]
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out, [3, -3, -3, 3])
+
+
+def test_scale_takes_its_factor_from_scale_tensor():
+    x = f64(3, 4)
+    s = np.array([-2.3], "float32")
+    out = run_op("scale", {"X": x, "ScaleTensor": s}, {"scale": 5.0, "bias": 1.0})["Out"][0]
+    np.testing.assert_allclose(out, x * float(s[0]) + 1.0)
+    check_grad("scale", {"X": x, "ScaleTensor": s}, ["X"], {"bias": 1.0})
+    # the layer takes a Variable factor as Paddle 1.8's does
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        xv = fluid.data("x", [3, 4], "float64")
+        factor = fluid.layers.fill_constant([1], "float32", 0.5)
+        y = fluid.layers.scale(xv, scale=factor, bias=2.0, bias_after_scale=False)
+    got, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": x}, fetch_list=[y])
+    np.testing.assert_allclose(got, (x + 2.0) * 0.5)

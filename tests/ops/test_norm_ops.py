@@ -114,8 +114,59 @@ def test_data_norm_normalises_with_its_statistics_and_reports_batch_ones():
     np.testing.assert_allclose(got["Y"][0], (x - means) * scales)
     ins = {"X": x, "BatchSize": size, "BatchSum": total, "BatchSquareSum": square}
     check_grad("data_norm", ins, ["X"], out_slot="Y", outputs=("Y", "Means", "Scales"))
-    with pytest.raises(ValueError, match="slot_dim"):
-        run_op("data_norm", ins, {"slot_dim": 2}, outputs=("Y", "Means", "Scales"))
+
+
+def _data_norm_with_grads(x, stats, shift, weights, slot_dim):
+    import fluidist as fluid
+    n, c = x.shape
+    prog = fluid.Program()
+    with fluid.program_guard(prog, fluid.Program()):
+        blk = prog.global_block()
+        xv = fluid.data("x", [n, c], "float64")
+        xv.stop_gradient = False
+        ins = {"X": [xv]}
+        for name in stats:
+            ins[name] = [blk.create_parameter(name=name, shape=[c], dtype="float64")]
+        outs = {k: [blk.create_var(name=k, dtype="float64")] for k in ("Y", "Means", "Scales")}
+        blk.append_op("data_norm", inputs=ins, outputs=outs,
+                      attrs={"slot_dim": slot_dim, "epsilon": 1e-4, "enable_scale_and_shift": shift})
+        wv = fluid.data("w", [n, c], "float64")
+        loss = fluid.layers.reduce_sum(fluid.layers.elementwise_mul(outs["Y"][0], wv))
+        fluid.backward.append_backward(loss)
+    names = ["Y", "x@GRAD"] + [k + "@GRAD" for k in stats]
+    got = fluid.Executor(fluid.CPUPlace()).run(prog, feed=dict(stats, x=x, w=weights), fetch_list=names, scope=fluid.Scope())
+    return dict(zip(names, got))
+
+
+@pytest.mark.parametrize("shift", [False, True])
+def test_data_norm_slot_dim_skips_slots_never_shown(shift):
+    # Paddle 1.8's rule (its numbers on such inputs agree): a slot whose first value (the show) is 0
+    # gives zeros; the statistics' gradients count shown slots only, averaged per column with the
+    # count reported as 1; with scale and shift an unshown slot gets no gradient
+    n, c, slot = 5, 6, 2
+    x = rng.uniform(-1, 1, (n, c))
+    x[0, 0], x[2, 2], x[1, 4], x[3, 4] = 0.0, 0.0, 1e-8, 0.0
+    x[:, 0][[1, 2, 3, 4]] = [0.3, -0.2, 0.5, 0.7]
+    stats = {"BatchSize": rng.uniform(1, 3, c), "BatchSum": rng.uniform(-1, 1, c), "BatchSquareSum": rng.uniform(1, 3, c)}
+    if shift:
+        stats.update(scale_w=rng.uniform(0.5, 1.5, c), bias=rng.uniform(-1, 1, c))
+    w = rng.uniform(0.5, 1.5, (n, c))
+    got = _data_norm_with_grads(x, stats, shift, w, slot)
+    shown = np.repeat(np.abs(x[:, ::slot]) >= 1e-7, slot, axis=1)
+    m, s = stats["BatchSum"] / stats["BatchSize"], np.sqrt(stats["BatchSize"] / stats["BatchSquareSum"])
+    norm = (x - m) * s
+    y = norm * stats["scale_w"] + stats["bias"] if shift else norm
+    np.testing.assert_allclose(got["Y"], np.where(shown, y, 0), rtol=1e-12)
+    dx = w * s * stats["scale_w"] if shift else w * s
+    np.testing.assert_allclose(got["x@GRAD"], np.where(shown, dx, 0) if shift else dx, rtol=1e-12)
+    count = shown.sum(0)
+    np.testing.assert_array_equal(got["BatchSize@GRAD"], (count > 0).astype(float))
+    np.testing.assert_allclose(got["BatchSum@GRAD"], np.where(shown, x, 0).sum(0) / count, rtol=1e-12)
+    np.testing.assert_allclose(got["BatchSquareSum@GRAD"],
+                               np.where(shown, (x - m) ** 2, 0).sum(0) / count + count * 1e-4, rtol=1e-12)
+    if shift:
+        np.testing.assert_allclose(got["scale_w@GRAD"], np.where(shown, w * norm, 0).sum(0), rtol=1e-12)
+        np.testing.assert_allclose(got["bias@GRAD"], np.where(shown, w, 0).sum(0), rtol=1e-12)
 
 
 def test_spectral_norm_divides_by_the_largest_singular_value():

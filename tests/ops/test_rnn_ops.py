@@ -131,3 +131,64 @@ def test_cudnn_lstm_matches_pytorch():
     np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[1], want[1][0].numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[2], want[1][1].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _batch_major_rows(lengths, reverse):
+    """(sequence, step) of each row of Paddle's batch layout: step by step, the sequences still
+    running, longest first."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return [(i, lengths[i] - 1 - t if reverse else t) for t in range(max(lengths)) for i in order if lengths[i] > t]
+
+
+@pytest.mark.parametrize("reverse,origin_mode", [(False, False), (True, True)])
+def test_gru_batch_outputs_in_paddle_batch_layout(reverse, origin_mode):
+    d, lengths = 3, [2, 0, 4, 3]
+    starts = np.cumsum([0] + lengths)
+    x = rng.uniform(-1, 1, (sum(lengths), 3 * d))
+    w, b, h0 = rng.uniform(-1, 1, (d, 3 * d)), rng.uniform(-1, 1, (1, 3 * d)), rng.uniform(-1, 1, (4, d))
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    wg, wc = w.reshape(-1)[:2 * d * d].reshape(d, 2 * d), w.reshape(-1)[2 * d * d:].reshape(d, d)
+    steps = {}   # (sequence, step) -> (gate, reset hidden, hidden)
+    for i, n in enumerate(lengths):
+        h = h0[i]
+        for t in (range(n - 1, -1, -1) if reverse else range(n)):
+            g = x[starts[i] + t] + b[0]
+            ur = sig(g[:2 * d] + h @ wg)
+            u, rh = ur[:d], ur[d:] * h
+            c = np.tanh(g[2 * d:] + rh @ wc)
+            h = u * h + (1 - u) * c if origin_mode else u * c + (1 - u) * h
+            steps[i, t] = (np.concatenate([ur, c]), rh, h)
+    rows = _batch_major_rows(lengths, reverse)
+    prog = fluid.Program()
+    blk = prog.global_block()
+    ins = {s: blk.create_var(name=s.lower(), shape=v.shape, dtype="float64")
+           for s, v in (("Weight", w), ("Bias", b), ("H0", h0))}
+    ins["Input"] = blk.create_var(name="input", shape=x.shape, dtype="float64", lod_level=1)
+    outs = {s: blk.create_var(name=s.lower(), dtype="float64")
+            for s in ("Hidden", "BatchGate", "BatchResetHiddenPrev", "BatchHidden")}
+    blk.append_op("gru", inputs=ins, outputs=outs, attrs={"is_reverse": reverse, "origin_mode": origin_mode})
+    got = fluid.Executor(fluid.CPUPlace()).run(
+        prog, feed={"input": lod_t(x, lengths), "weight": w, "bias": b, "h0": h0}, fetch_list=list(outs.values()))
+    hidden = np.array([steps[i, t][2] for i, n in enumerate(lengths) for t in range(n)])
+    np.testing.assert_allclose(got[0], hidden, rtol=1e-10)
+    for k, out in enumerate(got[1:]):
+        np.testing.assert_allclose(out, np.array([steps[key][k] for key in rows]), rtol=1e-10)
+
+
+def test_lstm_batch_cell_preact_matches_paddle18():
+    # RandomState(0) draws, lod [[2, 4, 3]], D = 3, peepholes: Paddle 1.8.5's BatchCellPreAct, batch-major
+    r = np.random.RandomState(0)
+    d, x, w, b = 3, r.rand(9, 12), r.rand(3, 12), r.rand(1, 21)
+    prog = fluid.Program()
+    blk = prog.global_block()
+    ins = {"Input": blk.create_var(name="x", shape=[9, 12], dtype="float64", lod_level=1),
+           "Weight": blk.create_var(name="w", shape=[d, 4 * d], dtype="float64"),
+           "Bias": blk.create_var(name="b", shape=[1, 7 * d], dtype="float64")}
+    outs = {s: blk.create_var(name=s, dtype="float64") for s in ("Hidden", "Cell", "BatchGate", "BatchCellPreAct")}
+    blk.append_op("lstm", inputs=ins, outputs=outs)
+    pre, = fluid.Executor(fluid.CPUPlace()).run(prog, feed={"x": lod_t(x, [2, 4, 3]), "w": w, "b": b},
+                                                fetch_list=[outs["BatchCellPreAct"]])
+    paddle18 = [[0.5583, 0.589, 0.1898], [0.5935, 0.5588, 0.4752], [0.6112, 0.5873, 0.4685],
+                [0.8858, 0.8922, 0.7572], [0.885, 0.8945, 0.8541], [0.9021, 0.9034, 0.8387],
+                [0.9714, 0.981, 0.9531], [0.9766, 0.9824, 0.9735], [0.9941, 0.9969, 0.9926]]
+    np.testing.assert_allclose(pre, paddle18, atol=6e-5)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from op_test import append_op, check_grad, check_program_grad, run_op, sequence_pool_op
+from op_test import append_op, build_op, check_grad, check_program_grad, run_op, sequence_pool_op
 
 L = fluid.layers
 rng = np.random.RandomState(11)
@@ -162,3 +162,33 @@ def test_missing_lod_names_the_op_that_dropped_it():
     with pytest.raises(ValueError, match="op 'reshape2' wrote it and passed on no LoD"):
         fluid.Executor().run(main, feed={"x": lod_t(np.ones((3, 1), "float32"), [2, 1])}, fetch_list=[y],
                              scope=fluid.Scope())
+
+
+def test_im2sequence_real_sizes_larger_than_the_image_read_zeros():
+    # Paddle 1.8: a real size (Y, over out_stride, rounded up) beyond the image widens that image's
+    # patch grid; the patches past the image read zeros. Image 0 claims 8 x 10 of a 4 x 5 image.
+    x = rng.uniform(0.1, 1, (3, 1, 4, 5))
+    real = np.array([[8, 10], [5, 8], [3, 3]], "float32")
+    attrs = {"kernels": [2, 1], "strides": [1, 1], "paddings": [0, 0, 0, 0], "out_stride": [1, 1]}
+    prog, feed, outs = build_op("im2sequence", {"X": x, "Y": real}, attrs)
+    got, = fluid.Executor(fluid.CPUPlace()).run(prog, feed=feed, fetch_list=outs["Out"], return_numpy=False)
+    pieces = []
+    for img, (h, w) in zip(x, real.astype(int)):
+        canvas = np.zeros((1, max(h, 4) + 1, max(w, 5)))
+        canvas[:, :4, :5] = img
+        pieces += [canvas[0, r:r + 2, c] for r in range(h - 1) for c in range(w)]
+    np.testing.assert_array_equal(np.array(got), np.array(pieces))
+    assert got.lod() == [[0, 70, 102, 108]]   # Paddle 1.8's
+    check_grad("im2sequence", {"X": x, "Y": real}, ["X"], attrs)
+
+
+def test_sequence_unpad_of_a_2d_x_gives_steps_of_one():
+    # Paddle 1.8: X [3, 4] with lengths [2, 3, 1] unpads to [6, 1] (declared [-1, 1])
+    x = rng.uniform(-1, 1, (3, 4))
+    length = np.array([2, 3, 1], np.int64)
+    prog, feed, outs = build_op("sequence_unpad", {"X": x, "Length": length})
+    assert tuple(prog.global_block().var(outs["Out"][0]).shape) == (-1, 1)
+    got, = fluid.Executor(fluid.CPUPlace()).run(prog, feed=feed, fetch_list=outs["Out"], return_numpy=False)
+    np.testing.assert_array_equal(np.array(got), np.concatenate([x[0, :2], x[1, :3], x[2, :1]])[:, None])
+    assert got.lod() == [[0, 2, 5, 6]]
+    check_grad("sequence_unpad", {"X": x, "Length": length}, ["X"])

@@ -142,3 +142,47 @@ def test_erf_without_scipy_is_exact(monkeypatch):
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, [[math.erf(v) for v in x[0]]], rtol=1e-6)
     assert erf(np, np.zeros((0,), np.float64)).shape == (0,)
+
+
+@pytest.mark.parametrize("value,dtype", [(1e100, "float32"), (1e100, "float64"), (float("nan"), "float32"),
+                                         (float("inf"), "float64"), (1e10, "int32"), (2, "bool"), (70000, "float16")])
+def test_fill_any_like_refuses_a_value_out_of_range(value, dtype):
+    # Paddle 1.8 raises EnforceNotMet for each (the value is a float32 attr: 1e100 is out of range even
+    # for float64)
+    from fluidist.core import EnforceNotMet
+    with pytest.raises(EnforceNotMet, match="out of range"):
+        run_op("fill_any_like", {"X": np.zeros(2, dtype)}, {"value": value})
+    with pytest.raises(ValueError):
+        run_op("fill_any_like", {"X": np.zeros(2, dtype)}, {"value": value})
+
+
+def test_fill_any_like_value_is_a_float32_attr():
+    # Paddle 1.8: 16777217 fills an int64 tensor with 16777216 (float32's nearest), 2.5 an int32 one with 2
+    np.testing.assert_array_equal(run_op("fill_any_like", {"X": np.zeros(2, "int64")}, {"value": 16777217})["Out"][0],
+                                  [16777216, 16777216])
+    np.testing.assert_array_equal(run_op("fill_any_like", {"X": np.zeros(2, "int32")}, {"value": 2.5})["Out"][0], [2, 2])
+    assert run_op("fill_any_like", {"X": np.zeros(2)}, {"value": 3e38})["Out"][0][0] == np.float32(3e38)
+
+
+def test_gather_nd_and_scatter_nd_add_with_an_index_of_no_coordinates():
+    # an Index [[], []] picks all of X per entry: gather stacks X twice, scatter adds both updates to X
+    x = rng.uniform(-1, 1, (3, 4))
+    index = np.zeros((2, 0), dtype=np.int32)
+    out = run_op("gather_nd", {"X": x, "Index": index})["Out"][0]
+    np.testing.assert_array_equal(out, np.stack([x, x]))
+    check_grad("gather_nd", {"X": x, "Index": index}, ["X"])
+    upd = rng.uniform(-1, 1, (2, 3, 4))
+    out = run_op("scatter_nd_add", {"X": x, "Index": index, "Updates": upd})["Out"][0]
+    np.testing.assert_allclose(out, x + upd[0] + upd[1], rtol=1e-12)
+    check_grad("scatter_nd_add", {"X": x, "Index": index, "Updates": upd}, ["X", "Updates"])
+
+
+def test_nd_ops_check_index_and_updates_when_built():
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = fluid.data("x", [3, 4, 5], "float32")
+        with pytest.raises(ValueError, match="10 coordinates per entry"):
+            fluid.layers.gather_nd(x, fluid.data("index", [2, 10], "int32"))
+        with pytest.raises(ValueError, match="Updates 'updates' has shape"):
+            fluid.layers.scatter_nd_add(x, fluid.data("i2", [2, 1], "int32"), fluid.data("updates", [2, 4, 5, 20], "float32"))
+        with pytest.raises(ValueError, match="one dtype"):
+            fluid.layers.scatter_nd_add(x, fluid.data("i3", [2, 1], "int32"), fluid.data("u3", [2, 4, 5], "float64"))

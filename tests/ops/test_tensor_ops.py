@@ -138,3 +138,18 @@ def test_save_then_load_op_round_trip(tmp_path):
     bad.global_block().append_op("load", outputs={"Out": ["v"]}, attrs={"file_path": str(tmp_path / "none.npy")})
     with pytest.raises(ValueError, match="no file .* for variable 'v'"):
         fluid.Executor().run(bad, scope=fluid.Scope())
+
+
+def test_fill_constant_batch_size_like_counts_sequences_of_a_lod_input():
+    # Paddle 1.8: with a 2-level LoD [[2, 1], [1, 2, 3]] on 6 rows the batch is the last level's 3
+    # sequences (input_dim_idx 0), while uniform_random_batch_size_like keeps the 6 rows
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [-1, 4], "float32", lod_level=2)
+        out = fluid.layers.fill_constant_batch_size_like(x, [-1, 3], "float32", 1.5)
+        moved = fluid.layers.fill_constant_batch_size_like(x, [2, -1], "float32", 1.5, output_dim_idx=1)
+        rand = fluid.layers.uniform_random_batch_size_like(x, [-1, 3])
+    t = fluid.create_lod_tensor(np.ones((6, 4), "float32"), [[2, 1], [1, 2, 3]], fluid.CPUPlace())
+    a, b, c = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": t}, fetch_list=[out, moved, rand])
+    np.testing.assert_array_equal(a, np.full((3, 3), 1.5, "float32"))
+    assert b.shape == (2, 3) and c.shape == (6, 3)

@@ -169,12 +169,40 @@ def test_rmsprop_accumulators_are_sliced_with_their_parameter():
 
 
 def test_adam_beta_pow_updates_follow_their_parameter():
+    # as Paddle 1.8's transpiler: the adam op advances its parameter's beta powers, no scale ops
     main, startup, _ = fc_model(optimizer=lambda lr: fluid.optimizer.Adam(learning_rate=lr))
     t = transpile(main, startup)
     t.get_trainer_program(wait_port=False)
     ps0 = t.get_pserver_program(EP0)
-    assert op_types(ps0.block(1)) == ["sum", "scale", "adam", "scale", "scale"]
-    assert op_types(ps0.block(2)) == ["sum", "scale", "adam", "scale", "scale"]
+    assert op_types(ps0.block(1)) == ["sum", "scale", "adam"]
+    assert op_types(ps0.block(2)) == ["sum", "scale", "adam"]
+    for blk in (ps0.block(1), ps0.block(2)):
+        adam = blk.ops[-1]
+        param = adam.input("Param")[0].split(".block")[0]
+        assert adam.input("Beta1Pow") == adam.output("Beta1PowOut") == [param + "_beta1_pow_acc_0"]
+
+
+def test_blocks_of_one_parameter_on_one_pserver_advance_their_own_beta_pows():
+    """HashName puts both blocks of a parameter on one pserver: each block's adam op gets its own
+    beta powers (one shared pair would be advanced twice per step), filled by the startup."""
+    main, startup, _ = fc_model(optimizer=lambda lr: fluid.optimizer.Adam(learning_rate=lr))
+    config = fluid.DistributeTranspilerConfig()
+    config.split_method = fluid.transpiler.HashName
+    t = fluid.DistributeTranspiler(config)
+    t.transpile(0, program=main, pservers=",".join([EP0, EP1]), trainers=1, startup_program=startup)
+    plan = t._plan
+    blocks = plan.param_blocks["fc_w"]
+    assert len(blocks) == 2 and blocks[0].endpoint == blocks[1].endpoint
+    ps = t.get_pserver_program(blocks[0].endpoint)
+    adams = [op for b in ps.blocks[1:] for op in b.ops if op.type == "adam" and op.input("Param")[0].startswith("fc_w")]
+    pows = [(op.input("Beta1Pow"), op.output("Beta1PowOut"), op.output("Beta2PowOut")) for op in adams]
+    assert pows == [(["fc_w_beta1_pow_acc_0.block%d" % i], ["fc_w_beta1_pow_acc_0.block%d" % i],
+                     ["fc_w_beta2_pow_acc_0.block%d" % i]) for i in range(2)]
+    fills = {op.output("Out")[0]: (op.attr("shape"), op.attr("value"))
+             for op in t.get_startup_program(blocks[0].endpoint, ps).global_block().ops if op.type == "fill_constant"}
+    for i in range(2):
+        assert fills["fc_w_beta1_pow_acc_0.block%d" % i] == ([1], pytest.approx(0.9))
+        assert fills["fc_w_beta2_pow_acc_0.block%d" % i] == ([1], pytest.approx(0.999))
 
 
 def test_config_errors_name_the_field():
@@ -338,7 +366,7 @@ def test_adam_with_a_sparse_local_table(sync):
             adam = [op for op in b.ops if op.type == "adam"]
             if adam:
                 eps[adam[0].input("Param")[0]] = op_types(b)
-    want = (["sum", "scale"] if sync else []) + ["adam", "scale", "scale"]
+    want = (["sum", "scale"] if sync else []) + ["adam"]
     assert eps == {"emb_w": want, "fc_b": want, "fc_w": want}
 
 

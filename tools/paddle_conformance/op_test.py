@@ -294,7 +294,9 @@ class OpTest(unittest.TestCase):
         with program_guard(program, Program()):
             self._append_ops(program.global_block())
         feed = self.feed_var(None, place)
-        base = np.array(feed[input_name])
+        # C order, so that ``flat`` below is a view of it: an input fed as a transposed (non-contiguous)
+        # array would otherwise be perturbed in a copy, and its numeric gradient come out 0
+        base = np.array(feed[input_name], order="C")
         dtype = base.dtype
         lod = feed[input_name].recursive_sequence_lengths()
         exe = fluid.Executor(place)
