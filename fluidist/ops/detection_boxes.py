@@ -356,3 +356,17 @@ def anchor_generator(ctx, ins, attrs):
     var = np.broadcast_to(np.asarray(attrs["variances"], dtype=np.float64), anchors.shape)
     dtype = ins["Input"].dtype
     return {"Anchors": ctx.xp.asarray(anchors.astype(dtype)), "Variances": ctx.xp.asarray(np.ascontiguousarray(var).astype(dtype))}
+
+
+@register_op("polygon_box_transform", inputs=["Input"], outputs=["Output"],
+             infer=lambda ctx: ctx.share("Output", "Input"))
+def polygon_box_transform(ctx, ins, attrs):
+    """EAST's geometry map to quadrilateral corners: channel 2k holds ``4 * column - value``, channel
+    2k + 1 ``4 * row - value``."""
+    xp = ctx.xp
+    x = ins["Input"]
+    n, c, h, w = x.shape
+    cols = xp.broadcast_to(xp.arange(w, dtype=x.dtype)[None, :], (h, w))
+    rows = xp.broadcast_to(xp.arange(h, dtype=x.dtype)[:, None], (h, w))
+    grid = xp.stack([cols, rows] * (c // 2))
+    return {"Output": (4 * grid[None] - x).astype(x.dtype, copy=False)}
