@@ -75,19 +75,25 @@ class _Windows:
         return out.reshape(tuple(lead_shape) + self.spatial)
 
 
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
 def _lowest(dtype):
     """The pad value of max pooling: below every value of ``dtype``."""
     return -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
 
 
 def _max_with_index(xp, x, windows):
-    """(max [..., *out], flat index of the first maximum in row-major window order)."""
+    """(max [..., *out], flat index of the first maximum in row-major window order). A window that
+    holds no input position (padding wider than the kernel) gives Paddle's ``-FLT_MAX`` and index -1."""
     vals = windows.gather(xp, x, _lowest(x.dtype))
     arg = vals.argmax(axis=-1)
     out = xp.take_along_axis(vals, arg[..., None], axis=-1)[..., 0]
     flat = xp.broadcast_to(xp.asarray(windows.flat), vals.shape)
     where = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-    return out.astype(x.dtype, copy=False), where.astype(np.int32)
+    filled = xp.asarray(windows.valid.any(axis=-1))
+    low = -_FLT_MAX if np.dtype(x.dtype).kind == "f" else np.iinfo(x.dtype).min
+    return xp.where(filled, out, low).astype(x.dtype, copy=False), xp.where(filled, where, -1).astype(np.int32)
 
 
 # ------------------------------------------------------------------ max_pool{2,3}d_with_index
@@ -152,7 +158,8 @@ def _scatter_at(xp, values, index, shape, nd):
     out = xp.zeros((n, int(np.prod(shape[-nd:], dtype=np.int64))), dtype=values.dtype)
     idx = index.reshape(n, -1).astype(np.int64)
     rows = xp.repeat(xp.arange(n), idx.shape[1])
-    scatter_add(xp, out, (rows, idx.reshape(-1)), values.reshape(-1))
+    live = idx.reshape(-1) >= 0                       # -1: an empty window, which takes no gradient
+    scatter_add(xp, out, (rows[live], idx.reshape(-1)[live]), values.reshape(-1)[live])
     return out.reshape(shape)
 
 
@@ -236,8 +243,8 @@ def spp(ctx, ins, attrs):
     for ranges in _spp_levels(x.shape[2], x.shape[3], attrs["pyramid_height"]):
         win = _Windows(x.shape[2:], ranges)
         if attrs["pooling_type"] == "max":
-            pooled = win.gather(xp, x, _lowest(x.dtype)).max(axis=-1)
-        else:
+            pooled = _max_with_index(xp, x, win)[0]
+        else:                       # an empty window divides 0 by 0, as Paddle's exclusive average does
             pooled = win.gather(xp, x, 0).sum(axis=-1) / xp.asarray(win.valid.sum(axis=-1), dtype=x.dtype)
         outs.append(pooled.reshape(x.shape[0], -1))
     return {"Out": xp.concatenate(outs, axis=1).astype(x.dtype, copy=False)}

@@ -225,3 +225,12 @@ def test_positive_negative_pair():
             neg += pw
     np.testing.assert_allclose([got[s][0][0] for s in ("PositivePair", "NegativePair", "NeutralPair")],
                                [pos + 2.0, neg, neu], rtol=1e-5)
+
+
+def test_merge_lod_tensor_infer_merges_as_merge_lod_tensor():
+    x = rng.uniform(-1, 1, (4, 2))
+    mask = np.array([[True], [False], [False], [True]])
+    ins = {"X": x, "Mask": mask, "InTrue": x[[0, 3]], "InFalse": x[[1, 2]]}
+    got = run_op("merge_lod_tensor_infer", ins, {"level": 0})["Out"][0]
+    np.testing.assert_array_equal(got, x)
+    np.testing.assert_array_equal(got, run_op("merge_lod_tensor", ins, {"level": 0})["Out"][0])
