@@ -179,7 +179,8 @@ _YOLO_BOX_ATTRS = {"class_num": 0, "anchors": [], "downsample_ratio": 32, "conf_
 def yolo_box(ctx, ins, attrs):
     """YOLOv3 head decoding: X [N, anchors * (5 + classes), H, W] to boxes in ImgSize's (h, w) pixels
     [N, anchors * H * W, 4] and class scores ``sigmoid(class) * objectness`` [N, ..., classes]; cells
-    whose objectness is under ``conf_thresh`` give zero boxes and scores."""
+    whose objectness is under ``conf_thresh`` give zero boxes and scores. As Paddle 1.8's kernel, the
+    grid's width is taken to be its height (x centres are divided by H)."""
     xp = ctx.xp
     x = ins["X"]
     img = ins["ImgSize"].astype(x.dtype)
@@ -193,7 +194,7 @@ def yolo_box(ctx, ins, attrs):
     scale, bias = attrs["scale_x_y"], -0.5 * (attrs["scale_x_y"] - 1)
     gx, gy = xp.arange(w, dtype=x.dtype)[None, None, None, :], xp.arange(h, dtype=x.dtype)[None, None, :, None]
     size = attrs["downsample_ratio"] * h
-    cx = (gx + stable_sigmoid(xp, p[:, :, 0]) * scale + bias) / w
+    cx = (gx + stable_sigmoid(xp, p[:, :, 0]) * scale + bias) / h     # Paddle divides by the height here too
     cy = (gy + stable_sigmoid(xp, p[:, :, 1]) * scale + bias) / h
     bw = xp.exp(p[:, :, 2]) * xp.asarray((anchors[:, 0] / size).astype(x.dtype))[None, :, None, None]
     bh = xp.exp(p[:, :, 3]) * xp.asarray((anchors[:, 1] / size).astype(x.dtype))[None, :, None, None]

@@ -204,8 +204,19 @@ def _ps_channels(attrs, channels):
     return np.arange(oc * ph * pw).reshape(oc, ph, pw)
 
 
+def _psroi_infer(ctx):
+    xs = ctx.input_shape("X")
+    oc, ph, pw = ctx.attr("output_channels"), ctx.attr("pooled_height"), ctx.attr("pooled_width")
+    if oc <= 1:     # Paddle 1.8 refuses it too
+        raise ValueError("output_channels must be greater than 1, got %d" % oc)
+    if xs is not None and xs[1] >= 0 and xs[1] != oc * ph * pw:
+        raise ValueError("X has %d channels, not output_channels x pooled_height x pooled_width = %d"
+                         % (xs[1], oc * ph * pw))
+    _pool_infer("output_channels")(ctx)
+
+
 @register_op("psroi_pool", inputs=["X", "ROIs"], outputs=["Out"], attrs=dict(_POOL_ATTRS, output_channels=1),
-             infer=_pool_infer("output_channels"), needs_lod=True, no_grad=("ROIs",), host_inputs=("ROIs",))
+             infer=_psroi_infer, needs_lod=True, no_grad=("ROIs",), host_inputs=("ROIs",))
 def psroi_pool(ctx, ins, attrs):
     """Position-sensitive average pooling (R-FCN): bin (i, j) of output channel c averages input channel
     ``(c * pooled_height + i) * pooled_width + j`` over the bin (0 for an empty bin)."""

@@ -117,7 +117,7 @@ def test_yolo_box(clip):
         if conf < 0.3:
             assert not got["Boxes"][0][n, k].any() and not got["Scores"][0][n, k].any()
             continue
-        cx, cy = (j + sig(p[0])) / w, (i + sig(p[1])) / h
+        cx, cy = (j + sig(p[0])) / h, (i + sig(p[1])) / h           # Paddle's kernel: the grid is taken as square
         bw, bh = math.exp(p[2]) * anchors[2 * a] / (16 * h), math.exp(p[3]) * anchors[2 * a + 1] / (16 * h)
         ih, iw = img[n]
         box = [(cx - bw / 2) * iw, (cy - bh / 2) * ih, (cx + bw / 2) * iw, (cy + bh / 2) * ih]
