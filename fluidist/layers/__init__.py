@@ -30,6 +30,7 @@ from .vision import *  # noqa: F401,F403
 from .ctc import *  # noqa: F401,F403
 from .detection import *  # noqa: F401,F403
 from .roi import *  # noqa: F401,F403
+from .deformable import *  # noqa: F401,F403
 from .distributions import *  # noqa: F401,F403  (refused)
 from .refused import *  # noqa: F401,F403  (last: the names fluidist refuses)
 from . import collective, device, layer_function_generator, utils  # noqa: F401  (Paddle's module paths)

@@ -4,8 +4,7 @@ from ..compat import refused
 
 _DETECTION = "detection and region ops are outside fluidist (Paddle's detection API is not provided)"
 
-deformable_conv = refused("fluid.layers.deformable_conv", "use layers.conv2d (fixed sampling grid)")
 deformable_roi_pooling = refused("fluid.layers.deformable_roi_pooling",
                                  _DETECTION + "; crop regions in the data pipeline and feed them")
 
-__all__ = ["deformable_conv", "deformable_roi_pooling"]
+__all__ = ["deformable_roi_pooling"]

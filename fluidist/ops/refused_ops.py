@@ -22,9 +22,6 @@ _RCNN_PROPOSALS = ("a Faster R-CNN / FPN proposal op; decode and select the "
 
 REFUSED_OPS = {
     # detection heads and training ops
-    "deformable_conv": ("deformable convolution (DCN v2); use conv2d "
-                        "(a fixed sampling grid)"),
-    "deformable_conv_v1": "deformable convolution (DCN v1); use conv2d",
     "deformable_psroi_pooling": ("deformable position-sensitive ROI pooling; use "
                                  "psroi_pool"),
     "yolov3_loss": ("the YOLOv3 training loss; decode with yolo_box and write the "

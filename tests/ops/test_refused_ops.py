@@ -58,12 +58,12 @@ def test_loading_a_program_with_refused_ops_names_each_reason():
 
 
 def test_running_or_linting_a_program_with_a_refused_op_says_why():
-    desc = _mlp_with("deformable_conv")
+    desc = _mlp_with("deformable_psroi_pooling")
     prog, feeds, fetches = program_desc.read_program(desc.SerializeToString(), "model.bin", check_ops=False)
-    with pytest.raises(NotImplementedError, match="'deformable_conv' %s: deformable convolution" % MARK):
+    with pytest.raises(NotImplementedError, match="'deformable_psroi_pooling' %s: deformable position" % MARK):
         fluid.Executor(fluid.CPUPlace()).run(prog, feed={n: np.zeros((1, 13), "float32") for n in feeds},
                                              fetch_list=fetches, scope=fluid.Scope())
-    with pytest.raises(Exception, match="'deformable_conv' %s" % MARK):
+    with pytest.raises(Exception, match="'deformable_psroi_pooling' %s" % MARK):
         prog.lint()
 
 
