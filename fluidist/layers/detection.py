@@ -491,8 +491,49 @@ def sigmoid_focal_loss(x: Variable, label: Variable, fg_num: Variable, gamma: fl
                {"Out": x.dtype}, {"gamma": gamma, "alpha": alpha})[0]
 
 
-for _name in ("multi_box_head", "ssd_loss", "yolov3_loss", "retinanet_detection_output", "locality_aware_nms",
-              "matrix_nms"):
+def yolov3_loss(x: Variable, gt_box: Variable, gt_label: Variable, anchors: Sequence[int], anchor_mask: Sequence[int],
+                class_num: int, ignore_thresh: float, downsample_ratio: int, gt_score: Variable | None = None,
+                use_label_smooth: bool = True, name: str | None = None, scale_x_y: float = 1.0) -> Variable:
+    """YOLOv3's training loss of one head, per image.
+
+    Args:
+        x: the head's output ``[N, len(anchor_mask) * (5 + class_num), H, H]``.
+        gt_box: ``[N, B, 4]`` ground truth boxes (centre x, centre y, width, height, normalised; zero
+            boxes are padding).
+        gt_label: ``[N, B]`` int32 classes.
+        anchors: all anchors' ``(width, height)`` pairs, flattened.
+        anchor_mask: the anchors this head predicts.
+        class_num: the number of classes.
+        ignore_thresh: the IoU above which a prediction takes no objectness loss.
+        downsample_ratio: the input size over the grid's.
+        gt_score: ``[N, B]`` the boxes' weights (mixup); None: ones.
+        use_label_smooth: smooth the class labels.
+        name: unused (Paddle's signature).
+        scale_x_y: the centre's scale (YOLOv4's grid sensitivity).
+
+    Returns:
+        The loss ``[N]``.
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 24, 5, 5], dtype="float32")
+        >>> box = fluid.data(name="box", shape=[None, 3, 4], dtype="float32")
+        >>> label = fluid.data(name="label", shape=[None, 3], dtype="int32")
+        >>> loss = fluid.layers.yolov3_loss(x, box, label, anchors=[10, 13, 16, 30, 33, 23], anchor_mask=[0, 1],
+        ...                                 class_num=7, ignore_thresh=0.7, downsample_ratio=32)
+    """
+    for arg, value, kind in (("x", x, Variable), ("gt_box", gt_box, Variable), ("gt_label", gt_label, Variable),
+                             ("gt_score", gt_score, (Variable, type(None))), ("anchors", anchors, (list, tuple)),
+                             ("anchor_mask", anchor_mask, (list, tuple)), ("class_num", class_num, int),
+                             ("ignore_thresh", ignore_thresh, float), ("use_label_smooth", use_label_smooth, bool)):
+        check_type(value, arg, kind, "yolov3_loss")
+    attrs = {"anchors": list(anchors), "anchor_mask": list(anchor_mask), "class_num": class_num,
+             "ignore_thresh": ignore_thresh, "downsample_ratio": downsample_ratio,
+             "use_label_smooth": use_label_smooth, "scale_x_y": scale_x_y}
+    return _op("yolov3_loss", "yolov3_loss", {"X": x, "GTBox": gt_box, "GTLabel": gt_label, "GTScore": gt_score},
+               {"Loss": x.dtype, "ObjectnessMask": "int32", "GTMatchMask": "int32"}, attrs, name)[0]
+
+
+for _name in ("multi_box_head", "ssd_loss", "retinanet_detection_output", "locality_aware_nms", "matrix_nms"):
     globals()[_name] = refused("fluid.layers." + _name, _HEAD)
 for _name in ("rpn_target_assign", "retinanet_target_assign", "roi_perspective_transform", "generate_proposal_labels",
               "generate_proposals", "generate_mask_labels", "distribute_fpn_proposals", "collect_fpn_proposals"):

@@ -24,9 +24,6 @@ REFUSED_OPS = {
     # detection heads and training ops
     "deformable_psroi_pooling": ("deformable position-sensitive ROI pooling; use "
                                  "psroi_pool"),
-    "yolov3_loss": ("the YOLOv3 training loss; decode with yolo_box and write the "
-                    "loss from sigmoid_cross_entropy_with_logits and elementwise ops, or train the detector with "
-                    "Paddle"),
     "detection_map": ("the mAP evaluator of detection outputs; compute mAP in "
                       "NumPy on the fetched multiclass_nms output"),
     "locality_aware_nms": ("EAST's locality-aware NMS over quadrilaterals; use "
