@@ -538,4 +538,47 @@ for _name in ("multi_box_head", "ssd_loss", "retinanet_detection_output", "local
 for _name in ("rpn_target_assign", "retinanet_target_assign", "roi_perspective_transform", "generate_proposal_labels",
               "generate_proposals", "generate_mask_labels", "distribute_fpn_proposals", "collect_fpn_proposals"):
     globals()[_name] = refused("fluid.layers." + _name, _RCNN)
-detection_map = refused("fluid.layers.detection_map", "compute mAP in NumPy on the fetched detections")
+
+
+def detection_map(detect_res: Variable, label: Variable, class_num: int, background_label: int = 0,
+                  overlap_threshold: float = 0.3, evaluate_difficult: bool = True, has_state: Variable | None = None,
+                  input_states: Sequence[Variable] | None = None, out_states: Sequence[Variable] | None = None,
+                  ap_version: str = "integral") -> Variable:
+    """The mean average precision of detections against the ground truth (``fluid.layers.detection``'s
+    ``detection_map``; ``fluid.metrics.DetectionMAP`` accumulates it over batches).
+
+    Args:
+        detect_res: ``[K, 6]`` detections ``[label, score, x1, y1, x2, y2]``, one LoD sequence per image
+            (``multiclass_nms``'s output).
+        label: ``[G, 6]`` ground truth ``[label, difficult, x1, y1, x2, y2]`` (or ``[G, 5]`` without
+            the difficult flag), one LoD sequence per image.
+        class_num: the number of classes.
+        background_label: unused by the op, as in Paddle 1.8 (the layer does not pass it on).
+        overlap_threshold: the IoU above which a detection matches a ground truth box.
+        evaluate_difficult: count difficult ground truth.
+        has_state: ``[1]`` int32; nonzero: ``input_states`` hold the counts of earlier batches.
+        input_states: the accumulated ``(pos_count, true_pos, false_pos)``.
+        out_states: where the accumulated counts go (None: new Variables).
+        ap_version: ``'integral'`` or ``'11point'``.
+
+    Returns:
+        The mAP ``[1]``.
+
+    Examples:
+        >>> det = fluid.data(name="det", shape=[None, 6], dtype="float32", lod_level=1)
+        >>> gt = fluid.data(name="gt", shape=[None, 6], dtype="float32", lod_level=1)
+        >>> m = fluid.layers.detection.detection_map(det, gt, class_num=3)
+    """
+    helper = LayerHelper("detection_map")
+    states = list(out_states) if out_states is not None else [
+        helper.create_variable_for_type_inference(dtype) for dtype in ("int32", "float32", "float32")]
+    ins = list(input_states) if input_states is not None else [None, None, None]
+    map_out = helper.create_variable_for_type_inference("float32")
+    inputs = {"Label": label, "DetectRes": detect_res, "HasState": has_state, "PosCount": ins[0], "TruePos": ins[1],
+              "FalsePos": ins[2]}
+    helper.append_op("detection_map", inputs={k: [v] for k, v in inputs.items() if v is not None},
+                     outputs={"MAP": [map_out], "AccumPosCount": [states[0]], "AccumTruePos": [states[1]],
+                              "AccumFalsePos": [states[2]]},
+                     attrs={"overlap_threshold": overlap_threshold, "evaluate_difficult": evaluate_difficult,
+                            "ap_type": ap_version, "class_num": class_num})
+    return map_out

@@ -188,8 +188,9 @@ def shuffle_batch(ctx, ins, attrs):
     """The rows of X (all dims but the last flattened into rows) in a random order drawn from the
     ``Seed`` tensor (the ``startup_seed`` attr while Seed holds nothing); SeedOut is the next seed.
     ``Out[i] = X[ShuffleIdx[i]]``."""
-    x, s = ins["X"], ins.get("Seed")
-    value = int(np.asarray(s).reshape(-1)[0]) if s is not None and np.asarray(s).size else int(attrs["startup_seed"])
+    x = ins["X"]
+    seed_in = ins.get("Seed")
+    value = int(seed_in.reshape(-1)[0]) if seed_in is not None and seed_in.size else int(attrs["startup_seed"])
     rng = np.random.RandomState(value & 0x7FFFFFFF)
     rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
     idx = rng.permutation(rows.shape[0]).astype(np.int64)

@@ -104,12 +104,13 @@ def box_coder(ctx, ins, attrs):
 
 # ------------------------------------------------------------------ box_clip
 @register_op("box_clip", inputs=["Input", "ImInfo"], outputs=["Output"], infer=lambda ctx: ctx.share("Output", "Input"),
-             needs_lod=True, share_lod=("Input", "Output"))
+             needs_lod=True, share_lod=("Input", "Output"), host_inputs=("ImInfo",))
 def box_clip(ctx, ins, attrs):
     """Boxes of image i (its LoD sequence, or row block i without LoD) clipped to
     ``[0, round(w / scale) - 1] x [0, round(h / scale) - 1]`` of its ImInfo row ``(h, w, scale)``."""
     xp = ctx.xp
-    boxes, info = ins["Input"], np.asarray(ins["ImInfo"], dtype=np.float64).reshape(-1, 3)
+    boxes = ins["Input"]
+    info = np.asarray(ins["ImInfo"], dtype=np.float64).reshape(-1, 3)
     offsets = seq_offsets(ctx, "Input", boxes) if ctx.lod("Input") else [0, boxes.shape[0]]
     if len(offsets) - 1 != info.shape[0]:
         raise ValueError("op 'box_clip': Input %r holds %d images but ImInfo %r has %d rows"

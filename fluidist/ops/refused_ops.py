@@ -24,8 +24,6 @@ REFUSED_OPS = {
     # detection heads and training ops
     "deformable_psroi_pooling": ("deformable position-sensitive ROI pooling; use "
                                  "psroi_pool"),
-    "detection_map": ("the mAP evaluator of detection outputs; compute mAP in "
-                      "NumPy on the fetched multiclass_nms output"),
     "locality_aware_nms": ("EAST's locality-aware NMS over quadrilaterals; use "
                            "multiclass_nms on axis-aligned boxes, or merge the polygons in NumPy"),
     "matrix_nms": "Matrix NMS (SOLOv2); use multiclass_nms",

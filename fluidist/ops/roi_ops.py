@@ -22,12 +22,12 @@ def _c_round(v):
     return math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)
 
 
-def _roi_images(ctx, ins, rois, batch):
-    """The image index of each ROI, from ROIs' LoD or the RoisLod / BatchRoINums input."""
-    if ins.get("RoisLod") is not None:
-        offsets = np.asarray(ins["RoisLod"]).reshape(-1).astype(np.int64)
-    elif ins.get("BatchRoINums") is not None:
-        offsets = np.concatenate([[0], np.cumsum(np.asarray(ins["BatchRoINums"]).reshape(-1))]).astype(np.int64)
+def _roi_images(ctx, rois, batch, lod_in=None, nums_in=None):
+    """The image index of each ROI, from ROIs' LoD or the RoisLod / BatchRoINums input (host inputs)."""
+    if lod_in is not None:
+        offsets = lod_in.reshape(-1).astype(np.int64)
+    elif nums_in is not None:
+        offsets = np.concatenate([[0], np.cumsum(nums_in.reshape(-1))]).astype(np.int64)
     else:
         lod = ctx.lod("ROIs")
         if not lod:
@@ -74,7 +74,7 @@ def roi_pool(ctx, ins, attrs):
     x, rois = ins["X"], np.asarray(ins["ROIs"], dtype=np.float64)
     n, c, h, w = x.shape
     ph, pw = attrs["pooled_height"], attrs["pooled_width"]
-    images = _roi_images(ctx, ins, rois, n)
+    images = _roi_images(ctx, rois, n, ins.get("RoisLod"))
     out = xp.zeros((rois.shape[0], c, ph, pw), dtype=x.dtype)
     arg = xp.full((rois.shape[0], c, ph, pw), -1, dtype=np.int64)
     for r, roi in enumerate(rois):
@@ -96,7 +96,7 @@ def roi_pool_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, arg, d = ins["X"], ins["Argmax"], ins["Out@GRAD"]
     n, c, h, w = x.shape
-    images = xp.asarray(_roi_images(ctx, ins, np.asarray(ins["ROIs"]), n))
+    images = xp.asarray(_roi_images(ctx, np.asarray(ins["ROIs"]), n, ins.get("RoisLod")))
     dx = xp.zeros((n, c, h * w), dtype=d.dtype)
     live = arg >= 0
     img = xp.broadcast_to(images[:, None, None, None], arg.shape)
@@ -141,20 +141,21 @@ def _align_weights(roi, attrs, h, w):
 def roi_align(ctx, ins, attrs):
     """Each bin of each ROI is the mean of ``sampling_ratio^2`` (or ``ceil(bin size)`` per side)
     bilinearly interpolated samples of X."""
-    return {"Out": _separable_pool(ctx, ins, attrs, _align_weights)}
+    images = _roi_images(ctx, np.asarray(ins["ROIs"]), ins["X"].shape[0], ins.get("RoisLod"))
+    return {"Out": _separable_pool(ctx, ins, attrs, _align_weights, images)}
 
 
 @register_grad("roi_align", inputs=["X", "ROIs", "RoisLod?", "Out@GRAD"], outputs=["X@GRAD"])
 def roi_align_grad(ctx, ins, attrs):
-    return {"X@GRAD": _separable_pool_grad(ctx, ins, attrs, _align_weights)}
+    images = _roi_images(ctx, np.asarray(ins["ROIs"]), ins["X"].shape[0], ins.get("RoisLod"))
+    return {"X@GRAD": _separable_pool_grad(ctx, ins, attrs, _align_weights, images)}
 
 
-def _separable_pool(ctx, ins, attrs, weights):
-    """Out [R, C, ph, pw] = Ky X[image] Kx^T per ROI."""
+def _separable_pool(ctx, ins, attrs, weights, images):
+    """Out [R, C, ph, pw] = Ky X[image] Kx^T per ROI (``images``: each ROI's)."""
     xp = ctx.xp
     x, rois = ins["X"], np.asarray(ins["ROIs"], dtype=np.float64)
-    n, _, h, w = x.shape
-    images = _roi_images(ctx, ins, rois, n)
+    _, _, h, w = x.shape
     outs = []
     for r, roi in enumerate(rois):
         ky, kx = (xp.asarray(k.astype(x.dtype)) for k in weights(roi, attrs, h, w))
@@ -163,11 +164,10 @@ def _separable_pool(ctx, ins, attrs, weights):
     return xp.stack(outs) if outs else xp.zeros(shape, dtype=x.dtype)
 
 
-def _separable_pool_grad(ctx, ins, attrs, weights):
+def _separable_pool_grad(ctx, ins, attrs, weights, images):
     xp = ctx.xp
     x, rois, d = ins["X"], np.asarray(ins["ROIs"], dtype=np.float64), ins["Out@GRAD"]
-    n, _, h, w = x.shape
-    images = _roi_images(ctx, ins, rois, n)
+    _, _, h, w = x.shape
     dx = xp.zeros(x.shape, dtype=d.dtype)
     for r, roi in enumerate(rois):
         ky, kx = (xp.asarray(k.astype(d.dtype)) for k in weights(roi, attrs, h, w))
@@ -223,7 +223,7 @@ def psroi_pool(ctx, ins, attrs):
     xp = ctx.xp
     x, rois = ins["X"], np.asarray(ins["ROIs"], dtype=np.float64)
     chans = _ps_channels(attrs, x.shape[1])
-    images = _roi_images(ctx, ins, rois, x.shape[0])
+    images = _roi_images(ctx, rois, x.shape[0])
     outs = []
     for r, roi in enumerate(rois):
         ky, kx, inv = (xp.asarray(k.astype(x.dtype)) for k in _ps_weights(roi, attrs, x.shape[2], x.shape[3]))
@@ -237,7 +237,7 @@ def psroi_pool_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, rois, d = ins["X"], np.asarray(ins["ROIs"], dtype=np.float64), ins["Out@GRAD"]
     chans = _ps_channels(attrs, x.shape[1])
-    images = _roi_images(ctx, ins, rois, x.shape[0])
+    images = _roi_images(ctx, rois, x.shape[0])
     dx = xp.zeros(x.shape, dtype=d.dtype)
     for r, roi in enumerate(rois):
         ky, kx, inv = (xp.asarray(k.astype(d.dtype)) for k in _ps_weights(roi, attrs, x.shape[2], x.shape[3]))
@@ -282,7 +282,8 @@ def _prroi_weights(roi, attrs, h, w):
 def prroi_pool(ctx, ins, attrs):
     """Precise ROI pooling: each bin is the integral over it of X's bilinear interpolation (0 outside
     the feature map), divided by its area."""
-    return {"Out": _separable_pool(ctx, ins, attrs, _prroi_weights)}
+    images = _roi_images(ctx, np.asarray(ins["ROIs"]), ins["X"].shape[0], nums_in=ins.get("BatchRoINums"))
+    return {"Out": _separable_pool(ctx, ins, attrs, _prroi_weights, images)}
 
 
 def _prroi_roi_grad(x_img, roi, dout, attrs):
@@ -311,13 +312,14 @@ def _prroi_roi_grad(x_img, roi, dout, attrs):
         corner(dx0, dx1, fx, gx, bh / pw), corner(dy0, dy1, fy, gy, bw / ph)])
 
 
-@register_grad("prroi_pool", inputs=["X", "ROIs", "BatchRoINums?", "Out", "Out@GRAD"], outputs=["X@GRAD", "ROIs@GRAD"])
+@register_grad("prroi_pool", inputs=["X", "ROIs", "BatchRoINums?", "Out", "Out@GRAD"], outputs=["X@GRAD", "ROIs@GRAD"],
+               host="the ROI gradient walks the ROIs one by one, on the host")
 def prroi_pool_grad(ctx, ins, attrs):
     rois = np.asarray(ins["ROIs"], dtype=np.float64)
-    res = {"X@GRAD": _separable_pool_grad(ctx, ins, attrs, _prroi_weights)}
+    images = _roi_images(ctx, rois, ins["X"].shape[0], nums_in=ins.get("BatchRoINums"))
+    res = {"X@GRAD": _separable_pool_grad(ctx, ins, attrs, _prroi_weights, images)}
     if ctx.op.outputs.get("ROIs@GRAD"):
         x, d = np.asarray(ins["X"], dtype=np.float64), np.asarray(ins["Out@GRAD"], dtype=np.float64)
-        images = _roi_images(ctx, ins, rois, x.shape[0])
         grad = np.stack([_prroi_roi_grad(x[images[r]], roi, d[r], attrs) for r, roi in enumerate(rois)]) \
             if len(rois) else np.zeros((0, 4))
         res["ROIs@GRAD"] = ctx.xp.asarray(grad.astype(ins["ROIs"].dtype))

@@ -232,7 +232,23 @@ def _concat_infer(ctx):
     axis = axis + len(shapes[0]) if axis < 0 else axis
     out = list(shapes[0])
     out[axis] = -1 if any(s[axis] < 0 for s in shapes) else sum(s[axis] for s in shapes)
-    ctx.set_output("Out", out, ctx.input_dtype("X"))
+    ctx.set_output("Out", out, ctx.input_dtype("X"), ctx.input_lod_level("X"))
+
+
+def _concat_lod(ctx, count, axis):
+    """Paddle's LoD of a concatenation: along axis 0 the inputs' sequences one after another (when
+    every input has LoD of one depth), along another axis the first input's."""
+    lods = [ctx.lod("X", i) for i in range(count)]
+    if axis != 0:
+        return lods[0]
+    if not all(lods) or len({len(lod) for lod in lods}) != 1:
+        return None
+    merged = [list(level) for level in lods[0]]
+    for lod in lods[1:]:
+        for level, offsets in zip(merged, lod):
+            base = level[-1]
+            level.extend(base + int(o) for o in offsets[1:])
+    return merged
 
 
 def _concat_grad_maker(op):
@@ -242,9 +258,12 @@ def _concat_grad_maker(op):
 
 
 @register_op("concat", inputs=["X*"], outputs=["Out"], attrs={"axis": 0}, infer=_concat_infer,
-             grad=_concat_grad_maker)
+             grad=_concat_grad_maker, needs_lod=True)
 def concat(ctx, ins, attrs):
     xs = ins["X"]
+    lod = _concat_lod(ctx, len(xs), attrs["axis"] % max(xs[0].ndim, 1))
+    if lod:
+        ctx.set_lod("Out", lod)
     if attrs.get("op_role") == _DIST_ROLE:
         # the transpiler's concat of a parameter's received blocks: write into the parameter's
         # previous buffer (a fresh multi-MB array every step costs page faults), when it is ours

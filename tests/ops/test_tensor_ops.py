@@ -138,3 +138,19 @@ def test_save_then_load_op_round_trip(tmp_path):
     bad.global_block().append_op("load", outputs={"Out": ["v"]}, attrs={"file_path": str(tmp_path / "none.npy")})
     with pytest.raises(ValueError, match="no file .* for variable 'v'"):
         fluid.Executor().run(bad, scope=fluid.Scope())
+
+
+def test_concat_passes_on_lod_as_paddle():
+    """Along axis 0 the inputs' sequences follow one another; along another axis the output keeps the
+    first input's LoD (Paddle 1.8.5: [[0, 1, 3, 5, 6]] and [[0, 1, 3]] for these inputs)."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        a = fluid.data("a", [None, 2], "float32", lod_level=1)
+        b = fluid.data("b", [None, 2], "float32", lod_level=1)
+        rows, cols = fluid.layers.concat([a, b], axis=0), fluid.layers.concat([a, b], axis=1)
+    assert rows.lod_level == cols.lod_level == 1
+    place = fluid.CPUPlace()
+    got = fluid.Executor(place).run(main, feed={"a": fluid.create_lod_tensor(np.ones((3, 2), "float32"), [[1, 2]], place),
+                                                "b": fluid.create_lod_tensor(np.ones((3, 2), "float32"), [[2, 1]], place)},
+                                    fetch_list=[rows, cols], return_numpy=False)
+    assert got[0].lod() == [[0, 1, 3, 5, 6]] and got[1].lod() == [[0, 1, 3]]
