@@ -390,15 +390,18 @@ class DetectionMAP:
     def __init__(self, input: Any, gt_label: Any, gt_box: Any, gt_difficult: Any = None, class_num: int | None = None,
                  background_label: int = 0, overlap_threshold: float = 0.5, evaluate_difficult: bool = True,
                  ap_version: str = "integral") -> None:
-        from . import layers, unique_name
+        from .framework import unique_name
         from .initializer import Constant
-        from .layers.detection import detection_map
-        self.helper = layers.LayerHelper("map_eval")
-        gt_label = layers.cast(x=gt_label, dtype=gt_box.dtype)
-        parts = [gt_label, layers.cast(x=gt_difficult, dtype=gt_box.dtype)] if gt_difficult else [gt_label]
-        label = layers.concat(parts + [gt_box], axis=1)
-        kw = dict(overlap_threshold=overlap_threshold, evaluate_difficult=evaluate_difficult, ap_version=ap_version)
-        self.cur_map = detection_map(input, label, class_num, background_label, **kw)
+        from .layers.detection_heads import detection_map
+        from .layers.layer_helper import LayerHelper
+        from .layers.tensor import cast, concat
+        from .layers.tensor_fill import fill_constant
+        self.helper = LayerHelper("map_eval")
+        gt_label = cast(x=gt_label, dtype=gt_box.dtype)
+        parts = [gt_label, cast(x=gt_difficult, dtype=gt_box.dtype)] if gt_difficult else [gt_label]
+        label = concat(parts + [gt_box], axis=1)
+        self.cur_map = detection_map(input, label, class_num, background_label, overlap_threshold=overlap_threshold,
+                                     evaluate_difficult=evaluate_difficult, ap_version=ap_version)
         states = []
         for suffix, dtype, shape in (("accum_pos_count", "int32", [max(class_num or 1, 1), 1]),
                                      ("accum_true_pos", "float32", [1, 2]), ("accum_false_pos", "float32", [1, 2])):
@@ -410,9 +413,10 @@ class DetectionMAP:
                                                                     "has_state"]),
                                                      persistable=True, dtype="int32", shape=[1])
         self.helper.set_variable_initializer(self.has_state, initializer=Constant(0))
-        self.accum_map = detection_map(input, label, class_num, background_label, has_state=self.has_state,
-                                       input_states=states, out_states=states, **kw)
-        layers.fill_constant(shape=self.has_state.shape, value=1, dtype=self.has_state.dtype, out=self.has_state)
+        self.accum_map = detection_map(input, label, class_num, background_label, overlap_threshold=overlap_threshold,
+                                       evaluate_difficult=evaluate_difficult, has_state=self.has_state,
+                                       input_states=states, out_states=states, ap_version=ap_version)
+        fill_constant(shape=self.has_state.shape, value=1, dtype=self.has_state.dtype, out=self.has_state)
 
     def get_map_var(self) -> tuple:
         """``(the batch's mAP, the accumulated mAP)`` Variables to fetch."""
@@ -421,12 +425,12 @@ class DetectionMAP:
     def reset(self, executor: Any, reset_program: Any = None) -> None:
         """Start accumulating afresh: ``has_state`` set to 0 by running ``reset_program`` (a new one
         when None)."""
-        from . import layers
         from .framework import Program, program_guard
+        from .layers.tensor_fill import fill_constant
         reset_program = reset_program or Program()
         with program_guard(main_program=reset_program):
             v = self.has_state
             var = reset_program.current_block().create_var(name=v.name, shape=v.shape, dtype=v.dtype,
                                                            persistable=True)
-            layers.fill_constant(shape=var.shape, value=0, dtype=var.dtype, out=var)
+            fill_constant(shape=var.shape, value=0, dtype=var.dtype, out=var)
         executor.run(reset_program)

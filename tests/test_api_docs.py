@@ -78,7 +78,7 @@ SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "emb
                                               "nn_math", "nn_random", "nn_model", "rnn", "crf", "ctc",
                                               "sequence_loss", "sampled_loss", "vision", "py_func", "rnn_api",
                                               "rnn_blocks", "rnn_decode", "rnn_helpers", "layer_helper",
-                                              "detection", "roi", "deformable")}
+                                              "detection", "detection_heads", "roi", "deformable")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 

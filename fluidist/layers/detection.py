@@ -1,7 +1,8 @@
 """``fluid.layers.detection``: Paddle 1.8's object-detection layers over fluidist's detection ops (box
 coding and clipping, IoU, prior boxes and anchors, YOLO box decoding, multi-class NMS, SSD matching,
-focal loss). The training heads whose ops fluidist leaves out (``fluidist/ops/refused_ops.py``) exist
-and raise NotImplementedError saying what to do instead (``fluidist.compat.refused``)."""
+focal loss; the YOLOv3 loss, RPN / FPN proposals and mAP are in ``detection_heads.py``). The heads
+whose ops fluidist leaves out (``fluidist/ops/refused_ops.py``) exist and raise NotImplementedError
+saying what to do instead (``fluidist.compat.refused``)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -9,7 +10,7 @@ from typing import Sequence
 from ..compat import refused
 from ..data_feeder import check_type, check_variable_and_dtype
 from ..framework.program import Variable
-from .layer_helper import LayerHelper
+from ._build import multi_out_op as _op
 
 _FLOATS = ["float32", "float64"]
 _HEAD = ("fluidist has no detection heads of this kind; fetch the network's feature maps and run the head's "
@@ -24,19 +25,6 @@ __all__ = ["prior_box", "density_prior_box", "multi_box_head", "bipartite_match"
            "yolo_box", "box_clip", "multiclass_nms", "locality_aware_nms", "matrix_nms",
            "retinanet_detection_output", "distribute_fpn_proposals", "box_decoder_and_assign",
            "collect_fpn_proposals"]
-
-
-def _op(layer, op_type, inputs, outputs, attrs, name=None, stop_gradient=False):
-    """Append ``op_type`` with new output Variables ``outputs`` = {slot: dtype}; the outputs in order.
-    Attrs given as None keep the op's defaults (as Paddle drops None attrs)."""
-    helper = LayerHelper(layer, name=name)
-    outs = {slot: helper.create_variable_for_type_inference(dtype) for slot, dtype in outputs.items()}
-    helper.append_op(op_type, inputs={k: [v] for k, v in inputs.items() if v is not None},
-                     outputs={k: [v] for k, v in outs.items()},
-                     attrs={k: v for k, v in attrs.items() if v is not None})
-    for v in outs.values():
-        v.stop_gradient = v.stop_gradient or stop_gradient
-    return tuple(outs.values())
 
 
 def _float_list(value, arg, layer) -> list:
@@ -491,94 +479,10 @@ def sigmoid_focal_loss(x: Variable, label: Variable, fg_num: Variable, gamma: fl
                {"Out": x.dtype}, {"gamma": gamma, "alpha": alpha})[0]
 
 
-def yolov3_loss(x: Variable, gt_box: Variable, gt_label: Variable, anchors: Sequence[int], anchor_mask: Sequence[int],
-                class_num: int, ignore_thresh: float, downsample_ratio: int, gt_score: Variable | None = None,
-                use_label_smooth: bool = True, name: str | None = None, scale_x_y: float = 1.0) -> Variable:
-    """YOLOv3's training loss of one head, per image.
-
-    Args:
-        x: the head's output ``[N, len(anchor_mask) * (5 + class_num), H, H]``.
-        gt_box: ``[N, B, 4]`` ground truth boxes (centre x, centre y, width, height, normalised; zero
-            boxes are padding).
-        gt_label: ``[N, B]`` int32 classes.
-        anchors: all anchors' ``(width, height)`` pairs, flattened.
-        anchor_mask: the anchors this head predicts.
-        class_num: the number of classes.
-        ignore_thresh: the IoU above which a prediction takes no objectness loss.
-        downsample_ratio: the input size over the grid's.
-        gt_score: ``[N, B]`` the boxes' weights (mixup); None: ones.
-        use_label_smooth: smooth the class labels.
-        name: unused (Paddle's signature).
-        scale_x_y: the centre's scale (YOLOv4's grid sensitivity).
-
-    Returns:
-        The loss ``[N]``.
-
-    Examples:
-        >>> x = fluid.data(name="x", shape=[None, 24, 5, 5], dtype="float32")
-        >>> box = fluid.data(name="box", shape=[None, 3, 4], dtype="float32")
-        >>> label = fluid.data(name="label", shape=[None, 3], dtype="int32")
-        >>> loss = fluid.layers.yolov3_loss(x, box, label, anchors=[10, 13, 16, 30, 33, 23], anchor_mask=[0, 1],
-        ...                                 class_num=7, ignore_thresh=0.7, downsample_ratio=32)
-    """
-    for arg, value, kind in (("x", x, Variable), ("gt_box", gt_box, Variable), ("gt_label", gt_label, Variable),
-                             ("gt_score", gt_score, (Variable, type(None))), ("anchors", anchors, (list, tuple)),
-                             ("anchor_mask", anchor_mask, (list, tuple)), ("class_num", class_num, int),
-                             ("ignore_thresh", ignore_thresh, float), ("use_label_smooth", use_label_smooth, bool)):
-        check_type(value, arg, kind, "yolov3_loss")
-    attrs = {"anchors": list(anchors), "anchor_mask": list(anchor_mask), "class_num": class_num,
-             "ignore_thresh": ignore_thresh, "downsample_ratio": downsample_ratio,
-             "use_label_smooth": use_label_smooth, "scale_x_y": scale_x_y}
-    return _op("yolov3_loss", "yolov3_loss", {"X": x, "GTBox": gt_box, "GTLabel": gt_label, "GTScore": gt_score},
-               {"Loss": x.dtype, "ObjectnessMask": "int32", "GTMatchMask": "int32"}, attrs, name)[0]
-
-
 for _name in ("multi_box_head", "ssd_loss", "retinanet_detection_output", "locality_aware_nms", "matrix_nms"):
     globals()[_name] = refused("fluid.layers." + _name, _HEAD)
 for _name in ("rpn_target_assign", "retinanet_target_assign", "roi_perspective_transform", "generate_proposal_labels",
-              "generate_proposals", "generate_mask_labels", "distribute_fpn_proposals", "collect_fpn_proposals"):
+              "generate_mask_labels"):
     globals()[_name] = refused("fluid.layers." + _name, _RCNN)
-
-
-def detection_map(detect_res: Variable, label: Variable, class_num: int, background_label: int = 0,
-                  overlap_threshold: float = 0.3, evaluate_difficult: bool = True, has_state: Variable | None = None,
-                  input_states: Sequence[Variable] | None = None, out_states: Sequence[Variable] | None = None,
-                  ap_version: str = "integral") -> Variable:
-    """The mean average precision of detections against the ground truth (``fluid.layers.detection``'s
-    ``detection_map``; ``fluid.metrics.DetectionMAP`` accumulates it over batches).
-
-    Args:
-        detect_res: ``[K, 6]`` detections ``[label, score, x1, y1, x2, y2]``, one LoD sequence per image
-            (``multiclass_nms``'s output).
-        label: ``[G, 6]`` ground truth ``[label, difficult, x1, y1, x2, y2]`` (or ``[G, 5]`` without
-            the difficult flag), one LoD sequence per image.
-        class_num: the number of classes.
-        background_label: unused by the op, as in Paddle 1.8 (the layer does not pass it on).
-        overlap_threshold: the IoU above which a detection matches a ground truth box.
-        evaluate_difficult: count difficult ground truth.
-        has_state: ``[1]`` int32; nonzero: ``input_states`` hold the counts of earlier batches.
-        input_states: the accumulated ``(pos_count, true_pos, false_pos)``.
-        out_states: where the accumulated counts go (None: new Variables).
-        ap_version: ``'integral'`` or ``'11point'``.
-
-    Returns:
-        The mAP ``[1]``.
-
-    Examples:
-        >>> det = fluid.data(name="det", shape=[None, 6], dtype="float32", lod_level=1)
-        >>> gt = fluid.data(name="gt", shape=[None, 6], dtype="float32", lod_level=1)
-        >>> m = fluid.layers.detection.detection_map(det, gt, class_num=3)
-    """
-    helper = LayerHelper("detection_map")
-    states = list(out_states) if out_states is not None else [
-        helper.create_variable_for_type_inference(dtype) for dtype in ("int32", "float32", "float32")]
-    ins = list(input_states) if input_states is not None else [None, None, None]
-    map_out = helper.create_variable_for_type_inference("float32")
-    inputs = {"Label": label, "DetectRes": detect_res, "HasState": has_state, "PosCount": ins[0], "TruePos": ins[1],
-              "FalsePos": ins[2]}
-    helper.append_op("detection_map", inputs={k: [v] for k, v in inputs.items() if v is not None},
-                     outputs={"MAP": [map_out], "AccumPosCount": [states[0]], "AccumTruePos": [states[1]],
-                              "AccumFalsePos": [states[2]]},
-                     attrs={"overlap_threshold": overlap_threshold, "evaluate_difficult": evaluate_difficult,
-                            "ap_type": ap_version, "class_num": class_num})
-    return map_out
+from .detection_heads import (collect_fpn_proposals, detection_map, distribute_fpn_proposals,  # noqa: E402,F401
+                              generate_proposals, yolov3_loss)

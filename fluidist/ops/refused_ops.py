@@ -16,10 +16,6 @@ _PSLIB = ("an op of Paddle's PSLib / BoxPS parameter servers, which run as Baidu
 _RCNN_TARGETS = ("a Faster R-CNN / RetinaNet training-target op (sampling anchors or proposals against the "
                  "ground truth); fluidist has no two-stage detector training: compute the targets in the data "
                  "pipeline with NumPy and feed them")
-_RCNN_PROPOSALS = ("a Faster R-CNN / FPN proposal op; decode and select the "
-                   "proposals in NumPy on the fetched scores and deltas (box_coder, multiclass_nms and roi_align "
-                   "are provided)")
-
 REFUSED_OPS = {
     # detection heads and training ops
     "deformable_psroi_pooling": ("deformable position-sensitive ROI pooling; use "
@@ -31,9 +27,6 @@ REFUSED_OPS = {
                                    "decode each level with box_coder and run multiclass_nms on the concatenation"),
     "roi_perspective_transform": ("the perspective warp of quadrilateral ROIs; "
                                   "warp the regions in the data pipeline, or use roi_align on their bounding boxes"),
-    "generate_proposals": _RCNN_PROPOSALS,
-    "collect_fpn_proposals": _RCNN_PROPOSALS,
-    "distribute_fpn_proposals": _RCNN_PROPOSALS,
     "generate_proposal_labels": _RCNN_TARGETS,
     "generate_mask_labels": _RCNN_TARGETS,
     "rpn_target_assign": _RCNN_TARGETS,

@@ -195,7 +195,7 @@ def test_sigmoid_focal_loss_and_box_clip_layers():
 
 
 def test_the_heads_fluidist_leaves_out_stay_refused():
-    for name in ("ssd_loss", "multi_box_head", "generate_proposals", "rpn_target_assign",
+    for name in ("ssd_loss", "multi_box_head", "generate_proposal_labels", "rpn_target_assign",
                  "deformable_roi_pooling"):
         assert is_refused(getattr(L, name)), name
     assert not is_refused(L.detection.detection_map)
