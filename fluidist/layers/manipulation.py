@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..data_feeder import check_type, check_variable_and_dtype
 from ..framework.program import Variable
 from .layer_helper import LayerHelper
 from ._build import check_var, int_list, one_op, xshape_op
@@ -23,13 +24,13 @@ def _int_tensors(values):
     return tensors, [-1 if isinstance(v, Variable) else int(v) for v in values]
 
 
-def squeeze(input: Variable, axes: Sequence[int], name: str | None = None) -> Variable:
-    """``input`` without the size-1 dimensions listed in ``axes``; listed dimensions of another size are
-    kept.
+def squeeze(input: Variable, axes: list[int], name: str | None = None) -> Variable:
+    """``input`` without the size-1 dimensions listed in ``axes`` (all its size-1 dimensions when
+    ``axes`` is empty); a listed dimension of another size is an error, as in Paddle 1.8.
 
     Args:
         input: the tensor.
-        axes: the dimensions to drop (negative counts from the end).
+        axes: a list of the dimensions to drop (negative counts from the end).
         name: the output's name (generated when None).
 
     Returns:
@@ -40,16 +41,18 @@ def squeeze(input: Variable, axes: Sequence[int], name: str | None = None) -> Va
         >>> fluid.layers.squeeze(x, axes=[1]).shape
         (-1, 5)
     """
-    check_var(input, "squeeze", "input")
+    check_variable_and_dtype(input, "input", ["float16", "float32", "float64", "int8", "int32", "int64"], "squeeze")
+    check_type(axes, "axes", list, "squeeze")
     return xshape_op("squeeze2", input, {"axes": int_list(axes, "squeeze", "axes")}, name)
 
 
-def unsqueeze(input: Variable, axes: int | Sequence[int], name: str | None = None) -> Variable:
+def unsqueeze(input: Variable, axes: int | Sequence[int | Variable] | Variable, name: str | None = None) -> Variable:
     """``input`` with size-1 dimensions inserted at ``axes``, in order.
 
     Args:
         input: the tensor.
-        axes: where to insert, in the output's numbering.
+        axes: where to insert, in the output's numbering: ints, a 1-D int tensor (computed at run time),
+            or a list mixing ints and one-element int tensors.
         name: the output's name (generated when None).
 
     Returns:
@@ -60,8 +63,35 @@ def unsqueeze(input: Variable, axes: int | Sequence[int], name: str | None = Non
         >>> fluid.layers.unsqueeze(x, axes=[1]).shape
         (-1, 1, 5)
     """
+    if not isinstance(axes, (int, list, tuple, Variable)):
+        raise TypeError("unsqueeze: axes must be an int, a list, a tuple or a Variable, got %s" % type(axes).__name__)
     check_var(input, "unsqueeze", "input")
+    if isinstance(axes, Variable) or (isinstance(axes, (list, tuple)) and any(isinstance(a, Variable) for a in axes)):
+        return _unsqueeze_by_tensors(input, axes, name)
     return xshape_op("unsqueeze2", input, {"axes": int_list(axes, "unsqueeze", "axes")}, name)
+
+
+def _unsqueeze_by_tensors(input, axes, name):
+    """unsqueeze2 with its axes in AxesTensor (a Variable) or AxesTensorList (ints made one-element
+    int32 tensors), as Paddle 1.8's layer builds it."""
+    from .tensor_fill import fill_constant
+    helper = LayerHelper("unsqueeze2", name=name)
+    if isinstance(axes, Variable):
+        axes.stop_gradient = True
+        inputs = {"AxesTensor": [axes]}
+    else:
+        listed = []
+        for a in axes:
+            if isinstance(a, Variable):
+                a.stop_gradient = True
+                listed.append(a)
+            else:
+                listed.append(fill_constant([1], "int32", int(a), force_cpu=True))
+        inputs = {"AxesTensorList": listed}
+    out = helper.create_variable_for_type_inference(input.dtype)
+    x_shape = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op("unsqueeze2", inputs=dict(inputs, X=[input]), outputs={"Out": [out], "XShape": [x_shape]})
+    return out
 
 
 def flatten(x: Variable, axis: int = 1, name: str | None = None) -> Variable:

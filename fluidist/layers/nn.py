@@ -4,6 +4,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import Sequence
 
+from ..data_feeder import check_dtype
 from ..framework.variable import Variable
 from ..hints import ParamAttrLike
 from ._build import _unary  # noqa: F401 (activation.py, ops.py and others import it from here)
@@ -67,6 +68,7 @@ def fc(input: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 
     if len(attrs) != len(inputs):
         raise ValueError("fc: %d param_attrs for %d inputs" % (len(attrs), len(inputs)))
     dtype = helper.input_dtype()
+    check_dtype(dtype, "input", ["float16", "float32", "float64"], "fc")
     mul_results = []
     for x, pattr in zip(inputs, attrs):
         if x.shape is None:

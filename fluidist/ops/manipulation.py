@@ -56,18 +56,22 @@ def _flatten_shape(shape, axis):
     return [prod(shape[:axis]), prod(shape[axis:])]
 
 
-def _reshaping(type, shape_fn, attrs, keeps_lod=False):
+def _reshaping(type, shape_fn, attrs, keeps_lod=False, axes_inputs=False):
     """Register a shape-only op. ``keeps_lod``: as Paddle's squeeze2 / unsqueeze2, the output keeps
-    the input's LoD when its first dimension is the input's (the rows are the same rows)."""
+    the input's LoD when its first dimension is the input's (the rows are the same rows).
+    ``axes_inputs``: the ``axes`` may come from the AxesTensor / AxesTensorList inputs (unsqueeze2)."""
     def infer(ctx):
         xs = ctx.input_shape("X")
         if xs is None:
             return
-        ctx.set_output("Out", shape_fn(list(xs), ctx.op.attrs), ctx.input_dtype("X"))
+        by_tensor = axes_inputs and (ctx.has_input("AxesTensor") or ctx.has_input("AxesTensorList"))
+        ctx.set_output("Out", None if by_tensor else shape_fn(list(xs), ctx.op.attrs), ctx.input_dtype("X"))
         ctx.set_output("XShape", (0,) + tuple(xs), ctx.input_dtype("X"))
 
     def kernel(ctx, ins, a):
         x = ins["X"]
+        if axes_inputs:
+            a = dict(a, axes=_unsqueeze_axes(ctx, ins, a))
         out = x.reshape(shape_fn(list(x.shape), a))
         if keeps_lod and out.ndim and x.ndim and out.shape[0] == x.shape[0]:
             lod = ctx.lod("X")
@@ -75,13 +79,15 @@ def _reshaping(type, shape_fn, attrs, keeps_lod=False):
                 ctx.set_lod("Out", lod)
         return {"Out": out, "XShape": _xshape(x)}
 
-    register_op(type, inputs=["X"], outputs=["Out", "XShape?"], attrs=attrs, infer=infer,
-                grad=_xshape_grad_maker, needs_lod=keeps_lod)(kernel)
+    extra = ["AxesTensor?", "AxesTensorList*?"] if axes_inputs else []
+    register_op(type, inputs=["X"] + extra, outputs=["Out", "XShape?"], attrs=attrs, infer=infer,
+                grad=_xshape_grad_maker, needs_lod=keeps_lod,
+                host_inputs=("AxesTensor", "AxesTensorList") if axes_inputs else ())(kernel)
     register_grad(type, inputs=["XShape", "Out@GRAD"])(_reshape_like_xshape)
 
 
 _reshaping("squeeze2", lambda s, a: _squeeze_shape(s, a["axes"]), {"axes": []}, keeps_lod=True)
-_reshaping("unsqueeze2", lambda s, a: _unsqueeze_shape(s, a["axes"]), {"axes": []}, keeps_lod=True)
+_reshaping("unsqueeze2", lambda s, a: _unsqueeze_shape(s, a["axes"]), {"axes": []}, keeps_lod=True, axes_inputs=True)
 _reshaping("flatten2", lambda s, a: _flatten_shape(s, a["axis"]), {"axis": 1})
 
 
