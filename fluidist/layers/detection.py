@@ -361,6 +361,47 @@ def multiclass_nms(bboxes: Variable, scores: Variable, score_threshold: float, n
                attrs, name, stop_gradient=True)[0]
 
 
+def locality_aware_nms(bboxes: Variable, scores: Variable, score_threshold: float, nms_top_k: int, keep_top_k: int,
+                       nms_threshold: float = 0.3, normalized: bool = True, nms_eta: float = 1.0,
+                       background_label: int = -1, name: str | None = None) -> Variable:
+    """EAST's locality-aware NMS: consecutive overlapping boxes merged (weighted by their scores), then
+    NMS, for one class.
+
+    Args:
+        bboxes: ``[N, M, 4]`` boxes (polygon boxes are not implemented in fluidist).
+        scores: ``[N, 1, M]`` scores.
+        score_threshold: the scores kept (above it).
+        nms_top_k: the candidates kept before NMS (-1: all).
+        keep_top_k: the detections per image (-1: all).
+        nms_threshold: the IoU above which boxes merge, and NMS suppresses.
+        normalized: normalised boxes (else pixel boxes).
+        nms_eta: the NMS threshold's decay.
+        background_label: the class left out (-1: none).
+        name: unused (Paddle's signature).
+
+    Returns:
+        The detections ``[K, 6]`` with one LoD sequence per image (``[[-1]]`` when none).
+
+    Examples:
+        >>> boxes = fluid.data(name="boxes", shape=[None, 81, 4], dtype="float32")
+        >>> scores = fluid.data(name="scores", shape=[None, 1, 81], dtype="float32")
+        >>> out = fluid.layers.locality_aware_nms(boxes, scores, score_threshold=0.5, nms_top_k=400, keep_top_k=200)
+    """
+    check_variable_and_dtype(bboxes, "bboxes", _FLOATS, "locality_aware_nms")
+    check_variable_and_dtype(scores, "scores", _FLOATS, "locality_aware_nms")
+    for arg, value, kind in (("background_label", background_label, int), ("score_threshold", score_threshold, float),
+                             ("nms_top_k", nms_top_k, int), ("nms_eta", nms_eta, float),
+                             ("nms_threshold", nms_threshold, float), ("keep_top_k", keep_top_k, int),
+                             ("normalized", normalized, bool)):
+        check_type(value, arg, kind, "locality_aware_nms")
+    if scores.shape is None or len(scores.shape) != 3 or scores.shape[1] != 1:
+        raise ValueError("locality_aware_nms: scores must be [N, 1, M] (one class), got %s" % (scores.shape,))
+    attrs = {"background_label": background_label, "score_threshold": score_threshold, "nms_top_k": nms_top_k,
+             "nms_threshold": nms_threshold, "nms_eta": nms_eta, "keep_top_k": keep_top_k, "normalized": normalized}
+    return _op("locality_aware_nms", "locality_aware_nms", {"BBoxes": bboxes, "Scores": scores},
+               {"Out": bboxes.dtype}, attrs, name, stop_gradient=True)[0]
+
+
 def detection_output(loc: Variable, scores: Variable, prior_box: Variable, prior_box_var: Variable,
                      background_label: int = 0, nms_threshold: float = 0.3, nms_top_k: int = 400,
                      keep_top_k: int = 200, score_threshold: float = 0.01, nms_eta: float = 1.0,
@@ -479,7 +520,7 @@ def sigmoid_focal_loss(x: Variable, label: Variable, fg_num: Variable, gamma: fl
                {"Out": x.dtype}, {"gamma": gamma, "alpha": alpha})[0]
 
 
-for _name in ("multi_box_head", "ssd_loss", "retinanet_detection_output", "locality_aware_nms", "matrix_nms"):
+for _name in ("multi_box_head", "ssd_loss", "retinanet_detection_output", "matrix_nms"):
     globals()[_name] = refused("fluid.layers." + _name, _HEAD)
 for _name in ("rpn_target_assign", "retinanet_target_assign", "roi_perspective_transform", "generate_proposal_labels",
               "generate_mask_labels"):

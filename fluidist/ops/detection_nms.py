@@ -61,9 +61,15 @@ def _nms(boxes, scores, attrs):
     return [int(cand[k]) for k in kept]
 
 
-def _image_nms(boxes_of, scores, attrs, per_class_boxes):
-    """{class: kept indices} of one image; ``scores`` [C, M]; ``boxes_of(c)`` [M, 4]."""
-    kept = {c: _nms(boxes_of(c), scores[c], attrs) for c in range(scores.shape[0]) if c != attrs["background_label"]}
+def _image_nms(boxes_of, scores, attrs, per_class_boxes, merge=None):
+    """{class: kept indices} of one image; ``scores`` [C, M]; ``boxes_of(c)`` [M, 4]. ``merge(boxes,
+    class scores)`` first changes them in place (locality-aware NMS), class by class."""
+    kept = {}
+    for c in range(scores.shape[0]):
+        if c != attrs["background_label"]:
+            if merge is not None:
+                merge(boxes_of(c), scores[c])
+            kept[c] = _nms(boxes_of(c), scores[c], attrs)
     total = sum(len(v) for v in kept.values())
     keep_top = attrs["keep_top_k"]
     if keep_top > -1 and total > keep_top:
@@ -86,9 +92,35 @@ def _nms_infer(ctx):
     ctx.set_output("Index", (rows, 1), "int32", 1)
 
 
-def _run_nms(ctx, ins, attrs):
+def _locality_merge(attrs):
+    """EAST's merge before NMS: walking the boxes in order, one overlapping the last unmerged box by more
+    than ``nms_threshold`` is merged into it (coordinates weighted by the scores, scores added) and
+    drops out (its score set under ``score_threshold``)."""
+    norm = 0.0 if attrs["normalized"] else 1.0
+
+    def merge(boxes, scores):
+        last = -1
+        for i in range(len(scores)):
+            if last > -1 and overlaps(boxes[i:i + 1], boxes[last:last + 1], norm)[0, 0] > attrs["nms_threshold"]:
+                boxes[last] = (boxes[i] * scores[i] + boxes[last] * scores[last]) / (scores[i] + scores[last])
+                scores[last] += scores[i]
+                scores[i] = attrs["score_threshold"] - 1
+            else:
+                last = i
+    return merge
+
+
+def _run_nms(ctx, ins, attrs, locality=False):
     """(rows [label, score, box...], indices into the input boxes, rows per image)."""
-    boxes, scores = np.asarray(ins["BBoxes"]), np.asarray(ins["Scores"])
+    boxes, scores = np.array(ins["BBoxes"]), np.array(ins["Scores"])      # copies: locality NMS merges in place
+    if boxes.shape[-1] != 4:
+        raise NotImplementedError("op %r over polygon boxes (%d coordinates) is not implemented in fluidist: it "
+                                  "takes [x1, y1, x2, y2] boxes; use their bounding boxes"
+                                  % (ctx.op.type, boxes.shape[-1]))
+    if locality and scores.ndim != 3:
+        raise ValueError("op 'locality_aware_nms': Scores must be [N, C, M] and BBoxes [N, M, 4], got %s and %s"
+                         % (list(scores.shape), list(boxes.shape)))
+    merge = _locality_merge(attrs) if locality else None
     rows, index, counts = [], [], []
     if scores.ndim == 3:            # [N, C, M] scores, [N, M, 4] boxes shared by the classes
         images = [(boxes[n], scores[n], n * scores.shape[2], False) for n in range(scores.shape[0])]
@@ -97,7 +129,7 @@ def _run_nms(ctx, ins, attrs):
         images = [(boxes[a:b], scores[a:b].T, a, True) for a, b in zip(offsets, offsets[1:])]
     for box, score, base, per_class in images:
         boxes_of = (lambda c, box=box: box[:, c]) if per_class else (lambda c, box=box: box)
-        kept = _image_nms(boxes_of, score, attrs, per_class)
+        kept = _image_nms(boxes_of, score, attrs, per_class, merge)
         for c, idx in kept.items():
             for i in idx:
                 rows.append([c, score[c, i]] + list(boxes_of(c)[i]))
@@ -117,6 +149,20 @@ def multiclass_nms(ctx, ins, attrs):
     """Per-class greedy NMS and keep_top_k (see the module docstring); no detection in the whole
     batch gives the single row ``[-1]``."""
     rows, _, counts = _run_nms(ctx, ins, attrs)
+    if not rows.shape[0]:
+        ctx.set_lod("Out", [[0, 1]])
+        return {"Out": np.full((1, 1), -1, dtype=rows.dtype)}
+    ctx.set_lod("Out", [lengths_to_offsets(counts)])
+    return {"Out": rows}
+
+
+@register_op("locality_aware_nms", inputs=["BBoxes", "Scores"], outputs=["Out"], attrs=dict(_NMS_ATTRS, background_label=-1),
+             infer=_nms_infer, host=_HOST)
+def locality_aware_nms(ctx, ins, attrs):
+    """EAST's locality-aware NMS: per class, consecutive overlapping boxes merged (see
+    ``_locality_merge``; the merges change the boxes the later classes see, as in Paddle), then
+    ``multiclass_nms``. No detection gives the single row ``[-1]``."""
+    rows, _, counts = _run_nms(ctx, ins, attrs, locality=True)
     if not rows.shape[0]:
         ctx.set_lod("Out", [[0, 1]])
         return {"Out": np.full((1, 1), -1, dtype=rows.dtype)}

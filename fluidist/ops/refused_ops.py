@@ -20,8 +20,6 @@ REFUSED_OPS = {
     # detection heads and training ops
     "deformable_psroi_pooling": ("deformable position-sensitive ROI pooling; use "
                                  "psroi_pool"),
-    "locality_aware_nms": ("EAST's locality-aware NMS over quadrilaterals; use "
-                           "multiclass_nms on axis-aligned boxes, or merge the polygons in NumPy"),
     "matrix_nms": "Matrix NMS (SOLOv2); use multiclass_nms",
     "retinanet_detection_output": ("RetinaNet's multi-level decoding and NMS; "
                                    "decode each level with box_coder and run multiclass_nms on the concatenation"),

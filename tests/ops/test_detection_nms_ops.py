@@ -145,3 +145,32 @@ def test_mine_hard_examples():
     # image 0: losses [0.2, 1.1, 0.6, 0.5] -> {1, 2}: prior 0 loses its match; image 1: [0.6, 0.5, 0.8, 1.5] -> {2, 3}
     np.testing.assert_array_equal(got["NegIndices"][0], [[1], [2], [2]])
     np.testing.assert_array_equal(got["UpdatedMatchIndices"][0], [[-1, -1, -1, -1], [-1, -1, -1, 1]])
+
+
+def test_locality_aware_nms_merges_then_suppresses():
+    n, m = 2, 30
+    boxes = np.concatenate([rng.uniform(0, 0.5, (n, m, 2)), rng.uniform(0.5, 1, (n, m, 2))], axis=2)
+    boxes[:, 1::2] = boxes[:, 0::2] + rng.uniform(-0.02, 0.02, (n, m // 2, 4))     # neighbours that merge
+    scores = rng.uniform(0, 1, (n, 1, m))
+    attrs = dict(ATTRS, background_label=-1, nms_threshold=0.5, keep_top_k=8)
+    got = run_op("locality_aware_nms", {"BBoxes": boxes, "Scores": scores}, attrs)["Out"][0]
+    rows = []
+    for b in range(n):
+        box, sc = boxes[b].copy(), scores[b].copy()
+        last = -1
+        for i in range(m):
+            if last > -1 and iou(box[i], box[last], True) > 0.5:
+                box[last] = (box[i] * sc[0, i] + box[last] * sc[0, last]) / (sc[0, i] + sc[0, last])
+                sc[0, last] += sc[0, i]
+                sc[0, i] = attrs["score_threshold"] - 1
+            else:
+                last = i
+        rows += [[c, sc[c, i]] + list(box[i]) for c, i in image_reference(lambda k: box, sc, attrs, False)]
+    np.testing.assert_allclose(got, rows)
+    assert len(rows) < n * m                          # something merged or was suppressed
+
+
+def test_polygon_boxes_are_refused_by_name():
+    with pytest.raises(NotImplementedError, match="polygon boxes .* not implemented in fluidist"):
+        run_op("multiclass_nms", {"BBoxes": rng.uniform(0, 1, (1, 3, 8)), "Scores": rng.uniform(0, 1, (1, 2, 3))},
+               ATTRS)
