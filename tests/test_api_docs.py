@@ -77,7 +77,8 @@ SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "emb
                                               "control_flow", "conditional_block", "while_loop", "tensor_array",
                                               "nn_math", "nn_random", "nn_model", "rnn", "crf", "ctc",
                                               "sequence_loss", "sampled_loss", "vision", "py_func", "rnn_api",
-                                              "rnn_blocks", "rnn_decode", "rnn_helpers", "layer_helper")}
+                                              "rnn_blocks", "rnn_decode", "rnn_helpers", "layer_helper",
+                                              "detection", "detection_heads", "roi", "deformable")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 

@@ -140,8 +140,8 @@ class Plan:
         for i, op in enumerate(self.block.ops):
             opdef = registry.lookup(op.type)
             if opdef is None:
-                raise ValueError("block %d op %d: unknown op type %r (no kernel registered)"
-                                 % (block_idx, i, op.type))
+                e = registry.unknown_op_error(op.type)
+                raise type(e)("block %d op %d: %s" % (block_idx, i, e))
             if opdef.kernel is None:
                 raise ValueError("block %d op %d: op type %r has no kernel" % (block_idx, i, op.type))
             ins = []

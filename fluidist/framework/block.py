@@ -432,7 +432,7 @@ class Block:
             raise ValueError("an op needs a type: append_op(type=..., ...)")
         opdef = registry.lookup(type)
         if opdef is None:
-            raise ValueError("unknown op type %r: no op of that type is registered" % type)
+            raise registry.unknown_op_error(type)
         attrs = dict(attrs or {})
         prog = self.program
         if OP_ROLE_ATTR not in attrs:

@@ -28,7 +28,9 @@ from .manipulation import *  # noqa: F401,F403
 from .nn_math import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
 from .ctc import *  # noqa: F401,F403
-from .detection import *  # noqa: F401,F403  (refused: fluidist has no detection ops)
+from .detection import *  # noqa: F401,F403
+from .roi import *  # noqa: F401,F403
+from .deformable import *  # noqa: F401,F403
 from .distributions import *  # noqa: F401,F403  (refused)
 from .refused import *  # noqa: F401,F403  (last: the names fluidist refuses)
 from . import collective, device, layer_function_generator, utils  # noqa: F401  (Paddle's module paths)

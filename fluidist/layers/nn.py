@@ -4,6 +4,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import Sequence
 
+from ..data_feeder import check_dtype
 from ..framework.variable import Variable
 from ..hints import ParamAttrLike
 from ..data_feeder import check_variable_and_dtype
@@ -70,6 +71,7 @@ def fc(input: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 
     for x in inputs:
         check_variable(x, "fc", "input")
     dtype = helper.input_dtype()
+    check_dtype(dtype, "input", ["float16", "float32", "float64"], "fc")
     mul_results = []
     for x, pattr in zip(inputs, attrs):
         if x.shape is None:
