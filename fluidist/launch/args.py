@@ -332,6 +332,12 @@ def build_parser(prog=None):
 
 
 def parse_args(argv=None, prog=None):
+    """The launcher's command line (``argv``, else ``sys.argv[1:]``) as an ``argparse.Namespace``.
+
+    Paddle 1.8's flags and torchrun's spellings of them are both taken (``--nproc_per_node`` and
+    ``--nproc-per-node``); a flag left out falls back to its environment variables (``--help`` lists
+    them; ``FLUIDIST_LAUNCH_<DEST>`` for each), then its default. A usage mistake (no training script, an unknown option) exits with
+    argparse's status 2 and a message naming it."""
     parser = build_parser(prog)
     args = parser.parse_args(normalize_argv(parser, sys.argv[1:] if argv is None else argv))
     if not args.training_script:
