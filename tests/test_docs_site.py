@@ -148,9 +148,14 @@ def site(tmp_path_factory):
 
 
 def _built_page(site, page):
+    """The HTML of a page: ``api/core.html`` (the offline site), or ``api/core/index.html`` (a site built
+    for a web server, ``FLUIDIST_DOCS_OFFLINE=false``)."""
     rel = os.path.splitext(os.path.relpath(page, os.path.join(ROOT, "docs")))[0]
-    with open(os.path.join(site, rel, "index.html"), encoding="utf-8") as f:
-        return f.read()
+    for path in (os.path.join(site, rel + ".html"), os.path.join(site, rel, "index.html")):
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+    raise AssertionError("the site in %s has no page for %s" % (site, rel))
 
 
 @pytest.mark.timeout(900)
