@@ -7,17 +7,18 @@ a loop that ends sooner says nothing) one line says how far the loop is and how 
     INFO 2026-11-28 10:40:12,345 fluidist.progress] DataLoader: 1200 batch(es) in 10.0 s (120.0/s)
 
 ``FLUIDIST_PROGRESS=0`` (or ``off``) turns the lines off, in this process and in the processes it
-starts; :func:`set_interval` does so from Python. The line goes to the ``fluidist.progress`` logger
-when logging is set up for it (the launcher's children: ``--log_level``; your own handlers: their
-levels apply), else straight to stderr, as tqdm writes its bars.
+starts; :func:`set_interval` does so from Python. The line goes to the ``fluidist.progress`` logger:
+where logging is set up (the launcher's children: ``--log_level``; your own handlers: their levels
+apply) through it, else through a handler of its own on stderr, as tqdm writes its bars.
 """
 from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from typing import Callable, Optional
+
+from .log_helper import DEFAULT_FORMAT, get_logger
 
 __all__ = ["PROGRESS_ENV", "DEFAULT_INTERVAL_S", "interval", "set_interval", "Progress"]
 
@@ -27,7 +28,6 @@ DEFAULT_INTERVAL_S = 10.0
 """The seconds between two lines when ``FLUIDIST_PROGRESS`` is unset."""
 
 _log = logging.getLogger("fluidist.progress")
-_FORMAT = "INFO %s fluidist.progress] %s\n"
 _override: Optional[float] = None
 
 
@@ -51,12 +51,9 @@ def set_interval(seconds: Optional[float]) -> None:
 
 
 def _emit(line: str) -> None:
-    if _log.hasHandlers():
-        _log.info("%s", line)
-        return
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S") + ",%03d" % (time.time() % 1 * 1000)
-    sys.stderr.write(_FORMAT % (stamp, line))
-    sys.stderr.flush()
+    if not _log.hasHandlers():   # logging is not set up: a stderr handler of its own (INFO, not propagated)
+        get_logger(_log.name, logging.INFO, DEFAULT_FORMAT)
+    _log.info("%s", line)
 
 
 class Progress:
