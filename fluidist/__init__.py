@@ -51,6 +51,8 @@ from .paddle_paths import (DataFeedDesc, DistMultiTrainer, HashName, LoDTensorAr
 
 _patch()
 log_helper.configure_from_env()  # FLUIDIST_LOG_LEVEL: the launcher's --log_level
+from .interrupts import install_quiet_interrupt_hook as _quiet_interrupt  # noqa: E402
+_quiet_interrupt()  # FLUIDIST_QUIET_INTERRUPT: a ctrl-C the launcher reports is not reported here again
 if core.place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
     from .core import switch as _switch
     _switch.install()

@@ -327,9 +327,16 @@ class BilinearInitializer(Initializer):
 
 
 Constant = ConstantInitializer
+"""``Constant``: the short name of ``ConstantInitializer`` (the same class)."""
 Uniform = UniformInitializer
+"""``Uniform``: the short name of ``UniformInitializer`` (the same class)."""
 Normal = NormalInitializer
+"""``Normal``: the short name of ``NormalInitializer`` (the same class)."""
 TruncatedNormal = TruncatedNormalInitializer
+"""``TruncatedNormal``: the short name of ``TruncatedNormalInitializer`` (the same class)."""
 Xavier = XavierInitializer
+"""``Xavier``: the short name of ``XavierInitializer`` (the same class)."""
 MSRA = MSRAInitializer
+"""``MSRA``: the short name of ``MSRAInitializer`` (the same class)."""
 Bilinear = BilinearInitializer
+"""``Bilinear``: the short name of ``BilinearInitializer`` (the same class)."""

@@ -200,4 +200,6 @@ class L1DecayRegularizer(WeightDecayRegularizer):
 
 
 L2Decay = L2DecayRegularizer
+"""``L2Decay``: the short name of ``L2DecayRegularizer`` (the same class)."""
 L1Decay = L1DecayRegularizer
+"""``L1Decay``: the short name of ``L1DecayRegularizer`` (the same class)."""

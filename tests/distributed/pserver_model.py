@@ -87,12 +87,19 @@ def run(a, model, optimizer, lr_decay, endpoints, current_endpoint, out_path):
         comm.start()
     history = {}
     grads = [p + "@GRAD" for p in params] if a.communicator == "async" and a.pull_dir else []
+    fetched = params + grads
+    if model == "all_opt":  # FTRL's parameters are checked against its update of this job's own gradients
+        ftrl = [p for p in params if p.startswith("ftrl_")]
+        history.update({"%s_init" % p: np.array(fluid.global_scope().find_var(p).get_tensor()) for p in ftrl})
+        grads = [p + "@GRAD" for p in ftrl]   # a whole parameter's is renamed for this trainer (<grad>.trainer_<id>)
+        fetched = params + grads
+        grads = [g if g in trainer.global_block().vars else "%s.trainer_%d" % (g, a.trainer_id) for g in grads]
     pause_step, pause_s = (int(a.pause.split(":")[0]), float(a.pause.split(":")[1])) if a.pause else (-1, 0.0)
     for step in range(a.steps):
         feed = batch_for(model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
         out = exe.run(trainer, feed=feed, fetch_list=[loss] + params + grads)
         history["loss_%d" % step] = out[0]
-        for name, v in zip(params + grads, out[1:]):
+        for name, v in zip(fetched, out[1:]):
             history["%s_%d" % (name, step)] = v
         print("step %d done" % step, flush=True)
         if step == a.fail_after:
