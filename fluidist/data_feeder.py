@@ -84,11 +84,18 @@ def convert_dtype(dtype: Any) -> str:
     return _canonical(dtype)
 
 
+def _type_names(expected_type: Any) -> str:
+    """``Variable`` / ``list or tuple`` for a type or a tuple of types."""
+    types = expected_type if isinstance(expected_type, tuple) else (expected_type,)
+    return " or ".join(getattr(t, "__name__", str(t)) for t in types)
+
+
 def check_type(input: Any, input_name: str, expected_type: Any, op_name: str, extra_message: str = "") -> None:
     """TypeError naming ``op_name`` and ``input_name`` unless ``input`` is an ``expected_type``."""
     if not isinstance(input, expected_type):
-        raise TypeError("The type of '%s' in %s must be %s, but received %s. %s"
-                        % (input_name, op_name, expected_type, type(input), extra_message))
+        raise TypeError("%s: argument '%s' takes %s, got %s%s"
+                        % (op_name, input_name, _type_names(expected_type), type(input).__name__,
+                           (" (%s)" % extra_message) if extra_message else ""))
 
 
 def check_dtype(input_dtype: Any, input_name: str, expected_dtype: str | Sequence[str], op_name: str,
@@ -96,8 +103,9 @@ def check_dtype(input_dtype: Any, input_name: str, expected_dtype: str | Sequenc
     """TypeError unless ``input_dtype`` is one of ``expected_dtype`` (a name or a list of names)."""
     expected = [expected_dtype] if isinstance(expected_dtype, str) else list(expected_dtype)
     if convert_dtype(input_dtype) not in expected:
-        raise TypeError("The data type of '%s' in %s must be %s, but received %s. %s"
-                        % (input_name, op_name, expected, convert_dtype(input_dtype), extra_message))
+        raise TypeError("%s: argument '%s' takes dtype %s, got %s%s"
+                        % (op_name, input_name, " or ".join(expected), convert_dtype(input_dtype),
+                           (" (%s)" % extra_message) if extra_message else ""))
 
 
 def check_variable_and_dtype(input: Any, input_name: str, expected_dtype: str | Sequence[str], op_name: str,

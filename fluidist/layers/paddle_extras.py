@@ -100,8 +100,8 @@ def select_output(input: Variable, outputs: Variable | Sequence[Variable],
     """
     check_variable(input, "select_output", "input")
     if not isinstance(outputs, (list, tuple)):
-        raise TypeError("The type of 'outputs' in select_output must be list or tuple, but received %s."
-                        % type(outputs))
+        raise TypeError("select_output: argument 'outputs' takes a list or a tuple, got %s"
+                        % type(outputs).__name__)
     check_variable(mask, "select_output", "mask")
     helper = LayerHelper("select_output")
     targets = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]   # one Variable: one output
