@@ -45,7 +45,7 @@ import numpy as np
 
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
-from . import liveness, rpc, shm_payload
+from . import liveness, rpc, serving_process, shm_payload
 from .arrival_sums import ArrivalSums
 from .geo_rows import UpdatedRows
 from .authorize import Refused, ServingRules, listen_and_serv_op, parse_block_map as _pairs
@@ -138,8 +138,15 @@ class ParameterServer:
     # -------------------------------------------------------------- loop
     def serve(self):
         self.server = rpc.Server(self.endpoint, self.deadline_ms, max_message_bytes=self.rules.max_message_bytes)
-        logger.info("pserver %s: serving %d block(s) to %d trainer(s), %s", self.endpoint, len(self.grad_to_block),
-                    self.fanin, "sync" if self.sync else "async")
+        logger.info("pserver %s: serving %d block(s) to %d trainer(s), %s", self.server.endpoint,
+                    len(self.grad_to_block), self.fanin, "sync" if self.sync else "async")
+        try:
+            with serving_process.serving(rpc.split_endpoint(self.server.endpoint)[1]):
+                self._serve_until_complete()
+        finally:
+            self.server.close()
+
+    def _serve_until_complete(self):
         try:
             if not self.sync and self.lr_block >= 0 and self.lr_block not in self.grad_to_block.values():
                 self._run(self.lr_block, "the learning-rate block")
@@ -171,8 +178,6 @@ class ParameterServer:
             self.deferred = []
             self._parked.clear()
             raise RuntimeError("pserver %s: %s" % (self.endpoint, e)) from None
-        finally:
-            self.server.close()
 
     def _from_closed_connection(self, req):
         """A request read after its connection closed (queued while this loop did not read) is dropped:

@@ -123,7 +123,8 @@ class DistributeTranspiler:
             return
         # pserver mode: current_endpoint is only remembered (Paddle 1.8 reads it in nccl2 mode alone; its
         # test harness passes None for every trainer), sync_mode is taken for its truth value as Paddle does
-        eps = parse_endpoints(pservers, "transpile: pservers")
+        # port 0 is a pserver binding any free port (it writes the port into /tmp/paddle.<pid>.port)
+        eps = parse_endpoints(pservers, "transpile: pservers", allow_port_zero=True)
         if isinstance(trainers, str):
             raise TypeError("transpile: trainers must be the number of trainers (an int) in pserver mode, got the "
                             "string %r (a list of trainer endpoints is for the nccl2 / collective modes)" % trainers)
