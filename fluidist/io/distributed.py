@@ -48,28 +48,26 @@ def _trainer_id(program):
 
 
 def _remote_sources(overview):
-    """{origin name: [(endpoint, name there)]}: block by block in row order for a sliced variable, the
-    first pserver's copy for a whole one (every pserver holding a block keeps the same value)."""
+    """{origin name: (its VarStruct, [(endpoint, name there)])}: block by block in row order for a
+    sliced variable, the first pserver's copy for a whole one (every pserver holding a block keeps
+    the same value)."""
     sources = {}
     for origin, pieces in overview.get_distributed_vars_by_vtypes(list(_REMOTE_VTYPES), groupby=True).items():
         sliced = sorted((v for v in pieces if v.is_slice), key=lambda v: v.block_id)
         chosen = sliced if sliced else pieces[:1]
-        sources[origin] = [(v.endpoint, v.slice.name) for v in chosen]
+        sources[origin] = (pieces[0].origin, [(v.endpoint, v.slice.name) for v in chosen])
     return sources
 
 
 def _receive(executor, program, sources):
     """A Scope holding each variable of ``sources``, received from the pservers by ``recv`` ops."""
     from ..transpiler.pserver_trainer import ask_ahead
-    origin = program.global_block()
     prog = Program()
     block = prog.global_block()
     tid = _trainer_id(program)
     recvs = []
-    for name, where in sources.items():
-        src = origin._find_var_recursive(name)
-        block.create_var(name=name, shape=src.shape if src is not None else None,
-                         dtype=src.dtype if src is not None else None, persistable=False)
+    for name, (whole, where) in sources.items():
+        block.create_var(name=name, shape=whole.shape, dtype=whole.dtype, persistable=False)
         recvs.append(block.append_op("recv", inputs={"X": []}, outputs={"Out": [name]},
                                      attrs={"epmap": [ep for ep, _ in where],
                                             "recv_varnames": [n for _, n in where], "trainer_id": tid}))

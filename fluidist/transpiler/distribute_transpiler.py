@@ -173,7 +173,7 @@ class DistributeTranspiler:
                              "pservers expect gradients from trainers 0..%d" % (plan.trainer_id, plan.trainers,
                                                                                 plan.trainers - 1))
         if not isinstance(plan, geo.GeoPlan):      # GEO-SGD trainers keep their optimizer
-            ps.finish_trainer(plan, self.origin_program)
+            ps.finish_trainer(plan, self.origin_program, self.startup_program)
         return self.origin_program
 
     @gc_paused
