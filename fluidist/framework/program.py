@@ -65,6 +65,7 @@ class Program:
         self._use_hierarchical_allreduce = False
         self._hierarchical_allreduce_inter_nranks = 0
         self._distributed_lookup_table = None
+        self._parameters_on_pservers = None     # a transpiler's VarsDistributed (shared by clones, as in Paddle)
         self._origin_program = None
 
     # ---- seed
