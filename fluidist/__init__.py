@@ -48,6 +48,10 @@ from .paddle_paths import (DataFeedDesc, DistMultiTrainer, HashName, LoDTensorAr
                            PipelineTrainer, RoundRobin, Tensor, TrainerDesc, VarBase, create_random_int_lodtensor,
                            disable_dygraph, disable_imperative, enable_dygraph, enable_imperative,
                            learning_rate_decay, memory_optimize, release_memory)
+from .paddle_paths import (BatchNorm, BCELoss, BilinearTensorProduct, Conv2D, Conv2DTranspose,  # noqa: F401,E402
+                           Conv3D, Conv3DTranspose, Dropout, Embedding, GroupNorm, GRUUnit, InstanceNorm, L1Loss,
+                           Layer, LayerNorm, Linear, MSELoss, NCE, NLLLoss, Pool2D, PRelu, SpectralNorm, TreeConv,
+                           load_dygraph, monkey_patch_varbase, save_dygraph)
 
 _patch()
 log_helper.configure_from_env()  # FLUIDIST_LOG_LEVEL: the launcher's --log_level
