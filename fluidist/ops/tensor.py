@@ -21,10 +21,10 @@ _HOST_RNG = "draws with NumPy's generator, on the host (the same numbers on ever
 
 
 def _rng(ctx, attrs):
-    """Initialisers draw from (seed, salt): the salt defaults to the output name, so two params with the
-    same shape and the same program seed still get different values, the same in every run."""
-    salt = attrs.get(_RANDOM_SALT_ATTR) or ctx.op.outputs["Out"][0]
-    return ctx.rng(attrs["seed"], salt)
+    """Initialisers draw from (seed, salt), the salt empty unless set: as in Paddle, a seed alone decides
+    the numbers, so a network built twice under the same ``program.random_seed`` starts from the same
+    parameters whatever their unique names (and two parameters of one shape start equal)."""
+    return ctx.rng(attrs["seed"], attrs.get(_RANDOM_SALT_ATTR) or "")
 
 
 def _finish_random(ctx, attrs, host):
