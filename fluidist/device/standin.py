@@ -27,6 +27,7 @@ from .standin_array import (HOST_PARAMS, StandinArray, data_dependent_size, hold
                             host_array_error, host_param, on_device, wrap, wrap_result)
 from .standin_cuda import Device, cuda, current_device, gpu_semantics, gpu_semantics_enabled  # noqa: F401
 from .standin_index import SCATTER_DTYPES
+from .standin_syncs import hidden_syncs
 from .transfers import Transfer, TransferLog, count_transfers, totals  # noqa: F401
 
 __all__ = ["StandinPlace", "StandinArray", "xp", "count_transfers", "totals", "Transfer", "TransferLog"]
@@ -45,8 +46,7 @@ _FROM_HOST = frozenset(("array", "asarray", "asanyarray"))
 _METADATA = frozenset(("result_type", "can_cast", "promote_types", "dtype", "iinfo", "finfo", "issubdtype",
                        "isscalar", "ndim", "shape", "size", "min_scalar_type", "common_type", "broadcast_shapes",
                        "isdtype", "get_printoptions", "set_printoptions", "printoptions", "errstate"))
-# functions whose result's size depends on the data: CuPy reads a count from the device for them
-_DATA_DEPENDENT = frozenset(("nonzero", "argwhere", "flatnonzero", "unique", "compress", "extract"))
+_COUNT = np.zeros((), np.int64)      # what a hidden synchronisation reads: a count or a flag
 # CuPy's ufunc methods exist for these ufuncs only (others raise NotImplementedError there)
 _UFUNC_METHODS = {"reduce": ("add", "multiply"), "accumulate": ("add", "multiply"), "reduceat": ("add",),
                   "at": tuple(SCATTER_DTYPES)}
@@ -126,23 +126,6 @@ def _result(what, res, args, kwargs, found):
     return wrap_result(res)
 
 
-def _sync_count(name, args, kwargs):
-    """The synchronisations CuPy makes inside ``name`` (read from its source): results whose size
-    depends on the data read a count, bincount checks its input and reads its maximum."""
-    if name == "bincount":
-        return ("bincount: any(x < 0)", "bincount: max(x) + 1")
-    if name == "unique":
-        extra = [k for k in ("return_index", "return_counts") if kwargs.get(k)]
-        axis = kwargs.get("axis", args[4] if len(args) > 4 else None)
-        fixed = ("unique: the row order (tolist)", "unique: the row count (item)") if axis is not None else ()
-        return ("xp.unique (result size)",) + fixed + tuple("xp.unique: %s (result size)" % k for k in extra)
-    if name == "shares_memory":
-        return ("shares_memory: bool(any(...))",)
-    if name in _DATA_DEPENDENT or (name == "where" and len(args) == 1 and not kwargs):
-        return ("xp.%s (result size)" % name,)
-    return ()
-
-
 def _function(qualname, fn):
     name = qualname.rpartition(".")[2]
     what = "xp.%s" % qualname
@@ -155,8 +138,8 @@ def _function(qualname, fn):
         found = []
         np_args = _device_args(what, args, cur, found, names=names)
         np_kwargs = _device_kwargs(what, kwargs, cur, found)
-        for why in _sync_count(name, args, kwargs):
-            transfers.record("d2h", True, why, np.zeros((), np.int64))
+        for why in hidden_syncs(name, np_args, np_kwargs):
+            transfers.record("d2h", True, why, _COUNT)
         res = fn(*np_args, **np_kwargs)
         if host_result:
             return res
