@@ -50,6 +50,20 @@ def _flat_ids(ctx, ids, height):
     return flat
 
 
+def _checked_ids(ctx, ids, height):
+    """(flat int64 ids, the mask of those out of ``[0, height)`` or None). On the host an id out of
+    range raises (``_flat_ids``). On a device that check would make the host wait for the device at
+    every step: there such ids are clipped to row 0 and the mask is returned, for the lookup to give
+    their rows NaN (the fetched loss shows it, as ``softmax_with_cross_entropy`` does for labels)."""
+    if ctx.xp is np:
+        return _flat_ids(ctx, ids, height), None
+    if ids.dtype.kind not in "iu":
+        _flat_ids(ctx, ids, height)       # its error
+    flat = ids.reshape(-1).astype(np.int64, copy=False)
+    bad = flat.view(np.uint64) >= height   # a negative id is a huge unsigned one: one comparison
+    return ctx.xp.where(bad, 0, flat), bad
+
+
 def _padding_idx(attrs, height):
     p = attrs["padding_idx"]
     if p is None or p == -1:
@@ -88,11 +102,14 @@ def _lookup_kernel(v2):
         if isinstance(w, SelectedRows):
             out = _lookup_rows(ctx, w, ids, attrs)
             return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.value.shape[1], v2))}
-        flat = _flat_ids(ctx, ids, w.shape[0])
-        out = ctx.xp.take(w, flat, axis=0)  # a gather copies: W is never aliased
+        xp = ctx.xp
+        flat, bad = _checked_ids(ctx, ids, w.shape[0])
+        out = xp.take(w, flat, axis=0)  # a gather copies: W is never aliased
         pad = _padding_idx(attrs, w.shape[0])
         if pad is not None:
             out[flat == pad] = 0
+        if bad is not None and out.dtype.kind == "f":
+            out = xp.where(bad[:, None], xp.nan, out).astype(out.dtype, copy=False)
         return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.shape[1], v2))}
     return kernel
 
@@ -111,14 +128,16 @@ def _lookup_grad_kernel(ctx, ins, attrs):
     xp = ctx.xp
     w, ids, d = ins["W"], ins["Ids"], ins["Out@GRAD"]
     height, width = w.shape[0], w.shape[1]
-    flat = _flat_ids(ctx, ids, height)
+    flat, _ = _checked_ids(ctx, ids, height)     # (an id out of range made the loss NaN)
     d2 = d.reshape(flat.shape[0], width)
     pad = _padding_idx(attrs, height)
     if attrs["is_sparse"]:
-        if pad is not None:
+        if pad is not None and xp is np:
             keep = flat != pad
             flat, d2 = flat[keep], d2[keep]
-        return {"W@GRAD": SelectedRows(flat.copy(), d2.copy(), height)}
+        elif pad is not None:         # (a mask selection would read its size back: zero the rows instead)
+            return {"W@GRAD": SelectedRows(flat, xp.where((flat == pad)[:, None], 0, d2).astype(d2.dtype), height)}
+        return {"W@GRAD": SelectedRows(flat.copy() if xp is np else flat, d2.copy(), height)}
     out = xp.zeros(w.shape, dtype=d.dtype)
     scatter_add(xp, out, flat, d2)
     if pad is not None:
