@@ -4,6 +4,8 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op
 from ..core.tensor import SelectedRows, scatter_add
+from .device_tables import device_table, offsets_key
+from .lod_utils import segments
 
 
 # ------------------------------------------------------------------ lookup_table
@@ -189,11 +191,28 @@ def _lod_hint(op, name):
 
 
 def _segments(xp, offsets):
-    """(sequence id of each row, position of each row inside its sequence, lengths), on ``xp``."""
-    lengths = np.diff(offsets)
-    seg = np.repeat(np.arange(len(lengths)), lengths)
-    pos = np.arange(int(offsets[-1])) - offsets[seg]
-    return xp.asarray(seg), xp.asarray(pos), lengths
+    """(sequence id of each row, position of each row inside its sequence, on ``xp``; lengths, on
+    the host): the tables are kept on a device per LoD (``device_table``)."""
+    seg, pos = device_table(xp, ("segments", offsets_key(offsets)), lambda: segments(offsets)[:2])
+    return seg, pos, np.diff(offsets)
+
+
+def _pool_tables(xp, offsets, kind, dtype):
+    """The per-sequence tables sequence_pool reads, on ``xp``, kept per LoD on a device: the mask of
+    empty sequences and, by pool type, the divisors (AVERAGE / SQRT), the pooled rows (FIRST /
+    LAST) or the first row of each sequence (MAX)."""
+    def make():
+        lengths = np.diff(offsets)
+        if kind in ("AVERAGE", "SQRT"):
+            denom = np.maximum(lengths, 1).astype(np.float64)
+            extra = (denom if kind == "AVERAGE" else np.sqrt(denom)).astype(dtype)
+        elif kind in ("FIRST", "LAST"):
+            rows = offsets[:-1] if kind == "FIRST" else offsets[1:] - 1
+            extra = np.clip(rows, 0, max(int(offsets[-1]) - 1, 0))
+        else:
+            extra = offsets[:-1]
+        return lengths == 0, extra
+    return device_table(xp, ("pool", kind, np.dtype(dtype).str, offsets_key(offsets)), make)
 
 
 def _seq_pool_infer(ctx):
@@ -230,19 +249,15 @@ def sequence_pool(ctx, ins, attrs):
     n = len(offsets) - 1
     seg, pos, lengths = _segments(xp, offsets)
     rest = tuple(x.shape[1:])
-    empty = xp.asarray(lengths == 0)
+    empty, table = _pool_tables(xp, offsets, kind, x.dtype)
     bshape = (n,) + (1,) * len(rest)
     res = {}
     if kind in ("AVERAGE", "SUM", "SQRT"):
         out = scatter_add(xp, xp.zeros((n,) + rest, dtype=x.dtype), seg, x)
         if kind != "SUM":
-            denom = np.maximum(lengths, 1).astype(np.float64)
-            denom = denom if kind == "AVERAGE" else np.sqrt(denom)
-            out = out / xp.asarray(denom.astype(x.dtype)).reshape(bshape)
+            out = out / table.reshape(bshape)
     elif kind in ("FIRST", "LAST"):
-        rows = offsets[:-1] if kind == "FIRST" else offsets[1:] - 1
-        out = x[xp.asarray(np.clip(rows, 0, max(x.shape[0] - 1, 0)))] if x.shape[0] else \
-            xp.zeros((n,) + rest, dtype=x.dtype)
+        out = x[table] if x.shape[0] else xp.zeros((n,) + rest, dtype=x.dtype)
     else:  # MAX: lay sequences out padded with -inf, argmax over the time axis
         lmax = int(lengths.max()) if n else 0
         low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
@@ -250,10 +265,12 @@ def sequence_pool(ctx, ins, attrs):
         padded[seg, pos] = x
         arg = padded.argmax(axis=1)
         out = xp.take_along_axis(padded, arg[:, None], axis=1)[:, 0]
-        index = (arg + xp.asarray(offsets[:-1]).reshape(bshape)).astype(np.int32)
+        index = (arg + table.reshape(bshape)).astype(np.int32)
         res["MaxIndex"] = xp.where(empty.reshape(bshape), -1, index).astype(np.int32)
-    out = xp.where(empty.reshape(bshape), xp.asarray(attrs["pad_value"], dtype=x.dtype), out).astype(x.dtype)
-    res["Out"] = out
+    if lengths.all():
+        res["Out"] = out.astype(x.dtype, copy=False)
+    else:
+        res["Out"] = xp.where(empty.reshape(bshape), x.dtype.type(attrs["pad_value"]), out).astype(x.dtype)
     ctx.set_lod("Out", lod[:-1])  # an empty LoD clears one left from an earlier run
     if "MaxIndex" in res:
         ctx.set_lod("MaxIndex", lod[:-1])
@@ -271,16 +288,16 @@ def sequence_pool_grad(ctx, ins, attrs):
     rest = tuple(x.shape[1:])
     dx = xp.zeros(x.shape, dtype=d.dtype)
     if kind in ("AVERAGE", "SUM", "SQRT"):
-        scale = np.ones(n)
-        if kind == "AVERAGE":
-            scale = 1.0 / np.maximum(lengths, 1)
-        elif kind == "SQRT":
-            scale = 1.0 / np.sqrt(np.maximum(lengths, 1))
-        dx = (d * xp.asarray(scale.astype(d.dtype)).reshape((n,) + (1,) * len(rest)))[seg]
+        if kind == "SUM":
+            dx = d[seg]
+        else:
+            dx = (d / _pool_tables(xp, offsets, kind, d.dtype)[1].reshape((n,) + (1,) * len(rest)))[seg]
     elif kind in ("FIRST", "LAST"):
-        nonempty = np.nonzero(lengths)[0]
-        rows = (offsets[:-1] if kind == "FIRST" else offsets[1:] - 1)[nonempty]
-        dx[xp.asarray(rows)] = d[xp.asarray(nonempty)]
+        def make():
+            nonempty = np.nonzero(lengths)[0]
+            return (offsets[:-1] if kind == "FIRST" else offsets[1:] - 1)[nonempty], nonempty
+        rows, nonempty = device_table(xp, ("pool grad", kind, offsets_key(offsets)), make)
+        dx[rows] = d[nonempty]
     else:
         index = ins.get("MaxIndex")
         if index is None:
