@@ -384,9 +384,11 @@ class StandinPlace:
             return value.get()
         return value
 
-    def device_context(self) -> Device:
-        """This place's device as the current one, for a ``with`` block."""
-        return Device(self.device_id)
+    def device_context(self) -> "_DeviceScope":
+        """This place's device as the current one, for a ``with`` block; inside it NumPy's
+        floating-point warnings are off, as CuPy's kernels raise none (an overflow in ``exp`` is
+        an inf on a GPU, silently)."""
+        return _DeviceScope(self.device_id)
 
     def __eq__(self, other):
         return isinstance(other, StandinPlace) and other.device_id == self.device_id
@@ -396,3 +398,23 @@ class StandinPlace:
 
     def __repr__(self):
         return "StandinPlace(%d)" % self.device_id
+
+
+class _DeviceScope:
+    """A stand-in device made current, with NumPy's floating-point warnings off (see
+    :meth:`StandinPlace.device_context`); ``as`` gives the :class:`Device`."""
+
+    def __init__(self, device_id: int) -> None:
+        self._device = Device(device_id)
+        self._quiet: list = []
+
+    def __enter__(self) -> Device:
+        self._device.__enter__()
+        quiet = np.errstate(all="ignore")
+        quiet.__enter__()
+        self._quiet.append(quiet)
+        return self._device
+
+    def __exit__(self, *exc) -> None:
+        self._quiet.pop().__exit__(*exc)
+        self._device.__exit__(*exc)
