@@ -312,7 +312,7 @@ def dropout_grad(ctx, ins, attrs):
         raise ValueError("dropout_grad cannot run with is_test=True: in test mode dropout has no Mask")
     impl, p = _dropout_impl(attrs)
     d = ins["Out@GRAD"]
-    mask = ins["Mask"].astype(d.dtype)
+    mask = ins["Mask"]      # (uint8 times a float array gives that float type: no cast needed)
     if impl == "upscale_in_train":
         return {"X@GRAD": d * mask * (1.0 / (1.0 - p)) if p < 1.0 else ctx.xp.zeros_like(d)}
     return {"X@GRAD": d * mask}

@@ -39,18 +39,23 @@ def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
     return flat, ignore, None
 
 
-def _device_labels(ctx, label, classes, ignore_index):
+def _device_labels(ctx, label, classes, ignore_index, loss_dtype=None):
     """On a device: (labels clipped into ``[0, classes)``, the mask of rows without a usable label,
-    their loss: 0 where ignored, NaN where out of range). The checks of ``_hard_labels`` in 3 to 5
-    kernel launches and no read back to the host."""
+    and with ``loss_dtype`` their loss: 0 where ignored, NaN where out of range). The checks of
+    ``_hard_labels`` in 2 to 5 kernel launches and no read back to the host (an ``ignore_index``
+    outside the classes is out of range itself: its rows are skipped by the same comparison)."""
     xp = ctx.xp
     _hard_label_dtype(ctx, label)
     flat = label.reshape(-1).astype(np.int64, copy=False)
     out = xp.ascontiguousarray(flat).view(np.uint64) >= classes     # a negative label is a huge unsigned one
     safe = xp.where(out, 0, flat)
+    skip = out | (flat == ignore_index) if 0 <= ignore_index < classes else out
+    if loss_dtype is None:
+        return safe, skip, None
+    zero, nan = np.dtype(loss_dtype).type(0), np.dtype(loss_dtype).type(np.nan)
     if 0 <= ignore_index < classes:
-        return safe, out | (flat == ignore_index), xp.where(out, xp.nan, 0.0)
-    return safe, out, xp.where(flat == ignore_index, 0.0, xp.nan)
+        return safe, skip, xp.where(out, nan, zero)
+    return safe, skip, xp.where(flat == ignore_index, zero, nan)
 
 
 def _hard_label_dtype(ctx, label, slot="Label"):
@@ -230,10 +235,11 @@ def softmax_with_cross_entropy(ctx, ins, attrs):
     if soft:
         loss = (lab * _neg_log(xp, softmax)).sum(axis=-1, keepdims=True)
     elif xp is not np:
-        safe, skip, fill = _device_labels(ctx, lab, d, attrs["ignore_index"])
+        safe, skip, fill = _device_labels(ctx, lab, d, attrs["ignore_index"], softmax.dtype)
         p2 = softmax.reshape(-1, d)
-        loss = xp.where(skip, fill, _neg_log(xp, p2[xp.arange(p2.shape[0]), safe]))
-        loss = loss.astype(logits.dtype, copy=False).reshape(tuple(z.shape[:-1]) + (1,))
+        # (-log of the clipped softmax is at most 64 + log(classes): _neg_log's clamps never act here)
+        loss = xp.where(skip, fill, -xp.log(p2[xp.arange(p2.shape[0]), safe]))
+        loss = loss.reshape(tuple(z.shape[:-1]) + (1,))
     else:
         flat, ignore, bad = _hard_labels(ctx, lab, d, attrs["ignore_index"])
         ignored = _some(xp, ignore)
