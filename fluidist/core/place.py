@@ -194,7 +194,7 @@ def array_module(value):
 def place_of(value):
     """The place an array lives on: ``CPUPlace()`` for a NumPy array (or anything else)."""
     if type(value) is StandinArray:
-        return StandinPlace(0)
+        return StandinPlace(value.device.id)
     if _is_cupy(value):
         return CUDAPlace(value.device.id)
     return CPUPlace()

@@ -1,13 +1,25 @@
-"""The stand-in device's transfer log: every copy between host and device memory, each way.
+"""The stand-in device's log: every copy between host and device memory, each way, every
+synchronisation of the host with the device, and every kernel launch.
 
 A transfer is *explicit* when the code asked for a copy (``a.get()``, ``xp.asnumpy(a)``,
 ``xp.asarray(host)``, a Place moving a value) and *implicit* when CuPy would make it silently:
 a scalar read from the device (``float(a)``, ``int(a)``, ``bool(a)``, ``a.item()``, ``a.tolist()``,
-printing), or host data used as an index or assigned into a device array. On a GPU each of them is
-a synchronisation of the host with the device, so counting them bounds what a training step costs.
+printing, a device value where CuPy wants a Python number), or host data used as an index or
+assigned into a device array.
+
+A *synchronisation* makes the host wait for the device: every device-to-host copy is one, and so
+is a stream's, an event's or a device's ``synchronize()`` (recorded with direction ``"sync"``,
+no data moved). Host-to-device copies are not (CuPy stages them and goes on).
+
+A *launch* is an array-module call that makes a device array or writes one: a ufunc, a function
+whose result is a new array, an operator, an advanced index, a setitem, ``fill``. Views
+(``reshape`` of a contiguous array, basic slicing, ``transpose``) and ``empty`` launch nothing. On a
+GPU each launch costs the host a few microseconds whatever the size, so their count bounds a step's
+fixed cost as the synchronisations bound its waiting.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import sys
@@ -20,7 +32,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 class Transfer(NamedTuple):
     """One copy between host and device."""
-    direction: str      # "h2d" or "d2h"
+    direction: str      # "h2d", "d2h", or "sync" (a synchronisation that moves no data)
     implicit: bool      # True where CuPy makes it without being asked (scalars, host indices)
     what: str           # the operation: "asarray", "get", "float()", "index", ...
     shape: tuple
@@ -33,10 +45,23 @@ class Transfer(NamedTuple):
 
 
 class TransferLog:
-    """The transfers made while it was open (see :func:`count_transfers`)."""
+    """The transfers, synchronisations and launches made while it was open (see
+    :func:`count_transfers`)."""
 
     def __init__(self) -> None:
         self.events: List[Transfer] = []
+        self.launch_counts: collections.Counter = collections.Counter()   # launches by operation
+
+    @property
+    def launches(self) -> int:
+        """Kernel launches (array-module calls that made or wrote a device array)."""
+        return sum(self.launch_counts.values())
+
+    @property
+    def syncs(self) -> List[Transfer]:
+        """The events that make the host wait for the device: device-to-host copies and
+        synchronisations (``direction == "sync"``), in order."""
+        return [e for e in self.events if e.direction != "h2d"]
 
     @property
     def h2d(self) -> List[Transfer]:
@@ -59,17 +84,20 @@ class TransferLog:
 
     def clear(self) -> None:
         del self.events[:]
+        self.launch_counts.clear()
 
     def __str__(self):
+        head = "%d launches" % self.launches
         if not self.events:
-            return "no transfers"
-        return "%d transfers (h2d %d, d2h %d):\n  %s" % (len(self.events), len(self.h2d), len(self.d2h),
-                                                          "\n  ".join(str(e) for e in self.events))
+            return "no transfers, " + head
+        return "%d transfers (h2d %d, d2h %d), %d syncs, %s:\n  %s" % (
+            len(self.events), len(self.h2d), len(self.d2h), len(self.syncs), head,
+            "\n  ".join(str(e) for e in self.events))
 
 
 _open_logs: List[TransferLog] = []
 _lock = threading.Lock()
-_totals = {"h2d": 0, "d2h": 0}
+_totals = {"h2d": 0, "d2h": 0, "sync": 0, "launch": 0}
 # frames of these modules are skipped when naming where a transfer came from: they only carry it out
 _CARRIERS = ("fluidist.device", "fluidist.core.place", "fluidist.core.placement")
 
@@ -93,7 +121,8 @@ def count_transfers() -> Iterator[TransferLog]:
 
 
 def totals() -> dict:
-    """Transfers made by this process so far: ``{"h2d": n, "d2h": m}``."""
+    """What this process did so far: ``{"h2d": n, "d2h": m, "sync": s, "launch": k}`` (``sync``
+    counts the synchronisations that move no data)."""
     return dict(_totals)
 
 
@@ -109,13 +138,28 @@ def _where() -> str:
 
 
 def record(direction: str, implicit: bool, what: str, array) -> None:
-    """Count one transfer of ``array`` (a NumPy array, or anything with shape and dtype)."""
+    """Count one transfer of ``array`` (a NumPy array, or anything with shape and dtype), or, with
+    direction ``"sync"``, one synchronisation (``array`` None)."""
     _totals[direction] += 1
     if not _open_logs:
         return
     shape = tuple(getattr(array, "shape", ()))
-    dtype = str(getattr(array, "dtype", type(array).__name__))
+    dtype = "" if array is None else str(getattr(array, "dtype", type(array).__name__))
     event = Transfer(direction, implicit, what, shape, dtype, _where())
     with _lock:
         for log in _open_logs:
             log.events.append(event)
+
+
+def record_sync(what: str) -> None:
+    """Count one synchronisation of the host with the device that moves no data."""
+    record("sync", False, what, None)
+
+
+def record_launch(what: str) -> None:
+    """Count one kernel launch (``what``: the operation, e.g. ``"xp.exp"``)."""
+    _totals["launch"] += 1
+    if _open_logs:
+        with _lock:
+            for log in _open_logs:
+                log.launch_counts[what] += 1

@@ -275,13 +275,35 @@ def dropout(ctx, ins, attrs):
         if impl == "upscale_in_train":
             return {"Out": x.copy()}
         return {"Out": (x * (1.0 - p)).astype(x.dtype, copy=False)}
-    rng = ctx.rng(attrs["seed"] if attrs.get("fix_seed") else 0, salt=ctx.op.outputs["Out"][0])
-    mask = xp.asarray((rng.random_sample(x.shape) >= p).astype(np.uint8))
+    mask = _dropout_mask(ctx, x.shape, p, attrs)
     if impl == "upscale_in_train":
         out = x * mask * (1.0 / (1.0 - p)) if p < 1.0 else xp.zeros_like(x)
     else:
         out = x * mask
     return {"Out": out.astype(x.dtype, copy=False), "Mask": mask}
+
+
+_DEVICE_RNGS = {}      # (array module, device) -> the generator of unseeded masks drawn there
+
+
+def _dropout_mask(ctx, shape, p, attrs):
+    """The uint8 keep-mask (1 with probability 1 - p). On the host it is drawn by NumPy; on a device
+    it is drawn there (``xp.random.RandomState``: cuRAND on a GPU), never uploaded: a GPU's masks
+    differ from the CPU's for the same seed, as Paddle's GPU dropout's do from its CPU one's. With
+    ``fix_seed`` the generator is seeded from ``seed`` and the op's output name at every call (the
+    same mask every run); otherwise one generator per device, seeded once from fresh entropy, goes on."""
+    xp = ctx.xp
+    seed = attrs["seed"] if attrs.get("fix_seed") else 0
+    if xp is np:
+        return (ctx.rng(seed, salt=ctx.op.outputs["Out"][0]).random_sample(shape) >= p).astype(np.uint8)
+    if seed:
+        gen = xp.random.RandomState(int(ctx.rng(seed, salt=ctx.op.outputs["Out"][0]).randint(2 ** 31 - 1)))
+    else:
+        key = (xp, xp.cuda.runtime.getDevice())
+        gen = _DEVICE_RNGS.get(key)
+        if gen is None:
+            gen = _DEVICE_RNGS[key] = xp.random.RandomState(int(np.random.SeedSequence().generate_state(1)[0]))
+    return (gen.random_sample(shape) >= p).astype(np.uint8)
 
 
 @register_grad("dropout", inputs=["Mask", "Out@GRAD"])
@@ -290,7 +312,7 @@ def dropout_grad(ctx, ins, attrs):
         raise ValueError("dropout_grad cannot run with is_test=True: in test mode dropout has no Mask")
     impl, p = _dropout_impl(attrs)
     d = ins["Out@GRAD"]
-    mask = ins["Mask"].astype(d.dtype)
+    mask = ins["Mask"]      # (uint8 times a float array gives that float type: no cast needed)
     if impl == "upscale_in_train":
         return {"X@GRAD": d * mask * (1.0 / (1.0 - p)) if p < 1.0 else ctx.xp.zeros_like(d)}
     return {"X@GRAD": d * mask}

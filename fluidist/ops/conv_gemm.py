@@ -19,17 +19,22 @@ faults. Their contents never outlive a kernel call. Grouped convolutions and oth
 """
 import threading
 
+import numpy as np
+
 _LOCAL = threading.local()
 _MAX_WORKSPACES = 32
 
 
 def workspace(xp, key, shape, dtype):
     """A scratch array of ``shape`` / ``dtype`` kept for this thread under ``key`` and reused by the
-    next call with the same key, shape and dtype (its contents are whatever the last user left)."""
+    next call with the same key, shape and dtype on the same device (its contents are whatever the
+    last user left). The device is part of the key: a thread of a data-parallel pool runs whichever
+    place is next, and a GPU refuses a buffer of another device."""
     cache = getattr(_LOCAL, "buffers", None)
     if cache is None:
         cache = _LOCAL.buffers = {}
-    k = (key, xp, shape, dtype)          # (no str(dtype): slow, it is called several times a step)
+    device = None if xp is np else xp.cuda.runtime.getDevice()
+    k = (key, xp, device, shape, dtype)          # (no str(dtype): slow, it is called several times a step)
     buf = cache.pop(k, None)
     if buf is None:
         if len(cache) >= _MAX_WORKSPACES:

@@ -24,9 +24,7 @@ def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
     the device at every step, so there such labels are clipped, and the forward ops give their rows a
     NaN loss instead (the fetched loss shows it)."""
     name = ctx.op.inputs[slot][0]
-    if label.dtype.kind not in "iu":
-        raise ValueError("op %r: hard Label %r must be an integer tensor (int64), got %s; set soft_label=True "
-                         "for probability labels" % (ctx.op.type, name, label.dtype))
+    _hard_label_dtype(ctx, label, slot)
     flat = label.reshape(-1).astype(np.int64, copy=False)
     ignore = flat == ignore_index
     if ctx.xp is not np:
@@ -39,6 +37,31 @@ def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
             raise ValueError("op %r: label %d in Label %r is out of range for %d classes"
                              % (ctx.op.type, bad, name, classes))
     return flat, ignore, None
+
+
+def _device_labels(ctx, label, classes, ignore_index, loss_dtype=None):
+    """On a device: (labels clipped into ``[0, classes)``, the mask of rows without a usable label,
+    and with ``loss_dtype`` their loss: 0 where ignored, NaN where out of range). The checks of
+    ``_hard_labels`` in 2 to 5 kernel launches and no read back to the host (an ``ignore_index``
+    outside the classes is out of range itself: its rows are skipped by the same comparison)."""
+    xp = ctx.xp
+    _hard_label_dtype(ctx, label)
+    flat = label.reshape(-1).astype(np.int64, copy=False)
+    out = xp.ascontiguousarray(flat).view(np.uint64) >= classes     # a negative label is a huge unsigned one
+    safe = xp.where(out, 0, flat)
+    skip = out | (flat == ignore_index) if 0 <= ignore_index < classes else out
+    if loss_dtype is None:
+        return safe, skip, None
+    zero, nan = np.dtype(loss_dtype).type(0), np.dtype(loss_dtype).type(np.nan)
+    if 0 <= ignore_index < classes:
+        return safe, skip, xp.where(out, nan, zero)
+    return safe, skip, xp.where(flat == ignore_index, zero, nan)
+
+
+def _hard_label_dtype(ctx, label, slot="Label"):
+    if label.dtype.kind not in "iu":
+        raise ValueError("op %r: hard Label %r must be an integer tensor (int64), got %s; set soft_label=True "
+                         "for probability labels" % (ctx.op.type, ctx.op.inputs[slot][0], label.dtype))
 
 
 def _some(xp, mask):
@@ -211,6 +234,12 @@ def softmax_with_cross_entropy(ctx, ins, attrs):
     d = z.shape[-1]
     if soft:
         loss = (lab * _neg_log(xp, softmax)).sum(axis=-1, keepdims=True)
+    elif xp is not np:
+        safe, skip, fill = _device_labels(ctx, lab, d, attrs["ignore_index"], softmax.dtype)
+        p2 = softmax.reshape(-1, d)
+        # (-log of the clipped softmax is at most 64 + log(classes): _neg_log's clamps never act here)
+        loss = xp.where(skip, fill, -xp.log(p2[xp.arange(p2.shape[0]), safe]))
+        loss = loss.reshape(tuple(z.shape[:-1]) + (1,))
     else:
         flat, ignore, bad = _hard_labels(ctx, lab, d, attrs["ignore_index"])
         ignored = _some(xp, ignore)
@@ -237,6 +266,12 @@ def softmax_with_cross_entropy_grad(ctx, ins, attrs):
     d = p.shape[-1]
     if attrs["soft_label"]:
         dz = (p - lab) * dl
+    elif xp is not np:
+        safe, skip, _ = _device_labels(ctx, lab, d, attrs["ignore_index"])
+        dz = p.reshape(-1, d).copy()
+        dz[xp.arange(dz.shape[0]), safe] -= 1
+        dz *= xp.where(skip, 0, dl.reshape(-1)).astype(dz.dtype, copy=False)[:, None]
+        dz = dz.reshape(p.shape)
     else:
         flat, ignore, _ = _hard_labels(ctx, lab, d, attrs["ignore_index"])
         dz = p.reshape(-1, d).copy()

@@ -4,6 +4,8 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op
 from ..core.tensor import SelectedRows, scatter_add
+from .device_tables import device_table, offsets_key
+from .lod_utils import segments
 
 
 # ------------------------------------------------------------------ lookup_table
@@ -50,6 +52,20 @@ def _flat_ids(ctx, ids, height):
     return flat
 
 
+def _checked_ids(ctx, ids, height):
+    """(flat int64 ids, the mask of those out of ``[0, height)`` or None). On the host an id out of
+    range raises (``_flat_ids``). On a device that check would make the host wait for the device at
+    every step: there such ids are clipped to row 0 and the mask is returned, for the lookup to give
+    their rows NaN (the fetched loss shows it, as ``softmax_with_cross_entropy`` does for labels)."""
+    if ctx.xp is np:
+        return _flat_ids(ctx, ids, height), None
+    if ids.dtype.kind not in "iu":
+        _flat_ids(ctx, ids, height)       # its error
+    flat = ids.reshape(-1).astype(np.int64, copy=False)
+    bad = flat.view(np.uint64) >= height   # a negative id is a huge unsigned one: one comparison
+    return ctx.xp.where(bad, 0, flat), bad
+
+
 def _padding_idx(attrs, height):
     p = attrs["padding_idx"]
     if p is None or p == -1:
@@ -88,11 +104,14 @@ def _lookup_kernel(v2):
         if isinstance(w, SelectedRows):
             out = _lookup_rows(ctx, w, ids, attrs)
             return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.value.shape[1], v2))}
-        flat = _flat_ids(ctx, ids, w.shape[0])
-        out = ctx.xp.take(w, flat, axis=0)  # a gather copies: W is never aliased
+        xp = ctx.xp
+        flat, bad = _checked_ids(ctx, ids, w.shape[0])
+        out = xp.take(w, flat, axis=0)  # a gather copies: W is never aliased
         pad = _padding_idx(attrs, w.shape[0])
         if pad is not None:
             out[flat == pad] = 0
+        if bad is not None and out.dtype.kind == "f":
+            out = xp.where(bad[:, None], xp.nan, out).astype(out.dtype, copy=False)
         return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.shape[1], v2))}
     return kernel
 
@@ -111,14 +130,16 @@ def _lookup_grad_kernel(ctx, ins, attrs):
     xp = ctx.xp
     w, ids, d = ins["W"], ins["Ids"], ins["Out@GRAD"]
     height, width = w.shape[0], w.shape[1]
-    flat = _flat_ids(ctx, ids, height)
+    flat, _ = _checked_ids(ctx, ids, height)     # (an id out of range made the loss NaN)
     d2 = d.reshape(flat.shape[0], width)
     pad = _padding_idx(attrs, height)
     if attrs["is_sparse"]:
-        if pad is not None:
+        if pad is not None and xp is np:
             keep = flat != pad
             flat, d2 = flat[keep], d2[keep]
-        return {"W@GRAD": SelectedRows(flat.copy(), d2.copy(), height)}
+        elif pad is not None:         # (a mask selection would read its size back: zero the rows instead)
+            return {"W@GRAD": SelectedRows(flat, xp.where((flat == pad)[:, None], 0, d2).astype(d2.dtype), height)}
+        return {"W@GRAD": SelectedRows(flat.copy() if xp is np else flat, d2.copy(), height)}
     out = xp.zeros(w.shape, dtype=d.dtype)
     scatter_add(xp, out, flat, d2)
     if pad is not None:
@@ -170,11 +191,28 @@ def _lod_hint(op, name):
 
 
 def _segments(xp, offsets):
-    """(sequence id of each row, position of each row inside its sequence, lengths), on ``xp``."""
-    lengths = np.diff(offsets)
-    seg = np.repeat(np.arange(len(lengths)), lengths)
-    pos = np.arange(int(offsets[-1])) - offsets[seg]
-    return xp.asarray(seg), xp.asarray(pos), lengths
+    """(sequence id of each row, position of each row inside its sequence, on ``xp``; lengths, on
+    the host): the tables are kept on a device per LoD (``device_table``)."""
+    seg, pos = device_table(xp, ("segments", offsets_key(offsets)), lambda: segments(offsets)[:2])
+    return seg, pos, np.diff(offsets)
+
+
+def _pool_tables(xp, offsets, kind, dtype):
+    """The per-sequence tables sequence_pool reads, on ``xp``, kept per LoD on a device: the mask of
+    empty sequences and, by pool type, the divisors (AVERAGE / SQRT), the pooled rows (FIRST /
+    LAST) or the first row of each sequence (MAX)."""
+    def make():
+        lengths = np.diff(offsets)
+        if kind in ("AVERAGE", "SQRT"):
+            denom = np.maximum(lengths, 1).astype(np.float64)
+            extra = (denom if kind == "AVERAGE" else np.sqrt(denom)).astype(dtype)
+        elif kind in ("FIRST", "LAST"):
+            rows = offsets[:-1] if kind == "FIRST" else offsets[1:] - 1
+            extra = np.clip(rows, 0, max(int(offsets[-1]) - 1, 0))
+        else:
+            extra = offsets[:-1]
+        return lengths == 0, extra
+    return device_table(xp, ("pool", kind, np.dtype(dtype).str, offsets_key(offsets)), make)
 
 
 def _seq_pool_infer(ctx):
@@ -211,19 +249,15 @@ def sequence_pool(ctx, ins, attrs):
     n = len(offsets) - 1
     seg, pos, lengths = _segments(xp, offsets)
     rest = tuple(x.shape[1:])
-    empty = xp.asarray(lengths == 0)
+    empty, table = _pool_tables(xp, offsets, kind, x.dtype)
     bshape = (n,) + (1,) * len(rest)
     res = {}
     if kind in ("AVERAGE", "SUM", "SQRT"):
         out = scatter_add(xp, xp.zeros((n,) + rest, dtype=x.dtype), seg, x)
         if kind != "SUM":
-            denom = np.maximum(lengths, 1).astype(np.float64)
-            denom = denom if kind == "AVERAGE" else np.sqrt(denom)
-            out = out / xp.asarray(denom.astype(x.dtype)).reshape(bshape)
+            out = out / table.reshape(bshape)
     elif kind in ("FIRST", "LAST"):
-        rows = offsets[:-1] if kind == "FIRST" else offsets[1:] - 1
-        out = x[xp.asarray(np.clip(rows, 0, max(x.shape[0] - 1, 0)))] if x.shape[0] else \
-            xp.zeros((n,) + rest, dtype=x.dtype)
+        out = x[table] if x.shape[0] else xp.zeros((n,) + rest, dtype=x.dtype)
     else:  # MAX: lay sequences out padded with -inf, argmax over the time axis
         lmax = int(lengths.max()) if n else 0
         low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
@@ -231,10 +265,12 @@ def sequence_pool(ctx, ins, attrs):
         padded[seg, pos] = x
         arg = padded.argmax(axis=1)
         out = xp.take_along_axis(padded, arg[:, None], axis=1)[:, 0]
-        index = (arg + xp.asarray(offsets[:-1]).reshape(bshape)).astype(np.int32)
+        index = (arg + table.reshape(bshape)).astype(np.int32)
         res["MaxIndex"] = xp.where(empty.reshape(bshape), -1, index).astype(np.int32)
-    out = xp.where(empty.reshape(bshape), xp.asarray(attrs["pad_value"], dtype=x.dtype), out).astype(x.dtype)
-    res["Out"] = out
+    if lengths.all():
+        res["Out"] = out.astype(x.dtype, copy=False)
+    else:
+        res["Out"] = xp.where(empty.reshape(bshape), x.dtype.type(attrs["pad_value"]), out).astype(x.dtype)
     ctx.set_lod("Out", lod[:-1])  # an empty LoD clears one left from an earlier run
     if "MaxIndex" in res:
         ctx.set_lod("MaxIndex", lod[:-1])
@@ -252,16 +288,16 @@ def sequence_pool_grad(ctx, ins, attrs):
     rest = tuple(x.shape[1:])
     dx = xp.zeros(x.shape, dtype=d.dtype)
     if kind in ("AVERAGE", "SUM", "SQRT"):
-        scale = np.ones(n)
-        if kind == "AVERAGE":
-            scale = 1.0 / np.maximum(lengths, 1)
-        elif kind == "SQRT":
-            scale = 1.0 / np.sqrt(np.maximum(lengths, 1))
-        dx = (d * xp.asarray(scale.astype(d.dtype)).reshape((n,) + (1,) * len(rest)))[seg]
+        if kind == "SUM":
+            dx = d[seg]
+        else:
+            dx = (d / _pool_tables(xp, offsets, kind, d.dtype)[1].reshape((n,) + (1,) * len(rest)))[seg]
     elif kind in ("FIRST", "LAST"):
-        nonempty = np.nonzero(lengths)[0]
-        rows = (offsets[:-1] if kind == "FIRST" else offsets[1:] - 1)[nonempty]
-        dx[xp.asarray(rows)] = d[xp.asarray(nonempty)]
+        def make():
+            nonempty = np.nonzero(lengths)[0]
+            return (offsets[:-1] if kind == "FIRST" else offsets[1:] - 1)[nonempty], nonempty
+        rows, nonempty = device_table(xp, ("pool grad", kind, offsets_key(offsets)), make)
+        dx[rows] = d[nonempty]
     else:
         index = ins.get("MaxIndex")
         if index is None:

@@ -26,7 +26,7 @@ import numpy as np
 from ..framework.op_role import OpRole
 from ..framework.registry import UpdateRule, no_infer, register_grad, register_op
 from ..core.lazy_rows import LazyRows
-from ..core.tensor import SelectedRows
+from ..core.tensor import SelectedRows, scatter_add
 
 
 def _lr(ctx, ins, dtype):
@@ -44,11 +44,15 @@ def _check_same_shape(ctx, what, arr, p):
                             ctx.op.inputs["Param"][0], list(p.shape)))
 
 
-def _merged_rows(ctx, g, p):
+def _check_height(ctx, g, p):
     if g.height and g.height != p.shape[0]:
         raise ValueError("op %r: SelectedRows gradient %r has height %d but parameter %r has %d rows"
                          % (ctx.op.type, ctx.op.inputs["Grad"][0], g.height, ctx.op.inputs["Param"][0],
                             p.shape[0]))
+
+
+def _merged_rows(ctx, g, p):
+    _check_height(ctx, g, p)
     g = g.merged(ctx.xp)
     if g.rows is None or len(g.rows) == 0:
         return None
@@ -56,10 +60,12 @@ def _merged_rows(ctx, g, p):
 
 
 def _densify(ctx, g, p):
+    """The dense gradient of a row-sparse one: repeated rows summed in the order they came, as a
+    merge would (and with no merge: on a device, merging reads the number of distinct rows back)."""
     xp = ctx.xp
     out = xp.zeros(p.shape, dtype=p.dtype)
-    if g is not None:
-        out[g.rows] = g.value.reshape((len(g.rows),) + tuple(p.shape[1:]))
+    if g.rows is not None and len(g.rows):
+        scatter_add(xp, out, g.rows, g.value.reshape((len(g.rows),) + tuple(p.shape[1:])))
     return out
 
 
@@ -106,8 +112,11 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
             _check_same_shape(ctx, s, acc, p)
         sc = {s: ins[s].reshape(()).astype(p.dtype, copy=False) for s in scalars}
         if isinstance(g, SelectedRows):
-            g = _merged_rows(ctx, g, p)
-            if rows_only(a) or any(isinstance(acc, LazyRows) for acc in accs.values()):
+            if not (rows_only(a) or any(isinstance(acc, LazyRows) for acc in accs.values())):
+                _check_height(ctx, g, p)
+                g = _densify(ctx, g, p)
+            else:
+                g = _merged_rows(ctx, g, p)
                 _check_row_wise(ctx, rows_only(a), accs)
                 if g is not None:
                     rows = g.rows
@@ -118,7 +127,6 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
                     for s, acc in accs.items():
                         acc[rows] = new[s]
                 return _outs(out_slots, p, accs)
-            g = _densify(ctx, g, p)
         else:
             _check_same_shape(ctx, "Grad", g, p)
             _check_row_wise(ctx, False, accs)
@@ -251,10 +259,9 @@ def sgd(ctx, ins, attrs):
     p, g = ins["Param"], ins["Grad"]
     lr = _lr(ctx, ins, p.dtype)
     if isinstance(g, SelectedRows):
-        g = _merged_rows(ctx, g, p)
-        if g is not None:
-            rows = g.rows
-            p[rows] = ctx.xp.take(p, rows, axis=0) - lr * g.value.reshape((len(rows),) + tuple(p.shape[1:]))
+        _check_height(ctx, g, p)
+        if g.rows is not None and len(g.rows):      # each row's values subtracted in turn, repeats too
+            scatter_add(ctx.xp, p, g.rows, g.value.reshape((len(g.rows),) + tuple(p.shape[1:])) * -lr)
         return {"ParamOut": p}
     if g.shape != p.shape:
         _check_same_shape(ctx, "Grad", g, p)
@@ -360,7 +367,8 @@ def dpsgd(ctx, ins, attrs):
     same every step (Paddle re-seeded its engine with ``seed`` on every call); with 0 it is fresh."""
     p, g = ins["Param"], ins["Grad"]
     if isinstance(g, SelectedRows):
-        g = _densify(ctx, _merged_rows(ctx, g, p), p)
+        _check_height(ctx, g, p)
+        g = _densify(ctx, g, p)
     else:
         _check_same_shape(ctx, "Grad", g, p)
     lr = _lr(ctx, ins, p.dtype)

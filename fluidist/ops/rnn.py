@@ -10,6 +10,7 @@ the ``[D, D]`` candidate weight. The sequence ops lay the LoD batch out time-maj
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from .device_tables import device_table, offsets_key
 from .lod_utils import segments, seq_offsets
 from .math import stable_sigmoid
 
@@ -50,13 +51,16 @@ class _Batch:
     column ``b``, its step ``t`` at row ``t`` (its last step first with ``reverse``)."""
 
     def __init__(self, ctx, x, reverse, slot="Input"):
-        offsets = seq_offsets(ctx, slot, x)
-        seg, pos, lengths = segments(offsets)
+        offsets = np.asarray(seq_offsets(ctx, slot, x), dtype=np.int64)
+        lengths = np.diff(offsets)
         self.n = len(lengths)
         self.steps = int(lengths.max()) if self.n else 0
-        if reverse:
-            pos = lengths[seg] - 1 - pos
-        self.seg, self.pos = ctx.xp.asarray(seg), ctx.xp.asarray(pos)
+        self.key = (bool(reverse), offsets_key(offsets))
+
+        def tables():
+            seg, pos, _ = segments(offsets)
+            return seg, (lengths[seg] - 1 - pos if reverse else pos)
+        self.seg, self.pos = device_table(ctx.xp, ("rnn batch",) + self.key, tables)
         self.xp = ctx.xp
         self.lengths = lengths
 
@@ -71,16 +75,19 @@ class _Batch:
     def batch_major(self, padded):
         """The rows of ``padded`` in Paddle's batch layout (its ``Batch*`` outputs): step by step,
         each step's rows of the sequences still running, longest sequence first (ties in input order)."""
-        order = np.argsort(-self.lengths, kind="stable")
-        steps, seqs = [], []
-        for t in range(self.steps):
-            running = order[self.lengths[order] > t]
-            steps.append(np.full(len(running), t))
-            seqs.append(running)
-        if not steps:
+        if not self.steps:
             return padded.reshape((0,) + tuple(padded.shape[2:]))
-        xp = self.xp
-        return padded[xp.asarray(np.concatenate(steps)), xp.asarray(np.concatenate(seqs))]
+
+        def tables():
+            order = np.argsort(-self.lengths, kind="stable")
+            steps, seqs = [], []
+            for t in range(self.steps):
+                running = order[self.lengths[order] > t]
+                steps.append(np.full(len(running), t))
+                seqs.append(running)
+            return np.concatenate(steps), np.concatenate(seqs)
+        steps, seqs = device_table(self.xp, ("rnn batch-major",) + self.key, tables)
+        return padded[steps, seqs]
 
 
 def _initial(xp, value, n, width, dtype):

@@ -141,10 +141,11 @@ def test_results_whose_size_depends_on_the_data_read_a_count_from_the_device():
                                          "xp.unique (result size)"]
 
 
-def test_ufunc_methods_and_scatter_add_as_cupy_supports_them():
+def test_ufunc_methods_and_scatter_dtypes_as_cupy_14_1_supports_them():
     """CuPy, ``ufunc.reduce`` / ``accumulate`` exist for add and multiply only, ``reduceat`` for add,
-    ``at`` for the ufuncs with a scatter operation (add, maximum, minimum); ``cupyx.scatter_add``
-    (behind ``add.at``) supports int32, float16, float32, float64, uint32 and uint64 only."""
+    ``at`` for the ufuncs with a scatter operation; CuPy >= 14.1's ``_scatter_op_single`` takes, for
+    the array written: add int32, int64, float16, float32, float64, uint32, uint64; maximum and
+    minimum the same but float16; subtract int32 and uint32 (TypeError otherwise)."""
     a = dev(np.zeros(3, np.float32))
     xp.add.at(a, dev(np.array([0, 0, 2])), 1.0)
     np.testing.assert_array_equal(a.get(), [2.0, 0.0, 1.0])
@@ -152,9 +153,24 @@ def test_ufunc_methods_and_scatter_add_as_cupy_supports_them():
     with pytest.raises(NotImplementedError):
         xp.maximum.reduce(a)
     with pytest.raises(NotImplementedError):
+        xp.multiply.at(a, dev(np.array([0])), 1.0)
+    with pytest.raises(TypeError, match="subtract"):
         xp.subtract.at(a, dev(np.array([0])), 1.0)
-    with pytest.raises(TypeError, match="int64"):
-        xp.add.at(dev(np.zeros(3, np.int64)), dev(np.array([0])), 1)
+    counts = dev(np.zeros(3, np.int64))          # int64 add.at: accepted since CuPy 14.1
+    xp.add.at(counts, dev(np.array([1, 1, 2])), 1)
+    assert counts.tolist() == [0, 2, 1]
+    half = dev(np.zeros(3, np.float16))
+    xp.add.at(half, dev(np.array([1, 1])), 1.0)
+    assert half.tolist() == [0.0, 2.0, 0.0]
+    for ufunc in (xp.maximum, xp.minimum):       # float16 max/min: no atomic, refused
+        with pytest.raises(TypeError, match="float16"):
+            ufunc.at(half, dev(np.array([0])), 1.0)
+        ufunc.at(counts, dev(np.array([0, 0])), dev(np.array([5, 3])))
+    assert counts.tolist() == [3, 2, 1]
+    with pytest.raises(TypeError, match="int8"):
+        dev(np.zeros(2, np.int8)).scatter_add(dev(np.array([0])), 1)
+    with pytest.raises(TypeError, match="bool"):
+        xp.bitwise_or.at(dev(np.zeros(2, bool)), dev(np.array([0])), True)
 
 
 def test_names_cupy_lacks_are_missing():

