@@ -212,4 +212,337 @@ class MemoryPointer:
         self.ptr, self.device_id = ptr, device_id
 
 
-from .standin_methods import StandinArray, _restore  # noqa: E402,F401  (the class, built on the helpers above)
+_launch = transfers.record_launch
+
+
+class StandinArray:
+    """An array on the stand-in device (see :mod:`fluidist.device.standin_array`).
+    ``StandinArray(shape, dtype)`` allocates one on the current device, as ``cupy.ndarray(shape,
+    dtype)`` does; ``xp.asarray(host)`` copies one in."""
+
+    __slots__ = ("_a", "_dev", "__weakref__")
+    __array_priority__ = 100
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as NumPy's arrays
+
+    def __init__(self, shape, dtype=float, order="C"):
+        self._a = np.empty(shape, dtype=dtype, order=order)
+        self._dev = current_device()
+
+    # ---------------------------------------------------------------- what NumPy may not do with it
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(IMPLICIT_CONVERSION)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        for x in inputs:
+            if isinstance(x, np.ndarray):
+                raise host_array_error("numpy.%s mixing device and host arrays" % ufunc.__name__, x)
+        if method == "__call__" and len(inputs) == 2 and not kwargs and \
+                any(isinstance(x, np.generic) for x in inputs):
+            # a NumPy scalar's operator (np.float32(2) * a) arrives here: CuPy computes it on the device
+            cur = current_device()
+            a, b = (operand(x, cur) for x in inputs)
+            _launch(ufunc.__name__)
+            return wrap_result(ufunc(a, b))
+        raise TypeError("numpy.%s%s given a device array: call the place's array module instead "
+                        "(ctx.xp.%s); the stand-in refuses NumPy on device arrays"
+                        % (ufunc.__name__, "" if method == "__call__" else "." + method, ufunc.__name__))
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise TypeError("numpy.%s given a device array: call the place's array module instead (ctx.xp.%s); "
+                        "the stand-in refuses NumPy functions on device arrays" % (func.__name__, func.__name__))
+
+    # ---------------------------------------------------------------- transfers
+    def get(self, stream=None, order="C", out=None):
+        """A host copy (an explicit device-to-host transfer), from any current device."""
+        transfers.record("d2h", False, "get", self._a)
+        if out is not None:
+            out[...] = self._a
+            return out
+        return np.array(self._a, order=order, copy=True)
+
+    def set(self, arr, stream=None):
+        """Copy the host array ``arr`` (same shape and dtype) into this array (host-to-device), as
+        CuPy's ``set``: TypeError for another type or dtype, ValueError for another shape,
+        RuntimeError into an array that is neither C- nor F-contiguous."""
+        if not isinstance(arr, np.ndarray):
+            raise TypeError("only a numpy.ndarray can be set into a device array, got %r" % type(arr).__name__)
+        if arr.dtype != self._a.dtype:
+            raise TypeError("set: a %s array cannot be set into a %s device array" % (arr.dtype, self._a.dtype))
+        if arr.shape != self._a.shape:
+            raise ValueError("set: shape mismatch, %s into %s" % (list(arr.shape), list(self._a.shape)))
+        if not (self._a.flags.c_contiguous or self._a.flags.f_contiguous):
+            raise RuntimeError("set: cannot set into a non-contiguous device array (CuPy copies whole buffers; "
+                               "set a contiguous array, or assign a device array through the index)")
+        transfers.record("h2d", False, "set", arr)
+        self._a[...] = arr
+
+    def _scalar(self, what):
+        transfers.record("d2h", True, what, self._a)
+        return self._a
+
+    def __float__(self):
+        return float(self._scalar("float()"))
+
+    def __int__(self):
+        return int(self._scalar("int()"))
+
+    def __complex__(self):
+        return complex(self._scalar("complex()"))
+
+    def __bool__(self):
+        if self._a.size != 1:
+            return bool(self._a)      # NumPy's errors (CuPy raises the same)
+        return bool(self._scalar("bool()"))
+
+    def item(self):
+        if self._a.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self._scalar("item()").item()
+
+    def tolist(self):
+        return self._scalar("tolist()").tolist()
+
+    def tobytes(self, order="C"):
+        return self._scalar("tobytes()").tobytes(order)
+
+    def __repr__(self):
+        return "standin." + repr(self._scalar("repr()")).replace("\n", "\n" + " " * 8)
+
+    def __str__(self):
+        return str(self._scalar("str()"))
+
+    def __format__(self, spec):
+        return format(self._scalar("format()"), spec)
+
+    def __reduce__(self):
+        return _restore, (np.array(self._scalar("pickle"), copy=True),)
+
+    # ---------------------------------------------------------------- metadata (no transfer)
+    @property
+    def shape(self):
+        return self._a.shape
+
+    @shape.setter
+    def shape(self, value):
+        self._a.shape = value
+
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    itemsize = property(lambda self: self._a.itemsize)
+    nbytes = property(lambda self: self._a.nbytes)
+    strides = property(lambda self: self._a.strides)
+    T = property(lambda self: self if self._a.ndim < 2 else wrap(self._a.T, self._dev))
+    device = property(lambda self: Device(self._dev))
+    data = property(lambda self: MemoryPointer(self._a.__array_interface__["data"][0], self._dev))
+
+    @property
+    def flags(self):
+        f = self._a.flags
+        return Flags(f.c_contiguous, f.f_contiguous, self._a.base is None)
+
+    @property
+    def base(self):
+        return None if self._a.base is None else wrap(self._a.base, self._dev)
+
+    @property
+    def real(self):
+        return wrap(self._a.real, self._dev)
+
+    @property
+    def imag(self):
+        return wrap(self._a.imag, self._dev)
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        if self._a.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (wrap_result(self._a[i], self._dev) for i in range(self._a.shape[0]))
+
+    # ---------------------------------------------------------------- indexing
+    def __getitem__(self, key):
+        cur = current_device()
+        k = index_for_device(key, cur)
+        if not _ix.is_advanced(k):
+            return wrap_result(self._a[k], self._dev)      # a view: no kernel
+        a = on_device(self, cur, "a gather (advanced index)")
+        if gpu_semantics_enabled():
+            k = _ix.wrap_index(k, a.shape)
+        _launch("getitem")
+        return wrap_result(a[k])
+
+    def __setitem__(self, key, value):
+        cur = current_device()
+        a = on_device(self, cur, "setitem")
+        k = index_for_device(key, cur)
+        _launch("setitem")
+        if not _ix.is_advanced(k):
+            a[k] = on_device(value, cur, "setitem value") if type(value) is StandinArray else \
+                _ix.fill_value(value, a.dtype)
+            return
+        v = value_for_device(value, "setitem value", cur)
+        if gpu_semantics_enabled():
+            k = _ix.wrap_index(k, a.shape)
+            if _ix.has_integer_array(k):
+                _ix.scrambled_setitem(a, k, v)
+                return
+        a[k] = v
+
+    def _scatter(self, op, ufunc, slices, value, what):
+        """``self[slices] op= value`` with repeated indices combined (CuPy's ``_scatter_op``)."""
+        cur = current_device()
+        a = on_device(self, cur, what)
+        k = index_for_device(slices, cur)
+        _launch(what)
+        if not _ix.is_advanced(k):      # a view: the ufunc in place (host values refused as ufunc operands)
+            ufunc(a[k] if k != () else a, operand(value, cur, what), out=a[k] if k != () else a)
+            return
+        if _ix.has_integer_array(k):
+            _ix.check_scatter_dtype(op, a.dtype, what)
+            if gpu_semantics_enabled():
+                k = _ix.wrap_index(k, a.shape)
+        ufunc.at(a, k, value_for_device(value, "scatter value", cur))
+
+    def scatter_add(self, slices, value):
+        """CuPy's ``ndarray.scatter_add``: ``self[slices] += value`` with repeated indices summed."""
+        self._scatter("add", np.add, slices, value, "scatter_add")
+
+    def scatter_max(self, slices, value):
+        self._scatter("maximum", np.maximum, slices, value, "scatter_max")
+
+    def scatter_min(self, slices, value):
+        self._scatter("minimum", np.minimum, slices, value, "scatter_min")
+
+    def fill(self, value):
+        """Fill with a scalar (a host scalar, or a 0-d device array), as CuPy's ``fill``."""
+        cur = current_device()
+        a = on_device(self, cur, "fill")
+        if type(value) is StandinArray:
+            v = on_device(value, cur, "fill")
+            if v.shape != ():
+                raise ValueError("non-scalar cupy.ndarray cannot be used for fill (shape %s)" % list(v.shape))
+        else:
+            v = _ix.fill_value(value, a.dtype)
+        _launch("fill")
+        a.fill(v)
+
+    def put(self, indices, values, mode="wrap"):
+        """CuPy's ``put``: flat ``indices`` (wrapped by default, as CuPy), ``values`` repeated."""
+        cur = current_device()
+        a = on_device(self, cur, "put")
+        idx = value_for_device(indices, "put() indices", cur)
+        vals = value_for_device(values, "put() values", cur)
+        _launch("put")
+        if gpu_semantics_enabled():
+            _ix.scrambled_put(a, idx, vals)
+        else:
+            a.put(idx, vals, mode="raise" if mode == "wrap" else mode)
+
+    def copy(self, order="C"):
+        """A copy on the current device (from another device too, as CuPy's)."""
+        _launch("copy")
+        return wrap(self._a.copy(order=order))
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+
+def _restore(host):
+    transfers.record("h2d", True, "unpickle", host)
+    return wrap(host)
+
+
+def _method(name):
+    view = name in _VIEW_METHODS
+    in_place = name in _IN_PLACE_METHODS
+    what = "ndarray." + name
+
+    def method(self, *args, **kwargs):
+        cur = current_device()
+        a = self._a if view else on_device(self, cur, what)
+        if name in ("nonzero", "compress"):
+            data_dependent_size(what)
+        out_arg = kwargs.get("out")
+        if name in _SHAPE_METHODS:
+            args = tuple(host_param(x) for x in args)
+        else:
+            args = tuple(_method_arg(name, x, cur) for x in args)
+        kwargs = {k: (host_param(v) if k in HOST_PARAMS else _method_arg(name, v, cur)) for k, v in kwargs.items()}
+        res = getattr(a, name)(*args, **kwargs)
+        if res is a:
+            if in_place:
+                _launch(what)
+            return self
+        if type(out_arg) is StandinArray and res is out_arg._a:
+            _launch(what)
+            return out_arg
+        if in_place or (isinstance(res, np.ndarray) and is_new(res, (a,))) or isinstance(res, (np.generic, tuple)):
+            _launch(what)
+        return wrap_result(res, self._dev if view else None)
+    method.__name__ = name
+    method.__doc__ = "``numpy.ndarray.%s`` on the device (results stay on the device)." % name
+    return method
+
+
+def _method_arg(name, a, cur):
+    if type(a) is StandinArray:
+        return on_device(a, cur, "ndarray.%s()" % name)
+    if isinstance(a, np.ndarray):
+        if name in _INDEX_METHODS:
+            transfers.record("h2d", True, "%s() indices" % name, a)
+            return a
+        raise host_array_error("device array method %s()" % name, a)
+    return a
+
+
+for _name in ("reshape", "astype", "ravel", "flatten", "transpose", "swapaxes", "squeeze", "repeat",
+              "take", "sum", "mean", "max", "min", "argmax", "argmin", "prod", "cumsum", "cumprod", "all", "any",
+              "clip", "round", "var", "std", "dot", "view", "nonzero", "diagonal", "conj", "conjugate", "choose",
+              "compress", "partition", "argpartition", "trace", "ptp", "argsort", "sort"):
+    setattr(StandinArray, _name, _method(_name))
+
+
+def _binary(name):
+    what = "operator " + name
+
+    def op(self, other):
+        cur = current_device()
+        o = operand(other, cur, what)
+        if o is NotImplemented:
+            return NotImplemented
+        out = getattr(on_device(self, cur, what), name)(o)
+        if out is NotImplemented:
+            return out
+        _launch(what)
+        return self if out is self._a else wrap_result(out)
+    op.__name__ = name
+    return op
+
+
+def _unary(name):
+    what = "operator " + name
+
+    def op(self):
+        a = on_device(self, current_device(), what)
+        _launch(what)
+        return wrap_result(getattr(a, name)())
+    op.__name__ = name
+    return op
+
+
+for _op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift", "and", "or",
+            "xor", "divmod"):
+    for _form in ("__%s__", "__r%s__", "__i%s__"):
+        _name = _form % _op
+        if hasattr(np.ndarray, _name):
+            setattr(StandinArray, _name, _binary(_name))
+for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(StandinArray, _name, _binary(_name))
+for _name in ("__neg__", "__pos__", "__abs__", "__invert__"):
+    setattr(StandinArray, _name, _unary(_name))
+del _name, _op, _form
