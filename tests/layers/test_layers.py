@@ -285,7 +285,7 @@ def test_split_and_concat_gradients_flow():
         y = layers.concat([layers.scale(a, 2.0), b], axis=1)
         t = layers.transpose(layers.reshape(y, [-1, 2, 2]), [0, 2, 1])
         loss = layers.reduce_sum(t)
-        return x, loss, fluid.gradients(loss, x)
+        return x, loss, fluid.gradients(loss, x)[0]
     main, startup, (x, loss, gx) = build(net)
     g = run(main, startup, {"x": np.ones((3, 4), np.float32)}, [gx])[0]
     np.testing.assert_array_equal(g, np.tile([2, 1, 1, 1], (3, 1)))
