@@ -109,15 +109,16 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
             g = _merged_rows(ctx, g, p)
             if rows_only(a) or any(isinstance(acc, LazyRows) for acc in accs.values()):
                 _check_row_wise(ctx, rows_only(a), accs)
+                targets = {s: _row_target(ctx, s, out, arr) for s, out, arr in
+                           [("Param", "ParamOut", p)] + [(s, accumulators[s], acc) for s, acc in accs.items()]}
                 if g is not None:
                     rows = g.rows
                     values = g.value.reshape((len(rows),) + tuple(p.shape[1:]))
                     new = rule(ctx.xp, ctx.xp.take(p, rows, axis=0), values,
                                {s: acc[rows] for s, acc in accs.items()}, sc, lr, a)
-                    p[rows] = new["Param"]
-                    for s, acc in accs.items():
-                        acc[rows] = new[s]
-                return _outs(out_slots, p, accs)
+                    for s, target in targets.items():
+                        target[rows] = new[s]
+                return _outs(out_slots, targets["Param"], {s: targets[s] for s in accs})
             g = _densify(ctx, g, p)
         else:
             _check_same_shape(ctx, "Grad", g, p)
@@ -135,6 +136,21 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
                                   scalars=tuple(scalars), scalar_outputs=tuple(powers[s][0] if s in powers else None
                                                                                for s in scalars) if powers else (),
                                   whole_param=whole_param, row_wise=rows_only))(kernel)
+
+
+def _row_target(ctx, in_slot, out_slot, arr):
+    """Where a row-wise update writes ``in_slot``'s rows: the input itself (in place, the usual
+    ``ParamOut`` = ``Param``), or, when the op names another output variable that already holds an
+    array of the same shape, that array: as in Paddle's sparse kernels, the rows the gradient does
+    not touch keep what the output held."""
+    out_name = ctx.op.outputs.get(out_slot)
+    if not out_name or out_name[0] == ctx.op.inputs[in_slot][0]:
+        return arr
+    held = ctx.find_value(out_name[0])
+    if isinstance(held, type(arr)) and tuple(getattr(held, "shape", ())) == tuple(arr.shape) \
+            and held.dtype == arr.dtype:
+        return held
+    return arr.copy()
 
 
 def _outs(out_slots, p, accs):
