@@ -21,10 +21,12 @@ _HOST_RNG = "draws with NumPy's generator, on the host (the same numbers on ever
 
 
 def _rng(ctx, attrs):
-    """Initialisers draw from (seed, salt): the salt defaults to the output name, so two params with the
-    same shape and the same program seed still get different values, the same in every run."""
-    salt = attrs.get(_RANDOM_SALT_ATTR) or ctx.op.outputs["Out"][0]
-    return ctx.rng(attrs["seed"], salt)
+    """Initialisers draw from (seed, salt), the salt being empty unless a program sets it. As in Paddle
+    1.8, where each random op seeds its own generator with its ``seed`` attr: ops with one seed draw
+    one stream, so two parameters of one shape and distribution initialised under one program seed
+    start equal (within a program, and across programs built alike, such as a dense and a sparse
+    variant of one model); seed 0 draws fresh entropy."""
+    return ctx.rng(attrs["seed"], attrs.get(_RANDOM_SALT_ATTR) or "")
 
 
 def _finish_random(ctx, attrs, host):

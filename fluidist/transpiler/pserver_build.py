@@ -311,10 +311,7 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
             attrs = dict(op.attrs)
             kind = registry.fact(op, "init")
             if kind in ("random", "fill") and pgb.var(out).shape is not None:
-                full = list(op.attrs.get("shape") or [])
                 attrs["shape"] = list(pgb.var(out).shape)
-                if kind == "random" and full != attrs["shape"]:
-                    attrs["salt"] = attrs.get("salt") or out
             sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
         else:
             for name in block_copies.get(out, ()):
@@ -331,7 +328,7 @@ def _append_table_init(sb, op, table, k, n):
     kind = registry.fact(op, "init")
     if kind == "random":
         attrs.update(full_shape=list(op.attrs["shape"]), shape=shape, row_begin=k, row_end=table.rows,
-                     row_step=n, salt=op.attrs.get("salt") or table.name)
+                     row_step=n)
     elif kind == "fill":
         attrs["shape"] = shape
     else:
@@ -360,7 +357,6 @@ def _append_block_init(sb, op, whole, b):
         attrs["full_shape"] = list(op.attrs["shape"])
         attrs["shape"] = list(b.shape)
         attrs["row_begin"], attrs["row_end"] = b.row_begin, b.row_begin + b.rows
-        attrs["salt"] = op.attrs.get("salt") or whole
     elif kind == "fill":
         attrs["shape"] = list(b.shape)
     elif kind == "values":
