@@ -48,9 +48,15 @@ from .paddle_paths import (DataFeedDesc, DistMultiTrainer, HashName, LoDTensorAr
                            PipelineTrainer, RoundRobin, Tensor, TrainerDesc, VarBase, create_random_int_lodtensor,
                            disable_dygraph, disable_imperative, enable_dygraph, enable_imperative,
                            learning_rate_decay, memory_optimize, release_memory)
+from .paddle_paths import (BatchNorm, BCELoss, BilinearTensorProduct, Conv2D, Conv2DTranspose,  # noqa: F401,E402
+                           Conv3D, Conv3DTranspose, Dropout, Embedding, GroupNorm, GRUUnit, InstanceNorm, L1Loss,
+                           Layer, LayerNorm, Linear, MSELoss, NCE, NLLLoss, Pool2D, PRelu, SpectralNorm, TreeConv,
+                           load_dygraph, monkey_patch_varbase, save_dygraph)
 
 _patch()
 log_helper.configure_from_env()  # FLUIDIST_LOG_LEVEL: the launcher's --log_level
+from .interrupts import install_quiet_interrupt_hook as _quiet_interrupt  # noqa: E402
+_quiet_interrupt()  # FLUIDIST_QUIET_INTERRUPT: a ctrl-C the launcher reports is not reported here again
 if core.place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
     from .core import switch as _switch
     _switch.install()

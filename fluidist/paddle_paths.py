@@ -14,7 +14,9 @@ from . import (annotations, average, contrib, data, data_feed_desc, dataloader, 
                lod_tensor, multiprocess_utils, op, trainer_desc, trainer_factory, wrapped_decorator)
 from . import core, desc, inference
 from .compat import refused, refused_class
-from .core import LoDTensorArray, Tensor  # noqa: F401
+from .core import LoDTensor, LoDTensorArray  # noqa: F401
+
+Tensor = LoDTensor   # Paddle 1.8's fluid.Tensor is LoDTensor (core.Tensor is the LoD-less class)
 from .core.place import cpu_places, cuda_pinned_places, cuda_places, is_compiled_with_cuda
 from .data_feed_desc import DataFeedDesc  # noqa: F401
 from .framework import unique_name
@@ -45,3 +47,14 @@ disable_imperative = refused("fluid.disable_imperative", "fluidist is always in 
 enable_dygraph = refused("fluid.enable_dygraph", _DYGRAPH)
 disable_dygraph = refused("fluid.disable_dygraph", "fluidist is always in static mode: nothing to disable")
 VarBase = refused_class("fluid.VarBase", _DYGRAPH)
+
+# the dygraph names Paddle's fluid/__init__ takes from dygraph.nn, dygraph.layers and dygraph.checkpoint
+_DYGRAPH_TOP_LEVEL = ("Conv2D", "Conv3D", "Pool2D", "Linear", "BatchNorm", "Dropout", "Embedding", "GRUUnit",
+                      "InstanceNorm", "LayerNorm", "NCE", "PRelu", "BilinearTensorProduct", "Conv2DTranspose",
+                      "Conv3DTranspose", "GroupNorm", "SpectralNorm", "TreeConv", "MSELoss", "L1Loss", "NLLLoss",
+                      "BCELoss", "Layer")
+for _name in _DYGRAPH_TOP_LEVEL:
+    globals()[_name] = refused_class("fluid.dygraph." + _name, _DYGRAPH)
+save_dygraph = refused("fluid.save_dygraph", _DYGRAPH + " (save a static program with fluid.save)")
+load_dygraph = refused("fluid.load_dygraph", _DYGRAPH + " (load a static program with fluid.load)")
+monkey_patch_varbase = refused("fluid.monkey_patch_varbase", _DYGRAPH)

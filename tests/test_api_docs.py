@@ -34,11 +34,13 @@ def _public_layers():
 
 
 def _page_members():
-    """page -> the members its ``::: fluidist.layers`` block lists."""
+    """page -> the members its ``::: fluidist.layers`` blocks list, and the layers it renders from their own
+    module (``::: fluidist.layers.embedding.embedding``: a layer named as a module of fluidist.layers)."""
     pages = {}
     for fname in sorted(os.listdir(LAYER_PAGES)):
         text = open(os.path.join(LAYER_PAGES, fname)).read()
-        pages[fname] = re.findall(r"^ {8}- (\w+)$", text, flags=re.M)
+        pages[fname] = (re.findall(r"^ {8}- (\w+)$", text, flags=re.M)
+                        + re.findall(r"^::: fluidist\.layers\.\w+\.(\w+)$", text, flags=re.M))
     return pages
 
 

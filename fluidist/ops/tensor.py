@@ -21,11 +21,9 @@ _HOST_RNG = "draws with NumPy's generator, on the host (the same numbers on ever
 
 
 def _rng(ctx, attrs):
-    """Initialisers draw from (seed, salt), the salt being empty unless a program sets it. As in Paddle
-    1.8, where each random op seeds its own generator with its ``seed`` attr: ops with one seed draw
-    one stream, so two parameters of one shape and distribution initialised under one program seed
-    start equal (within a program, and across programs built alike, such as a dense and a sparse
-    variant of one model); seed 0 draws fresh entropy."""
+    """Initialisers draw from (seed, salt), the salt empty unless set: as in Paddle, a seed alone decides
+    the numbers, so a network built twice under the same ``program.random_seed`` starts from the same
+    parameters whatever their unique names (and two parameters of one shape start equal)."""
     return ctx.rng(attrs["seed"], attrs.get(_RANDOM_SALT_ATTR) or "")
 
 
