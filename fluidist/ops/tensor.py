@@ -5,7 +5,7 @@ import weakref
 import numpy as np
 
 from ..framework.registry import register_grad, register_op, same_shape
-from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add
+from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add, sum_rows, unique_rows
 from .shape_tensors import SHAPE_INPUTS, SHAPE_SLOTS, creation_infer, scalar_from_tensor, tensor_length, \
     values_from_tensors, with_tensor_shape
 
@@ -231,7 +231,8 @@ def _sum_grad_maker(op):
 @register_op("sum", inputs=["X*"], outputs=["Out"], attrs={"use_mkldnn": False}, infer=_sum_infer,
              grad=_sum_grad_maker, share_lod=("X", "Out"), keeps_rows=True)
 def sum_(ctx, ins, attrs):
-    """Sum of dense tensors; of SelectedRows it concatenates rows (duplicates kept); mixed gives dense.
+    """Sum of dense tensors; of SelectedRows, Paddle 1.8's merge: each distinct row once (sorted), its
+    values summed over every input (inputs without rows left out); mixed gives dense.
     Out keeps the LoD of the first X, as in Paddle (summed gradients of a LoD input keep its LoD)."""
     xs = [x for x in ins["X"] if x is not None]
     xp = ctx.xp
@@ -239,8 +240,10 @@ def sum_(ctx, ins, attrs):
         xs = [x for x in xs if x.rows is not None and len(x.rows)]
         if not xs:
             return {"Out": SelectedRows(xp.zeros(0, dtype=np.int64), None, ins["X"][0].height)}
-        return {"Out": SelectedRows(xp.concatenate([x.rows for x in xs]),
-                                    xp.concatenate([x.value for x in xs]), xs[0].height)}
+        rows = xp.concatenate([x.rows.reshape(-1) for x in xs])
+        value = xp.concatenate([x.value for x in xs])
+        uniq, order, starts = unique_rows(xp, rows)     # Paddle's MergeAdd: distinct rows, sorted
+        return {"Out": SelectedRows(uniq, sum_rows(xp, value, order, starts), xs[0].height)}
     dense = [x for x in xs if not isinstance(x, SelectedRows)]
     out = dense[0] + dense[1] if len(dense) > 1 else dense[0].copy()
     for x in dense[2:]:

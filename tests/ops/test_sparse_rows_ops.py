@@ -141,3 +141,19 @@ def test_sgd_on_a_table_updates_the_value_rows_of_the_gradient_ids():
     with pytest.raises(ValueError, match="does not hold"):
         Operator("sgd", Param="Param", Grad="Grad", ParamOut="Param", LearningRate="LearningRate").run(
             scope, fluid.CPUPlace())
+
+
+@pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
+def test_sum_of_row_sparse_inputs_merges_their_rows_as_paddle():
+    """Paddle 1.8's sum of SelectedRows: each distinct row once, sorted, its values summed over the
+    inputs; an input without rows adds nothing (whatever its value holds)."""
+    from fluidist.op import Operator
+    scope = fluid.Scope()
+    a, b = rng.uniform(-1, 1, (3, 2)), rng.uniform(-1, 1, (2, 2))
+    _table(scope, "A", [5, 1, 5], a, 8)
+    _table(scope, "B", [1, 3], b, 8)
+    _table(scope, "E", [], np.ones((4, 2)), 8)
+    out = scope.var("Out").get_selected_rows()
+    Operator("sum", X=["A", "E", "B"], Out="Out").run(scope, fluid.CPUPlace())
+    assert out.rows() == [1, 3, 5] and out.height() == 8
+    np.testing.assert_allclose(np.array(out.get_tensor()), [a[1] + b[0], b[1], a[0] + a[2]], rtol=1e-12)
