@@ -52,14 +52,17 @@ def split_selected_rows(ctx, ins, attrs):
     return {"Out": out}
 
 
-@register_op("split_ids", inputs=["Ids*"], outputs=["Out*"])
+@register_op("split_ids", inputs=["Ids*"], outputs=["Out*"], attrs={"shard_rows": False})
 def split_ids(ctx, ins, attrs):
-    """Ids split over N pservers by ``id % N`` (duplicates removed). A SelectedRows gradient of the
-    distributed table is split the same way, its rows turned into row indices of pserver ``id % N``'s
-    shard (``id // N``)."""
+    """Ids split over N pservers by ``id % N`` (duplicates removed). A SelectedRows is split the same
+    way as Paddle 1.8 splits it (``_split_rows_by_id``), or, with ``shard_rows`` (fluidist's transpiler
+    sets it for the distributed table's gradient), merged and its rows turned into row indices of
+    pserver ``id % N``'s shard (``id // N``)."""
     parts = len(ctx.op.outputs["Out"])
     xs = ins["Ids"]
     xp = ctx.xp
+    if len(xs) == 1 and isinstance(xs[0], SelectedRows) and not attrs["shard_rows"]:
+        return {"Out": _split_rows_by_id(xp, xs[0], parts)}
     if len(xs) == 1 and isinstance(xs[0], SelectedRows):
         g = xs[0].merged(xp)
         out = []
@@ -74,6 +77,23 @@ def split_ids(ctx, ins, attrs):
         return {"Out": [ids.reshape(-1, 1)]}
     part = ids % parts
     return {"Out": [ids[part == k].reshape(-1, 1) for k in range(parts)]}
+
+
+def _split_rows_by_id(xp, g, parts):
+    """Paddle 1.8's split of a SelectedRows: part ``k`` holds the rows ``id % parts == k`` in their
+    order (ids kept, repeats too) with the whole height; a repeated id's rows all carry the value of
+    its last occurrence, as Paddle's id-to-index map keeps the last."""
+    rows = g.rows.reshape(-1)
+    if rows.size == 0:
+        return [SelectedRows(rows, g.value[:0] if g.value is not None else None, g.height) for _ in range(parts)]
+    uniq, first_from_end = xp.unique(rows[::-1], return_index=True)
+    last = rows.size - 1 - first_from_end
+    source = xp.take(last, xp.searchsorted(uniq, rows))
+    out = []
+    for k in range(parts):
+        idx = xp.flatnonzero(rows % parts == k)
+        out.append(SelectedRows(xp.take(rows, idx), xp.take(g.value, xp.take(source, idx), axis=0), g.height))
+    return out
 
 
 @register_op("merge_ids", inputs=["Ids*", "Rows*", "X*"], outputs=["Out*"], needs_lod=True)

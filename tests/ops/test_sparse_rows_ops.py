@@ -70,13 +70,14 @@ def test_merge_ids_of_ids_far_apart_takes_the_binary_search_and_gives_every_row(
 
 
 def test_split_ids_of_a_gradient_gives_each_shard_its_rows_summed():
+    """With ``shard_rows`` (fluidist's transpiler, for the distributed table's gradient)."""
     rows = rng.randint(0, 20, 60).astype(np.int64)
     value = rng.uniform(-1, 1, (60, 2))
     prog = fluid.Program()
     b = prog.global_block()
     for n in ("g", "p0", "p1"):
         b.create_var(name=n, type="SELECTED_ROWS")
-    b.append_op("split_ids", inputs={"Ids": ["g"]}, outputs={"Out": ["p0", "p1"]})
+    b.append_op("split_ids", inputs={"Ids": ["g"]}, outputs={"Out": ["p0", "p1"]}, attrs={"shard_rows": True})
     place = fluid.CPUPlace()          # the stand-in device's place under FLUIDIST_TEST_DEVICE=standin
     scope = fluid.Scope()
     scope._set_value("g", SelectedRows(place.to_device(rows), place.to_device(value), 20))
@@ -157,3 +158,19 @@ def test_sum_of_row_sparse_inputs_merges_their_rows_as_paddle():
     Operator("sum", X=["A", "E", "B"], Out="Out").run(scope, fluid.CPUPlace())
     assert out.rows() == [1, 3, 5] and out.height() == 8
     np.testing.assert_allclose(np.array(out.get_tensor()), [a[1] + b[0], b[1], a[0] + a[2]], rtol=1e-12)
+
+
+@pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
+def test_split_ids_of_a_selected_rows_keeps_ids_order_and_height_as_paddle():
+    """Paddle 1.8's split of a SelectedRows (checked there): rows ``id % N == k`` in their order, the
+    ids and the height kept; a repeated id's rows carry its last occurrence's value."""
+    from fluidist.op import Operator
+    scope = fluid.Scope()
+    value = np.arange(12, dtype=np.float32).reshape(6, 2)
+    _table(scope, "X", [0, 5, 7, 4, 9, 7], value, 20)
+    outs = [scope.var("out%d" % k).get_selected_rows() for k in range(3)]
+    Operator("split_ids", Ids="X", Out=["out0", "out1", "out2"]).run(scope, fluid.CPUPlace())
+    assert [o.rows() for o in outs] == [[0, 9], [7, 4, 7], [5]]
+    assert [o.height() for o in outs] == [20, 20, 20]
+    np.testing.assert_array_equal(np.array(outs[1].get_tensor()), value[[5, 3, 5]])
+    np.testing.assert_array_equal(np.array(outs[0].get_tensor()), value[[0, 4]])
