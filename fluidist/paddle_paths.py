@@ -49,12 +49,29 @@ disable_dygraph = refused("fluid.disable_dygraph", "fluidist is always in static
 VarBase = refused_class("fluid.VarBase", _DYGRAPH)
 
 # the dygraph names Paddle's fluid/__init__ takes from dygraph.nn, dygraph.layers and dygraph.checkpoint
-_DYGRAPH_TOP_LEVEL = ("Conv2D", "Conv3D", "Pool2D", "Linear", "BatchNorm", "Dropout", "Embedding", "GRUUnit",
-                      "InstanceNorm", "LayerNorm", "NCE", "PRelu", "BilinearTensorProduct", "Conv2DTranspose",
-                      "Conv3DTranspose", "GroupNorm", "SpectralNorm", "TreeConv", "MSELoss", "L1Loss", "NLLLoss",
-                      "BCELoss", "Layer")
-for _name in _DYGRAPH_TOP_LEVEL:
-    globals()[_name] = refused_class("fluid.dygraph." + _name, _DYGRAPH)
+Conv2D = refused_class("fluid.dygraph.Conv2D", _DYGRAPH)
+Conv3D = refused_class("fluid.dygraph.Conv3D", _DYGRAPH)
+Pool2D = refused_class("fluid.dygraph.Pool2D", _DYGRAPH)
+Linear = refused_class("fluid.dygraph.Linear", _DYGRAPH)
+BatchNorm = refused_class("fluid.dygraph.BatchNorm", _DYGRAPH)
+Dropout = refused_class("fluid.dygraph.Dropout", _DYGRAPH)
+Embedding = refused_class("fluid.dygraph.Embedding", _DYGRAPH)
+GRUUnit = refused_class("fluid.dygraph.GRUUnit", _DYGRAPH)
+InstanceNorm = refused_class("fluid.dygraph.InstanceNorm", _DYGRAPH)
+LayerNorm = refused_class("fluid.dygraph.LayerNorm", _DYGRAPH)
+NCE = refused_class("fluid.dygraph.NCE", _DYGRAPH)
+PRelu = refused_class("fluid.dygraph.PRelu", _DYGRAPH)
+BilinearTensorProduct = refused_class("fluid.dygraph.BilinearTensorProduct", _DYGRAPH)
+Conv2DTranspose = refused_class("fluid.dygraph.Conv2DTranspose", _DYGRAPH)
+Conv3DTranspose = refused_class("fluid.dygraph.Conv3DTranspose", _DYGRAPH)
+GroupNorm = refused_class("fluid.dygraph.GroupNorm", _DYGRAPH)
+SpectralNorm = refused_class("fluid.dygraph.SpectralNorm", _DYGRAPH)
+TreeConv = refused_class("fluid.dygraph.TreeConv", _DYGRAPH)
+MSELoss = refused_class("fluid.dygraph.MSELoss", _DYGRAPH)
+L1Loss = refused_class("fluid.dygraph.L1Loss", _DYGRAPH)
+NLLLoss = refused_class("fluid.dygraph.NLLLoss", _DYGRAPH)
+BCELoss = refused_class("fluid.dygraph.BCELoss", _DYGRAPH)
+Layer = refused_class("fluid.dygraph.Layer", _DYGRAPH)
 save_dygraph = refused("fluid.save_dygraph", _DYGRAPH + " (save a static program with fluid.save)")
 load_dygraph = refused("fluid.load_dygraph", _DYGRAPH + " (load a static program with fluid.load)")
 monkey_patch_varbase = refused("fluid.monkey_patch_varbase", _DYGRAPH)
