@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, List, Sequence, Tuple
 
 from .compat import refused, refused_class  # noqa: E402
+from .data_feeder import check_type
 from .framework.dtypes import VarType, is_float_dtype
 from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _strip_grad
@@ -375,58 +376,54 @@ def _parameter_names(parameter_list):
     return names
 
 
-def gradients(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_set: Any = None) -> Any:
-    """Gradients of a target with respect to ``inputs`` (any Variables, not only parameters).
+def calc_gradient(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_set: Any = None) -> Any:
+    """Gradients of the targets with respect to ``inputs`` (any Variables, not only parameters).
 
-    Paddle 1.8 difference: one target only, and no ``target_gradients`` (scale the target instead).
+    Each target's gradient starts as ``target_gradients``' entry, or, where that is None, as ones of
+    the target's run-time shape (Paddle 1.8's ``shape`` op feeding a ``fill_constant``'s ShapeTensor,
+    so a target with unknown dimensions works). Several targets add up their gradients.
 
     Args:
-        targets: the Variable to differentiate (or a list holding it).
+        targets: a Variable or a list of them.
         inputs: a Variable or a list of them.
-        target_gradients: must be None (see above).
+        target_gradients: None, or one Variable (or None) per target: the gradient each starts with,
+            of the target's shape.
         no_grad_set: variables (or names) whose gradients are not computed.
 
     Returns:
-        The gradient Variable of each input (None where the target does not depend on it); one
-        Variable when ``inputs`` is one.
+        The gradient Variable of each input (None where the targets do not depend on it); the
+        Variable itself (not a list) when there is one input, as in Paddle 1.8.
 
     Raises:
-        ValueError: several targets, or ``target_gradients``.
+        ValueError: ``target_gradients`` not one per target, or one whose shape is not its target's.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
         >>> x.stop_gradient = False
         >>> y = fluid.layers.reduce_sum(fluid.layers.square(x))
-        >>> dx = fluid.gradients(y, x)
+        >>> dx = fluid.backward.calc_gradient(y, x)
         >>> fluid.Executor(fluid.CPUPlace()).run(feed={"x": np.array([[1.0, 2.0]], "float32")},
         ...                                      fetch_list=[dx])[0].tolist()
         [[2.0, 4.0]]
     """
-    if isinstance(targets, (list, tuple)):
-        if len(targets) != 1:
-            raise ValueError("gradients: only one target is supported, got %d" % len(targets))
-        targets = targets[0]
-    if target_gradients is not None:
-        raise ValueError("gradients: target_gradients is not supported; scale the target instead")
-    single = not isinstance(inputs, (list, tuple))
-    inputs = [inputs] if single else list(inputs)
-    block = targets.block
+    targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
+    seeds = _target_seeds(targets, target_gradients)
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    block = targets[0].block
     saved = {v.name: v.stop_gradient for v in inputs}
     for v in inputs:
         v.stop_gradient = False
     try:
         start = len(block.ops)
-        loss_idx = max(i for i, op in enumerate(block.ops) if targets.name in op.output_arg_names)
+        names = [t.name for t in targets]
+        loss_idx = max(i for i, op in enumerate(block.ops) if set(names).intersection(op.output_arg_names))
         no_grad = _no_grad_names(block, no_grad_set) - {v.name for v in inputs}
-        path, requires = _ops_on_path(block, loss_idx, [targets.name], no_grad)
+        path, requires = _ops_on_path(block, loss_idx, names, no_grad)
         specs = _rename_repeated_outputs(_specs_for(block, path, requires, no_grad),
                                          lambda n: _is_array(block, _strip_grad(n)))
-        g0 = targets.name + GRAD_SUFFIX
-        _grad_var_like(block, g0, targets.name)
         with block.program._role_guard(OpRole.Backward):
-            block.append_op("fill_constant", outputs={"Out": [g0]},
-                            attrs={"shape": list(targets.shape or [1]), "value": 1.0,
-                                   "dtype": targets.dtype or "float32"})
+            for target, seed in zip(targets, seeds):
+                _seed_target_gradient(block, target, seed)
             _append_specs(block, specs)
     finally:
         for v in inputs:
@@ -436,10 +433,56 @@ def gradients(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_s
         g = v.name + GRAD_SUFFIX
         out.append(block.var(g) if block.has_var(g) and any(g in op.output_arg_names for op in block.ops[start:])
                    else None)
-    return out[0] if single else out
+    return out[0] if len(out) == 1 else out
 
 
-calc_gradient = gradients
+def gradients(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_set: Any = None) -> List[Any]:
+    """:func:`calc_gradient` that always returns a list (one gradient Variable or None per input).
+
+    Raises:
+        TypeError: ``targets`` or ``inputs`` neither a Variable nor a list, or ``target_gradients``
+            neither None, a Variable nor a list (Paddle 1.8's check_type).
+
+    Examples:
+        >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        >>> dx, = fluid.gradients(fluid.layers.reduce_sum(fluid.layers.square(x)), x)
+    """
+    check_type(targets, "targets", (Variable, list), "fluid.backward.gradients")
+    check_type(inputs, "inputs", (Variable, list), "fluid.backward.gradients")
+    check_type(target_gradients, "target_gradients", (Variable, list, type(None)), "fluid.backward.gradients")
+    out = calc_gradient(targets, inputs, target_gradients, no_grad_set)
+    return out if isinstance(out, list) else [out]
+
+
+def _target_seeds(targets, target_gradients):
+    """One starting gradient (a Variable or None) per target, checked as Paddle 1.8 checks them."""
+    if target_gradients is None:
+        return [None] * len(targets)
+    seeds = list(target_gradients) if isinstance(target_gradients, (list, tuple)) else [target_gradients]
+    if len(seeds) != len(targets):
+        raise ValueError("gradients: %d target_gradients for %d targets: give one (or None) per target"
+                         % (len(seeds), len(targets)))
+    for target, seed in zip(targets, seeds):
+        if seed is not None and tuple(seed.shape) != tuple(target.shape):
+            raise ValueError("gradients: target_gradients %r has shape %s but its target %r has shape %s"
+                             % (seed.name, list(seed.shape), target.name, list(target.shape)))
+    return seeds
+
+
+def _seed_target_gradient(block, target, seed):
+    """Write ``target@GRAD``'s starting value: ``seed``'s, or ones of the target's run-time shape."""
+    g0 = target.name + GRAD_SUFFIX
+    _grad_var_like(block, g0, target.name)
+    if seed is not None:
+        block.append_op("assign", inputs={"X": [seed]}, outputs={"Out": [g0]})
+        return
+    shape_name = target.name + "_shape"
+    if not block.has_var(shape_name):
+        block.create_var(name=shape_name, shape=[len(target.shape or [1])], dtype="int32", stop_gradient=True)
+    block.append_op("shape", inputs={"Input": [target.name]}, outputs={"Out": [shape_name]})
+    block.append_op("fill_constant", inputs={"ShapeTensor": [shape_name]}, outputs={"Out": [g0]},
+                    attrs={"shape": list(target.shape or [1]), "value": 1.0, "dtype": target.dtype or "float32"})
+
 
 
 # ---------------------------------------------------------------------------- sub-blocks

@@ -128,9 +128,14 @@ class UniformInitializer(Initializer):
         low: the lower bound.
         high: the upper bound.
         seed: the random seed (0: ``Program.random_seed``).
+        diag_num: how many diagonal elements to set to ``diag_val`` after the draw (0: none); the
+            i-th is element ``i * (diag_step + 1)`` of the flattened parameter.
+        diag_step: the step between two diagonal elements (the width of a square matrix).
+        diag_val: the value of the diagonal elements.
 
     Raises:
-        ValueError: ``low > high``.
+        AssertionError: as Paddle 1.8 asserts: ``low > high``, or only one of ``diag_num`` /
+            ``diag_step`` positive.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 8], dtype="float32")
@@ -142,15 +147,20 @@ class UniformInitializer(Initializer):
         True
     """
 
-    def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0):
+    def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0, diag_num: int = 0,
+                 diag_step: int = 0, diag_val: float = 1.0):
         super().__init__(seed)
         if low > high:
-            raise ValueError("UniformInitializer: low (%s) must not exceed high (%s)" % (low, high))
+            raise AssertionError("UniformInitializer: low (%s) must not exceed high (%s)" % (low, high))
+        if (diag_num > 0 or diag_step > 0) and not (diag_num > 0 and diag_step > 0):
+            raise AssertionError("UniformInitializer: diag_num (%s) and diag_step (%s) must both be positive "
+                                 "to set a diagonal" % (diag_num, diag_step))
         self._low, self._high = float(low), float(high)
+        self._diag = {"diag_num": int(diag_num), "diag_step": int(diag_step), "diag_val": float(diag_val)}
 
     def __call__(self, var: Any, block: Any, _prefix: str = "uniform_random") -> Any:
-        return self._fill(var, block, "uniform_random", {"shape": list(var.shape), "min": self._low,
-                                                         "max": self._high, "seed": self._seed_for(block)}, _prefix)
+        return self._fill(var, block, "uniform_random", dict(self._diag, shape=list(var.shape), min=self._low,
+                                                             max=self._high, seed=self._seed_for(block)), _prefix)
 
 
 class NormalInitializer(Initializer):

@@ -38,6 +38,8 @@ def is_str(s: Any) -> bool:
 def _opdef(type: str) -> registry.OpDef:
     opdef = registry.lookup(type)
     if opdef is None:
+        if registry.refusal(type) is not None:   # left out on purpose: say why, by name
+            raise registry.unknown_op_error(type)
         raise ValueError("The operator: %s is not registered." % type)
     return opdef
 

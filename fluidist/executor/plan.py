@@ -103,9 +103,11 @@ class _RunState:
 
 
 class _Step:
-    __slots__ = ("kernel", "ctx", "attrs", "ins", "outs", "op", "index", "share_lod", "in_names")
+    __slots__ = ("kernel", "ctx", "attrs", "ins", "outs", "op", "index", "share_lod", "in_names", "valueless",
+                 "undeclared")
 
-    def __init__(self, kernel, ctx, attrs, ins, outs, op, index, share_lod):
+    def __init__(self, kernel, ctx, attrs, ins, outs, op, index, share_lod, valueless=frozenset(),
+                 undeclared=frozenset()):
         self.kernel = kernel
         self.ctx = ctx
         self.attrs = attrs
@@ -114,6 +116,10 @@ class _Step:
         self.op = op
         self.index = index
         self.share_lod = share_lod
+        self.valueless = valueless     # input slots whose variables may hold no value (the kernel gets None)
+        # their variables the program does not declare: no value in any run (in Paddle a run's values of
+        # non-persistable variables live in its own scope, so what an earlier run left is not seen)
+        self.undeclared = undeclared
 
 
 class Plan:
@@ -145,13 +151,17 @@ class Plan:
                 raise type(e)("block %d op %d: %s" % (block_idx, i, e))
             if opdef.kernel is None:
                 raise ValueError("block %d op %d: op type %r has no kernel" % (block_idx, i, op.type))
-            ins = []
+            ins, undeclared = [], set()
             for slot, names in op.inputs.items():
                 if names and opdef.inputs_are_names:   # while's X, listen_and_serv's: placed, not passed
                     reads.update(n for n in names if n not in written)
                 if not names or opdef.inputs_are_names:  # e.g. listen_and_serv's receive vars
                     continue
                 ins.append((slot, tuple(names), slot in opdef.duplicable))
+                if slot in opdef.valueless_inputs:    # placed when there, never required
+                    reads.update(n for n in names if n not in written)
+                    undeclared.update(n for n in names if self.block._find_var_recursive(n) is None)
+                    continue
                 for n in names:
                     if n not in written and n not in seen_external:
                         seen_external.add(n)
@@ -174,7 +184,7 @@ class Plan:
                 kernel = _on_host(kernel, op, opdef, place, host)
             kernel = kernel if _kernel_hook is None else _kernel_hook(kernel, op)
             self.steps.append(_Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
-                                    share))
+                                    share, frozenset(opdef.valueless_inputs), frozenset(undeclared)))
         if getattr(place, "kind", "cpu") == "cpu":
             queue_until_sync(self.block.ops, [st.ctx for st in self.steps])
         self.written = written
@@ -201,10 +211,9 @@ class Plan:
             env["k%d" % i], env["c%d" % i], env["a%d" % i] = st.kernel, st.ctx, st.attrs
             parts = []
             for slot, names, dup in st.ins:
-                if dup:
-                    parts.append("%r: [%s]" % (slot, ", ".join("vals[%r]" % n for n in names)))
-                else:
-                    parts.append("%r: vals[%r]" % (slot, names[0]))
+                get = "vals.get(%r)" if slot in st.valueless else "vals[%r]"
+                got = ["None" if n in st.undeclared else get % n for n in names]
+                parts.append("%r: [%s]" % (slot, ", ".join(got)) if dup else "%r: %s" % (slot, got[0]))
             lines.append("        i = %d" % i)
             lines.append("        _o = k%d(c%d, {%s}, a%d)" % (i, i, ", ".join(parts), i))
             if st.outs:
@@ -243,10 +252,11 @@ class Plan:
             ins = {}
             try:
                 for slot, names, dup in step.ins:
-                    if dup:
-                        ins[slot] = [vals[n] for n in names]
+                    if slot in step.valueless:
+                        got = [_value_or_none(scope, n, step) for n in names]
                     else:
-                        ins[slot] = vals[names[0]]
+                        got = [vals[n] for n in names]
+                    ins[slot] = got if dup else got[0]
             except KeyError as e:
                 ins = self._slow_inputs(step, scope, e.args[0])
             _store(step, _call(step, ins), vals.__setitem__)
@@ -269,10 +279,11 @@ class Plan:
             for step in self.steps:
                 ins = {}
                 for slot, names, dup in step.ins:
-                    if dup:
-                        ins[slot] = [self._read(scope, n, step) for n in names]
+                    if slot in step.valueless:
+                        got = [_value_or_none(scope, n, step) for n in names]
                     else:
-                        ins[slot] = self._read(scope, names[0], step)
+                        got = [self._read(scope, n, step) for n in names]
+                    ins[slot] = got if dup else got[0]
                 _store(step, _call(step, ins), put)
                 if step.share_lod is not None:
                     src, dst = step.share_lod
@@ -318,11 +329,23 @@ class Plan:
             got = []
             for n in names:
                 owner = scope._owner(n)
+                if slot in step.valueless and (owner is None or n in step.undeclared):
+                    got.append(None)
+                    continue
                 if owner is None:
                     raise _missing_value_error(self.block, n, step.op)
                 got.append(owner.vals[n])
             ins[slot] = got if dup else got[0]
         return ins
+
+
+def _value_or_none(scope, name, step):
+    """The value of ``name`` (an input of ``step`` that may have none) seen from ``scope`` up its
+    chain, or None where no scope holds one or the program does not declare it."""
+    if name in step.undeclared:
+        return None
+    owner = scope._owner(name)
+    return None if owner is None else owner.vals[name]
 
 
 def _on_host(kernel, op, opdef, place, whole_op):

@@ -136,6 +136,14 @@ def paddle_attr_value(name, value):
     return value
 
 
+class UnsupportedDtypeError(TypeError, ValueError):
+    """A data type Paddle has no tensors of. Both a TypeError and a ValueError: Paddle 1.8 raises
+    ValueError where a layer checks the dtype first (its ``convert_dtype``: ``cast``,
+    ``fill_constant``, ``create_parameter``, ...) and NumPy's TypeError where a variable is made
+    first (``data``, ``create_var``, ``uniform_random``), and code written against either catches
+    this one."""
+
+
 def convert_dtype(dtype):
     """Canonical dtype string for a string, a ``VarType`` value, a numpy dtype or numpy scalar type."""
     if dtype is None:
@@ -144,13 +152,14 @@ def convert_dtype(dtype):
         key = dtype.lower()
         if key in _ALIASES:
             return _ALIASES[key]
-        raise TypeError("unsupported dtype %r; expected one of %s" % (dtype, sorted(set(_ALIASES.values()))))
+        raise UnsupportedDtypeError("unsupported dtype %r; expected one of %s"
+                                    % (dtype, sorted(set(_ALIASES.values()))))
     try:
         name = np.dtype(dtype).name
     except TypeError:
-        raise TypeError("unsupported dtype %r" % (dtype,))
+        raise UnsupportedDtypeError("unsupported dtype %r" % (dtype,)) from None
     if name not in _ALIASES:
-        raise TypeError("unsupported dtype %r" % (dtype,))
+        raise UnsupportedDtypeError("unsupported dtype %r" % (dtype,))
     return _ALIASES[name]
 
 

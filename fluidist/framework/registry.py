@@ -62,6 +62,9 @@ its own (a second table drifts):
   after all (the collectives: NCCL takes device arrays, the CPU backend host ones).
 - ``host_inputs``: input slots the kernel reads on the host (shape and size tensors that decide
   an output's shape, as Paddle keeps them on the CPU); the plan copies only those.
+- ``valueless_inputs``: input slots whose variables may hold no value when the op runs (Paddle's
+  kernels that test whether a variable is initialised): the kernel gets None for such a variable
+  instead of the executor refusing to run.
 
 Slots: a trailing ``*`` marks a duplicable slot (the kernel gets/returns a list), a trailing ``?``
 an optional one (the kernel gets ``None`` when it is absent). Kernels are written against
@@ -139,6 +142,7 @@ class OpDef:
     host: Optional[str] = None        # why the op runs on the host (see the module docstring)
     host_except: tuple = ()           # place kinds on which a host op runs on the device
     host_inputs: tuple = ()           # input slots read on the host
+    valueless_inputs: tuple = ()      # input slots whose variables may hold no value: the kernel gets None
     grad_type: Optional[str] = None   # the type of the gradient op registered for this op
     doc: str = ""
 
@@ -159,7 +163,7 @@ _REGISTRY: Dict[str, OpDef] = {}
 _REFUSED: Dict[str, str] = {}      # op type -> why fluidist leaves it out, and what to use instead
 _FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
           "after_update", "communicates", "serves", "to_peers", "from_peers", "barrier", "reversible", "comm_stream", "host", "host_except",
-          "host_inputs", "counter")
+          "host_inputs", "valueless_inputs", "counter")
 
 
 def _parse_slots(slots):
@@ -197,7 +201,7 @@ def define_op(type, inputs=(), outputs=(), attrs=None, kernel=None, infer=None, 
     unknown = set(facts) - set(_FACTS)
     if unknown:
         raise TypeError("register_op(%r): unknown facts %s (known: %s)" % (type, sorted(unknown), list(_FACTS)))
-    for fact in ("host_inputs", "host_except"):
+    for fact in ("host_inputs", "host_except", "valueless_inputs"):
         if fact in facts:
             facts[fact] = tuple(facts[fact])
     ins, dup_i, opt_i = _parse_slots(inputs)
@@ -413,7 +417,10 @@ def infer_shape(op, block):
     try:
         d.infer(InferShapeContext(op, block))
     except (ValueError, TypeError) as e:
-        raise type(e)("op %r: %s" % (op.type, e)) from None
+        prefix = "op %r: " % op.type
+        if str(e).startswith(prefix):   # the message names the op already
+            raise
+        raise type(e)(prefix + str(e)) from None
 
 
 def same_shape(in_slot="X", out_slot="Out"):

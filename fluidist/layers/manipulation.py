@@ -158,6 +158,9 @@ def expand(x: Variable, expand_times: Sequence[int | Variable] | Variable, name:
         (-1, 6)
     """
     check_var(x, "expand", "x")
+    if x.dtype == "bool" and x.stop_gradient:   # Paddle 1.8's expand refuses this exact case
+        raise ValueError("expand: a bool 'x' (%r) must have stop_gradient set to False, as Paddle 1.8 requires"
+                         % x.name)
     helper = LayerHelper("expand", name=name)
     inputs, attrs = {"X": [x]}, {}
     if isinstance(expand_times, Variable):

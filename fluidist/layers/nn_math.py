@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..data_feeder import check_type
 from ..framework.program import Variable
 from ..hints import Axes, DType
 from .layer_helper import LayerHelper
@@ -209,11 +210,11 @@ def log1p(x: Variable, out: Variable | None = None, name: str | None = None) -> 
     return one_op("log1p", {"X": check_var(x, "log1p", "x")}, name=name)
 
 
-def sign(x: Variable | Sequence[float] | np.ndarray) -> Variable:
+def sign(x: Variable | np.ndarray) -> Variable:
     """-1, 0 or 1 by the sign of each element.
 
     Args:
-        x: a tensor, or a list / NumPy array (turned into a float32 constant first).
+        x: a float tensor, or a NumPy array (turned into a constant of its dtype first).
 
     Returns:
         A Variable of ``x``'s shape and dtype.
@@ -223,9 +224,10 @@ def sign(x: Variable | Sequence[float] | np.ndarray) -> Variable:
         >>> fluid.Executor(fluid.CPUPlace()).run(fetch_list=[s])[0].tolist()
         [-1.0, 0.0, 1.0]
     """
-    if not isinstance(x, Variable):
+    check_type(x, "x", (Variable, np.ndarray), "sign")     # Paddle 1.8 takes no list or number
+    if isinstance(x, np.ndarray):
         from .tensor import assign
-        x = assign(np.asarray(x, dtype="float32"))
+        x = assign(x)
     check_var(x, "sign", "x")
     return one_op("sign", {"X": x})
 

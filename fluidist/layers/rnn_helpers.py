@@ -30,8 +30,9 @@ class DecodeHelper:
         ...     def sample(self, time, outputs, states):
         ...         return fluid.layers.argmax(outputs, axis=-1)
         ...     def next_inputs(self, time, outputs, states, sample_ids):
-        ...         done = fluid.layers.greater_equal(fluid.layers.cast(time, "int64"), self.steps)
-        ...         return fluid.layers.expand(done, [2]), outputs, states
+        ...         t = fluid.layers.expand(fluid.layers.cast(time, "int64"), [2])     # one per batch row
+        ...         done = fluid.layers.greater_equal(t, fluid.layers.expand(self.steps, [2]))
+        ...         return done, outputs, states
         >>> x = fluid.data(name="x", shape=[2, 4], dtype="float32")
         >>> steps = fluid.layers.fill_constant(shape=[1], dtype="int64", value=2)
         >>> decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=4), FeedOutputs(x, steps))

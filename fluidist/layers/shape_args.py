@@ -83,6 +83,8 @@ def shape_tensor_inputs(inputs: dict, attrs: dict, shape: Any, layer: str) -> No
     if isinstance(shape, Variable):
         inputs["ShapeTensor"] = [_checked_shape_variable(shape, layer, "shape")]
         return
+    # Paddle 1.8 asserts this (an AssertionError, not a ValueError)
+    assert len(shape) > 0, "%s: 'shape' must not be empty" % layer
     attrs["shape"] = attr_values(shape, layer, "shape")
     if has_variable(shape):
         inputs["ShapeTensorList"] = [

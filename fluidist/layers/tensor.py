@@ -3,7 +3,7 @@ global variables and parameters, arg-max/min. (``increment`` lives in ``control_
 from __future__ import annotations
 
 import builtins
-from typing import Any, Sequence
+from typing import Any, List, Sequence
 
 import numpy as np
 
@@ -254,6 +254,8 @@ def reshape(x: Variable, shape: Sequence[int | Variable] | Variable, actual_shap
     Raises:
         TypeError: as Paddle 1.8: ``x`` is not a float16/32/64 or int32/64 Variable, ``shape`` is no
             list, tuple or Variable, ``actual_shape`` is no Variable.
+        AssertionError: as Paddle 1.8: ``shape`` is empty, has two -1, a 0 past ``x``'s rank or a
+            size below -1.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 2, 3], dtype="float32")
@@ -285,34 +287,38 @@ def reshape(x: Variable, shape: Sequence[int | Variable] | Variable, actual_shap
 
 def _reshape_attr(x, shape):
     """The ``shape`` attr of ``reshape2``: -1 where a Variable stands; one -1 at most, 0 only where
-    ``x`` has a dimension, no other negative size."""
+    ``x`` has a dimension, no other negative size. Paddle 1.8 asserts these (AssertionError)."""
     if not shape:
-        raise ValueError("reshape: shape must not be empty")
+        raise AssertionError("reshape: shape must not be empty")
     attr = attr_values(shape, "reshape", "shape")
     given = [d for v, d in zip(shape, attr) if not isinstance(v, Variable)]
     if given.count(-1) > 1:
-        raise ValueError("reshape: only one dimension of shape %s may be -1" % attr)
+        raise AssertionError("reshape: only one dimension of shape %s may be -1" % attr)
     for i, (v, d) in enumerate(zip(shape, attr)):
         if isinstance(v, Variable):
             continue
         if d < -1:
-            raise ValueError("reshape: dimension %d of shape %s is negative (only -1 is allowed)" % (i, attr))
+            raise AssertionError("reshape: dimension %d of shape %s is negative (only -1 is allowed)" % (i, attr))
         if d == 0 and i >= len(x.shape):
-            raise ValueError("reshape: shape %s has 0 at position %d, but x %r has only %d dimensions"
-                             % (attr, i, x.name, len(x.shape)))
+            raise AssertionError("reshape: shape %s has 0 at position %d, but x %r has only %d dimensions"
+                                 % (attr, i, x.name, len(x.shape)))
     return attr
 
 
-def transpose(x: Variable, perm: Sequence[int], name: str | None = None) -> Variable:
+def transpose(x: Variable, perm: List[int], name: str | None = None) -> Variable:
     """``x`` with its dimensions permuted (a ``transpose2`` op).
 
     Args:
         x: the tensor.
-        perm: the new order of ``x``'s dimensions.
+        perm: the new order of ``x``'s dimensions (a list, as Paddle 1.8 takes).
         name: the output's name (generated when None).
 
     Returns:
         The transposed Variable.
+
+    Raises:
+        TypeError: ``perm`` is not a list (Paddle 1.8's check_type).
+        ValueError: ``perm`` is not a permutation of ``x``'s dimensions.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 2, 3], dtype="float32")
@@ -320,6 +326,7 @@ def transpose(x: Variable, perm: Sequence[int], name: str | None = None) -> Vari
         (-1, 3, 2)
     """
     _check_var(x, "transpose", "x")
+    check_type(perm, "perm", list, "transpose")     # Paddle 1.8 takes a list only
     perm = [int(p) for p in perm]
     if len(perm) != len(x.shape) or sorted(p % len(perm) for p in perm) != list(builtins.range(len(perm))):
         raise ValueError("transpose: perm %s is not a permutation of the %d dimensions of x %r"

@@ -1,6 +1,6 @@
 """Op families; importing this package registers every op type."""
 from ..framework import registry  # noqa: F401  (fluidist.ops.registry: where op authors look)
-from . import math, matmul, activation, tensor, optimizer_ops  # noqa: F401
+from . import math, matmul, activation, tensor, random_init, optimizer_ops  # noqa: F401
 from . import indexing, manipulation, rearrange, numeric, sampling, norm_act, sequence_decode  # noqa: F401
 from . import dist_ops, io_ops  # noqa: F401
 from . import conv, sync_batch_norm  # noqa: F401

@@ -52,14 +52,17 @@ def split_selected_rows(ctx, ins, attrs):
     return {"Out": out}
 
 
-@register_op("split_ids", inputs=["Ids*"], outputs=["Out*"])
+@register_op("split_ids", inputs=["Ids*"], outputs=["Out*"], attrs={"shard_rows": False})
 def split_ids(ctx, ins, attrs):
-    """Ids split over N pservers by ``id % N`` (duplicates removed). A SelectedRows gradient of the
-    distributed table is split the same way, its rows turned into row indices of pserver ``id % N``'s
-    shard (``id // N``)."""
+    """Ids split over N pservers by ``id % N`` (duplicates removed). A SelectedRows is split the same
+    way as Paddle 1.8 splits it (``_split_rows_by_id``), or, with ``shard_rows`` (fluidist's transpiler
+    sets it for the distributed table's gradient), merged and its rows turned into row indices of
+    pserver ``id % N``'s shard (``id // N``)."""
     parts = len(ctx.op.outputs["Out"])
     xs = ins["Ids"]
     xp = ctx.xp
+    if len(xs) == 1 and isinstance(xs[0], SelectedRows) and not attrs["shard_rows"]:
+        return {"Out": _split_rows_by_id(xp, xs[0], parts)}
     if len(xs) == 1 and isinstance(xs[0], SelectedRows):
         g = xs[0].merged(xp)
         out = []
@@ -74,6 +77,23 @@ def split_ids(ctx, ins, attrs):
         return {"Out": [ids.reshape(-1, 1)]}
     part = ids % parts
     return {"Out": [ids[part == k].reshape(-1, 1) for k in range(parts)]}
+
+
+def _split_rows_by_id(xp, g, parts):
+    """Paddle 1.8's split of a SelectedRows: part ``k`` holds the rows ``id % parts == k`` in their
+    order (ids kept, repeats too) with the whole height; a repeated id's rows all carry the value of
+    its last occurrence, as Paddle's id-to-index map keeps the last."""
+    rows = g.rows.reshape(-1)
+    if rows.size == 0:
+        return [SelectedRows(rows, g.value[:0] if g.value is not None else None, g.height) for _ in range(parts)]
+    uniq, first_from_end = xp.unique(rows[::-1], return_index=True)
+    last = rows.size - 1 - first_from_end
+    source = xp.take(last, xp.searchsorted(uniq, rows))
+    out = []
+    for k in range(parts):
+        idx = xp.flatnonzero(rows % parts == k)
+        out.append(SelectedRows(xp.take(rows, idx), xp.take(g.value, xp.take(source, idx), axis=0), g.height))
+    return out
 
 
 @register_op("merge_ids", inputs=["Ids*", "Rows*", "X*"], outputs=["Out*"], needs_lod=True)
@@ -139,9 +159,13 @@ def lazy_rows(ctx, ins, attrs):
 
 
 @register_op("lookup_sparse_table", inputs=["W", "Ids"], outputs=["Out"],
-             attrs={"is_sparse": True, "is_distributed": True, "padding_idx": -1, "shard_num": 1})
+             attrs={"is_sparse": True, "is_distributed": True, "padding_idx": -1, "shard_num": 1,
+                    "auto_grown_table": True, "is_test": False})
 def lookup_sparse_table(ctx, ins, attrs):
-    """Rows of this pserver's shard of a distributed table: id ``i`` is row ``i // shard_num``."""
+    """Rows of this pserver's shard of a distributed table: id ``i`` is row ``i // shard_num``. A
+    SelectedRows ``W`` is Paddle's auto-growing table instead (see ``_grown_table_rows``)."""
+    if isinstance(ins["W"], SelectedRows):
+        return {"Out": _grown_table_rows(ctx, ins["W"], ins["Ids"].reshape(-1), attrs)}
     w, ids = ins["W"], ins["Ids"].reshape(-1).astype(np.int64)
     local = ids // int(attrs["shard_num"])
     if local.size and (local.min() < 0 or local.max() >= w.shape[0]):
@@ -153,6 +177,40 @@ def lookup_sparse_table(ctx, ins, attrs):
     if pad is not None and pad >= 0:
         out[ids == pad] = 0
     return {"Out": out}
+
+
+def _grown_table_rows(ctx, table, ids, attrs):
+    """Paddle 1.8's auto-growing table: a SelectedRows whose value has room for a number of rows and
+    whose ``rows`` lists the ids given a value row so far, in the order they came. Each id reads the
+    value row it was given; an id not in the table takes the next free row (``auto_grown_table``,
+    outside ``is_test``: the table's rows grow, in place) or, under ``is_test``, reads zeros."""
+    held = [] if table.rows is None else table.rows.reshape(-1).tolist()
+    index = {int(r): i for i, r in enumerate(held)}
+    grow = attrs["auto_grown_table"] and not attrs["is_test"]
+    capacity = 0 if table.value is None else table.value.shape[0]
+    positions = []
+    for key in ids.tolist():
+        at = index.get(int(key), -1)
+        if at < 0 and not attrs["is_test"]:
+            if not grow:
+                raise ValueError("op 'lookup_sparse_table': id %d is not in table %r (auto_grown_table is off)"
+                                 % (key, ctx.op.inputs["W"][0]))
+            if len(held) == capacity:
+                raise ValueError("op 'lookup_sparse_table': table %r is full: its value holds %d rows"
+                                 % (ctx.op.inputs["W"][0], capacity))
+            at = index[int(key)] = len(held)
+            held.append(int(key))
+        positions.append(at)
+    if len(held) != (0 if table.rows is None else table.rows.size):
+        table.rows = np.asarray(held, dtype=np.int64)
+    xp = ctx.xp
+    pos = xp.asarray(np.asarray(positions, dtype=np.int64))
+    out = xp.take(table.value, xp.maximum(pos, 0), axis=0)
+    out[pos < 0] = 0
+    pad = attrs["padding_idx"]
+    if pad is not None and pad >= 0:
+        out[ids == pad] = 0
+    return out
 
 
 @register_op("ref_by_trainer_id", inputs=["X*", "TrainerId"], outputs=["Out"], host_inputs=("TrainerId",),

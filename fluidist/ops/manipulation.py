@@ -317,7 +317,20 @@ def _slice_parts(ctx, ins, attrs, strided):
     if len(starts) != len(axes) or len(ends) != len(axes) or (strided and len(strides) != len(axes)):
         raise ValueError("op %r: axes %s, starts %s, ends %s%s must have one entry each"
                          % (ctx.op.type, axes, starts, ends, ", strides %s" % strides if strided else ""))
-    return x, _slices(x.shape, axes, starts, ends, strides)
+    return x, _slices(x.shape, axes, starts, _last_item_ends(attrs, axes, starts, ends, strides), strides)
+
+
+def _last_item_ends(attrs, axes, starts, ends, strides):
+    """``ends`` with Paddle 1.8's case of ``x[i]`` for a tensor ``i`` holding -1: its bounds -1 and
+    ``i + 1`` = 0 come from tensors (``infer_flags`` -1) on an axis ``decrease_axis`` drops, and the
+    item taken is the last one (an end past the axis) rather than an empty slice."""
+    flags, dropped = attrs.get("infer_flags") or [], set(attrs.get("decrease_axis") or [])
+    ends = list(ends)
+    for k, a in enumerate(axes):
+        forward = not strides or strides[k] > 0
+        if starts[k] == -1 and ends[k] == 0 and forward and k < len(flags) and flags[k] == -1 and a in dropped:
+            ends[k] = None
+    return ends
 
 
 _SLICE_IN = ["Input", "StartsTensor?", "EndsTensor?", "StartsTensorList*?", "EndsTensorList*?"]
@@ -333,7 +346,8 @@ def _slice_kernel(strided):
         x, sl = _slice_parts(ctx, ins, attrs, strided)
         for a in attrs["axes"]:
             a %= x.ndim
-            _sliced_len(x.shape[a], sl[a].start, sl[a].stop, sl[a].step,
+            stop = x.shape[a] if sl[a].stop is None else sl[a].stop
+            _sliced_len(x.shape[a], sl[a].start, stop, sl[a].step,
                         "axis %d of %r" % (a, ctx.op.inputs["Input"][0]))
         out = x[sl]
         return {"Out": ctx.xp.ascontiguousarray(out).reshape(_decreased(out.shape, attrs["decrease_axis"]))}

@@ -12,7 +12,8 @@ _HOST_GREEDY = 'greedy selection in Python, on the host'
 _HOST_RNG = "draws with NumPy's generator, on the host"
 from .math import _RED_ATTRS, _reduce_axes, _reduce_infer, _reduce_out
 from .shape_tensors import SHAPE_INPUTS, SHAPE_SLOTS, creation_infer, with_tensor_shape
-from .tensor import _bsl_infer, _rng
+from .random_init import _rng
+from .tensor import _bsl_infer
 
 
 # ------------------------------------------------------------------ boolean reductions, checks

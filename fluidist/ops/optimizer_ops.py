@@ -78,7 +78,7 @@ def _check_row_wise(ctx, row_wise, accs):
 
 
 def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whole_param=False, uses_lr=True,
-                  powers=None, attr_tensors=None, prepare=None):
+                  powers=None, attr_tensors=None, prepare=None, optional=()):
     """Register ``type`` with inputs Param, Grad, LearningRate (unless ``uses_lr`` is False), the
     accumulator and scalar slots, and outputs ``<slot>Out`` for Param and every accumulator (names
     from ``accumulators``: {input slot: output slot}).
@@ -86,11 +86,13 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
     ``powers``: {scalar slot: (output slot, attr)}: the op advances that scalar (a beta power) by
     multiplying it by the attr, into the (optional) output slot. ``attr_tensors``: {attr: optional
     input slot} whose one-element value, when given, replaces the attr. ``prepare(ctx, attrs)``:
-    attrs the rule also reads, from the op itself."""
+    attrs the rule also reads, from the op itself. ``optional``: accumulator slots an op may leave out
+    (with their outputs); the rule sees only those given."""
     powers, attr_tensors = powers or {}, attr_tensors or {}
     out_slots = {"Param": "ParamOut"}
     out_slots.update(accumulators)
-    inputs = ["Param", "Grad"] + (["LearningRate"] if uses_lr else []) + list(accumulators) + list(scalars)
+    inputs = ["Param", "Grad"] + (["LearningRate"] if uses_lr else []) \
+        + [s + "?" if s in optional else s for s in accumulators] + list(scalars)
     inputs += [slot + "?" for slot in attr_tensors.values()]
 
     def kernel(ctx, ins, a):
@@ -107,7 +109,7 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
     def update(ctx, ins, a):
         p, g = ins["Param"], ins["Grad"]
         lr = _lr(ctx, ins, p.dtype) if uses_lr else None
-        accs = {s: ins[s] for s in accumulators}
+        accs = {s: ins[s] for s in accumulators if ins.get(s) is not None}
         for s, acc in accs.items():
             _check_same_shape(ctx, s, acc, p)
         sc = {s: ins[s].reshape(()).astype(p.dtype, copy=False) for s in scalars}
@@ -118,15 +120,16 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
             else:
                 g = _merged_rows(ctx, g, p)
                 _check_row_wise(ctx, rows_only(a), accs)
+                targets = {s: _row_target(ctx, s, out, arr) for s, out, arr in
+                           [("Param", "ParamOut", p)] + [(s, accumulators[s], acc) for s, acc in accs.items()]}
                 if g is not None:
                     rows = g.rows
                     values = g.value.reshape((len(rows),) + tuple(p.shape[1:]))
                     new = rule(ctx.xp, ctx.xp.take(p, rows, axis=0), values,
                                {s: acc[rows] for s, acc in accs.items()}, sc, lr, a)
-                    p[rows] = new["Param"]
-                    for s, acc in accs.items():
-                        acc[rows] = new[s]
-                return _outs(out_slots, p, accs)
+                    for s, target in targets.items():
+                        target[rows] = new[s]
+                return _outs(out_slots, targets["Param"], {s: targets[s] for s in accs})
         else:
             _check_same_shape(ctx, "Grad", g, p)
             _check_row_wise(ctx, False, accs)
@@ -137,12 +140,28 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
         return _outs(out_slots, p, accs)
 
     kernel.__doc__ = doc
-    register_op(type, inputs=inputs, outputs=list(out_slots.values()) + [out + "?" for out, _ in powers.values()],
+    outputs = [out + "?" if s in optional else out for s, out in out_slots.items()]
+    register_op(type, inputs=inputs, outputs=outputs + [out + "?" for out, _ in powers.values()],
                 attrs=attrs, infer=no_infer, role=OpRole.Optimize,
                 update=UpdateRule(param_like=tuple(accumulators), outputs=tuple(accumulators.values()),
                                   scalars=tuple(scalars), scalar_outputs=tuple(powers[s][0] if s in powers else None
                                                                                for s in scalars) if powers else (),
                                   whole_param=whole_param, row_wise=rows_only))(kernel)
+
+
+def _row_target(ctx, in_slot, out_slot, arr):
+    """Where a row-wise update writes ``in_slot``'s rows: the input itself (in place, the usual
+    ``ParamOut`` = ``Param``), or, when the op names another output variable that already holds an
+    array of the same shape, that array: as in Paddle's sparse kernels, the rows the gradient does
+    not touch keep what the output held."""
+    out_name = ctx.op.outputs.get(out_slot)
+    if not out_name or out_name[0] == ctx.op.inputs[in_slot][0]:
+        return arr
+    held = ctx.find_value(out_name[0])
+    if isinstance(held, type(arr)) and tuple(getattr(held, "shape", ())) == tuple(arr.shape) \
+            and held.dtype == arr.dtype:
+        return held
+    return arr.copy()
 
 
 def _outs(out_slots, p, accs):
@@ -213,14 +232,19 @@ def _decayed_adagrad(xp, p, g, accs, sc, lr, a):
 def _rmsprop(xp, p, g, accs, sc, lr, a):
     rho, eps, mom = a["decay"], a["epsilon"], a["momentum"]
     ms = rho * accs["MeanSquare"] + (1 - rho) * g * g
-    mg = accs["MeanGrad"]
+    new = {"MeanSquare": ms}
     if a["centered"]:
-        mg = rho * mg + (1 - rho) * g
+        if "MeanGrad" not in accs:
+            raise ValueError("op 'rmsprop': centered=True reads a MeanGrad input, and the op has none")
+        mg = new["MeanGrad"] = rho * accs["MeanGrad"] + (1 - rho) * g
         denom = xp.sqrt(ms - mg * mg + eps)
     else:
+        if "MeanGrad" in accs:     # given but unused: passed through
+            new["MeanGrad"] = accs["MeanGrad"]
         denom = xp.sqrt(ms + eps)
-    m = mom * accs["Moment"] + lr * g / denom
-    return {"Param": p - m, "Moment": m, "MeanSquare": ms, "MeanGrad": mg}
+    new["Moment"] = m = mom * accs["Moment"] + lr * g / denom
+    new["Param"] = p - m
+    return new
 
 
 def _ftrl(xp, p, g, accs, sc, lr, a):
@@ -257,6 +281,8 @@ def sgd(ctx, ins, attrs):
     """ParamOut = Param - lr * Grad (in place; a row-sparse Grad touches only its rows). Written out
     rather than through ``_optimizer_op``: it is the hot path of the benchmarks."""
     p, g = ins["Param"], ins["Grad"]
+    if isinstance(p, SelectedRows):
+        return {"ParamOut": _sgd_on_table(ctx, p, g, _lr(ctx, ins, p.value.dtype))}
     lr = _lr(ctx, ins, p.dtype)
     if isinstance(g, SelectedRows):
         _check_height(ctx, g, p)
@@ -267,6 +293,27 @@ def sgd(ctx, ins, attrs):
         _check_same_shape(ctx, "Grad", g, p)
     p -= lr * g
     return {"ParamOut": p}
+
+
+def _sgd_on_table(ctx, table, g, lr):
+    """SGD of a row-sparse parameter (a table holding some rows, Paddle's sparse-parameter kernel):
+    each gradient row updates, in place, the table's value row of the same id."""
+    if not isinstance(g, SelectedRows):
+        raise ValueError("op 'sgd': parameter %r is a SelectedRows, so its gradient %r must be one too"
+                         % (ctx.op.inputs["Param"][0], ctx.op.inputs["Grad"][0]))
+    if g.rows is None or len(g.rows) == 0:
+        return table
+    xp = ctx.xp
+    ids, grad_ids = xp.asarray(table.rows).reshape(-1), xp.asarray(g.rows).reshape(-1)
+    order = xp.argsort(ids)
+    at = xp.minimum(xp.searchsorted(xp.take(ids, order), grad_ids), max(len(ids) - 1, 0))
+    positions = xp.take(order, at) if len(ids) else at
+    if not len(ids) or not bool(xp.all(xp.take(ids, positions) == grad_ids)):
+        raise ValueError("op 'sgd': gradient %r has rows that parameter %r does not hold"
+                         % (ctx.op.inputs["Grad"][0], ctx.op.inputs["Param"][0]))
+    values = g.value.reshape((len(grad_ids),) + tuple(table.value.shape[1:]))
+    scatter_add(xp, table.value, positions, -lr * values)
+    return table
 
 
 _optimizer_op("momentum", {"Velocity": "VelocityOut"}, (), _momentum, _never,
@@ -297,7 +344,8 @@ _optimizer_op("decayed_adagrad", {"Moment": "MomentOut"}, (), _decayed_adagrad, 
 _optimizer_op("rmsprop", {"Moment": "MomentOut", "MeanSquare": "MeanSquareOut", "MeanGrad": "MeanGradOut"}, (),
               _rmsprop, _never, {"epsilon": 1e-10, "decay": 0.9, "momentum": 0.0, "centered": False},
               "ms = rho ms + (1-rho) g^2; [mg = rho mg + (1-rho) g]; "
-              "mom = momentum mom + lr g / sqrt(ms [- mg^2] + eps); p -= mom.")
+              "mom = momentum mom + lr g / sqrt(ms [- mg^2] + eps); p -= mom. MeanGrad (read when "
+              "centered) may be left out otherwise, as in Paddle 1.8.", optional=("MeanGrad",))
 _optimizer_op("ftrl", {"SquaredAccumulator": "SquaredAccumOut", "LinearAccumulator": "LinearAccumOut"}, (),
               _ftrl, _always, {"l1": 0.0, "l2": 0.0, "lr_power": -0.5},
               "FTRL-proximal (McMahan et al.), Paddle's form.")

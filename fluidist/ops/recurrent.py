@@ -161,6 +161,15 @@ def rnn_memory_helper(ctx, ins, attrs):
     return {"Out": ins["X"]}
 
 
-@register_grad("rnn_memory_helper", inputs=["Out@GRAD"])
+@register_grad("rnn_memory_helper", inputs=["Out@GRAD?", "X?"], valueless_inputs=("Out@GRAD",))
 def rnn_memory_helper_grad(ctx, ins, attrs):
-    return {"X@GRAD": ins["Out@GRAD"]}
+    """``X@GRAD = Out@GRAD``; where no gradient reached Out (no value), zeros shaped like X, as
+    Paddle's kernel writes."""
+    g = ins.get("Out@GRAD")
+    if g is None:
+        x = ins.get("X")
+        if x is None:
+            raise ValueError("op 'rnn_memory_helper_grad': Out@GRAD has no value and no X gives the "
+                             "gradient's shape")
+        return {"X@GRAD": ctx.xp.zeros(x.shape, dtype=x.dtype)}
+    return {"X@GRAD": g}

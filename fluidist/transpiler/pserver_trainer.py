@@ -199,7 +199,7 @@ def _rewrite_table_trainer(plan, program, barrier_out):
     for name in parts:
         block.create_var(name=name, shape=[-1, t.width], dtype=gv.dtype, type="SELECTED_ROWS")
     anchor = block.insert_after(anchor, "split_ids", inputs={"Ids": [t.grad]}, outputs={"Out": parts},
-                                attrs={OP_ROLE_ATTR: DIST})
+                                attrs={"shard_rows": True, OP_ROLE_ATTR: DIST})
     dummy = _ctrl_var(block)
     block.insert_after(anchor, "send", inputs={"X": parts}, outputs={"Out": [dummy.name]},
                      attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [],

@@ -105,3 +105,33 @@ def test_layers_data_takes_values_of_another_shape_fluid_data_does_not():
     np.testing.assert_allclose(res, [0, 3, 6])
     with pytest.raises(ValueError, match=r"'strict' expects shape \[-1, 3\] but got \[3\]"):
         exe.run(prog, feed={"loose": np.ones(3, "float32"), "strict": np.ones(3, "float32")}, fetch_list=[out])
+
+
+@pytest.mark.parametrize("layer_call, error", [
+    (lambda x, b: fluid.layers.sign(12), TypeError),
+    (lambda x, b: fluid.layers.sign([1.0, -2.0]), TypeError),
+    (lambda x, b: fluid.layers.transpose(x, perm=(1, 0, 2)), TypeError),
+    (lambda x, b: fluid.layers.reshape(x, [-1, -1, 5]), AssertionError),
+    (lambda x, b: fluid.layers.reshape(x, [2, 5, 5, 0]), AssertionError),
+    (lambda x, b: fluid.layers.reshape(x, [-2, 25]), AssertionError),
+    (lambda x, b: fluid.layers.reshape(x, []), AssertionError),
+    (lambda x, b: fluid.layers.expand(b, [2, 1, 1]), ValueError),
+    (lambda x, b: fluid.layers.fill_constant([1], "uint4", 1.0), ValueError),
+])
+def test_layers_refuse_arguments_with_paddle18s_exception_types(layer_call, error):
+    """Each exception type is the one Paddle 1.8.5 raises for the same call (checked there)."""
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = fluid.data("x", [2, 5, 5], "float32")
+        b = fluid.data("b", [2, 5, 5], "bool")
+        with pytest.raises(error):
+            layer_call(x, b)
+
+
+def test_sign_of_an_ndarray_keeps_its_dtype():
+    """Paddle 1.8 turns the array into a constant of its dtype (assign), then checks that dtype."""
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        s = fluid.layers.sign(np.array([-3.0, 0.0, 2.0], "float32"))
+        got, = fluid.Executor(fluid.CPUPlace()).run(fetch_list=[s])
+        with pytest.raises(TypeError):
+            fluid.layers.sign(np.array([-3, 0, 2], "int32"))
+    assert got.dtype == np.float32 and got.tolist() == [-1.0, 0.0, 1.0]

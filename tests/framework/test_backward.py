@@ -80,7 +80,7 @@ def test_gradients_api():
     with fluid.program_guard(main, startup):
         x = fluid.data("x", [None, 2])
         y = fluid.layers.reduce_sum(fluid.layers.square(x))
-        gx = fluid.gradients(y, x)
+        gx, = fluid.gradients(y, x)
     xv = np.array([[1.0, 2.0], [3.0, -1.0]], dtype="float32")
     out, = fluid.Executor().run(main, feed={"x": xv}, fetch_list=[gx], scope=fluid.Scope())
     np.testing.assert_allclose(out, 2 * xv)

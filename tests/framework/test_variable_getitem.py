@@ -156,3 +156,18 @@ def test_reverse_after_an_int_index_reverses_numpys_axis():
     assert [op.type for op in built] == ["slice", "reverse"] and built[1].attr("axis") == [0]
     out, = fluid.Executor(fluid.CPUPlace()).run(prog, feed={"x": X}, fetch_list=[y])
     np.testing.assert_array_equal(out, X[0, ::-1])
+
+
+def test_index_by_a_variable_holding_minus_one_takes_the_last_item():
+    """``x[i]`` with ``i`` = -1 slices -1:0 from tensors; Paddle 1.8's slice and strided_slice kernels
+    read that as the last item on an axis the index drops (both ops checked there; ``x[i, ::2]`` is
+    fluidist's, Paddle asserting a step of -1 in an index)."""
+    prog = fluid.Program()
+    with fluid.program_guard(prog, fluid.Program()):
+        x = fluid.data(name="x", shape=[4, 3, 5], dtype="float32")
+        i = fluid.layers.fill_constant([1], "int32", -1)
+        last, strided_last = x[i], x[i, ::2]
+    assert prog.global_block().ops[-1].type == "strided_slice"
+    got, got_strided = fluid.Executor(fluid.CPUPlace()).run(prog, feed={"x": X}, fetch_list=[last, strided_last])
+    np.testing.assert_array_equal(got, X[-1])
+    np.testing.assert_array_equal(got_strided, X[-1, ::2])

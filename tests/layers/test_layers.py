@@ -268,7 +268,7 @@ def test_reshape_with_actual_shape_and_argument_errors():
     x = rng.uniform(-1, 1, (2, 6)).astype(np.float32)
     np.testing.assert_array_equal(run(main, startup, {"x": x}, [out])[0], np.maximum(x, 0).reshape(3, 4))
     x6 = lambda: layers.data(name="x", shape=[6], dtype="float32")  # noqa: E731
-    with pytest.raises(ValueError, match="only one dimension"):
+    with pytest.raises(AssertionError, match="only one dimension"):    # Paddle 1.8 asserts it
         build(lambda: layers.reshape(x6(), [-1, -1]))
     with pytest.raises(ValueError, match="not a permutation"):
         build(lambda: layers.transpose(x6(), [0, 0]))
@@ -285,7 +285,7 @@ def test_split_and_concat_gradients_flow():
         y = layers.concat([layers.scale(a, 2.0), b], axis=1)
         t = layers.transpose(layers.reshape(y, [-1, 2, 2]), [0, 2, 1])
         loss = layers.reduce_sum(t)
-        return x, loss, fluid.gradients(loss, x)
+        return x, loss, fluid.gradients(loss, x)[0]
     main, startup, (x, loss, gx) = build(net)
     g = run(main, startup, {"x": np.ones((3, 4), np.float32)}, [gx])[0]
     np.testing.assert_array_equal(g, np.tile([2, 1, 1, 1], (3, 1)))

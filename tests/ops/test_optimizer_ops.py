@@ -123,3 +123,25 @@ def test_squared_l2_norm_has_a_gradient():
     x = rng.uniform(-1, 1, (3, 4))
     np.testing.assert_allclose(run_op("squared_l2_norm", {"X": x})["Out"][0], [np.sum(x * x)])
     check_grad("squared_l2_norm", {"X": x}, ["X"])
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_rmsprop_reads_mean_grad_only_when_centered(centered):
+    """Paddle 1.8's MeanGrad is dispensable: an uncentered rmsprop runs without it."""
+    shape = (6, 3)
+    ins = {"Param": rng.uniform(-1, 1, shape).astype("float32"), "Grad": rng.uniform(-1, 1, shape).astype("float32"),
+           "MeanSquare": rng.uniform(1, 2, shape).astype("float32"), "Moment": rng.rand(*shape).astype("float32"),
+           "LearningRate": np.array([0.01], "float32")}
+    outputs = {"ParamOut": "Param", "MeanSquareOut": "MeanSquare", "MomentOut": "Moment"}
+    if centered:
+        ins["MeanGrad"] = rng.rand(*shape).astype("float32")
+        outputs["MeanGradOut"] = "MeanGrad"
+    attrs = {"decay": 0.9, "momentum": 0.1, "epsilon": 1e-6, "centered": centered}
+    got = run_update_op("rmsprop", ins, outputs, attrs, in_place=tuple(outputs.values()))
+    g = ins["Grad"]
+    ms = 0.9 * ins["MeanSquare"] + 0.1 * g * g
+    var = ms - (0.9 * ins["MeanGrad"] + 0.1 * g) ** 2 if centered else ms
+    mom = 0.1 * ins["Moment"] + 0.01 * g / np.sqrt(var + 1e-6)
+    np.testing.assert_allclose(got["MomentOut"], mom, rtol=1e-5)
+    np.testing.assert_allclose(got["ParamOut"], ins["Param"] - mom, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got["MeanSquareOut"], ms, rtol=1e-6)

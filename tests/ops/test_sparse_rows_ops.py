@@ -70,13 +70,14 @@ def test_merge_ids_of_ids_far_apart_takes_the_binary_search_and_gives_every_row(
 
 
 def test_split_ids_of_a_gradient_gives_each_shard_its_rows_summed():
+    """With ``shard_rows`` (fluidist's transpiler, for the distributed table's gradient)."""
     rows = rng.randint(0, 20, 60).astype(np.int64)
     value = rng.uniform(-1, 1, (60, 2))
     prog = fluid.Program()
     b = prog.global_block()
     for n in ("g", "p0", "p1"):
         b.create_var(name=n, type="SELECTED_ROWS")
-    b.append_op("split_ids", inputs={"Ids": ["g"]}, outputs={"Out": ["p0", "p1"]})
+    b.append_op("split_ids", inputs={"Ids": ["g"]}, outputs={"Out": ["p0", "p1"]}, attrs={"shard_rows": True})
     place = fluid.CPUPlace()          # the stand-in device's place under FLUIDIST_TEST_DEVICE=standin
     scope = fluid.Scope()
     scope._set_value("g", SelectedRows(place.to_device(rows), place.to_device(value), 20))
@@ -89,3 +90,87 @@ def test_split_ids_of_a_gradient_gives_each_shard_its_rows_summed():
         assert part.height == 10
         np.testing.assert_array_equal(got_rows * 2 + k, np.unique(rows[rows % 2 == k]))
         np.testing.assert_allclose(got_value, dense[got_rows * 2 + k], rtol=1e-12)
+
+
+def _table(scope, name, rows, value, height):
+    """A SelectedRows variable made as Paddle scripts make one (scope.var(...).get_selected_rows())."""
+    handle = scope.var(name).get_selected_rows()
+    handle.set_height(height)
+    handle.set_rows(rows)
+    handle.get_tensor().set(value, fluid.CPUPlace())
+    return handle
+
+
+@pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
+def test_lookup_sparse_table_grows_a_table_id_by_id_and_reads_zeros_under_is_test():
+    from fluidist.op import Operator
+    scope = fluid.Scope()
+    value = np.arange(6 * 2, dtype=np.float32).reshape(6, 2)
+    table = _table(scope, "W", [], value, 1000)
+    lookup = dict(W="W", Ids="Ids", Out="Out")
+    for ids, want_rows in (([7, 3, 7, 500], [7, 3, 500]), ([3, 9], [7, 3, 500, 9])):
+        scope.var("Ids").get_tensor().set(np.array(ids, np.int64), fluid.CPUPlace())
+        Operator("lookup_sparse_table", **lookup).run(scope, fluid.CPUPlace())
+        assert table.rows() == want_rows       # each new id takes the next value row, in order of arrival
+        np.testing.assert_array_equal(np.array(scope.find_var("Out").get_tensor()),
+                                      value[[want_rows.index(i) for i in ids]])
+    scope.var("Ids").get_tensor().set(np.array([9, 42], np.int64), fluid.CPUPlace())
+    Operator("lookup_sparse_table", is_test=True, **lookup).run(scope, fluid.CPUPlace())
+    np.testing.assert_array_equal(np.array(scope.find_var("Out").get_tensor()), [value[3], [0, 0]])
+    assert table.rows() == [7, 3, 500, 9]      # is_test never grows the table
+    scope.var("Ids").get_tensor().set(np.arange(100, 103, dtype=np.int64), fluid.CPUPlace())
+    with pytest.raises(ValueError, match="full"):
+        Operator("lookup_sparse_table", **lookup).run(scope, fluid.CPUPlace())
+
+
+@pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
+def test_sgd_on_a_table_updates_the_value_rows_of_the_gradient_ids():
+    from fluidist.op import Operator
+    scope = fluid.Scope()
+    value = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
+    param = _table(scope, "Param", [10, 2, 7, 5], value, 4)
+    grad_value = rng.uniform(-1, 1, (3, 3)).astype(np.float32)
+    _table(scope, "Grad", [7, 10, 7], grad_value, 4)
+    scope.var("LearningRate").get_tensor().set(np.array([0.5], np.float32), fluid.CPUPlace())
+    Operator("sgd", Param="Param", Grad="Grad", ParamOut="Param", LearningRate="LearningRate").run(
+        scope, fluid.CPUPlace())
+    want = value.copy()
+    for row, g in zip([2, 0, 2], grad_value):    # ids 7, 10, 7 sit at value rows 2, 0, 2
+        want[row] -= np.float32(0.5) * g
+    np.testing.assert_allclose(np.array(param.get_tensor()), want, rtol=1e-6)
+    _table(scope, "Grad", [3], grad_value[:1], 4)
+    with pytest.raises(ValueError, match="does not hold"):
+        Operator("sgd", Param="Param", Grad="Grad", ParamOut="Param", LearningRate="LearningRate").run(
+            scope, fluid.CPUPlace())
+
+
+@pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
+def test_sum_of_row_sparse_inputs_merges_their_rows_as_paddle():
+    """Paddle 1.8's sum of SelectedRows: each distinct row once, sorted, its values summed over the
+    inputs; an input without rows adds nothing (whatever its value holds)."""
+    from fluidist.op import Operator
+    scope = fluid.Scope()
+    a, b = rng.uniform(-1, 1, (3, 2)), rng.uniform(-1, 1, (2, 2))
+    _table(scope, "A", [5, 1, 5], a, 8)
+    _table(scope, "B", [1, 3], b, 8)
+    _table(scope, "E", [], np.ones((4, 2)), 8)
+    out = scope.var("Out").get_selected_rows()
+    Operator("sum", X=["A", "E", "B"], Out="Out").run(scope, fluid.CPUPlace())
+    assert out.rows() == [1, 3, 5] and out.height() == 8
+    np.testing.assert_allclose(np.array(out.get_tensor()), [a[1] + b[0], b[1], a[0] + a[2]], rtol=1e-12)
+
+
+@pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
+def test_split_ids_of_a_selected_rows_keeps_ids_order_and_height_as_paddle():
+    """Paddle 1.8's split of a SelectedRows (checked there): rows ``id % N == k`` in their order, the
+    ids and the height kept; a repeated id's rows carry its last occurrence's value."""
+    from fluidist.op import Operator
+    scope = fluid.Scope()
+    value = np.arange(12, dtype=np.float32).reshape(6, 2)
+    _table(scope, "X", [0, 5, 7, 4, 9, 7], value, 20)
+    outs = [scope.var("out%d" % k).get_selected_rows() for k in range(3)]
+    Operator("split_ids", Ids="X", Out=["out0", "out1", "out2"]).run(scope, fluid.CPUPlace())
+    assert [o.rows() for o in outs] == [[0, 9], [7, 4, 7], [5]]
+    assert [o.height() for o in outs] == [20, 20, 20]
+    np.testing.assert_array_equal(np.array(outs[1].get_tensor()), value[[5, 3, 5]])
+    np.testing.assert_array_equal(np.array(outs[0].get_tensor()), value[[0, 4]])
