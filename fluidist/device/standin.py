@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import types
+from typing import Any
 
 import numpy as np
 
@@ -242,6 +243,8 @@ class StandinUfunc:
 class StandinModule(types.ModuleType):
     """An array module over NumPy with CuPy's rules (see the package docstring). Attributes are made
     on first use: ufuncs, functions and submodules wrapped; dtypes and constants as NumPy's."""
+
+    cuda: Any       # ``xp.cuda``, as ``cupy.cuda``: the stand-in's devices, streams and events
 
     def __init__(self, name, numpy_module, prefix=""):
         super().__init__(name, "The stand-in device's array module (NumPy's numerics, CuPy's rules).")

@@ -19,7 +19,7 @@ Each is a value read from the device to decide something on the host, so each ma
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Any, Tuple
 
 import numpy as np
 
@@ -30,7 +30,7 @@ DATA_DEPENDENT = frozenset(("nonzero", "argwhere", "flatnonzero", "compress", "e
 def hidden_syncs(name: str, args: tuple, kwargs: dict) -> Tuple[str, ...]:
     """Why CuPy's ``name`` called with these (NumPy) arguments waits for the device, once per item."""
     if name == "bincount":
-        x = args[0] if args else kwargs.get("x")
+        x: Any = args[0] if args else kwargs.get("x")
         return ("bincount: any(x < 0)",) if np.size(x) == 0 else ("bincount: any(x < 0)", "bincount: max(x) + 1")
     if name == "unique":
         return _unique_syncs(args, kwargs)

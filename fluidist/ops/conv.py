@@ -283,7 +283,7 @@ def dropout(ctx, ins, attrs):
     return {"Out": out.astype(x.dtype, copy=False), "Mask": mask}
 
 
-_DEVICE_RNGS = {}      # (array module, device) -> the generator of unseeded masks drawn there
+_DEVICE_RNGS: dict = {}      # (array module, device) -> the generator of unseeded masks drawn there
 
 
 def _dropout_mask(ctx, shape, p, attrs):
