@@ -148,7 +148,7 @@ class ModelAverage(_AppliedAverage):
                    "max_average_window": self.max_average_window})
 
     def _append_apply_ops(self, param, backup):
-        from . import layers
+        import fluidist.layers as layers
         block = self.apply_program.global_block()
         p, b = _clone_into(block, param), _clone_into(block, backup)
         s = {k: _clone_into(block, v) for k, v in self._state[param.name].items()}
@@ -160,7 +160,7 @@ class ModelAverage(_AppliedAverage):
 
 
 def _restore_ops(param, backup):
-    from . import layers
+    import fluidist.layers as layers
     block = default_main_program().global_block()
     layers.assign(_clone_into(block, backup), _clone_into(block, param))
 
@@ -241,7 +241,7 @@ class ExponentialMovingAverage(_AppliedAverage):
                                 attrs={"decay": self._decay})
 
     def _append_apply_ops(self):
-        from . import layers
+        import fluidist.layers as layers
         block = self.apply_program.global_block()
         decay = _clone_into(block, self._decay_var)
         step = _clone_into(block, self._step)

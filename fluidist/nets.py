@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence, Union
 
-from . import layers
+import fluidist.layers as layers
 from .framework.program import Variable
 from .hints import ParamAttrLike
 

@@ -18,7 +18,7 @@ from .framework import (Program, default_main_program, default_startup_program, 
                         program_guard)
 from .framework import unique_name  # noqa: F401
 from .initializer import Constant  # noqa: F401
-from .layer_helper import LayerHelper  # noqa: F401
+from .layers.layer_helper import LayerHelper  # noqa: F401
 from .layers import ops, tensor  # noqa: F401
 from .regularizer import append_regularization_ops  # noqa: F401
 from .wrapped_decorator import signature_safe_contextmanager  # noqa: F401

@@ -39,8 +39,8 @@ ALIASES = {
 }
 
 # The launcher sits above the runtime but uses only these pieces of it (and nothing else of fluidist
-# but the package's ``__version__``).
-LAUNCH_MAY_IMPORT = ("fluidist.launch", "fluidist.distributed.ports", "fluidist.distributed.security",
+# but the package's version).
+LAUNCH_MAY_IMPORT = ("fluidist.launch", "fluidist._version", "fluidist.distributed.ports", "fluidist.distributed.security",
                      # leaf modules that import nothing of fluidist: bounded JSON parsing, log line budgets
                      "fluidist.bounded_json", "fluidist.log_helper")
 

@@ -22,6 +22,7 @@ import traceback
 
 import numpy as np
 
+from ..compat import refused_class
 from ..core.place import to_host
 from ..core.scope import Scope, global_scope
 from ..core.tensor import LoDTensor, SelectedRows
@@ -262,5 +263,9 @@ def _hogwild(streams, step):
     if errors:
         raise errors[0]
 
+
+# Paddle's ``fluid.trainer_factory`` is this module: its FetchHandler, and the factory of its C++ trainers
+TrainerFactory = refused_class("fluid.trainer_factory.TrainerFactory",
+                               "Executor.train_from_dataset(program, dataset, thread=n) chooses its trainer itself")
 
 __all__ = ["FetchHandler", "run_from_dataset"]

@@ -26,7 +26,7 @@ optimizer in ``RecomputeOptimizer``; ``gradient_merge`` with ``gradient_merge_co
 import numbers
 import warnings
 
-from .. import io
+import fluidist.io as io
 from ..distributed.ports import split_endpoint
 from ..executor.compiler import CompiledProgram
 from ..executor.executor import Executor

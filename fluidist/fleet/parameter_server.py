@@ -36,7 +36,7 @@ import warnings
 
 import numpy as np
 
-from .. import io
+import fluidist.io as io
 from ..executor.compiler import CompiledProgram
 from ..executor.executor import Executor
 from ..core.scope import Scope, global_scope

@@ -316,7 +316,7 @@ def _prog_name():
 
 
 def build_parser(prog=None):
-    from .. import __version__
+    from .._version import __version__
     parser = argparse.ArgumentParser(
         prog=prog or _prog_name(), formatter_class=_HelpFormatter, epilog=EXAMPLES,
         usage="%(prog)s [options] [-m | --no_python] training_script [script arguments ...]",

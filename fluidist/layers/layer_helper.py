@@ -215,3 +215,8 @@ class LayerHelper:
         tmp = self.create_variable_for_type_inference(dtype=input_var.dtype)
         self.append_op(act, inputs={"X": [input_var]}, outputs={"Out": [tmp]}, attrs=attrs)
         return tmp
+
+
+# Paddle splits its helper in two classes (``fluid.layer_helper_base.LayerHelperBase`` holds the part
+# that makes parameters and variables); fluidist's one class is both.
+LayerHelperBase = LayerHelper
