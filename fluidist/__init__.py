@@ -47,7 +47,7 @@ _FACE = {
     **_modules("initializer", "layers", "optimizer", "regularizer", "clip", "io"),
     **_names("fluidist.io", "load", "load_program_state", "save", "set_program_state"),
     **_modules("nets", "compiler", "log_helper", "metrics", "backward"),
-    **_names("fluidist.backward", "append_backward", "gradients"),
+    **_names("fluidist.passes.backward", "append_backward", "gradients"),
     **_names("fluidist.param_attr", "ParamAttr", "WeightNormParamAttr"),
     **_modules("param_attr", "input"),
     **_names("fluidist.input", "embedding", "one_hot"),

@@ -12,7 +12,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .initializer import Initializer
     from .param_attr import ParamAttr
-    from .regularizer import WeightDecayRegularizer
+    from .passes.regularizer import WeightDecayRegularizer
 
 #: A shape: a list or tuple of ints; -1 (or None in ``fluid.data``) marks a size known at run time.
 Shape = Sequence[Optional[int]]

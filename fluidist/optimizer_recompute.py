@@ -1,11 +1,11 @@
 """``RecomputeOptimizer``: an optimizer whose backward pass recomputes activations between checkpoints
-(how the program changes is described in :mod:`fluidist.recompute`); re-exported by
+(how the program changes is described in :mod:`fluidist.passes.recompute`); re-exported by
 ``fluid.optimizer``."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .backward import append_backward
+from .passes.backward import append_backward
 from .framework.program import Variable, default_startup_program, program_guard
 from .optimizer_base import Optimizer, _check_clip
 
@@ -15,7 +15,7 @@ class RecomputeOptimizer(Optimizer):
     reading their outputs; the gradients, and so the parameters, are those of plain training.
 
     Call ``_set_checkpoints([vars])`` (as in Paddle) before ``minimize``. See
-    ``backward.append_backward(checkpoints=...)`` and :mod:`fluidist.recompute`.
+    ``backward.append_backward(checkpoints=...)`` and :mod:`fluidist.passes.recompute`.
 
     Paddle 1.8 difference: fluidist's executor keeps every variable of a step, so recomputation
     changes the program but not the memory it needs.

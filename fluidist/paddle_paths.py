@@ -52,6 +52,9 @@ def _callable_module(module_name: str, function_name: str) -> Callable[[str], ty
 
 #: Paddle's module path -> the module that is it (a dotted name), or a maker of the module.
 PADDLE_PATHS: Dict[str, Union[str, Callable[[str], types.ModuleType]]] = {
+    "fluidist.backward": "fluidist.passes.backward",
+    "fluidist.clip": "fluidist.passes.clip",
+    "fluidist.regularizer": "fluidist.passes.regularizer",
     "fluidist.compiler": "fluidist.executor.compiler",
     "fluidist.data": _callable_module("fluidist.layers.io", "data"),
     "fluidist.layer_helper": "fluidist.layers.layer_helper",

@@ -248,7 +248,7 @@ class CompiledProgram:
             self._resolved = resolve(self._build_strategy, self._exec_strategy)
             self._run_program = self._program
             if self._resolved.merge_k > 1:
-                from ..gradient_merge import apply_gradient_merge, init_program_for
+                from ..passes.gradient_merge import apply_gradient_merge, init_program_for
                 merged = apply_gradient_merge(self._program.clone(), Program(), self._resolved.merge_k,
                                               self._resolved.merge_avg)
                 init = init_program_for(merged, lambda n: scope._find_value(n) is not None)
@@ -383,7 +383,7 @@ class _DataParallelRunner:
         1/(places x trainers) and the gradients reduced over this runner's rings."""
         p = prog.clone()
         if getattr(compiled._build_strategy, "sync_batch_norm", False):
-            from ..sync_batch_norm import convert_sync_batch_norm
+            from ..passes.sync_batch_norm import convert_sync_batch_norm
             convert_sync_batch_norm(p)
         total = self.nplaces * self.num_trainers
         scale = compiled._build_strategy.gradient_scale_strategy

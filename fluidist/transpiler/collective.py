@@ -206,7 +206,7 @@ def _is_distributed(block, param):
 def _fusable(block, producers):
     """The dense gradients to coalesce into one buffer: all of them when there are several, of one
     dtype; else none."""
-    from ..regularizer import is_selected_rows_grad
+    from ..passes.regularizer import is_selected_rows_grad
     grads = [g for _, gs in reversed(producers) for g in gs]
     dense = [g for g in grads if not is_selected_rows_grad(block.var(g))]
     if len(dense) > 1 and len({block.var(g).dtype for g in dense}) == 1:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence, Tuple
 
-from .framework import registry
-from .framework.dtypes import VarType
-from .framework.program import name_scope
-from .framework.serialization import serializable
+from ..framework import registry
+from ..framework.dtypes import VarType
+from ..framework.program import name_scope
+from ..framework.serialization import serializable
 
 __all__ = ["L1Decay", "L2Decay", "L1DecayRegularizer", "L2DecayRegularizer", "WeightDecayRegularizer",
            "append_regularization_ops"]

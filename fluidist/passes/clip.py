@@ -20,8 +20,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Sequence, Tuple
 
-from .framework.program import Parameter, default_main_program, name_scope
-from .framework.serialization import serializable
+from ..framework.program import Parameter, default_main_program, name_scope
+from ..framework.serialization import serializable
 
 __all__ = ["BaseGradientClipAttr", "NullGradientClipAttr", "GradientClipByValue", "GradientClipByNorm",
            "GradientClipByGlobalNorm", "set_gradient_clip", "append_gradient_clip_ops", "BaseErrorClipAttr",

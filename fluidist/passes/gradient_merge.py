@@ -17,7 +17,7 @@ role, so ``CompiledProgram.with_data_parallel`` all-reduces each micro-batch's g
 they are accumulated, and the collective transpiler's all-reduce ops (which follow the gradients'
 producers) come before them too: the pass works the same locally, data parallel and in Fleet.
 """
-from .framework.op_role import OP_ROLE_ATTR, OpRole, backward_param_grads
+from ..framework.op_role import OP_ROLE_ATTR, OpRole, backward_param_grads
 
 STEP_VAR = "@GRAD_MERGE_STEP@"
 ACC_SUFFIX = "@GRAD_MERGE"
@@ -103,7 +103,7 @@ def apply_gradient_merge(main, startup, k_steps, avg=True):
 def init_program_for(main, scope_has):
     """A startup program filling the state the pass added to ``main`` that ``scope_has(name)`` says
     is missing (for a program merged after its startup ran)."""
-    from .framework.program import Program
+    from ..framework.program import Program
     init = Program()
     block = main.global_block()
     for name, var in block.vars.items():

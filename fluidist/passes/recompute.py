@@ -15,8 +15,8 @@ As in Paddle, the original activations could then be freed after the forward pas
 executor keeps every variable of a step in its scope, so here recomputation changes the program,
 not the memory it needs.
 """
-from .framework import registry
-from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from ..framework import registry
+from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 
 RECOMPUTE_INFIX = "@RECOMPUTE@"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Set
 
-from .framework import registry
-from .framework.variable import GRAD_SUFFIX
+from ..framework import registry
+from ..framework.variable import GRAD_SUFFIX
 
 
 def _append_grad_suffix_(name: Any) -> str:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence, Tuple
 
-from .compat import refused, refused_class  # noqa: E402
-from .framework.dtypes import VarType, is_float_dtype
-from .framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
-from .framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _strip_grad
-from .framework import registry
+from ..compat import refused, refused_class  # noqa: E402
+from ..framework.dtypes import VarType, is_float_dtype
+from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from ..framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _strip_grad
+from ..framework import registry
 from .backward_paths import (_append_grad_suffix_, _find_no_grad_vars, _find_op_path_,  # noqa: F401  (Paddle's names)
                              _get_output_names, _get_stop_gradients_, _strip_grad_suffix_)
 
@@ -298,7 +298,7 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
         no_grad_set: variables (or names) whose gradients are not computed.
         callbacks: functions ``(block, context)`` called after each gradient op (error clips).
         checkpoints: recompute the forward ops between these Variables during backward instead
-            of reading their activations (see ``fluidist.recompute``).
+            of reading their activations (see ``fluidist.passes.recompute``).
 
     Returns:
         ``[(parameter, gradient), ...]``, one per parameter on the loss's path.
