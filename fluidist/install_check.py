@@ -6,7 +6,7 @@ import types
 import numpy as np
 
 import fluidist.layers as layers
-import fluidist.optimizer as optimizer
+import fluidist.optim.optimizer as optimizer
 from .core.place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda
 from .core.scope import Scope
 from .executor.compiler import CompiledProgram

@@ -55,6 +55,7 @@ PADDLE_PATHS: Dict[str, Union[str, Callable[[str], types.ModuleType]]] = {
     "fluidist.backward": "fluidist.passes.backward",
     "fluidist.clip": "fluidist.passes.clip",
     "fluidist.regularizer": "fluidist.passes.regularizer",
+    "fluidist.optimizer": "fluidist.optim.optimizer",
     "fluidist.compiler": "fluidist.executor.compiler",
     "fluidist.data": _callable_module("fluidist.layers.io", "data"),
     "fluidist.layer_helper": "fluidist.layers.layer_helper",

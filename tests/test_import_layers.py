@@ -20,7 +20,7 @@ FORBIDDEN = {
     "fluidist.core": ("fluidist.ops", "fluidist.layers", "fluidist.executor", "fluidist.distributed",
                       "fluidist.transpiler", "fluidist.fleet"),
     "fluidist.distributed": ("fluidist.ops", "fluidist.layers", "fluidist.executor", "fluidist.transpiler",
-                             "fluidist.fleet", "fluidist.backward", "fluidist.optimizer", "fluidist.optimizer_base",
+                             "fluidist.fleet", "fluidist.passes", "fluidist.optim",
                              "fluidist.launch"),
     "fluidist.transpiler": ("fluidist.executor", "fluidist.fleet"),
 }

@@ -142,7 +142,7 @@ class CollectiveOptimizer(DistributedOptimizer):
                 raise AssertionError("you can't use %s and %s together" % (name, k))
 
     def _check_collective_mode(self, main_program, optimizer, strategy):
-        from ..optimizer import LambOptimizer
+        from ..optim.optimizer import LambOptimizer
         use_lamb = isinstance(optimizer, LambOptimizer)
         use_dgc = type(optimizer).__name__ == "DGCMomentumOptimizer"
         if strategy.use_local_sgd:
@@ -236,7 +236,7 @@ class CollectiveOptimizer(DistributedOptimizer):
         self._check_collective_mode(main_program, self._optimizer, s)
         optimizer = self._optimizer
         if self._forward_recompute:
-            from ..optimizer import RecomputeOptimizer
+            from ..optim.optimizer import RecomputeOptimizer
             if not self._recompute_checkpoints:
                 raise ValueError("DistributedStrategy.forward_recompute needs recompute_checkpoints (a list of "
                                  "Variables)")

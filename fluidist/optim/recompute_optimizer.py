@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .passes.backward import append_backward
-from .framework.program import Variable, default_startup_program, program_guard
-from .optimizer_base import Optimizer, _check_clip
+from ..passes.backward import append_backward
+from ..framework.program import Variable, default_startup_program, program_guard
+from .base import Optimizer, _check_clip
 
 
 class RecomputeOptimizer(Optimizer):

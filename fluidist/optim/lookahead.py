@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .framework import unique_name
-from .framework.program import default_startup_program, name_scope
-from .initializer import ConstantInitializer
-from .layers.layer_helper import LayerHelper
+from ..framework import unique_name
+from ..framework.program import default_startup_program, name_scope
+from ..initializer import ConstantInitializer
+from ..layers.layer_helper import LayerHelper
 
 
 class LookaheadOptimizer:

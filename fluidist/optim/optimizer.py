@@ -1,6 +1,6 @@
 """Paddle 1.x's optimizers (``fluid.optimizer``): SGD, Momentum, LARS, Adagrad, DecayedAdagrad, Adam,
 Adamax, RMSProp, FTRL, LAMB, Adadelta, Dpsgd, and RecomputeOptimizer; ModelAverage, EMA and Lookahead
-from their modules. How an optimizer builds its ops is described in :mod:`fluidist.optimizer_base`,
+from their modules. How an optimizer builds its ops is described in :mod:`fluidist.optim.base`,
 which holds their base class ``Optimizer`` (re-exported here).
 
 Every constructor takes its arguments in Paddle 1.8.5's order (``tests/test_optimizer_signatures.py``
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .framework.program import Parameter, Variable, name_scope
-from .optimizer_base import Optimizer, _check_range
+from ..framework.program import Parameter, Variable, name_scope
+from .base import Optimizer, _check_range
 
 __all__ = ["Optimizer", "SGDOptimizer", "MomentumOptimizer", "LarsMomentumOptimizer", "AdagradOptimizer",
            "AdamOptimizer", "AdamaxOptimizer", "DecayedAdagradOptimizer", "RMSPropOptimizer", "FtrlOptimizer",
@@ -571,9 +571,9 @@ class DpsgdOptimizer(Optimizer):
         return {"clip": self._clip, "batch_size": self._batch_size, "sigma": self._sigma, "seed": int(self._seed or 0)}
 
 
-from .compat import refused_class  # noqa: E402
+from ..compat import refused_class  # noqa: E402
 from .lookahead import LookaheadOptimizer  # noqa: E402
-from .optimizer_recompute import RecomputeOptimizer  # noqa: E402
+from .recompute_optimizer import RecomputeOptimizer  # noqa: E402
 from .model_averaging import ExponentialMovingAverage, ModelAverage  # noqa: E402
 
 PipelineOptimizer = refused_class(
@@ -597,4 +597,4 @@ Lamb = LambOptimizer
 Adadelta = AdadeltaOptimizer
 Dpsgd = DpsgdOptimizer
 
-from .optimizer_imports import *  # noqa: E402,F401,F403 (names Paddle's module imports for itself)
+from .paddle_imports import *  # noqa: E402,F401,F403 (names Paddle's module imports for itself)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from .framework import unique_name
-from .framework.program import Program, default_main_program, name_scope, program_guard
-from .initializer import ConstantInitializer
-from .layers.layer_helper import LayerHelper
+from ..framework import unique_name
+from ..framework.program import Program, default_main_program, name_scope, program_guard
+from ..initializer import ConstantInitializer
+from ..layers.layer_helper import LayerHelper
 
 
 def _averaged_params(program):

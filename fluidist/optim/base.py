@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from .passes.backward import append_backward
-from .framework import registry, unique_name
-from .framework.program import Program, Variable, default_main_program, default_startup_program, name_scope, program_guard
-from .initializer import ConstantInitializer
-from .layers.layer_helper import LayerHelper
+from ..passes.backward import append_backward
+from ..framework import registry, unique_name
+from ..framework.program import Program, Variable, default_main_program, default_startup_program, name_scope, program_guard
+from ..initializer import ConstantInitializer
+from ..layers.layer_helper import LayerHelper
 
 __all__ = ["Optimizer"]
 
@@ -213,7 +213,7 @@ class Optimizer:
         """
         parameter_list = parameter_list if parameter_list is not None else self._parameter_list
         if callbacks is None:
-            from .passes.clip import error_clip_callback
+            from ..passes.clip import error_clip_callback
             callbacks = [error_clip_callback]
         return append_backward(loss, parameter_list, no_grad_set, callbacks)
 
@@ -239,8 +239,8 @@ class Optimizer:
         Returns:
             The optimize ops.
         """
-        from .passes.clip import append_gradient_clip_ops
-        from .passes.regularizer import append_regularization_ops
+        from ..passes.clip import append_gradient_clip_ops
+        from ..passes.regularizer import append_regularization_ops
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
         if self._grad_clip is not None:
             params_grads = self._grad_clip(params_grads)
@@ -295,7 +295,7 @@ class Optimizer:
 
 
 def _check_clip(clip):
-    from .passes.clip import BaseGradientClipAttr
+    from ..passes.clip import BaseGradientClipAttr
     if not isinstance(clip, BaseGradientClipAttr):
         raise TypeError("grad_clip must be a GradientClip* object (clip.GradientClipByValue, ByNorm, "
                         "ByGlobalNorm), got %r" % type(clip).__name__)
