@@ -46,7 +46,7 @@ def test_license_and_metadata_in_sdist_and_wheel(tmp_path):
         entry = z.read([n for n in names if n.endswith(".dist-info/entry_points.txt")][0]).decode()
     assert "Classifier: License :: OSI Approved :: Apache Software License" in meta
     assert "Classifier: Typing :: Typed" in meta
-    assert "fluidist-launch = fluidist.launch.cli:main" in entry and "fluidist-draw = fluidist.draw:main" in entry
+    assert "fluidist-launch = fluidist.launch.cli:main" in entry and "fluidist-draw = fluidist.viz.draw:main" in entry
     r = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path)], cwd=str(src),
                        capture_output=True, text=True, timeout=280)
     assert r.returncode == 0, r.stderr

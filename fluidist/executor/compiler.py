@@ -351,7 +351,7 @@ class _DataParallelRunner:
         fuse = bool(getattr(bs, "fuse_all_reduce_ops", True))
         self.programs = [self._place_program(prog, compiled, i, fuse) for i in range(self.nplaces)]
         if bs.debug_graphviz_path:  # as Paddle: the DOT text at <path>_multi_devices_graph
-            from ..debugger import data_parallel_graph
+            from ..viz.debugger import data_parallel_graph
             data_parallel_graph(self.programs, places, self.num_trainers).save(
                 bs.debug_graphviz_path + "_multi_devices_graph")
         shared = compiled._share_vars_from._runner if compiled._share_vars_from is not None else None

@@ -5,12 +5,12 @@ and one ``recv`` node counting what goes there, the barriers between them); each
 ``listen_and_serv`` and one node per optimize block (named after the parameter block it updates, with
 its ops). Between the lanes, one edge per (trainer, pserver) and direction, labelled with how many
 gradients or parameters it carries. A 2 x 2 job fits a screen; ``fluidist-draw --detail`` draws every op
-and variable instead (:func:`fluidist.draw.draw_job`).
+and variable instead (:func:`fluidist.viz.draw.draw_job`).
 """
 import collections
 
-from .framework import registry
-from .framework.op_role import OP_ROLE_ATTR, OpRole
+from ..framework import registry
+from ..framework.op_role import OP_ROLE_ATTR, OpRole
 from .graphviz import Graph
 
 __all__ = ["draw_lanes", "trainer_stages", "lane_order", "MAX_BLOCKS", "MAX_TRAINER_LANES"]
@@ -181,7 +181,7 @@ def _add_pserver(g, k, ep, prog):
 
 
 def draw_lanes(trainer_progs, pserver_progs, title=None):
-    """The default picture of the job (a :class:`fluidist.graphviz.Graph`): see the module's docstring."""
+    """The default picture of the job (a :class:`fluidist.viz.graphviz.Graph`): see the module's docstring."""
     g = Graph("job", graph_attr={"rankdir": "TB", "fontname": "Helvetica", "label": title or "", "labelloc": "t",
                                  "fontsize": "16", "newrank": "true", "nodesep": "0.25", "ranksep": "0.35"})
     eps = list(pserver_progs)

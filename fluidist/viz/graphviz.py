@@ -1,10 +1,10 @@
 """A small Graphviz DOT model (nodes, edges, nested clusters) and rendering through the real ``dot``.
 
-The pictures of :mod:`fluidist.debugger`, :mod:`fluidist.net_drawer`, :mod:`fluidist.draw` and
+The pictures of :mod:`fluidist.viz.debugger`, :mod:`fluidist.viz.net_drawer`, :mod:`fluidist.viz.draw` and
 ``BuildStrategy.debug_graphviz_path`` are built with it. ``dot`` is Graphviz's program (Debian's
 ``graphviz`` package); without it the DOT text is still written and :func:`render` says how to get it.
 """
-from .compat import refused, refused_class  # noqa: E402
+from ..compat import refused, refused_class  # noqa: E402
 import os
 import shutil
 import subprocess

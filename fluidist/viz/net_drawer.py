@@ -1,9 +1,9 @@
 """``paddle.fluid.net_drawer``: :func:`draw_graph` draws a startup and a main program together.
 
-The result is a :class:`fluidist.graphviz.Graph` (``source``, ``save()``, ``render()``, as the ``graphviz``
+The result is a :class:`fluidist.viz.graphviz.Graph` (``source``, ``save()``, ``render()``, as the ``graphviz``
 package's ``Digraph`` that Paddle returned); the DOT text is saved to ``filename``.
 """
-from .compat import refused, refused_class  # noqa: E402
+from ..compat import refused, refused_class  # noqa: E402
 import itertools
 
 from .debugger import add_block

@@ -1,4 +1,4 @@
-"""``fluidist-draw`` / ``python -m fluidist.draw``: a picture of a parameter-server job.
+"""``fluidist-draw`` / ``python -m fluidist.viz.draw``: a picture of a parameter-server job.
 
 It runs a user's training script only until the script transpiles its program (or, for a script that never
 transpiles, until its first ``Executor.run``), takes the program built so far, transpiles it itself for
@@ -6,7 +6,7 @@ N pservers x M trainers, and draws the job. Nothing is trained and no socket is 
 
     fluidist-draw --pservers 2 --trainers 2 -o job.png examples/dist_digits.py --model mlp
 
-By default each process is a lane (:mod:`fluidist.draw_lanes`): a trainer's forward and backward passes as
+By default each process is a lane (:mod:`fluidist.viz.draw_lanes`): a trainer's forward and backward passes as
 one node each, then per pserver one ``send`` and one ``recv`` node with what they carry, and the barriers;
 a pserver's ``listen_and_serv`` and its optimize blocks, named after the parameter blocks they update; one
 edge per trainer, pserver and direction. ``--detail`` draws every op instead, joined by the variables that
@@ -25,7 +25,7 @@ import sys
 
 from .debugger import add_block
 from .draw_lanes import draw_lanes
-from .framework import registry
+from ..framework import registry
 from .graphviz import DotNotFound, Graph, render
 
 __all__ = ["capture_programs", "transpile_job", "draw_job", "draw_lanes", "main"]
@@ -53,9 +53,9 @@ def capture_programs(script, argv=(), pservers=2, trainers=2):
     """Run ``script`` (a path) with ``argv`` until it transpiles or first runs an executor; returns
     ``(main, startup, how)``, clones of the programs it had built. Raises RuntimeError when the script ends
     without doing either."""
-    from .executor.executor import Executor
-    from .framework.program import default_main_program, default_startup_program
-    from .transpiler.distribute_transpiler import DistributeTranspiler
+    import fluidist as fluid    # a tool for users' scripts: it stops the public classes they call
+    Executor, DistributeTranspiler = fluid.Executor, fluid.DistributeTranspiler
+    default_main_program, default_startup_program = fluid.default_main_program, fluid.default_startup_program
 
     def on_transpile(self, trainer_id, program=None, pservers="", trainers=1, sync_mode=True, startup_program=None,
                      current_endpoint=""):
@@ -93,7 +93,7 @@ def capture_programs(script, argv=(), pservers=2, trainers=2):
 
 def transpile_job(main, startup, pservers=2, trainers=2, sync_mode=True, config=None):
     """``(trainer programs, {endpoint: pserver program})`` of ``main`` transpiled for the job (no sockets)."""
-    from .transpiler import DistributeTranspiler
+    from fluidist import DistributeTranspiler
     eps = ["127.0.0.1:%d" % (6170 + i) for i in range(pservers)]
     trainer_progs, pserver_progs = [], {}
     for tid in range(trainers):
@@ -118,7 +118,7 @@ def _updated_names(block):
 
 
 def draw_job(trainer_progs, pserver_progs, title=None, show_vars=False):
-    """The detailed picture (``--detail``; a :class:`fluidist.graphviz.Graph`) of trainer and pserver programs side
+    """The detailed picture (``--detail``; a :class:`fluidist.viz.graphviz.Graph`) of trainer and pserver programs side
     by side: every op, an edge per variable sent or received."""
     g = Graph("job", graph_attr={"rankdir": "TB", "fontname": "Helvetica", "compound": "true",
                                  "label": title or "", "labelloc": "t", "fontsize": "20", "newrank": "true"})
@@ -195,7 +195,7 @@ def main(argv=None):
         raise SystemExit("fluidist-draw: script %r not found" % args.script)
     if args.vars and not args.detail:
         raise SystemExit("fluidist-draw: --vars draws the variables of the detailed picture; add --detail")
-    from .transpiler import DistributeTranspilerConfig
+    from fluidist import DistributeTranspilerConfig
     config = DistributeTranspilerConfig()
     if args.min_block_size is not None:
         config.min_block_size = args.min_block_size

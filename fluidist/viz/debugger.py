@@ -7,11 +7,11 @@
 Paddle passes ``program.desc`` / ``block.desc``; fluidist's Program and Block are their own descriptions,
 so both the objects and their ``desc`` (the object itself) are accepted.
 """
-from .compat import refused, refused_class  # noqa: E402
+from ..compat import refused, refused_class  # noqa: E402
 import warnings
 
-from .framework import registry
-from .framework.op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from ..framework import registry
+from ..framework.op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .graphviz import DotNotFound, Graph
 
 __all__ = ["draw_block_graphviz", "pprint_program_codes", "pprint_block_codes", "add_block", "op_label", "data_parallel_graph",
