@@ -43,24 +43,24 @@ _FACE = {
              "load_op_library", "require_version", "set_flags"),
     **_names("fluidist.executor.compiler", "BuildStrategy", "CompiledProgram", "ExecutionStrategy"),
     **_modules("executor", "framework", "parallel_executor", "install_check"),
-    **_names("fluidist.parallel_executor", "ParallelExecutor"),
+    **_names("fluidist.executor.parallel_executor", "ParallelExecutor"),
     **_modules("initializer", "layers", "optimizer", "regularizer", "clip", "io"),
     **_names("fluidist.io", "load", "load_program_state", "save", "set_program_state"),
     **_modules("nets", "compiler", "log_helper", "metrics", "backward"),
     **_names("fluidist.passes.backward", "append_backward", "gradients"),
     **_names("fluidist.param_attr", "ParamAttr", "WeightNormParamAttr"),
     **_modules("param_attr", "input"),
-    **_names("fluidist.input", "embedding", "one_hot"),
+    **_names("fluidist.layers.input", "embedding", "one_hot"),
     **_names("fluidist.transpiler", "DistributeTranspiler", "DistributeTranspilerConfig", "HashName", "RoundRobin",
              "memory_optimize", "release_memory"),
     **_modules("transpiler", "communicator", "core", "reader", "dataset", "incubate"),
     **_names("fluidist.dataset", "DatasetFactory", "InMemoryDataset", "QueueDataset"),
     "data_generator": "fluidist.incubate.data_generator",
     **_modules("data_feeder"),
-    **_names("fluidist.data_feeder", "DataFeeder"),
+    **_names("fluidist.reader.data_feeder", "DataFeeder"),
     **_modules("profiler", "timeline", "contrib", "dygraph", "lod_tensor"),
     **_names("fluidist.core", "LoDTensorArray", "Tensor"),
-    **_names("fluidist.lod_tensor", "create_random_int_lodtensor"),
+    **_names("fluidist.core.lod_tensor", "create_random_int_lodtensor"),
     **_names("fluidist.data_feed_desc", "DataFeedDesc"),
     **_names("fluidist.trainer_desc", "DistMultiTrainer", "MultiTrainer", "PipelineTrainer", "TrainerDesc"),
     **_names("fluidist.dygraph", "VarBase", "disable_dygraph", "disable_imperative", "enable_dygraph",
@@ -90,7 +90,7 @@ def _load():
     except BaseException:
         _loaded = False
         raise
-    from . import desc
+    from .paddle_format import desc
     desc.install()              # program.desc, op.desc, ...: views over the IR, above it
     from .core import place, switch
     if place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place

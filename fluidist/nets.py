@@ -6,7 +6,7 @@ from typing import Sequence, Union
 
 import fluidist.layers as layers
 from .framework.program import Variable
-from .hints import ParamAttrLike
+from .layers.hints import ParamAttrLike
 
 IntOrPair = Union[int, Sequence[int]]
 

@@ -59,6 +59,15 @@ PADDLE_PATHS: Dict[str, Union[str, Callable[[str], types.ModuleType]]] = {
     "fluidist.debugger": "fluidist.viz.debugger",
     "fluidist.graphviz": "fluidist.viz.graphviz",
     "fluidist.net_drawer": "fluidist.viz.net_drawer",
+    "fluidist.communicator": "fluidist.transpiler.communicator",
+    "fluidist.data_feeder": "fluidist.reader.data_feeder",
+    "fluidist.default_scope_funcs": "fluidist.core.scope_stack",
+    "fluidist.distribute_lookup_table": "fluidist.transpiler.distribute_lookup_table",
+    "fluidist.input": "fluidist.layers.input",
+    "fluidist.lod_tensor": "fluidist.core.lod_tensor",
+    "fluidist.multiprocess_utils": "fluidist.reader.cleanup",
+    "fluidist.op": "fluidist.executor.eager_op",
+    "fluidist.parallel_executor": "fluidist.executor.parallel_executor",
     "fluidist.compiler": "fluidist.executor.compiler",
     "fluidist.data": _callable_module("fluidist.layers.io", "data"),
     "fluidist.layer_helper": "fluidist.layers.layer_helper",
@@ -77,7 +86,7 @@ PADDLE_PATHS: Dict[str, Union[str, Callable[[str], types.ModuleType]]] = {
 }
 
 _INFERENCE = "fluidist.inference"
-_DESC = "fluidist.desc"
+_DESC = "fluidist.paddle_format.desc"
 _PLACES = "fluidist.core.place"
 
 #: Paddle's module -> {name: "module" or "module:attribute" that defines it}, for the names that
@@ -87,9 +96,9 @@ PADDLE_NAMES: Dict[str, Dict[str, str]] = {
         **{name: _INFERENCE for name in ("PaddleTensor", "PaddleBuf", "PaddleDType", "NativeConfig",
                                          "AnalysisConfig", "PaddlePredictor", "AnalysisPredictor",
                                          "NativePaddlePredictor", "ZeroCopyTensor", "create_paddle_predictor")},
-        "Operator": "fluidist.op:EagerOperator",
-        "op_support_gpu": "fluidist.op",
-        "get_op_attrs_default_value": "fluidist.op",
+        "Operator": "fluidist.executor.eager_op:EagerOperator",
+        "op_support_gpu": "fluidist.executor.eager_op",
+        "get_op_attrs_default_value": "fluidist.executor.eager_op",
         **{name: _DESC for name in ("AttrType", "ProgramDesc", "BlockDesc", "OpDesc", "VarDesc",
                                     "get_grad_op_desc")},
     },

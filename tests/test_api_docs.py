@@ -97,7 +97,7 @@ DOCUMENTED = ["fluidist.layers", "fluidist.framework", "fluidist.core", "fluidis
               "fluidist.fleet", "fluidist.param_attr", "fluidist.initializer", "fluidist.regularizer", "fluidist.clip",
               "fluidist.optim.recompute_optimizer", "fluidist.data_feeder", "fluidist.optim.model_averaging", "fluidist.optim.lookahead",
               "fluidist.nets", "fluidist.metrics", "fluidist.backward",
-              "fluidist.reader", "fluidist.dataset", "fluidist.profiler", "fluidist.op", "fluidist.desc"]
+              "fluidist.reader", "fluidist.dataset", "fluidist.profiler", "fluidist.op", "fluidist.paddle_format.desc"]
 
 
 def _modules_with_examples():

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from ..framework import unique_name
 from ..framework.dtypes import convert_dtype
 from ..framework.program import Program, Variable, default_main_program, default_startup_program
-from ..hints import DType
+from .hints import DType
 from ..initializer import ConstantInitializer, XavierInitializer
 from ..param_attr import ParamAttr
 from .input_dtypes import INPUT_DTYPES

@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from ..framework.program import Variable
-from ..hints import Axes, DType
+from .hints import Axes, DType
 from .layer_helper import LayerHelper
 from ._build import check_var, one_op
 from .input_dtypes import DTYPES_ANY

@@ -13,7 +13,7 @@ import fluidist.layers as layers  # noqa: F401
 from ..passes.backward import append_backward  # noqa: F401
 from ..passes.clip import (GradientClipBase, GradientClipByNorm, append_gradient_clip_ops,  # noqa: F401
                    error_clip_callback)
-from ..distribute_lookup_table import find_distributed_lookup_table  # noqa: F401
+from ..transpiler.distribute_lookup_table import find_distributed_lookup_table  # noqa: F401
 from ..framework import (Program, default_main_program, default_startup_program, device_guard,  # noqa: F401
                         program_guard)
 from ..framework import unique_name  # noqa: F401

@@ -1,7 +1,7 @@
 """``fluid.one_hot`` and ``fluid.embedding``: the forms of Paddle 1.6+ whose ids need no trailing
 dimension of 1 (``one_hot_v2`` and ``lookup_table_v2`` append the new dimension to the ids' shape)."""
-from .layers.embedding import lookup
-from .layers.indexing import _one_hot
+from .embedding import lookup
+from .indexing import _one_hot
 
 __all__ = ["one_hot", "embedding"]
 

@@ -1,6 +1,6 @@
 """``fluid.distribute_lookup_table``: find the distributed lookup table of a program (the table
 lookups, as the registry's ``table_lookup`` says, with ``is_distributed=True``) and its ids and outputs."""
-from .framework import registry
+from ..framework import registry
 
 __all__ = []
 

@@ -17,11 +17,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .compat import refused
-from .framework import registry
-from .framework.dtypes import paddle_attr_value
-from .paddle_format import framework_pb2
-from .paddle_format.program_desc import _kind_of, declared_attr_types
+from ..compat import refused
+from ..framework import registry
+from ..framework.dtypes import paddle_attr_value
+from ..paddle_format import framework_pb2
+from ..paddle_format.program_desc import _kind_of, declared_attr_types
 from .op_run import run_one_op
 
 __all__: List[str] = []
@@ -218,7 +218,7 @@ class OperatorFactory:
 def op_support_gpu(op_type: str) -> bool:
     """``core.op_support_gpu``: whether ops of ``op_type`` can run on a CUDAPlace. Every registered
     op can, where CuPy sees a GPU (``is_compiled_with_cuda``); a CPU-only Paddle build answers False too."""
-    from .core.place import is_compiled_with_cuda
+    from ..core.place import is_compiled_with_cuda
     return registry.lookup(op_type) is not None and is_compiled_with_cuda()
 
 
@@ -252,7 +252,7 @@ class EagerOperator:
         """The op of an ``OpDesc`` message; ``attrs`` (the caller's values) are kept as given, with
         only the names the op takes."""
         if attrs is None:
-            from .paddle_format.program_desc import _attr_from_desc
+            from ..paddle_format.program_desc import _attr_from_desc
             attrs = {a.name: _attr_from_desc(a, None, "the OpDesc given to core.Operator.create") for a in desc.attrs}
         names = set(op_attr_names(desc.type))
         return cls(desc.type, {v.parameter: list(v.arguments) for v in desc.inputs},

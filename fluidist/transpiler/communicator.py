@@ -20,11 +20,11 @@ work and the communicator does nothing. What each mode does: ``fluidist.distribu
 and ``fluidist.distributed.geo_communicator``. Without a started communicator a program transpiled
 for async runs its sends and receives in every step, and a GEO-SGD program starts its own.
 """
-from .core.scope import global_scope
-from .distributed import communicator as _runtime
-from .distributed.geo_communicator import GeoCommunicator
-from .framework.program import Program
-from .transpiler.config import DistributedMode
+from ..core.scope import global_scope
+from ..distributed import communicator as _runtime
+from ..distributed.geo_communicator import GeoCommunicator
+from ..framework.program import Program
+from .config import DistributedMode
 
 __all__ = ["Communicator", "AsyncMode"]
 

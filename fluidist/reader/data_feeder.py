@@ -5,9 +5,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .compat import refused_class
-from .core.tensor import create_lod_tensor
-from .framework.program import Program, Variable, default_main_program
+from ..compat import refused_class
+from ..core.tensor import create_lod_tensor
+from ..framework.program import Program, Variable, default_main_program
 
 
 class DataFeeder:
@@ -80,7 +80,7 @@ class DataFeeder:
 # ------------------------------------------------------------------ Paddle 1.8's argument checks
 def convert_dtype(dtype: Any) -> str:
     """A dtype (string, NumPy dtype or VarType) as Paddle's string ('float32', 'int64', ...)."""
-    from .framework.dtypes import convert_dtype as _canonical
+    from ..framework.dtypes import convert_dtype as _canonical
     return _canonical(dtype)
 
 

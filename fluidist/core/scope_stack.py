@@ -2,7 +2,7 @@
 and shortcuts to make and find variables in the innermost one."""
 import threading
 
-from .core.scope import global_scope
+from .scope import global_scope
 
 __all__ = ["get_cur_scope", "enter_local_scope", "leave_local_scope", "var", "find_var", "scoped_function"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from .core.tensor import LoDTensorArray, SelectedRows
-from .framework.dtypes import VarType, convert_dtype
-from .framework.program import Program
+from ..core.tensor import LoDTensorArray, SelectedRows
+from ..framework.dtypes import VarType, convert_dtype
+from ..framework.program import Program
 
 
 def _dtype_of(array: Any) -> Any:

@@ -2,7 +2,7 @@
 sequences for tests and inference demos (``create_random_int_lodtensor``)."""
 import numpy as np
 
-from .core.tensor import create_lod_tensor
+from .tensor import create_lod_tensor
 
 __all__ = ["create_lod_tensor", "create_random_int_lodtensor"]
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 import numpy as np
 
 if TYPE_CHECKING:
-    from .initializer import Initializer
-    from .param_attr import ParamAttr
-    from .passes.regularizer import WeightDecayRegularizer
+    from ..initializer import Initializer
+    from ..param_attr import ParamAttr
+    from ..passes.regularizer import WeightDecayRegularizer
 
 #: A shape: a list or tuple of ints; -1 (or None in ``fluid.data``) marks a size known at run time.
 Shape = Sequence[Optional[int]]

@@ -17,11 +17,11 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .framework import Block, Operator, Program, Variable, registry
-from .framework.variable import GRAD_SUFFIX
-from .framework.dtypes import VarType, convert_dtype, plain, var_type_value
-from .paddle_format import framework_pb2 as pb
-from .paddle_format.program_desc import (_kind_of, _op_to_desc, _var_to_desc,
+from ..framework import Block, Operator, Program, Variable, registry
+from ..framework.variable import GRAD_SUFFIX
+from ..framework.dtypes import VarType, convert_dtype, plain, var_type_value
+from . import framework_pb2 as pb
+from .program_desc import (_kind_of, _op_to_desc, _var_to_desc,
                                          declared_attr_types, read_program, write_program)
 
 
@@ -398,7 +398,7 @@ class ProgramDesc:
         return write_program(self._program, "program.desc")
 
     def _version(self) -> int:
-        from .paddle_format.program_desc import PROGRAM_VERSION
+        from .program_desc import PROGRAM_VERSION
         return PROGRAM_VERSION
 
     def __repr__(self):
@@ -430,5 +430,5 @@ def install() -> None:
     """Give the IR classes their ``desc`` views and Paddle's ``Operator.attr_type``."""
     for cls, view, what in ((Program, ProgramDesc, "ProgramDesc"), (Block, BlockDesc, "BlockDesc"),
                             (Operator, OpDesc, "OpDesc"), (Variable, VarDesc, "VarDesc")):
-        setattr(cls, "desc", property(view, doc="Paddle's %s of this object (a view: see fluidist.desc)." % what))
+        setattr(cls, "desc", property(view, doc="Paddle's %s of this object (a view: see fluidist.paddle_format.desc)." % what))
     setattr(Operator, "attr_type", op_attr_type)

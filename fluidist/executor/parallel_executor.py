@@ -13,11 +13,11 @@ a dict (split along the batch over the places) or a list of one dict per place.
 """
 import warnings
 
-from .core.place import cpu_places, cuda_places
-from .core.scope import global_scope
-from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
-from .executor.executor import Executor
-from .framework.program import default_main_program
+from ..core.place import cpu_places, cuda_places
+from ..core.scope import global_scope
+from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
+from .executor import Executor
+from ..framework.program import default_main_program
 
 __all__ = ["ParallelExecutor"]
 
