@@ -10,6 +10,8 @@ import zipfile
 
 import pytest
 
+import fluidist
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.timeout(300)
 
@@ -46,6 +48,7 @@ def test_license_and_metadata_in_sdist_and_wheel(tmp_path):
         entry = z.read([n for n in names if n.endswith(".dist-info/entry_points.txt")][0]).decode()
     assert "Classifier: License :: OSI Approved :: Apache Software License" in meta
     assert "Classifier: Typing :: Typed" in meta
+    assert "\nVersion: %s\n" % fluidist.__version__ in meta    # pyproject.toml reads fluidist/_version.py
     assert "fluidist-launch = fluidist.launch.cli:main" in entry and "fluidist-draw = fluidist.viz.draw:main" in entry
     r = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path)], cwd=str(src),
                        capture_output=True, text=True, timeout=280)
