@@ -13,6 +13,7 @@ operators of ``Variable``), the program descriptions (``program.desc``), and the
 import importlib as _importlib
 import os as _os
 import sys as _sys
+from typing import TYPE_CHECKING
 
 from . import paddle_paths as _paddle_paths
 from ._version import __version__  # noqa: F401
@@ -68,6 +69,47 @@ _FACE = {
     "learning_rate_decay": "fluidist.layers.learning_rate_scheduler",
     "data": "fluidist.layers.io:data",   # the function (Paddle's fluid.data), not the module of that path
 }
+
+if TYPE_CHECKING:   # the face as type checkers see it: the names of _FACE, imported the plain way
+    from . import (contrib, core, dataset, dygraph, executor, framework, incubate, initializer,  # noqa: F401
+                   install_check, io, layers, log_helper, metrics, nets, ops, param_attr, profiler, reader,
+                   timeline, transpiler)
+    from .core import lod_tensor  # noqa: F401  (Paddle's paths: the modules fluidist.paddle_paths names)
+    from .executor import compiler, parallel_executor  # noqa: F401
+    from .layers import input  # noqa: F401
+    from .optim import optimizer  # noqa: F401
+    from .passes import backward, clip, regularizer  # noqa: F401
+    from .reader import data_feeder  # noqa: F401
+    from .transpiler import communicator  # noqa: F401
+    from .core import LoDTensorArray, Tensor  # noqa: F401
+    from .core.lod_tensor import create_random_int_lodtensor  # noqa: F401
+    from .core.place import cuda_pinned_places  # noqa: F401
+    from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401
+    from .dygraph import (VarBase, disable_dygraph, disable_imperative, enable_dygraph,  # noqa: F401
+                          enable_imperative)
+    from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope,  # noqa: F401
+                           SelectedRows, cpu_places, create_lod_tensor, cuda_places, global_scope,
+                           is_compiled_with_cuda, scope_guard)
+    from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
+    from .executor.parallel_executor import ParallelExecutor  # noqa: F401
+    from .framework import unique_name  # noqa: F401
+    from .framework.api import (ComplexVariable, device_guard, get_flags, in_dygraph_mode,  # noqa: F401
+                                load_op_library, require_version, set_flags)
+    from .framework.dtypes import VarType  # noqa: F401
+    from .framework.program import (Block, Operator, Parameter, Program, Variable,  # noqa: F401
+                                    default_main_program, default_startup_program, name_scope, program_guard)
+    from .incubate import data_generator  # noqa: F401
+    from .io import load, load_program_state, save, set_program_state  # noqa: F401
+    from .layers import learning_rate_scheduler as learning_rate_decay  # noqa: F401
+    from .layers.input import embedding, one_hot  # noqa: F401
+    from .layers.io import data  # noqa: F401
+    from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
+    from .passes.backward import append_backward, gradients  # noqa: F401
+    from .reader.data_feeder import DataFeeder  # noqa: F401
+    from .transpiler import (DistributeTranspiler, DistributeTranspilerConfig, HashName, RoundRobin,  # noqa: F401
+                             memory_optimize, release_memory)
+    from .compat import refused_class as _refused_class
+    DataFeedDesc = DistMultiTrainer = MultiTrainer = PipelineTrainer = TrainerDesc = _refused_class("")
 
 # fluidist's modules that are not the framework (the launcher, the runtime and the leaves they use):
 # getting them from the face imports only them.

@@ -109,3 +109,19 @@ def test_a_users_training_script_type_checks_and_a_wrong_call_does_not(tmp_path,
     assert r.returncode == 0, r.stdout[-3000:]
     r = _run_mypy(["--follow-imports", "silent", str(bad)], mypy_cache)
     assert r.returncode == 1 and '"size" to "fc"' in r.stdout, r.stdout[-3000:]
+
+
+def test_type_checkers_see_every_name_of_the_lazy_face():
+    """``fluidist/__init__`` loads its names on first use (``_FACE``); its ``if TYPE_CHECKING:`` block imports
+    the same names the plain way so that checkers see them: the two lists agree."""
+    import ast
+    tree = ast.parse(open(fluid.__file__).read())
+    block, = [n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"]
+    seen = set()
+    for node in block.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            seen |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Assign):
+            seen |= {t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    seen = {name for name in seen if not name.startswith("_")}
+    assert seen == set(fluid._FACE), (sorted(seen - set(fluid._FACE)), sorted(set(fluid._FACE) - seen))
