@@ -6,6 +6,7 @@ the program descriptions (``core.ProgramDesc``) are views over the IR, so they l
 from ..compat import refused, refused_class
 from ..framework import api as _flags
 from ..framework.op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from ..framework.variable import EMPTY_VAR_NAME
 from .scope import ScopeVariable
 from .tensor import LoDTensor, LoDTensorArray
 
@@ -42,7 +43,7 @@ Variable = ScopeVariable
 
 
 def kEmptyVarName():
-    return "@EMPTY@"
+    return EMPTY_VAR_NAME
 
 
 def kTempVarName():

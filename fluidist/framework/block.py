@@ -77,7 +77,7 @@ class Operator:
 
     def _bump(self):
         if self.block is not None and self.block.program is not None:
-            self.block.program._version += 1
+            self.block.program._bump_version()
 
     # ---- Paddle's accessors
     def input(self, name):
@@ -244,7 +244,7 @@ class _BlockEdits:
         if self.block._defuse is not None:
             for op in self.new:
                 self.block._defuse.add(op)
-        self.block.program._version += 1
+        self.block.program._bump_version()
 
 
 class Block:
@@ -279,7 +279,7 @@ class Block:
         self._ops = list(ops)
         self._defuse = None
         if self.program is not None:
-            self.program._version += 1
+            self.program._bump_version()
 
     # ---- def-use
     def _index(self):
@@ -366,7 +366,7 @@ class Block:
             return _same_var(self.vars[name], kwargs)
         v = Variable(self, **kwargs)
         self.vars[v.name] = v
-        self.program._version += 1
+        self.program._bump_version()
         return v
 
     def create_parameter(self, **kwargs):
@@ -381,7 +381,7 @@ class Block:
         initializer = kwargs.pop("initializer", None)
         p = Parameter(gb, **kwargs)
         gb.vars[name] = p
-        self.program._version += 1
+        self.program._bump_version()
         if initializer is not None:
             initializer(p, gb)
         return p
@@ -389,7 +389,7 @@ class Block:
     def _remove_var(self, name):
         if name in self.vars:
             del self.vars[name]
-            self.program._version += 1
+            self.program._bump_version()
 
     def _rename_var(self, old, new):
         """Rename a variable and every reference to it in this block's ops, in O(its uses)."""
@@ -406,7 +406,7 @@ class Block:
         users.update(index.writers.get(old, {}))
         for op in users.values():
             op._edit_names(lambda op=op: (_rename_in(op.inputs, old, new), _rename_in(op.outputs, old, new)))
-        self.program._version += 1
+        self.program._bump_version()
         return v
 
     def _clone_variable(self, var, force_persistable=True):
@@ -415,7 +415,7 @@ class Block:
         if force_persistable:
             v.persistable = True
         self.vars[v.name] = v
-        self.program._version += 1
+        self.program._bump_version()
         return v
 
     def all_parameters(self) -> List[Parameter]:
@@ -480,7 +480,7 @@ class Block:
     def _added(self, op):
         if self._defuse is not None:
             self._defuse.add(op)
-        self.program._version += 1
+        self.program._bump_version()
 
     def _prepend_op(self, type, inputs=None, outputs=None, attrs=None):
         return self._insert_op(0, type, inputs, outputs, attrs)
@@ -538,7 +538,7 @@ class Block:
         if self._defuse is not None:
             for op in ops:
                 self._defuse.discard(op)
-        self.program._version += 1
+        self.program._bump_version()
 
     def _sync_with_cpp(self):
         """Kept for Paddle compatibility; there is nothing to sync."""

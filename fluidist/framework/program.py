@@ -78,6 +78,11 @@ class Program:
         if not isinstance(seed, (int, np.integer)):
             raise ValueError("Program.random_seed must be an integer, got %r" % (seed,))
         self._seed = int(seed)
+        self._bump_version()
+
+    def _bump_version(self) -> None:
+        """Say that the program changed: what is cached on its version (the executor's plans, its
+        prunings) is made again at the next run. Every edit of the IR calls it, and so does every pass."""
         self._version += 1
 
     # ---- blocks
@@ -103,7 +108,7 @@ class Program:
         b = Block(self, len(self.blocks), parent)
         self.blocks.append(b)
         self.current_block_idx = b.idx
-        self._version += 1
+        self._bump_version()
         return b
 
     def _rollback(self):

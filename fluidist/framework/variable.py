@@ -146,7 +146,7 @@ class Variable:
 
     def _bump(self):
         if self.block is not None and self.block.program is not None:
-            self.block.program._version += 1
+            self.block.program._bump_version()
 
     def __setattr__(self, key, value):
         object.__setattr__(self, key, plain(value) if key == "type" else value)

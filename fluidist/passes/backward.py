@@ -20,6 +20,7 @@ from ..compat import refused, refused_class  # noqa: E402
 from ..framework.dtypes import VarType, is_float_dtype
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _strip_grad
+from ..framework.variable import EMPTY_VAR_NAME
 from ..framework import registry
 from .backward_paths import (_append_grad_suffix_, _find_no_grad_vars, _find_op_path_,  # noqa: F401  (Paddle's names)
                              _get_output_names, _get_stop_gradients_, _strip_grad_suffix_)
@@ -156,7 +157,7 @@ def _op_specs(block, i, requires, no_grad, backward):
             if len(keep) == len(names):
                 outs[slot] = names
             elif keep and registry.get(spec["type"]).duplicable and slot in registry.get(spec["type"]).duplicable:
-                outs[slot] = [n if n in keep else "@EMPTY@" for n in names]
+                outs[slot] = [n if n in keep else EMPTY_VAR_NAME for n in names]
             elif keep:
                 outs[slot] = names
         if not outs:
@@ -176,7 +177,7 @@ def _rename_repeated_outputs(specs, is_array=None):
     for spec in specs:
         for names in spec["outputs"].values():
             for n in names:
-                if n != "@EMPTY@":
+                if n != EMPTY_VAR_NAME:
                     writers[n] = writers.get(n, 0) + 1
     # (a variable that is no gradient, a counter that reversed increments step back in place, is
     # written again, not summed)
@@ -251,7 +252,7 @@ def _append_specs(block, specs, produced=(), on_op=None):
                     produced.add(n)
         for names in spec["outputs"].values():
             for n in names:
-                if n != "@EMPTY@" and not spec.get("keep"):   # a kept spec writes forward variables
+                if n != EMPTY_VAR_NAME and not spec.get("keep"):   # a kept spec writes forward variables
                     _grad_var_like(block, n, _strip_grad(n))
                     produced.add(n)
         block.append_op(spec["type"], inputs=spec["inputs"], outputs=spec["outputs"], attrs=spec.get("attrs"))

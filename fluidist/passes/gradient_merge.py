@@ -96,7 +96,7 @@ def apply_gradient_merge(main, startup, k_steps, avg=True):
     block.append_op("conditional_block", inputs={"Cond": [cond], "Input": reads},
                     outputs={"Out": writes, "Scope": []},
                     attrs=dict(opt, sub_block=sub, is_scalar_condition=True))
-    main._version += 1
+    main._bump_version()
     return main
 
 

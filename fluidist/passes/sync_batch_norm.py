@@ -21,7 +21,7 @@ def convert_sync_batch_norm(program):
                 count += op.type == FORWARD
                 op.type = "sync_" + op.type
     if count:
-        program._version += 1
+        program._bump_version()
     return count
 
 
