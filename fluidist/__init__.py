@@ -13,6 +13,7 @@ operators of ``Variable``), the program descriptions (``program.desc``), and the
 import importlib as _importlib
 import os as _os
 import sys as _sys
+import threading as _threading
 from typing import TYPE_CHECKING
 
 from . import paddle_paths as _paddle_paths
@@ -116,27 +117,29 @@ if TYPE_CHECKING:   # the face as type checkers see it: the names of _FACE, impo
 _LIGHT = frozenset({"launch", "distributed", "timeline", "log_helper", "bounded_json", "compat", "paddle_paths"})
 
 _loaded = False
+_loading = _threading.RLock()   # a second thread asking for a name waits for the first one's load
 
 
 def _load():
     """Load the framework and bind every name of the face (once; the later calls return at once)."""
     global _loaded
-    if _loaded:
-        return
-    _loaded = True      # the modules loaded below may use names of the face bound before them
-    try:
-        for name, where in _FACE.items():
-            module_name, _, attribute = where.partition(":")
-            module = _importlib.import_module(module_name)
-            globals()[name] = getattr(module, attribute) if attribute else module
-    except BaseException:
-        _loaded = False
-        raise
-    from .paddle_format import desc
-    desc.install()              # program.desc, op.desc, ...: views over the IR, above it
-    from .core import place, switch
-    if place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
-        switch.install()
+    with _loading:
+        if _loaded:
+            return
+        _loaded = True      # the modules loaded below may use names of the face bound before them
+        try:
+            for name, where in _FACE.items():
+                module_name, _, attribute = where.partition(":")
+                module = _importlib.import_module(module_name)
+                globals()[name] = getattr(module, attribute) if attribute else module
+        except BaseException:
+            _loaded = False
+            raise
+        from .paddle_format import desc
+        desc.install()              # program.desc, op.desc, ...: views over the IR, above it
+        from .core import place, switch
+        if place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
+            switch.install()
 
 
 def __getattr__(name):

@@ -72,11 +72,13 @@ it exactly ``inputs`` (forward inputs and outputs by slot, ``<Out>@GRAD`` for ou
 (with no ``register_grad``): the op is not differentiable.
 
 The registry imports nothing of fluidist: the op families in ``fluidist.ops`` fill it when the
-package is imported (``import fluidist`` does).
+package is imported, and the table imports it on its first read (``framework/op_table.py``).
 """
 import copy
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional
+
+from .op_table import OpTable
 
 GRAD = "@GRAD"
 
@@ -145,7 +147,7 @@ class OpDef:
         return set(self.outputs)
 
 
-_REGISTRY: Dict[str, OpDef] = {}
+_REGISTRY: Dict[str, OpDef] = OpTable()
 _FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
           "after_update", "communicates", "serves", "to_peers", "from_peers", "barrier", "reversible", "comm_stream", "host", "host_except",
           "host_inputs")
