@@ -8,11 +8,16 @@ downloaded. The train/test split (1347/450) is fixed, whatever ``--seed`` says; 
 the initial parameters and the batch order.
 """
 import argparse
+import logging
 import time
 
 import numpy as np
 
 import fluidist as fluid
+from fluidist.log_helper import DEFAULT_FORMAT, get_logger
+from fluidist.console.progress import Progress
+
+log = get_logger("digits", logging.INFO, DEFAULT_FORMAT)
 
 N_TEST = 450
 
@@ -84,9 +89,14 @@ def train_share(exe, program, test_program, avg_loss, acc, rank, nworkers, epoch
     """The loop of the distributed digits examples: every worker walks the same batch order and
     trains on its own slice (``rank`` of ``nworkers``) of each batch; after each epoch it prints its
     loss and test accuracy. Returns the last test accuracy."""
+    log.info("%s %d: loading the data (scikit-learn's 8x8 digits)", who, rank)
     x_train, y_train, x_test, y_test = load_data()
     rng = np.random.RandomState(seed)      # the same order on every worker
     share = batch_size // nworkers
+    steps = len(x_train) // batch_size
+    log.info("%s %d: training %d epoch(s) of %d steps on %d of each %d images, each epoch evaluated on the %d "
+             "test images", who, rank, epochs, steps, share, batch_size, len(x_test))
+    progress = Progress("%s %d" % (who, rank), "step(s)", total=epochs * steps)
     test_acc = float("nan")
     for epoch in range(epochs):
         order = rng.permutation(len(x_train))
@@ -96,6 +106,7 @@ def train_share(exe, program, test_program, avg_loss, acc, rank, nworkers, epoch
             loss, = exe.run(program, feed={"img": x_train[idx], "label": y_train[idx]}, fetch_list=[avg_loss],
                             use_program_cache=True)
             losses.append(float(np.mean(loss)))
+            progress.step()
         test_acc = float(exe.run(test_program, feed={"img": x_test, "label": y_test}, fetch_list=[acc])[0][0])
         print("%s %d epoch %2d  loss %.4f  test accuracy %.4f" % (who, rank, epoch, np.mean(losses), test_acc),
               flush=True)

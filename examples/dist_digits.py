@@ -10,6 +10,11 @@ TRAINING_ROLE and the PADDLE_* variables instead, and each process takes its rol
 
 Each trainer reads its own half of every batch; in sync mode the pservers average the two halves'
 gradients, which is one step of training on the whole batch.
+
+Each process says what it is doing as it starts each phase (an INFO line: starting the job, serving,
+connecting, loading the data, training); a long epoch also prints a progress line every 10 s
+(``FLUIDIST_PROGRESS=0`` turns those off, ``FLUIDIST_PROGRESS=2`` makes it every 2 s). ctrl-C stops the
+whole local cluster with one line and exit status 130.
 """
 import argparse
 import os
@@ -21,7 +26,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fluidist as fluid  # noqa: E402
 from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
 from digits import build, train_share  # noqa: E402
-from local_procs import Child, python_cmd  # noqa: E402
+from local_procs import Child, phase_logger, python_cmd, stop_on_interrupt  # noqa: E402
+
+log = phase_logger("dist_digits")
 
 
 def run_role(args):
@@ -33,8 +40,10 @@ def run_role(args):
     if args.role == "pserver":
         prog = t.get_pserver_program(args.current_endpoint)
         exe.run(t.get_startup_program(args.current_endpoint, prog))
+        log.info("pserver %s: serving %d trainer(s)", args.current_endpoint, args.trainers)
         exe.run(prog)           # serves until both trainers have closed
         return
+    log.info("trainer %d: connecting to the pservers %s", args.trainer_id, args.endpoints)
     trainer = t.get_trainer_program()
     exe.run(startup)            # receives the initial parameters from the pservers
     t0 = time.time()
@@ -67,6 +76,8 @@ def local_cluster(args):
     common = ["--endpoints", eps, "--trainers", str(args.trainers), "--epochs", str(args.epochs),
               "--model", args.model, "--optimizer", args.optimizer, "--lr", str(args.lr),
               "--batch_size", str(args.batch_size)] + (["--async_mode"] if args.async_mode else [])
+    log.info("starting %d pserver(s) (%s) and %d trainer(s), %s mode, %d epoch(s)", args.pservers, eps, args.trainers,
+             "async" if args.async_mode else "sync", args.epochs)
     procs = []
     try:
         for k, ep in enumerate(eps.split(",")):
@@ -112,7 +123,8 @@ def main():
     if args.role or from_env(args):
         run_role(args)
         return
-    codes = local_cluster(args)
+    with stop_on_interrupt("the local cluster (%d pservers, %d trainers)" % (args.pservers, args.trainers)):
+        codes = local_cluster(args)
     if any(codes):
         sys.exit("local cluster failed: exit codes %s" % codes)
 

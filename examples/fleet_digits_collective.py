@@ -24,7 +24,9 @@ from digits import MODELS, make_optimizer, train_share  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.collective import DistributedStrategy, fleet  # noqa: E402
 from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
-from local_procs import Child, python_cmd  # noqa: E402
+from local_procs import Child, phase_logger, python_cmd, stop_on_interrupt  # noqa: E402
+
+log = phase_logger("fleet_digits_collective")
 
 
 def build(args, strategy):
@@ -52,6 +54,7 @@ def worker(args):
         strategy.local_sgd_steps = args.local_sgd_steps
     test_program, img, logits, avg_loss, acc = build(args, strategy)
     rank, n = fleet.worker_index(), fleet.worker_num()
+    log.info("worker %d: connecting to the other %d worker(s)", rank, n - 1)
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(fleet.startup_program)
     t0 = time.time()
@@ -67,6 +70,7 @@ def local_job(args, argv):
     """Start ``args.workers`` copies of this script as a local job; return their exit codes."""
     eps = ["127.0.0.1:%d" % p for p in free_ports(args.workers)]
     procs = []
+    log.info("starting %d worker(s) (%s), %s mode", args.workers, ",".join(eps), args.mode)
     try:
         for rank, ep in enumerate(eps):
             env = dict(os.environ, PADDLE_TRAINER_ENDPOINTS=",".join(eps), PADDLE_TRAINER_ID=str(rank),
@@ -103,7 +107,8 @@ def main(argv=None):
     if os.environ.get("PADDLE_TRAINER_ENDPOINTS"):
         worker(args)
         return
-    codes = local_job(args, argv)
+    with stop_on_interrupt("the local job (%d workers)" % args.workers):
+        codes = local_job(args, argv)
     if any(codes):
         sys.exit("local job failed: worker exit codes %s" % codes)
 

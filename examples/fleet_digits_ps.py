@@ -29,7 +29,9 @@ from digits import MODELS, make_optimizer, train_share  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.parameter_server.distribute_transpiler import StrategyFactory, fleet  # noqa: E402
 from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402
-from local_procs import Child, python_cmd  # noqa: E402
+from local_procs import Child, phase_logger, python_cmd, stop_on_interrupt  # noqa: E402
+
+log = phase_logger("fleet_digits_ps")
 
 
 def build(args):
@@ -54,8 +56,10 @@ def run(args):
     test_program, avg_loss, acc = build(args)
     if fleet.is_server():
         fleet.init_server(args.model_dir or None)
+        log.info("server %d: serving %d worker(s)", fleet.server_index(), fleet.worker_num())
         fleet.run_server()              # serves until every worker has stopped
         return
+    log.info("worker %d: connecting to the servers", fleet.worker_index())
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(fleet.startup_program)      # ends by receiving the servers' parameters
     fleet.init_worker()
@@ -76,6 +80,8 @@ def local_job(args, argv):
     me = python_cmd(os.path.abspath(__file__), argv)
     common = dict(os.environ, PADDLE_PSERVERS_IP_PORT_LIST=",".join(servers), PADDLE_TRAINERS_NUM=str(args.workers))
     server_procs, worker_procs = [], []
+    log.info("starting %d server(s) (%s) and %d worker(s), %s strategy", args.servers, ",".join(servers), args.workers,
+             args.strategy)
     try:
         for ep in servers:
             ip, port = ep.split(":")
@@ -116,7 +122,8 @@ def main(argv=None):
     if os.environ.get("TRAINING_ROLE"):
         run(args)
         return
-    codes = local_job(args, argv)
+    with stop_on_interrupt("the local job (%d servers, %d workers)" % (args.servers, args.workers)):
+        codes = local_job(args, argv)
     if any(codes):
         sys.exit("local job failed: exit codes %s (workers, then servers)" % codes)
 

@@ -3,7 +3,8 @@
 ``import fluidist as fluid`` gives the names a Paddle fluid 1.x user expects.
 
 The face is lazy (PEP 562): importing ``fluidist`` loads only the version, the table of Paddle's
-module paths (:mod:`fluidist.paddle_paths`) and the logging set-up, so the launcher
+module paths (:mod:`fluidist.paddle_paths`), the logging set-up and the ctrl-C hook of
+:mod:`fluidist.console.interrupts`, so the launcher
 (``fluidist-launch``) and the runtime modules (``fluidist.distributed.*``) never load the kernels. The
 first use of a name of the face (``fluid.layers``, ``fluid.Program``, ...) loads the framework as a
 whole, as one import did before: every op family (the op registry), the layers (and with them the
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from . import paddle_paths as _paddle_paths
 from ._version import __version__  # noqa: F401
+from .console.interrupts import install_quiet_interrupt_hook as _quiet_interrupt
 from .log_helper import configure_from_env as _configure_logging
 
 
@@ -28,6 +30,13 @@ def _names(module, *names):
 def _modules(*names):
     return {name: "fluidist." + name for name in names}
 
+
+# The dygraph names Paddle's fluid/__init__ takes from dygraph.nn, dygraph.layers and dygraph.checkpoint:
+# refusals of fluidist.dygraph.
+_DYGRAPH_TOP_LEVEL = ("Conv2D", "Conv3D", "Pool2D", "Linear", "BatchNorm", "Dropout", "Embedding", "GRUUnit",
+                      "InstanceNorm", "LayerNorm", "NCE", "PRelu", "BilinearTensorProduct", "Conv2DTranspose",
+                      "Conv3DTranspose", "GroupNorm", "SpectralNorm", "TreeConv", "MSELoss", "L1Loss", "NLLLoss",
+                      "BCELoss", "Layer", "save_dygraph", "load_dygraph", "monkey_patch_varbase")
 
 # The names of ``import fluidist as fluid``: name -> the module ("module:attribute" for a name it
 # defines). Loaded in this order: the op families first, so that every later module finds the registry full.
@@ -61,12 +70,13 @@ _FACE = {
     **_modules("data_feeder"),
     **_names("fluidist.reader.data_feeder", "DataFeeder"),
     **_modules("profiler", "timeline", "contrib", "dygraph", "lod_tensor"),
-    **_names("fluidist.core", "LoDTensorArray", "Tensor"),
+    **_names("fluidist.core", "LoDTensorArray"),
+    "Tensor": "fluidist.core:LoDTensor",   # Paddle 1.8's fluid.Tensor is LoDTensor (core.Tensor has no LoD)
     **_names("fluidist.core.lod_tensor", "create_random_int_lodtensor"),
     **_names("fluidist.data_feed_desc", "DataFeedDesc"),
     **_names("fluidist.trainer_desc", "DistMultiTrainer", "MultiTrainer", "PipelineTrainer", "TrainerDesc"),
     **_names("fluidist.dygraph", "VarBase", "disable_dygraph", "disable_imperative", "enable_dygraph",
-             "enable_imperative"),
+             "enable_imperative", *_DYGRAPH_TOP_LEVEL),
     "learning_rate_decay": "fluidist.layers.learning_rate_scheduler",
     "data": "fluidist.layers.io:data",   # the function (Paddle's fluid.data), not the module of that path
 }
@@ -82,12 +92,16 @@ if TYPE_CHECKING:   # the face as type checkers see it: the names of _FACE, impo
     from .passes import backward, clip, regularizer  # noqa: F401
     from .reader import data_feeder  # noqa: F401
     from .transpiler import communicator  # noqa: F401
-    from .core import LoDTensorArray, Tensor  # noqa: F401
+    from .core import LoDTensorArray  # noqa: F401
+    from .core import LoDTensor as Tensor  # noqa: F401
     from .core.lod_tensor import create_random_int_lodtensor  # noqa: F401
     from .core.place import cuda_pinned_places  # noqa: F401
     from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401
     from .dygraph import (VarBase, disable_dygraph, disable_imperative, enable_dygraph,  # noqa: F401
-                          enable_imperative)
+                          enable_imperative, load_dygraph, monkey_patch_varbase, save_dygraph)
+    from .dygraph import (BatchNorm, BCELoss, BilinearTensorProduct, Conv2D, Conv2DTranspose,  # noqa: F401
+                          Conv3D, Conv3DTranspose, Dropout, Embedding, GroupNorm, GRUUnit, InstanceNorm, L1Loss,
+                          Layer, LayerNorm, Linear, MSELoss, NCE, NLLLoss, Pool2D, PRelu, SpectralNorm, TreeConv)
     from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope,  # noqa: F401
                            SelectedRows, cpu_places, create_lod_tensor, cuda_places, global_scope,
                            is_compiled_with_cuda, scope_guard)
@@ -166,5 +180,6 @@ def __dir__():
 
 _paddle_paths.install()
 _configure_logging()   # FLUIDIST_LOG_LEVEL: the launcher's --log_level
+_quiet_interrupt()     # FLUIDIST_QUIET_INTERRUPT: a ctrl-C the launcher reports is not reported here again
 if _os.environ.get("FLUIDIST_TEST_DEVICE", "").strip().lower() not in ("", "cpu"):
     _load()   # the test switch must be in place before the first fluid.CPUPlace() (fluidist.core.switch)

@@ -27,6 +27,17 @@ def refused(name, instead=""):
     return refused_function
 
 
+class _RefusedMeta(type):
+    """The type of refused classes: a public attribute of one is a refusal too, so that a refused
+    name standing where Paddle has a module (``from fluid.dygraph import nn``, then ``nn.Linear``)
+    refuses ``nn.Linear`` by name instead of raising AttributeError."""
+
+    def __getattr__(cls, attr):
+        if attr.startswith("_"):
+            raise AttributeError("type object %r has no attribute %r" % (cls.__name__, attr))
+        return refused_class("%s.%s" % (cls.__paddle_name__, attr), cls.__instead__)
+
+
 def refused_class(name, instead=""):
     """A class standing for the fluid 1.x class ``name``: instantiating it raises NotImplementedError."""
     msg = _message(name, instead)
@@ -35,8 +46,9 @@ def refused_class(name, instead=""):
         raise NotImplementedError(msg)
 
     short = name.rpartition(".")[2]
-    return type(short, (), {"__new__": __new__, "__doc__": "Not implemented in fluidist. " + (instead or ""),
-                            "__fluidist_refused__": True, "__module__": "fluidist"})
+    return _RefusedMeta(short, (), {"__new__": __new__, "__doc__": "Not implemented in fluidist. " + (instead or ""),
+                                    "__fluidist_refused__": True, "__module__": "fluidist",
+                                    "__paddle_name__": name, "__instead__": instead})
 
 
 def is_refused(obj):

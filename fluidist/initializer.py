@@ -63,6 +63,24 @@ class Initializer:
         raise NotImplementedError
 
     @staticmethod
+    def _fill(var, block, op_type, attrs, prefix, prepend=True):
+        """Add the op that fills ``var`` (``attrs`` without ``dtype``; prepended, or appended). As in Paddle
+        1.8, a float16 ``var`` is filled through a float32 temporary ``<prefix>.<var>.tmp_<n>`` and a
+        ``cast`` appended after it. Returns the filling op."""
+        from .framework import unique_name
+        out, dtype = var, convert_dtype(var.dtype)
+        if dtype == "float16":
+            out = block.create_var(name=unique_name.generate(".".join([prefix, var.name, "tmp"])),
+                                   shape=var.shape, dtype="float32", persistable=False)
+            dtype = "float32"
+        add = block._prepend_op if prepend else block.append_op
+        op = add(op_type, outputs={"Out": [out.name]}, attrs=dict(attrs, dtype=dtype))
+        if out is not var:
+            block.append_op("cast", inputs={"X": [out.name]}, outputs={"Out": [var.name]},
+                            attrs={"in_dtype": "float32", "out_dtype": "float16"})
+        return op
+
+    @staticmethod
     def _fans(var):
         shape = var.shape
         if not shape:
@@ -97,10 +115,9 @@ class ConstantInitializer(Initializer):
         self._force_cpu = force_cpu
 
     def __call__(self, var: Any, block: Any) -> Any:
-        return block._prepend_op("fill_constant", outputs={"Out": [var.name]},
-                                 attrs={"shape": list(var.shape), "value": self._value,
-                                        "dtype": convert_dtype(var.dtype),
-                                        "force_cpu": bool(self._force_cpu or force_init_on_cpu())})
+        return self._fill(var, block, "fill_constant",
+                          {"shape": list(var.shape), "value": self._value,
+                           "force_cpu": bool(self._force_cpu or force_init_on_cpu())}, "constant_init")
 
 
 class UniformInitializer(Initializer):
@@ -131,10 +148,9 @@ class UniformInitializer(Initializer):
             raise ValueError("UniformInitializer: low (%s) must not exceed high (%s)" % (low, high))
         self._low, self._high = float(low), float(high)
 
-    def __call__(self, var: Any, block: Any) -> Any:
-        return block._prepend_op("uniform_random", outputs={"Out": [var.name]},
-                                 attrs={"shape": list(var.shape), "min": self._low, "max": self._high,
-                                        "seed": self._seed_for(block), "dtype": convert_dtype(var.dtype)})
+    def __call__(self, var: Any, block: Any, _prefix: str = "uniform_random") -> Any:
+        return self._fill(var, block, "uniform_random", {"shape": list(var.shape), "min": self._low,
+                                                         "max": self._high, "seed": self._seed_for(block)}, _prefix)
 
 
 class NormalInitializer(Initializer):
@@ -156,10 +172,9 @@ class NormalInitializer(Initializer):
 
     _op = "gaussian_random"
 
-    def __call__(self, var: Any, block: Any) -> Any:
-        return block._prepend_op(self._op, outputs={"Out": [var.name]},
-                                 attrs={"shape": list(var.shape), "mean": self._mean, "std": self._std,
-                                        "seed": self._seed_for(block), "dtype": convert_dtype(var.dtype)})
+    def __call__(self, var: Any, block: Any, _prefix: str = "") -> Any:
+        return self._fill(var, block, self._op, {"shape": list(var.shape), "mean": self._mean, "std": self._std,
+                                                 "seed": self._seed_for(block)}, _prefix or self._op)
 
 
 class TruncatedNormalInitializer(NormalInitializer):
@@ -213,8 +228,8 @@ class XavierInitializer(Initializer):
         fo = self._fan_out if self._fan_out is not None else fo
         if self._uniform:
             limit = float(np.sqrt(6.0 / float(fi + fo)))
-            return UniformInitializer(-limit, limit, self._seed)(var, block)
-        return NormalInitializer(0.0, float(np.sqrt(2.0 / float(fi + fo))), self._seed)(var, block)
+            return UniformInitializer(-limit, limit, self._seed)(var, block, "xavier_init")
+        return NormalInitializer(0.0, float(np.sqrt(2.0 / float(fi + fo))), self._seed)(var, block, "xavier_init")
 
 
 class MSRAInitializer(Initializer):
@@ -241,10 +256,10 @@ class MSRAInitializer(Initializer):
     def __call__(self, var: Any, block: Any) -> Any:
         fi, _ = self._fans(var)
         fi = self._fan_in if self._fan_in is not None else fi
-        if self._uniform:
+        if self._uniform:     # "masra_init": Paddle 1.8's spelling of the float16 temporary
             limit = float(np.sqrt(6.0 / float(fi)))
-            return UniformInitializer(-limit, limit, self._seed)(var, block)
-        return NormalInitializer(0.0, float(np.sqrt(2.0 / float(fi))), self._seed)(var, block)
+            return UniformInitializer(-limit, limit, self._seed)(var, block, "masra_init")
+        return NormalInitializer(0.0, float(np.sqrt(2.0 / float(fi))), self._seed)(var, block, "masra_init")
 
 
 class NumpyArrayInitializer(Initializer):
@@ -273,13 +288,15 @@ class NumpyArrayInitializer(Initializer):
     def __call__(self, var: Any, block: Any) -> Any:
         v = self._value
         dt = convert_dtype(var.dtype)
+        if dt == "float16":      # filled as float32, then cast (``_fill``)
+            v, dt = v.astype("float32"), "float32"
         key = {"float32": "fp32_values", "float64": "fp32_values", "int32": "int32_values",
                "int64": "int64_values", "bool": "bool_values"}[dt]
         if tuple(v.shape) != tuple(var.shape):
             raise ValueError("NumpyArrayInitializer: value of shape %s for %r of shape %s"
                              % (list(v.shape), var.name, list(var.shape)))
-        return block._prepend_op("assign_value", outputs={"Out": [var.name]},
-                                 attrs={"shape": list(v.shape), "dtype": dt, key: v.reshape(-1).tolist()})
+        return self._fill(var, block, "assign_value", {"shape": list(v.shape), key: v.reshape(-1).tolist()},
+                          "numpy_array_init")
 
 
 class BilinearInitializer(Initializer):
@@ -292,7 +309,7 @@ class BilinearInitializer(Initializer):
     integer row: kept so that the parameters equal Paddle's.
 
     Raises:
-        ValueError: a filter that is not 4-D, square, float32 and small enough.
+        ValueError: a filter that is not 4-D, square, float32 (or float16) and small enough.
 
     Examples:
         >>> img = fluid.data(name="img", shape=[None, 3, 8, 8], dtype="float32")
@@ -312,8 +329,8 @@ class BilinearInitializer(Initializer):
         size = int(np.prod(shape))
         if size > 1024 * 1024:
             raise ValueError("BilinearInitializer: %r has %d elements, more than 1024 * 1024" % (var.name, size))
-        if convert_dtype(var.dtype) != "float32":
-            raise ValueError("BilinearInitializer: %r must be float32, got %s" % (var.name, var.dtype))
+        if convert_dtype(var.dtype) not in ("float32", "float16"):
+            raise ValueError("BilinearInitializer: %r must be float32 (or float16), got %s" % (var.name, var.dtype))
         k = shape[3]
         f = np.ceil(k / 2.0)
         c = (2 * f - 1 - f % 2) / (2.0 * f)
@@ -321,15 +338,22 @@ class BilinearInitializer(Initializer):
         col = i % k
         row = (i / k) % k
         weight = (1 - np.abs(col / f - c)) * (1 - np.abs(row / f - c))
-        return block.append_op("assign_value", outputs={"Out": [var.name]},
-                               attrs={"shape": shape, "dtype": "float32",
-                                      "fp32_values": [float(v) for v in weight.astype(np.float32)]})
+        return self._fill(var, block, "assign_value",
+                          {"shape": shape, "fp32_values": [float(v) for v in weight.astype(np.float32)]},
+                          "bilinear_init", prepend=False)
 
 
 Constant = ConstantInitializer
+"""``Constant``: the short name of ``ConstantInitializer`` (the same class)."""
 Uniform = UniformInitializer
+"""``Uniform``: the short name of ``UniformInitializer`` (the same class)."""
 Normal = NormalInitializer
+"""``Normal``: the short name of ``NormalInitializer`` (the same class)."""
 TruncatedNormal = TruncatedNormalInitializer
+"""``TruncatedNormal``: the short name of ``TruncatedNormalInitializer`` (the same class)."""
 Xavier = XavierInitializer
+"""``Xavier``: the short name of ``XavierInitializer`` (the same class)."""
 MSRA = MSRAInitializer
+"""``MSRA``: the short name of ``MSRAInitializer`` (the same class)."""
 Bilinear = BilinearInitializer
+"""``Bilinear``: the short name of ``BilinearInitializer`` (the same class)."""

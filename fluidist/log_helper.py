@@ -20,6 +20,7 @@ import time
 __all__ = ["get_logger", "ROOT", "configure_from_env"]
 
 ROOT = "fluidist"
+"""The name of the logger above all of fluidist's (``logging.getLogger(ROOT)`` sets their level at once)."""
 DEFAULT_FORMAT = "%(levelname)s %(asctime)s %(name)s] %(message)s"
 
 

@@ -13,7 +13,6 @@ from typing import Any, List
 
 import numpy as np
 
-from .compat import refused_class
 from .ops.metric import _auc_area
 
 __all__ = ["MetricBase", "CompositeMetric", "Precision", "Recall", "Accuracy", "ChunkEvaluator", "EditDistance",
@@ -369,6 +368,73 @@ class Auc(MetricBase):
         return _auc_area(self._stat_pos, self._stat_neg)
 
 
-DetectionMAP = refused_class("fluid.metrics.DetectionMAP",
-                             "fluidist has no detection ops (detection is outside fluid 1.x's core modules); "
-                             "compute mAP with NumPy on the fetched boxes")
+class DetectionMAP:
+    """The mAP of detections, for this batch and accumulated over the batches since ``reset``: two
+    ``detection_map`` ops, the second reading and writing persistable state (positives per class and
+    the true / false positive marks) while ``has_state`` is 1.
+
+    Args:
+        input: the detections ``[K, 6]`` (``multiclass_nms`` / ``detection_output``'s output).
+        gt_label: ``[G, 1]`` ground truth classes (LoD per image).
+        gt_box: ``[G, 4]`` ground truth boxes (normalised).
+        gt_difficult: ``[G, 1]`` difficult flags, or None.
+        class_num: the number of classes.
+        background_label: the background class (Paddle 1.8's op does not read it).
+        overlap_threshold: the IoU above which a detection matches.
+        evaluate_difficult: count difficult ground truth.
+        ap_version: ``'integral'`` or ``'11point'``.
+
+    Examples:
+        >>> det = fluid.data(name="det", shape=[None, 6], dtype="float32", lod_level=1)
+        >>> gl = fluid.data(name="gl", shape=[None, 1], dtype="float32", lod_level=1)
+        >>> gb = fluid.data(name="gb", shape=[None, 4], dtype="float32", lod_level=1)
+        >>> cur_map, accum_map = fluid.metrics.DetectionMAP(det, gl, gb, class_num=3).get_map_var()
+    """
+
+    def __init__(self, input: Any, gt_label: Any, gt_box: Any, gt_difficult: Any = None, class_num: int | None = None,
+                 background_label: int = 0, overlap_threshold: float = 0.5, evaluate_difficult: bool = True,
+                 ap_version: str = "integral") -> None:
+        from .framework import unique_name
+        from .initializer import Constant
+        from .layers.detection_heads import detection_map
+        from .layers.layer_helper import LayerHelper
+        from .layers.tensor import cast, concat
+        from .layers.tensor_fill import fill_constant
+        self.helper = LayerHelper("map_eval")
+        gt_label = cast(x=gt_label, dtype=gt_box.dtype)
+        parts = [gt_label, cast(x=gt_difficult, dtype=gt_box.dtype)] if gt_difficult else [gt_label]
+        label = concat(parts + [gt_box], axis=1)
+        self.cur_map = detection_map(input, label, class_num, background_label, overlap_threshold=overlap_threshold,
+                                     evaluate_difficult=evaluate_difficult, ap_version=ap_version)
+        states = []
+        for suffix, dtype, shape in (("accum_pos_count", "int32", [max(class_num or 1, 1), 1]),
+                                     ("accum_true_pos", "float32", [1, 2]), ("accum_false_pos", "float32", [1, 2])):
+            var = self.helper.create_variable(name="_".join([unique_name.generate(self.helper.name), suffix]),
+                                              persistable=True, dtype=dtype, shape=shape)
+            self.helper.set_variable_initializer(var, initializer=Constant(0))    # read only once has_state is 1
+            states.append(var)
+        self.has_state = self.helper.create_variable(name="_".join([unique_name.generate(self.helper.name),
+                                                                    "has_state"]),
+                                                     persistable=True, dtype="int32", shape=[1])
+        self.helper.set_variable_initializer(self.has_state, initializer=Constant(0))
+        self.accum_map = detection_map(input, label, class_num, background_label, overlap_threshold=overlap_threshold,
+                                       evaluate_difficult=evaluate_difficult, has_state=self.has_state,
+                                       input_states=states, out_states=states, ap_version=ap_version)
+        fill_constant(shape=self.has_state.shape, value=1, dtype=self.has_state.dtype, out=self.has_state)
+
+    def get_map_var(self) -> tuple:
+        """``(the batch's mAP, the accumulated mAP)`` Variables to fetch."""
+        return self.cur_map, self.accum_map
+
+    def reset(self, executor: Any, reset_program: Any = None) -> None:
+        """Start accumulating afresh: ``has_state`` set to 0 by running ``reset_program`` (a new one
+        when None)."""
+        from .framework import Program, program_guard
+        from .layers.tensor_fill import fill_constant
+        reset_program = reset_program or Program()
+        with program_guard(main_program=reset_program):
+            v = self.has_state
+            var = reset_program.current_block().create_var(name=v.name, shape=v.shape, dtype=v.dtype,
+                                                           persistable=True)
+            fill_constant(shape=var.shape, value=0, dtype=var.dtype, out=var)
+        executor.run(reset_program)

@@ -30,6 +30,25 @@ from child_procs import worker_port_range  # noqa: E402
 os.environ["FLUIDIST_PORT_RANGE"] = "%d-%d" % worker_port_range()
 
 
+def _timeouts_follow_the_load(config, items):
+    """Each test's pytest-timeout (its mark, else the ini's) times the machine's measured slowdown (the
+    load average per CPU when the run starts, at most 3): a hang still fails the run, a busy machine's
+    slow test does not (``load_aware``)."""
+    from load_aware import slowdown
+    factor = slowdown(cap=3.0)
+    if factor <= 1.0:
+        return
+    try:
+        default = float(config.getini("timeout") or 0)
+    except ValueError:   # pytest-timeout is not installed
+        return
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        base = (mark.args[0] if mark.args else mark.kwargs.get("timeout", default)) if mark else default
+        if base:
+            item.add_marker(pytest.mark.timeout(float(base) * factor), append=False)
+
+
 @pytest.fixture(autouse=True)
 def cpu_only_on_the_cpu(request):
     """``FLUIDIST_TEST_DEVICE=standin|cuda`` makes every ``fluid.CPUPlace()`` a test creates that device's
@@ -91,3 +110,4 @@ def pytest_collection_modifyitems(config, items):
         if extra:
             config.hook.pytest_deselected(items=extra)
             items[:] = [item for item in items if not item.get_closest_marker("model_table_extra")]
+    _timeouts_follow_the_load(config, items)

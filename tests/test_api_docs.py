@@ -34,11 +34,13 @@ def _public_layers():
 
 
 def _page_members():
-    """page -> the members its ``::: fluidist.layers`` block lists."""
+    """page -> the members its ``::: fluidist.layers`` blocks list, and the layers it renders from their own
+    module (``::: fluidist.layers.embedding.embedding``: a layer named as a module of fluidist.layers)."""
     pages = {}
     for fname in sorted(os.listdir(LAYER_PAGES)):
         text = open(os.path.join(LAYER_PAGES, fname)).read()
-        pages[fname] = re.findall(r"^ {8}- (\w+)$", text, flags=re.M)
+        pages[fname] = (re.findall(r"^ {8}- (\w+)$", text, flags=re.M)
+                        + re.findall(r"^::: fluidist\.layers\.\w+\.(\w+)$", text, flags=re.M))
     return pages
 
 
@@ -77,7 +79,8 @@ SECTIONED = {"fluidist.layers." + m for m in ("nn", "ops", "logic", "conv", "emb
                                               "control_flow", "conditional_block", "while_loop", "tensor_array",
                                               "nn_math", "nn_random", "nn_model", "rnn", "crf", "ctc",
                                               "sequence_loss", "sampled_loss", "vision", "py_func", "rnn_api",
-                                              "rnn_blocks", "rnn_decode", "rnn_helpers", "layer_helper")}
+                                              "rnn_blocks", "rnn_decode", "rnn_helpers", "layer_helper",
+                                              "detection", "detection_heads", "roi", "deformable")}
 SECTIONED_LAYERS = sorted(n for n, obj in _public_layers().items() if obj.__module__ in SECTIONED)
 
 

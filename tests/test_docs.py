@@ -1,10 +1,13 @@
 """The docs: every example in docs/*.md runs (doctest), the migration page's compatibility table is
 generated from the code (refused = ``__fluidist_refused__``), the public entry points are typed.
 The site itself is built by .ci/run (``mkdocs build --strict``)."""
+import builtins
 import doctest
 import glob
 import inspect
 import os
+import re
+import symtable
 import sys
 import types
 
@@ -87,3 +90,44 @@ def test_entry_points_are_typed_and_documented(fn):
     assert not missing and sig.return_annotation is not inspect.Signature.empty, missing
     assert inspect.getdoc(fn), fn.__qualname__
     assert os.path.exists(os.path.join(ROOT, "fluidist", "py.typed"))
+
+
+_PYTHON_BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.M | re.S)
+
+
+def undefined_names(code):
+    """Names a script reads that nothing in it defines (imports, assignments, defs, loops) nor Python
+    itself: what a reader copying the block would meet as a NameError."""
+    table = symtable.symtable(code, "<block>", "exec")
+    defined = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    defined |= set(dir(builtins))
+    missing, tables = set(), [table]
+    while tables:
+        t = tables.pop()
+        tables += t.get_children()
+        for s in t.get_symbols():
+            free = t is table or s.is_global() or s.is_free()
+            if s.is_referenced() and free and not s.is_assigned() and not s.is_imported() and not s.is_parameter():
+                missing.add(s.get_name())
+    return sorted(missing - defined)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[os.path.relpath(p, ROOT) for p in PAGES])
+def test_the_first_code_block_of_a_page_runs_as_written(page):
+    """A page's first Python block is what a newcomer copies: every name it uses is defined in it
+    (doctest blocks also run, above), and no block of the docs reaches into the repository's own
+    folders (``sys.path.insert``) as test scaffolding."""
+    blocks = _PYTHON_BLOCK.findall(open(page).read())
+    assert not [b for b in blocks if "sys.path" in b], "%s: a block changes sys.path" % page
+    if not blocks:
+        return
+    first = blocks[0]
+    if first.lstrip().startswith(">>>"):
+        first = "\n".join(ex.source for ex in doctest.DocTestParser().get_examples(first))
+    assert not undefined_names(first), "%s's first block uses %s, which it never defines" % (
+        os.path.relpath(page, ROOT), undefined_names(first))
+
+
+def test_undefined_names_finds_what_a_block_never_defines():
+    assert undefined_names("import os\nx = os.sep\nfor i in range(3):\n    print(i, x)\n") == []
+    assert undefined_names("t.transpile(trainer_id)\ndef f(a):\n    return a + exe\n") == ["exe", "t", "trainer_id"]

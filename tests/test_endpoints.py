@@ -50,3 +50,10 @@ def test_the_callers_report_the_endpoint_through_the_one_parser():
         parse_endpoints("w:70000", "--workers")
     assert role_maker_is_endpoint("[::1]:80") and not role_maker_is_endpoint("::1:80")
     assert ports.strip_brackets("[::1]") == "::1"
+
+
+@pytest.mark.parametrize("listed", ["127.0.0.1:6170;127.0.0.1:6171", "10.0.0.1:6170,10.0.0.2:6170"])
+def test_a_list_given_for_one_endpoint_is_named_as_a_list_not_as_ipv6(listed):
+    with pytest.raises(EndpointError, match=r"is not one host:port: a list of endpoints is written with commas") as e:
+        split_endpoint(listed, "pservers")
+    assert "IPv6" not in str(e.value)

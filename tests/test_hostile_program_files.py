@@ -13,6 +13,7 @@ import pytest
 
 import fluidist as fluid
 from fluidist.paddle_format import framework_pb2 as pb
+from load_aware import scaled  # (bounds that follow the machine's load)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -39,18 +40,19 @@ print("GREW_KIB", peak_rss_kib() - before, "SECONDS", round(time.monotonic() - t
 """
 
 
-def _read_in_child(folder, env=None, timeout=30):
+def _read_in_child(folder, env=None, timeout=None):
+    timeout = scaled(30) if timeout is None else timeout
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
     try:
         run = subprocess.run([sys.executable, "-c", READER, folder], capture_output=True, text=True, env=env,
                              timeout=timeout)
     except subprocess.TimeoutExpired:
-        pytest.fail("loading %s still ran after %d s" % (folder, timeout))
+        pytest.fail("loading %s still ran after %.0f s" % (folder, timeout))
     assert run.returncode == 0, run.stderr[-3000:]
     grew = int(run.stdout.split("GREW_KIB")[1].split()[0])
     wall = float(run.stdout.split(" SECONDS")[1].split()[0])
     cpu = float(run.stdout.split("CPU_SECONDS")[1].split()[0])
-    assert wall < 20, run.stdout        # (a loaded machine: the bound that matters is the CPU time)
+    assert wall < scaled(20), run.stdout        # (the bound that matters is the CPU time)
     return run.stdout, grew, cpu
 
 
@@ -177,4 +179,4 @@ def test_the_limits_are_raised_by_their_variables(tmp_path, fmt):
     out, _, _ = _read_in_child(folder, env={"FLUIDIST_MAX_PROGRAM_VARS": "2"})
     assert "REFUSED ProgramTooLarge" in out and "FLUIDIST_MAX_PROGRAM_VARS" in out, out
     out, _, _ = _read_in_child(folder, env={"FLUIDIST_MAX_PROGRAM_OPS": "10", "FLUIDIST_MAX_PROGRAM_VARS": "50"})
-    assert "READ 3" in out, out       # relu, mul, elementwise_add
+    assert "READ 4" in out, out       # relu, mul, elementwise_add, and the scale Paddle puts on a target

@@ -128,7 +128,9 @@ def test_inference_model_reloads_with_identical_predictions(tmp_path):
     test_prog = main.clone(for_test=True)
     want, = exe.run(test_prog, feed={"x": xb, "y": yb}, fetch_list=[pred])
     names = fluid.io.save_inference_model(str(tmp_path), ["x"], [pred], exe, main_program=main)
-    assert names == [pred.name]
+    # as Paddle 1.8: the saved model fetches scale(pred, 1.0), appended to main under its fixed name
+    assert names == ["save_infer_model/scale_0.tmp_0"]
+    assert [op.type for op in main.global_block().ops][-1] == "scale"
     assert assert_no_pickle_needed(str(tmp_path)) == len(main.all_parameters())
 
     # a fresh process would have fresh default programs and scope; emulate it
@@ -137,13 +139,13 @@ def test_inference_model_reloads_with_identical_predictions(tmp_path):
         exe2 = fluid.Executor(fluid.CPUPlace())
         program, feed_names, fetch_targets = fluid.io.load_inference_model(str(tmp_path), exe2)
         assert feed_names == ["x"]
-        assert [v.name for v in fetch_targets] == [pred.name]
+        assert [v.name for v in fetch_targets] == names
         got, = exe2.run(program, feed={feed_names[0]: xb}, fetch_list=fetch_targets)
     np.testing.assert_array_equal(got, want)
 
     # the saved program is pruned: forward ops only, no label, no loss, no learning rate
     types = [op.type for op in program.global_block().ops]
-    assert types == ["mul", "elementwise_add", "relu", "mul", "elementwise_add"]
+    assert types == ["mul", "elementwise_add", "relu", "mul", "elementwise_add", "scale"]
     gvars = set(program.global_block().vars)
     assert "y" not in gvars and loss.name not in gvars
     assert not any(n.startswith("learning_rate") or "@GRAD" in n for n in gvars)
@@ -189,10 +191,10 @@ def test_inference_model_of_a_target_reading_a_value_left_out_of_the_feeds(tmp_p
     want, = exe.run(main.clone(for_test=True), feed={"x": xb, "y": yb}, fetch_list=[loss])
     with pytest.warns(UserWarning, match=r"the saved program reads 'y', which is neither among the feeds \['x'\]"):
         names = fluid.io.save_inference_model(str(tmp_path), ["x"], [loss], exe, main_program=main, format=fmt)
-    assert names == [loss.name]
+    assert names == ["save_infer_model/scale_0.tmp_0"]
     scope = fluid.Scope()
     program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe, scope=scope)
-    assert feeds == ["x"] and [v.name for v in fetches] == [loss.name]
+    assert feeds == ["x"] and [v.name for v in fetches] == names
     assert "y" in program.global_block().vars and not program.global_block().var("y").persistable
     assert not {"sgd", "mean_grad"} & {op.type for op in program.global_block().ops}
     got, = exe.run(program, feed={"x": xb, "y": yb}, fetch_list=fetches, scope=scope)

@@ -121,3 +121,19 @@ def test_a_job_tells_its_story_at_info_and_nothing_per_step(tmp_path):
              r"fluidist\.distributed\.pserver: pserver \S+: trainer \d is up \(2 of 2\)",
              r"fluidist\.distributed\.pserver: pserver \S+: every trainer is done after 18 round\(s\); shutting down"]
     assert len(s) == len(story) and all(re.match(p, line) for p, line in zip(story, s)), s
+
+
+def test_the_story_names_each_pserver_once_however_many_blocks_it_holds(monkeypatch, caplog):
+    """A trainer's recv answers come one per parameter block: 3 blocks on each of 2 pservers are 2
+    pservers reached and answering, not 6."""
+    from fluidist.distributed import trainer_session
+    monkeypatch.setattr(trainer_session, "_told", set())
+    monkeypatch.setattr(trainer_session, "_steps", {})
+    pairs = [(ep, 0) for _ in range(3) for ep in ("127.0.0.1:6170", "127.0.0.1:6171")]
+    with caplog.at_level(logging.INFO, logger="fluidist.distributed.trainer_session"):
+        trainer_session._tell_story(pairs)
+        trainer_session._steps.update({p: 1 for p in pairs})
+        trainer_session._tell_story(pairs)
+    assert [r.getMessage() for r in caplog.records] == [
+        "trainer 0: reached pserver(s) 127.0.0.1:6170, 127.0.0.1:6171",
+        "trainer 0: first step done (2 pserver(s) answered)"]

@@ -104,12 +104,6 @@ def test_metrics_chunk_edit_distance_auc():
     assert auc.eval() == pytest.approx(roc_auc(prob, lab[:, 0]), abs=2e-3)
 
 
-def test_detection_map_is_refused():
-    with pytest.raises(NotImplementedError, match="DetectionMAP is not implemented"):
-        fluid.metrics.DetectionMAP()
-    assert fluid.metrics.DetectionMAP.__fluidist_refused__
-
-
 def test_auc_keeps_its_bucket_counts_as_python_lists():
     # Paddle 1.8.5 gives these lists (ints where no sample fell, floats where some did) and 0.875
     auc = fluid.metrics.Auc("auc", num_thresholds=4)
@@ -118,3 +112,16 @@ def test_auc_keeps_its_bucket_counts_as_python_lists():
     assert auc._stat_pos == [0, 0, 1.0, 1.0, 0] and auc._stat_neg == [1.0, 0, 1.0, 0, 0]
     assert isinstance(auc._stat_pos, list)
     assert auc.eval() == pytest.approx(0.875)
+
+
+def test_detection_map_works():
+    """fluid.metrics.DetectionMAP builds its two detection_map ops (tests/ops/test_detection_map.py checks
+    its numbers over several batches)."""
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        det = fluid.data("det", [None, 6], "float32", lod_level=1)
+        gl = fluid.data("gl", [None, 1], "float32", lod_level=1)
+        gb = fluid.data("gb", [None, 4], "float32", lod_level=1)
+        metric = fluid.metrics.DetectionMAP(det, gl, gb, class_num=3)
+        types = [op.type for op in fluid.default_main_program().global_block().ops]
+    assert types.count("detection_map") == 2 and not getattr(fluid.metrics.DetectionMAP, "__fluidist_refused__", False)
+    assert len(metric.get_map_var()) == 2

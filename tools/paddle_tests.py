@@ -16,9 +16,10 @@ why. ``paddle.dataset`` is offline synthetic data of the same shapes (no network
 
 Paddle's tests of 2020 were written for NumPy < 1.24 (``np.float``, ``np.int``, ``np.product``,
 ragged ``np.array``): the test processes run under ``--python``, by default the venv that
-``--make-venv`` makes once (``$FLUIDIST_PADDLE_TESTS_VENV``, ``/tmp/fluidist-paddle-tests``: NumPy
-1.23, six and fluidist's dependencies), else this interpreter, and then those tests fail on NumPy's
-removed names.
+``--make-venv [BASE_PYTHON]`` makes once (``$FLUIDIST_PADDLE_TESTS_VENV``,
+``/tmp/fluidist-paddle-tests``: NumPy 1.23, SciPy, six and fluidist's dependencies; from Python 3.9
+ideally, since 3.11 refuses ``random.sample`` of a set, which some call), else this interpreter, and
+then those tests fail on NumPy's removed names.
 
 Each test ends as pass, fail, error, timeout, refused (a name fluidist leaves out, raising
 ``NotImplementedError``), skip, or gap (a failure listed with its cause in
@@ -47,7 +48,7 @@ DEFAULT_LIMIT = 240
 
 VENV = os.environ.get("FLUIDIST_PADDLE_TESTS_VENV",
                       os.path.join(os.environ.get("TMPDIR", "/tmp"), "fluidist-paddle-tests"))
-VENV_PACKAGES = ["numpy>=1.21,<1.24", "scipy<1.12", "six", "pyzmq>=22", "protobuf>=3.20"]
+VENV_PACKAGES = ["numpy>=1.21,<1.24", "scipy<1.12", "six", "pyzmq>=22", "protobuf>=3.20", "typing_extensions>=4.0"]
 
 
 def default_python():
@@ -55,9 +56,11 @@ def default_python():
     return python if os.access(python, os.X_OK) else sys.executable
 
 
-def make_venv():
-    """The test processes' interpreter: this Python with NumPy < 1.24 (Paddle's tests use its removed names)."""
-    subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+def make_venv(base=None):
+    """The test processes' interpreter: ``base`` (default this Python) with NumPy < 1.24 (Paddle's tests
+    use its removed names). Python 3.9 suits Paddle's 2020 test code best (3.11 refuses ``random.sample``
+    of a set, which some of them call)."""
+    subprocess.run([base or sys.executable, "-m", "venv", VENV], check=True)
     subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q"] + VENV_PACKAGES, check=True)
     return os.path.join(VENV, "bin", "python")
 
@@ -76,7 +79,9 @@ def parse_args(argv):
     ap.add_argument("--markdown", help="write the docs page (summary and every test that does not pass)")
     ap.add_argument("--python", default=None,
                     help="interpreter of the test processes (default: the --make-venv venv if present)")
-    ap.add_argument("--make-venv", action="store_true", help="make the test processes' venv (%s) first" % VENV)
+    ap.add_argument("--make-venv", nargs="?", const="", metavar="BASE_PYTHON",
+                    help="make the test processes' venv (%s) first, from BASE_PYTHON (default: this one; "
+                         "Python 3.9 suits Paddle's 2020 tests best)" % VENV)
     ap.add_argument("--fluidist", default=ROOT, help="the fluidist checkout to test (default: this one)")
     ap.add_argument("--known-gaps", default=report.KNOWN_GAPS, help="the known-gaps file (default: the runner's)")
     ap.add_argument("--time-limit", type=float, help="seconds per file (default: by family, %s, else %d)" % (
@@ -114,7 +119,8 @@ def fluidist_commit(root=ROOT):
 
 def main(argv=None):
     args = parse_args(argv if argv is not None else sys.argv[1:])
-    args.python = args.python or (make_venv() if args.make_venv else default_python())
+    args.python = args.python or (make_venv(args.make_venv or None) if args.make_venv is not None
+                                  else default_python())
     if args.reference:
         args.python = args.reference
     layout = scratch.prepare(scratch.find_source(args.paddle), args.scratch, args.commit, bool(args.reference))

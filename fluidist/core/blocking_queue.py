@@ -109,7 +109,10 @@ class BlockingQueue:
                 self._cond.notify_all()
                 return batch
             if self._error is not None:
-                raise self._error
+                # as in Paddle, a killed queue fails its reader with core.EnforceNotMet (the producer's
+                # error keeps its own class too)
+                from .paddle_names import as_enforce_not_met
+                raise as_enforce_not_met(self._error).with_traceback(self._error.__traceback__)
             raise EOFException("reader %r: there is no next data in this pass (EOF); call reset() "
                                "and start() for the next pass" % self.name)
 

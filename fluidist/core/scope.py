@@ -99,25 +99,26 @@ class ScopeVariable:
 
 
 class Scope:
+    """Where variables' values live, by name: a program declares variables, a Scope holds their values.
+
+    The Executor reads feeds from and writes results into a Scope (the global scope unless told
+    otherwise). A child scope (``new_scope``) sees its parents' values; loops run each step in one.
+
+    Args:
+        parent: the scope whose values this one sees, or None.
+
+    Examples:
+        >>> scope = fluid.Scope()
+        >>> with fluid.scope_guard(scope):
+        ...     main, startup = fluid.Program(), fluid.Program()
+        ...     with fluid.program_guard(main, startup):
+        ...         w = fluid.layers.create_parameter(shape=[2, 2], dtype="float32", name="w")
+        ...     _ = fluid.Executor(fluid.CPUPlace()).run(startup)
+        >>> np.array(scope.find_var("w").get_tensor()).shape
+        (2, 2)
+    """
+
     def __init__(self, parent: Optional[Scope] = None) -> None:
-        """Where variables' values live, by name: a program declares variables, a Scope holds their values.
-
-        The Executor reads feeds from and writes results into a Scope (the global scope unless told
-        otherwise). A child scope (``new_scope``) sees its parents' values; loops run each step in one.
-
-        Args:
-            parent: the scope whose values this one sees, or None.
-
-        Examples:
-            >>> scope = fluid.Scope()
-            >>> with fluid.scope_guard(scope):
-            ...     main, startup = fluid.Program(), fluid.Program()
-            ...     with fluid.program_guard(main, startup):
-            ...         w = fluid.layers.create_parameter(shape=[2, 2], dtype="float32", name="w")
-            ...     _ = fluid.Executor(fluid.CPUPlace()).run(startup)
-            >>> np.array(scope.find_var("w").get_tensor()).shape
-            (2, 2)
-        """
         self.parent = parent
         self.vals: Dict[str, object] = {}   # name -> value; the executor reads and writes this dict directly
         self.lods: Dict[str, list] = {}   # name -> LoD offsets, only for variables that carry LoD

@@ -403,13 +403,18 @@ class LoDTensorArray(list):
 
 class LoDRankTable:
     """The sequences of one LoD level sorted by length, longest first (ties keep their order):
-    ``items`` is a list of ``(sequence index, length)``; ``coarse_lod`` the LoD levels above it."""
+    ``ranked`` is a list of ``(sequence index, length)`` (``items()`` gives it, as Paddle's table
+    does); ``coarse_lod`` the LoD levels above it."""
 
-    __slots__ = ("items", "coarse_lod")
+    __slots__ = ("ranked", "coarse_lod")
 
     def __init__(self, items, coarse_lod=None):
-        self.items = [(int(i), int(n)) for i, n in items]
+        self.ranked = [(int(i), int(n)) for i, n in items]
         self.coarse_lod = [list(l) for l in coarse_lod] if coarse_lod else []
+
+    def items(self):
+        """``[(sequence index, length), ...]``, longest first."""
+        return list(self.ranked)
 
     @classmethod
     def from_lod(cls, lod, level):
@@ -419,4 +424,4 @@ class LoDRankTable:
         return cls([(k, lengths[k]) for k in order], lod[:level])
 
     def __repr__(self):
-        return "LoDRankTable(%s)" % self.items
+        return "LoDRankTable(%s)" % self.ranked

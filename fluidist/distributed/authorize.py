@@ -9,7 +9,8 @@ A pserver program says, as data, everything a well-behaved trainer may ask of it
   and the height of the declared variable or, when that is unknown, of the parameter its optimize block
   updates); a per-trainer copy only from that trainer.
 - ``get``: only persistable state the pserver holds (parameters, optimizer accumulators, the learning
-  rate), never a received gradient, and without a payload.
+  rate) or a variable of its global block that its served blocks compute (``layers.io.ListenAndServ``'s
+  results), never a received gradient, and without a payload.
 - ``prefetch``: only the id variables of its prefetch blocks, as a dense integer array of ids that lie
   in the table, naming an output the block writes.
 - ``checkpoint``: only into a directory under a root fixed when the pserver starts
@@ -93,8 +94,9 @@ class ServingRules:
             self.recv[name] = _Recv(name, var.dtype, list(var.shape) if var.shape is not None else None, sparse,
                                     height, int(m.group(1)) if m else None)
         gradients = set(self.recv) | set(grad_to_block)
+        computed = {n for b in program.blocks[1:] for op in b.ops for n in op.output_arg_names}
         self.served = {n for n, v in gb.vars.items()
-                       if v.persistable and v.type not in (VarType.RAW, VarType.SELECTED_ROWS)
+                       if (v.persistable or n in computed) and v.type not in (VarType.RAW, VarType.SELECTED_ROWS)
                        and n not in gradients}
         self.prefetch = {}
         for name, idx in prefetch_blocks.items():
@@ -221,9 +223,12 @@ class ServingRules:
 
 
 def parse_block_map(entries, what):
-    """``["name:block_index", ...]`` (a ``listen_and_serv`` attr) as ``{name: block_index}``."""
+    """``["name:block_index", ...]`` (a ``listen_and_serv`` attr) as ``{name: block_index}``. An empty
+    entry maps nothing (``layers.io.ListenAndServ`` writes ``[""]``: no gradient has a block of its own)."""
     out = {}
     for e in entries or []:
+        if str(e) == "":
+            continue
         name, sep, idx = str(e).rpartition(":")
         if not sep or not name:
             raise ValueError("listen_and_serv: %s entry %r must be 'name:block_index'" % (what, e))

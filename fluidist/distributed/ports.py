@@ -44,6 +44,9 @@ def split_endpoint(endpoint, what="endpoint", allow_port_zero=False):
         host, sep, port = text.rpartition(":")
         if text.startswith("[") and "]" not in host:  # "[::1]" alone: brackets but no port
             sep = ""
+    if text is not None and any(c in text for c in ";,"):
+        raise EndpointError("%s: %r is not one host:port: a list of endpoints is written with commas, "
+                            "host:port,host:port" % (what, endpoint))
     if text is None or not sep or not host or not port.isdigit() or not low <= int(port) <= 65535:
         raise EndpointError("%s: %r is not host:port (a port in %d..65535; IPv6 in brackets: [::1]:6170)"
                             % (what, endpoint, low))

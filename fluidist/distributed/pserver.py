@@ -10,8 +10,9 @@ One thread, one ROUTER socket (``rpc.Server``):
   naming the missing trainer ids and the loop raises: a dead trainer never makes anyone hang.
 - ASYNC (1) and HALF_ASYNC (2): each grad runs its optimize block (``grad_to_block_id``) when it
   arrives; gets are answered at once (with a copy: the next update writes the parameter in place);
-  barriers are acknowledged and ignored. The LR-decay block, if any, runs once at start (as Paddle's
-  async loop does with a block bound to no grad).
+  barriers are acknowledged and ignored. The LR-decay block, if any, runs once at start, and again
+  whenever a trainer's step counter arrives (``accumulate_on_arrival``: added to what that trainer's
+  counter held).
 - GEO (3): as ASYNC, the blocks adding the trainers' parameter deltas; a ``get`` of a row-sparse
   parameter that names it as ``table`` is answered with the rows changed since that trainer's last
   one (``geo_rows``).
@@ -45,7 +46,7 @@ import numpy as np
 
 from ..core.place import to_host
 from ..core.tensor import SelectedRows
-from . import liveness, rpc, shm_payload
+from . import liveness, rpc, serving_process, shm_payload
 from .arrival_sums import ArrivalSums
 from .geo_rows import UpdatedRows
 from .authorize import Refused, ServingRules, listen_and_serv_op, parse_block_map as _pairs
@@ -113,6 +114,7 @@ class ParameterServer:
                 raise ValueError("listen_and_serv: %s names block %d but the program has blocks 1..%d to serve"
                                  % (what, idx, nblocks - 1))
         self.round_blocks = [b.idx for b in blocks if b.idx != self.lr_block]
+        self.accumulate = set(attrs.get("accumulate_on_arrival") or [])
         self.sums = ArrivalSums(program, _pairs(attrs.get("sum_on_arrival"), "sum_on_arrival"),
                                 self.fanin) if self.sync else None
         if recv_names is None:
@@ -138,10 +140,17 @@ class ParameterServer:
     # -------------------------------------------------------------- loop
     def serve(self):
         self.server = rpc.Server(self.endpoint, self.deadline_ms, max_message_bytes=self.rules.max_message_bytes)
-        logger.info("pserver %s: serving %d block(s) to %d trainer(s), %s", self.endpoint, len(self.grad_to_block),
-                    self.fanin, "sync" if self.sync else "async")
+        logger.info("pserver %s: serving %d block(s) to %d trainer(s), %s", self.server.endpoint,
+                    len(self.grad_to_block), self.fanin, "sync" if self.sync else "async")
         try:
-            if not self.sync and self.lr_block >= 0 and self.lr_block not in self.grad_to_block.values():
+            with serving_process.serving(rpc.split_endpoint(self.server.endpoint)[1]):
+                self._serve_until_complete()
+        finally:
+            self.server.close()
+
+    def _serve_until_complete(self):
+        try:
+            if not self.sync and self.lr_block >= 0:     # the rate of the first steps
                 self._run(self.lr_block, "the learning-rate block")
             while len(self.completed) < self.fanin:
                 req = self.server.recv(self._poll_timeout())
@@ -171,8 +180,6 @@ class ParameterServer:
             self.deferred = []
             self._parked.clear()
             raise RuntimeError("pserver %s: %s" % (self.endpoint, e)) from None
-        finally:
-            self.server.close()
 
     def _from_closed_connection(self, req):
         """A request read after its connection closed (queued while this loop did not read) is dropped:
@@ -323,6 +330,10 @@ class ParameterServer:
     def _store(self, m):
         scope = self.scope
         value = self.to_place(m.value)
+        if m.name in self.accumulate:       # async LR decay's trainer step counters: arrivals add up
+            held = scope._find_value(m.name)
+            if held is not None:
+                value = held + value
         scope._set_value(m.name, value)
         if self.sums is not None and not self.completed:
             self.sums.add(m.name, value, self.rounds)

@@ -133,7 +133,7 @@ def _tell_story(pairs):
     """INFO, once each: the pservers a trainer reached (its first recv: the initial parameters), and its
     first step answered; per step only DEBUG."""
     for tid in sorted({t for _, t in pairs}):
-        eps = [ep for ep, t in pairs if t == tid]
+        eps = list(dict.fromkeys(ep for ep, t in pairs if t == tid))  # one pair per parameter block: distinct
         new = [ep for ep in eps if ("up", ep, tid) not in _told]
         if new:
             _told.update(("up", ep, tid) for ep in new)

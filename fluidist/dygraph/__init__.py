@@ -16,3 +16,8 @@ disable_dygraph = refused("fluid.disable_dygraph", _STATIC)
 enable_imperative = refused("fluid.enable_imperative", _DYGRAPH)
 disable_imperative = refused("fluid.disable_imperative", _STATIC)
 VarBase = refused_class("fluid.VarBase", _DYGRAPH)
+save_dygraph = refused("fluid.save_dygraph", _DYGRAPH + " (save a static program with fluid.save)")
+load_dygraph = refused("fluid.load_dygraph", _DYGRAPH + " (load a static program with fluid.load)")
+monkey_patch_varbase = refused("fluid.monkey_patch_varbase", _DYGRAPH)
+# Paddle's fluid/__init__ also holds the classes of dygraph.nn and dygraph.layers (fluid.Conv2D,
+# fluid.Layer, ...): the face takes them from here, where the tree's __getattr__ refuses each by name.

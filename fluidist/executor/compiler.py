@@ -25,6 +25,7 @@ from ..framework.op_role import OP_ROLE_ATTR, OpRole
 from ..framework.program import Program
 from ..transpiler.collective import allreduce_gradients
 from .executor import Executor, _as_fetch_names
+from .feed_split import split_feed
 from ..core.place import CUDAPlace, cpu_places, cuda_places, is_device_array, to_host
 from ..core.placement import copy_to, to_place
 from ..core.fetched import as_fetched
@@ -211,6 +212,8 @@ class CompiledProgram:
         self._build_strategy = build_strategy or self._build_strategy or BuildStrategy()
         self._exec_strategy = exec_strategy or ExecutionStrategy()
         self._share_vars_from = share_vars_from
+        if places is not None and not isinstance(places, (list, tuple)):
+            places = [places]           # one place, as Paddle takes it
         self._places = list(places) if places is not None else None
         return self
 
@@ -262,6 +265,8 @@ class CompiledProgram:
             return self._run_inference(feed)
         scope = scope if scope is not None else global_scope()
         program = self._program_for_run(executor, scope)
+        if self._resolved.dry_run:      # as Paddle's dry run: nothing runs, each fetch is an empty array
+            return [np.zeros((0,), "float32") for _ in _as_fetch_names(fetch_list)]
         out = None
         for _ in range(self._resolved.iterations):      # ExecutionStrategy.num_iteration_per_run
             out = self._run_once(executor, program, feed, fetch_list, scope, return_numpy, return_merged)
@@ -281,41 +286,6 @@ class CompiledProgram:
             raise ValueError("Cannot compile program with different scope/place: a CompiledProgram runs with "
                              "the scope and place of its first run")
         return self._runner.run(feed, _as_fetch_names(fetch_list), return_numpy, return_merged)
-
-
-def _split_feed(feed, n, names_lod):
-    """A dict feed split along dim 0 over ``n`` places; the last place takes the remainder."""
-    per_place = [dict() for _ in range(n)]
-    for name, value in feed.items():
-        lod = None
-        if isinstance(value, LoDTensor):
-            lod = value.lod()
-            arr = np.asarray(value)
-        else:
-            arr = value if hasattr(value, "shape") else np.asarray(value)
-        if lod:
-            offsets = lod[-1]
-            nseq = len(offsets) - 1
-            if nseq < n:
-                raise ValueError("feed %r has %d sequences for %d places: each place needs at least one"
-                                 % (name, nseq, n))
-            base = nseq // n
-            bounds = [i * base for i in range(n)] + [nseq]
-            for i in range(n):
-                s0, s1 = bounds[i], bounds[i + 1]
-                r0, r1 = offsets[s0], offsets[s1]
-                t = LoDTensor(arr[r0:r1])
-                t.set_lod([[o - r0 for o in offsets[s0:s1 + 1]]])
-                per_place[i][name] = t
-            continue
-        rows = arr.shape[0] if arr.ndim else 0
-        if rows < n:
-            raise ValueError("feed %r has %d samples for %d places: each place needs at least one" % (name, rows, n))
-        base = rows // n
-        for i in range(n):
-            end = (i + 1) * base if i < n - 1 else rows
-            per_place[i][name] = arr[i * base:end]
-    return per_place
 
 
 _LOCAL_RINGS = itertools.count(1 << 20)   # ring ids of the runners' thread rings (clear of users' ids)
@@ -474,9 +444,13 @@ class _DataParallelRunner:
             root = next((e for e in errors if not isinstance(e, (CollectiveError, CollectiveTimeout))), errors[0])
             raise root
 
+    def _is_persistable(self, name):
+        v = self.programs[0].global_block()._find_var_recursive(name)
+        return v is not None and v.persistable
+
     def run(self, feed, fetch_names, return_numpy, return_merged):
         if isinstance(feed, dict):
-            feeds = _split_feed(feed, self.nplaces, None) if self.nplaces > 1 else [feed]
+            feeds = split_feed(feed, self.nplaces, self._is_persistable) if self.nplaces > 1 else [feed]
         elif isinstance(feed, (list, tuple)):
             if len(feed) != self.nplaces:
                 raise ValueError("a list feed needs one dict per place: got %d dicts for %d places"

@@ -29,6 +29,7 @@ from ..core.tensor import LoDTensor, SelectedRows
 from ..framework import registry
 from ..framework.op_role import OP_ROLE_ATTR, OpRole
 from ..framework.program import Program, Variable, default_main_program
+from ..console.progress import Progress
 
 _log = logging.getLogger(__name__)
 
@@ -188,6 +189,7 @@ def run_from_dataset(executor, program, dataset, scope, thread, is_infer, debug,
     executors = [executor] * len(streams) if serial else [type(executor)(executor.place) for _ in streams]
     counts = [0] * len(streams)
     started = time.time()
+    progress = Progress("%s_from_dataset (%d thread(s))" % ("infer" if is_infer else "train", len(streams)))
     monitor = FetchHandlerMonitor(tscopes[0].scope, fetch_handler) if fetch_handler is not None else None
 
     def step(t, batch):
@@ -203,6 +205,7 @@ def run_from_dataset(executor, program, dataset, scope, thread, is_infer, debug,
         out = executors[t].run(program, feed=feed, fetch_list=want, scope=ts.scope)
         ts.push()
         counts[t] += 1
+        progress.step()
         if want:
             sys.stdout.write(", ".join("%s: %s" % (info, np.array2string(np.asarray(v).reshape(-1)[:8]))
                                        for info, v in zip(fetch_info, out)) + "\n")

@@ -45,12 +45,14 @@ class ParallelExecutor:
             places=self._places)
         self._place = self._places[0]
         self._exe = Executor(self._place)
+        self._scopes_dropped = False    # drop_local_exe_scopes() since the last run
 
     def run(self, fetch_list, feed=None, feed_dict=None, return_numpy=True):
         """Run one step on every place; returns the fetched values of all places concatenated."""
         if feed is None and feed_dict is not None:
             warnings.warn("ParallelExecutor.run(feed_dict=...) is deprecated: use feed=", stacklevel=2)
             feed = feed_dict
+        self._scopes_dropped = False
         return self._exe.run(self._compiled_program, scope=self._scope, feed=feed, fetch_list=fetch_list,
                              return_numpy=return_numpy)
 
@@ -63,10 +65,13 @@ class ParallelExecutor:
         runner = self._compiled_program._runner
         if runner is None:
             return
+        self._scopes_dropped = True
         program = self._compiled_program._run_program    # with gradient merge: the merged copy
         keep = {v.name for v in program.list_vars() if v.persistable}
         for s in runner.scopes:
             s.erase([n for n in list(s.vals) if n not in keep])
 
     def _need_create_local_exe_scopes(self):
-        return self._compiled_program._runner is None
+        """Whether the next run makes the places' temporaries anew: before the first run, and after
+        ``drop_local_exe_scopes``."""
+        return self._compiled_program._runner is None or self._scopes_dropped

@@ -8,6 +8,7 @@ import zlib
 import numpy as np
 
 from ..framework.dtypes import VarType
+from ..core.paddle_names import as_enforce_not_met
 from ..core.placement import to_host_value, to_place
 from ..framework import registry
 from ..framework.block import Block
@@ -140,8 +141,8 @@ class Plan:
         for i, op in enumerate(self.block.ops):
             opdef = registry.lookup(op.type)
             if opdef is None:
-                raise ValueError("block %d op %d: unknown op type %r (no kernel registered)"
-                                 % (block_idx, i, op.type))
+                e = registry.unknown_op_error(op.type)
+                raise type(e)("block %d op %d: %s" % (block_idx, i, e))
             if opdef.kernel is None:
                 raise ValueError("block %d op %d: op type %r has no kernel" % (block_idx, i, op.type))
             ins = []
@@ -224,12 +225,10 @@ class Plan:
         lines.append("        if e.args and e.args[0] in steps[i].in_names:")
         lines.append("            return i")
         lines.append("        annotate(e, steps[i])")
-        lines.append("        raise")
         lines.append("    except Exception as e:")
         lines.append("        annotate(e, steps[i])")
-        lines.append("        raise")
         env["steps"] = self.steps
-        env["annotate"] = _annotate
+        env["annotate"] = _raise_annotated
         for st in self.steps:
             st.in_names = {n for _, names, _ in st.ins for n in names}
         code = compile("\n".join(lines), "<fluidist plan of block %d>" % self.block.idx, "exec")
@@ -390,8 +389,7 @@ def _call(step, ins):
     try:
         return step.kernel(step.ctx, ins, step.attrs)
     except Exception as e:
-        _annotate(e, step)
-        raise
+        _raise_annotated(e, step)
 
 
 def _store(step, outs, put):
@@ -411,12 +409,29 @@ def _store(step, outs, put):
 
 
 def _annotate(e, step):
+    """Name the op in a kernel's error, and make it a ``core.EnforceNotMet`` too (Paddle's class of
+    the errors of ops at run time) while keeping its own class."""
     note = "(in op %d %r of block %d)" % (step.index, step.op.type, step.op.block.idx)
     if e.args and isinstance(e.args[0], str) and note not in e.args[0]:
         e.args = ("%s %s" % (e.args[0], note),) + e.args[1:]
 
 
+def _raise_annotated(e, step):
+    """Raise a kernel's error named by its op, as a ``core.EnforceNotMet`` too (Paddle's class of the
+    errors of ops at run time) while keeping its own class."""
+    _annotate(e, step)
+    err = as_enforce_not_met(e)
+    if err is e:
+        raise e
+    raise err.with_traceback(e.__traceback__) from e.__cause__
+
+
 def _missing_value_error(block, name, op):
+    """The error of an op input without a value (a ``core.EnforceNotMet`` too, as in Paddle)."""
+    return as_enforce_not_met(_missing_value(block, name, op))
+
+
+def _missing_value(block, name, op):
     v = block._find_var_recursive(name)
     if v is not None and v.is_data:
         return ValueError("feed variable %r is required by op %r but was not fed" % (name, op.type))

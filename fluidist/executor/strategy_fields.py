@@ -19,7 +19,8 @@ honoured                                    ``reduce_strategy`` (AllReduce; Redu
                                             ``fuse_all_reduce_ops`` (the dense gradients are
                                             coalesced and all-reduced at once),
                                             ``sync_batch_norm`` (batch_norm ops become
-                                            sync_batch_norm: ``fluidist.passes.sync_batch_norm``)
+                                            sync_batch_norm: ``fluidist.passes.sync_batch_norm``),
+                                            ``ExecutionStrategy._dry_run`` (no op runs)
 no effect, warned once                      the rest (see ``NO_EFFECT``)
 ==========================================  ===================================================
 """
@@ -51,7 +52,6 @@ NO_EFFECT_EXEC = {
     "use_thread_barrier": (False, "a half-async trainer waits at its program's send_barrier op, not in the executor"),
     "allow_op_delay": (False, "ops run in program order"),
     "use_experimental_executor": (True, "there is one executor"),
-    "_dry_run": (False, "programs always run"),
 }
 
 _warned: set = set()
@@ -76,6 +76,7 @@ class Resolved:
     merge_k: int = 1
     merge_avg: bool = True
     iterations: int = 1
+    dry_run: bool = False   # ExecutionStrategy._dry_run: the program is prepared, no op runs
 
 
 def resolve(build_strategy, exec_strategy):
@@ -107,6 +108,7 @@ def resolve(build_strategy, exec_strategy):
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError("ExecutionStrategy.num_iteration_per_run must be an int >= 1, got %r" % (n,))
         out.iterations = n
+        out.dry_run = bool(getattr(exec_strategy, "_dry_run", False))
     return out
 
 

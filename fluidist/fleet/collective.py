@@ -47,6 +47,10 @@ def _node_ip(endpoint):
         return endpoint.split(":")[0].strip()
 
 class Collective(Fleet):
+    """The collective fleet (every process a worker, gradients all-reduced): what ``fleet`` of
+    ``fluid.incubate.fleet.collective`` is. The parameter-server calls (``init_worker``,
+    ``run_server``, ...) only warn that they do nothing here."""
+
     def __init__(self):
         super().__init__(Mode.COLLECTIVE)
         self._local_ip = 0
@@ -259,3 +263,5 @@ class CollectiveOptimizer(DistributedOptimizer):
 
 
 fleet = Collective()
+"""The collective fleet a script uses: ``from fluid.incubate.fleet.collective import fleet``, then
+``fleet.init(role_maker)`` and ``fleet.distributed_optimizer(opt, strategy).minimize(loss)``."""

@@ -59,6 +59,12 @@ __all__ = ["fleet", "DistributedTranspiler", "TranspilerOptimizer", "Distributed
 
 
 class DistributedTranspiler(Fleet):
+    """The parameter-server fleet: what ``fleet`` of
+    ``fluid.incubate.fleet.parameter_server.distribute_transpiler`` is. ``distributed_optimizer``
+    transpiles the program for the role this process has (worker or pserver) with the strategy's
+    ``DistributeTranspilerConfig``; ``init_server``/``run_server`` start a pserver, ``init_worker``
+    and ``stop_worker`` bracket a worker's training (the communicator of async modes)."""
+
     def __init__(self):
         super().__init__(Mode.TRANSPILER)
         self._transpiler = None
@@ -355,3 +361,8 @@ class TranspilerOptimizer(DistributedOptimizer):
 
 
 fleet = DistributedTranspiler()
+"""The parameter-server fleet a script uses: ``from
+fluid.incubate.fleet.parameter_server.distribute_transpiler import fleet``, then ``fleet.init(role_maker)``
+and ``fleet.distributed_optimizer(opt, strategy).minimize(loss)``; pservers call
+``fleet.init_server(); fleet.run_server()``, workers ``fleet.init_worker()``, train, then
+``fleet.stop_worker()``."""

@@ -249,6 +249,10 @@ class GeoStrategy(PSDistributedStrategy):
 
 
 class StrategyFactory:
+    """Paddle 1.x's way to make a parameter-server strategy: ``StrategyFactory.create_sync_strategy()``,
+    ``create_half_async_strategy()``, ``create_async_strategy()`` or ``create_geo_strategy(k)`` (GEO-SGD
+    sending every ``k`` steps), for ``fleet.distributed_optimizer(opt, strategy)``."""
+
     @staticmethod
     def create_sync_strategy():
         return SyncStrategy()

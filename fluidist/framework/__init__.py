@@ -8,10 +8,13 @@ from .program import (Block, Operator, Parameter, Program, Variable, default_mai
                       default_startup_program, grad_var_name, name_scope, program_guard)
 from .program import switch_main_program, switch_startup_program  # noqa: F401
 from .name_scope import NameScope, full_name_scope as _full_name_scope  # noqa: F401 (Paddle's names)
-from .api import (ComplexVariable, IrGraph, IrNode, IrOpNode, IrVarNode, OpProtoHolder,  # noqa: F401
+from .api import (_get_var, ComplexVariable, IrGraph, IrNode, IrOpNode, IrVarNode, OpProtoHolder,  # noqa: F401
                   ParamBase, ParameterMetaClass, VariableMetaClass, convert_np_dtype_to_dtype_, device_guard,
                   dtype_is_floating, generate_control_dev_var_name, get_all_op_protos, get_flags, in_dygraph_mode,
                   load_op_library, require_version, set_flags, switch_device)
+from .dygraph_switch import (_current_expected_place, _dygraph_current_expected_place_, _dygraph_guard,  # noqa: F401
+                             _dygraph_not_support_, _dygraph_only_, _dygraph_place_guard, _dygraph_tracer,
+                             _dygraph_tracer_, dygraph_not_support, dygraph_only)
 from .variable import EMPTY_VAR_NAME, TEMP_VAR_NAME  # noqa: F401,E402
 from .variable import GRAD_SUFFIX as GRAD_VAR_SUFFIX  # noqa: F401,E402
 

@@ -136,3 +136,15 @@ ParameterMetaClass = refused_class("fluid.framework.ParameterMetaClass", _DYGRAP
 VariableMetaClass = refused_class("fluid.framework.VariableMetaClass", _DYGRAPH)
 switch_device = refused("fluid.framework.switch_device",
                         "fluidist runs every op of a program on the Executor's place")
+
+
+def _get_var(name, program=None):
+    """The variable ``name`` of the global block of ``program`` (default: the default main program);
+    Paddle's private helper, which its model scripts use."""
+    from .program import Program, default_main_program
+    program = default_main_program() if program is None else program
+    if not isinstance(name, str):
+        raise TypeError("_get_var: name must be a str, got %r" % type(name).__name__)
+    if not isinstance(program, Program):
+        raise TypeError("_get_var: program must be a Program, got %r" % type(program).__name__)
+    return program.global_block().var(name)

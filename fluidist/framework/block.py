@@ -248,19 +248,20 @@ class _BlockEdits:
 
 
 class Block:
+    """A list of operators and the variables they use; block 0 of a Program is its global block, the
+    others are the bodies of loops and branches (their ``parent_idx`` is the enclosing block).
+
+    Scripts get Blocks from ``program.global_block()`` or ``program.current_block()``; layers call
+    ``create_var`` and ``append_op`` on them.
+
+    Attributes:
+        program: the Program it belongs to.
+        idx: its index in ``program.blocks``.
+        parent_idx: the enclosing block's index (-1 for the global block).
+        vars: ``{name: Variable}`` declared in this block.
+    """
+
     def __init__(self, program: Any, idx: int, parent_idx: int = -1) -> None:
-        """A list of operators and the variables they use; block 0 of a Program is its global block, the
-        others are the bodies of loops and branches (their ``parent_idx`` is the enclosing block).
-
-        Scripts get Blocks from ``program.global_block()`` or ``program.current_block()``; layers call
-        ``create_var`` and ``append_op`` on them.
-
-        Attributes:
-            program: the Program it belongs to.
-            idx: its index in ``program.blocks``.
-            parent_idx: the enclosing block's index (-1 for the global block).
-            vars: ``{name: Variable}`` declared in this block.
-        """
         self.program = program
         self.idx = idx
         self.parent_idx = parent_idx
@@ -432,7 +433,7 @@ class Block:
             raise ValueError("an op needs a type: append_op(type=..., ...)")
         opdef = registry.lookup(type)
         if opdef is None:
-            raise ValueError("unknown op type %r: no op of that type is registered" % type)
+            raise registry.unknown_op_error(type)
         attrs = dict(attrs or {})
         prog = self.program
         if OP_ROLE_ATTR not in attrs:

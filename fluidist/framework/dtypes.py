@@ -4,12 +4,13 @@ Paddle's proto code (``int(VarType.FP32) == 5``), so either spelling works where
 variable type is asked for, and an int code works in an op's dtype attrs (``cast``'s ``out_dtype``)."""
 import numpy as np
 
+# "int" and "float" name NumPy's defaults (int64, float64), as Paddle reads a dtype string through np.dtype
 _ALIASES = {
-    "float32": "float32", "fp32": "float32", "float": "float32",
-    "float64": "float64", "fp64": "float64", "double": "float64",
+    "float32": "float32", "fp32": "float32",
+    "float64": "float64", "fp64": "float64", "double": "float64", "float": "float64",
     "float16": "float16", "fp16": "float16",
     "int8": "int8", "uint8": "uint8", "int16": "int16",
-    "int32": "int32", "int": "int32",
+    "int32": "int32", "int": "int64",
     "int64": "int64", "long": "int64",
     "bool": "bool",
 }

@@ -58,7 +58,7 @@ def lint_program(program):
             where = "block %d op %d (%s)" % (b.idx, i, op.type)
             opdef = registry.lookup(op.type)
             if opdef is None:
-                problems.append("%s: unknown op type" % where)
+                problems.append("%s: %s" % (where, registry.unknown_op_error(op.type)))
                 continue
             for slot, names in list(op.inputs.items()) + list(op.outputs.items()):
                 for n in names:

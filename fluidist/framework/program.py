@@ -28,27 +28,28 @@ from .variable import (EMPTY_VAR_NAME, GRAD_SUFFIX, LR_DECAY_COUNTER, RENAME_INF
 
 
 class Program:
+    """A program: a list of Blocks (block 0 is the global block) of variables and operators.
+
+    Layers append to the current default main program (``fluid.default_main_program()``), their
+    initialisers to the default startup program; ``fluid.program_guard(main, startup)`` makes others
+    current. A Program is data: it can be cloned, printed, linted and saved as JSON; an ``Executor``
+    runs it, and the transpiler rewrites it for distributed training.
+
+    Attributes:
+        blocks: the Blocks, by index.
+        random_seed: the seed of random initialisers and dropout (0: a fresh one each run).
+
+    Examples:
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        ...     y = fluid.layers.fc(x, size=2)
+        >>> [op.type for op in main.global_block().ops]
+        ['mul', 'elementwise_add']
+        >>> test_program = main.clone(for_test=True)
+    """
+
     def __init__(self) -> None:
-        """A program: a list of Blocks (block 0 is the global block) of variables and operators.
-
-        Layers append to the current default main program (``fluid.default_main_program()``), their
-        initialisers to the default startup program; ``fluid.program_guard(main, startup)`` makes others
-        current. A Program is data: it can be cloned, printed, linted and saved as JSON; an ``Executor``
-        runs it, and the transpiler rewrites it for distributed training.
-
-        Attributes:
-            blocks: the Blocks, by index.
-            random_seed: the seed of random initialisers and dropout (0: a fresh one each run).
-
-        Examples:
-            >>> main, startup = fluid.Program(), fluid.Program()
-            >>> with fluid.program_guard(main, startup):
-            ...     x = fluid.data(name="x", shape=[None, 4], dtype="float32")
-            ...     y = fluid.layers.fc(x, size=2)
-            >>> [op.type for op in main.global_block().ops]
-            ['mul', 'elementwise_add']
-            >>> test_program = main.clone(for_test=True)
-        """
         self.blocks = [Block(self, 0)]
         self.current_block_idx = 0
         self._version = 0
@@ -64,6 +65,7 @@ class Program:
         self._use_hierarchical_allreduce = False
         self._hierarchical_allreduce_inter_nranks = 0
         self._distributed_lookup_table = None
+        self._parameters_on_pservers = None     # a transpiler's VarsDistributed (shared by clones, as in Paddle)
         self._origin_program = None
 
     # ---- seed

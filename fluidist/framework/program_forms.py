@@ -28,6 +28,7 @@ def clone_into(src, p, for_test=False):
     p._seed = src._seed
     for k in PROGRAM_FIELDS:
         setattr(p, k, copy.copy(getattr(src, k)))
+    p._parameters_on_pservers = getattr(src, "_parameters_on_pservers", None)
     if for_test:
         _strip_training(p)
     p._version = 0

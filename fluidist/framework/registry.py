@@ -71,6 +71,12 @@ it exactly ``inputs`` (forward inputs and outputs by slot, ``<Out>@GRAD`` for ou
 ``grad=callable`` on the forward op is a custom maker ``f(op) -> [op spec dicts]``; ``grad=None``
 (with no ``register_grad``): the op is not differentiable.
 
+Refused op types: ``refuse_op(type, reason)`` names an op type of Paddle 1.8 that fluidist leaves
+out on purpose, with the reason and what to use instead (``fluidist/ops/refused_ops.py`` holds the
+one table). Appending such an op, loading a program that holds one, or asking the registry for its
+entry raises NotImplementedError saying "op type 'X' is not implemented in fluidist: <reason>"
+(``unknown_op_error``); a type is either registered or refused, never both.
+
 The registry imports nothing of fluidist: the op families in ``fluidist.ops`` fill it when the
 package is imported, and the table imports it on its first read (``framework/op_table.py``).
 """
@@ -148,6 +154,7 @@ class OpDef:
 
 
 _REGISTRY: Dict[str, OpDef] = OpTable()
+_REFUSED: Dict[str, str] = OpTable()   # op type -> why fluidist leaves it out, and what to use instead
 _FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
           "after_update", "communicates", "serves", "to_peers", "from_peers", "barrier", "reversible", "comm_stream", "host", "host_except",
           "host_inputs")
@@ -182,6 +189,9 @@ def define_op(type, inputs=(), outputs=(), attrs=None, kernel=None, infer=None, 
               doc="", forward=None, **facts):
     if type in _REGISTRY:
         raise ValueError("op type %r is registered twice" % type)
+    if type in _REFUSED:
+        raise ValueError("op type %r is registered but also refused (fluidist/ops/refused_ops.py): drop its "
+                         "refusal" % type)
     unknown = set(facts) - set(_FACTS)
     if unknown:
         raise TypeError("register_op(%r): unknown facts %s (known: %s)" % (type, sorted(unknown), list(_FACTS)))
@@ -255,8 +265,38 @@ def lookup(type):
 def get(type):
     d = _REGISTRY.get(type)
     if d is None:
-        raise ValueError("unknown op type %r: no op of that type is registered" % type)
+        raise unknown_op_error(type)
     return d
+
+
+def refuse_op(type, reason):
+    """Name op type ``type`` as one fluidist leaves out on purpose; ``reason`` says why and what to
+    use instead."""
+    if type in _REGISTRY:
+        raise ValueError("op type %r is refused but also registered: drop its refusal" % type)
+    if type in _REFUSED:
+        raise ValueError("op type %r is refused twice" % type)
+    if not reason:
+        raise ValueError("op type %r: a refusal needs its reason" % type)
+    _REFUSED[type] = reason
+
+
+def refusal(type):
+    """Why fluidist leaves op type ``type`` out, or None (registered or unknown)."""
+    return _REFUSED.get(type)
+
+
+def refused_op_types():
+    return sorted(_REFUSED)
+
+
+def unknown_op_error(type):
+    """The error for an op type without an entry: NotImplementedError naming the reason for a refused
+    type, else ValueError."""
+    reason = _REFUSED.get(type)
+    if reason is not None:
+        return NotImplementedError("op type %r is not implemented in fluidist: %s" % (type, reason))
+    return ValueError("unknown op type %r: no op of that type is registered" % type)
 
 
 def all_op_types():

@@ -86,6 +86,21 @@ def _check_feeds_and_targets(feeded_var_names, target_vars, export_for_deploymen
     return list(feeded_var_names), [v.name for v in target_vars]
 
 
+def _scaled_targets(program, target_vars):
+    """As Paddle 1.8 does, append ``scale(target, 1.0, name="save_infer_model/scale_<i>")`` to the program
+    (the caller's program: it keeps the ops) for each target Variable; the saved model fetches those
+    (``save_infer_model/scale_<i>.tmp_<n>``), so that a target is never an op's input pruned away."""
+    from ..framework.program import program_guard
+    from ..layers.nn import scale
+    if isinstance(target_vars, Variable):
+        target_vars = [target_vars]
+    if not isinstance(target_vars, (list, tuple)):
+        return target_vars
+    with program_guard(program):
+        return [scale(v, 1.0, name="save_infer_model/scale_%d" % i) if isinstance(v, Variable) else v
+                for i, v in enumerate(target_vars)]
+
+
 def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_vars: Sequence[Variable],
                          executor: Executor, main_program: Program | None = None, model_filename: str | None = None,
                          params_filename: str | None = None, export_for_deployment: bool = True,
@@ -115,6 +130,8 @@ def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_v
             for n in names:
                 if gb._find_var_recursive(n) is None:
                     raise ValueError("%s variable %r is not a variable of the program" % (what, n))
+    _, targets = _check_feeds_and_targets(feeded_var_names, _scaled_targets(program, target_vars),
+                                          export_for_deployment)
     model_basename = os.path.basename(model_filename) if model_filename else MODEL_FILE
     params_filename = os.path.basename(params_filename) if params_filename else None
     if export_for_deployment:

@@ -17,7 +17,7 @@ from ..core.tensor import SelectedRows
 from ..framework.dtypes import VarType
 from ..framework.program import Program, Variable
 from ..paddle_format import files as paddle_files
-from . import durable, durable_dir
+from . import distributed, durable, durable_dir
 
 from .common import (INDEX_FILE, INDEX_KEY, MAX_INDEX_BYTES, UNCHECKED_ENV, _ZIP_MAGIC, VarMismatchError, _index_text, _npy_bytes,
                      _npz_bytes, _own_arrays, _parse_index, _plain_file_name, _read_index_file, _read_scope, _save_format, _select, _sha256,
@@ -144,7 +144,9 @@ def save_persistables(executor: Executor, dirname: str | None, main_program: Pro
                       filename: str | None = None, scope: Scope | None = None,
                       format: str | None = None) -> bytes | None:
     """Save every persistable variable of ``main_program``: parameters, optimizer accumulators, the
-    learning rate and counters; what a checkpoint needs to resume training.
+    learning rate and counters; what a checkpoint needs to resume training. On a transpiled trainer
+    program (Paddle's distributed save) the optimizer state the pservers hold is received from them
+    and saved whole with the trainer's own variables (``io.distributed``).
 
     Args:
         executor: the Executor (its place says where the values are).
@@ -166,6 +168,9 @@ def save_persistables(executor: Executor, dirname: str | None, main_program: Pro
         >>> fluid.io.save_persistables(exe, ckpt, main)
         >>> fluid.io.load_persistables(exe, ckpt, main)
     """
+    if distributed.placement(main_program) is not None and not distributed.is_pserver_program(main_program):
+        return distributed.save_trainer_persistables(executor, dirname, main_program, filename, scope, save_vars,
+                                                     format)
     return save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope,
                      format=format)
 
@@ -395,7 +400,9 @@ def load_persistables(executor: Executor, dirname: str | None, main_program: Pro
                       filename: str | bytes | None = None, scope: Scope | None = None) -> None:
     """Load every persistable variable of ``main_program`` into ``scope``.
 
-    The files may be fluidist's or Paddle's (``save_persistables``'s, detected).
+    The files may be fluidist's or Paddle's (``save_persistables``'s, detected). On a transpiled pserver
+    program (Paddle's distributed load) each variable the pserver holds a block of is read whole and
+    its block kept (``io.distributed``).
 
     Args:
         executor: the Executor (values go to its place).
@@ -404,4 +411,7 @@ def load_persistables(executor: Executor, dirname: str | None, main_program: Pro
         filename: the one file all variables were saved into, if they were.
         scope: where the values go (default: the global scope).
     """
+    if distributed.placement(main_program) is not None and distributed.is_pserver_program(main_program):
+        distributed.load_pserver_persistables(executor, dirname, main_program, filename, scope, _read_vars, _commit)
+        return
     load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename, scope=scope)

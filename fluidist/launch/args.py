@@ -102,6 +102,25 @@ def normalize_argv(parser, argv):
     return out
 
 
+_TORCHRUN_OUTPUT = ("each process's output goes to its log in --log_dir (workerlog.N); --tee copies it to the "
+                    "console, --log_dir '' sends it there instead")
+# torchrun's options this launcher does not take, and what does the same here (underscored spellings)
+TORCHRUN_ONLY = {
+    "--redirects": _TORCHRUN_OUTPUT,
+    "-r": _TORCHRUN_OUTPUT,
+    "--logs_specs": _TORCHRUN_OUTPUT,
+    "--local_ranks_filter": "--tee LOCAL_RANK:N,... picks the processes whose output reaches the console",
+    "--start_method": "every process is a new Python interpreter (torchrun's spawn)",
+    "--role": "a process's role comes from the job: trainers, or pservers with --server_num / --worker_num",
+    "--run_path": "the training script is run as a file (-m runs a module)",
+}
+
+
+def _torchrun_only(flag):
+    """What this launcher does instead of torchrun's ``flag`` (either spelling), or None."""
+    return TORCHRUN_ONLY.get(flag if not flag.startswith("--") else "--" + flag[2:].replace("-", "_"))
+
+
 def _known_option(parser, flag):
     """The action of ``flag`` (exact, or an unambiguous prefix of a long option, as argparse allows); an
     unknown or ambiguous one is a usage error naming it and the nearest known option, before the flag's
@@ -116,6 +135,9 @@ def _known_option(parser, flag):
         if prefixed:
             names = sorted(o for o, a in actions.items() if o.startswith(flag) and a in prefixed)
             parser.error("ambiguous option %s: it could be %s" % (flag, ", ".join(names)))
+    instead = _torchrun_only(flag)
+    if instead:
+        parser.error("%s is torchrun's option, which this launcher does not take: %s" % (flag, instead))
     near = difflib.get_close_matches(flag, [o for o in actions if o.startswith("--")], n=1, cutoff=0.6)
     parser.error("unknown option %s%s (the training script's own options go after it; see --help)"
                  % (flag, " (did you mean %s?)" % near[0] if near else ""))
@@ -332,6 +354,12 @@ def build_parser(prog=None):
 
 
 def parse_args(argv=None, prog=None):
+    """The launcher's command line (``argv``, else ``sys.argv[1:]``) as an ``argparse.Namespace``.
+
+    Paddle 1.8's flags and torchrun's spellings of them are both taken (``--nproc_per_node`` and
+    ``--nproc-per-node``); a flag left out falls back to its environment variables (``--help`` lists
+    them; ``FLUIDIST_LAUNCH_<DEST>`` for each), then its default. A usage mistake (no training script, an unknown option) exits with
+    argparse's status 2 and a message naming it."""
     parser = build_parser(prog)
     args = parser.parse_args(normalize_argv(parser, sys.argv[1:] if argv is None else argv))
     if not args.training_script:

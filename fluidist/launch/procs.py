@@ -123,8 +123,10 @@ CHILD_SECURITY: dict = {}
 
 def child_base_env():
     """The launcher's environment minus the proxy variables (children talk to peers directly), with
-    ``FLUIDIST_LOG_LEVEL`` from ``--log_level`` and the job secret's variables."""
-    env = dict(os.environ)
+    ``FLUIDIST_LOG_LEVEL`` from ``--log_level``, the job secret's variables, and
+    ``FLUIDIST_QUIET_INTERRUPT=1``: a child that ctrl-C interrupts logs its traceback at DEBUG only,
+    the launcher says it once."""
+    env = dict(os.environ, FLUIDIST_QUIET_INTERRUPT="1")
     for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
         env.pop(k, None)
     if CHILD_LOG_LEVEL is not None:

@@ -52,3 +52,16 @@ def _unary(op_type, x, name=None, attrs=None, out_dtype=None):
     out = helper.create_variable_for_type_inference(out_dtype or x.dtype)
     helper.append_op(op_type, inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs or {})
     return out
+
+
+def multi_out_op(layer, op_type, inputs, outputs, attrs, name=None, stop_gradient=False):
+    """Append ``op_type`` with new output Variables ``outputs`` = {slot: dtype}; the outputs in order.
+    Attrs given as None keep the op's defaults (as Paddle drops None attrs)."""
+    helper = LayerHelper(layer, name=name)
+    outs = {slot: helper.create_variable_for_type_inference(dtype) for slot, dtype in outputs.items()}
+    helper.append_op(op_type, inputs={k: [v] for k, v in inputs.items() if v is not None},
+                     outputs={k: [v] for k, v in outs.items()},
+                     attrs={k: v for k, v in attrs.items() if v is not None})
+    for v in outs.values():
+        v.stop_gradient = v.stop_gradient or stop_gradient
+    return tuple(outs.values())

@@ -73,8 +73,8 @@ class ConditionalBlock:
                 written.add(n)
                 if n not in outs and parent._find_var_recursive(n) is not None:
                     outs.append(n)
-        cond_names = {c.name for c in self.inputs}
-        params = [n for n in reads if n not in cond_names and parent._find_var_recursive(n) is not None]
+        # as in Paddle, a condition the sub-block reads is an Input too (its gradient flows back)
+        params = [n for n in reads if parent._find_var_recursive(n) is not None]
         step_scope = parent.create_var(name=self.helper.name + ".scope", type=VarType.STEP_SCOPES)
         parent.append_op("conditional_block", inputs={"Cond": self.inputs, "Input": params},
                          outputs={"Out": outs, "Scope": [step_scope]},

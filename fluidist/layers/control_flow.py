@@ -18,18 +18,16 @@ from .logic import _check_var, equal, logical_and, logical_not
 from .nest import map_structure, same_structure
 from .tensor import assign, cast, fill_constant
 from .tensor_array import *  # noqa: F401,F403
-from .tensor_array import __all__ as _array_names
 from .rnn_blocks import DynamicRNN, StaticRNN  # noqa: F401
 from .conditional_block import ConditionalBlock, IfElse  # noqa: F401
 from .while_loop import While, while_loop  # noqa: F401
 
-# Paddle 1.8 exports these array layers from fluid.layers; the rank-table ones stay in this module
-_IN_LAYERS = ("create_array", "array_write", "array_read", "array_length", "reorder_lod_tensor_by_rank",
-              "tensor_array_to_tensor")
-
-__all__ = list(_logic_names) + ["autoincreased_step_counter", "ConditionalBlock", "Switch", "cond", "case", "switch_case",
-           "select_input", "IfElse", "While", "while_loop", "is_empty", "Print",
-           "DynamicRNN", "StaticRNN"] + [n for n in _array_names if n in _IN_LAYERS]
+# written as a sum of literal lists and other modules' __all__, which the docs' static reader (griffe)
+# follows; Paddle 1.8 exports these array layers from fluid.layers, the rank-table ones stay here
+__all__ = _logic_names + ["autoincreased_step_counter", "ConditionalBlock", "Switch", "cond", "case", "switch_case",
+                          "select_input", "IfElse", "While", "while_loop", "is_empty", "Print", "DynamicRNN",
+                          "StaticRNN", "create_array", "array_write", "array_read", "array_length",
+                          "reorder_lod_tensor_by_rank", "tensor_array_to_tensor"]
 
 
 def autoincreased_step_counter(counter_name: str | None = None, begin: int = 1, step: int = 1) -> Variable:

@@ -239,15 +239,27 @@ def adaptive_pool2d(input: Variable, pool_size: int | Sequence[int], pool_type: 
     """
     if pool_type not in ("max", "avg"):
         raise ValueError("adaptive_pool2d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
-    if require_index:
-        raise ValueError("adaptive_pool2d: require_index=True (max_pool2d_with_index) is not supported")
+    if pool_type == "avg" and require_index:
+        raise ValueError("adaptive_pool2d: require_index=True needs pool_type 'max'")
     _check_input(input, "adaptive_pool2d", rank=4)
     ksize = _int_list(pool_size, 2, "pool_size", "adaptive_pool2d")
-    helper = LayerHelper("pool2d", name=name)
+    return adaptive_pool_op("pool2d", input, pool_type, ksize, require_index, name)
+
+
+def adaptive_pool_op(pool_op, input, pool_type, ksize, require_index, name):
+    """Paddle's adaptive pooling op: max pooling is ``max_pool{2,3}d_with_index`` (its Mask output is
+    the index of each maximum, returned with ``require_index``), average pooling ``pool_op``."""
+    op_type = "max_pool%sd_with_index" % pool_op[-2] if pool_type == "max" else pool_op
+    helper = LayerHelper(op_type, name=name)
     out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op("pool2d", inputs={"X": [input]}, outputs={"Out": [out]},
-                     attrs={"pooling_type": pool_type, "ksize": ksize, "adaptive": True})
-    return out
+    outputs = {"Out": [out]}
+    attrs = {"ksize": ksize, "adaptive": True}
+    if pool_type == "max":
+        outputs["Mask"] = [helper.create_variable_for_type_inference("int32")]
+    else:
+        attrs["pooling_type"] = pool_type
+    helper.append_op(op_type, inputs={"X": [input]}, outputs=outputs, attrs=attrs)
+    return (out, outputs["Mask"][0]) if require_index else out
 
 
 def batch_norm(input: Variable, act: str | None = None, is_test: bool = False, momentum: float | Variable = 0.9,

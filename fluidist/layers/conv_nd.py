@@ -7,7 +7,7 @@ from typing import Sequence
 from ..framework.program import Variable
 from .hints import ParamAttrLike
 from ..initializer import Normal
-from .conv import _append_pool, _check_input, _check_use_cudnn, _int_list
+from .conv import _append_pool, _check_input, _check_use_cudnn, _int_list, adaptive_pool_op
 from .layer_helper import LayerHelper
 
 __all__ = ["conv2d_transpose", "conv3d", "conv3d_transpose", "pool3d", "adaptive_pool3d"]
@@ -270,21 +270,21 @@ def pool3d(input: Variable, pool_size: int | Sequence[int] = -1, pool_type: str 
 
 
 def adaptive_pool3d(input: Variable, pool_size: int | Sequence[int], pool_type: str = "max",
-                    require_index: bool = False, name: str | None = None) -> Variable:
+                    require_index: bool = False, name: str | None = None) -> Variable | tuple[Variable, Variable]:
     """Pooling to a fixed output volume, whatever the input size.
 
     Output cell ``i`` covers ``floor(i * S / out)`` to ``ceil((i + 1) * S / out)`` of each dimension.
-    Paddle 1.8 difference: ``require_index=True`` is refused.
+    Max pooling is the ``max_pool3d_with_index`` op, as in Paddle.
 
     Args:
         input: a 5-D tensor.
         pool_size: the output size, an int or ``[od, oh, ow]``.
         pool_type: ``"max"`` or ``"avg"``.
-        require_index: refused (ValueError).
+        require_index: with max pooling, also return the flat index of each maximum in its volume.
         name: the output's name (generated when None).
 
     Returns:
-        The pooled Variable.
+        The pooled Variable, or ``(pooled, indices)`` with ``require_index``.
 
     Examples:
         >>> vol = fluid.data(name="vol", shape=[None, 2, 8, 8, 8], dtype="float32")
@@ -292,12 +292,8 @@ def adaptive_pool3d(input: Variable, pool_size: int | Sequence[int], pool_type: 
     """
     if pool_type not in ("max", "avg"):
         raise ValueError("adaptive_pool3d: pool_type must be 'max' or 'avg', got %r" % (pool_type,))
-    if require_index:
-        raise ValueError("adaptive_pool3d: require_index=True (max_pool3d_with_index) is not supported")
+    if pool_type == "avg" and require_index:
+        raise ValueError("adaptive_pool3d: require_index=True needs pool_type 'max'")
     _check_input(input, "adaptive_pool3d", rank=5)
-    helper = LayerHelper("pool3d", name=name)
-    out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op("pool3d", inputs={"X": [input]}, outputs={"Out": [out]},
-                     attrs={"pooling_type": pool_type, "ksize": _int_list(pool_size, 3, "pool_size", "adaptive_pool3d"),
-                            "adaptive": True})
-    return out
+    return adaptive_pool_op("pool3d", input, pool_type, _int_list(pool_size, 3, "pool_size", "adaptive_pool3d"),
+                            require_index, name)

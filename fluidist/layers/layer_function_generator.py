@@ -15,7 +15,8 @@ __all__ = ["deprecated", "generate_layer_fn", "generate_activation_fn", "autodoc
 
 
 def generate_layer_fn(op_type):
-    """A layer function appending one ``op_type`` op: inputs and attrs by keyword, returns its output."""
+    """A layer function appending one ``op_type`` op: inputs and attrs by keyword (the output too, as
+    its slot's name in lower case: ``out=var``), returns its output."""
     opdef = registry.get(op_type)
     input_slots, output_slots = list(opdef.inputs), list(opdef.outputs)
 
@@ -34,7 +35,9 @@ def generate_layer_fn(op_type):
             raise ValueError("%s: give its inputs %s as keyword arguments" % (op_type, input_slots))
         first = next(iter(inputs.values()))
         first = first[0] if isinstance(first, (list, tuple)) else first
-        out = helper.create_variable_for_type_inference(dtype=first.dtype)
+        given = kwargs.pop(output_slots[0].lower(), None)       # Paddle's ``out=`` names the output
+        given = given[0] if isinstance(given, (list, tuple)) and given else given
+        out = given if given is not None else helper.create_variable_for_type_inference(dtype=first.dtype)
         inputs = {k: v if isinstance(v, (list, tuple)) else [v] for k, v in inputs.items()}
         outputs = {output_slots[0]: [out]}
         for slot in output_slots[1:]:

@@ -18,20 +18,18 @@ def check_variable(x: Any, layer: str, arg: str, dtypes: Sequence[str] | None = 
     (default: the dtypes Paddle 1.8's ``layer`` takes for ``arg``, ``input_dtypes.INPUT_DTYPES``;
     any dtype where it has none)."""
     if not isinstance(x, Variable):
-        raise TypeError("The type of '%s' in %s must be Variable, but received %s."
-                        % (arg, layer, type(x).__name__))
+        raise TypeError("%s: argument '%s' takes a Variable, got %s" % (layer, arg, type(x).__name__))
     allowed = dtypes or INPUT_DTYPES.get((layer, arg))
     if allowed and x.dtype is not None and convert_dtype(x.dtype) not in allowed:
-        raise TypeError("The data type of '%s' in %s must be %s, but received %s (variable %r)."
-                        % (arg, layer, list(allowed), convert_dtype(x.dtype), x.name))
+        raise TypeError("%s: argument '%s' takes dtype %s, got %s (variable %r)"
+                        % (layer, arg, " or ".join(allowed), convert_dtype(x.dtype), x.name))
     return x
 
 def refuse_tuple(value, layer, arg):
     """TypeError for a tuple where Paddle 1.8's layer takes a list of Variables only (its op, or its
     check, refuses a tuple)."""
     if isinstance(value, tuple):
-        raise TypeError("The type of '%s' in %s must be a list of Variables (or a Variable), but received a tuple."
-                        % (arg, layer))
+        raise TypeError("%s: argument '%s' takes a list of Variables (or one Variable), got a tuple" % (layer, arg))
 
 
 class LayerHelper:

@@ -19,13 +19,13 @@ __all__ = ["squeeze", "unsqueeze", "flatten", "stack", "unstack", "expand", "exp
            "space_to_depth", "shuffle_channel", "temporal_shift", "unfold", "meshgrid", "diag_embed", "t"]
 
 
-def squeeze(input: Variable, axes: Sequence[int], name: str | None = None) -> Variable:
-    """``input`` without the size-1 dimensions listed in ``axes``; listed dimensions of another size are
-    kept.
+def squeeze(input: Variable, axes: list[int], name: str | None = None) -> Variable:
+    """``input`` without the size-1 dimensions listed in ``axes`` (all its size-1 dimensions when
+    ``axes`` is empty); a listed dimension of another size is an error, as in Paddle 1.8.
 
     Args:
         input: the tensor.
-        axes: the dimensions to drop (negative counts from the end).
+        axes: a list of the dimensions to drop (negative counts from the end).
         name: the output's name (generated when None).
 
     Returns:
@@ -36,7 +36,8 @@ def squeeze(input: Variable, axes: Sequence[int], name: str | None = None) -> Va
         >>> fluid.layers.squeeze(x, axes=[1]).shape
         (-1, 5)
     """
-    check_var(input, "squeeze", "input")
+    check_variable_and_dtype(input, "input", ["float16", "float32", "float64", "int8", "int32", "int64"], "squeeze")
+    check_type(axes, "axes", list, "squeeze")
     return xshape_op("squeeze2", input, {"axes": int_list(axes, "squeeze", "axes")}, name)
 
 
@@ -57,10 +58,9 @@ def unsqueeze(input: Variable, axes: int | Sequence[int | Variable] | Variable, 
         >>> fluid.layers.unsqueeze(x, axes=[1]).shape
         (-1, 1, 5)
     """
-    check_var(input, "unsqueeze", "input")
     if not isinstance(axes, (int, list, tuple, Variable)):
-        raise TypeError("The type of 'axes' in unsqueeze must be int, list, tuple or Variable, but received %s."
-                        % type(axes))
+        raise TypeError("unsqueeze: axes must be an int, a list, a tuple or a Variable, got %s" % type(axes).__name__)
+    check_var(input, "unsqueeze", "input")
     if isinstance(axes, Variable):
         axes.stop_gradient = True
         return xshape_op("unsqueeze2", input, {}, name, tensors={"AxesTensor": [axes]})

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from ..framework.variable import Variable
 from .hints import ParamAttrLike
-from ..reader.data_feeder import check_variable_and_dtype
+from ..reader.data_feeder import check_dtype, check_variable_and_dtype
 from ._build import _unary, one_op  # noqa: F401 (activation.py, ops.py and others import _unary from here)
 from .layer_helper import LayerHelper, check_variable
 from .nn_elementwise import (elementwise_add, elementwise_div, elementwise_floordiv, elementwise_max,  # noqa: F401
@@ -70,6 +70,7 @@ def fc(input: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 
     for x in inputs:
         check_variable(x, "fc", "input")
     dtype = helper.input_dtype()
+    check_dtype(dtype, "input", ["float16", "float32", "float64"], "fc")
     mul_results = []
     for x, pattr in zip(inputs, attrs):
         if x.shape is None:

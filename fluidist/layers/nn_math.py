@@ -391,8 +391,8 @@ def addcmul(input: Variable, tensor1: Variable, tensor2: Variable, value: float 
     # Paddle 1.8: a float value for a float input, an int one for an int input
     want = float if input.dtype in ("float32", "float64") else int
     if not isinstance(value, want):
-        raise TypeError("The type of 'value' in addcmul must be %s for input %r of dtype %s, but received %s."
-                        % (want, input.name, input.dtype, type(value)))
+        raise TypeError("addcmul: argument 'value' takes %s for input %r of dtype %s, got %s"
+                        % (want, input.name, input.dtype, type(value).__name__))
     prod = elementwise_mul(tensor1, tensor2)
     return elementwise_add(input, scale(prod, scale=float(value)), name=name)
 

@@ -106,8 +106,8 @@ def gaussian_random(shape: Sequence[int | Variable] | Variable, mean: float = 0.
         True
     """
     if not isinstance(shape, (list, tuple, Variable)):
-        raise TypeError("The type of 'shape' in gaussian_random must be Variable, list or tuple, but received %s."
-                        % type(shape))
+        raise TypeError("gaussian_random: argument 'shape' takes a Variable, a list or a tuple, got %s"
+                        % type(shape).__name__)
     inputs: dict = {}
     attrs = {"mean": float(mean), "std": float(std), "seed": int(seed)}
     shape_tensor_inputs(inputs, attrs, shape, "gaussian_random")

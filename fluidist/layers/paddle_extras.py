@@ -10,10 +10,10 @@ from ..compat import refused, refused_class
 from ..framework.program import Variable
 from .layer_helper import LayerHelper, check_variable
 from .loss import cross_entropy
+from . import rpc_layers
 
 _BLOCKS = ("an internal builder of Paddle's control flow; use While(cond).block(), Switch().case(...), "
            "IfElse, layers.cond or StaticRNN.step()")
-_PSERVER = "build parameter-server programs with fluid.DistributeTranspiler (it writes listen_and_serv, send, recv)"
 
 
 def split_lod_tensor(input: Variable, mask: Variable, level: int = 0) -> tuple[Variable, Variable]:
@@ -100,8 +100,8 @@ def select_output(input: Variable, outputs: Variable | Sequence[Variable],
     """
     check_variable(input, "select_output", "input")
     if not isinstance(outputs, (list, tuple)):
-        raise TypeError("The type of 'outputs' in select_output must be list or tuple, but received %s."
-                        % type(outputs))
+        raise TypeError("select_output: argument 'outputs' takes a list or a tuple, got %s"
+                        % type(outputs).__name__)
     check_variable(mask, "select_output", "mask")
     helper = LayerHelper("select_output")
     targets = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]   # one Variable: one output
@@ -172,10 +172,8 @@ EXTRAS = {
                                             "return the value from the block (layers.cond / while_loop outputs)"),
     },
     "io": {
-        "ListenAndServ": refused_class("fluid.layers.io.ListenAndServ", _PSERVER),
-        "BlockGuardServ": refused_class("fluid.layers.io.BlockGuardServ", _PSERVER),
-        "Send": refused("fluid.layers.io.Send", _PSERVER),
-        "Recv": refused("fluid.layers.io.Recv", _PSERVER),
+        "ListenAndServ": rpc_layers.ListenAndServ, "BlockGuardServ": rpc_layers.BlockGuardServ,
+        "Send": rpc_layers.Send, "Recv": rpc_layers.Recv,
         "monkey_patch_reader_methods": refused("fluid.layers.io.monkey_patch_reader_methods",
                                                "readers from layers.py_reader / fluid.io.DataLoader have their methods"),
     },

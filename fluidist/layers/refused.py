@@ -4,12 +4,7 @@ from ..compat import refused
 
 _DETECTION = "detection and region ops are outside fluidist (Paddle's detection API is not provided)"
 
-psroi_pool = refused("fluid.layers.psroi_pool", _DETECTION + "; crop regions in the data pipeline and feed them")
-prroi_pool = refused("fluid.layers.prroi_pool", _DETECTION + "; crop regions in the data pipeline and feed them")
-deformable_conv = refused("fluid.layers.deformable_conv", "use layers.conv2d (fixed sampling grid)")
 deformable_roi_pooling = refused("fluid.layers.deformable_roi_pooling",
                                  _DETECTION + "; crop regions in the data pipeline and feed them")
-roi_pool = refused("fluid.layers.roi_pool", _DETECTION + "; crop regions in the data pipeline and feed them")
-roi_align = refused("fluid.layers.roi_align", _DETECTION + "; crop regions in the data pipeline and feed them")
 
-__all__ = ["psroi_pool", "prroi_pool", "deformable_conv", "deformable_roi_pooling", "roi_pool", "roi_align"]
+__all__ = ["deformable_roi_pooling"]

@@ -288,7 +288,7 @@ class LSTMCell(RNNCell):
         """One step: ``h'`` as the output, ``[h', c']`` as the states."""
         _check_var(inputs, "LSTMCell", "inputs")
         if not isinstance(states, list):
-            raise TypeError("The type of 'states' in LSTMCell must be list, but received %s." % type(states))
+            raise TypeError("LSTMCell: argument 'states' takes a list [hidden, cell], got %s" % type(states).__name__)
         for state in states:
             _check_var(state, "LSTMCell", "states")
         pre_hidden, pre_cell = states

@@ -63,8 +63,8 @@ def _checked_shape_variable(var, layer, arg):
     """A shape Variable of Paddle's dtypes (int32 or int64, TypeError otherwise), as int32 (a
     ``cast`` op for int64, as Paddle's ``_get_shape_tensor_inputs``)."""
     if convert_dtype(var.dtype) not in ("int32", "int64"):
-        raise TypeError("The data type of '%s' in %s must be ['int32', 'int64'], but received %s."
-                        % (arg, layer, convert_dtype(var.dtype)))
+        raise TypeError("%s: argument '%s' takes dtype int32 or int64, got %s"
+                        % (layer, arg, convert_dtype(var.dtype)))
     var.stop_gradient = True
     if convert_dtype(var.dtype) == "int32":
         return var

@@ -171,10 +171,10 @@ def split(input: Variable, num_or_sections: int | Sequence[int | Variable], dim:
     """
     _check_var(input, "split", "input")
     if not isinstance(num_or_sections, (int, np.integer, list, tuple)):
-        raise TypeError("The type of 'num_or_sections' in split must be int, list or tuple, but received %s."
-                        % type(num_or_sections))
+        raise TypeError("split: argument 'num_or_sections' takes an int, a list or a tuple, got %s"
+                        % type(num_or_sections).__name__)
     if not isinstance(dim, (int, np.integer, Variable)):
-        raise TypeError("The type of 'dim' in split must be int or Variable, but received %s." % type(dim))
+        raise TypeError("split: argument 'dim' takes an int or a Variable, got %s" % type(dim).__name__)
     if isinstance(dim, Variable) or has_variable(num_or_sections):
         return _split_with_tensors(input, num_or_sections, dim, name)
     helper = LayerHelper("split", name=name)

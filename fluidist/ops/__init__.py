@@ -12,3 +12,5 @@ from . import collective_ops  # noqa: F401
 from . import rpc_ops  # noqa: F401
 from . import reader_ops  # noqa: F401
 from . import averaging_ops  # noqa: F401
+from . import classic_ops, deformable_conv, detection_boxes, detection_loss, detection_map, detection_nms, detection_proposals, fused, fused_rnn, fused_sequence, pool_index, quantize, roi_ops, text_matching  # noqa: F401
+from . import refused_ops  # noqa: F401  (last: the refusals check against every registered op type)

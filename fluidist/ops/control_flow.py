@@ -356,6 +356,11 @@ def merge_lod_tensor(ctx, ins, attrs):
     return {"Out": out}
 
 
+register_op("merge_lod_tensor_infer", host_inputs=("Mask",), inputs=["X", "Mask", "InTrue", "InFalse"],
+            outputs=["Out"], attrs={"level": 0}, needs_lod=True, infer=lambda c: c.share("Out", "InTrue"))(
+    merge_lod_tensor)   # the inference form Paddle's passes write: the same merge, no gradient
+
+
 @register_grad("merge_lod_tensor", inputs=["X", "Mask", "Out@GRAD"])
 def merge_lod_tensor_grad(ctx, ins, attrs):
     sides = _split(ctx, ins["Out@GRAD"], ins["Mask"], ctx.lod("X"), attrs["level"])

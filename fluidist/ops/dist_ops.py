@@ -153,3 +153,14 @@ def lookup_sparse_table(ctx, ins, attrs):
     if pad is not None and pad >= 0:
         out[ids == pad] = 0
     return {"Out": out}
+
+
+@register_op("ref_by_trainer_id", inputs=["X*", "TrainerId"], outputs=["Out"], host_inputs=("TrainerId",),
+             infer=lambda ctx: ctx.share("Out", "X"))
+def ref_by_trainer_id(ctx, ins, attrs):
+    """The X tensor of this trainer: ``X[TrainerId]`` (a pserver keeps one copy per trainer)."""
+    xs, tid = ins["X"], int(np.asarray(ins["TrainerId"]).reshape(-1)[0])
+    if not 0 <= tid < len(xs):
+        raise ValueError("op 'ref_by_trainer_id': TrainerId %d is out of range for the %d tensors of X %s"
+                         % (tid, len(xs), ctx.op.inputs["X"]))
+    return {"Out": xs[tid]}

@@ -2,8 +2,9 @@
 where / where_index, multiplex, unique, shard_index, argsort; with gradients where Paddle has them."""
 import numpy as np
 
-from ..framework.registry import register_grad, register_op
+from ..core.paddle_names import InvalidArgumentError
 from ..core.tensor import scatter_add
+from ..framework.registry import register_grad, register_op
 
 
 def _ids(ctx, slot, value, bound=None, what="index"):
@@ -241,6 +242,9 @@ def _one_hot_infer(v2):
         xs = ctx.input_shape("X")
         if xs is None:
             return
+        if not v2 and len(xs) < 2:
+            raise InvalidArgumentError("X %r must have rank 2 or more (ids of shape [N, 1]), got shape %s"
+                                       % (ctx.op.inputs["X"][0], list(xs)))
         depth = ctx.attr("depth") if not ctx.has_input("depth_tensor") else -1
         out = tuple(xs) + (depth,) if v2 else tuple(xs[:-1]) + (depth,)
         ctx.set_output("Out", out, ctx.attr("dtype"), ctx.input_lod_level("X"))

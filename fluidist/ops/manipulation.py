@@ -87,7 +87,8 @@ def _reshaping(type, shape_fn, attrs, keeps_lod=False, tensor_inputs=()):
 
     optional = [tensor_inputs[0] + "?", tensor_inputs[1] + "*?"] if tensor_inputs else []
     register_op(type, inputs=["X"] + optional, outputs=["Out", "XShape?"], attrs=attrs, infer=infer,
-                grad=_xshape_grad_maker, needs_lod=keeps_lod, no_grad=tuple(tensor_inputs[:2]))(kernel)
+                grad=_xshape_grad_maker, needs_lod=keeps_lod, no_grad=tuple(tensor_inputs[:2]),
+                host_inputs=tuple(tensor_inputs[:2]))(kernel)
     register_grad(type, inputs=["XShape", "Out@GRAD"])(_reshape_like_xshape)
 
 
@@ -95,6 +96,45 @@ _reshaping("squeeze2", lambda s, a: _squeeze_shape(s, a["axes"]), {"axes": []}, 
 _reshaping("unsqueeze2", lambda s, a: _unsqueeze_shape(s, a["axes"]), {"axes": []}, keeps_lod=True,
            tensor_inputs=("AxesTensor", "AxesTensorList", "axes"))
 _reshaping("flatten2", lambda s, a: _flatten_shape(s, a["axis"]), {"axis": 1})
+
+
+def _unsqueeze_axes(ctx, ins, attrs):
+    """``axes`` from AxesTensorList (one-element tensors) or AxesTensor when given, else the attr."""
+    if ins.get("AxesTensorList"):
+        return [int(np.asarray(t).reshape(-1)[0]) for t in ins["AxesTensorList"]]
+    if ins.get("AxesTensor") is not None:
+        return [int(a) for a in np.asarray(ins["AxesTensor"]).reshape(-1)]
+    return list(attrs["axes"])
+
+
+def _reshaping_v1(type, shape_fn, attrs, extra_inputs=(), host_inputs=()):
+    """The first-generation reshaping ops (``squeeze``, ``unsqueeze``, ``flatten``): no XShape
+    output; the gradient reads X for its shape."""
+    def infer(ctx):
+        xs = ctx.input_shape("X")
+        if xs is None:
+            return
+        if any(ctx.has_input(s.rstrip("*")) for s in extra_inputs):
+            ctx.set_output("Out", None, ctx.input_dtype("X"))
+            return
+        ctx.set_output("Out", shape_fn(list(xs), ctx.op.attrs), ctx.input_dtype("X"))
+
+    def kernel(ctx, ins, a):
+        x = ins["X"]
+        if extra_inputs:
+            a = dict(a, axes=_unsqueeze_axes(ctx, ins, a))
+        return {"Out": x.reshape(shape_fn(list(x.shape), a))}
+
+    register_op(type, inputs=["X"] + ["%s?" % s for s in extra_inputs], outputs=["Out"], attrs=attrs, infer=infer,
+                host_inputs=host_inputs, no_grad=tuple(s.rstrip("*") for s in extra_inputs))(kernel)
+    register_grad(type, inputs=["X", "Out@GRAD"])(
+        lambda ctx, ins, a: {"X@GRAD": ins["Out@GRAD"].reshape(ins["X"].shape)})
+
+
+_reshaping_v1("squeeze", lambda s, a: _squeeze_shape(s, a["axes"]), {"axes": []})
+_reshaping_v1("unsqueeze", lambda s, a: _unsqueeze_shape(s, a["axes"]), {"axes": []},
+              extra_inputs=("AxesTensor", "AxesTensorList*"), host_inputs=("AxesTensor", "AxesTensorList"))
+_reshaping_v1("flatten", lambda s, a: _flatten_shape(s, a["axis"]), {"axis": 1})
 
 
 # ------------------------------------------------------------------ stack / unstack

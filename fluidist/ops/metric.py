@@ -199,3 +199,40 @@ def auc(ctx, ins, attrs):
     shape_pos = tuple(ins["StatPos"].shape)
     return {"AUC": xp.asarray(np.array([area], dtype=np.float64)),
             "StatPosOut": xp.asarray(pos.reshape(shape_pos)), "StatNegOut": xp.asarray(neg.reshape(shape_pos))}
+
+
+# ------------------------------------------------------------------ positive_negative_pair
+def _pn_infer(ctx):
+    for slot in ("PositivePair", "NegativePair", "NeutralPair"):
+        ctx.set_output(slot, (1,), ctx.input_dtype("Score"))
+
+
+@register_op("positive_negative_pair", host="pairwise counting over the items of each query, on the host",
+             inputs=["Score", "Label", "QueryID", "AccumulatePositivePair?", "AccumulateNegativePair?",
+                     "AccumulateNeutralPair?", "Weight?"],
+             outputs=["PositivePair", "NegativePair", "NeutralPair?"], attrs={"column": 0}, infer=_pn_infer)
+def positive_negative_pair(ctx, ins, attrs):
+    """Over the pairs of items of one query with different labels: the weight (the mean of the two
+    items' weights) of pairs that the score ``column`` orders as the labels do (positive), the other
+    way (negative), or ties (neutral); added to the Accumulate* inputs when given."""
+    score = np.asarray(ins["Score"])
+    col = attrs["column"] % score.shape[1] if score.ndim > 1 else 0
+    s = score[:, col] if score.ndim > 1 else score
+    lab = np.asarray(ins["Label"]).reshape(-1)
+    q = np.asarray(ins["QueryID"]).reshape(-1)
+    w = np.ones(s.shape) if ins.get("Weight") is None else np.asarray(ins["Weight"]).reshape(-1)
+    same_q = (q[:, None] == q[None, :]) & np.triu(np.ones((len(q), len(q)), dtype=bool), 1)
+    pair = same_q & (lab[:, None] != lab[None, :])
+    pw = (w[:, None] + w[None, :]) * 0.5
+    order = (s[:, None] - s[None, :]) * (lab[:, None] - lab[None, :])
+    tie = s[:, None] == s[None, :]
+    dtype = score.dtype
+    res = {}
+    for slot, acc, mask in (("PositivePair", "AccumulatePositivePair", pair & ~tie & (order > 0)),
+                            ("NegativePair", "AccumulateNegativePair", pair & ~tie & (order <= 0)),
+                            ("NeutralPair", "AccumulateNeutralPair", pair & tie)):
+        total = float(pw[mask].astype(np.float32).sum())
+        if ins.get(acc) is not None:
+            total += float(np.asarray(ins[acc]).reshape(-1)[0])
+        res[slot] = np.asarray([total], dtype=dtype)
+    return res

@@ -301,6 +301,29 @@ _optimizer_op("lamb", {"Moment1": "Moment1Out", "Moment2": "Moment2Out"}, ("Beta
               "trust ratio of 1 where |p| or |r| is 0).", whole_param=True)
 
 
+def _proximal(xp, prox, lr, a):
+    """The proximal step of ``proximal_gd`` / ``proximal_adagrad``: L1 soft-thresholding by
+    ``lr * l1``, then shrinking by ``1 + lr * l2``."""
+    if a["l1"] > 0:
+        return xp.sign(prox) * xp.maximum(xp.abs(prox) - lr * a["l1"], 0) / (1 + lr * a["l2"])
+    return prox / (1 + lr * a["l2"])
+
+
+def _proximal_gd(xp, p, g, accs, sc, lr, a):
+    return {"Param": _proximal(xp, p - lr * g, lr, a)}
+
+
+def _proximal_adagrad(xp, p, g, accs, sc, lr, a):
+    m = accs["Moment"] + g * g
+    return {"Param": _proximal(xp, p - lr * g / xp.sqrt(m), lr, a), "Moment": m}
+
+
+_optimizer_op("proximal_gd", {}, (), _proximal_gd, _never, {"l1": 0.0, "l2": 0.0},
+              "p = prox(p - lr g): sign * max(|.| - lr l1, 0) / (1 + lr l2).")
+_optimizer_op("proximal_adagrad", {"Moment": "MomentOut"}, (), _proximal_adagrad, _never, {"l1": 0.0, "l2": 0.0},
+              "m += g^2; p = prox(p - lr g / sqrt(m)): sign * max(|.| - lr l1, 0) / (1 + lr l2).")
+
+
 def _adadelta(xp, p, g, accs, sc, lr, a):
     rho, eps = a["rho"], a["epsilon"]
     asg = rho * accs["AvgSquaredGrad"] + (1 - rho) * g * g

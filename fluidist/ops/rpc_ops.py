@@ -259,7 +259,7 @@ def checkpoint_notify(ctx, ins, attrs):
                     "sparse_grad_to_param": [], "lr_decay_block_id": -1, "distributed_mode": SYNC,
                     "prefetch_var_name_to_block_id": [], "checkpint_block_id": -1, "rpc_get_thread_num": 12,
                     "rpc_send_thread_num": 12, "rpc_prefetch_thread_num": 12, "dc_asgd": False,
-                    "sum_on_arrival": []})
+                    "sum_on_arrival": [], "accumulate_on_arrival": []})
 def listen_and_serv(ctx, ins, attrs):
     """Serve the trainers on ``endpoint`` until all ``Fanin`` of them have completed (see module doc).
     X names the receive variables; they have no values until trainers send them, so the executor

@@ -34,8 +34,23 @@ def _target_lod(ctx, x, ins, attrs):
     return lod
 
 
+def _infer_lod_reset(ctx):
+    """Out is shaped like X; its LoD level is Y's (at least 1) when Y is given, else one more than
+    X's with ``append``, else 1 (as Paddle's compile-time var-type inference sets it)."""
+    x, y = ctx.input_var("X"), ctx.input_var("Y")
+    if x is None:
+        return
+    if y is not None:
+        level = max(y.lod_level, 1)
+    elif ctx.attrs.get("append"):
+        level = x.lod_level + 1
+    else:
+        level = 1
+    ctx.set_output("Out", x.shape, x.dtype, level)
+
+
 @register_op("lod_reset", host_inputs=("Y",), inputs=["X", "Y?"], outputs=["Out"], attrs={"target_lod": [], "append": False},
-             needs_lod=True, no_grad=("Y",), infer=lambda c: c.share("Out", "X"))
+             needs_lod=True, no_grad=("Y",), infer=_infer_lod_reset)
 def lod_reset(ctx, ins, attrs):
     """X with a new LoD: Y's LoD, or Y's values as offsets, or ``target_lod``; with ``append`` the
     new level is added under X's levels."""

@@ -21,10 +21,10 @@ _HOST_RNG = "draws with NumPy's generator, on the host (the same numbers on ever
 
 
 def _rng(ctx, attrs):
-    """Initialisers draw from (seed, salt): the salt defaults to the output name, so two params with the
-    same shape and the same program seed still get different values, the same in every run."""
-    salt = attrs.get(_RANDOM_SALT_ATTR) or ctx.op.outputs["Out"][0]
-    return ctx.rng(attrs["seed"], salt)
+    """Initialisers draw from (seed, salt), the salt empty unless set: as in Paddle, a seed alone decides
+    the numbers, so a network built twice under the same ``program.random_seed`` starts from the same
+    parameters whatever their unique names (and two parameters of one shape start equal)."""
+    return ctx.rng(attrs["seed"], attrs.get(_RANDOM_SALT_ATTR) or "")
 
 
 def _finish_random(ctx, attrs, host):
@@ -262,7 +262,23 @@ def _concat_infer(ctx):
     axis = axis + len(shapes[0]) if axis < 0 else axis
     out = list(shapes[0])
     out[axis] = -1 if any(s[axis] < 0 for s in shapes) else sum(s[axis] for s in shapes)
-    ctx.set_output("Out", out, ctx.input_dtype("X"))
+    ctx.set_output("Out", out, ctx.input_dtype("X"), ctx.input_lod_level("X"))
+
+
+def _concat_lod(ctx, count, axis):
+    """Paddle's LoD of a concatenation: along axis 0 the inputs' sequences one after another (when
+    every input has LoD of one depth), along another axis the first input's."""
+    lods = [ctx.lod("X", i) for i in range(count)]
+    if axis != 0:
+        return lods[0]
+    if not all(lods) or len({len(lod) for lod in lods}) != 1:
+        return None
+    merged = [list(level) for level in lods[0]]
+    for lod in lods[1:]:
+        for level, offsets in zip(merged, lod):
+            base = level[-1]
+            level.extend(base + int(o) for o in offsets[1:])
+    return merged
 
 
 def _with_axis_tensor(op, inputs):
@@ -279,11 +295,15 @@ def _concat_grad_maker(op):
 
 
 @register_op("concat", inputs=["X*", "AxisTensor?"], outputs=["Out"], attrs={"axis": 0}, infer=_concat_infer,
-             grad=_concat_grad_maker, no_grad=("AxisTensor",))
+             grad=_concat_grad_maker, no_grad=("AxisTensor",), needs_lod=True)
 def concat(ctx, ins, attrs):
     xs = ins["X"]
+    axis = int(scalar_from_tensor(ins, "AxisTensor", attrs["axis"]))
+    lod = _concat_lod(ctx, len(xs), axis % max(xs[0].ndim, 1))
+    if lod:
+        ctx.set_lod("Out", lod)
     if ins.get("AxisTensor") is not None:
-        return {"Out": ctx.xp.concatenate(xs, axis=int(scalar_from_tensor(ins, "AxisTensor", 0)))}
+        return {"Out": ctx.xp.concatenate(xs, axis=axis)}
     if attrs.get("op_role") == _DIST_ROLE:
         # the transpiler's concat of a parameter's received blocks: write into the parameter's
         # previous buffer (a fresh multi-MB array every step costs page faults), when it is ours

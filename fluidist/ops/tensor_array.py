@@ -129,15 +129,15 @@ def lod_rank_table(ctx, ins, attrs):
 @register_op("max_sequence_len", inputs=["RankTable"], outputs=["Out"],
              infer=lambda c: c.set_output("Out", [1], "int64"))
 def max_sequence_len(ctx, ins, attrs):
-    items = _table(ctx, ins["RankTable"]).items
+    items = _table(ctx, ins["RankTable"]).ranked
     return {"Out": ctx.xp.asarray(np.array([items[0][1] if items else 0], np.int64))}
 
 
 # ------------------------------------------------------------------ LoD helpers
 def _check_table(ctx, table, count, what):
-    if len(table.items) != count:
+    if len(table.ranked) != count:
         raise ValueError("op %r: the rank table has %d sequences but %s %r has %d"
-                         % (ctx.op.type, len(table.items), what, ctx.op.inputs["X"][0], count))
+                         % (ctx.op.type, len(table.ranked), what, ctx.op.inputs["X"][0], count))
 
 
 def _to_array(ctx, x, lod, table):
@@ -148,10 +148,10 @@ def _to_array(ctx, x, lod, table):
         raise ValueError("op %r: X %r has no LoD level %d to split by" % (ctx.op.type, ctx.op.inputs["X"][0], level))
     _check_table(ctx, table, len(lod[level]) - 1, "X")
     out = LoDTensorArray()
-    max_len = table.items[0][1] if table.items else 0
+    max_len = table.ranked[0][1] if table.ranked else 0
     for t in range(max_len):
         rows, parts = [], []
-        for idx, n in table.items:
+        for idx, n in table.ranked:
             if n <= t:
                 break
             unit = lod[level][idx] + t
@@ -175,10 +175,10 @@ def _from_array(ctx, arr, table, like=None, lod_only=False):
             width, dtype = v.shape[1:], v.dtype
     if width is None and like is not None:
         width, dtype = like.shape[1:], like.dtype
-    for t in range(table.items[0][1] if table.items else 0):
+    for t in range(table.ranked[0][1] if table.ranked else 0):
         v, vlod = arr.item(t)
         pos = 0
-        for idx, n in table.items:
+        for idx, n in table.ranked:
             if n <= t:
                 break
             if v is None:
@@ -191,7 +191,7 @@ def _from_array(ctx, arr, table, like=None, lod_only=False):
             pieces.setdefault(idx, []).append(piece)
             parts.setdefault(idx, []).append(lengths)
             pos += 1
-    seq_lens = {idx: n for idx, n in table.items}
+    seq_lens = {idx: n for idx, n in table.ranked}
     order = sorted(seq_lens)
     flat = [p for idx in order for p in pieces.get(idx, [])]
     if lod_only:
@@ -256,7 +256,7 @@ def array_to_lod_tensor_grad(ctx, ins, attrs):
 # ------------------------------------------------------------------ shrink / reorder
 def _active(table, i):
     """How many sequences are longer than ``i`` (the rank table is sorted longest first)."""
-    return sum(1 for _, n in table.items if n > i)
+    return sum(1 for _, n in table.ranked if n > i)
 
 
 @register_op("shrink_rnn_memory", inputs=["X", "RankTable", "I"], outputs=["Out"],
@@ -290,13 +290,13 @@ def _rank_rows(ctx, x, lod, table):
     if lod:
         _check_table(ctx, table, len(lod[0]) - 1, "X")
         rows, parts = [], []
-        for idx, _ in table.items:
+        for idx, _ in table.ranked:
             b, e, lengths = sub_lod(lod, 0, idx, idx + 1)
             rows.append(np.arange(b, e))
             parts.append(lengths)
         return (np.concatenate(rows) if rows else np.zeros(0, np.int64)), merge_lengths(parts)
     _check_table(ctx, table, x.shape[0], "X")
-    return np.array([idx for idx, _ in table.items], dtype=np.int64), []
+    return np.array([idx for idx, _ in table.ranked], dtype=np.int64), []
 
 
 @register_op("reorder_lod_tensor_by_rank", inputs=["X", "RankTable"], outputs=["Out"],

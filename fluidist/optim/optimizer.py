@@ -585,16 +585,28 @@ DGCMomentumOptimizer = refused_class(
     "MomentumOptimizer (with fleet's collective mode for all-reduce)")
 
 SGD = SGDOptimizer
+"""``SGD``: the short name of ``SGDOptimizer`` (the same class)."""
 Momentum = MomentumOptimizer
+"""``Momentum``: the short name of ``MomentumOptimizer`` (the same class)."""
 LarsMomentum = LarsMomentumOptimizer
+"""``LarsMomentum``: the short name of ``LarsMomentumOptimizer`` (the same class)."""
 Adagrad = AdagradOptimizer
+"""``Adagrad``: the short name of ``AdagradOptimizer`` (the same class)."""
 DecayedAdagrad = DecayedAdagradOptimizer
+"""``DecayedAdagrad``: the short name of ``DecayedAdagradOptimizer`` (the same class)."""
 Adam = AdamOptimizer
+"""``Adam``: the short name of ``AdamOptimizer`` (the same class)."""
 Adamax = AdamaxOptimizer
+"""``Adamax``: the short name of ``AdamaxOptimizer`` (the same class)."""
 RMSProp = RMSPropOptimizer
+"""``RMSProp``: the short name of ``RMSPropOptimizer`` (the same class)."""
 Ftrl = FtrlOptimizer
+"""``Ftrl``: the short name of ``FtrlOptimizer`` (the same class)."""
 Lamb = LambOptimizer
+"""``Lamb``: the short name of ``LambOptimizer`` (the same class)."""
 Adadelta = AdadeltaOptimizer
+"""``Adadelta``: the short name of ``AdadeltaOptimizer`` (the same class)."""
 Dpsgd = DpsgdOptimizer
+"""``Dpsgd``: the short name of ``DpsgdOptimizer`` (the same class)."""
 
 from .paddle_imports import *  # noqa: E402,F401,F403 (names Paddle's module imports for itself)

@@ -52,8 +52,9 @@ class MissingOpsError(NotImplementedError):
         self.op_types = sorted(counts)
         listing = ", ".join("%s (%d op%s)" % (t, counts[t], "" if counts[t] == 1 else "s")
                             for t in self.op_types)
-        super().__init__("%s uses %d op type%s that fluidist does not implement: %s"
-                         % (where, len(counts), "" if len(counts) == 1 else "s", listing))
+        reasons = "".join("; %s" % registry.unknown_op_error(t) for t in self.op_types if registry.refusal(t))
+        super().__init__("%s uses %d op type%s that fluidist does not implement: %s%s"
+                         % (where, len(counts), "" if len(counts) == 1 else "s", listing, reasons))
 
 
 # ---------------------------------------------------------------- reading

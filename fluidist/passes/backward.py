@@ -22,7 +22,7 @@ from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _strip_grad
 from ..framework.variable import EMPTY_VAR_NAME
 from ..framework import registry
-from .backward_paths import (_append_grad_suffix_, _find_no_grad_vars, _find_op_path_,  # noqa: F401  (Paddle's names)
+from .backward_paths import (_append_grad_suffix_, _as_list, _find_no_grad_vars, _find_op_path_,  # noqa: F401  (Paddle's names)
                              _get_output_names, _get_stop_gradients_, _strip_grad_suffix_)
 
 _GRAD_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)

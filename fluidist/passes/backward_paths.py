@@ -10,6 +10,13 @@ from ..framework import registry
 from ..framework.variable import GRAD_SUFFIX
 
 
+def _as_list(x: Any) -> List[Any]:
+    """``None`` -> ``[]``, a list or tuple -> a list of its items, anything else -> ``[x]``."""
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
 def _append_grad_suffix_(name: Any) -> str:
     """``x`` -> ``x@GRAD``."""
     return str(name) + GRAD_SUFFIX

@@ -4,8 +4,8 @@ Given per optimizer (``Optimizer(regularization=...)``) or per parameter
 (``ParamAttr(regularizer=...)``, which wins). The ops run under the parameter's optimize guard
 (op_role Optimize, op_role_var [param, grad]) so the transpiler moves them with the update:
 
-- dense gradient: ``scale`` (L1: ``sign`` + ``scale``) of the parameter, then ``elementwise_add``
-  into the gradient itself (same name);
+- dense gradient: ``scale`` (L1: ``sign`` + ``scale``) of the parameter, then ``sum([grad, decay])``
+  into the gradient itself (same name), the op Paddle 1.8 appends;
 - row-sparse gradient (``SelectedRows``, from ``embedding(is_sparse=True)``): the decay term is the
   whole parameter, so the sum is dense: ``sum([grad, decay])`` into a new dense variable
   ``<grad>@NEWGRAD`` (Paddle's name for it), which the optimizer then uses. Every row decays every
@@ -118,8 +118,7 @@ def append_regularization_ops(params_grads: Sequence[Tuple[Any, Any]],
                 new_grad.type = VarType.LOD_TENSOR   # row-sparse + dense is dense
             else:
                 new_grad = grad
-                block.append_op("elementwise_add", inputs={"X": [grad], "Y": [term]},
-                                outputs={"Out": [new_grad]})
+                block.append_op("sum", inputs={"X": [grad, term]}, outputs={"Out": [new_grad]})
         out.append((param, new_grad))
     return out
 
@@ -200,4 +199,6 @@ class L1DecayRegularizer(WeightDecayRegularizer):
 
 
 L2Decay = L2DecayRegularizer
+"""``L2Decay``: the short name of ``L2DecayRegularizer`` (the same class)."""
 L1Decay = L1DecayRegularizer
+"""``L1Decay``: the short name of ``L1DecayRegularizer`` (the same class)."""

@@ -21,6 +21,7 @@ from ..core import blocking_queue
 from ..core.tensor import LoDTensor
 from ..framework.dtypes import VarType
 from ..framework.program import Variable, default_main_program
+from ..console.progress import Progress
 from .feeding import Producer, new_queue, sample_list_to_batches, sample_to_batches, unique_reader_name
 
 __all__ = ["DataLoader", "PyReader", "default_collate_fn"]
@@ -108,6 +109,7 @@ class GeneratorLoader:
         self._places = None
         self._queue = new_queue(capacity, unique_reader_name("lod_tensor_blocking_queue"))
         self._producer = Producer(self._queue, self._feed_list, "DataLoader %s" % self._queue.name)
+        self._progress: Progress | None = None
         self._reader = None
         if not self._iterable:
             block = default_main_program().current_block()
@@ -166,6 +168,7 @@ class GeneratorLoader:
         self._need_source()
         self._producer.stop()
         self._producer.start(self._batch_generator)
+        self._progress = Progress("DataLoader")   # a line every FLUIDIST_PROGRESS seconds of a long pass
         return self
 
     def __next__(self):
@@ -183,6 +186,8 @@ class GeneratorLoader:
         except BaseException:
             self._producer.stop()
             raise
+        if self._progress is not None:
+            self._progress.step()
         return [self._as_output(b) for b in per_place]
 
     def next(self) -> Any:

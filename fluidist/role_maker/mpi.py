@@ -74,6 +74,10 @@ def free_port(ip):
 
 
 class MPIRoleMaker(RoleMakerBase):
+    """Every rank of ``mpirun`` is a worker: ``worker_index()`` is the MPI rank, ``worker_num()`` the
+    world size, and each worker's endpoint is its node's IP with a free port it picked, gathered over
+    MPI (so a collective fleet runs under ``mpirun`` with it). MPI starts when the role maker is made."""
+
     def __init__(self):
         super().__init__()
         MPI = _import_mpi()
@@ -212,6 +216,10 @@ class MPIRoleMaker(RoleMakerBase):
 
 
 class MPISymetricRoleMaker(MPIRoleMaker):
+    """Two MPI processes per node, as Paddle 1.x laid out a parameter-server job under ``mpirun``:
+    even ranks are pservers, odd ranks workers, ``worker_num() == server_num() == size // 2`` and
+    both indices ``rank // 2``. An odd number of processes is an error saying so."""
+
     def __init__(self):
         super().__init__()
         self._proc_per_node = 2

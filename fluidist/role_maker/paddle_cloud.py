@@ -36,24 +36,25 @@ from .env import EnvReader, EnvVarError, env_error
 
 
 class PaddleCloudRoleMaker(LazyRoleGetters, RoleMakerBase):
+    """The role of this process read from the environment that ``fluidist-launch`` (or a Paddle
+    cluster) sets: ``TRAINING_ROLE``, ``PADDLE_TRAINER_ID``, ``PADDLE_TRAINER_ENDPOINTS``,
+    ``PADDLE_PSERVERS_IP_PORT_LIST``, ``PADDLE_PORT``, ``POD_IP``, ``PADDLE_TRAINERS_NUM``. A missing or
+    malformed variable is an error naming it.
+
+    Args:
+        is_collective: a collective job (every process a worker) rather than a parameter-server one.
+        **kwargs: accepted for Paddle's signature.
+
+    Examples:
+        >>> from fluidist.incubate.fleet.base import role_maker
+        >>> rm = role_maker.PaddleCloudRoleMaker(is_collective=True)
+        >>> rm.generate_role({"PADDLE_TRAINER_ID": "1", "PADDLE_TRAINER_ENDPOINTS": "127.0.0.1:6170,127.0.0.1:6171",
+        ...                   "PADDLE_CURRENT_ENDPOINT": "127.0.0.1:6171"})
+        >>> rm.worker_index(), rm.worker_num()
+        (1, 2)
+    """
+
     def __init__(self, is_collective: bool = False, **kwargs: Any) -> None:
-        """The role of this process read from the environment that ``fluidist-launch`` (or a Paddle
-        cluster) sets: ``TRAINING_ROLE``, ``PADDLE_TRAINER_ID``, ``PADDLE_TRAINER_ENDPOINTS``,
-        ``PADDLE_PSERVERS_IP_PORT_LIST``, ``PADDLE_PORT``, ``POD_IP``, ``PADDLE_TRAINERS_NUM``. A missing or
-        malformed variable is an error naming it.
-
-        Args:
-            is_collective: a collective job (every process a worker) rather than a parameter-server one.
-            **kwargs: accepted for Paddle's signature.
-
-        Examples:
-            >>> from fluidist.incubate.fleet.base import role_maker
-            >>> rm = role_maker.PaddleCloudRoleMaker(is_collective=True)
-            >>> rm.generate_role({"PADDLE_TRAINER_ID": "1", "PADDLE_TRAINER_ENDPOINTS": "127.0.0.1:6170,127.0.0.1:6171",
-            ...                   "PADDLE_CURRENT_ENDPOINT": "127.0.0.1:6171"})
-            >>> rm.worker_index(), rm.worker_num()
-            (1, 2)
-        """
         super().__init__()
         self._is_collective = bool(is_collective)
         self._trainers_num = 0

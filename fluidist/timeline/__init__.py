@@ -33,7 +33,8 @@ __all__ = ["enabled", "start", "stop", "reset", "complete", "frame_bytes", "even
 
 MAX_SPANS = 1000000
 
-enabled = False  # read by the runtime's hooks before they record anything
+enabled = False
+"""Whether this process records spans now: the runtime's hooks read it before they record anything."""
 _lock = threading.Lock()
 _spans: collections.deque = collections.deque(maxlen=MAX_SPANS)   # (cat, name, start perf s, seconds, thread id, args or None)
 
@@ -46,11 +47,13 @@ def start():
 
 
 def stop():
+    """Record no more spans; those recorded stay (for :func:`write_trace`)."""
     global enabled
     enabled = False
 
 
 def reset():
+    """Drop the spans recorded so far (recording goes on if it was on)."""
     with _lock:
         _spans.clear()
 

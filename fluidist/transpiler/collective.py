@@ -151,7 +151,8 @@ def allreduce_gradients(block, loss_scale, reduce_ops, fuse=False, sync_rings=0)
     """The GradAllReduce pass, in place over ``block`` (the collective mode's and
     ``CompiledProgram.with_data_parallel``'s): the loss gradient scaled by ``loss_scale`` (None: left
     alone), then each parameter gradient (named by a backward op's ``op_role_var``; a distributed
-    table's is left to the pservers) reduced right after that op by the ops ``reduce_ops(k)`` gives
+    table's is left to the pservers, and one the program all-reduces itself is left to it) reduced
+    right after that op by the ops ``reduce_ops(k)`` gives
     for the ``k``-th gradient reduced (last gradient first): ``[(op type, attrs)]``, each reading and
     writing the gradient in place.
 
@@ -166,10 +167,13 @@ def allreduce_gradients(block, loss_scale, reduce_ops, fuse=False, sync_rings=0)
                 g = op.output_arg_names[0]
                 block.insert_after(op, "scale", inputs={"X": [g]}, outputs={"Out": [g]},
                                    attrs={"scale": loss_scale, OP_ROLE_ATTR: OpRole.Backward})
+    # a gradient the program all-reduces itself (``layers.collective._allreduce``: Paddle's "reduce
+    # layer") is not reduced twice; the loss scale then makes its sum the mean
+    reduced = {n for op in block.ops if registry.fact(op, "comm_stream") == "queue" for n in op.input("X")}
     producers = []     # (backward op, [its gradients]), last op first
     for op in reversed(block.ops):
         if is_backward_op(op):
-            grads = [g for p, g in role_vars(op) if not _is_distributed(block, p)]
+            grads = [g for p, g in role_vars(op) if not _is_distributed(block, p) and g not in reduced]
             if grads:
                 producers.append((op, grads))
     if not producers:

@@ -61,6 +61,7 @@ class DistributeTranspiler:
         self.config.validate()
         self._server_config = ServerRuntimeConfig()
         self._plan: Any = None
+        self.vars_overview: Any = None
         self._collective: Any = None
         self.origin_program: Any = None
         self.startup_program: Any = None
@@ -122,7 +123,8 @@ class DistributeTranspiler:
             return
         # pserver mode: current_endpoint is only remembered (Paddle 1.8 reads it in nccl2 mode alone; its
         # test harness passes None for every trainer), sync_mode is taken for its truth value as Paddle does
-        eps = parse_endpoints(pservers, "transpile: pservers")
+        # port 0 is a pserver binding any free port (it writes the port into /tmp/paddle.<pid>.port)
+        eps = parse_endpoints(pservers, "transpile: pservers", allow_port_zero=True)
         if isinstance(trainers, str):
             raise TypeError("transpile: trainers must be the number of trainers (an int) in pserver mode, got the "
                             "string %r (a list of trainer endpoints is for the nccl2 / collective modes)" % trainers)
@@ -138,12 +140,20 @@ class DistributeTranspiler:
             plan = geo.plan_geo(program, startup_program, trainer_id, eps, n_trainers, self.config)
             geo.rewrite_geo_trainer(plan, program, startup_program)
             self._plan = plan
+            self._record_placement(program)
             return
         plan = ps.plan_pserver(program, startup_program, trainer_id, eps, n_trainers, self.sync_mode, self.config)
         ps.rewrite_trainer(plan, program, startup_program)
         self._plan = plan
+        self._record_placement(program)
         if self.config.print_log:
             logger.info("transpiled trainer %d for pservers %s", trainer_id, eps)
+
+    def _record_placement(self, program):
+        """Paddle's ``vars_overview``, hung on the trainer program (and on each pserver program) as
+        ``_parameters_on_pservers``: ``fluid.io``'s distributed save and load read it."""
+        self.vars_overview = ps.vars_overview(self._plan)
+        program._parameters_on_pservers = self.vars_overview
 
     def _require_pserver_plan(self, what):
         if self._plan is None:
@@ -163,7 +173,7 @@ class DistributeTranspiler:
                              "pservers expect gradients from trainers 0..%d" % (plan.trainer_id, plan.trainers,
                                                                                 plan.trainers - 1))
         if not isinstance(plan, geo.GeoPlan):      # GEO-SGD trainers keep their optimizer
-            ps.finish_trainer(plan, self.origin_program)
+            ps.finish_trainer(plan, self.origin_program, self.startup_program)
         return self.origin_program
 
     @gc_paused
@@ -173,8 +183,11 @@ class DistributeTranspiler:
         every trainer has closed its Executor."""
         plan = self._require_pserver_plan("get_pserver_program")
         if isinstance(plan, geo.GeoPlan):
-            return geo.build_geo_pserver_program(plan, endpoint, self._server_config)
-        return ps.build_pserver_program(plan, endpoint, self.config)
+            prog = geo.build_geo_pserver_program(plan, endpoint, self._server_config)
+        else:
+            prog = ps.build_pserver_program(plan, endpoint, self.config)
+        prog._parameters_on_pservers = self.vars_overview
+        return prog
 
     def _get_vars_info(self):
         """GEO-SGD: what the trainers' communicator pushes (Paddle's ``push_vars``): per parameter its

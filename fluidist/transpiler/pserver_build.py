@@ -9,7 +9,7 @@ from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import Program
 from .slicing import orig_varname
 from .pserver_plan import DIST, RPC
-from .pserver_trainer import LR_STEP_VAR, _lr_step_name, _prefetch_names
+from .pserver_trainer import _prefetch_names, async_lr_counter, trainer_counter_names
 
 
 # ---------------------------------------------------------------------------------------- pserver
@@ -40,6 +40,8 @@ def build_pserver_program(plan, endpoint, config):
 
     optimize_blocks = []
     lr_block_id = -1
+    counted = async_lr_counter(plan)
+    accumulate = []
     if plan.lr_op_indices:
         lr_block = prog._create_block(0)
         for i in plan.lr_op_indices:
@@ -47,13 +49,13 @@ def build_pserver_program(plan, endpoint, config):
         prog._rollback()
         lr_block_id = lr_block.idx
         optimize_blocks.append(lr_block)
+        if counted is not None:
+            accumulate = _count_trainer_steps(plan, gb, lr_block, counted[0])
+            recv_inputs.extend(accumulate)
 
     grad_to_block, sparse_to_param = [], []
-    if lr_block_id >= 0 and not plan.sync:
-        for k in range(plan.trainers):
-            v = gb.create_var(name=_lr_step_name(k), shape=[1], dtype="float32")
-            recv_inputs.append(v.name)
-        grad_to_block.append("%s:%d" % (LR_STEP_VAR, lr_block_id))
+    if accumulate:
+        grad_to_block.append("%s:%d" % (counted[0], lr_block_id))
     sum_on_arrival = []
     optimize_blocks += _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param,
                                             sum_on_arrival)
@@ -76,12 +78,28 @@ def build_pserver_program(plan, endpoint, config):
                         "sparse_grad_to_param": sparse_to_param, "lr_decay_block_id": lr_block_id,
                         "rpc_get_thread_num": 12, "rpc_send_thread_num": 12, "rpc_prefetch_thread_num": 12,
                         "prefetch_var_name_to_block_id": prefetch_to_block, "checkpint_block_id": checkpoint_block,
-                        "sum_on_arrival": sum_on_arrival, OP_ROLE_ATTR: RPC})
+                        "sum_on_arrival": sum_on_arrival, "accumulate_on_arrival": accumulate, OP_ROLE_ATTR: RPC})
     prog._is_distributed = True
     prog._distributed_lookup_table = plan.table.name if plan.table is not None else None
     prog._ps_endpoint = endpoint
     prog._endpoints = list(plan.endpoints)
     return prog
+
+
+def _count_trainer_steps(plan, gb, lr_block, counter):
+    """Async LR decay (``pserver_trainer._send_lr_steps``): declare the trainer counters this pserver
+    receives and make the LR block's ``increment`` of ``counter`` their ``sum``; returns their names."""
+    names = trainer_counter_names(plan, counter)
+    cv = gb.var(counter)
+    for name in names:
+        gb.create_var(name=name, shape=[1], dtype=cv.dtype, persistable=True)
+    for idx, op in enumerate(lr_block.ops):
+        if op.type == "increment" and op.output("Out") == [counter]:
+            lr_block._remove_op(idx)
+            lr_block._insert_op(idx, "sum", inputs={"X": names}, outputs={"Out": [counter]},
+                                attrs={OP_ROLE_ATTR: op.attr(OP_ROLE_ATTR)})
+            break
+    return names
 
 
 def _declare_blocks(plan, gb, ob, pairs, multi):
@@ -311,17 +329,34 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
             attrs = dict(op.attrs)
             kind = registry.fact(op, "init")
             if kind in ("random", "fill") and pgb.var(out).shape is not None:
-                full = list(op.attrs.get("shape") or [])
                 attrs["shape"] = list(pgb.var(out).shape)
-                if kind == "random" and full != attrs["shape"]:
-                    attrs["salt"] = attrs.get("salt") or out
             sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
         else:
             for name in block_copies.get(out, ()):
                 attrs = dict(op.attrs)
                 attrs["shape"] = list(pgb.var(name).shape)
                 sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
+    _init_trainer_counters(plan, origin_startup, sb)
     return prog
+
+
+def _init_trainer_counters(plan, origin_startup, sb):
+    """Async LR decay: the pserver's copies of the trainer counters start so that their sum, the
+    step counter, is what the origin startup gives it plus one step (the rate of the first step, as
+    a local run's ``increment`` gives it); each arriving step then adds to its trainer's copy."""
+    counted = async_lr_counter(plan)
+    if counted is None:
+        return
+    counter, step = counted
+    begin = 0.0
+    for op in origin_startup.global_block().ops:
+        if op.output_arg_names == [counter] and op.type == "fill_constant":
+            begin = float(op.attr("value"))
+    dtype = sb.var(counter).dtype if sb.has_var(counter) else "int64"
+    for k, name in enumerate(trainer_counter_names(plan, counter)):
+        sb._prepend_op("fill_constant", outputs={"Out": [name]},
+                       attrs={"shape": [1], "value": begin + step if k == 0 else 0.0, "dtype": dtype,
+                              "force_cpu": False})
 
 
 def _append_table_init(sb, op, table, k, n):
@@ -331,7 +366,7 @@ def _append_table_init(sb, op, table, k, n):
     kind = registry.fact(op, "init")
     if kind == "random":
         attrs.update(full_shape=list(op.attrs["shape"]), shape=shape, row_begin=k, row_end=table.rows,
-                     row_step=n, salt=op.attrs.get("salt") or table.name)
+                     row_step=n)
     elif kind == "fill":
         attrs["shape"] = shape
     else:
@@ -360,7 +395,6 @@ def _append_block_init(sb, op, whole, b):
         attrs["full_shape"] = list(op.attrs["shape"])
         attrs["shape"] = list(b.shape)
         attrs["row_begin"], attrs["row_end"] = b.row_begin, b.row_begin + b.rows
-        attrs["salt"] = op.attrs.get("salt") or whole
     elif kind == "fill":
         attrs["shape"] = list(b.shape)
     elif kind == "values":

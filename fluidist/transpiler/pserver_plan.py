@@ -11,6 +11,7 @@ from ..framework import registry, unique_name
 from ..framework.op_role import OpRole, is_lr_sched_op, is_optimize_op, param_grad_pairs, role_vars
 from ..framework.program import Parameter, Program
 from .config import DistributedMode
+from .details.vars_distributed import VarsDistributed, VarStruct
 from .dispatcher import RoundRobin
 from .slicing import block_shape, slice_variable
 
@@ -315,3 +316,35 @@ def _shape_like(grad_var, param_var):
 
 def _ctrl_var(block):
     return block.create_var(name=unique_name.generate("@CTRL_DEP@send"), type="RAW")
+
+
+
+def _pieces_of(plan, p):
+    """(origin name, vtype, cut like the parameter?) of parameter ``p`` and its accumulators."""
+    return ([(p, "Param", True)] + [(n, "Optimizer", True) for n in plan.accumulators.get(p, ())]
+            + [(n, "Optimizer", False) for n in plan.scalar_accumulators.get(p, ())])
+
+
+def vars_overview(plan):
+    """Paddle's record of the placement (``program._parameters_on_pservers``, a VarsDistributed): each
+    parameter block (``"Param"``) and, on the same pserver, its accumulators (``"Optimizer"``: the
+    parameter-shaped ones cut like it, the one-element ones whole), with each block's offset in the
+    flattened origin variable."""
+    origin = plan.origin_main.global_block()
+    overview = VarsDistributed()
+    for p in plan.params:
+        blocks = plan.param_blocks[p]
+        on_ep = defaultdict(int)
+        for pb in blocks:
+            on_ep[pb.endpoint] += 1
+        for pb in blocks:
+            offset = pb.row_begin * (int(np.prod(pb.shape[1:])) if len(pb.shape) > 1 else 1)
+            for name, vtype, cut in _pieces_of(plan, p):
+                whole = VarStruct.of(origin.var(name))
+                here = pb.server_name if vtype == "Param" else plan.accumulator_name(name, pb, on_ep[pb.endpoint] > 1)
+                piece = VarStruct(here, list(pb.shape) if cut else whole.shape, whole.dtype, whole.type,
+                                  whole.lod_level, whole.persistable)
+                sliced = len(blocks) > 1 and cut
+                overview.add_distributed_var(whole, piece, is_slice=sliced, block_id=pb.index if sliced else 0,
+                                             offset=offset if sliced else 0, vtype=vtype, endpoint=pb.endpoint)
+    return overview

@@ -30,6 +30,7 @@ def rewrite_trainer(plan, program, startup):
     param_of = {g: p for p, g in plan.grad_of.items()}
     with block.edits() as edits:
         _insert_sends(plan, block, edits, order, param_of, send_dummies)
+    _send_lr_steps(plan, program, startup)
     barrier_out = None
     if plan.half_async:     # Paddle 1.8: the step ends at the half-async communicator's barrier
         block.append_op("send_barrier", inputs={"X": send_dummies}, outputs={"Out": [_ctrl_var(block).name]},
@@ -60,8 +61,6 @@ def rewrite_trainer(plan, program, startup):
                             attrs={"axis": 0, OP_ROLE_ATTR: DIST})
     if plan.table is not None:
         _rewrite_table_trainer(plan, program, barrier_out)
-    if not plan.sync and plan.lr_op_indices:
-        _send_lr_steps(plan, program)
     _rewrite_trainer_startup(plan, program, startup)
     _mark_distributed(plan, program)
 
@@ -117,26 +116,47 @@ def _insert_sends(plan, block, edits, order, param_of, send_dummies):
         send_dummies.append(dummy.name)
 
 
-LR_STEP_VAR = "@LR_STEP@"
+def async_lr_counter(plan):
+    """Async mode with an LR schedule that counts steps (an ``increment`` among the LR ops):
+    ``(counter name, its step)``; None otherwise."""
+    if plan.sync or not plan.lr_op_indices:
+        return None
+    ops = plan.origin_main.global_block().ops
+    for i in plan.lr_op_indices:
+        if ops[i].type == "increment":
+            return ops[i].output("Out")[0], float(ops[i].attr("step") or 1.0)
+    return None
 
 
-def _lr_step_name(trainer_id):
-    return "%s.trainer_%d" % (LR_STEP_VAR, trainer_id)
+def trainer_counter_names(plan, counter):
+    """Paddle's per-trainer step counters of async LR decay: ``<counter>.trainer_<k>``."""
+    return ["%s.trainer_%d" % (counter, k) for k in range(plan.trainers)]
 
 
-def _send_lr_steps(plan, program):
-    """Async with an LR schedule: each trainer step first tells every pserver "one more step", and
-    the pserver runs its LR block on it, so the rate decays with the steps of all trainers (Paddle
-    sent a step counter to be summed; the LR block ran once at start-up otherwise)."""
-    block = program.global_block()
-    name = _lr_step_name(plan.trainer_id)
-    block.create_var(name=name, shape=[1], dtype="float32")
-    dummy = _ctrl_var(block)
-    fill = block._prepend_op("fill_constant", outputs={"Out": [name]},
-                             attrs={"shape": [1], "value": 1.0, "dtype": "float32", OP_ROLE_ATTR: RPC})
-    block.insert_after(fill, "send", inputs={"X": [name] * len(plan.endpoints)}, outputs={"Out": [dummy.name]},
-                       attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [],
-                              "trainer_id": plan.trainer_id, "sync_mode": False, OP_ROLE_ATTR: RPC})
+def _send_lr_steps(plan, program, startup):
+    """Async with an LR schedule, in Paddle 1.8's layout: every trainer counter
+    ``<counter>.trainer_<k>`` starts at the counter's step (one ``fill_constant`` each in the startup),
+    and each trainer step, after its gradients, sends its own to every pserver (``merge_add``: a
+    communicator merging several steps sends their sum). A pserver adds what arrives into its copy
+    (``accumulate_on_arrival``) and its LR block, whose ``increment`` became ``sum`` of the trainer
+    counters, then decays the rate by the steps of all trainers."""
+    found = async_lr_counter(plan)
+    if found is None:
+        return
+    counter, step = found
+    block, sb = program.global_block(), startup.global_block()
+    dtype = block.var(counter).dtype
+    names = trainer_counter_names(plan, counter)
+    for name in names:
+        block.create_var(name=name, shape=[1], dtype=dtype, persistable=True)
+        sb.create_var(name=name, shape=[1], dtype=dtype, persistable=True)
+        sb._prepend_op("fill_constant", outputs={"Out": [name]},
+                       attrs={"shape": [1], "value": step, "dtype": dtype, "force_cpu": False})
+    mine = names[plan.trainer_id] if 0 <= plan.trainer_id < plan.trainers else names[0]
+    block.append_op("send", inputs={"X": [mine] * len(plan.endpoints)}, outputs={"Out": [_ctrl_var(block).name]},
+                    attrs={"epmap": plan.endpoints, "sections": [], "send_varnames": [], "merge_add": True,
+                           "use_send_handler": False, "trainer_id": plan.trainer_id, "sync_mode": False,
+                           OP_ROLE_ATTR: RPC, OP_ROLE_VAR_ATTR: [mine, mine]})
 
 
 def _prefetch_names(k):
@@ -231,10 +251,33 @@ def _mark_distributed(plan, program):
     program._distributed_lookup_table = plan.table.name if plan.table is not None else None
 
 
-def finish_trainer(plan, program):
+def _fake_init_sparse_tables(program, startup):
+    """Paddle 1.8's ``get_trainer_program``: the initialiser of each table a row-sparse lookup reads
+    (``is_sparse``) becomes a ``fake_init`` of its shape in the trainer's startup: the table's values
+    are the pservers', received by the startup's ``recv`` after it. A table with another number of
+    initialisers than one keeps them (Paddle refused it)."""
+    tables = []
+    for op in program.global_block().ops:
+        if registry.fact(op, "table_lookup", False) and op.attr("is_sparse") and op.input("W"):
+            if op.input("W")[0] not in tables:
+                tables.append(op.input("W")[0])
+    sb = startup.global_block()
+    for name in tables:
+        inits = [op for op in sb.writers_of(name) if not int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST)]
+        if len(inits) != 1 or inits[0].type == "fake_init":
+            continue
+        sb.insert_before(inits[0], "fake_init", outputs={"Out": [name]},
+                         attrs={"shape": list(inits[0].attr("shape") or program.global_block().var(name).shape)})
+        sb.remove_op(inits[0])
+
+
+def finish_trainer(plan, program, startup=None):
     """Remove optimize and LR-schedule ops (they run on the pservers); ops that read the updated
     parameters (registry fact ``after_update``: model averaging) move to the end, after the
-    parameters are received."""
+    parameters are received. With ``startup``, its row-sparse tables' initialisers become
+    ``fake_init`` (``_fake_init_sparse_tables``)."""
+    if startup is not None:
+        _fake_init_sparse_tables(program, startup)
     block = program.global_block()
     after = [op for op in block.ops if registry.fact(op, "after_update")]
     moved = {id(op) for op in after}

@@ -17,8 +17,8 @@ from .graphviz import DotNotFound, Graph
 __all__ = ["draw_block_graphviz", "pprint_program_codes", "pprint_block_codes", "add_block", "op_label", "data_parallel_graph",
            "HIDDEN_ATTRS"]
 
-# bookkeeping attributes every op carries; listings and pictures leave them out
 HIDDEN_ATTRS = (OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OP_NAMESCOPE_ATTR, "op_callstack", "op_device", "with_quant_attr")
+"""The bookkeeping attributes every op carries, which listings and pictures leave out."""
 
 OP_STYLE = {"shape": "box", "style": "rounded,filled", "fillcolor": "#dbe8f5", "fontname": "Helvetica"}
 RPC_STYLE = {"shape": "box", "style": "rounded,filled", "fillcolor": "#f9d9a8", "fontname": "Helvetica"}

@@ -12,8 +12,11 @@ from .graphviz import Graph
 __all__ = ["draw_graph", "GRAPH_STYLE", "OP_STYLE", "VAR_STYLE"]
 
 GRAPH_STYLE = {"rankdir": "TB", "fontname": "Helvetica"}
+"""Graphviz attributes of the whole picture (edit it to restyle every later picture)."""
 OP_STYLE = {"fontname": "Helvetica"}
+"""Graphviz attributes of an op's node."""
 VAR_STYLE: dict = {}
+"""Graphviz attributes of a variable's node."""
 
 _ids = itertools.count()
 

@@ -252,3 +252,19 @@ def test_exchange_between_workers_and_its_deadline(monkeypatch):
     lonely = exchange.WorkerExchange(0, ["127.0.0.1:%d" % p for p in find_free_ports(2)])
     with pytest.raises(exchange.ExchangeError, match=r"no records yet from workers \[1\]"):
         lonely.all_gather(1)
+
+
+@pytest.mark.parametrize("every,lines", [("0.000001", 15), ("0", 0)])
+def test_train_from_dataset_says_how_far_it_is(files, monkeypatch, caplog, every, lines):
+    """A line per FLUIDIST_PROGRESS seconds of a pass (here: every batch, 120 instances / 8), none with 0."""
+    monkeypatch.setenv("FLUIDIST_PROGRESS", every)
+    main, startup, data_vars, loss, _ = build()
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    with caplog.at_level("INFO", logger="fluidist.progress"):
+        exe.train_from_dataset(main, make_dataset("QueueDataset", data_vars, files), scope=scope)
+    said = [r.getMessage() for r in caplog.records if r.name == "fluidist.progress"]
+    assert len(said) == lines, said
+    if lines:
+        assert said[-1].startswith("train_from_dataset (1 thread(s)): 15 batch(es) in "), said

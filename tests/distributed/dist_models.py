@@ -131,14 +131,17 @@ def batch_for(model, step, n, trainer_id, trainers):
 
 
 def local_history(model, optimizer, lr_decay, steps, n):
+    """``({"loss_<step>", "<param>_<step>", "<param>@GRAD_<step>" (all_opt's FTRL)}, parameter names)``
+    of training on one process."""
     main, startup, loss, params = build(model, optimizer, lr_decay)
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
+    grads = [p + "@GRAD" for p in params if p.startswith("ftrl_")] if model == "all_opt" else []
     out = {}
     for step in range(steps):
-        res = exe.run(main, feed=global_batch(model, step, n), fetch_list=[loss] + params, scope=scope)
+        res = exe.run(main, feed=global_batch(model, step, n), fetch_list=[loss] + params + grads, scope=scope)
         out["loss_%d" % step] = res[0]
-        for name, v in zip(params, res[1:]):
+        for name, v in zip(params + grads, res[1:]):
             out["%s_%d" % (name, step)] = v
     return out, params

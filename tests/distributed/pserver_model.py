@@ -43,6 +43,10 @@ def main():
                     help="(with --async_mode) start fluid.communicator.Communicator in this mode")
     ap.add_argument("--pull_dir", default="", help="GEO: after training, wait for the other trainers' marks here, "
                                                    "then receive the pservers' parameters into --out (pulled_<p>)")
+    ap.add_argument("--save_dir", default="", help="trainer 0 calls fluid.io.save_persistables here after --save_after")
+    ap.add_argument("--save_after", type=int, default=-1)
+    ap.add_argument("--load_dir", default="", help="a pserver calls fluid.io.load_persistables from here first")
+    ap.add_argument("--first_step", type=int, default=0, help="a trainer starts at this step (of the same batches)")
     a = ap.parse_args()
     if not a.cases:
         return run(a, a.model, a.optimizer, a.lr_decay, a.endpoints, a.current_endpoint, a.out)
@@ -72,6 +76,8 @@ def run(a, model, optimizer, lr_decay, endpoints, current_endpoint, out_path):
     if a.role == "pserver":
         prog = t.get_pserver_program(current_endpoint)
         exe.run(t.get_startup_program(current_endpoint, prog))
+        if a.load_dir:
+            fluid.io.load_persistables(exe, a.load_dir, prog)
         exe.run(prog)
         return
     trainer = t.get_trainer_program(wait_port=True)
@@ -87,14 +93,23 @@ def run(a, model, optimizer, lr_decay, endpoints, current_endpoint, out_path):
         comm.start()
     history = {}
     grads = [p + "@GRAD" for p in params] if a.communicator == "async" and a.pull_dir else []
+    fetched = params + grads
+    if model == "all_opt":  # FTRL's parameters are checked against its update of this job's own gradients
+        ftrl = [p for p in params if p.startswith("ftrl_")]
+        history.update({"%s_init" % p: np.array(fluid.global_scope().find_var(p).get_tensor()) for p in ftrl})
+        grads = [p + "@GRAD" for p in ftrl]   # a whole parameter's is renamed for this trainer (<grad>.trainer_<id>)
+        fetched = params + grads
+        grads = [g if g in trainer.global_block().vars else "%s.trainer_%d" % (g, a.trainer_id) for g in grads]
     pause_step, pause_s = (int(a.pause.split(":")[0]), float(a.pause.split(":")[1])) if a.pause else (-1, 0.0)
-    for step in range(a.steps):
+    for step in range(a.first_step, a.steps):
         feed = batch_for(model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
         out = exe.run(trainer, feed=feed, fetch_list=[loss] + params + grads)
         history["loss_%d" % step] = out[0]
-        for name, v in zip(params + grads, out[1:]):
+        for name, v in zip(fetched, out[1:]):
             history["%s_%d" % (name, step)] = v
         print("step %d done" % step, flush=True)
+        if step == a.save_after and a.trainer_id == 0:
+            fluid.io.save_persistables(exe, a.save_dir, trainer)
         if step == a.fail_after:
             raise RuntimeError("trainer %d fails on purpose after step %d" % (a.trainer_id, step))
         if step == pause_step:

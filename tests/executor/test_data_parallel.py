@@ -59,7 +59,7 @@ def test_feed_splitting_rules_and_errors():
     # 3 samples on 2 places: [1], [2]
     out = exe.run(compiled, feed=b, fetch_list=["x"], scope=scope, return_merged=False)
     assert [o[0].shape[0] for o in out] == [1, 2]
-    with pytest.raises(ValueError, match="1 samples for 2 places"):
+    with pytest.raises(ValueError, match=r"gives 1 part\(s\) for 2 places"):
         exe.run(compiled, feed={k: v[:1] for k, v in b.items()}, fetch_list=[loss], scope=scope)
     with pytest.raises(ValueError, match="one dict per place"):
         exe.run(compiled, feed=[b], fetch_list=[loss], scope=scope)

@@ -167,3 +167,16 @@ def test_same_seed_same_parameters_different_params_differ():
         np.testing.assert_array_equal(u, v)
     assert not np.allclose(a[0], c[0])
     assert not np.allclose(a[0], a[1])   # same shape, same seed, different parameter: different values
+
+
+def test_get_var_reads_the_global_block_of_the_default_or_given_program():
+    main, other = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main):
+        x = fluid.data("x", [None, 3])
+        assert fluid.framework._get_var("x") is x
+    with fluid.program_guard(other):
+        assert fluid.framework._get_var("x", main) is x
+        with pytest.raises(ValueError, match="x"):
+            fluid.framework._get_var("x")            # not in the default (other) program
+    with pytest.raises(TypeError, match="Program"):
+        fluid.framework._get_var("x", "main")

@@ -48,9 +48,11 @@ def test_data_feeder():
         seq = fluid.data("seq", [None, 1], dtype="int64", lod_level=1)
     feeder = fluid.DataFeeder([img, label, seq], fluid.CPUPlace(), program=main)
     out = feeder.feed([([1, 2, 3], [0], [1, 2]), ([4, 5, 6], [1], [3])])
-    assert out["img"].shape == (2, 3) and out["img"].dtype == np.float32
-    assert out["label"].shape == (2, 1) and out["label"].dtype == np.int64
+    # as Paddle 1.8's DataFeeder, every value is a LoDTensor
+    assert out["img"].shape() == [2, 3] and np.array(out["img"]).dtype == np.float32
+    assert out["label"].shape() == [2, 1] and np.array(out["label"]).dtype == np.int64
     assert out["seq"].recursive_sequence_lengths() == [[2, 1]]
+    assert np.array(out["seq"]).tolist() == [[1], [2], [3]]
     with pytest.raises(ValueError, match="sample 0 has 2 fields for 3"):
         feeder.feed([([1, 2, 3], [0])])
 

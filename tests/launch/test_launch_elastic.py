@@ -14,6 +14,7 @@ import pytest
 from fluidist.launch.etcd_client import EtcdClient, EtcdError, Lease
 from launch_testlib import Launcher, base_env, free_port, pid_alive, read, read_json, run_launcher, script, wait_until
 from launch_testlib import script as _script
+from load_aware import scaled  # (bounds that follow the machine's load)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -256,8 +257,8 @@ def test_elastic_scale_out_then_a_node_leaves_on_sigterm(tmp_path, etcd):
         assert not pid_alive(b_pid)
         wait_until(lambda: _latest_full_gen(out, 1, gen) and
                    read_json(out / ("g%d_r0.json" % _latest_full_gen(out, 1, gen)))["PADDLE_TRAINERS_NUM"] == "1",
-                   20, "A alone again")
-        assert time.monotonic() - t0 < 20  # far less than the 60 s TTL
+                   min(scaled(20), 50), "A alone again")
+        assert time.monotonic() - t0 < min(scaled(20), 50)  # less than the 60 s TTL, however busy the machine
         (out / "stop").write_text("")
         assert nodes["A"].wait(60) == 0
     finally:

@@ -9,6 +9,7 @@ import pytest
 
 from fluidist.distributed import security
 from launch_testlib import Launcher, base_env, free_port, run_launcher, script
+from load_aware import scaled  # (bounds that follow the machine's load)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -89,7 +90,7 @@ def test_idle_connections_do_not_hold_up_the_rendezvous(tmp_path):
         joiner = _join(tmp_path, args, out)
         took = time.monotonic() - t0
         assert joiner.returncode == 0, joiner.stderr
-        assert took < 20, "the node met the host only after %.0f s" % took
+        assert took < scaled(20), "the node met the host only after %.0f s" % took
         assert host.wait(60) == 0, host.stderr()
     finally:
         for s in idle:

@@ -255,3 +255,15 @@ def test_help_lists_both_spellings():
     for flag in (r"--nproc_per_node \S+, --nproc-per-node", r"--max_restarts \S+, --max-restarts", r"--standalone",
                  r"--rdzv_backend \S+, --rdzv-backend", r"-t TEE, --tee"):
         assert re.search(flag, r.stdout), flag
+
+
+@pytest.mark.parametrize("flag,instead", [("--redirects", "--tee copies it to the console"),
+                                          ("-r", "output goes to its log in --log_dir"),
+                                          ("--local-ranks-filter", "--tee LOCAL_RANK:N"),
+                                          ("--start_method", "a new Python interpreter")])
+def test_torchrun_options_not_taken_are_answered_with_what_does_the_same(flag, instead, capsys):
+    with pytest.raises(SystemExit) as e:
+        parse_args([flag, "3", "train.py"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "%s is torchrun's option" % flag in err and instead in err, err
+    assert "did you mean" not in err

@@ -50,7 +50,7 @@ def test_embedding_builds_lookup_table():
 def test_embedding_checks_its_arguments():
     with pytest.raises(ValueError, match="padding_idx 7 is out of range"):
         build(lambda: layers.embedding(layers.data(name="i", shape=[1], dtype="int64"), size=[5, 2], padding_idx=7))
-    with pytest.raises(TypeError, match=r"'input' in embedding must be \['int64'\]"):
+    with pytest.raises(TypeError, match=r"embedding: argument 'input' takes dtype int64"):
         build(lambda: layers.embedding(layers.data(name="i", shape=[1], dtype="float32"), size=[5, 2]))
     with pytest.raises(ValueError, match="size must be"):
         build(lambda: layers.embedding(layers.data(name="i", shape=[1], dtype="int64"), size=[5]))

@@ -153,3 +153,19 @@ def test_fill_constant_batch_size_like_counts_sequences_of_a_lod_input():
     a, b, c = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": t}, fetch_list=[out, moved, rand])
     np.testing.assert_array_equal(a, np.full((3, 3), 1.5, "float32"))
     assert b.shape == (2, 3) and c.shape == (6, 3)
+
+
+def test_concat_passes_on_lod_as_paddle():
+    """Along axis 0 the inputs' sequences follow one another; along another axis the output keeps the
+    first input's LoD (Paddle 1.8.5: [[0, 1, 3, 5, 6]] and [[0, 1, 3]] for these inputs)."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        a = fluid.data("a", [None, 2], "float32", lod_level=1)
+        b = fluid.data("b", [None, 2], "float32", lod_level=1)
+        rows, cols = fluid.layers.concat([a, b], axis=0), fluid.layers.concat([a, b], axis=1)
+    assert rows.lod_level == cols.lod_level == 1
+    place = fluid.CPUPlace()
+    got = fluid.Executor(place).run(main, feed={"a": fluid.create_lod_tensor(np.ones((3, 2), "float32"), [[1, 2]], place),
+                                                "b": fluid.create_lod_tensor(np.ones((3, 2), "float32"), [[2, 1]], place)},
+                                    fetch_list=[rows, cols], return_numpy=False)
+    assert got[0].lod() == [[0, 1, 3, 5, 6]] and got[1].lod() == [[0, 1, 3]]

@@ -145,7 +145,7 @@ def test_l2decay_with_value_clip_runs_on_pserver():
     ps0 = t.get_pserver_program(EP0)
     assert ps0.num_blocks == 3
     assert op_types(ps0.block(1)) == ["sum", "scale", "clip", "sgd"]
-    assert op_types(ps0.block(2)) == ["sum", "scale", "clip", "scale", "elementwise_add", "sgd"]
+    assert op_types(ps0.block(2)) == ["sum", "scale", "clip", "scale", "sum", "sgd"]
     clip, scale, add, sgd = ps0.block(2).ops[2:]
     assert clip.input("X") == ["fc_w@GRAD.block1"]
     assert scale.input("X") == ["fc_w.block1"]
@@ -438,16 +438,28 @@ def test_distributed_table_with_adam_falls_back_to_sgd_and_says_so():
     assert op_types(ps.block(int(las.attr("grad_to_block_id")[-1].split(":")[1]))) == ["sum", "scale", "sgd"]
 
 
-def test_async_lr_decay_runs_the_lr_block_on_every_trainer_step():
+def test_async_lr_decay_counts_every_trainers_steps_in_paddles_layout():
+    """Paddle 1.8's layout: per-trainer counters started in both startups, each trainer sends its own
+    after its gradients, the pserver's LR block sums them where the local program incremented."""
     main, startup, _ = fc_model(lr_decay=True)
     t = transpile(main, startup, sync=False)
     trainer = t.get_trainer_program(wait_port=False)
-    first = trainer.global_block().ops[:2]
-    assert [op.type for op in first] == ["fill_constant", "send"]
-    assert first[1].input("X") == ["@LR_STEP@.trainer_0"] * 2 and first[1].attr("epmap") == [EP0, EP1]
-    las = t.get_pserver_program(EP0).global_block().ops[0]
-    assert "@LR_STEP@:1" in las.attr("grad_to_block_id") and las.attr("lr_decay_block_id") == 1
-    assert "@LR_STEP@.trainer_1" in las.input("X")
+    counter = "@LR_DECAY_COUNTER@"
+    sends = [op for op in trainer.global_block().ops if op.type == "send"]
+    assert sends[-1].input("X") == [counter + ".trainer_0"] * 2 and sends[-1].attr("epmap") == [EP0, EP1]
+    assert sends[-1].attr("merge_add") is True
+    assert [op.output("Out") for op in startup.global_block().ops[:2]] == [[counter + ".trainer_1"],
+                                                                          [counter + ".trainer_0"]]
+    ps = t.get_pserver_program(EP0)
+    las = ps.global_block().ops[0]
+    assert "%s:1" % counter in las.attr("grad_to_block_id") and las.attr("lr_decay_block_id") == 1
+    assert las.attr("accumulate_on_arrival") == [counter + ".trainer_0", counter + ".trainer_1"]
+    first = ps.block(1).ops[0]
+    assert first.type == "sum" and first.input("X") == las.attr("accumulate_on_arrival")
+    # the pserver's copies start so that their sum is the counter after one local increment
+    init = {op.output("Out")[0]: op.attr("value") for op in t.get_startup_program(EP0, ps).global_block().ops
+            if op.type == "fill_constant"}
+    assert init[counter + ".trainer_0"] + init[counter + ".trainer_1"] == init[counter] + 1
 
 
 @pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam", "adamax", "adagrad", "decayed_adagrad",
@@ -510,3 +522,18 @@ def test_find_distributed_lookup_table_sees_both_lookup_ops():
     assert dlt.find_distributed_lookup_table(main) == "tab"
     assert [v.name for v in dlt.find_distributed_lookup_table_inputs(main, "tab")] == ["ids", "ids"]
     assert [v.name for v in dlt.find_distributed_lookup_table_outputs(main, "tab")] == [a.name, b.name]
+
+
+def test_a_sparse_tables_trainer_init_is_fake_and_the_pservers_values_are_received():
+    """Paddle 1.8: a table read by a row-sparse lookup gets a ``fake_init`` on the trainer (its values
+    are the pservers'); here it stands where the initialiser stood, before the startup's ``recv``."""
+    main, startup = _table_model(False, lambda: fluid.optimizer.SGD(0.01))
+    t = transpile(main, startup)
+    t.get_trainer_program(wait_port=False)
+    t.get_trainer_program(wait_port=False)      # a second call changes nothing
+    ops = startup.global_block().ops
+    writers = [(op.type, i) for i, op in enumerate(ops) if "emb_w" in op.output_arg_names]
+    assert [w[0] for w in writers] == ["fake_init", "recv"]
+    assert ops[writers[0][1]].attr("shape") == [1001, 8]
+    # the dense fc keeps its initialiser
+    assert [op.type for op in ops if op.output_arg_names == ["fc_w"]] == ["uniform_random", "recv"]

@@ -57,6 +57,14 @@ class _FluidRename(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 sys.meta_path.insert(0, _FluidRename())
 
 import paddle.fluid  # noqa: E402,F401  (the rename, checked at once)
+
+# every fluidist module already imported is already imported under its Paddle name too, as in Paddle:
+# a first import of the alias would bind the module onto its package, hiding a package attribute of the
+# same name (``fluid.layers.rnn`` is the function ``rnn``, not the module, after ``import
+# paddle.fluid.layers.rnn``)
+for _name, _module in list(sys.modules.items()):
+    if _name.startswith("fluidist.") and _module is not None:
+        sys.modules.setdefault(_PREFIX + _name[len("fluidist"):], _module)
 from paddle.version import full_version as __version__  # noqa: E402,F401
 from paddle.version import commit as __git_commit__  # noqa: E402,F401
 

@@ -40,9 +40,10 @@ def gc_paused(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def parse_endpoints(value, what):
+def parse_endpoints(value, what, allow_port_zero=False):
     """The ``ip:port`` list ``value`` (a comma-separated string or a list), checked: not empty, each
-    endpoint well-formed, none twice; errors name ``what`` (the argument)."""
+    endpoint well-formed (port 0, a server binding any free port, with ``allow_port_zero``), none
+    twice; errors name ``what`` (the argument)."""
     if isinstance(value, (list, tuple)):
         eps = [str(e).strip() for e in value]
     elif isinstance(value, str):
@@ -53,7 +54,7 @@ def parse_endpoints(value, what):
         raise ValueError("%s is empty (%r): give at least one ip:port, e.g. '127.0.0.1:6170,127.0.0.1:6171'"
                          % (what, value))
     for ep in eps:
-        split_endpoint(ep, what)
+        split_endpoint(ep, what, allow_port_zero=allow_port_zero)
     if len(set(eps)) != len(eps):
         raise ValueError("%s lists an endpoint twice: %s" % (what, eps))
     return eps

@@ -1,5 +1,5 @@
-"""Alias of :mod:`fluidist.fleet.collective` (Paddle 1.x ``incubate.fleet.collective``), with the small
-classes Paddle's module also defines."""
+"""Paddle 1.x's ``incubate.fleet.collective``: the collective fleet of ``fluidist.fleet.collective``, with
+the small classes Paddle's module also defines."""
 from fluidist.compat import refused_class
 from fluidist.fleet.collective import (Collective, CollectiveOptimizer, DistFCConfig, DistributedStrategy,  # noqa: F401
                                        fleet)

@@ -1,5 +1,5 @@
-"""Alias of :mod:`fluidist.fleet.parameter_server` (Paddle 1.x
-``incubate.fleet.parameter_server.distribute_transpiler``)."""
+"""Paddle 1.x's ``incubate.fleet.parameter_server.distribute_transpiler``: the parameter-server fleet of
+``fluidist.fleet.parameter_server``."""
 from fluidist.fleet.parameter_server import (AsyncStrategy, DistributedStrategy, DistributedTranspiler,  # noqa: F401
                                              GeoStrategy, HalfAsyncStrategy, StrategyFactory, SyncStrategy,
                                              TrainerRuntimeConfig, TranspilerOptimizer, fleet)

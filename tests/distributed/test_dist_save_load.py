@@ -1,0 +1,102 @@
+"""Paddle 1.8's distributed checkpoint: ``fluid.io.save_persistables`` on a transpiled trainer program
+saves the pservers' optimizer state too, and ``fluid.io.load_persistables`` on a pserver program takes
+that pserver's blocks out of the whole variables saved (``program._parameters_on_pservers``)."""
+import numpy as np
+import pytest
+
+from cluster import Cluster, free_ports
+from dist_models import build
+import fluidist as fluid
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _transpile(eps, optimizer="adam"):
+    main, startup, loss, params = build("fc", optimizer)
+    t = fluid.DistributeTranspiler()
+    t.transpile(0, program=main, pservers=",".join(eps), trainers=2, startup_program=startup)
+    return t, main, startup
+
+
+def test_placement_records_each_block_with_its_offset():
+    eps = ["127.0.0.1:6174", "127.0.0.1:6175"]
+    t, main, _ = _transpile(eps)
+    overview = t.get_pserver_program(eps[0])._parameters_on_pservers
+    assert overview is main._parameters_on_pservers
+    params = overview.get_distributed_vars_by_vtypes(["Param"], groupby=True)
+    fc_w = sorted(params["fc_w"], key=lambda v: v.block_id)
+    assert [(v.slice.name, v.offset) for v in fc_w] == [("fc_w.block0", 0), ("fc_w.block1", 32 * 256)]
+    assert sorted(v.endpoint for v in fc_w) == eps
+    assert all(v.is_slice and v.slice.shape == [32, 256] and v.origin.shape == [64, 256] for v in fc_w)
+    assert [v.is_slice for v in params["out_b"]] == [False]
+    # Adam's moments are cut like their parameter, the beta powers are held whole by each pserver
+    moments = overview.get_distributed_vars_by_vtypes(["Optimizer"], groupby=True)
+    m1 = [n for n in moments if n.startswith("fc_w_moment1")][0]
+    assert sorted((v.endpoint, v.offset, v.slice.shape[0]) for v in moments[m1]) == sorted(
+        (v.endpoint, v.offset, 32) for v in fc_w)
+    beta = [n for n in moments if n.startswith("fc_w_beta1_pow")][0]
+    assert {(v.endpoint, v.is_slice) for v in moments[beta]} == {(eps[0], False), (eps[1], False)}
+    for ep in eps:   # what each pserver loads is what its program declares
+        block = t.get_pserver_program(ep).global_block()
+        for v in overview.get_distributed_vars_by_ep(ep):
+            assert list(block.var(v.slice.name).shape) == list(v.slice.shape)
+
+
+def test_pserver_loads_its_rows_of_a_local_checkpoint(tmp_path):
+    main, startup, _, _ = build("fc", "adam")
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    fluid.io.save_persistables(exe, str(tmp_path), main, scope=scope)
+    saved_w = np.array(scope.find_var("fc_w").get_tensor())
+    eps = ["127.0.0.1:6174", "127.0.0.1:6175"]
+    t, _, _ = _transpile(eps)
+    ep = t.vars_overview.get_distributed_var_by_slice("fc_w.block1").endpoint
+    prog = t.get_pserver_program(ep)
+    ps_scope = fluid.Scope()
+    exe.run(t.get_startup_program(ep, prog), scope=ps_scope)
+    fluid.io.load_persistables(exe, str(tmp_path), prog, scope=ps_scope)
+    np.testing.assert_array_equal(np.array(ps_scope.find_var("fc_w.block1").get_tensor()), saved_w[32:])
+    loaded = {v.slice.name for v in prog._parameters_on_pservers.get_distributed_vars_by_ep(ep)}
+    assert "fc_w.block1" in loaded and "fc_w.block0" not in loaded
+
+
+def _job(tmp_path, name, eps, steps, extra_ps=(), extra_tr=()):
+    common = ["--endpoints", ",".join(eps), "--trainers", 2, "--model", "fc", "--optimizer", "adam",
+              "--steps", steps, "--batch", 4]
+    outs = []
+    with Cluster(tmp_path) as c:
+        for i, ep in enumerate(eps):
+            c.start("%s_ps%d" % (name, i), "pserver_model.py",
+                    ["--role", "pserver", "--current_endpoint", ep] + common + list(extra_ps))
+        for k in range(2):
+            out = str(tmp_path / ("%s_tr%d.npz" % (name, k)))
+            outs.append(out)
+            c.start("%s_tr%d" % (name, k), "pserver_model.py",
+                    ["--role", "trainer", "--trainer_id", k, "--out", out] + common + list(extra_tr))
+        c.check(names=["%s_tr%d" % (name, k) for k in range(2)], timeout=120)
+        c.check(names=["%s_ps%d" % (name, i) for i in range(2)], timeout=30)
+    return [dict(np.load(o)) for o in outs]
+
+
+def test_a_job_resumed_from_a_distributed_checkpoint_goes_on_as_the_saved_one(tmp_path):
+    """2 pservers x 2 trainers with Adam: trainer 0 saves after step 1; a new job whose pservers load
+    that directory trains steps 2..4 exactly as the first job did (the moments and beta powers came
+    from the pservers, and each pserver took its rows back)."""
+    ckpt = str(tmp_path / "ckpt")
+    first = _job(tmp_path, "a", ["127.0.0.1:%d" % p for p in free_ports(2)], 5,
+                 extra_tr=["--save_dir", ckpt, "--save_after", 1])
+    resumed = _job(tmp_path, "b", ["127.0.0.1:%d" % p for p in free_ports(2)], 5,
+                   extra_ps=["--load_dir", ckpt], extra_tr=["--first_step", 2])
+    for k in range(2):
+        for step in range(2, 5):
+            for key in ["loss"] + ["fc_w", "fc_b", "out_w", "out_b"]:
+                name = "%s_%d" % (key, step)
+                np.testing.assert_allclose(resumed[k][name], first[k][name], rtol=1e-6, atol=1e-7, err_msg=name)
+    # the saved moments are the pservers' (not the trainer's zeros), whole
+    main, _, _, _ = build("fc", "adam")
+    m1 = [v for v in main.list_vars() if v.name.startswith("fc_w_moment1")][0]
+    scope = fluid.Scope()
+    fluid.io.load_vars(fluid.Executor(fluid.CPUPlace()), ckpt, main, vars=[m1], scope=scope)
+    moment = np.array(scope.find_var(m1.name).get_tensor())
+    assert moment.shape == (64, 256) and np.abs(moment[:32]).sum() > 0 and np.abs(moment[32:]).sum() > 0
