@@ -5,6 +5,7 @@
 |---|---|
 | ``base`` | ``Optimizer``: accumulators, the learning rate, ``minimize`` (backward, clip, regularizer, update ops) |
 | ``optimizer`` | the kinds (``SGD``, ``Momentum``, ``Adam``, ...), as Paddle's ``fluid.optimizer`` names them |
+| ``adam`` | ``Adam``, ``Adamax`` and ``LAMB``: the kinds with two moments and their beta powers |
 | ``recompute_optimizer`` | ``RecomputeOptimizer``: recomputes forward segments in the backward pass |
 | ``lookahead`` | ``LookaheadOptimizer``: slow weights pulled towards the fast ones every k steps |
 | ``model_averaging`` | ``ModelAverage`` and ``ExponentialMovingAverage``: averaged parameters to evaluate with |
