@@ -32,7 +32,7 @@ def _modules(*names):
 
 
 # The dygraph names Paddle's fluid/__init__ takes from dygraph.nn, dygraph.layers and dygraph.checkpoint:
-# refusals of fluidist.dygraph.
+# refusals of fluidist.dygraph (declared there one by one).
 _DYGRAPH_TOP_LEVEL = ("Conv2D", "Conv3D", "Pool2D", "Linear", "BatchNorm", "Dropout", "Embedding", "GRUUnit",
                       "InstanceNorm", "LayerNorm", "NCE", "PRelu", "BilinearTensorProduct", "Conv2DTranspose",
                       "Conv3DTranspose", "GroupNorm", "SpectralNorm", "TreeConv", "MSELoss", "L1Loss", "NLLLoss",

@@ -92,6 +92,9 @@ def parse_args(argv):
                     help="run the picked files under Paddle 1.8.5 itself (an interpreter with paddlepaddle 1.8.5) "
                          "and record each test's outcome in paddle18_outcomes.json")
     ap.add_argument("--quiet", action="store_true", help="no per-file progress lines")
+    ap.add_argument("--from-json", nargs="+", metavar="JSON",
+                    help="run nothing: report saved runs (--json files, a later one's tests replacing an earlier "
+                         "one's) with the known gaps of now, e.g. to write --markdown from the families' runs")
     return ap.parse_args(argv)
 
 
@@ -119,6 +122,10 @@ def fluidist_commit(root=ROOT):
 
 def main(argv=None):
     args = parse_args(argv if argv is not None else sys.argv[1:])
+    if args.from_json:
+        rows, meta = report.rows_from_saved(args.from_json, report.read_gaps(args.known_gaps),
+                                            report.read_reference())
+        return finish(args, rows, meta)
     args.python = args.python or (make_venv(args.make_venv or None) if args.make_venv is not None
                                   else default_python())
     if args.reference:
@@ -158,6 +165,11 @@ def main(argv=None):
         rows = report.build_rows(runs, report.read_gaps(args.known_gaps), report.read_reference())
     meta = {"python": args.python, "paddle_commit": layout.commit, "fluidist_commit": fluidist_commit(args.fluidist), "families": args.families,
             "date": datetime.date.today().isoformat(), "seconds": round(time.time() - start, 1)}
+    return finish(args, rows, meta)
+
+
+def finish(args, rows, meta):
+    """Print the report of ``rows``; write the JSON and the docs page asked for; 1 if any test fails."""
     print("\n".join(report.detail_lines(rows)))
     print("\n" + report.summary_table(rows))
     print("%.0f s" % meta["seconds"])

@@ -11,6 +11,7 @@ from collections import deque
 
 import numpy as np
 
+from .enforce import as_enforce_not_met
 from .tensor import LoDTensor
 
 
@@ -18,6 +19,8 @@ class EOFException(Exception):
     """Raised by a ``read`` op when its reader's pass is over (``fluid.core.EOFException``).
 
     Catch it, call the reader's ``reset()``, and ``start()`` the next pass."""
+
+    ends_a_pass = True     # not an op's failure: ``as_enforce_not_met`` leaves it as it is
 
 
 class ReaderNotStartedError(RuntimeError):
@@ -111,7 +114,6 @@ class BlockingQueue:
             if self._error is not None:
                 # as in Paddle, a killed queue fails its reader with core.EnforceNotMet (the producer's
                 # error keeps its own class too)
-                from .paddle_names import as_enforce_not_met
                 raise as_enforce_not_met(self._error).with_traceback(self._error.__traceback__)
             raise EOFException("reader %r: there is no next data in this pass (EOF); call reset() "
                                "and start() for the next pass" % self.name)

@@ -10,7 +10,7 @@ from typing import Callable, Dict, List
 
 import numpy as np
 
-from ..core.paddle_names import as_enforce_not_met
+from ..core.enforce import as_enforce_not_met
 from ..core.tensor import LoDTensor
 
 
@@ -37,7 +37,7 @@ def split_value(value, n: int) -> List[object]:
         return [value for _ in range(n)]
     parts = min(batch, n)
     step = batch // parts
-    out = []
+    out: List[object] = []
     for i in range(parts):
         begin, end = i * step, (i + 1) * step
         if i + 1 == n:

@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 
 from ..framework.dtypes import VarType
-from ..core.paddle_names import as_enforce_not_met
+from ..core.enforce import as_enforce_not_met
 from ..core.placement import to_host_value, to_place
 from ..framework import registry
 from ..framework.block import Block

@@ -24,7 +24,8 @@ its own (a second table drifts):
 - ``init``: for initialiser ops, how a pserver builds one row block of what they fill:
   ``"random"`` (``full_shape`` / ``row_begin`` / ``row_end`` / ``row_step`` / ``salt`` attrs),
   ``"fill"`` (a ``shape`` attr), ``"values"`` (``assign_value``'s value lists), ``"copy"`` (``Out``
-  is a copy of ``X``: a block copies the same block of ``X``).
+  is a copy of ``X``: a block copies the same block of ``X``), ``"placeholder"`` (``fake_init``: the
+  value lives elsewhere, on the pservers, and this op only gives it its shape).
 - ``table_lookup``: the op reads rows of a table ``W`` by ``Ids`` (embedding lookups).
 - ``inputs_are_names``: the kernel gets no input values; the op's inputs name what it serves.
 - ``serves``: the op is a server's loop (``listen_and_serv``): it serves the variables its inputs
@@ -38,6 +39,8 @@ its own (a second table drifts):
 - ``reversible``: applied in place (``X`` is ``Out``), the op is undone by what its gradient maker
   gives (``increment``): a gradient block replays that, so that a loop step's gradient ops read
   the value its forward ops read.
+- ``counter``: the op advances its ``X`` in place by its ``step`` attr (``increment``): the step
+  counters of learning-rate schedules, which the pserver transpiler sums over trainers in async mode.
 - ``after_update``: the op reads parameters as their update left them (model averaging: ModelAverage,
   ExponentialMovingAverage) and keeps its state beside the trainer: a pass that moves parameter
   updates elsewhere (the pserver transpiler) leaves it on the trainer, after the parameters are
@@ -132,6 +135,7 @@ class OpDef:
     from_peers: Optional[str] = None
     barrier: Optional[str] = None
     reversible: bool = False
+    counter: bool = False
     comm_stream: Optional[str] = None
     forward: Optional[str] = None
     host: Optional[str] = None        # why the op runs on the host (see the module docstring)
@@ -157,7 +161,7 @@ _REGISTRY: Dict[str, OpDef] = OpTable()
 _REFUSED: Dict[str, str] = OpTable()   # op type -> why fluidist leaves it out, and what to use instead
 _FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
           "after_update", "communicates", "serves", "to_peers", "from_peers", "barrier", "reversible", "comm_stream", "host", "host_except",
-          "host_inputs")
+          "host_inputs", "counter")
 
 
 def _parse_slots(slots):

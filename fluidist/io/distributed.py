@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.scope import Scope, global_scope
 from ..core.tensor import SelectedRows
+from ..framework import registry
 from ..framework.dtypes import VarType
 from ..framework.program import Program
 from .common import is_persistable
@@ -42,7 +43,7 @@ def is_pserver_program(program):
 def _trainer_id(program):
     """The trainer id the transpiler wrote into the program's RPC ops (0 when there are none)."""
     for op in program.global_block().ops:
-        if op.type in ("send", "recv", "send_barrier", "fetch_barrier") and op.has_attr("trainer_id"):
+        if registry.fact(op, "communicates") and op.has_attr("trainer_id"):
             return int(op.attr("trainer_id"))
     return 0
 

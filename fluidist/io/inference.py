@@ -90,15 +90,22 @@ def _scaled_targets(program, target_vars):
     """As Paddle 1.8 does, append ``scale(target, 1.0, name="save_infer_model/scale_<i>")`` to the program
     (the caller's program: it keeps the ops) for each target Variable; the saved model fetches those
     (``save_infer_model/scale_<i>.tmp_<n>``), so that a target is never an op's input pruned away."""
-    from ..framework.program import program_guard
-    from ..layers.nn import scale
+    from ..framework import unique_name
     if isinstance(target_vars, Variable):
         target_vars = [target_vars]
     if not isinstance(target_vars, (list, tuple)):
         return target_vars
-    with program_guard(program):
-        return [scale(v, 1.0, name="save_infer_model/scale_%d" % i) if isinstance(v, Variable) else v
-                for i, v in enumerate(target_vars)]
+    block = program.global_block()
+    scaled = []
+    for i, v in enumerate(target_vars):
+        if isinstance(v, Variable):
+            name = unique_name.generate_with_ignorable_key("save_infer_model/scale_%d.tmp" % i)
+            out = block.create_var(name=name, dtype=v.dtype, shape=v.shape, lod_level=v.lod_level)
+            block.append_op("scale", inputs={"X": [v]}, outputs={"Out": [out]},
+                            attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
+            v = out
+        scaled.append(v)
+    return scaled
 
 
 def save_inference_model(dirname: str, feeded_var_names: Sequence[str], target_vars: Sequence[Variable],

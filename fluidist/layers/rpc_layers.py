@@ -96,16 +96,19 @@ def _as_list(value, what):
     return value
 
 
+def _rpc_layer(layer, endpoints, variables, what, dummy, dummy_what):
+    """``(helper, epmap, endpoints once each, dummy list)`` of a Send / Recv layer, its arguments checked."""
+    if not isinstance(variables, list):
+        raise TypeError("%s: %s must be a list of Variables, got %r" % (layer, what, type(variables).__name__))
+    epmap = endpoints.split(",")
+    return LayerHelper(layer), epmap, list(dict.fromkeys(epmap)), _as_list(dummy, "%s: %s" % (layer, dummy_what))
+
+
 def Send(endpoints: str, send_vars: List[Variable], dummy_output: Union[None, Variable, List[Variable]] = None,
          sync: bool = True) -> None:
     """Send ``send_vars[i]`` to the i-th of the comma-separated ``endpoints``; with ``sync``, then
     a ``send_barrier`` (the server's round runs once every client sent its barrier)."""
-    if not isinstance(send_vars, list):
-        raise TypeError("Send: send_vars must be a list of Variables, got %r" % type(send_vars).__name__)
-    dummy = _as_list(dummy_output, "Send: dummy_output")
-    epmap = endpoints.split(",")
-    unique = list(dict.fromkeys(epmap))
-    helper = LayerHelper("Send")
+    helper, epmap, unique, dummy = _rpc_layer("Send", endpoints, send_vars, "send_vars", dummy_output, "dummy_output")
     helper.append_op(type="send", inputs={"X": send_vars}, outputs={"Out": dummy},
                      attrs={"endpoints": unique, "epmap": epmap, OP_ROLE_ATTR: OpRole.RPC})
     if sync:
@@ -117,12 +120,7 @@ def Recv(endpoints: str, get_vars: List[Variable], dummy_input: Union[None, Vari
          sync: bool = True) -> List[Variable]:
     """Receive ``get_vars[i]`` from the i-th of the comma-separated ``endpoints`` (after the round
     the client's barrier completed); with ``sync``, then a ``fetch_barrier``. Returns ``get_vars``."""
-    if not isinstance(get_vars, list):
-        raise TypeError("Recv: get_vars must be a list of Variables, got %r" % type(get_vars).__name__)
-    dummy = _as_list(dummy_input, "Recv: dummy_input")
-    epmap = endpoints.split(",")
-    unique = list(dict.fromkeys(epmap))
-    helper = LayerHelper("Recv")
+    helper, epmap, unique, dummy = _rpc_layer("Recv", endpoints, get_vars, "get_vars", dummy_input, "dummy_input")
     helper.append_op(type="recv", inputs={"X": dummy}, outputs={"Out": get_vars},
                      attrs={"endpoints": unique, "epmap": epmap})
     if sync:

@@ -120,7 +120,7 @@ def _positions(xp, rows, ids):
     return xp.take(order, pos)
 
 
-@register_op("fake_init", outputs=["Out"], attrs={"shape": []})
+@register_op("fake_init", outputs=["Out"], attrs={"shape": []}, init="placeholder")
 def fake_init(ctx, ins, attrs):
     """Stands in for a table's initialiser on trainers: the table lives on the pservers. The value has
     the table's shape (gradient ops read it) but no memory: a read-only broadcast of one zero."""

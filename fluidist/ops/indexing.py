@@ -2,7 +2,7 @@
 where / where_index, multiplex, unique, shard_index, argsort; with gradients where Paddle has them."""
 import numpy as np
 
-from ..core.paddle_names import InvalidArgumentError
+from ..core.enforce import InvalidArgumentError
 from ..core.tensor import scatter_add
 from ..framework.registry import register_grad, register_op
 

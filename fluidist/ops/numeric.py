@@ -4,7 +4,7 @@ merge_selected_rows / get_tensor_from_selected_rows; and the random ops of the b
 randint, randperm, sampling_id and random_crop kinds."""
 import numpy as np
 
-from ..core.paddle_names import InvalidArgumentError
+from ..core.enforce import InvalidArgumentError
 from ..core.tensor import SelectedRows
 from ..framework.registry import register_grad, register_op, same_shape
 

@@ -496,7 +496,7 @@ def _increment_grad_maker(op):
 
 
 @register_op("increment", inputs=["X"], outputs=["Out"], attrs={"step": 1.0}, infer=same_shape(),
-             grad=_increment_grad_maker, reversible=True)
+             grad=_increment_grad_maker, reversible=True, counter=True)
 def increment(ctx, ins, attrs):
     x = ins["X"]
     return {"Out": (x + attrs["step"]).astype(x.dtype, copy=False)}

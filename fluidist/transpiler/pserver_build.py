@@ -94,7 +94,7 @@ def _count_trainer_steps(plan, gb, lr_block, counter):
     for name in names:
         gb.create_var(name=name, shape=[1], dtype=cv.dtype, persistable=True)
     for idx, op in enumerate(lr_block.ops):
-        if op.type == "increment" and op.output("Out") == [counter]:
+        if registry.fact(op, "counter") and op.output("Out") == [counter]:
             lr_block._remove_op(idx)
             lr_block._insert_op(idx, "sum", inputs={"X": names}, outputs={"Out": [counter]},
                                 attrs={OP_ROLE_ATTR: op.attr(OP_ROLE_ATTR)})
@@ -350,7 +350,7 @@ def _init_trainer_counters(plan, origin_startup, sb):
     counter, step = counted
     begin = 0.0
     for op in origin_startup.global_block().ops:
-        if op.output_arg_names == [counter] and op.type == "fill_constant":
+        if op.output_arg_names == [counter] and registry.fact(op, "init") == "fill":
             begin = float(op.attr("value"))
     dtype = sb.var(counter).dtype if sb.has_var(counter) else "int64"
     for k, name in enumerate(trainer_counter_names(plan, counter)):

@@ -123,7 +123,7 @@ def async_lr_counter(plan):
         return None
     ops = plan.origin_main.global_block().ops
     for i in plan.lr_op_indices:
-        if ops[i].type == "increment":
+        if registry.fact(ops[i], "counter"):
             return ops[i].output("Out")[0], float(ops[i].attr("step") or 1.0)
     return None
 
@@ -264,7 +264,7 @@ def _fake_init_sparse_tables(program, startup):
     sb = startup.global_block()
     for name in tables:
         inits = [op for op in sb.writers_of(name) if not int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST)]
-        if len(inits) != 1 or inits[0].type == "fake_init":
+        if len(inits) != 1 or registry.fact(inits[0], "init") == "placeholder":
             continue
         sb.insert_before(inits[0], "fake_init", outputs={"Out": [name]},
                          attrs={"shape": list(inits[0].attr("shape") or program.global_block().var(name).shape)})

@@ -23,7 +23,7 @@ from fluidist.framework import registry
 
 OPS = os.path.join(os.path.dirname(os.path.abspath(fluidist.__file__)), "ops")
 METADATA = {"shape", "dtype", "ndim", "size", "itemsize", "nbytes", "height",
-            "items", "coarse_lod"}     # a SelectedRows' height, a LoDRankTable's host lists
+            "items", "ranked", "coarse_lod"}     # a SelectedRows' height, a LoDRankTable's host lists
 SCALAR_READS = {"item", "tolist"}       # counted device-to-host reads, allowed like int()
 HOST_READS = {"len", "int", "float", "bool", "isinstance", "type", "range", "enumerate", "zip", "str"}
 MOVES = {"to_host", "get", "asnumpy", "to_host_value"}

@@ -115,6 +115,18 @@ class TestSequencePool(OpTest):
         self.check_grad(["X"], "Out")
 
 
+def create_test_class(name, value):
+    class Cls(unittest.TestCase):          # as Paddle's create_test_*_class factories make them
+        def test_value(self):
+            self.assertEqual(value, 1)
+    Cls.__name__ = name
+    globals()[name] = Cls
+
+
+create_test_class("TestMadeOne", 1)
+create_test_class("TestMadeTwo", 2)
+
+
 class TestSlow(unittest.TestCase):
     def test_a_passes(self):
         pass
@@ -198,6 +210,13 @@ def test_op_test_checks_outputs_lod_and_gradients_and_fails_wrong_ones(whole_fil
     assert "gradient of X (op mul)" in rows["TestMulWrongGradient.test_check_grad"]["error"]
 
 
+def test_classes_a_factory_made_are_told_apart(whole_file):
+    _, rows, _ = whole_file
+    assert rows["TestMadeOne.test_value"]["outcome"] == "pass"
+    assert rows["TestMadeTwo.test_value"]["outcome"] == "fail"
+    assert not [k for k in rows if "<locals>" in k]
+
+
 def test_a_hung_file_is_killed_and_the_test_it_was_in_named(tree, tmp_path):
     _, rows, _ = _run(tree, tmp_path, "--tests", "TestSlow", "--time-limit", "20", env={"SAMPLE_MODE": "HANG"})
     assert rows["TestSlow.test_a_passes"]["outcome"] == "pass"
@@ -231,3 +250,28 @@ def test_compare_names_the_tests_whose_outcome_changed(tree, tmp_path):
         json.dump(data, f)
     proc, _, _ = _run(tree, tmp_path, "--tests", "TestRename", "--compare", old)
     assert "pass       -> fail       unittests/test_sample.py::TestRename.test_fails" in proc.stdout
+
+
+def test_saved_runs_are_reported_again_with_the_gaps_of_now(tree, tmp_path):
+    """--from-json runs nothing: it merges saved runs (a later file's tests replace an earlier one's) and
+    decides the gaps from the known-gaps file given now; --markdown writes the docs page from them."""
+    _run(tree, tmp_path, "--tests", "TestRename")
+    first = os.path.join(str(tmp_path), "first.json")
+    os.rename(os.path.join(str(tmp_path), "result.json"), first)
+    _run(tree, tmp_path, "--tests", "TestSlow")
+    gaps = os.path.join(str(tmp_path), "gaps.txt")
+    with open(gaps, "w") as f:
+        f.write("unittests/test_sample.py::TestRename.test_fails  the sample's own arithmetic\n")
+    page, merged = os.path.join(str(tmp_path), "page.md"), os.path.join(str(tmp_path), "merged.json")
+    proc = subprocess.run([sys.executable, RUNNER, "--from-json", first, os.path.join(str(tmp_path), "result.json"),
+                           "--known-gaps", gaps, "--markdown", page, "--json", merged],
+                          capture_output=True, text=True, timeout=60)
+    with open(merged) as f:
+        rows = {r["key"].split("::")[1]: r for r in json.load(f)["results"]}
+    assert rows["TestRename.test_fails"]["outcome"] == "gap"
+    assert rows["TestSlow.test_a_passes"]["outcome"] == "pass"
+    assert rows["TestRename.test_refused"]["outcome"] == "refused"
+    with open(page) as f:
+        text = f.read()
+    assert "| `unittests/test_sample.py::TestRename.test_fails` | gap | the sample's own arithmetic |" in text
+    assert proc.returncode == 0, proc.stdout[-2000:]     # its one failure is a listed gap now

@@ -97,6 +97,39 @@ def build_rows(runs, gaps, reference=None) -> List[Dict]:
     return rows
 
 
+def rows_from_saved(paths: Iterable[str], gaps, reference=None) -> Tuple[List[Dict], Dict]:
+    """The rows of saved runs (``--json`` files; a later file's row of a test replaces an earlier one's),
+    their gaps decided again from ``gaps`` and ``reference``; and the meta of the runs together."""
+    by_key: Dict[str, Dict] = {}
+    meta: Dict = {"families": [], "fluidist_commit": [], "seconds": 0.0}
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        for key in ("python", "paddle_commit", "date"):
+            meta[key] = data.get(key, meta.get(key))
+        meta["families"] += [fam for fam in data.get("families", []) if fam not in meta["families"]]
+        if data.get("fluidist_commit") not in meta["fluidist_commit"]:
+            meta["fluidist_commit"].append(data.get("fluidist_commit"))
+        meta["seconds"] += data.get("seconds", 0.0)
+        for row in data["results"]:
+            by_key[row["key"]] = row
+    runs = {}
+    for row in by_key.values():
+        path, _, test = row["key"].partition("::")
+        run = runs.setdefault(path, _SavedRun(row["family"], path))
+        run.rows.append({"test": test, "outcome": row["raw"], "seconds": row.get("seconds", 0),
+                         "error": row.get("error", ""), "where": row.get("where", "")})
+    meta["fluidist_commit"] = ", ".join(str(c) for c in meta["fluidist_commit"])
+    return build_rows(runs.values(), gaps, reference), meta
+
+
+class _SavedRun:
+    """A file's run as a saved JSON gives it (its rows keyed by ``test`` without the module prefix)."""
+
+    def __init__(self, family: str, path: str):
+        self.family, self.path, self.rows = family, path, []
+
+
 def summary(rows: List[Dict]) -> "OrderedDict[str, Counter]":
     out: "OrderedDict[str, Counter]" = OrderedDict()
     for row in rows:

@@ -33,6 +33,18 @@ def where(tb) -> str:
     return ""
 
 
+def test_name(test) -> str:
+    """unittest's id, except that a class made inside a function (Paddle's ``create_test_*_class``
+    factories, which give each class its own ``__name__``) is named by its ``__name__``: its qualified
+    name (``create_test_class.<locals>.Cls``) is the same for every class the factory made."""
+    if not hasattr(test, "id"):
+        return str(test)
+    cls = type(test)
+    if "<locals>" in getattr(cls, "__qualname__", ""):
+        return "%s.%s.%s" % (cls.__module__, cls.__name__, getattr(test, "_testMethodName", ""))
+    return test.id()
+
+
 class JsonLinesResult(unittest.TestResult):
     """Writes each test's outcome as it ends."""
 
@@ -42,7 +54,7 @@ class JsonLinesResult(unittest.TestResult):
         self.started = {}
 
     def _write(self, test, outcome, error="", at=""):
-        name = test.id() if hasattr(test, "id") else str(test)
+        name = test_name(test)
         seconds = time.time() - self.started.pop(name, time.time())
         self.out.write(json.dumps({"test": name, "outcome": outcome, "seconds": round(seconds, 3),
                                    "error": error, "where": at}) + "\n")
@@ -50,8 +62,8 @@ class JsonLinesResult(unittest.TestResult):
 
     def startTest(self, test):
         super().startTest(test)
-        self.started[test.id()] = time.time()
-        self.out.write(json.dumps({"test": test.id(), "outcome": "started"}) + "\n")
+        self.started[test_name(test)] = time.time()
+        self.out.write(json.dumps({"test": test_name(test), "outcome": "started"}) + "\n")
         self.out.flush()
 
     def addSuccess(self, test):
