@@ -27,27 +27,30 @@ import sys
 import types
 from typing import Callable, Dict, Optional, Union
 
-from .compat import refused_module
+from .compat import REFUSED_MODULES, refused_module
 
 
-def _callable_module(module_name: str, function_name: str) -> Callable[[str], types.ModuleType]:
+class _CallableModule:
     """A maker of the module of one function that is also callable as it.
 
     ``fluid.data`` is both a function (the package binds it) and a module path. Python 3.11's import
     machinery binds a package's attribute to the submodule again whenever the path is imported
     (``importlib.import_module("fluidist.data")``), which would turn ``fluid.data(...)`` into calling
     a module; this module calls the function."""
-    def make(path: str) -> types.ModuleType:
-        function = getattr(importlib.import_module(module_name), function_name)
 
-        class _CallableModule(types.ModuleType):
+    def __init__(self, module_name: str, function_name: str) -> None:
+        self.module_name, self.function_name = module_name, function_name
+
+    def __call__(self, path: str) -> types.ModuleType:
+        function = getattr(importlib.import_module(self.module_name), self.function_name)
+
+        class _Module(types.ModuleType):
             def __call__(self, *args, **kwargs):
                 return function(*args, **kwargs)
 
-        module = _CallableModule(path, "``%s``: the module of ``%s``." % (path, function_name))
-        vars(module).update({function_name: function, "__all__": [function_name]})
+        module = _Module(path, "``%s``: the module of ``%s``." % (path, self.function_name))
+        vars(module).update({self.function_name: function, "__all__": [self.function_name]})
         return module
-    return make
 
 
 #: Paddle's module path -> the module that is it (a dotted name), or a maker of the module.
@@ -69,7 +72,7 @@ PADDLE_PATHS: Dict[str, Union[str, Callable[[str], types.ModuleType]]] = {
     "fluidist.op": "fluidist.executor.eager_op",
     "fluidist.parallel_executor": "fluidist.executor.parallel_executor",
     "fluidist.compiler": "fluidist.executor.compiler",
-    "fluidist.data": _callable_module("fluidist.layers.io", "data"),
+    "fluidist.data": _CallableModule("fluidist.layers.io", "data"),
     "fluidist.layer_helper": "fluidist.layers.layer_helper",
     "fluidist.layer_helper_base": "fluidist.layers.layer_helper",
     "fluidist.trainer_factory": "fluidist.executor.dataset_runner",
@@ -168,3 +171,45 @@ def install() -> None:
     """Put the finder first on ``sys.meta_path`` (once per process)."""
     if not any(isinstance(f, PaddlePathFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, PaddlePathFinder())
+
+
+# ---------------------------------------------------------------- what type checkers see
+# The finder is invisible to static tools: mypy looks for ``fluidist/optimizer.py`` or ``.pyi`` on
+# disk. So each path of the table has a stub there (``fluidist/optimizer.pyi``: the names of the real
+# module), made from the table by :func:`write_typing_stubs` and kept equal to it by
+# ``tests/test_house_rules.py``; the import system never reads a ``.pyi``.
+_STUB_HEAD = ("# Made from fluidist/paddle_paths.py by write_typing_stubs(): what type checkers see at Paddle's\n"
+              "# path %s, which the import system finds through the table.\n")
+
+
+def typing_stub(path: str) -> str:
+    """The text of the stub of Paddle's path ``path`` (an entry of ``PADDLE_PATHS``)."""
+    target = PADDLE_PATHS[path]
+    head = _STUB_HEAD % path + "from typing import Any\n\n"
+    if target is refused_module:        # a module of refusals: its names, each a refused class
+        _, public, refusals = REFUSED_MODULES[path]
+        return head + "".join("%s: Any\n" % name for name in sorted(set(public) | set(refusals)))
+    if isinstance(target, str):
+        real = "from %s import *  # noqa: F401,F403\n" % target
+    else:
+        assert isinstance(target, _CallableModule), path
+        real = "from %s import %s as %s\n" % (target.module_name, target.function_name, target.function_name)
+    # names outside the real module's __all__ (Paddle's scripts import some) are Any
+    return head + real + "\n\ndef __getattr__(name: str) -> Any: ...\n"
+
+
+def stub_file(path: str, package_dir: str) -> str:
+    """Where the stub of ``path`` lies under ``package_dir`` (the directory of ``fluidist``)."""
+    import os
+    return os.path.join(package_dir, *path.split(".")[1:]) + ".pyi"
+
+
+def write_typing_stubs(package_dir: Optional[str] = None) -> None:
+    """Write every path's stub (after an edit of the table:
+    ``python -c "from fluidist.paddle_paths import write_typing_stubs; write_typing_stubs()"``)."""
+    import os
+    package_dir = package_dir or os.path.dirname(os.path.abspath(__file__))
+    for path in PADDLE_PATHS:
+        with open(stub_file(path, package_dir), "w") as f:
+            f.write(typing_stub(path))
+

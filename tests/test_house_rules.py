@@ -1,5 +1,6 @@
 """House rules every source file of ``fluidist/`` keeps: no file over 600 lines, no function over 80,
-and no module at the package root but those of a short list, each with its reason.
+and no module at the package root but those of a short list, each with its reason; the typing stubs
+(``.pyi``) are exactly those the table of Paddle's paths makes.
 
 A function's length counts from its ``def`` (decorators excluded) to its last line, docstring and
 nested functions included; a nested function is checked on its own too."""
@@ -73,3 +74,15 @@ def test_the_root_holds_only_its_allow_list():
                        "floor; a Paddle module path becomes an entry of fluidist/paddle_paths.py)" % stray)
     assert len(ROOT_MODULES) <= 15 and set(ROOT_MODULES) <= set(here), sorted(set(ROOT_MODULES) - set(here))
 
+
+def test_the_typing_stubs_are_those_of_the_table_of_paddle_paths():
+    """Each path of ``fluidist/paddle_paths.py``'s table has its stub (what mypy sees at
+    ``fluidist.optimizer``), as the table makes it, and no other stub lies in the package."""
+    from fluidist import paddle_paths
+    expected = {paddle_paths.stub_file(path, ROOT): paddle_paths.typing_stub(path) for path in paddle_paths.PADDLE_PATHS}
+    found = {os.path.join(d, f) for d, _, files in os.walk(ROOT) for f in files if f.endswith(".pyi")}
+    assert found == set(expected), ("stubs not of the table: %s; missing: %s (write them with "
+                                    "fluidist.paddle_paths.write_typing_stubs())"
+                                    % (sorted(found - set(expected)), sorted(set(expected) - found)))
+    stale = [f for f, text in expected.items() if open(f).read() != text]
+    assert not stale, "stale stubs (write them with fluidist.paddle_paths.write_typing_stubs()): %s" % stale

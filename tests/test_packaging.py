@@ -40,6 +40,8 @@ def test_license_and_metadata_in_sdist_and_wheel(tmp_path):
         assert lic, names
         assert "Apache License" in z.read(lic[0]).decode()
         assert "fluidist/py.typed" in names
+        # the typing stubs of Paddle's paths (fluidist/paddle_paths.py): what mypy sees at fluidist.optimizer
+        assert {"fluidist/optimizer.pyi", "fluidist/trainer_desc.pyi", "fluidist/distributed/launch.pyi"} <= set(names)
         assert "fluidist/examples/__main__.py" in names
         assert {"fluidist/examples/" + f for f in EXAMPLES} <= set(names), names
         assert not [n for n in names if n.startswith(("examples/", "tests/", "tools/", "benchmarks/"))]
