@@ -175,27 +175,30 @@ def install() -> None:
 
 # ---------------------------------------------------------------- what type checkers see
 # The finder is invisible to static tools: mypy looks for ``fluidist/optimizer.py`` or ``.pyi`` on
-# disk. So each path of the table has a stub there (``fluidist/optimizer.pyi``: the names of the real
-# module), made from the table by :func:`write_typing_stubs` and kept equal to it by
-# ``tests/test_house_rules.py``; the import system never reads a ``.pyi``.
+# disk. So each path of the table that names a module, or a module of refusals, has a stub there
+# (``fluidist/optimizer.pyi``: the names of the real module), made from the table by
+# :func:`write_typing_stubs` and kept equal to it by ``tests/test_house_rules.py``; the import system
+# never reads a ``.pyi``. ``fluid.data`` has none: checkers see the function through the face, and the
+# docs' reader (griffe) would take a stub there for the module instead of the function.
 _STUB_HEAD = ("# Made from fluidist/paddle_paths.py by write_typing_stubs(): what type checkers see at Paddle's\n"
               "# path %s, which the import system finds through the table.\n")
 
 
+def stubbed_paths() -> list:
+    """The paths of the table that have a typing stub (all but the callable module ``fluidist.data``)."""
+    return [path for path, target in PADDLE_PATHS.items() if isinstance(target, str) or target is refused_module]
+
+
 def typing_stub(path: str) -> str:
-    """The text of the stub of Paddle's path ``path`` (an entry of ``PADDLE_PATHS``)."""
+    """The text of the stub of Paddle's path ``path`` (one of :func:`stubbed_paths`)."""
     target = PADDLE_PATHS[path]
     head = _STUB_HEAD % path + "from typing import Any\n\n"
     if target is refused_module:        # a module of refusals: its names, each a refused class
         _, public, refusals = REFUSED_MODULES[path]
         return head + "".join("%s: Any\n" % name for name in sorted(set(public) | set(refusals)))
-    if isinstance(target, str):
-        real = "from %s import *  # noqa: F401,F403\n" % target
-    else:
-        assert isinstance(target, _CallableModule), path
-        real = "from %s import %s as %s\n" % (target.module_name, target.function_name, target.function_name)
-    # names outside the real module's __all__ (Paddle's scripts import some) are Any
-    return head + real + "\n\ndef __getattr__(name: str) -> Any: ...\n"
+    assert isinstance(target, str), path
+    # the real module's names; those outside its __all__ (Paddle's scripts import some) are Any
+    return head + "from %s import *  # noqa: F401,F403\n\n\ndef __getattr__(name: str) -> Any: ...\n" % target
 
 
 def stub_file(path: str, package_dir: str) -> str:
@@ -205,11 +208,10 @@ def stub_file(path: str, package_dir: str) -> str:
 
 
 def write_typing_stubs(package_dir: Optional[str] = None) -> None:
-    """Write every path's stub (after an edit of the table:
+    """Write every stub (after an edit of the table:
     ``python -c "from fluidist.paddle_paths import write_typing_stubs; write_typing_stubs()"``)."""
     import os
     package_dir = package_dir or os.path.dirname(os.path.abspath(__file__))
-    for path in PADDLE_PATHS:
+    for path in stubbed_paths():
         with open(stub_file(path, package_dir), "w") as f:
             f.write(typing_stub(path))
-

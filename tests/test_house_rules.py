@@ -79,7 +79,7 @@ def test_the_typing_stubs_are_those_of_the_table_of_paddle_paths():
     """Each path of ``fluidist/paddle_paths.py``'s table has its stub (what mypy sees at
     ``fluidist.optimizer``), as the table makes it, and no other stub lies in the package."""
     from fluidist import paddle_paths
-    expected = {paddle_paths.stub_file(path, ROOT): paddle_paths.typing_stub(path) for path in paddle_paths.PADDLE_PATHS}
+    expected = {paddle_paths.stub_file(path, ROOT): paddle_paths.typing_stub(path) for path in paddle_paths.stubbed_paths()}
     found = {os.path.join(d, f) for d, _, files in os.walk(ROOT) for f in files if f.endswith(".pyi")}
     assert found == set(expected), ("stubs not of the table: %s; missing: %s (write them with "
                                     "fluidist.paddle_paths.write_typing_stubs())"
