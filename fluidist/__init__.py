@@ -8,8 +8,9 @@ module paths (:mod:`fluidist.paddle_paths`), the logging set-up and the ctrl-C h
 (``fluidist-launch``) and the runtime modules (``fluidist.distributed.*``) never load the kernels. The
 first use of a name of the face (``fluid.layers``, ``fluid.Program``, ...) loads the framework as a
 whole, as one import did before: every op family (the op registry), the layers (and with them the
-operators of ``Variable``), the program descriptions (``program.desc``), and the
-``FLUIDIST_TEST_DEVICE`` switch.
+operators of ``Variable``), and the ``FLUIDIST_TEST_DEVICE`` switch. The IR's ``program.desc`` views
+and the op registry's entries are made on first use wherever they are asked for
+(``framework/desc_views.py``, ``framework/op_table.py``), face or not.
 """
 import importlib as _importlib
 import os as _os
@@ -149,8 +150,6 @@ def _load():
         except BaseException:
             _loaded = False
             raise
-        from .paddle_format import desc
-        desc.install()              # program.desc, op.desc, ...: views over the IR, above it
         from .core import place, switch
         if place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
             switch.install()

@@ -15,6 +15,9 @@ from .dtypes import DTYPE_ATTRS, dtype_attr, paddle_attr_value
 from .name_scope import full_name_scope
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .variable import Parameter, Variable, _copy_var
+from . import desc_views
+from .desc_views import DescView
+
 
 def _names(arg, what):
     """Normalise an op argument (Variable, name, or a list of them) to a list of names."""
@@ -67,6 +70,12 @@ def _plain_attr(value):
 
 class Operator:
     """An op: ``type``, ``inputs``/``outputs`` as ``{slot: [var names]}``, and ``attrs``."""
+
+    desc = DescView("OpDesc")
+
+    def attr_type(self, name: str) -> int:
+        """Paddle's ``AttrType`` code of attr ``name`` (its declared type, else its value's)."""
+        return desc_views.attr_type(self, name)
 
     def __init__(self, block, type, inputs=None, outputs=None, attrs=None):
         self.block = block
@@ -260,6 +269,8 @@ class Block:
         parent_idx: the enclosing block's index (-1 for the global block).
         vars: ``{name: Variable}`` declared in this block.
     """
+
+    desc = DescView("BlockDesc")
 
     def __init__(self, program: Any, idx: int, parent_idx: int = -1) -> None:
         self.program = program

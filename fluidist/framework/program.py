@@ -23,6 +23,8 @@ from .name_scope import name_scope  # noqa: F401 (fluid.name_scope; Paddle's tre
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole  # noqa: F401
 from .dtypes import VarType
 from .serialization import loads
+from . import desc_views
+from .desc_views import DescView
 from .variable import (EMPTY_VAR_NAME, GRAD_SUFFIX, LR_DECAY_COUNTER, RENAME_INFIX, TEMP_VAR_NAME,  # noqa: F401
                        Parameter, Variable, _strip_grad, grad_var_name)
 
@@ -48,6 +50,9 @@ class Program:
         ['mul', 'elementwise_add']
         >>> test_program = main.clone(for_test=True)
     """
+
+    desc = DescView("ProgramDesc")
+    parse_from_string = staticmethod(desc_views.parse_program)   # Paddle's: a Program from ProgramDesc bytes
 
     def __init__(self) -> None:
         self.blocks = [Block(self, 0)]

@@ -9,8 +9,8 @@ set on the object itself, and what it reads is read there. Data types read throu
 Paddle's ``VarType`` values (``var.desc.dtype() == VarType.FP32``), as attrs that hold a data type
 are (``Operator.attr``).
 
-The views are installed as ``desc`` properties of the IR classes when fluidist is imported
-(``install``), as the IR imports nothing above it.
+The IR classes' ``desc`` attributes make these views on first use (``framework/desc_views.py``
+names this module instead of importing it: the IR imports nothing above it).
 """
 from __future__ import annotations
 
@@ -424,11 +424,3 @@ def get_grad_op_desc(op_desc: OpDesc, no_grad_set: Any, grad_sub_block_list: Seq
                     grad_to_var[n] = base
         descs.append(OpDesc(grad_op))
     return descs, grad_to_var
-
-
-def install() -> None:
-    """Give the IR classes their ``desc`` views and Paddle's ``Operator.attr_type``."""
-    for cls, view, what in ((Program, ProgramDesc, "ProgramDesc"), (Block, BlockDesc, "BlockDesc"),
-                            (Operator, OpDesc, "OpDesc"), (Variable, VarDesc, "VarDesc")):
-        setattr(cls, "desc", property(view, doc="Paddle's %s of this object (a view: see fluidist.paddle_format.desc)." % what))
-    setattr(Operator, "attr_type", op_attr_type)
