@@ -15,7 +15,7 @@ import numpy as np
 
 import fluidist as fluid
 from fluidist.log_helper import DEFAULT_FORMAT, get_logger
-from fluidist.progress import Progress
+from fluidist.console.progress import Progress
 
 log = get_logger("digits", logging.INFO, DEFAULT_FORMAT)
 

@@ -1,64 +1,184 @@
 """fluidist: Paddle fluid's static graphs and DistributeTranspiler, in Python.
 
 ``import fluidist as fluid`` gives the names a Paddle fluid 1.x user expects.
+
+The face is lazy (PEP 562): importing ``fluidist`` loads only the version, the table of Paddle's
+module paths (:mod:`fluidist.paddle_paths`), the logging set-up and the ctrl-C hook of
+:mod:`fluidist.console.interrupts`, so the launcher
+(``fluidist-launch``) and the runtime modules (``fluidist.distributed.*``) never load the kernels. The
+first use of a name of the face (``fluid.layers``, ``fluid.Program``, ...) loads the framework as a
+whole, as one import did before: every op family (the op registry), the layers (and with them the
+operators of ``Variable``), and the ``FLUIDIST_TEST_DEVICE`` switch. The IR's ``program.desc`` views
+and the op registry's entries are made on first use wherever they are asked for
+(``framework/desc_views.py``, ``framework/op_table.py``), face or not.
 """
-from .framework import unique_name  # noqa: F401
-from . import ops  # noqa: F401  (fills the op registry)
-from .framework.dtypes import VarType  # noqa: F401
-from .framework.program import (Block, Operator, Parameter, Program, Variable,  # noqa: F401
-                                default_main_program, default_startup_program, name_scope, program_guard)
-from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope,  # noqa: F401
-                       SelectedRows, cpu_places, create_lod_tensor, cuda_places, global_scope,
-                       is_compiled_with_cuda, scope_guard)
-from .core.place import cuda_pinned_places  # noqa: F401
-from .framework.api import (ComplexVariable, device_guard, get_flags, in_dygraph_mode,  # noqa: F401
-                            load_op_library, require_version, set_flags)
-from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
-from . import parallel_executor  # noqa: F401
-from . import install_check  # noqa: F401
-from .parallel_executor import ParallelExecutor  # noqa: F401
-from . import initializer, layers, optimizer, regularizer, clip  # noqa: F401
-from . import io  # noqa: F401
-from .io import load, load_program_state, save, set_program_state  # noqa: F401
-from . import nets  # noqa: F401
-from . import compiler, install_check, log_helper  # noqa: F401
-from . import metrics  # noqa: F401
-from .backward import append_backward, gradients  # noqa: F401
-from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
-from .layers.io import data  # noqa: F401
-from .input import embedding, one_hot  # noqa: F401
-from .transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
-from . import transpiler  # noqa: F401
-from . import communicator  # noqa: F401  (fluid.communicator.Communicator)
+import importlib as _importlib
+import os as _os
+import sys as _sys
+import threading as _threading
+from typing import TYPE_CHECKING
 
-from . import core  # noqa: F401
-from . import reader  # noqa: F401
-from . import dataset  # noqa: F401
-from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401  (Paddle: from .dataset import *)
-from .incubate import data_generator  # noqa: F401,E402
-from .data_feeder import DataFeeder  # noqa: F401
-from .layers.math_op_patch import monkey_patch_variable as _patch
-from . import log_helper  # noqa: F401
-from . import profiler, timeline  # noqa: F401  (fluid.profiler without its own import, as in Paddle)
+from . import paddle_paths as _paddle_paths
+from ._version import __version__  # noqa: F401
+from .console.interrupts import install_quiet_interrupt_hook as _quiet_interrupt
+from .log_helper import configure_from_env as _configure_logging
 
-from . import paddle_paths  # noqa: E402,F401  (Paddle 1.8's module paths: fluid.lod_tensor, fluid.unique_name, ...)
-from . import contrib, dygraph  # noqa: E402,F401  (refused module trees)
-from .layers.io import data  # noqa: E402,F811  (the function, not the module fluid.data that has it: as in Paddle)
-from .paddle_paths import (DataFeedDesc, DistMultiTrainer, HashName, LoDTensorArray, MultiTrainer,  # noqa: F401,E402
-                           PipelineTrainer, RoundRobin, Tensor, TrainerDesc, VarBase, create_random_int_lodtensor,
-                           disable_dygraph, disable_imperative, enable_dygraph, enable_imperative,
-                           learning_rate_decay, memory_optimize, release_memory)
-from .paddle_paths import (BatchNorm, BCELoss, BilinearTensorProduct, Conv2D, Conv2DTranspose,  # noqa: F401,E402
-                           Conv3D, Conv3DTranspose, Dropout, Embedding, GroupNorm, GRUUnit, InstanceNorm, L1Loss,
-                           Layer, LayerNorm, Linear, MSELoss, NCE, NLLLoss, Pool2D, PRelu, SpectralNorm, TreeConv,
-                           load_dygraph, monkey_patch_varbase, save_dygraph)
 
-_patch()
-log_helper.configure_from_env()  # FLUIDIST_LOG_LEVEL: the launcher's --log_level
-from .interrupts import install_quiet_interrupt_hook as _quiet_interrupt  # noqa: E402
-_quiet_interrupt()  # FLUIDIST_QUIET_INTERRUPT: a ctrl-C the launcher reports is not reported here again
-if core.place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
-    from .core import switch as _switch
-    _switch.install()
+def _names(module, *names):
+    return {name: "%s:%s" % (module, name) for name in names}
 
-__version__ = "0.1.0"
+
+def _modules(*names):
+    return {name: "fluidist." + name for name in names}
+
+
+# The dygraph names Paddle's fluid/__init__ takes from dygraph.nn, dygraph.layers and dygraph.checkpoint:
+# refusals of fluidist.dygraph (declared there one by one).
+_DYGRAPH_TOP_LEVEL = ("Conv2D", "Conv3D", "Pool2D", "Linear", "BatchNorm", "Dropout", "Embedding", "GRUUnit",
+                      "InstanceNorm", "LayerNorm", "NCE", "PRelu", "BilinearTensorProduct", "Conv2DTranspose",
+                      "Conv3DTranspose", "GroupNorm", "SpectralNorm", "TreeConv", "MSELoss", "L1Loss", "NLLLoss",
+                      "BCELoss", "Layer", "save_dygraph", "load_dygraph", "monkey_patch_varbase")
+
+# The names of ``import fluidist as fluid``: name -> the module ("module:attribute" for a name it
+# defines). Loaded in this order: the op families first, so that every later module finds the registry full.
+_FACE = {
+    "unique_name": "fluidist.framework.unique_name",
+    **_modules("ops"),
+    **_names("fluidist.framework.dtypes", "VarType"),
+    **_names("fluidist.framework.program", "Block", "Operator", "Parameter", "Program", "Variable",
+             "default_main_program", "default_startup_program", "name_scope", "program_guard"),
+    **_names("fluidist.executor", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "Executor", "LoDTensor", "Scope",
+             "SelectedRows", "cpu_places", "create_lod_tensor", "cuda_places", "global_scope",
+             "is_compiled_with_cuda", "scope_guard"),
+    **_names("fluidist.core.place", "cuda_pinned_places"),
+    **_names("fluidist.framework.api", "ComplexVariable", "device_guard", "get_flags", "in_dygraph_mode",
+             "load_op_library", "require_version", "set_flags"),
+    **_names("fluidist.executor.compiler", "BuildStrategy", "CompiledProgram", "ExecutionStrategy"),
+    **_modules("executor", "framework", "parallel_executor", "install_check"),
+    **_names("fluidist.executor.parallel_executor", "ParallelExecutor"),
+    **_modules("initializer", "layers", "optimizer", "regularizer", "clip", "io"),
+    **_names("fluidist.io", "load", "load_program_state", "save", "set_program_state"),
+    **_modules("nets", "compiler", "log_helper", "metrics", "backward"),
+    **_names("fluidist.passes.backward", "append_backward", "gradients"),
+    **_names("fluidist.param_attr", "ParamAttr", "WeightNormParamAttr"),
+    **_modules("param_attr", "input"),
+    **_names("fluidist.layers.input", "embedding", "one_hot"),
+    **_names("fluidist.transpiler", "DistributeTranspiler", "DistributeTranspilerConfig", "HashName", "RoundRobin",
+             "memory_optimize", "release_memory"),
+    **_modules("transpiler", "communicator", "core", "reader", "dataset", "incubate"),
+    **_names("fluidist.dataset", "DatasetFactory", "InMemoryDataset", "QueueDataset"),
+    "data_generator": "fluidist.incubate.data_generator",
+    **_modules("data_feeder"),
+    **_names("fluidist.reader.data_feeder", "DataFeeder"),
+    **_modules("profiler", "timeline", "contrib", "dygraph", "lod_tensor"),
+    **_names("fluidist.core", "LoDTensorArray"),
+    "Tensor": "fluidist.core:LoDTensor",   # Paddle 1.8's fluid.Tensor is LoDTensor (core.Tensor has no LoD)
+    **_names("fluidist.core.lod_tensor", "create_random_int_lodtensor"),
+    **_names("fluidist.data_feed_desc", "DataFeedDesc"),
+    **_names("fluidist.trainer_desc", "DistMultiTrainer", "MultiTrainer", "PipelineTrainer", "TrainerDesc"),
+    **_names("fluidist.dygraph", "VarBase", "disable_dygraph", "disable_imperative", "enable_dygraph",
+             "enable_imperative", *_DYGRAPH_TOP_LEVEL),
+    "learning_rate_decay": "fluidist.layers.learning_rate_scheduler",
+    "data": "fluidist.layers.io:data",   # the function (Paddle's fluid.data), not the module of that path
+}
+
+if TYPE_CHECKING:   # the face as type checkers see it: the names of _FACE, imported the plain way
+    from . import (contrib, core, dataset, dygraph, executor, framework, incubate, initializer,  # noqa: F401
+                   install_check, io, layers, log_helper, metrics, nets, ops, param_attr, profiler, reader,
+                   timeline, transpiler)
+    from .core import lod_tensor  # noqa: F401  (Paddle's paths: the modules fluidist.paddle_paths names)
+    from .executor import compiler, parallel_executor  # noqa: F401
+    from .layers import input  # noqa: F401
+    from .optim import optimizer  # noqa: F401
+    from .passes import backward, clip, regularizer  # noqa: F401
+    from .reader import data_feeder  # noqa: F401
+    from .transpiler import communicator  # noqa: F401
+    from .core import LoDTensorArray  # noqa: F401
+    from .core import LoDTensor as Tensor  # noqa: F401
+    from .core.lod_tensor import create_random_int_lodtensor  # noqa: F401
+    from .core.place import cuda_pinned_places  # noqa: F401
+    from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401
+    from .dygraph import (VarBase, disable_dygraph, disable_imperative, enable_dygraph,  # noqa: F401
+                          enable_imperative, load_dygraph, monkey_patch_varbase, save_dygraph)
+    from .dygraph import (BatchNorm, BCELoss, BilinearTensorProduct, Conv2D, Conv2DTranspose,  # noqa: F401
+                          Conv3D, Conv3DTranspose, Dropout, Embedding, GroupNorm, GRUUnit, InstanceNorm, L1Loss,
+                          Layer, LayerNorm, Linear, MSELoss, NCE, NLLLoss, Pool2D, PRelu, SpectralNorm, TreeConv)
+    from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope,  # noqa: F401
+                           SelectedRows, cpu_places, create_lod_tensor, cuda_places, global_scope,
+                           is_compiled_with_cuda, scope_guard)
+    from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
+    from .executor.parallel_executor import ParallelExecutor  # noqa: F401
+    from .framework import unique_name  # noqa: F401
+    from .framework.api import (ComplexVariable, device_guard, get_flags, in_dygraph_mode,  # noqa: F401
+                                load_op_library, require_version, set_flags)
+    from .framework.dtypes import VarType  # noqa: F401
+    from .framework.program import (Block, Operator, Parameter, Program, Variable,  # noqa: F401
+                                    default_main_program, default_startup_program, name_scope, program_guard)
+    from .incubate import data_generator  # noqa: F401
+    from .io import load, load_program_state, save, set_program_state  # noqa: F401
+    from .layers import learning_rate_scheduler as learning_rate_decay  # noqa: F401
+    from .layers.input import embedding, one_hot  # noqa: F401
+    from .layers.io import data  # noqa: F401
+    from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
+    from .passes.backward import append_backward, gradients  # noqa: F401
+    from .reader.data_feeder import DataFeeder  # noqa: F401
+    from .transpiler import (DistributeTranspiler, DistributeTranspilerConfig, HashName, RoundRobin,  # noqa: F401
+                             memory_optimize, release_memory)
+    from .compat import refused_class as _refused_class
+    DataFeedDesc = DistMultiTrainer = MultiTrainer = PipelineTrainer = TrainerDesc = _refused_class("")
+
+# fluidist's modules that are not the framework (the launcher, the runtime and the leaves they use):
+# getting them from the face imports only them.
+_LIGHT = frozenset({"launch", "distributed", "timeline", "log_helper", "bounded_json", "compat", "paddle_paths"})
+
+_loaded = False
+_loading = _threading.RLock()   # a second thread asking for a name waits for the first one's load
+
+
+def _load():
+    """Load the framework and bind every name of the face (once; the later calls return at once)."""
+    global _loaded
+    with _loading:
+        if _loaded:
+            return
+        _loaded = True      # the modules loaded below may use names of the face bound before them
+        try:
+            for name, where in _FACE.items():
+                module_name, _, attribute = where.partition(":")
+                module = _importlib.import_module(module_name)
+                globals()[name] = getattr(module, attribute) if attribute else module
+        except BaseException:
+            _loaded = False
+            raise
+        from .core import place, switch
+        if place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
+            switch.install()
+
+
+def __getattr__(name):
+    if name.startswith("_"):
+        raise AttributeError("module 'fluidist' has no attribute %r" % name)
+    imported = _sys.modules.get("fluidist." + name)
+    if imported is not None:
+        return imported         # a module being imported: Python binds it here once it has loaded
+    if name not in _LIGHT:
+        _load()
+        if name in globals():
+            return globals()[name]
+    try:
+        return _importlib.import_module("fluidist." + name)   # a module of fluidist, or one of Paddle's paths
+    except ModuleNotFoundError as e:
+        if e.name != "fluidist." + name:
+            raise
+        raise AttributeError("module 'fluidist' has no attribute %r" % name) from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_FACE))
+
+
+_paddle_paths.install()
+_configure_logging()   # FLUIDIST_LOG_LEVEL: the launcher's --log_level
+_quiet_interrupt()     # FLUIDIST_QUIET_INTERRUPT: a ctrl-C the launcher reports is not reported here again
+if _os.environ.get("FLUIDIST_TEST_DEVICE", "").strip().lower() not in ("", "cpu"):
+    _load()   # the test switch must be in place before the first fluid.CPUPlace() (fluidist.core.switch)

@@ -98,3 +98,66 @@ def refuse_module_tree(package_globals, paddle_name, instead):
     package_globals["__getattr__"] = _refusing_getattr(paddle_name, instead)
     if not any(isinstance(f, _RefusedTree) and f.package == package for f in sys.meta_path):
         sys.meta_path.append(_RefusedTree(package, paddle_name, instead))
+
+
+# ---------------------------------------------------------------- Paddle modules of refusals only
+_TRAINERS = ("Executor.train_from_dataset(program, dataset, thread=n, fetch_list=..., fetch_info=...) "
+             "chooses its trainer itself")
+_WORKERS = "Executor.train_from_dataset(program, dataset, thread=n) runs Hogwild-style threads itself"
+_PIPELINE = "pipeline training is not provided; train with pservers or all-reduce"
+_DOWNPOUR = "PSLib's Downpour is not provided; use fleet's parameter-server mode"
+
+#: The modules of Paddle 1.8 that fluidist answers with refusals only: path -> (docstring, ``__all__``,
+#: {name: (the Paddle name the refusal gives, what to use instead)}). ``fluidist.paddle_paths`` makes
+#: each module (:func:`refused_module`) when a script first imports its path.
+REFUSED_MODULES = {
+    "fluidist.trainer_desc": (
+        "``fluid.trainer_desc``: the C++ trainers Paddle's ``train_from_dataset`` configured. fluidist's "
+        "``Executor.train_from_dataset`` runs its own threads; these classes are refused.",
+        ["TrainerDesc", "MultiTrainer", "DistMultiTrainer", "PipelineTrainer"],
+        {"TrainerDesc": ("fluid.TrainerDesc", _TRAINERS), "MultiTrainer": ("fluid.MultiTrainer", _TRAINERS),
+         "DistMultiTrainer": ("fluid.DistMultiTrainer", _TRAINERS),
+         "PipelineTrainer": ("fluid.PipelineTrainer", _PIPELINE)}),
+    "fluidist.device_worker": (
+        "``fluid.device_worker``: the per-thread workers of Paddle's C++ trainers (Hogwild, DownpourSGD, "
+        "Section). fluidist's ``train_from_dataset`` runs Hogwild-style threads itself; these are refused.",
+        ["DeviceWorker", "Hogwild", "DownpourSGD", "Section", "DownpourSGDOPT"],
+        {"DeviceWorker": ("fluid.device_worker.DeviceWorker", _WORKERS),
+         "Hogwild": ("fluid.device_worker.Hogwild", _WORKERS),
+         "DownpourSGD": ("fluid.device_worker.DownpourSGD", _DOWNPOUR),
+         "DownpourSGDOPT": ("fluid.device_worker.DownpourSGDOPT", _DOWNPOUR),
+         "Section": ("fluid.device_worker.Section", _PIPELINE),
+         "DeviceWorkerFactory": ("fluid.device_worker.DeviceWorkerFactory", _WORKERS)}),
+    "fluidist.evaluator": (
+        "``fluid.evaluator``: Paddle's evaluators, deprecated since Paddle 1.2 in favour of ``fluid.metrics``. "
+        "Each raises NotImplementedError naming its ``fluid.metrics`` replacement.",
+        ["ChunkEvaluator", "EditDistance", "DetectionMAP"],
+        {"Evaluator": ("fluid.evaluator.Evaluator",
+                       "deprecated in Paddle; subclass fluid.metrics.MetricBase and feed it fetched values"),
+         "ChunkEvaluator": ("fluid.evaluator.ChunkEvaluator",
+                            "deprecated in Paddle; use layers.chunk_eval with fluid.metrics.ChunkEvaluator"),
+         "EditDistance": ("fluid.evaluator.EditDistance",
+                          "deprecated in Paddle; use layers.edit_distance with fluid.metrics.EditDistance"),
+         "DetectionMAP": ("fluid.evaluator.DetectionMAP", "compute mAP in NumPy on the fetched detections")}),
+    "fluidist.data_feed_desc": (
+        "``fluid.data_feed_desc``: Paddle's ``DataFeedDesc`` configured a C++ data feed from a protobuf text "
+        "file. fluidist's datasets take their slots from the variables instead.",
+        ["DataFeedDesc"],
+        {"DataFeedDesc": ("fluid.DataFeedDesc", "create the dataset with fluid.DatasetFactory().create_dataset(...) "
+                                                "and give it its slots with dataset.set_use_var([...]) and "
+                                                "set_batch_size(n)")}),
+    "fluidist.dygraph_utils": (
+        "``fluid.dygraph_utils``: Paddle's helpers for dygraph layers; fluidist has no dygraph mode, and the "
+        "module holds nothing a static program uses.", [], {}),
+}
+
+
+def refused_module(path):
+    """The module of refusals ``REFUSED_MODULES[path]`` describes (made anew on each call)."""
+    import types
+    doc, public, refusals = REFUSED_MODULES[path]
+    module = types.ModuleType(path, doc)
+    vars(module).update({name: refused_class(paddle_name, instead)
+                         for name, (paddle_name, instead) in refusals.items()})
+    module.__all__ = list(public)
+    return module

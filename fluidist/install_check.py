@@ -5,7 +5,8 @@ import types
 
 import numpy as np
 
-from . import layers, optimizer
+import fluidist.layers as layers
+import fluidist.optim.optimizer as optimizer
 from .core.place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda
 from .core.scope import Scope
 from .executor.compiler import CompiledProgram

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence, Union
 
-from . import layers
+import fluidist.layers as layers
 from .framework.program import Variable
-from .hints import ParamAttrLike
+from .layers.hints import ParamAttrLike
 
 IntOrPair = Union[int, Sequence[int]]
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 from .initializer import Initializer
 
 if TYPE_CHECKING:
-    from .regularizer import WeightDecayRegularizer
+    from .passes.regularizer import WeightDecayRegularizer
 
 
 class ParamAttr:
@@ -62,7 +62,7 @@ class ParamAttr:
             return ParamAttr(initializer=arg)
         if isinstance(arg, bool):
             return ParamAttr() if arg else False
-        from .regularizer import WeightDecayRegularizer
+        from .passes.regularizer import WeightDecayRegularizer
         if isinstance(arg, WeightDecayRegularizer):
             return ParamAttr(regularizer=arg)
         raise TypeError("%r cannot be turned into a ParamAttr" % type(arg).__name__)

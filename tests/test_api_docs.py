@@ -96,11 +96,11 @@ def test_layer_docstring_has_args_returns_and_example(name):
 
 
 DOCUMENTED = ["fluidist.layers", "fluidist.framework", "fluidist.core", "fluidist.executor", "fluidist.optimizer",
-              "fluidist.optimizer_base", "fluidist.io", "fluidist.transpiler", "fluidist.incubate", "fluidist.role_maker",
+              "fluidist.optim.base", "fluidist.io", "fluidist.transpiler", "fluidist.incubate", "fluidist.role_maker",
               "fluidist.fleet", "fluidist.param_attr", "fluidist.initializer", "fluidist.regularizer", "fluidist.clip",
-              "fluidist.optimizer_recompute", "fluidist.data_feeder", "fluidist.model_averaging", "fluidist.lookahead",
+              "fluidist.optim.recompute_optimizer", "fluidist.data_feeder", "fluidist.optim.model_averaging", "fluidist.optim.lookahead",
               "fluidist.nets", "fluidist.metrics", "fluidist.backward",
-              "fluidist.reader", "fluidist.dataset", "fluidist.profiler", "fluidist.op", "fluidist.desc"]
+              "fluidist.reader", "fluidist.dataset", "fluidist.profiler", "fluidist.op", "fluidist.paddle_format.desc"]
 
 
 def _modules_with_examples():

@@ -54,6 +54,10 @@ def resolve(ident):
             continue
         for attr in parts[cut:]:
             obj = getattr(obj, attr)
+        if inspect.ismodule(obj) and callable(obj):
+            # a path of fluidist/paddle_paths.py that is a module of one function (fluid.data): the docs
+            # render the function, which the face binds at that name
+            obj = getattr(obj, obj.__all__[0])
         return obj
     raise ImportError(ident)
 

@@ -20,27 +20,14 @@ FORBIDDEN = {
     "fluidist.core": ("fluidist.ops", "fluidist.layers", "fluidist.executor", "fluidist.distributed",
                       "fluidist.transpiler", "fluidist.fleet"),
     "fluidist.distributed": ("fluidist.ops", "fluidist.layers", "fluidist.executor", "fluidist.transpiler",
-                             "fluidist.fleet", "fluidist.backward", "fluidist.optimizer", "fluidist.optimizer_base",
+                             "fluidist.fleet", "fluidist.passes", "fluidist.optim",
                              "fluidist.launch"),
     "fluidist.transpiler": ("fluidist.executor", "fluidist.fleet"),
 }
 
-# The only modules allowed to break FORBIDDEN: the launcher's old paths under fluidist.distributed
-# (``python -m fluidist.distributed.launch`` and ``launch_ps`` are Paddle's; scripts import find_free_ports from
-# launch_utils), each a thin alias of a module of fluidist.launch.
-ALIASES = {
-    "fluidist.distributed.launch": "fluidist.launch",
-    "fluidist.distributed.launch_ps": "fluidist.launch",
-    "fluidist.distributed.launch_utils": "fluidist.launch",
-    "fluidist.distributed.launchers": "fluidist.launch",
-    "fluidist.distributed.elastic": "fluidist.launch",
-    "fluidist.distributed.etcd_client": "fluidist.launch",
-    "fluidist.distributed.master_rendezvous": "fluidist.launch",
-}
-
 # The launcher sits above the runtime but uses only these pieces of it (and nothing else of fluidist
-# but the package's ``__version__``).
-LAUNCH_MAY_IMPORT = ("fluidist.launch", "fluidist.distributed.ports", "fluidist.distributed.security",
+# but the package's version).
+LAUNCH_MAY_IMPORT = ("fluidist.launch", "fluidist._version", "fluidist.distributed.ports", "fluidist.distributed.security",
                      # leaf modules that import nothing of fluidist: bounded JSON parsing, log line budgets
                      "fluidist.bounded_json", "fluidist.log_helper")
 
@@ -151,21 +138,16 @@ def _package(mod):
     return ".".join(mod.split(".")[:2])
 
 
-# Package-level cycles allowed, each with its reason (none today). The root ``fluidist`` (the face
-# that imports every package, and whose ``__version__`` the launcher prints) and the launcher's alias
-# modules (ALIASES: the runtime's package holds Paddle's old paths of the launcher) are left out of
-# the package graph.
+# Package-level cycles allowed, each with its reason (none today).
 ALLOWED_PACKAGE_CYCLES = []
 
 
 def package_graph():
     graph = {}
     for mod, deps in import_graph().items():
-        if mod == "fluidist" or mod in ALIASES:
-            continue
         src = graph.setdefault(_package(mod), set())
         for d in deps:
-            if d != "fluidist" and _package(d) != _package(mod):
+            if _package(d) != _package(mod):
                 src.add(_package(d))
                 graph.setdefault(_package(d), set())
     return graph
@@ -189,7 +171,7 @@ def test_low_layers_import_nothing_above_them():
             if not _under(mod, layer):
                 continue
             for d in deps:
-                if any(_under(d, f) for f in forbidden) and not _under(d, ALIASES.get(mod, "-")):
+                if any(_under(d, f) for f in forbidden):
                     bad.append("%s imports %s" % (mod, d))
     assert not bad, "\n".join(sorted(bad))
 
@@ -197,12 +179,24 @@ def test_low_layers_import_nothing_above_them():
 def test_the_launcher_uses_only_the_runtime_pieces_it_needs():
     graph = import_graph()
     bad = ["%s imports %s" % (mod, d) for mod, deps in graph.items() if _under(mod, "fluidist.launch")
-           for d in deps if d != "fluidist" and not any(_under(d, ok) for ok in LAUNCH_MAY_IMPORT)]
+           for d in deps if not any(_under(d, ok) for ok in LAUNCH_MAY_IMPORT)]
     assert not bad, "\n".join(sorted(bad))
 
 
-def test_the_launcher_aliases_are_thin():
-    """Each old path imports only fluidist.launch (so it cannot grow code of its own)."""
-    graph = import_graph()
-    for alias, target in ALIASES.items():
-        assert graph[alias] and all(_under(d, target) for d in graph[alias]), (alias, graph[alias])
+def test_no_module_goes_through_the_face_while_it_is_imported():
+    """A module of fluidist takes what it uses from the module that defines it: ``from .. import layers``
+    at a module's top would ask the lazy face (``fluidist.__getattr__``), which loads the whole framework in
+    the middle of that import. Only the face's light names (the launcher, the runtime and the leaves they
+    use: ``fluidist._LIGHT``) may be taken from the package itself."""
+    bad = []
+    for mod, path in _modules().items():
+        if mod == "fluidist":
+            continue
+        is_pkg = path.endswith("__init__.py")
+        for node in ast.parse(open(path).read(), path).body:      # the statements run at import
+            if isinstance(node, ast.ImportFrom):
+                base = _resolve(mod, is_pkg, node.level, node.module) if node.level else node.module
+                if base == "fluidist":
+                    bad += ["%s: from fluidist import %s" % (mod, a.name) for a in node.names
+                            if a.name not in fluidist._LIGHT and a.name != "__version__"]
+    assert not bad, "\n".join(bad)

@@ -10,6 +10,8 @@ import zipfile
 
 import pytest
 
+import fluidist
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.timeout(300)
 
@@ -38,6 +40,8 @@ def test_license_and_metadata_in_sdist_and_wheel(tmp_path):
         assert lic, names
         assert "Apache License" in z.read(lic[0]).decode()
         assert "fluidist/py.typed" in names
+        # the typing stubs of Paddle's paths (fluidist/paddle_paths.py): what mypy sees at fluidist.optimizer
+        assert {"fluidist/optimizer.pyi", "fluidist/trainer_desc.pyi", "fluidist/distributed/launch.pyi"} <= set(names)
         assert "fluidist/examples/__main__.py" in names
         assert {"fluidist/examples/" + f for f in EXAMPLES} <= set(names), names
         assert not [n for n in names if n.startswith(("examples/", "tests/", "tools/", "benchmarks/"))]
@@ -46,7 +50,8 @@ def test_license_and_metadata_in_sdist_and_wheel(tmp_path):
         entry = z.read([n for n in names if n.endswith(".dist-info/entry_points.txt")][0]).decode()
     assert "Classifier: License :: OSI Approved :: Apache Software License" in meta
     assert "Classifier: Typing :: Typed" in meta
-    assert "fluidist-launch = fluidist.launch.cli:main" in entry and "fluidist-draw = fluidist.draw:main" in entry
+    assert "\nVersion: %s\n" % fluidist.__version__ in meta    # pyproject.toml reads fluidist/_version.py
+    assert "fluidist-launch = fluidist.launch.cli:main" in entry and "fluidist-draw = fluidist.viz.draw:main" in entry
     r = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path)], cwd=str(src),
                        capture_output=True, text=True, timeout=280)
     assert r.returncode == 0, r.stderr

@@ -14,7 +14,7 @@ import pytest
 
 import fluidist as fluid
 from fluidist import debugger, net_drawer
-from fluidist.draw import draw_job, draw_lanes, transpile_job
+from fluidist.viz.draw import draw_job, draw_lanes, transpile_job
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
@@ -173,7 +173,7 @@ def _png_size(path):
 def _draw(tmp_path, *args):
     """fluidist-draw as its console script runs it (``sys.exit(main())``)."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-c", "import sys; from fluidist.draw import main; sys.exit(main())"]
+    return subprocess.run([sys.executable, "-c", "import sys; from fluidist.viz.draw import main; sys.exit(main())"]
                           + [str(a) for a in args], capture_output=True, text=True, timeout=120, env=env,
                           cwd=str(tmp_path))
 

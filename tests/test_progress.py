@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from fluidist import progress
+from fluidist.console import progress
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -109,3 +109,47 @@ def test_a_users_training_script_type_checks_and_a_wrong_call_does_not(tmp_path,
     assert r.returncode == 0, r.stdout[-3000:]
     r = _run_mypy(["--follow-imports", "silent", str(bad)], mypy_cache)
     assert r.returncode == 1 and '"size" to "fc"' in r.stdout, r.stdout[-3000:]
+
+
+def test_type_checkers_see_every_name_of_the_lazy_face():
+    """``fluidist/__init__`` loads its names on first use (``_FACE``); its ``if TYPE_CHECKING:`` block imports
+    the same names the plain way so that checkers see them: the two lists agree."""
+    import ast
+    tree = ast.parse(open(fluid.__file__).read())
+    block, = [n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"]
+    seen = set()
+    for node in block.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            seen |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Assign):
+            seen |= {t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    seen = {name for name in seen if not name.startswith("_")}
+    assert seen == set(fluid._FACE), (sorted(seen - set(fluid._FACE)), sorted(set(fluid._FACE) - seen))
+
+
+PADDLE_PATHS_SCRIPT = '''
+from fluidist.optimizer import SGDOptimizer
+from fluidist.layer_helper import LayerHelper
+from fluidist.trainer_desc import TrainerDesc
+import fluidist.backward as backward
+
+opt = SGDOptimizer(learning_rate=0.1)
+helper = LayerHelper("fc")
+append = backward.append_backward
+'''
+
+
+def test_paddles_module_paths_type_check_through_their_stubs(tmp_path):
+    """Paddle's module paths that are entries of fluidist/paddle_paths.py's table (no file of their own)
+    are seen by the checker through their stubs, with the real module's signatures: a string where
+    SGDOptimizer's learning rate is a number is reported."""
+    good, bad = tmp_path / "paths.py", tmp_path / "paths_wrong.py"
+    good.write_text(PADDLE_PATHS_SCRIPT)
+    bad.write_text(PADDLE_PATHS_SCRIPT + 'wrong = SGDOptimizer(learning_rate="fast")\n')
+    # this checkout only: a fluidist installed elsewhere (site-packages) could answer for a missing stub
+    own = ["--no-site-packages", "--follow-imports", "silent"]
+    cache = tmp_path / "mypy_cache"
+    r = _run_mypy(own + [str(good)], cache)
+    assert r.returncode == 0, r.stdout[-3000:]
+    r = _run_mypy(own + [str(bad)], cache)
+    assert r.returncode == 1 and '"learning_rate" to "SGDOptimizer"' in r.stdout, r.stdout[-3000:]

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, List, Tuple
 
 
 def public_modules(root: str = "fluidist") -> List[str]:
-    """The dotted names of fluidist's public modules (aliases of the launcher included)."""
+    """The dotted names of fluidist's public modules (its files: Paddle's other paths are the same modules)."""
     pkg = importlib.import_module(root)
     names = [root]
     for info in pkgutil.walk_packages(pkg.__path__, root + "."):

@@ -4,7 +4,9 @@ This package sits below everything that runs programs: places (where kernels run
 array module), ``LoDTensor`` / ``SelectedRows`` (values) and ``Scope`` (values by name). It imports
 nothing from the rest of fluidist but ``framework``'s dtypes and op roles.
 """
-from ..framework.dtypes import VarType
+import sys as _sys
+
+from ..framework.dtypes import VarType  # noqa: F401
 from ..framework.op_role import OpRole as op_proto_and_checker_maker_OpRole  # noqa: F401
 from .blocking_queue import EOFException  # noqa: F401
 from .place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cpu_places, cuda_pinned_places, cuda_places,  # noqa: F401
@@ -13,8 +15,8 @@ from .scope import Scope, global_scope, scope_guard  # noqa: F401
 from .tensor import LoDRankTable, LoDTensor, LoDTensorArray, Tensor, create_lod_tensor, from_dlpack  # noqa: F401
 # Paddle's core.SelectedRows is the handle scripts fill and read; the value it stands for is tensor.SelectedRows
 from .rows_handle import SelectedRowsHandle as SelectedRows  # noqa: F401
-from .paddle_names import (BlockDesc, EnforceNotMet, EventSortingKey, OpDesc, Place, ProfilerState,  # noqa: F401
-                           ProgramDesc, Variable, disable_profiler, empty_var_name, enable_profiler,
+from .paddle_names import (EnforceNotMet, EventSortingKey, Place, ProfilerState, Variable,  # noqa: F401
+                           disable_profiler, empty_var_name, enable_profiler,
                            get_all_op_protos, get_fetch_variable, get_variable_tensor, globals, grad_var_suffix,
                            init_devices, init_gflags, init_glog, is_compiled_with_brpc, is_compiled_with_dist,
                            is_compiled_with_mkldnn, is_profiler_enabled, kEmptyVarName, kGradVarSuffix,
@@ -26,13 +28,21 @@ from .paddle_names import (Executor, Graph, Node, __unittest_throw_exception__, 
 LodRankTable = LoDRankTable
 
 
-class VarDesc:
-    VarType = VarType
-
-
 def get_cuda_device_count():
     try:
         import cupy
         return cupy.cuda.runtime.getDeviceCount()
     except Exception:
         return 0
+
+
+def __getattr__(name):
+    """The names of Paddle's ``fluid.core`` that fluidist defines above this package (the native
+    inference API, ``Operator``, the program descriptions, ...): ``fluidist.paddle_paths`` says where."""
+    from ..paddle_paths import paddle_name
+    return paddle_name(__name__, name)
+
+
+def __dir__():
+    from ..paddle_paths import paddle_names
+    return sorted(set(vars(_sys.modules[__name__])) | set(paddle_names(__name__)))

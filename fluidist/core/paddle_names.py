@@ -1,11 +1,12 @@
 """The rest of the ``fluid.core`` names scripts reach: variable-name constants, the flag registry
-(``core.globals()``), feed / fetch holders, build facts (``is_compiled_with_*``), the op-role names,
-and refusals for Paddle's C++ program descriptions. The native inference API (``core.AnalysisConfig``,
-``create_paddle_predictor``, ...) runs programs, so it lives in ``fluidist.inference`` and is placed
-into ``fluid.core`` by ``fluidist.paddle_paths``."""
+(``core.globals()``), feed / fetch holders, build facts (``is_compiled_with_*``) and the op-role names.
+The native inference API (``core.AnalysisConfig``, ``create_paddle_predictor``, ...) runs programs and
+the program descriptions (``core.ProgramDesc``) are views over the IR, so they live above ``core``;
+``fluid.core`` finds them through ``fluidist.paddle_paths``."""
 from ..compat import refused, refused_class
 from ..framework import api as _flags
 from ..framework.op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
+from ..framework.variable import EMPTY_VAR_NAME
 from .scope import ScopeVariable
 from .tensor import LoDTensor, LoDTensorArray
 from .enforce import EnforceNotMet, InvalidArgumentError, as_enforce_not_met  # noqa: F401
@@ -34,7 +35,7 @@ Variable = ScopeVariable
 
 
 def kEmptyVarName():
-    return "@EMPTY@"
+    return EMPTY_VAR_NAME
 
 
 def kTempVarName():
@@ -195,11 +196,6 @@ enable_profiler = refused("fluid.core.enable_profiler", _PROFILER)
 disable_profiler = refused("fluid.core.disable_profiler", _PROFILER)
 reset_profiler = refused("fluid.core.reset_profiler", "use fluid.profiler.reset_profiler()")
 is_profiler_enabled = refused("fluid.core.is_profiler_enabled", "use fluid.profiler.is_profiler_enabled()")
-_DESC = ("fluidist's programs are Python objects: parse a serialized ProgramDesc with "
-         "fluid.Program.parse_from_string(bytes) and edit it through Program / Block / Operator")
-ProgramDesc = refused_class("fluid.core.ProgramDesc", _DESC)
-BlockDesc = refused_class("fluid.core.BlockDesc", _DESC)
-OpDesc = refused_class("fluid.core.OpDesc", _DESC)
 get_all_op_protos = refused("fluid.core.get_all_op_protos",
                             "fluidist.framework.registry.all_op_types() lists the registered op types")
 _IR = ("Paddle's C++ IR graph passes are not provided; rewrite the Program itself "

@@ -251,7 +251,7 @@ class CompiledProgram:
             self._resolved = resolve(self._build_strategy, self._exec_strategy)
             self._run_program = self._program
             if self._resolved.merge_k > 1:
-                from ..gradient_merge import apply_gradient_merge, init_program_for
+                from ..passes.gradient_merge import apply_gradient_merge, init_program_for
                 merged = apply_gradient_merge(self._program.clone(), Program(), self._resolved.merge_k,
                                               self._resolved.merge_avg)
                 init = init_program_for(merged, lambda n: scope._find_value(n) is not None)
@@ -321,7 +321,7 @@ class _DataParallelRunner:
         fuse = bool(getattr(bs, "fuse_all_reduce_ops", True))
         self.programs = [self._place_program(prog, compiled, i, fuse) for i in range(self.nplaces)]
         if bs.debug_graphviz_path:  # as Paddle: the DOT text at <path>_multi_devices_graph
-            from ..debugger import data_parallel_graph
+            from ..viz.debugger import data_parallel_graph
             data_parallel_graph(self.programs, places, self.num_trainers).save(
                 bs.debug_graphviz_path + "_multi_devices_graph")
         shared = compiled._share_vars_from._runner if compiled._share_vars_from is not None else None
@@ -353,7 +353,7 @@ class _DataParallelRunner:
         1/(places x trainers) and the gradients reduced over this runner's rings."""
         p = prog.clone()
         if getattr(compiled._build_strategy, "sync_batch_norm", False):
-            from ..sync_batch_norm import convert_sync_batch_norm
+            from ..passes.sync_batch_norm import convert_sync_batch_norm
             convert_sync_batch_norm(p)
         total = self.nplaces * self.num_trainers
         scale = compiled._build_strategy.gradient_scale_strategy

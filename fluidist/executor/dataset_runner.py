@@ -22,13 +22,14 @@ import traceback
 
 import numpy as np
 
+from ..compat import refused_class
 from ..core.place import to_host
 from ..core.scope import Scope, global_scope
 from ..core.tensor import LoDTensor, SelectedRows
 from ..framework import registry
 from ..framework.op_role import OP_ROLE_ATTR, OpRole
 from ..framework.program import Program, Variable, default_main_program
-from ..progress import Progress
+from ..console.progress import Progress
 
 _log = logging.getLogger(__name__)
 
@@ -265,5 +266,9 @@ def _hogwild(streams, step):
     if errors:
         raise errors[0]
 
+
+# Paddle's ``fluid.trainer_factory`` is this module: its FetchHandler, and the factory of its C++ trainers
+TrainerFactory = refused_class("fluid.trainer_factory.TrainerFactory",
+                               "Executor.train_from_dataset(program, dataset, thread=n) chooses its trainer itself")
 
 __all__ = ["FetchHandler", "run_from_dataset"]

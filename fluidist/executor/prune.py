@@ -108,7 +108,7 @@ def pruned_run_args(program, feed, fetch_names, optimize_ops):
         pruned = program.clone()
         gb = pruned.global_block()
         gb.ops = [gb.ops[i] for i in kept]
-        pruned._version += 1
+        pruned._bump_version()
         used = set(fetch_names)
         for b in pruned.blocks:
             for op in b.ops:

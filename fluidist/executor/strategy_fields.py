@@ -19,7 +19,7 @@ honoured                                    ``reduce_strategy`` (AllReduce; Redu
                                             ``fuse_all_reduce_ops`` (the dense gradients are
                                             coalesced and all-reduced at once),
                                             ``sync_batch_norm`` (batch_norm ops become
-                                            sync_batch_norm: ``fluidist.sync_batch_norm``),
+                                            sync_batch_norm: ``fluidist.passes.sync_batch_norm``),
                                             ``ExecutionStrategy._dry_run`` (no op runs)
 no effect, warned once                      the rest (see ``NO_EFFECT``)
 ==========================================  ===================================================

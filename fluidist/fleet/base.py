@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Sequence, Union
 
 from ..executor.executor import Executor
 from ..core.place import CPUPlace
-from ..optimizer import Optimizer
+from ..optim.optimizer import Optimizer
 from ..role_maker import RoleMakerBase
 
 __all__ = ["Mode", "Fleet", "DistributedOptimizer"]
@@ -203,7 +203,7 @@ class DistributedOptimizer:
     program distributed the fleet's way."""
 
     def __init__(self, optimizer, strategy=None):
-        from ..lookahead import LookaheadOptimizer
+        from ..optim.lookahead import LookaheadOptimizer
         if not isinstance(optimizer, (Optimizer, LookaheadOptimizer)):
             raise TypeError("optimizer must be an instance of Optimizer, got %r" % type(optimizer).__name__)
         self._optimizer = optimizer

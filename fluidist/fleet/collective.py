@@ -21,12 +21,12 @@ NotImplementedError when enabled. ``sync_batch_norm`` turns the batch norms into
 (in nccl2 mode through the CompiledProgram's build strategy, in collective mode in the program,
 whose statistics are then summed over ring 0). ``forward_recompute`` (with ``recompute_checkpoints``) wraps the
 optimizer in ``RecomputeOptimizer``; ``gradient_merge`` with ``gradient_merge_configs =
-{"k_steps": k, "avg": True}`` updates once every ``k`` micro-batches (``fluidist.gradient_merge``).
+{"k_steps": k, "avg": True}`` updates once every ``k`` micro-batches (``fluidist.passes.gradient_merge``).
 """
 import numbers
 import warnings
 
-from .. import io
+import fluidist.io as io
 from ..distributed.ports import split_endpoint
 from ..executor.compiler import CompiledProgram
 from ..executor.executor import Executor
@@ -146,7 +146,7 @@ class CollectiveOptimizer(DistributedOptimizer):
                 raise AssertionError("you can't use %s and %s together" % (name, k))
 
     def _check_collective_mode(self, main_program, optimizer, strategy):
-        from ..optimizer import LambOptimizer
+        from ..optim.optimizer import LambOptimizer
         use_lamb = isinstance(optimizer, LambOptimizer)
         use_dgc = type(optimizer).__name__ == "DGCMomentumOptimizer"
         if strategy.use_local_sgd:
@@ -240,7 +240,7 @@ class CollectiveOptimizer(DistributedOptimizer):
         self._check_collective_mode(main_program, self._optimizer, s)
         optimizer = self._optimizer
         if self._forward_recompute:
-            from ..optimizer import RecomputeOptimizer
+            from ..optim.optimizer import RecomputeOptimizer
             if not self._recompute_checkpoints:
                 raise ValueError("DistributedStrategy.forward_recompute needs recompute_checkpoints (a list of "
                                  "Variables)")
@@ -251,13 +251,13 @@ class CollectiveOptimizer(DistributedOptimizer):
         f._transpiled_program = main_program
         f.main_program = self._try_to_compile(startup_program, main_program)
         if s.sync_batch_norm and f.main_program is main_program:
-            from ..sync_batch_norm import convert_sync_batch_norm
+            from ..passes.sync_batch_norm import convert_sync_batch_norm
             convert_sync_batch_norm(main_program)
         if s.gradient_merge and f.main_program is main_program:
             # collective mode runs the program itself (nccl2 mode: CompiledProgram reads the strategy)
             from ..executor.strategy_fields import resolve
             r = resolve(s, None)
-            from ..gradient_merge import apply_gradient_merge
+            from ..passes.gradient_merge import apply_gradient_merge
             apply_gradient_merge(main_program, startup_program, r.merge_k, r.merge_avg)
         return optimize_ops, param_grads
 

@@ -36,14 +36,14 @@ import warnings
 
 import numpy as np
 
-from .. import io
+import fluidist.io as io
 from ..executor.compiler import CompiledProgram
 from ..executor.executor import Executor
 from ..core.scope import Scope, global_scope
 from ..distributed import trainer_session
 from ..framework import registry
 from ..framework.program import Program, default_startup_program
-from ..optimizer import Optimizer
+from ..optim.optimizer import Optimizer
 from ..role_maker import MPIRoleMaker
 from ..transpiler import DistributeTranspiler, DistributeTranspilerConfig, DistributedMode
 from ..transpiler.pserver_trainer import ask_ahead
@@ -74,7 +74,7 @@ class DistributedTranspiler(Fleet):
 
     # ---------------------------------------------------------------- set-up
     def distributed_optimizer(self, optimizer, strategy=None):
-        from ..lookahead import LookaheadOptimizer
+        from ..optim.lookahead import LookaheadOptimizer
         if not isinstance(optimizer, (Optimizer, LookaheadOptimizer)):
             raise ValueError("optimizer must be an instance of Optimizer, got %r" % type(optimizer).__name__)
         if not self._is_initialized:

@@ -1,4 +1,6 @@
 """The IR and nothing else."""
+import sys as _sys
+
 from . import unique_name  # noqa: F401
 from .dtypes import VarType, convert_dtype  # noqa: F401
 from .op_role import OpRole  # noqa: F401
@@ -20,3 +22,15 @@ from .variable import GRAD_SUFFIX as GRAD_VAR_SUFFIX  # noqa: F401,E402
 # dependency variables)
 ZERO_VAR_SUFFIX = "@ZERO"
 CONTROL_DEP_VAR_PREFIX = "__control_var"
+
+
+def __getattr__(name):
+    """The names of Paddle's ``fluid.framework`` that fluidist defines in ``core`` (``cpu_places``,
+    ``cuda_places``, ...: the IR imports nothing of the runtime), found through ``fluidist.paddle_paths``."""
+    from ..paddle_paths import paddle_name
+    return paddle_name(__name__, name)
+
+
+def __dir__():
+    from ..paddle_paths import paddle_names
+    return sorted(set(vars(_sys.modules[__name__])) | set(paddle_names(__name__)))

@@ -15,6 +15,9 @@ from .dtypes import DTYPE_ATTRS, dtype_attr, paddle_attr_value
 from .name_scope import full_name_scope
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .variable import Parameter, Variable, _copy_var
+from . import desc_views
+from .desc_views import DescView
+
 
 def _names(arg, what):
     """Normalise an op argument (Variable, name, or a list of them) to a list of names."""
@@ -68,6 +71,12 @@ def _plain_attr(value):
 class Operator:
     """An op: ``type``, ``inputs``/``outputs`` as ``{slot: [var names]}``, and ``attrs``."""
 
+    desc = DescView("OpDesc")
+
+    def attr_type(self, name: str) -> int:
+        """Paddle's ``AttrType`` code of attr ``name`` (its declared type, else its value's)."""
+        return desc_views.attr_type(self, name)
+
     def __init__(self, block, type, inputs=None, outputs=None, attrs=None):
         self.block = block
         self.type = type
@@ -77,7 +86,7 @@ class Operator:
 
     def _bump(self):
         if self.block is not None and self.block.program is not None:
-            self.block.program._version += 1
+            self.block.program._bump_version()
 
     # ---- Paddle's accessors
     def input(self, name):
@@ -244,7 +253,7 @@ class _BlockEdits:
         if self.block._defuse is not None:
             for op in self.new:
                 self.block._defuse.add(op)
-        self.block.program._version += 1
+        self.block.program._bump_version()
 
 
 class Block:
@@ -260,6 +269,8 @@ class Block:
         parent_idx: the enclosing block's index (-1 for the global block).
         vars: ``{name: Variable}`` declared in this block.
     """
+
+    desc = DescView("BlockDesc")
 
     def __init__(self, program: Any, idx: int, parent_idx: int = -1) -> None:
         self.program = program
@@ -280,7 +291,7 @@ class Block:
         self._ops = list(ops)
         self._defuse = None
         if self.program is not None:
-            self.program._version += 1
+            self.program._bump_version()
 
     # ---- def-use
     def _index(self):
@@ -367,7 +378,7 @@ class Block:
             return _same_var(self.vars[name], kwargs)
         v = Variable(self, **kwargs)
         self.vars[v.name] = v
-        self.program._version += 1
+        self.program._bump_version()
         return v
 
     def create_parameter(self, **kwargs):
@@ -382,7 +393,7 @@ class Block:
         initializer = kwargs.pop("initializer", None)
         p = Parameter(gb, **kwargs)
         gb.vars[name] = p
-        self.program._version += 1
+        self.program._bump_version()
         if initializer is not None:
             initializer(p, gb)
         return p
@@ -390,7 +401,7 @@ class Block:
     def _remove_var(self, name):
         if name in self.vars:
             del self.vars[name]
-            self.program._version += 1
+            self.program._bump_version()
 
     def _rename_var(self, old, new):
         """Rename a variable and every reference to it in this block's ops, in O(its uses)."""
@@ -407,7 +418,7 @@ class Block:
         users.update(index.writers.get(old, {}))
         for op in users.values():
             op._edit_names(lambda op=op: (_rename_in(op.inputs, old, new), _rename_in(op.outputs, old, new)))
-        self.program._version += 1
+        self.program._bump_version()
         return v
 
     def _clone_variable(self, var, force_persistable=True):
@@ -416,7 +427,7 @@ class Block:
         if force_persistable:
             v.persistable = True
         self.vars[v.name] = v
-        self.program._version += 1
+        self.program._bump_version()
         return v
 
     def all_parameters(self) -> List[Parameter]:
@@ -481,7 +492,7 @@ class Block:
     def _added(self, op):
         if self._defuse is not None:
             self._defuse.add(op)
-        self.program._version += 1
+        self.program._bump_version()
 
     def _prepend_op(self, type, inputs=None, outputs=None, attrs=None):
         return self._insert_op(0, type, inputs, outputs, attrs)
@@ -539,7 +550,7 @@ class Block:
         if self._defuse is not None:
             for op in ops:
                 self._defuse.discard(op)
-        self.program._version += 1
+        self.program._bump_version()
 
     def _sync_with_cpp(self):
         """Kept for Paddle compatibility; there is nothing to sync."""

@@ -2,6 +2,7 @@
 from . import registry
 from .defuse import DefUse
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR
+from .variable import EMPTY_VAR_NAME
 
 # attrs every op may carry besides its registered ones
 COMMON_ATTRS = frozenset([OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OP_NAMESCOPE_ATTR, "op_callstack", "op_device",
@@ -61,7 +62,7 @@ def lint_program(program):
                 continue
             for slot, names in list(op.inputs.items()) + list(op.outputs.items()):
                 for n in names:
-                    if b._find_var_recursive(n) is None and n != "@EMPTY@":
+                    if b._find_var_recursive(n) is None and n != EMPTY_VAR_NAME:
                         problems.append("%s: variable %r (slot %s) is not declared" % (where, n, slot))
             unknown_in = set(op.inputs) - opdef.input_slots
             unknown_out = set(op.outputs) - opdef.output_slots

@@ -23,6 +23,8 @@ from .name_scope import name_scope  # noqa: F401 (fluid.name_scope; Paddle's tre
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole  # noqa: F401
 from .dtypes import VarType
 from .serialization import loads
+from . import desc_views
+from .desc_views import DescView
 from .variable import (EMPTY_VAR_NAME, GRAD_SUFFIX, LR_DECAY_COUNTER, RENAME_INFIX, TEMP_VAR_NAME,  # noqa: F401
                        Parameter, Variable, _strip_grad, grad_var_name)
 
@@ -48,6 +50,9 @@ class Program:
         ['mul', 'elementwise_add']
         >>> test_program = main.clone(for_test=True)
     """
+
+    desc = DescView("ProgramDesc")
+    parse_from_string = staticmethod(desc_views.parse_program)   # Paddle's: a Program from ProgramDesc bytes
 
     def __init__(self) -> None:
         self.blocks = [Block(self, 0)]
@@ -80,6 +85,11 @@ class Program:
         if not isinstance(seed, (int, np.integer)):
             raise ValueError("Program.random_seed must be an integer, got %r" % (seed,))
         self._seed = int(seed)
+        self._bump_version()
+
+    def _bump_version(self) -> None:
+        """Say that the program changed: what is cached on its version (the executor's plans, its
+        prunings) is made again at the next run. Every edit of the IR calls it, and so does every pass."""
         self._version += 1
 
     # ---- blocks
@@ -105,7 +115,7 @@ class Program:
         b = Block(self, len(self.blocks), parent)
         self.blocks.append(b)
         self.current_block_idx = b.idx
-        self._version += 1
+        self._bump_version()
         return b
 
     def _rollback(self):

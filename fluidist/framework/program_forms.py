@@ -143,7 +143,7 @@ def _set_test_mode(program):
             opdef = registry.lookup(op.type)
             if "is_test" in op.attrs or (opdef is not None and "is_test" in opdef.attrs):
                 op.attrs["is_test"] = True
-    program._version += 1
+    program._bump_version()
 
 
 def _strip_training(program):

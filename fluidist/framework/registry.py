@@ -84,11 +84,13 @@ entry raises NotImplementedError saying "op type 'X' is not implemented in fluid
 (``unknown_op_error``); a type is either registered or refused, never both.
 
 The registry imports nothing of fluidist: the op families in ``fluidist.ops`` fill it when the
-package is imported (``import fluidist`` does).
+package is imported, and the table imports it on its first read (``framework/op_table.py``).
 """
 import copy
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional
+
+from .op_table import OpTable
 
 GRAD = "@GRAD"
 
@@ -159,8 +161,8 @@ class OpDef:
         return set(self.outputs)
 
 
-_REGISTRY: Dict[str, OpDef] = {}
-_REFUSED: Dict[str, str] = {}      # op type -> why fluidist leaves it out, and what to use instead
+_REGISTRY: Dict[str, OpDef] = OpTable()
+_REFUSED: Dict[str, str] = OpTable()   # op type -> why fluidist leaves it out, and what to use instead
 _FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
           "after_update", "communicates", "serves", "to_peers", "from_peers", "barrier", "reversible", "comm_stream", "host", "host_except",
           "host_inputs", "valueless_inputs", "counter")

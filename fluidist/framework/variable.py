@@ -8,6 +8,7 @@ import numpy as np
 
 from . import unique_name
 from .dtypes import VarType, convert_dtype, plain
+from .desc_views import DescView
 
 GRAD_SUFFIX = "@GRAD"
 RENAME_INFIX = "@RENAME@"
@@ -65,6 +66,8 @@ class Variable:
         ('x', (-1, 3), 'float32')
         >>> y = x * 2.0 + 1.0
     """
+
+    desc = DescView("VarDesc")
 
     name: str
     shape: Tuple[int, ...]  # None only for the few variables whose shape is never inferred (readers)
@@ -150,7 +153,7 @@ class Variable:
 
     def _bump(self):
         if self.block is not None and self.block.program is not None:
-            self.block.program._version += 1
+            self.block.program._bump_version()
 
     def __setattr__(self, key, value):
         object.__setattr__(self, key, plain(value) if key == "type" else value)

@@ -58,7 +58,7 @@ def _prune_for_inference(program, feeds, targets):
     for name in list(block.vars):
         if name not in used:
             del block.vars[name]
-    program._version += 1
+    program._bump_version()
     return program
 
 

@@ -332,13 +332,13 @@ its output goes to LOG_DIR/workerlog.N (serverlog.N), rewritten at every run."""
 
 def _prog_name():
     argv0 = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "")
-    if argv0 in ("", "-c", "launch.py", "__main__.py") or argv0.startswith("python"):
+    if argv0 in ("", "-c", "cli.py", "__main__.py") or argv0.startswith("python"):   # cli.py: Paddle's path runs it
         return "python -m fluidist.distributed.launch"
     return argv0
 
 
 def build_parser(prog=None):
-    from .. import __version__
+    from .._version import __version__
     parser = argparse.ArgumentParser(
         prog=prog or _prog_name(), formatter_class=_HelpFormatter, epilog=EXAMPLES,
         usage="%(prog)s [options] [-m | --no_python] training_script [script arguments ...]",

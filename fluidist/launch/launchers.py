@@ -12,7 +12,7 @@ reads ``POD_IP``. ``ps_launcher`` requires the server and worker counts (``--ser
 raises ``SystemExit`` with the failing child's exit code (128 + signal number when the launcher was
 interrupted), after printing the failing rank and the tail of its log.
 
-Also runnable: ``python -m fluidist.distributed.launchers --mode cpu --server_num 2 --worker_num 2 train.py``.
+Also runnable: ``python -m fluidist.launch.launchers --mode cpu --server_num 2 --worker_num 2 train.py``.
 """
 import argparse
 import sys
@@ -167,7 +167,7 @@ class openKS_launcher(object):
 def main(argv=None):
     """``--mode cpu|gpu`` first, then the chosen launcher's options, script and script arguments."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m fluidist.distributed.launchers",
+    parser = argparse.ArgumentParser(prog="python -m fluidist.launch.launchers",
                                      usage="%(prog)s --mode cpu|gpu [launcher options] training_script ...")
     if len(argv) >= 2 and argv[0] == "--mode":
         mode, rest = argv[1], argv[2:]

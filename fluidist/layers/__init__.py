@@ -39,3 +39,7 @@ from .io import layers_data as data  # noqa: E402,F401  (an import, which the do
 from .paddle_modules import place_names as _place_names
 
 _place_names(globals())  # each name also where Paddle 1.8 keeps it: layers.nn.conv2d, layers.loss.nce, ...
+
+from .math_op_patch import monkey_patch_variable as _monkey_patch_variable
+
+_monkey_patch_variable()  # Variable's operators (x + y, x * 2, x < y, ...) build these layers' ops

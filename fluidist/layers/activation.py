@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..framework.variable import Variable
-from ..hints import ParamAttrLike
+from .hints import ParamAttrLike
 from ..initializer import ConstantInitializer
 from .layer_helper import LayerHelper
 from .nn import _check_var, _unary

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Literal, Sequence, overload
 
 from ..framework.variable import Variable
-from ..hints import ParamAttrLike
+from .hints import ParamAttrLike
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
 from .layer_helper import LayerHelper, check_variable

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..framework.program import Variable
-from ..hints import ParamAttrLike
+from .hints import ParamAttrLike
 from ..initializer import Normal
 from .conv import _append_pool, _check_input, _check_use_cudnn, _int_list, adaptive_pool_op
 from .layer_helper import LayerHelper

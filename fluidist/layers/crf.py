@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..framework.program import Parameter, Variable
-from ..hints import ParamAttrLike
+from .hints import ParamAttrLike
 from ..param_attr import ParamAttr
 from .layer_helper import LayerHelper, check_variable
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..reader.data_feeder import check_type, check_variable_and_dtype
 from ..framework.program import Variable
-from ..hints import ParamAttrLike
+from .hints import ParamAttrLike
 from ..initializer import Normal
 from .conv import _int_list
 from .layer_helper import LayerHelper

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..compat import refused
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..reader.data_feeder import check_type, check_variable_and_dtype
 from ..framework.program import Variable
 from ._build import multi_out_op as _op
 

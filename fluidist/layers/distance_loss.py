@@ -4,7 +4,7 @@ bpr_loss, npair_loss, teacher_student_sigmoid_loss."""
 from __future__ import annotations
 
 from ..framework.program import Variable
-from ..hints import ParamAttrLike
+from .hints import ParamAttrLike
 from ..initializer import Constant
 from . import nn
 from .control_flow import equal

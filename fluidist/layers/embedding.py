@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..framework.program import Variable
-from ..hints import DType, ParamAttrLike
-from ..data_feeder import check_dtype
+from .hints import DType, ParamAttrLike
+from ..reader.data_feeder import check_dtype
 from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["embedding"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..data_feeder import check_type
+from ..reader.data_feeder import check_type
 from ..framework.program import Variable
-from ..hints import DType
+from .hints import DType
 from .layer_helper import LayerHelper
 from ._build import check_var, one_op
 

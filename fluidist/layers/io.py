@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 from ..framework.dtypes import VarType, convert_dtype
 from ..framework.program import Variable, default_main_program
-from ..hints import DType
+from .hints import DType
 
 
 def data(name: str, shape: Sequence[int | None], dtype: str = "float32", lod_level: int = 0) -> Variable:

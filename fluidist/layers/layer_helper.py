@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from ..framework import unique_name
 from ..framework.dtypes import convert_dtype
 from ..framework.program import Program, Variable, default_main_program, default_startup_program
-from ..hints import DType
+from .hints import DType
 from ..initializer import ConstantInitializer, XavierInitializer
 from ..param_attr import ParamAttr
 from .input_dtypes import INPUT_DTYPES
@@ -213,3 +213,8 @@ class LayerHelper:
         tmp = self.create_variable_for_type_inference(dtype=input_var.dtype)
         self.append_op(act, inputs={"X": [input_var]}, outputs={"Out": [tmp]}, attrs=attrs)
         return tmp
+
+
+# Paddle splits its helper in two classes (``fluid.layer_helper_base.LayerHelperBase`` holds the part
+# that makes parameters and variables); fluidist's one class is both.
+LayerHelperBase = LayerHelper

@@ -10,7 +10,7 @@ import numpy as np
 from ..framework.program import Variable
 from .layer_helper import LayerHelper, refuse_tuple
 from ._build import check_var, int_list, one_op, xshape_op
-from ..data_feeder import check_dtype, check_type, check_variable_and_dtype
+from ..reader.data_feeder import check_dtype, check_type, check_variable_and_dtype
 from .shape_args import attr_values, has_variable, int_tensors, tensor_list
 from .rearrange import shuffle_channel, space_to_depth, temporal_shift, unfold  # noqa: F401 (re-exported)
 

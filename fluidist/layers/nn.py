@@ -4,10 +4,9 @@ from __future__ import annotations
 from functools import reduce
 from typing import Sequence
 
-from ..data_feeder import check_dtype
 from ..framework.variable import Variable
-from ..hints import ParamAttrLike
-from ..data_feeder import check_variable_and_dtype
+from .hints import ParamAttrLike
+from ..reader.data_feeder import check_dtype, check_variable_and_dtype
 from ._build import _unary, one_op  # noqa: F401 (activation.py, ops.py and others import _unary from here)
 from .layer_helper import LayerHelper, check_variable
 from .nn_elementwise import (elementwise_add, elementwise_div, elementwise_floordiv, elementwise_max,  # noqa: F401

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..data_feeder import check_type
 from ..framework.program import Variable
-from ..hints import Axes, DType
+from .hints import Axes, DType
 from .layer_helper import LayerHelper
 from ._build import check_var, one_op
 from .input_dtypes import DTYPES_ANY

@@ -3,7 +3,7 @@ add_position_encoding, bilinear_tensor_product, row_conv."""
 from __future__ import annotations
 
 from ..framework.program import Variable
-from ..hints import DType, ParamAttrLike
+from .hints import DType, ParamAttrLike
 from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["cos_sim", "label_smooth", "maxout", "pixel_shuffle", "add_position_encoding", "bilinear_tensor_product",

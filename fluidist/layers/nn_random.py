@@ -11,8 +11,8 @@ import numpy as np
 
 from ..framework.dtypes import convert_dtype
 from ..framework.program import Variable
-from ..hints import DType
-from ..data_feeder import check_dtype, check_type
+from .hints import DType
+from ..reader.data_feeder import check_dtype, check_type
 from ._build import check_var, int_list
 from .layer_helper import LayerHelper
 from .shape_args import attr_values, has_variable, shape_tensor_inputs, tensor_list

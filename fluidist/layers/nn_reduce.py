@@ -3,7 +3,7 @@ over some or all axes; ``fluid.layers.nn`` re-exports them."""
 from __future__ import annotations
 
 from ..framework.variable import Variable
-from ..hints import Axes
+from .hints import Axes
 from ._build import _unary
 from .layer_helper import check_variable
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..framework.program import Variable
-from ..hints import ParamAttrLike
+from .hints import ParamAttrLike
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
 from .layer_helper import LayerHelper, check_variable

@@ -5,7 +5,7 @@ re-exported here."""
 from __future__ import annotations
 
 from ..framework.program import Variable
-from ..hints import DType, ParamAttrLike
+from .hints import DType, ParamAttrLike
 from ..initializer import Initializer
 from ..param_attr import ParamAttr
 from .layer_helper import LayerHelper, check_variable

@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any, Callable
 
 from ..framework.program import Variable
-from ..hints import DType, ParamAttrLike
+from .hints import DType, ParamAttrLike
 
 from ..framework import unique_name
 from .layer_helper import LayerHelper, check_variable

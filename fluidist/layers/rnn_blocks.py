@@ -9,7 +9,7 @@ from typing import Any, Iterator, Sequence
 from ..framework import unique_name
 from ..framework.dtypes import VarType
 from ..framework.program import Variable
-from ..hints import DType
+from .hints import DType
 from .block_guard import SubBlockGuard, parent_block
 from .layer_helper import LayerHelper, check_variable
 from .logic import increment, less_than

@@ -3,7 +3,7 @@
 (or ``rois_lod`` / ``batch_roi_nums``) says which image each is on."""
 from __future__ import annotations
 
-from ..data_feeder import check_variable_and_dtype
+from ..reader.data_feeder import check_variable_and_dtype
 from ..framework.program import Variable
 from .layer_helper import LayerHelper
 

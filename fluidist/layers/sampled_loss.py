@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from ..framework.program import Variable
-from ..hints import ParamAttrLike
+from .hints import ParamAttrLike
 
 from ..initializer import NumpyArrayInitializer
 from ..param_attr import ParamAttr

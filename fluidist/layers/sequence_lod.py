@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..framework.program import Variable
-from ..hints import DType, ParamAttrLike
+from .hints import DType, ParamAttrLike
 from ._build import one_op
 from .layer_helper import LayerHelper, check_variable
 from .lod import im2sequence, lod_append, lod_reset  # noqa: F401

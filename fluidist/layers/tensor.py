@@ -9,10 +9,10 @@ import numpy as np
 
 from ..framework.dtypes import convert_dtype
 from ..framework.program import Variable
-from ..hints import DType, ParamAttrLike
+from .hints import DType, ParamAttrLike
 from ..initializer import ConstantInitializer
 from ..param_attr import ParamAttr
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..reader.data_feeder import check_type, check_variable_and_dtype
 from .layer_helper import LayerHelper, check_variable, refuse_tuple
 from .shape_args import attr_values, has_variable, tensor_list
 from .tensor_fill import _int_shape, _str_value, assign, fill_constant, zeros  # noqa: F401 (fluid.layers.tensor's names)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..framework import unique_name
 from ..framework.dtypes import VarType
 from ..framework.program import Variable
-from ..hints import DType
+from .hints import DType
 from .layer_helper import LayerHelper, check_variable
 
 __all__ = ["create_array", "array_write", "array_read", "array_length", "lod_rank_table", "max_sequence_len",

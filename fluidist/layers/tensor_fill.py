@@ -9,8 +9,8 @@ import numpy as np
 
 from ..framework.dtypes import convert_dtype
 from ..framework.program import Variable
-from ..hints import DType
-from ..data_feeder import check_dtype, check_type, check_variable_and_dtype
+from .hints import DType
+from ..reader.data_feeder import check_dtype, check_type, check_variable_and_dtype
 from .layer_helper import LayerHelper, check_variable
 from .shape_args import shape_tensor_inputs
 

@@ -12,6 +12,7 @@ from ..core.place import array_module
 from ..core.scope import Scope
 from ..core.tensor import LoDTensorArray, SelectedRows
 from ..framework.program import _strip_grad, grad_var_name
+from ..framework.variable import EMPTY_VAR_NAME
 
 
 def outer_written(block):
@@ -103,7 +104,7 @@ def finish(ctx, slot, xs, results):
     names = ctx.op.output(slot)
     values = []
     for i, (x, name) in enumerate(zip(xs, names)):
-        if name == "@EMPTY@":
+        if name == EMPTY_VAR_NAME:
             values.append(None)
             continue
         res = results[i] if i < len(results) else None

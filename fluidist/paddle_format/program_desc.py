@@ -255,7 +255,7 @@ def program_from_desc(desc, where, check_ops=True):
                                     % (where, kind, sorted(cols), len(cols) - 1))
     program._seed = 0
     program.current_block_idx = 0
-    program._version += 1
+    program._bump_version()
     return program, [n for _, n in sorted(feeds)], [n for _, n in sorted(fetches)]
 
 

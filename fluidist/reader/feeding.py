@@ -22,7 +22,7 @@ import numpy as np
 from ..core.blocking_queue import BlockingQueue
 from ..core.place import is_device_array
 from ..core.tensor import LoDTensor
-from ..data_feeder import DataFeeder
+from .data_feeder import DataFeeder
 from .decorator import batch as batch_reader
 
 logger = logging.getLogger(__name__)

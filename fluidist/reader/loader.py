@@ -21,7 +21,7 @@ from ..core import blocking_queue
 from ..core.tensor import LoDTensor
 from ..framework.dtypes import VarType
 from ..framework.program import Variable, default_main_program
-from ..progress import Progress
+from ..console.progress import Progress
 from .feeding import Producer, new_queue, sample_list_to_batches, sample_to_batches, unique_reader_name
 
 __all__ = ["DataLoader", "PyReader", "default_collate_fn"]

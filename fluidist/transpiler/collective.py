@@ -29,8 +29,8 @@ def transpile_nccl2(config, trainer_id, trainers, current_endpoint, program, sta
         raise ValueError("nccl2 mode: trainer_id %d out of range for %d trainers" % (trainer_id, len(eps)))
     if config.use_hierarchical_allreduce:
         if config.hierarchical_allreduce_inter_nranks <= 1:     # Paddle: one inner rank per local GPU
-            from .. import core
-            config.hierarchical_allreduce_inter_nranks = core.get_cuda_device_count()
+            from ..core import get_cuda_device_count
+            config.hierarchical_allreduce_inter_nranks = get_cuda_device_count()
         inter = config.hierarchical_allreduce_inter_nranks
         if inter <= 1 or len(eps) % inter or len(eps) <= inter:
             raise ValueError("hierarchical_allreduce_inter_nranks must be > 1, divide the number of trainers (%d) "
@@ -210,7 +210,7 @@ def _is_distributed(block, param):
 def _fusable(block, producers):
     """The dense gradients to coalesce into one buffer: all of them when there are several, of one
     dtype; else none."""
-    from ..regularizer import is_selected_rows_grad
+    from ..passes.regularizer import is_selected_rows_grad
     grads = [g for _, gs in reversed(producers) for g in gs]
     dense = [g for g in grads if not is_selected_rows_grad(block.var(g))]
     if len(dense) > 1 and len({block.var(g).dtype for g in dense}) == 1:

@@ -26,7 +26,7 @@ from ..framework.op_role import OP_ROLE_ATTR, OpRole
 from ..framework.program import Parameter, Program
 from .config import DistributedMode
 from .dispatcher import RoundRobin
-from .pserver_plan import RPC, Block, PServerPlan, _ctrl_var, lr_op_indices, optimize_pass
+from .pserver_plan import RPC, PServerPlan, RowSlice, _ctrl_var, find_optimize_ops, lr_op_indices
 from .pserver_trainer import _mark_distributed, _rewrite_trainer_startup
 from .slicing import block_shape, slice_variable
 
@@ -51,7 +51,7 @@ class GeoPlan(PServerPlan):
 def plan_geo(program, startup, trainer_id, endpoints, trainers, config):
     """Decide GEO-SGD's blocks and their pservers once (the trainer and the pservers agree on it)."""
     block = program.global_block()
-    opt_idx, pairs = optimize_pass(program)
+    opt_idx, pairs = find_optimize_ops(program)
     if not pairs:
         raise ValueError("transpile (geo_sgd_mode): the program has no optimize ops; call optimizer.minimize(loss) "
                          "before transpiling")
@@ -70,11 +70,11 @@ def plan_geo(program, startup, trainer_id, endpoints, trainers, config):
         count = len(endpoints) if config.slice_var_up else 1
         pieces = slice_variable([pv], count, config.min_block_size)
         if len(pieces) == 1:
-            param_blocks[p] = [Block(p, p, p, 0, pieces[0].rows, 0, list(pv.shape))]
+            param_blocks[p] = [RowSlice(p, p, p, 0, pieces[0].rows, 0, list(pv.shape))]
         else:
-            param_blocks[p] = [Block(p, "%s.block%d" % (p, b.index), "%s.block%d" % (p, b.index), b.index, b.rows,
+            param_blocks[p] = [RowSlice(p, "%s.block%d" % (p, b.index), "%s.block%d" % (p, b.index), b.index, b.rows,
                                      b.row_begin, block_shape(pv, b)) for b in pieces]
-        delta_blocks[grad_of[p]] = [Block(grad_of[p], delta_name(b.name), delta_name(b.name), b.index, b.rows,
+        delta_blocks[grad_of[p]] = [RowSlice(grad_of[p], delta_name(b.name), delta_name(b.name), b.index, b.rows,
                                           b.row_begin, list(b.shape)) for b in param_blocks[p]]
     dispatcher = (config.split_method or RoundRobin)(endpoints)
     every = [b for p in params for b in param_blocks[p]]

@@ -23,8 +23,9 @@ DIST = OpRole.Dist
 
 
 @dataclass
-class Block:
-    """One block of a parameter or gradient and where it lives."""
+class RowSlice:
+    """One slice of rows of a parameter or gradient (the transpiler's "block" of it) and the pserver
+    that holds it."""
     orig: str           # the whole variable's name
     name: str           # name in the trainer program (may carry .block<i> and .trainer_<k>)
     server_name: str    # name on the pserver (no trainer suffix)
@@ -90,8 +91,8 @@ class PServerPlan:
     origin_startup: Program
     params: List[str]                       # parameter names, in optimizer order
     grad_of: Dict[str, str]                 # param -> grad
-    param_blocks: Dict[str, List[Block]]
-    grad_blocks: Dict[str, List[Block]]     # by grad name
+    param_blocks: Dict[str, List[RowSlice]]
+    grad_blocks: Dict[str, List[RowSlice]]     # by grad name
     sparse_grads: set = field(default_factory=set)
     lr_op_indices: List[int] = field(default_factory=list)
     opt_op_indices: List[int] = field(default_factory=list)
@@ -119,8 +120,9 @@ class PServerPlan:
         return out
 
 
-def optimize_pass(program):
-    """(indices of optimize ops, [(param name, grad name)]) found through op_role / op_role_var."""
+def find_optimize_ops(program):
+    """The optimize ops of ``program``'s global block, found through op_role / op_role_var: (their
+    indices, [(param name, grad name)] they update)."""
     ops = program.global_block().ops
     # model averaging (registry fact after_update) stays on the trainer: see finish_trainer
     opt = [i for i, op in enumerate(ops) if is_optimize_op(op) and not registry.fact(op, "after_update")]
@@ -165,7 +167,7 @@ def lr_op_indices(program):
 
 def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config):
     block = program.global_block()
-    opt_idx, pairs = optimize_pass(program)
+    opt_idx, pairs = find_optimize_ops(program)
     if not pairs:
         raise ValueError("transpile: the program has no optimize ops (op_role Optimize with op_role_var); "
                          "call optimizer.minimize(loss) before transpiling")
@@ -200,12 +202,12 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
         if len(pbs) != len(gbs):
             raise ValueError("parameter %r and its gradient %r slice differently" % (p, g))
         if len(pbs) == 1:
-            param_blocks[p] = [Block(p, p, p, 0, pbs[0].rows, 0, list(pv.shape))]
-            grad_blocks[g] = [Block(g, g + suffix, g, 0, gbs[0].rows, 0, list(pv.shape))]
+            param_blocks[p] = [RowSlice(p, p, p, 0, pbs[0].rows, 0, list(pv.shape))]
+            grad_blocks[g] = [RowSlice(g, g + suffix, g, 0, gbs[0].rows, 0, list(pv.shape))]
         else:
-            param_blocks[p] = [Block(p, "%s.block%d" % (p, b.index), "%s.block%d" % (p, b.index), b.index,
+            param_blocks[p] = [RowSlice(p, "%s.block%d" % (p, b.index), "%s.block%d" % (p, b.index), b.index,
                                      b.rows, b.row_begin, block_shape(pv, b)) for b in pbs]
-            grad_blocks[g] = [Block(g, "%s.block%d%s" % (g, b.index, suffix), "%s.block%d" % (g, b.index),
+            grad_blocks[g] = [RowSlice(g, "%s.block%d%s" % (g, b.index, suffix), "%s.block%d" % (g, b.index),
                                     b.index, b.rows, b.row_begin, block_shape(pv, b)) for b in gbs]
     # dispatch: gradients in optimizer order (shuffled when not slicing), param block k with grad block k
     dispatcher = (config.split_method or RoundRobin)(endpoints)

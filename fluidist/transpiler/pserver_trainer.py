@@ -283,5 +283,5 @@ def finish_trainer(plan, program, startup=None):
     moved = {id(op) for op in after}
     block.ops = [op for op in block.ops
                  if not (is_optimize_op(op) or is_lr_sched_op(op) or id(op) in moved)] + after
-    program._version += 1
+    program._bump_version()
     return program

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from fluidist.gradient_merge import apply_gradient_merge
+from fluidist.passes.gradient_merge import apply_gradient_merge
 
 K = 4
 MICRO = 3

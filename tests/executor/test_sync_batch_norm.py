@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from fluidist.sync_batch_norm import convert_sync_batch_norm
+from fluidist.passes.sync_batch_norm import convert_sync_batch_norm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

@@ -173,3 +173,27 @@ def test_framework_constants_and_proto_module():
     assert pb is framework_pb2 and pb.OpProto().IsInitialized() is False
     with pytest.raises(core.EnforceNotMet, match="test exception"):
         core.__unittest_throw_exception__()
+
+
+def test_a_process_that_never_touches_the_face_has_descs_and_ops():
+    """Paddle's own tests import ``fluid.framework`` and ``fluid.layers`` and never a name of the lazy
+    face: ``program.desc``, ``op.attr_type``, ``Program.parse_from_string`` and the op registry are
+    there all the same (made on first use), in a fresh interpreter."""
+    import subprocess
+    import sys
+    script = "\n".join([
+        "import sys",
+        "from fluidist.framework import Program",
+        "p = Program()",
+        "b = p.global_block()",
+        "x = b.create_var(name='X', shape=[2, 3], dtype='float32')",
+        "y = b.create_var(name='Y', shape=[3, 4], dtype='float32')",
+        "out = b.create_var(name='Out', dtype='float32')",
+        "op = b.append_op(type='mul', inputs={'X': [x], 'Y': [y]}, outputs={'Out': [out]})",
+        "q = Program.parse_from_string(p.desc.serialize_to_string())",
+        "print(q.global_block().ops[0].type, op.desc.type(), op.attr_type('x_num_col_dims'), x.desc.name(),",
+        "      list(q.global_block().var('Out').shape), 'fluidist.layers' in sys.modules)",
+    ])
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["mul", "mul", "0", "X", "[2,", "4]", "False"], r.stdout

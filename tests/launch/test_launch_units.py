@@ -4,12 +4,16 @@ import socket
 
 import pytest
 
-from fluidist.distributed import launch  # Paddle's path (an alias of fluidist.launch's modules)
 from fluidist.launch import cluster as launch_cluster
+from fluidist.launch.args import parse_args
+from fluidist.launch.cli import decide_mode
 from fluidist.launch.cluster import (check_ports_free, get_cluster, get_gpus, parse_endpoints, parse_ips, pick_node_ip,
                                      split_devices)
+from fluidist.launch.collective import build_collective, collective_specs
 from fluidist.launch.common import LaunchError
 from fluidist.launch.elastic import assign_ranks, desired_members, parse_np
+from fluidist.launch.ps import build_ps, ps_specs
+from fluidist.launch.slurm import apply_slurm, first_slurm_host, slurm_defaults
 
 
 # -- get_gpus ---------------------------------------------------------------------------------
@@ -88,12 +92,12 @@ def test_get_cluster_ranks_grow_over_nodes_then_local_processes():
 
 
 def _args(argv):
-    return launch.parse_args(argv + ["train.py"])
+    return parse_args(argv + ["train.py"])
 
 
 def test_build_collective_cpu_single_node_gets_free_distinct_ports(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    cluster, pod, use_gpu = launch.build_collective(_args(["--nproc_per_node", "3"]))
+    cluster, pod, use_gpu = build_collective(_args(["--nproc_per_node", "3"]))
     assert not use_gpu
     eps = cluster.trainers_endpoints()
     assert len(eps) == 3 and len(set(eps)) == 3 and all(e.startswith("127.0.0.1:") for e in eps)
@@ -103,11 +107,11 @@ def test_build_collective_cpu_single_node_gets_free_distinct_ports(monkeypatch):
 def test_build_collective_multi_node_uses_started_port_everywhere(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     args = _args(["--ips", "10.0.0.1,10.0.0.2", "--node_ip", "10.0.0.2", "--nproc_per_node", "2"])
-    cluster, pod, _ = launch.build_collective(args)
+    cluster, pod, _ = build_collective(args)
     assert cluster.trainers_endpoints() == ["10.0.0.1:6070", "10.0.0.1:6071", "10.0.0.2:6070", "10.0.0.2:6071"]
     assert [t.rank for t in pod.trainers] == [2, 3]
     args = _args(["--cluster_node_ips", "10.0.0.1,10.0.0.2", "--node_ip", "10.0.0.1", "--started_port", "7000"])
-    cluster, pod, _ = launch.build_collective(args)
+    cluster, pod, _ = build_collective(args)
     assert cluster.trainers_endpoints() == ["10.0.0.1:7000", "10.0.0.2:7000"]
 
 
@@ -116,20 +120,20 @@ def test_build_collective_gpu_mode_sets_flags_selected_gpus(monkeypatch, tmp_pat
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
     script = tmp_path / "train.py"
     script.write_text("")
-    args = launch.parse_args(["--selected_gpus", "6,7", str(script), "--lr", "0.1"])
-    cluster, pod, use_gpu = launch.build_collective(args)
+    args = parse_args(["--selected_gpus", "6,7", str(script), "--lr", "0.1"])
+    cluster, pod, use_gpu = build_collective(args)
     assert use_gpu and [t.gpus for t in pod.trainers] == [["2"], ["3"]]
-    specs = launch.collective_specs(args, cluster, pod, use_gpu)
+    specs = collective_specs(args, cluster, pod, use_gpu)
     assert [s.env["FLAGS_selected_gpus"] for s in specs] == ["2", "3"]
     assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["4,5,6,7", "4,5,6,7"]  # inherited unchanged
     assert specs[1].env["PADDLE_TRAINER_ID"] == "1" and specs[1].env["PADDLE_TRAINERS_NUM"] == "2"
     assert specs[0].cmd[-3:] == [str(script), "--lr", "0.1"] and specs[0].cmd[1] == "-u"
     assert specs[0].log_path.endswith("workerlog.0") and specs[0].echo and not specs[1].echo
     # --nproc_per_node on a GPU node splits the GPUs between processes
-    args = launch.parse_args(["--gpus", "4,5,6,7", "--nproc_per_node", "2", str(script)])
-    cluster, pod, _ = launch.build_collective(args)
+    args = parse_args(["--gpus", "4,5,6,7", "--nproc_per_node", "2", str(script)])
+    cluster, pod, _ = build_collective(args)
     assert [t.gpus for t in pod.trainers] == [["0", "1"], ["2", "3"]]
-    assert launch.collective_specs(args, cluster, pod, True)[1].env["FLAGS_selected_gpus"] == "2,3"
+    assert collective_specs(args, cluster, pod, True)[1].env["FLAGS_selected_gpus"] == "2,3"
 
 
 def test_collective_cpu_children_get_no_flags_selected_gpus(monkeypatch, tmp_path):
@@ -138,9 +142,9 @@ def test_collective_cpu_children_get_no_flags_selected_gpus(monkeypatch, tmp_pat
     monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
     script = tmp_path / "t.py"
     script.write_text("")
-    args = launch.parse_args(["--nproc_per_node", "2", str(script)])
-    cluster, pod, use_gpu = launch.build_collective(args)
-    for s in launch.collective_specs(args, cluster, pod, use_gpu):
+    args = parse_args(["--nproc_per_node", "2", str(script)])
+    cluster, pod, use_gpu = build_collective(args)
+    for s in collective_specs(args, cluster, pod, use_gpu):
         assert "FLAGS_selected_gpus" not in s.env and "http_proxy" not in s.env
         assert s.env["PADDLE_DISTRI_BACKEND"] == "gloo" and s.env["POD_IP"] == "127.0.0.1"
 
@@ -148,9 +152,9 @@ def test_collective_cpu_children_get_no_flags_selected_gpus(monkeypatch, tmp_pat
 def test_backend_checks(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(LaunchError, match="--backend nccl needs CUDA devices"):
-        launch.build_collective(_args(["--backend", "nccl"]))
+        build_collective(_args(["--backend", "nccl"]))
     with pytest.raises(LaunchError, match="gloo runs on CPU"):
-        launch.build_collective(_args(["--backend", "gloo", "--gpus", "0"]))
+        build_collective(_args(["--backend", "gloo", "--gpus", "0"]))
 
 
 # -- addresses and ports ----------------------------------------------------------------------
@@ -218,7 +222,7 @@ def test_check_ports_free_names_the_port_in_use():
 ])
 def test_decide_mode_errors(argv, match):
     with pytest.raises(LaunchError, match=match):
-        launch.decide_mode(_args(argv))
+        decide_mode(_args(argv))
 
 
 @pytest.mark.parametrize("argv,mode", [
@@ -227,7 +231,7 @@ def test_decide_mode_errors(argv, match):
     (["--elastic_server", "h:1", "--job_id", "j", "--np", "2"], "elastic"),
 ])
 def test_decide_mode(argv, mode):
-    assert launch.decide_mode(_args(argv)) == mode
+    assert decide_mode(_args(argv)) == mode
 
 
 def test_options_come_from_the_environment(monkeypatch):
@@ -236,41 +240,41 @@ def test_options_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("PADDLE_ELASTIC_NP", "2:4")
     monkeypatch.setenv("POD_IP", "10.1.2.3")
     monkeypatch.setenv("FLUIDIST_LAUNCH_TRAINING_SCRIPT", "from_env.py")
-    args = launch.parse_args([])
+    args = parse_args([])
     assert args.server_num == 3 and args.log_dir == "elsewhere" and args.np == "2:4"
     assert args.node_ip == "10.1.2.3" and args.host == "10.1.2.3" and args.training_script == "from_env.py"
-    args = launch.parse_args(["--server_num", "1", "mine.py", "--server_num", "9"])
+    args = parse_args(["--server_num", "1", "mine.py", "--server_num", "9"])
     assert args.server_num == 1 and args.training_script == "mine.py"
     assert args.training_script_args == ["--server_num", "9"]  # the script's own arguments stay its own
 
 
 def test_build_ps_lists_and_counts():
     a = _args(["--server_num", "2", "--worker_num", "3"])
-    servers, workers, node_ip = launch.build_ps(a)
+    servers, workers, node_ip = build_ps(a)
     assert node_ip == "127.0.0.1" and len(servers) == 2 and len(workers) == 3
     assert len({p for _, p in servers + workers}) == 5
     a = _args(["--servers", "127.0.0.1:7001,127.0.0.1:7002", "--workers", "127.0.0.1,127.0.0.1"])
-    servers, workers, _ = launch.build_ps(a)
+    servers, workers, _ = build_ps(a)
     assert servers == [("127.0.0.1", 7001), ("127.0.0.1", 7002)]
     assert workers == [("127.0.0.1", 6172), ("127.0.0.1", 6173)]  # 6170 + servers + i, as Paddle 2.x
     a = _args(["--server_num", "2", "--started_port", "7100", "--worker_num", "1"])
-    assert launch.build_ps(a)[0] == [("127.0.0.1", 7100), ("127.0.0.1", 7101)]
+    assert build_ps(a)[0] == [("127.0.0.1", 7100), ("127.0.0.1", 7101)]
     with pytest.raises(LaunchError, match="--server_num 3 but --servers lists 2"):
-        launch.build_ps(_args(["--servers", "127.0.0.1:1,127.0.0.1:2", "--server_num", "3", "--worker_num", "1"]))
+        build_ps(_args(["--servers", "127.0.0.1:1,127.0.0.1:2", "--server_num", "3", "--worker_num", "1"]))
     with pytest.raises(LaunchError, match="needs --workers or --worker_num"):
-        launch.build_ps(_args(["--server_num", "1"]))
+        build_ps(_args(["--server_num", "1"]))
     with pytest.raises(LaunchError, match="needs --servers or --server_num"):
-        launch.build_ps(_args(["--worker_num", "1"]))
+        build_ps(_args(["--worker_num", "1"]))
     with pytest.raises(LaunchError, match="both a server and a worker"):
-        launch.build_ps(_args(["--servers", "127.0.0.1:7001", "--workers", "127.0.0.1:7001"]))
+        build_ps(_args(["--servers", "127.0.0.1:7001", "--workers", "127.0.0.1:7001"]))
 
 
 def test_ps_specs_env(tmp_path):
     script = tmp_path / "t.py"
     script.write_text("")
-    a = launch.parse_args(["--servers", "10.0.0.1:7000,10.0.0.2:7000", "--workers", "10.0.0.1:7001,10.0.0.2:7001",
+    a = parse_args(["--servers", "10.0.0.1:7000,10.0.0.2:7000", "--workers", "10.0.0.1:7001,10.0.0.2:7001",
                            str(script)])
-    specs = launch.ps_specs(a, [("10.0.0.1", 7000), ("10.0.0.2", 7000)], [("10.0.0.1", 7001), ("10.0.0.2", 7001)],
+    specs = ps_specs(a, [("10.0.0.1", 7000), ("10.0.0.2", 7000)], [("10.0.0.1", 7001), ("10.0.0.2", 7001)],
                             "10.0.0.2")
     assert [(s.role, s.rank, s.local_index) for s in specs] == [("server", 1, 0), ("worker", 1, 0)]
     server, worker = specs[0].env, specs[1].env
@@ -328,58 +332,53 @@ def test_ipv6_endpoints_and_ips():
 
 
 def test_slurm_mapping():
-    assert launch.first_slurm_host("node[03-05,9],gpu1") == "node03"
-    assert launch.first_slurm_host("gpu1,node[1-2]") == "gpu1"
-    assert launch.first_slurm_host("rack2-n[007-010]x") == "rack2-n007x"
+    assert first_slurm_host("node[03-05,9],gpu1") == "node03"
+    assert first_slurm_host("gpu1,node[1-2]") == "gpu1"
+    assert first_slurm_host("rack2-n[007-010]x") == "rack2-n007x"
     env = {"SLURM_JOB_ID": "1234", "SLURM_STEP_ID": "0", "SLURM_NNODES": "4", "SLURM_NODEID": "2",
            "SLURM_NTASKS": "4", "SLURM_JOB_NODELIST": "n[10-13]"}
-    assert launch.slurm_defaults(env) == {"nnodes": "4", "node_rank": 2, "master": "n10:29734"}
-    assert launch.slurm_defaults(dict(env, MASTER_PORT="6000"))["master"] == "n10:6000"
-    assert launch.slurm_defaults(dict(env, SLURM_NNODES="1")) is None  # one node: nothing to meet
-    assert launch.slurm_defaults({k: v for k, v in env.items() if k != "SLURM_STEP_ID"}) is None  # not in srun
+    assert slurm_defaults(env) == {"nnodes": "4", "node_rank": 2, "master": "n10:29734"}
+    assert slurm_defaults(dict(env, MASTER_PORT="6000"))["master"] == "n10:6000"
+    assert slurm_defaults(dict(env, SLURM_NNODES="1")) is None  # one node: nothing to meet
+    assert slurm_defaults({k: v for k, v in env.items() if k != "SLURM_STEP_ID"}) is None  # not in srun
     # the command line wins over Slurm
     a = _args(["--node_rank", "0", "--master", "h:1"])
-    assert launch.apply_slurm(a, env) and (a.nnodes, a.node_rank, a.master) == ("4", 0, "h:1")
+    assert apply_slurm(a, env) and (a.nnodes, a.node_rank, a.master) == ("4", 0, "h:1")
 
 
 def test_nnodes_and_node_rank_with_ips(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     a = _args(["--ips", "127.0.0.1,127.0.0.2", "--node_rank", "1", "--started_port", "7000", "--nnodes", "2"])
-    cluster, pod, _ = launch.build_collective(a)
+    cluster, pod, _ = build_collective(a)
     assert pod.rank == 1 and pod.addr == "127.0.0.2" and cluster.trainers_endpoints() == ["127.0.0.1:7000",
                                                                                          "127.0.0.2:7000"]
     with pytest.raises(LaunchError, match="--nnodes 3 but --ips lists 2"):
-        launch.build_collective(_args(["--ips", "127.0.0.1,127.0.0.2", "--nnodes", "3"]))
+        build_collective(_args(["--ips", "127.0.0.1,127.0.0.2", "--nnodes", "3"]))
     with pytest.raises(LaunchError, match="needs --master host:port"):
-        launch.build_collective(_args(["--nnodes", "2"]))
+        build_collective(_args(["--nnodes", "2"]))
     with pytest.raises(LaunchError, match="--node_rank needs a fixed --nnodes"):
         from fluidist.launch.master_rendezvous import master_rendezvous
         master_rendezvous("127.0.0.1:1", "1:2", 0, None, 1, lambda ip: [])
 
 
-# -- the launcher's old paths ---------------------------------------------------------------------
-def test_old_launcher_paths_are_the_new_modules_names():
+# -- Paddle's paths of the launcher ----------------------------------------------------------------
+def test_paddles_launcher_paths_are_the_launchers_modules():
+    """``paddle.distributed.launch`` / ``launch_ps`` are fluidist.distributed.launch / launch_ps: the very
+    modules of fluidist.launch (through fluidist/paddle_paths.py), runnable with ``python -m`` as Paddle's are."""
     import subprocess
     import sys
 
-    import fluidist.distributed.launch as old_launch
-    import fluidist.distributed.launch_utils as old_utils
-    from fluidist.distributed import elastic, etcd_client, launchers, master_rendezvous
-    from fluidist.launch import cli, collective, procs, ps, slurm
-    from fluidist.launch import elastic as new_elastic
-    from fluidist.launch import etcd_client as new_etcd
-    from fluidist.launch import launchers as new_launchers
-    from fluidist.launch import master_rendezvous as new_master
-    assert elastic is new_elastic and etcd_client is new_etcd and master_rendezvous is new_master
-    assert launchers.openKS_launcher is new_launchers.openKS_launcher
-    assert (old_launch.main, old_launch.run, old_launch.build_collective, old_launch.run_ps,
-            old_launch.slurm_defaults) == (cli.main, cli.run, collective.build_collective, ps.run_ps,
-                                           slurm.slurm_defaults)
-    assert old_utils.find_free_ports is launch_cluster.find_free_ports and old_utils.LocalJob is procs.LocalJob
-    assert old_utils.LaunchError is LaunchError
-    r = subprocess.run([sys.executable, "-m", "fluidist.launch", "--help"], capture_output=True, text=True,
-                       timeout=60)
-    assert r.returncode == 0 and "--nproc_per_node" in r.stdout, r.stderr
+    import fluidist.distributed.launch as paddle_launch
+    import fluidist.distributed.launch_ps as paddle_launch_ps
+    from fluidist.launch import cli, paddle_ps
+    assert paddle_launch is cli and paddle_launch_ps is paddle_ps
+    for module, option in (("fluidist.launch", "--nproc_per_node"), ("fluidist.distributed.launch", "--nproc_per_node"),
+                           ("fluidist.distributed.launch_ps", "--server_num")):
+        r = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and option in r.stdout, (module, r.stderr)
+    assert "usage: python -m fluidist.distributed.launch " in subprocess.run(
+        [sys.executable, "-m", "fluidist.distributed.launch", "--help"], capture_output=True, text=True,
+        timeout=60).stdout
 
 
 def test_free_ports_come_from_fluidist_port_range_when_set(monkeypatch):

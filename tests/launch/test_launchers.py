@@ -119,11 +119,11 @@ def test_openks_rejects_unknown_modes(clean_env):
 def test_launchers_module_runs_from_the_command_line(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    r = subprocess.run([sys.executable, "-m", "fluidist.distributed.launchers", "--mode", "cpu", "--print_config", "0",
+    r = subprocess.run([sys.executable, "-m", "fluidist.launch.launchers", "--mode", "cpu", "--print_config", "0",
                         "--server_num", "1", "--worker_num", "1", script("ps_check.py")], cwd=str(tmp_path),
                        env=base_env(out_dir=out), capture_output=True, text=True, timeout=90)
     assert r.returncode == 0, r.stderr
     assert read_json(out / "worker_0.json")["answers"]
-    r = subprocess.run([sys.executable, "-m", "fluidist.distributed.launchers", "t.py"], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "fluidist.launch.launchers", "t.py"], cwd=ROOT,
                        env=base_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--mode cpu|gpu" in r.stderr

@@ -502,7 +502,7 @@ OPTIMIZERS = {
 
 
 def test_gradient_merge_is_refused_in_pserver_mode():
-    from fluidist.gradient_merge import apply_gradient_merge
+    from fluidist.passes.gradient_merge import apply_gradient_merge
     main, startup, _ = fc_model()
     apply_gradient_merge(main, startup, 4)
     with pytest.raises(ValueError, match="gradient merge"):

@@ -58,6 +58,10 @@ sys.meta_path.insert(0, _FluidRename())
 
 import paddle.fluid  # noqa: E402,F401  (the rename, checked at once)
 
+# Paddle's ``import paddle.fluid`` loads the whole framework; fluidist's face loads it on its first use
+# (PEP 562), which happens here, so that the modules below are aliased before any test imports them
+paddle.fluid.Program  # noqa: B018
+
 # every fluidist module already imported is already imported under its Paddle name too, as in Paddle:
 # a first import of the alias would bind the module onto its package, hiding a package attribute of the
 # same name (``fluid.layers.rnn`` is the function ``rnn``, not the module, after ``import

@@ -109,7 +109,7 @@ def _rank0_setup(comm_id, nranks, me, pull, what, timeout, wait):
         pids = [t["pid"] for t in table]
         mm = None
         if want_shm:
-            layout = ShmLayout(nranks, shm_chunk_bytes(nranks))
+            layout = ShmLayout(nranks, shm_chunk_bytes())
             path = shm_path(comm_id)
             try:
                 mm = create_segment(path, layout.size, comm_id.token)

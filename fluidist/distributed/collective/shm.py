@@ -29,8 +29,9 @@ _ERR_LEN = _CTRL - _ERR_BYTE
 _MAGIC_LEN = 64
 
 
-def shm_chunk_bytes(nranks):
-    """Bytes each rank reduces per pipeline step: 512 KiB, or the env ``FLUIDIST_SHM_CHUNK_BYTES``."""
+def shm_chunk_bytes():
+    """Bytes each rank reduces per pipeline step, whatever the number of ranks: 512 KiB, or the env
+    ``FLUIDIST_SHM_CHUNK_BYTES`` (rounded down to 64 bytes, at least 4 KiB)."""
     raw = os.environ.get("FLUIDIST_SHM_CHUNK_BYTES")
     c = int(raw) if raw else 512 * 1024
     return max(4096, c // 64 * 64)

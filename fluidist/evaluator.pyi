@@ -1,0 +1,8 @@
+# Made from fluidist/paddle_paths.py by write_typing_stubs(): what type checkers see at Paddle's
+# path fluidist.evaluator, which the import system finds through the table.
+from typing import Any
+
+ChunkEvaluator: Any
+DetectionMAP: Any
+EditDistance: Any
+Evaluator: Any
