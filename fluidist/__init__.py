@@ -10,7 +10,7 @@ from .framework.program import (Block, Operator, Parameter, Program, Variable,  
 from .executor import (CPUPlace, CUDAPinnedPlace, CUDAPlace, Executor, LoDTensor, Scope,  # noqa: F401
                        SelectedRows, cpu_places, create_lod_tensor, cuda_places, global_scope,
                        is_compiled_with_cuda, scope_guard)
-from .core.place import cuda_pinned_places  # noqa: F401
+from .device.places import cuda_pinned_places  # noqa: F401
 from .framework.api import (ComplexVariable, device_guard, get_flags, in_dygraph_mode,  # noqa: F401
                             load_op_library, require_version, set_flags)
 from .executor.compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
@@ -57,8 +57,5 @@ _patch()
 log_helper.configure_from_env()  # FLUIDIST_LOG_LEVEL: the launcher's --log_level
 from .interrupts import install_quiet_interrupt_hook as _quiet_interrupt  # noqa: E402
 _quiet_interrupt()  # FLUIDIST_QUIET_INTERRUPT: a ctrl-C the launcher reports is not reported here again
-if core.place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
-    from .core import switch as _switch
-    _switch.install()
 
 __version__ = "0.1.0"

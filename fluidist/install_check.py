@@ -6,7 +6,7 @@ import types
 import numpy as np
 
 from . import layers, optimizer
-from .core.place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda
+from .device.places import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda
 from .core.scope import Scope
 from .executor.compiler import CompiledProgram
 from .executor.executor import Executor

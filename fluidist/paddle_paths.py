@@ -17,7 +17,7 @@ from .compat import refused, refused_class
 from .core import LoDTensor, LoDTensorArray  # noqa: F401
 
 Tensor = LoDTensor   # Paddle 1.8's fluid.Tensor is LoDTensor (core.Tensor is the LoD-less class)
-from .core.place import cpu_places, cuda_pinned_places, cuda_places, is_compiled_with_cuda
+from .device.places import cpu_places, cuda_pinned_places, cuda_places, is_compiled_with_cuda
 from .data_feed_desc import DataFeedDesc  # noqa: F401
 from .framework import unique_name
 from .layers import learning_rate_scheduler as learning_rate_decay  # noqa: F401

@@ -206,3 +206,12 @@ def test_the_launcher_aliases_are_thin():
     graph = import_graph()
     for alias, target in ALIASES.items():
         assert graph[alias] and all(_under(d, target) for d in graph[alias]), (alias, graph[alias])
+
+
+def test_the_places_import_nothing_of_fluidist_outside_their_package():
+    """``fluidist.device`` (the places, the stand-in GPU, the switch) sits under ``core``: it imports no
+    other module of fluidist, so every layer can name a place."""
+    graph = import_graph()
+    bad = ["%s imports %s" % (mod, d) for mod, deps in graph.items() if _under(mod, "fluidist.device")
+           for d in deps if not _under(d, "fluidist.device")]
+    assert not bad, "\n".join(sorted(bad))

@@ -12,8 +12,8 @@ NumPy alone meets these differences only on a GPU. The stand-in device brings th
 - :func:`count_transfers` records every copy each way, explicit or hidden (see
   :mod:`fluidist.device.transfers`).
 
-``FLUIDIST_TEST_DEVICE=standin`` makes every ``fluid.CPUPlace()`` a script or test creates a
-``StandinPlace`` (see ``docs/guide/standin.md``).
+``fluidist.device.use("standin")`` makes every ``fluid.CPUPlace()`` a script creates afterwards a
+``StandinPlace`` (see ``docs/guide/devices.md``).
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import types
 import numpy as np
 
 from . import transfers
+from .base import Place
 from .standin_array import (HOST_PARAMS, StandinArray, data_dependent_size, holds_new_array,  # noqa: F401
                             host_array_error, host_param, on_device, wrap, wrap_result)
 from .standin_cuda import Device, cuda, current_device, gpu_semantics, gpu_semantics_enabled  # noqa: F401
@@ -340,7 +341,7 @@ xp.cuda = cuda
 xp.random.RandomState = StandinRandomState
 
 
-class StandinPlace:
+class StandinPlace(Place):
     """A Place on stand-in device ``device_id``: kernels get :data:`xp` and run with this device
     current (:meth:`device_context`); values cross from and to the host only through
     :meth:`to_device` and :meth:`to_host`, each copy counted (:func:`count_transfers`).
