@@ -139,6 +139,8 @@ def _function(qualname, fn):
         found = []
         np_args = _device_args(what, args, cur, found, names=names)
         np_kwargs = _device_kwargs(what, kwargs, cur, found)
+        if name == "take" and gpu_semantics_enabled():
+            np_kwargs.setdefault("mode", "wrap")     # CuPy's take wraps indices out of range
         for why in hidden_syncs(name, np_args, np_kwargs):
             transfers.record("d2h", True, why, _COUNT)
         res = fn(*np_args, **np_kwargs)
