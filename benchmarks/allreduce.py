@@ -67,7 +67,7 @@ def fluidist_comm(rank, endpoints, gpu):
     from fluidist.distributed.collective.rendezvous import CommId, new_comm_id, receive_on_endpoint, \
         send_to_endpoints
     from fluidist.distributed.collective.registry import create_communicator
-    from fluidist.core.place import CPUPlace, CUDAPlace
+    from fluidist.device.places import CPUPlace, CUDAPlace
     place = CUDAPlace(rank) if gpu else CPUPlace()
     what = "benchmark id (rank %d)" % rank
     if rank == 0:

@@ -8,7 +8,7 @@ module paths (:mod:`fluidist.paddle_paths`), the logging set-up and the ctrl-C h
 (``fluidist-launch``) and the runtime modules (``fluidist.distributed.*``) never load the kernels. The
 first use of a name of the face (``fluid.layers``, ``fluid.Program``, ...) loads the framework as a
 whole, as one import did before: every op family (the op registry), the layers (and with them the
-operators of ``Variable``), and the ``FLUIDIST_TEST_DEVICE`` switch. The IR's ``program.desc`` views
+operators of ``Variable``); a device a script chose with ``fluidist.device.use`` before that holds. The IR's ``program.desc`` views
 and the op registry's entries are made on first use wherever they are asked for
 (``framework/desc_views.py``, ``framework/op_table.py``), face or not.
 """
@@ -50,7 +50,7 @@ _FACE = {
     **_names("fluidist.executor", "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "Executor", "LoDTensor", "Scope",
              "SelectedRows", "cpu_places", "create_lod_tensor", "cuda_places", "global_scope",
              "is_compiled_with_cuda", "scope_guard"),
-    **_names("fluidist.core.place", "cuda_pinned_places"),
+    **_names("fluidist.device.places", "cuda_pinned_places"),
     **_names("fluidist.framework.api", "ComplexVariable", "device_guard", "get_flags", "in_dygraph_mode",
              "load_op_library", "require_version", "set_flags"),
     **_names("fluidist.executor.compiler", "BuildStrategy", "CompiledProgram", "ExecutionStrategy"),
@@ -96,7 +96,7 @@ if TYPE_CHECKING:   # the face as type checkers see it: the names of _FACE, impo
     from .core import LoDTensorArray  # noqa: F401
     from .core import LoDTensor as Tensor  # noqa: F401
     from .core.lod_tensor import create_random_int_lodtensor  # noqa: F401
-    from .core.place import cuda_pinned_places  # noqa: F401
+    from .device.places import cuda_pinned_places  # noqa: F401
     from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401
     from .dygraph import (VarBase, disable_dygraph, disable_imperative, enable_dygraph,  # noqa: F401
                           enable_imperative, load_dygraph, monkey_patch_varbase, save_dygraph)
@@ -150,9 +150,9 @@ def _load():
         except BaseException:
             _loaded = False
             raise
-        from .core import place, switch
-        if place.test_device() != "cpu":   # FLUIDIST_TEST_DEVICE: fluid.CPUPlace() makes that device's place
-            switch.install()
+        from .device import switch
+        if switch.active() != "cpu":    # fluidist.device.use(...) ran before the face loaded: bind its place again
+            switch.use(switch.active())
 
 
 def __getattr__(name):
@@ -180,5 +180,3 @@ def __dir__():
 _paddle_paths.install()
 _configure_logging()   # FLUIDIST_LOG_LEVEL: the launcher's --log_level
 _quiet_interrupt()     # FLUIDIST_QUIET_INTERRUPT: a ctrl-C the launcher reports is not reported here again
-if _os.environ.get("FLUIDIST_TEST_DEVICE", "").strip().lower() not in ("", "cpu"):
-    _load()   # the test switch must be in place before the first fluid.CPUPlace() (fluidist.core.switch)

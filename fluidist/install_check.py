@@ -7,7 +7,7 @@ import numpy as np
 
 import fluidist.layers as layers
 import fluidist.optim.optimizer as optimizer
-from .core.place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda
+from .device.places import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda
 from .core.scope import Scope
 from .executor.compiler import CompiledProgram
 from .executor.executor import Executor

@@ -90,7 +90,7 @@ PADDLE_PATHS: Dict[str, Union[str, Callable[[str], types.ModuleType]]] = {
 
 _INFERENCE = "fluidist.inference"
 _DESC = "fluidist.paddle_format.desc"
-_PLACES = "fluidist.core.place"
+_PLACES = "fluidist.device.places"
 
 #: Paddle's module -> {name: "module" or "module:attribute" that defines it}, for the names that
 #: module's package does not define itself.

@@ -49,16 +49,28 @@ def _timeouts_follow_the_load(config, items):
             item.add_marker(pytest.mark.timeout(float(base) * factor), append=False)
 
 
+# ---- the suites' place: FLUIDIST_TEST_DEVICE=standin|cuda python -m pytest ... runs them on that device.
+# ``import fluidist`` never reads the variable; this plugin asks for the device explicitly in every test
+# process (the controller and each pytest-xdist worker, before the test modules are collected), and the
+# processes the tests start call ``fluidist.device.use_from_env()`` themselves (they inherit the variable).
+
+def _use_the_suites_device():
+    """``fluidist.device.use_from_env()``: every ``fluid.CPUPlace()`` a test creates is then the place of
+    the device ``FLUIDIST_TEST_DEVICE`` names (the CPU when unset), and ``FLUIDIST_STANDIN_GPU_SEMANTICS=1``
+    turns the stand-in's GPU semantics on."""
+    import fluidist.device
+    fluidist.device.use_from_env()
+
+
 @pytest.fixture(autouse=True)
 def cpu_only_on_the_cpu(request):
-    """``FLUIDIST_TEST_DEVICE=standin|cuda`` makes every ``fluid.CPUPlace()`` a test creates that device's
-    place (fluidist reads the variable when imported, in the test processes' children too); a test
-    marked ``cpu_only("why")`` checks CPU-only behaviour and runs on the real CPU."""
+    """A test marked ``cpu_only("why")`` checks CPU-only behaviour: it runs on the real CPU whatever the
+    suites' device, and so do the processes it starts (``FLUIDIST_TEST_DEVICE`` says ``cpu`` to them)."""
     if request.node.get_closest_marker("cpu_only") is None:
         yield
         return
-    from fluidist.core import switch
-    with switch.suspended():
+    import fluidist.device
+    with fluidist.device.suspended():
         yield
 
 
@@ -85,9 +97,12 @@ def pytest_configure(config):
     ``PYTHONDONTWRITEBYTECODE`` is set (as on the CI machines), nothing writes ``__pycache__`` and every
     one of those processes compiled all of fluidist's sources again: 0.33 s of its 0.6 s import.
     ``compileall`` writes the cache whatever that variable says; Python then only reads it (and still
-    checks each entry against its source's modification time and size)."""
+    checks each entry against its source's modification time and size).
+
+    Then the suites' device (``_use_the_suites_device``), in the controller and in each worker."""
+    _use_the_suites_device()
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        return          # the controller did it
+        return          # the controller compiled the sources
     import compileall
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for folder in ("fluidist", "tests"):

@@ -6,7 +6,7 @@ import pytest
 import fluidist as fluid
 from fluidist import clip as C
 from fluidist import regularizer as R
-from fluidist.core.place import to_host
+from fluidist.device.places import to_host
 from fluidist.core.tensor import SelectedRows
 from fluidist.framework.op_role import OpRole
 from op_test import run_op

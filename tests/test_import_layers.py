@@ -200,3 +200,12 @@ def test_no_module_goes_through_the_face_while_it_is_imported():
                     bad += ["%s: from fluidist import %s" % (mod, a.name) for a in node.names
                             if a.name not in fluidist._LIGHT and a.name != "__version__"]
     assert not bad, "\n".join(bad)
+
+
+def test_the_places_import_nothing_of_fluidist_outside_their_package():
+    """``fluidist.device`` (the places, the stand-in GPU, the switch) sits under ``core``: it imports no
+    other module of fluidist, so every layer can name a place."""
+    graph = import_graph()
+    bad = ["%s imports %s" % (mod, d) for mod, deps in graph.items() if _under(mod, "fluidist.device")
+           for d in deps if not _under(d, "fluidist.device")]
+    assert not bad, "\n".join(sorted(bad))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from fluidist.core.place import to_host
+from fluidist.device.places import to_host
 
 
 def build(seed=1):

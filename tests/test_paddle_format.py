@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from fluidist.core.place import to_host
+from fluidist.device.places import to_host
 from fluidist.paddle_format import MissingOpsError, PaddleFormatError
 from fluidist.paddle_format import framework_pb2 as pb
 from fluidist.paddle_format import program_desc, safe_pickle

@@ -6,7 +6,7 @@ import pytest
 
 import fluidist as fluid
 import fluidist.profiler as profiler
-from fluidist.core.place import to_host
+from fluidist.device.places import to_host
 from fluidist.ops import registry
 
 

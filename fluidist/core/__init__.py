@@ -1,16 +1,17 @@
 """The runtime types, and what Paddle users reach through ``fluid.core``.
 
-This package sits below everything that runs programs: places (where kernels run and with which
-array module), ``LoDTensor`` / ``SelectedRows`` (values) and ``Scope`` (values by name). It imports
-nothing from the rest of fluidist but ``framework``'s dtypes and op roles.
+This package sits below everything that runs programs: ``LoDTensor`` / ``SelectedRows`` (values),
+``Scope`` (values by name) and ``placement`` (whole values moved to and from a place); it names
+Paddle's places (``core.CPUPlace``, ...), which live in :mod:`fluidist.device`. It imports nothing from
+the rest of fluidist but ``device`` and ``framework``'s dtypes and op roles.
 """
 import sys as _sys
 
 from ..framework.dtypes import VarType  # noqa: F401
 from ..framework.op_role import OpRole as op_proto_and_checker_maker_OpRole  # noqa: F401
 from .blocking_queue import EOFException  # noqa: F401
-from .place import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cpu_places, cuda_pinned_places, cuda_places,  # noqa: F401
-                    is_compiled_with_cuda)
+from ..device.places import (CPUPlace, CUDAPinnedPlace, CUDAPlace, cpu_places, cuda_pinned_places,  # noqa: F401
+                             cuda_places, is_compiled_with_cuda)
 from .scope import Scope, global_scope, scope_guard  # noqa: F401
 from .tensor import LoDRankTable, LoDTensor, LoDTensorArray, Tensor, create_lod_tensor, from_dlpack  # noqa: F401
 # Paddle's core.SelectedRows is the handle scripts fill and read; the value it stands for is tensor.SelectedRows

@@ -95,7 +95,7 @@ class LazyRows:
         return out
 
     def __array__(self, dtype=None, copy=None):
-        from .place import to_host
+        from ..device.places import to_host
         out = to_host(self.to_dense())
         return out.astype(dtype, copy=False) if dtype is not None else out
 

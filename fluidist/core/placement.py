@@ -7,7 +7,7 @@ or anything else (rank tables, readers, strings, Python numbers), which stays wh
 """
 import numpy as np
 
-from .place import is_device_array, to_host
+from ..device.places import is_device_array, to_host
 from .tensor import LoDTensor, LoDTensorArray, SelectedRows
 
 

@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from .place import to_host
+from ..device.places import to_host
 from .tensor import LoDTensor, SelectedRows
 
 

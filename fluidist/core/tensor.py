@@ -6,7 +6,8 @@ from typing import Any, List, Sequence
 import numpy as np
 
 from ..framework.dtypes import var_type_value
-from .place import array_module, is_device_array, to_host
+from ..device.base import checked_place
+from ..device.places import array_module, is_device_array, to_host
 
 
 def scatter_add(xp, out, idx, val):
@@ -199,7 +200,7 @@ class Tensor:
     def set(self, array: Any, place: Any = None) -> None:
         """Store a copy of ``array`` on ``place`` (a device place copies it there through its
         ``to_device``; no place or a CPU place keeps it on the host)."""
-        if place is not None and getattr(place, "is_device", False):
+        if place is not None and checked_place(place, "LoDTensor.set").is_device:
             arr = place.to_device(array if is_device_array(array) else np.asarray(array))
             if arr is array:
                 arr = arr.copy()

@@ -5,7 +5,8 @@ checks the offset and the element type (``_get_float_element`` on an int64 tenso
 ``_alloc_*`` allocate memory of the tensor's dims (set with ``_set_dims``) and that type."""
 import numpy as np
 
-from .place import CPUPlace, place_of, to_host
+from ..device.base import checked_place
+from ..device.places import CPUPlace, place_of, to_host
 
 
 def _value(t, what):
@@ -81,6 +82,7 @@ def _mutable_data(self, place, dtype):
     """Allocate memory of the tensor's dims (``[0]`` when none were set, as a new Paddle tensor's)
     and ``dtype`` on ``place`` (kept when it already fits); returns the memory's address, as Paddle
     returns its data pointer."""
+    place = checked_place(place, "Tensor._mutable_data")
     dims = self.shape()
     if not dims and self._dims is None:
         dims = [0]
@@ -88,7 +90,7 @@ def _mutable_data(self, place, dtype):
     dtype = np.dtype(dtype)
     if a is None or a.dtype != dtype or list(a.shape) != list(dims):
         zeros = np.zeros(dims, dtype=dtype)
-        a = place.to_device(zeros) if getattr(place, "is_device", False) else zeros
+        a = place.to_device(zeros) if place.is_device else zeros
         self._put(a)
     return int(a.data.ptr) if hasattr(a.data, "ptr") else int(a.ctypes.data)
 

@@ -12,8 +12,8 @@ NumPy alone meets these differences only on a GPU. The stand-in device brings th
 - :func:`count_transfers` records every copy each way, explicit or hidden (see
   :mod:`fluidist.device.transfers`).
 
-``FLUIDIST_TEST_DEVICE=standin`` makes every ``fluid.CPUPlace()`` a script or test creates a
-``StandinPlace`` (see ``docs/guide/standin.md``).
+``fluidist.device.use("standin")`` makes every ``fluid.CPUPlace()`` a script creates afterwards a
+``StandinPlace`` (see ``docs/guide/devices.md``).
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import transfers
+from .base import Place
 from .standin_array import (HOST_PARAMS, StandinArray, data_dependent_size, holds_new_array,  # noqa: F401
                             host_array_error, host_param, on_device, wrap, wrap_result)
 from .standin_cuda import Device, cuda, current_device, gpu_semantics, gpu_semantics_enabled  # noqa: F401
@@ -139,6 +140,8 @@ def _function(qualname, fn):
         found = []
         np_args = _device_args(what, args, cur, found, names=names)
         np_kwargs = _device_kwargs(what, kwargs, cur, found)
+        if name == "take" and gpu_semantics_enabled():
+            np_kwargs.setdefault("mode", "wrap")     # CuPy's take wraps indices out of range
         for why in hidden_syncs(name, np_args, np_kwargs):
             transfers.record("d2h", True, why, _COUNT)
         res = fn(*np_args, **np_kwargs)
@@ -343,7 +346,7 @@ xp.cuda = cuda
 xp.random.RandomState = StandinRandomState
 
 
-class StandinPlace:
+class StandinPlace(Place):
     """A Place on stand-in device ``device_id``: kernels get :data:`xp` and run with this device
     current (:meth:`device_context`); values cross from and to the host only through
     :meth:`to_device` and :meth:`to_host`, each copy counted (:func:`count_transfers`).

@@ -473,6 +473,8 @@ def _method(name):
         else:
             args = tuple(_method_arg(name, x, cur) for x in args)
         kwargs = {k: (host_param(v) if k in HOST_PARAMS else _method_arg(name, v, cur)) for k, v in kwargs.items()}
+        if name == "take" and gpu_semantics_enabled():
+            kwargs.setdefault("mode", "wrap")       # CuPy's take wraps indices out of range
         res = getattr(a, name)(*args, **kwargs)
         if res is a:
             if in_place:

@@ -13,9 +13,9 @@ counted synchronisation (see :mod:`fluidist.device.transfers`); so are the devic
 runtime's ``deviceSynchronize()``. Work on the stand-in is done when the call returns, so
 ``record`` / ``wait_event`` order nothing and cost nothing.
 
-GPU semantics (opt-in: :func:`gpu_semantics`, or ``FLUIDIST_STANDIN_GPU_SEMANTICS=1`` before
-fluidist is imported). Where NumPy raises or defines an order and a GPU does not, the stand-in
-does by default what NumPy does (a bug shows as an error), and under GPU semantics what CuPy does:
+GPU semantics (opt-in: :func:`gpu_semantics` for a block, :func:`set_gpu_semantics` for the
+process; ``fluidist.device.use_from_env()`` turns them on where ``FLUIDIST_STANDIN_GPU_SEMANTICS=1``).
+Where NumPy raises or defines an order and a GPU does not, the stand-in does by default what NumPy does (a bug shows as an error), and under GPU semantics what CuPy does:
 an integer index out of range wraps around (``take``, advanced indexing), and writes through
 repeated indices land in an order no one chose (``a[idx] = v`` and ``put`` with duplicates: here a
 random order, so code that relies on "the last wins" gives a different answer).
@@ -23,7 +23,6 @@ random order, so code that relies on "the last wins" gives a different answer).
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from typing import Iterator, Optional
 
@@ -186,13 +185,19 @@ cuda = CudaNamespace()
 
 # ---------------------------------------------------------------- GPU semantics
 class _Semantics:
-    enabled = os.environ.get("FLUIDIST_STANDIN_GPU_SEMANTICS", "").strip().lower() in ("1", "true", "yes", "on")
+    enabled = False
     rng = np.random.RandomState(0)
 
 
 def gpu_semantics_enabled() -> bool:
     """Whether the stand-in wraps out-of-range indices and scrambles repeated-index writes."""
     return _Semantics.enabled
+
+
+def set_gpu_semantics(enabled: bool, seed: int = 0) -> None:
+    """Turn GPU semantics on or off for the process (every thread); ``seed`` seeds the order of
+    repeated writes."""
+    _Semantics.enabled, _Semantics.rng = bool(enabled), np.random.RandomState(seed)
 
 
 @contextlib.contextmanager

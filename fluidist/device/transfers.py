@@ -99,7 +99,7 @@ _open_logs: List[TransferLog] = []
 _lock = threading.Lock()
 _totals = {"h2d": 0, "d2h": 0, "sync": 0, "launch": 0}
 # frames of these modules are skipped when naming where a transfer came from: they only carry it out
-_CARRIERS = ("fluidist.device", "fluidist.core.place", "fluidist.core.placement")
+_CARRIERS = ("fluidist.device", "fluidist.core.placement")
 
 
 @contextlib.contextmanager

@@ -37,7 +37,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..core.place import to_host
+from ..device.places import to_host
 from ..core.scope import global_scope
 from ..core.tensor import SelectedRows
 from ..framework import registry

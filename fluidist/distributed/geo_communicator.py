@@ -28,7 +28,7 @@ import weakref
 
 import numpy as np
 
-from ..core.place import to_host
+from ..device.places import to_host
 from ..core.tensor import SelectedRows
 from . import rpc
 from . import trainer_session as session

@@ -4,7 +4,7 @@ rows are noted for every trainer; a trainer's ``get`` of that parameter naming i
 is answered with only the rows noted for it since its last such get (then forgotten for it)."""
 import numpy as np
 
-from ..core.place import to_host
+from ..device.places import to_host
 from ..core.tensor import SelectedRows
 
 

@@ -44,7 +44,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..core.place import to_host
+from ..device.places import to_host
 from ..core.tensor import SelectedRows
 from . import liveness, rpc, serving_process, shm_payload
 from .arrival_sums import ArrivalSums

@@ -27,7 +27,7 @@ import json
 import numpy as np
 
 from .. import bounded_json
-from ..core.place import to_host
+from ..device.places import to_host
 from ..core.tensor import SelectedRows
 
 PROTOCOL_VERSION = 1

@@ -1,5 +1,5 @@
 """Running programs: the Executor and CompiledProgram (the runtime types live in ``fluidist.core``)."""
-from ..core.place import CPUPlace, CUDAPlace, CUDAPinnedPlace, cpu_places, cuda_places, is_compiled_with_cuda  # noqa: F401
+from ..device.places import CPUPlace, CUDAPlace, CUDAPinnedPlace, cpu_places, cuda_places, is_compiled_with_cuda  # noqa: F401
 from ..core.scope import Scope, global_scope, scope_guard  # noqa: F401
 from ..core.tensor import LoDTensor, SelectedRows, create_lod_tensor  # noqa: F401
 from .executor import Executor  # noqa: F401

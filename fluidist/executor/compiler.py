@@ -26,7 +26,7 @@ from ..framework.program import Program
 from ..transpiler.collective import allreduce_gradients
 from .executor import Executor, _as_fetch_names
 from .feed_split import split_feed
-from ..core.place import CUDAPlace, cpu_places, cuda_places, is_device_array, to_host
+from ..device.places import CUDAPlace, cpu_places, cuda_places, is_device_array, to_host
 from ..core.placement import copy_to, to_place
 from ..core.fetched import as_fetched
 from ..core.scope import Scope, global_scope

@@ -23,7 +23,7 @@ import traceback
 import numpy as np
 
 from ..compat import refused_class
-from ..core.place import to_host
+from ..device.places import to_host
 from ..core.scope import Scope, global_scope
 from ..core.tensor import LoDTensor, SelectedRows
 from ..framework import registry

@@ -220,7 +220,7 @@ class OperatorFactory:
 def op_support_gpu(op_type: str) -> bool:
     """``core.op_support_gpu``: whether ops of ``op_type`` can run on a CUDAPlace. Every registered
     op can, where CuPy sees a GPU (``is_compiled_with_cuda``); a CPU-only Paddle build answers False too."""
-    from ..core.place import is_compiled_with_cuda
+    from ..device.places import is_compiled_with_cuda
     return registry.lookup(op_type) is not None and is_compiled_with_cuda()
 
 

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..framework.program import Program, Variable, default_main_program
-from ..core.place import CPUPlace, default_place, is_device_array, to_host
+from ..device.base import Place, checked_place
+from ..device.places import is_device_array, to_host
+from ..device.switch import default_place
 from ..core.placement import is_placed, to_place
 from ..core.fetched import as_fetched
 from ..core.scope import global_scope
@@ -22,8 +24,6 @@ from .prune import needs_split, pruned_run_args, refuse_compiled_prune, split_fe
 from .plan import set_kernel_wrapper  # noqa: F401 (re-exported: the profiler's hook)
 
 if TYPE_CHECKING:  # for the annotations only (compiler imports this module's helpers)
-    from ..core.place import CUDAPlace
-    from ..device.standin import StandinPlace
     from ..core.scope import Scope
     from .compiler import CompiledProgram
 
@@ -82,10 +82,10 @@ def _as_fetch_names(fetch_list):
 
 class Executor:
     """Runs Programs on a place: ``Executor(CPUPlace()).run(program, feed, fetch_list)``. Without a
-    place, ``CUDAPlace(0)`` where CuPy sees a GPU, else the CPU (``core.place.default_place``)."""
+    place, ``CUDAPlace(0)`` where CuPy sees a GPU, else the CPU (``device.default_place``)."""
 
-    def __init__(self, place: CPUPlace | CUDAPlace | StandinPlace | None = None) -> None:
-        self.place = place if place is not None else default_place()
+    def __init__(self, place: Place | None = None) -> None:
+        self.place = checked_place(place, "Executor") if place is not None else default_place()
         self._closed = False
         self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._close_hooks: list = []
@@ -196,7 +196,7 @@ class Executor:
         block = program.global_block()
         vals, lods = scope.vals, scope.lods
         place = self.place
-        on_host = not getattr(place, "is_device", False)
+        on_host = not place.is_device
         for name, value in feed.items():
             var = block.vars.get(name)
             if var is None:
@@ -234,7 +234,7 @@ class Executor:
         replaces the old one in the scope that holds it."""
         vals = scope.vals
         place = self.place
-        on_host = not getattr(place, "is_device", False)
+        on_host = not place.is_device
         for name in plan.placed_names:
             holder = vals
             if name not in vals:

@@ -3,7 +3,7 @@ fetched tensors (``as_numpy``), checking feeds against variables, asking whether
 has feed / fetch ops, and reading a variable from a scope (``_fetch_var``)."""
 import numpy as np
 
-from ..core.place import to_host
+from ..device.places import to_host
 from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, LoDTensorArray
 from ..framework.dtypes import convert_dtype

@@ -13,7 +13,7 @@ a dict (split along the batch over the places) or a list of one dict per place.
 """
 import warnings
 
-from ..core.place import cpu_places, cuda_places
+from ..device.places import cpu_places, cuda_places
 from ..core.scope import global_scope
 from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy
 from .executor import Executor

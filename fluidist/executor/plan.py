@@ -138,7 +138,7 @@ class Plan:
             if block_idx == 0 else ()
         place = executor.place
         xp = place.xp
-        on_device = getattr(place, "is_device", False)
+        on_device = place.is_device
         self.steps = []
         written = set()
         self.external = []  # (name, op type) read before any op of this block writes it
@@ -185,7 +185,7 @@ class Plan:
             kernel = kernel if _kernel_hook is None else _kernel_hook(kernel, op)
             self.steps.append(_Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
                                     share, frozenset(opdef.valueless_inputs), frozenset(undeclared)))
-        if getattr(place, "kind", "cpu") == "cpu":
+        if place.kind == "cpu":
             queue_until_sync(self.block.ops, [st.ctx for st in self.steps])
         self.written = written
         self.external_names = frozenset(n for n, _ in self.external)

@@ -11,7 +11,7 @@ import warnings
 from typing import Any, List, Optional, Sequence, Union
 
 from ..executor.executor import Executor
-from ..core.place import CPUPlace
+from ..device.places import CPUPlace
 from ..optim.optimizer import Optimizer
 from ..role_maker import RoleMakerBase
 

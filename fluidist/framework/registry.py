@@ -150,7 +150,7 @@ class OpDef:
 
     def runs_on_host(self, place):
         """Whether the kernel gets host arrays on ``place`` (always on a CPU place)."""
-        return bool(self.host) and getattr(place, "kind", "cpu") not in self.host_except
+        return bool(self.host) and place.kind not in self.host_except
 
     @property
     def input_slots(self):

@@ -1,7 +1,7 @@
 """The predictor: a saved inference model loaded into a scope of its own, run by fluidist's Executor."""
 import numpy as np
 
-from ..core.place import CPUPlace, CUDAPlace
+from ..device.places import CPUPlace, CUDAPlace
 from ..core.scope import Scope, scope_guard
 from ..core.tensor import LoDTensor
 from ..executor.executor import Executor

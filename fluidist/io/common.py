@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import bounded_json
 from . import durable
-from ..core.place import to_host
+from ..device.places import to_host
 from ..core.tensor import SelectedRows
 from ..framework.dtypes import VarType
 from ..framework.program import Parameter, Program, Variable, default_main_program

@@ -117,7 +117,7 @@ def _piece(whole, entry, where):
 def load_pserver_persistables(executor, dirname, main_program, filename, scope, read_vars, commit):
     """Paddle's distributed load on a pserver (see the module docstring): ``read_vars(dirname, selected,
     filename)`` reads whole variables, ``commit(loaded, decls, scope, place, where)`` checks and stores."""
-    from ..core.place import CPUPlace
+    from ..device.places import CPUPlace
     endpoint = main_program._ps_endpoint
     entries = placement(main_program).get_distributed_vars_by_ep(endpoint)
     origins = list(dict.fromkeys(e.origin.name for e in entries))

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..compat import refused
-from ..core.place import to_host
+from ..device.places import to_host
 from ..core.scope import global_scope
 from ..framework.program import default_main_program
 from .common import is_parameter

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.place import CPUPlace, place_of
+from ..device.places import CPUPlace, place_of
 from ..core.placement import to_place
 from ..core.scope import global_scope
 from ..core.tensor import SelectedRows

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 import numpy as np
 
 from .. import bounded_json
-from ..core.place import CPUPlace
+from ..device.places import CPUPlace
 from ..core.placement import to_place
 from ..core.scope import global_scope
 from ..core.tensor import SelectedRows

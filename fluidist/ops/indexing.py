@@ -3,7 +3,7 @@ where / where_index, multiplex, unique, shard_index, argsort; with gradients whe
 import numpy as np
 
 from ..core.enforce import InvalidArgumentError
-from ..core.tensor import scatter_add
+from ..core.tensor import scatter_add, scatter_max
 from ..framework.registry import register_grad, register_op
 
 
@@ -19,6 +19,16 @@ def _ids(ctx, slot, value, bound=None, what="index"):
             raise ValueError("op %r: %s %d in %r is out of range [0, %d)"
                              % (ctx.op.type, what, lo if lo < 0 else hi, name, bound))
     return flat
+
+
+def _last_of_repeats(xp, idx, rows):
+    """For each entry of ``idx`` (flat, on the kernel's place), the position of the last entry naming
+    the same row. Written as ``out[idx] = values[_last_of_repeats(xp, idx, rows)]``, every repeat of a
+    row writes the same value, so the order in which a GPU lands repeated writes (none promised) does
+    not matter: the last wins, as on the CPU, in two launches and without reading anything back."""
+    last = xp.full((rows,), -1, dtype=np.int64)
+    scatter_max(xp, last, idx, xp.arange(idx.shape[0], dtype=np.int64))
+    return last[idx]
 
 
 def _infer(fn):
@@ -53,7 +63,8 @@ def gather_grad(ctx, ins, attrs):
     idx = _ids(ctx, "Index", ins["Index"], x.shape[0])
     dx = xp.zeros(x.shape, dtype=d.dtype)
     if attrs["overwrite"]:
-        dx[xp.asarray(idx)] = d
+        ids = xp.asarray(idx)
+        dx[ids] = d if xp is np else d[_last_of_repeats(xp, ids, x.shape[0])]   # NumPy writes in order
     else:
         scatter_add(xp, dx, xp.asarray(idx), d)
     return {"X@GRAD": dx}
@@ -140,7 +151,7 @@ def scatter(ctx, ins, attrs):
     idx = xp.asarray(_ids(ctx, "Ids", ins["Ids"], x.shape[0], "id"))
     out = x.copy()
     if attrs["overwrite"]:
-        out[idx] = upd
+        out[idx] = upd if xp is np else upd[_last_of_repeats(xp, idx, x.shape[0])]   # NumPy writes in order
     else:
         out[idx] = 0
         scatter_add(xp, out, idx, upd)

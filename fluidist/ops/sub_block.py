@@ -8,7 +8,7 @@ hands them in under the names the gradient block reads them by (its ``original_o
 """
 import numpy as np
 
-from ..core.place import array_module
+from ..device.places import array_module
 from ..core.scope import Scope
 from ..core.tensor import LoDTensorArray, SelectedRows
 from ..framework.program import _strip_grad, grad_var_name

@@ -130,8 +130,9 @@ class DataFeeder:
             self.place = saved
 
     def _places(self, num_places):
-        from ..core.place import cpu_places, cuda_places
-        on_gpu = getattr(self.place, "is_device", False)
+        from ..device.base import Place
+        from ..device.places import cpu_places, cuda_places
+        on_gpu = isinstance(self.place, Place) and self.place.is_device   # anything else: the CPU, as Paddle
         if num_places is not None:
             return [type(self.place)(i) if on_gpu else type(self.place)() for i in range(int(num_places))]
         return cuda_places() if on_gpu else cpu_places()

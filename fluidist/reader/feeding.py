@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from ..core.blocking_queue import BlockingQueue
-from ..core.place import is_device_array
+from ..device.places import is_device_array
 from ..core.tensor import LoDTensor
 from .data_feeder import DataFeeder
 from .decorator import batch as batch_reader

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from fluidist.core.place import place_of
+from fluidist.device.places import place_of
 from fluidist.device.standin_cuda import DEVICE_COUNT
 from fluidist.device.standin import StandinPlace, count_transfers, xp
 

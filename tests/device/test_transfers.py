@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from fluidist.device import standin
+from fluidist.device import places, standin
 from fluidist.device.standin import StandinPlace, count_transfers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -101,7 +101,7 @@ def test_fetches_kept_on_the_device_move_nothing():
 
 def test_the_same_step_on_the_cpu_and_the_standin_gives_the_same_numbers():
     results = []
-    for place in (fluid.core.place.CPUPlace(), StandinPlace()):
+    for place in (places.CPUPlace(), StandinPlace()):
         main, startup, fetches, spec = _mlp(fluid.optimizer.Adam(0.01))
         exe = fluid.Executor(place)
         scope = fluid.Scope()
@@ -190,7 +190,7 @@ def test_a_step_keeps_to_its_budget_of_copies_syncs_and_launches(model):
 
 def exe_first_loss(main, startup, loss, batch):
     """The loss of the first step from the startup parameters, on the host."""
-    exe = fluid.Executor(fluid.core.place.CPUPlace())
+    exe = fluid.Executor(places.CPUPlace())
     scope = fluid.Scope()
     exe.run(startup, scope=scope)
     return float(np.asarray(exe.run(main, feed=batch, fetch_list=[loss], scope=scope)[0]).reshape(-1)[0])

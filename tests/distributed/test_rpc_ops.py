@@ -16,7 +16,7 @@ from load_aware import scaled  # noqa: E402  (bounds that follow the machine's l
 
 import fluidist as fluid
 from fluidist.distributed import rpc
-from fluidist.core.place import to_host
+from fluidist.device.places import to_host
 from fluidist.distributed.ports import wait_server_ready
 from fluidist.core.tensor import SelectedRows
 from fluidist.launch.cluster import find_free_ports as free_ports  # noqa: E402

@@ -10,6 +10,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fluidist as fluid  # noqa: E402
+import fluidist.device  # noqa: E402
 from fluidist.incubate.fleet.base import role_maker  # noqa: E402
 from fluidist.incubate.fleet.collective import DistributedStrategy, fleet  # noqa: E402
 import sync_bn_model as m  # noqa: E402
@@ -22,6 +23,7 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    fluidist.device.use_from_env()   # the test suite's device (FLUIDIST_TEST_DEVICE), as in the test process
     fleet.init(role_maker.PaddleCloudRoleMaker(is_collective=True))
     strategy = DistributedStrategy()
     strategy.sync_batch_norm = True

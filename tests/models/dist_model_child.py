@@ -17,6 +17,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fluidist as fluid  # noqa: E402
+import fluidist.device  # noqa: E402
 import harness  # noqa: E402
 
 
@@ -63,6 +64,7 @@ def run_case(a, case, endpoints, batch):
             exe.run(net["startup"], scope=scope)
         result = harness.run_steps(fluid, exe, net, model, options, a.steps, batch, scope, place,
                                    part=a.trainer_id, parts=a.trainers, program=program)
+        result["place_kind"] = place.kind   # the suite's device (test_models_dist checks it)
         if a.evaluate:
             # a distributed lookup table lives on the pservers, out of reach of the test program: there
             # the trainer program itself computes the loss (its update, the run's last, comes after)
@@ -90,6 +92,7 @@ def main():
     ap.add_argument("--evaluate", action="store_true", help="test-program loss after training")
     ap.add_argument("--out", default="", help="a trainer's or worker's directory of <case>.json results")
     a = ap.parse_args()
+    fluidist.device.use_from_env()   # the test suite's device (FLUIDIST_TEST_DEVICE), as in the test process
     cases, endpoints = a.cases.split(","), a.endpoints.split(";")
     batches = [int(b) for b in a.batch.split(",")]
     batches = batches * len(cases) if len(batches) == 1 else batches

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
+import fluidist.device
 import harness
 from distributed.cluster import Cluster, free_ports
 
@@ -87,6 +88,8 @@ def job_results(request, tmp_path_factory, mode):
     results = _JOBS[mode][case]
     for k, r in enumerate(results):
         assert "error" not in r, "process %d of %s (%s mode):\n%s" % (k, case, mode, r["error"])
+        # the processes ran on the suite's device: they asked for it (fluidist.device.use_from_env)
+        assert r["place_kind"] == fluidist.device.active(), (k, case, mode, r["place_kind"])
     return results
 
 

@@ -4,7 +4,7 @@ import pytest
 
 import fluidist as fluid
 from fluidist.backward import append_backward
-from fluidist.core.place import to_host
+from fluidist.device.places import to_host
 from fluidist.core.tensor import SelectedRows
 from op_test import check_grad, run_op
 

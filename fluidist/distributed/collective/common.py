@@ -9,7 +9,7 @@ import threading
 
 import zmq
 
-from ...core.place import cupy_status  # noqa: F401 (re-exported: GPU detection with its reason)
+from ...device.places import cupy_status  # noqa: F401 (re-exported: GPU detection with its reason)
 from .. import liveness, security
 from ..ports import split_endpoint  # noqa: F401 (the collectives' parser: fluidist's one)
 

@@ -38,7 +38,7 @@ def device_sum(x, place):
         comm = registry.get_communicator(step[1], place)
         # the CPU transports take host arrays (as the plan gives the c_* ops on a device place); NCCL
         # takes the device's: the few numbers cross to the host and back through the place that owns them
-        crosses = getattr(place, "is_device", False) and getattr(comm, "backend", "cpu") == "cpu"
+        crosses = place.is_device and getattr(comm, "backend", "cpu") == "cpu"
         value = place.to_host(x) if crosses else x
         value = comm.allreduce(value, "sum") if step[0] == "allreduce" else comm.broadcast(value, step[2])
         x = place.to_device(value) if crosses else value

@@ -18,7 +18,7 @@ import time
 
 from ... import timeline as _timeline
 from .base import CollectiveError, check_reduce
-from ...core.place import GPU_INSTALL
+from ...device.places import GPU_INSTALL
 from .common import collective_timeout, host_id
 from .rendezvous import RendezvousClient, RendezvousServer
 

@@ -118,7 +118,7 @@ atexit.register(destroy)
 
 
 def _is_cuda(place):
-    from ...core.place import CUDAPlace
+    from ...device.places import CUDAPlace
     return isinstance(place, CUDAPlace)
 
 

@@ -1,25 +1,26 @@
-"""Places: where kernels run, and the only way values cross between host and device.
+"""The CPU and CUDA places, and the functions that ask any array where it lives.
 
-A place has an array module (``xp``: numpy, cupy, or the stand-in device's) and three methods that
-every move of a value between host and device goes through: ``owns(array)``, ``to_device(array)``
-(a host array as an array of the place) and ``to_host(array)`` (a NumPy array). The Executor's plan
-(feeds, fetches, host-side ops), ``LoDTensor.set`` and the runtime (values sent and received) call
-them; kernels never do (``core.placement`` moves whole values: SelectedRows, tensor arrays, ...).
+Every place is a :class:`~fluidist.device.base.Place`: an array module (``xp``: numpy, cupy, or the
+stand-in device's) and three methods that every move of a value between host and device goes through:
+``owns(array)``, ``to_device(array)`` (a host array as an array of the place) and ``to_host(array)``
+(a NumPy array). The Executor's plan (feeds, fetches, host-side ops), ``LoDTensor.set`` and the
+runtime (values sent and received) call them; kernels never do (``core.placement`` moves whole
+values: SelectedRows, tensor arrays, ...).
 """
-import contextlib
 import os
 
 import numpy as np
 
-from ..device.standin import StandinArray, StandinPlace  # noqa: F401  (a Place kind, re-exported)
-from ..device.standin import xp as standin_xp
+from .base import Place
+from .standin import StandinArray, StandinPlace  # noqa: F401  (a Place kind, re-exported)
+from .standin import xp as standin_xp
 
 
 # how to get CuPy from a wheel (never its source package, which compiles for an hour)
 GPU_INSTALL = 'pip install "fluidist[gpu-cuda13]" (or "fluidist[gpu-cuda12]" for a CUDA 12 driver)'
 
 
-class CPUPlace:
+class CPUPlace(Place):
     """The host. Its arrays are NumPy's; a device array given to it is copied to the host."""
 
     xp = np
@@ -48,11 +49,8 @@ class CPUPlace:
     def __repr__(self):
         return "CPUPlace"
 
-    def device_context(self):
-        return contextlib.nullcontext()
 
-
-class CUDAPlace:
+class CUDAPlace(Place):
     """A GPU. Kernels run through CuPy (see ``GPU_INSTALL``); values cross to and from the
     host through ``to_device`` / ``to_host``."""
 
@@ -137,7 +135,6 @@ def cuda_places(device_ids: "list[int] | None" = None) -> "list[CUDAPlace]":
     """One CUDAPlace per GPU: ``device_ids``, else those of ``FLAGS_selected_gpus`` (set by the
     launcher), else every GPU CuPy sees."""
     if device_ids is None:
-        import os
         sel = os.environ.get("FLAGS_selected_gpus")
         if sel:
             device_ids = [int(s) for s in sel.split(",") if s.strip()]
@@ -156,7 +153,6 @@ def cpu_places(device_count: "int | None" = None) -> "list[CPUPlace]":
         4
     """
     if device_count is None:
-        import os
         device_count = int(os.environ.get("CPU_NUM", "1"))
     return [CPUPlace() for _ in range(device_count)]
 
@@ -164,7 +160,6 @@ def cpu_places(device_count: "int | None" = None) -> "list[CPUPlace]":
 def cuda_pinned_places(device_count: "int | None" = None) -> list:
     """``device_count`` CUDAPinnedPlaces (default ``CPU_NUM``, else 1): host memory staged for the GPU."""
     if device_count is None:
-        import os
         device_count = int(os.environ.get("CPU_NUM", "1"))
     return [CUDAPinnedPlace() for _ in range(device_count)]
 
@@ -203,38 +198,3 @@ def place_of(value):
 def is_device_array(value):
     """True for an array of a device place (CuPy's or the stand-in's)."""
     return type(value) is StandinArray or _is_cupy(value)
-
-
-# FLUIDIST_TEST_DEVICE (tests and the stand-in guide): which place fluid.CPUPlace() gives, read at import
-TEST_DEVICES = ("cpu", "standin", "cuda")
-
-
-def test_device():
-    """The value of ``FLUIDIST_TEST_DEVICE`` (``cpu`` when unset), checked."""
-    name = os.environ.get("FLUIDIST_TEST_DEVICE", "").strip().lower() or "cpu"
-    if name not in TEST_DEVICES:
-        raise ValueError("FLUIDIST_TEST_DEVICE=%r: expected one of %s" % (name, ", ".join(TEST_DEVICES)))
-    return name
-
-
-_default_override = None   # a device name that wins over FLUIDIST_TEST_DEVICE (device.switch.suspended)
-
-
-def set_default_override(name):
-    """Make ``default_place()`` use device ``name`` (None: back to the environment); returns the old one."""
-    global _default_override
-    old, _default_override = _default_override, name
-    return old
-
-
-def default_place():
-    """The place ``Executor()`` runs on when given none: ``CUDAPlace(0)`` where CuPy sees a GPU, else
-    the CPU (Paddle's GPU build does the same); under ``FLUIDIST_TEST_DEVICE`` the place it names."""
-    name = _default_override or test_device()
-    if name == "cpu" and _default_override:
-        return CPUPlace()
-    if name == "standin":
-        return StandinPlace(0)
-    if name == "cuda" or is_compiled_with_cuda():
-        return CUDAPlace(0)
-    return CPUPlace()
