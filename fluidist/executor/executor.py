@@ -51,6 +51,24 @@ def _fetch_array(value, return_numpy):
     return out
 
 
+def _plain_fetch_names(fetch_list):
+    """The names of a fetch list of Variables and names only (or None / a single one), else None."""
+    if fetch_list is None:
+        return []
+    if type(fetch_list) is not list:
+        return [fetch_list] if type(fetch_list) is str else \
+            [fetch_list.name] if isinstance(fetch_list, Variable) else None
+    names = []
+    for f in fetch_list:
+        if type(f) is str:
+            names.append(f)
+        elif isinstance(f, Variable):
+            names.append(f.name)
+        else:
+            return None
+    return names
+
+
 def _as_fetch_names(fetch_list):
     if fetch_list is None:
         return []
@@ -86,6 +104,7 @@ class Executor:
 
     def __init__(self, place: Place | None = None) -> None:
         self.place = checked_place(place, "Executor") if place is not None else default_place()
+        self._on_host = not self.place.is_device and self.place.xp is np
         self._closed = False
         self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._close_hooks: list = []
@@ -154,6 +173,10 @@ class Executor:
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")
+        if type(program) is Program and not use_prune:     # the common case, without the checks below
+            fetch_names = _plain_fetch_names(fetch_list)
+            if fetch_names is not None:
+                return self._run_program(program, feed, fetch_names, scope, return_numpy)
         optimize_ops: list = []
         if needs_split(fetch_list):             # optimize ops in fetch_list: a pruned run, as in Paddle
             fetch_list, optimize_ops = split_fetch_list(fetch_list)
@@ -166,44 +189,68 @@ class Executor:
                 refuse_compiled_prune(use_prune)
                 return run_compiled(self, feed, fetch_list, scope, return_numpy, return_merged)
             raise TypeError("Executor.run expects a Program or CompiledProgram, got %r" % type(program).__name__)
-        if scope is None:
-            scope = global_scope()
+        feed = self._feed_dict(feed)
+        fetch_names = _as_fetch_names(fetch_list)
+        if use_prune:
+            program, feed = pruned_run_args(program, feed, fetch_names, optimize_ops)
+        return self._run_program(program, feed, fetch_names, scope, return_numpy)
+
+    @staticmethod
+    def _feed_dict(feed):
         if feed is None:
-            feed = {}
+            return {}
         if isinstance(feed, (list, tuple)) and len(feed) == 1 and isinstance(feed[0], dict):
             feed = feed[0]
         if not isinstance(feed, dict):
             raise TypeError("feed must be a dict of {name: array} for a Program, got %r" % type(feed).__name__)
-        fetch_names = _as_fetch_names(fetch_list)
-        if use_prune:
-            program, feed = pruned_run_args(program, feed, fetch_names, optimize_ops)
+        return feed
+
+    def _run_program(self, program, feed, fetch_names, scope, return_numpy):
+        """Block 0 of ``program`` run once: feeds in, the plan's function, fetches out."""
+        if scope is None:
+            scope = global_scope()
+        if type(feed) is not dict:
+            feed = self._feed_dict(feed)
         plan = self._plan(program, 0)
-        self._feed(program, scope, feed)
+        if feed:
+            self._feed(plan, scope, feed)
         for n in plan.fresh_arrays:
             scope.vals[n] = LoDTensorArray()
-        self._check_inputs(plan, scope)
-        self._place_inputs(plan, scope)
-        if self.place.xp is np:
+        if self._on_host:
+            vals = scope.vals
+            for name in plan.placed_names:      # (all host arrays of the scope itself: nothing to do)
+                if type(vals.get(name)) is not np.ndarray:
+                    self._ready_inputs(plan, scope)
+                    break
             plan.run(scope)
         else:
+            self._ready_inputs(plan, scope)
             with self.place.device_context():
                 plan.run(scope)
         return self._fetch(plan, scope, fetch_names, return_numpy)
 
-    def _feed(self, program, scope, feed):
+    def _feed(self, plan, scope, feed):
         """Fed values into the scope, each checked and copied to the executor's place (one transfer
-        per fed variable on a device)."""
-        block = program.global_block()
+        per fed variable on a device). A host array of the shape and dtype the plan last accepted
+        for its variable goes in as it is (``plan.fed``: a program edit makes a new plan)."""
+        block = plan.block
         vals, lods = scope.vals, scope.lods
         place = self.place
         on_host = not place.is_device
+        fed = plan.fed
         for name, value in feed.items():
+            if type(value) is np.ndarray and fed.get(name) == (value.shape, value.dtype):
+                vals[name] = value
+                if lods and name in lods:
+                    del lods[name]
+                continue
             var = block.vars.get(name)
             if var is None:
                 raise ValueError("feed variable %r is not a variable of the program" % name)
             if type(value) is np.ndarray and on_host and var.lod_level == 0 and \
                     value.dtype is _NP_DTYPES.get(var.dtype) and _shape_ok(var.shape, value.shape):
                 vals[name] = value
+                fed[name] = (value.shape, value.dtype)
                 if lods and name in lods:
                     del lods[name]
                 continue
@@ -216,6 +263,11 @@ class Executor:
                 lods[name] = lod
             elif name in lods:
                 del lods[name]
+
+    def _ready_inputs(self, plan, scope):
+        """Every input the block reads from the scope there, and on the executor's place."""
+        self._check_inputs(plan, scope)
+        self._place_inputs(plan, scope)
 
     def _check_inputs(self, plan, scope):
         vals = scope.vals

@@ -12,6 +12,7 @@ from ..core.enforce import as_enforce_not_met
 from ..core.placement import to_host_value, to_place
 from ..framework import registry
 from ..framework.block import Block
+from .codegen import bind, compile_plan
 
 
 # set_kernel_wrapper(f): plans call f(kernel, op) -> kernel for each op (the profiler's timing); None:
@@ -104,7 +105,7 @@ class _RunState:
 
 class _Step:
     __slots__ = ("kernel", "ctx", "attrs", "ins", "outs", "op", "index", "share_lod", "in_names", "valueless",
-                 "undeclared")
+                 "undeclared", "bound")
 
     def __init__(self, kernel, ctx, attrs, ins, outs, op, index, share_lod, valueless=frozenset(),
                  undeclared=frozenset()):
@@ -120,6 +121,7 @@ class _Step:
         # their variables the program does not declare: no value in any run (in Paddle a run's values of
         # non-persistable variables live in its own scope, so what an earlier run left is not seen)
         self.undeclared = undeclared
+        self.bound = None     # the kernel as a plain function of the op's arrays (codegen.bind)
 
 
 class Plan:
@@ -180,69 +182,29 @@ class Plan:
             host = on_device and opdef.runs_on_host(place)
             ctx = ExecContext(np if host else xp, place, op, executor, program, self.state, opdef)
             kernel = opdef.kernel
-            if host or (on_device and opdef.host_inputs):
+            if host or (on_device and any(op.inputs.get(s) for s in opdef.host_inputs)):
                 kernel = _on_host(kernel, op, opdef, place, host)
             kernel = kernel if _kernel_hook is None else _kernel_hook(kernel, op)
-            self.steps.append(_Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
-                                    share, frozenset(opdef.valueless_inputs), frozenset(undeclared)))
+            step = _Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i, share,
+                         frozenset(opdef.valueless_inputs), frozenset(undeclared))
+            if kernel is opdef.kernel:      # (not moved to the host, not wrapped by the profiler)
+                step.bound = bind(step, opdef)
+            self.steps.append(step)
         if place.kind == "cpu":
             queue_until_sync(self.block.ops, [st.ctx for st in self.steps])
         self.written = written
         self.external_names = frozenset(n for n, _ in self.external)
         self.placed_names = self.external_names | frozenset(reads)   # values run() puts on the place
         self._fast = None
+        self.fed = {}       # feed name -> (shape, dtype) of the last host array the executor took as it is
 
     def run(self, scope):
         self.state.scope = scope
         if self._fast is None:
-            self._fast = self._compile()
+            self._fast = compile_plan(self, _raise_annotated)
         failed_at = self._fast(scope.vals, scope.lods)
         if failed_at is not None:
             self._interpret(scope, failed_at)
-
-    def _compile(self):
-        """Straight-line Python for this plan: one kernel call per op with its names resolved.
-
-        Returns ``f(vals, lods)``; it returns None when done, or the index of the step whose input
-        was missing from ``vals`` (so the interpreter can look in parent scopes or report it)."""
-        env = {}
-        lines = ["def _run(vals, lods):", "    i = 0", "    try:"]
-        for i, st in enumerate(self.steps):
-            env["k%d" % i], env["c%d" % i], env["a%d" % i] = st.kernel, st.ctx, st.attrs
-            parts = []
-            for slot, names, dup in st.ins:
-                get = "vals.get(%r)" if slot in st.valueless else "vals[%r]"
-                got = ["None" if n in st.undeclared else get % n for n in names]
-                parts.append("%r: [%s]" % (slot, ", ".join(got)) if dup else "%r: %s" % (slot, got[0]))
-            lines.append("        i = %d" % i)
-            lines.append("        _o = k%d(c%d, {%s}, a%d)" % (i, i, ", ".join(parts), i))
-            if st.outs:
-                lines.append("        if _o:")
-                for slot, names, dup in st.outs:
-                    lines.append("            _v = _o.get(%r)" % slot)
-                    lines.append("            if _v is not None:")
-                    if dup:
-                        for j, n in enumerate(names):
-                            lines.append("                if _v[%d] is not None: vals[%r] = _v[%d]" % (j, n, j))
-                    else:
-                        lines.append("                vals[%r] = _v" % names[0])
-            if st.share_lod is not None:
-                lines.append("        if lods and %r in lods:" % st.share_lod[0])
-                lines.append("            lods[%r] = lods[%r]" % (st.share_lod[1], st.share_lod[0]))
-        lines.append("        return None")
-        lines.append("    except KeyError as e:")
-        lines.append("        if e.args and e.args[0] in steps[i].in_names:")
-        lines.append("            return i")
-        lines.append("        annotate(e, steps[i])")
-        lines.append("    except Exception as e:")
-        lines.append("        annotate(e, steps[i])")
-        env["steps"] = self.steps
-        env["annotate"] = _raise_annotated
-        for st in self.steps:
-            st.in_names = {n for _, names, _ in st.ins for n in names}
-        code = compile("\n".join(lines), "<fluidist plan of block %d>" % self.block.idx, "exec")
-        exec(code, env)
-        return env["_run"]
 
     def _interpret(self, scope, start=0):
         """The general loop: handles values living in parent scopes and names missing ones."""
@@ -434,9 +396,23 @@ def _store(step, outs, put):
 def _annotate(e, step):
     """Name the op in a kernel's error, and make it a ``core.EnforceNotMet`` too (Paddle's class of
     the errors of ops at run time) while keeping its own class."""
-    note = "(in op %d %r of block %d)" % (step.index, step.op.type, step.op.block.idx)
+    note = "(in op %d %r of block %d: %s)" % (step.index, step.op.type, step.op.block.idx, op_signature(step.op))
     if e.args and isinstance(e.args[0], str) and note not in e.args[0]:
         e.args = ("%s %s" % (e.args[0], note),) + e.args[1:]
+
+
+def op_signature(op, most=4):
+    """``X=a, Y=[b, c] -> Out=d``: an op's variables by slot (at most ``most`` names a slot)."""
+    def slots(named):
+        parts = []
+        for slot, names in named.items():
+            if len(names) == 1:
+                parts.append("%s=%s" % (slot, names[0]))
+            elif names:
+                more = ", ... %d more" % (len(names) - most) if len(names) > most else ""
+                parts.append("%s=[%s%s]" % (slot, ", ".join(names[:most]), more))
+        return ", ".join(parts)
+    return "%s -> %s" % (slots(op.inputs), slots(op.outputs))
 
 
 def _raise_annotated(e, step):

@@ -83,6 +83,15 @@ one table). Appending such an op, loading a program that holds one, or asking th
 entry raises NotImplementedError saying "op type 'X' is not implemented in fluidist: <reason>"
 (``unknown_op_error``); a type is either registered or refused, never both.
 
+Bound kernels: ``register_binder(type)`` adds to an entry a binder ``binder(ctx, attrs) -> Bound | None``,
+called once when a plan is built for one op (its ``ExecContext`` and attrs): ``Bound(call, inputs,
+outputs)`` is the kernel as a plain function of that op's arrays, ``call(*values of inputs)`` returning
+the value of the one output slot, or a tuple in ``outputs`` order (never None), with no dicts and no
+attr parsing; the executor's generated step calls it straight. It must compute exactly what the kernel
+computes (the same NumPy calls in the same order: the same bits), and may call the kernel itself
+(``kernel_call``) for the cases it does not specialise; None (or slots other than the op's own) keeps
+the kernel.
+
 The registry imports nothing of fluidist: the op families in ``fluidist.ops`` fill it when the
 package is imported, and the table imports it on its first read (``framework/op_table.py``).
 """
@@ -117,6 +126,7 @@ class OpDef:
     optional: set             # slots that may be absent
     attrs: Dict[str, object]  # defaults
     kernel: Optional[Callable] = None
+    binder: Optional[Callable] = None   # (ctx, attrs) -> Bound | None: see "Bound kernels" above
     infer: Optional[Callable] = None
     grad: object = None       # None | "default" | callable(op) -> list of specs
     grad_inputs: Optional[list] = None
@@ -263,6 +273,39 @@ def _mark(opdef, slot, suffix="", optional=False):
     if optional or slot in opdef.optional:
         name += "?"
     return name
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An op's kernel bound to one op of a plan (see "Bound kernels" in the module docstring)."""
+    call: Callable
+    inputs: tuple     # input slots, in the order ``call`` takes their values
+    outputs: tuple    # output slots, in the order ``call`` returns their values
+
+
+def register_binder(type):
+    """Decorator adding ``binder(ctx, attrs) -> Bound | None`` to op ``type``'s entry."""
+    def deco(binder):
+        d = get(type)
+        if d.binder is not None:
+            raise ValueError("op type %r has a binder already" % type)
+        d.binder = binder
+        return binder
+    return deco
+
+
+def kernel_call(kernel, ctx, attrs, inputs, outputs):
+    """``kernel`` called as a ``Bound.call``: positional input values in, the output(s) out."""
+    if len(outputs) == 1:
+        out = outputs[0]
+
+        def call(*values):
+            return kernel(ctx, dict(zip(inputs, values)), attrs).get(out)
+    else:
+        def call(*values):
+            got = kernel(ctx, dict(zip(inputs, values)), attrs)
+            return tuple(got.get(s) for s in outputs)
+    return call
 
 
 def lookup(type):

@@ -2,7 +2,7 @@
 reductions and activations, each with its gradient."""
 import numpy as np
 
-from ..framework.registry import register_grad, register_op, same_shape
+from ..framework.registry import Bound, kernel_call, register_binder, register_grad, register_op, same_shape
 from ..core.tensor import SelectedRows
 from .shape_tensors import scalar_from_tensor
 
@@ -27,23 +27,49 @@ def _y_view_shape(xshape, yshape, axis):
     return (1,) * axis + tuple(ys) + (1,) * (rx - axis - len(ys))
 
 
+def _view_shape(xshape, yshape, axis):
+    """``_y_view_shape`` of two arrays' shapes, remembered (a step meets the same shapes each time)."""
+    key = (xshape, yshape, axis)
+    vs = _VIEW_SHAPES.get(key)
+    if vs is None:
+        vs = _y_view_shape(xshape, yshape, axis)
+        if len(_VIEW_SHAPES) >= 4096:      # (shapes change with the batch size: keep it bounded)
+            _VIEW_SHAPES.clear()
+        _VIEW_SHAPES[key] = vs
+    return vs
+
+
+_VIEW_SHAPES: dict = {}
+
+
 def _bcast(x, y, axis):
-    ys = _y_view_shape(x.shape, y.shape, axis)
+    ys = _view_shape(x.shape, y.shape, axis)
     return y if ys == y.shape else y.reshape(ys)
 
 
 def _reduce_grad(xp, g, target_shape, view_shape):
     """Sum ``g`` down to ``view_shape`` (the broadcast view) and reshape to ``target_shape``."""
-    if tuple(g.shape) == tuple(target_shape):
+    gshape = g.shape
+    if gshape == target_shape:
         return g
-    nd = g.ndim
-    vs = (1,) * (nd - len(view_shape)) + tuple(view_shape)
-    axes = tuple(i for i in range(nd) if vs[i] == 1 and g.shape[i] != 1)
+    gshape = tuple(gshape)
+    if gshape == tuple(target_shape):
+        return g
+    key = (gshape, tuple(view_shape))
+    axes = _SUMMED_AXES.get(key)
+    if axes is None:
+        nd = len(gshape)
+        vs = (1,) * (nd - len(view_shape)) + tuple(view_shape)
+        axes = tuple(i for i in range(nd) if vs[i] == 1 and gshape[i] != 1)
+        if len(_SUMMED_AXES) >= 4096:      # (shapes change with the batch size: keep it bounded)
+            _SUMMED_AXES.clear()
+        _SUMMED_AXES[key] = axes
     if axes:
         g = sum_over_axes(xp, g, axes)
     return g.reshape(target_shape)
 
 
+_SUMMED_AXES: dict = {}     # (gradient shape, view shape) -> the axes _reduce_grad sums
 _GEMV_MIN_STRIDED, _GEMV_MIN_ROWS = 8192, 131072
 
 
@@ -51,6 +77,10 @@ def sum_over_axes(xp, g, axes):
     """``g.sum(axis=axes, keepdims=True)``. A floating ``g`` whose summed axes are a leading and / or a
     trailing run (a bias gradient: (N, C, H, W) summed to C) is summed by matrix-vector products with
     ones: NumPy's sum over strided axes is several times slower than BLAS there."""
+    if g.size < _GEMV_MIN_STRIDED:     # (the smaller of the two sizes below)
+        if xp is np:        # what ndarray.sum calls, without its Python-level wrapper
+            return np.add.reduce(g, axis=tuple(axes), keepdims=True)
+        return g.sum(axis=tuple(axes), keepdims=True)
     nd, axes = g.ndim, sorted(axes)
     lead = 0
     while lead < len(axes) and axes[lead] == lead:
@@ -91,39 +121,68 @@ def _rows_times_scalar(ctx, ins):
     return SelectedRows(x.rows, x.value * y.reshape(()), x.height)
 
 
-def _ew(type, fwd, grad_fn, grad_inputs=("X", "Y", "Out@GRAD")):
+def _ew(type, fwd, dx_fn, dy_fn, grad_inputs=("X", "Y", "Out@GRAD")):
+    """Elementwise op ``type``: Out = fwd(X, Y viewed per ``axis``); dX = dx_fn(x, y, dOut, Out) and
+    dY = dy_fn(...) before their sums down to X's and Y's shapes."""
+    def kernel(ctx, ins, attrs):
+        if isinstance(ins["X"], SelectedRows):
+            return {"Out": _rows_times_scalar(ctx, ins)}
+        return {"Out": fwd(ctx.xp, ins["X"], _bcast(ins["X"], ins["Y"], attrs["axis"]))}
+
     register_op(type, inputs=["X", "Y"], outputs=["Out"], attrs=_EW_ATTRS, infer=_elementwise_infer,
-                share_lod=("X", "Out"), keeps_rows=type == "elementwise_mul")(
-        lambda ctx, ins, attrs: {"Out": _rows_times_scalar(ctx, ins) if isinstance(ins["X"], SelectedRows)
-                                 else fwd(ctx.xp, ins["X"], _bcast(ins["X"], ins["Y"], attrs["axis"]))})
+                share_lod=("X", "Out"), keeps_rows=type == "elementwise_mul")(kernel)
+
+    @register_binder(type)
+    def bind(ctx, attrs):
+        xp, axis, general = ctx.xp, attrs["axis"], kernel_call(kernel, ctx, attrs, ("X", "Y"), ("Out",))
+
+        def call(x, y):     # X's shape, or a vector along X's last axis: no view of Y needed
+            if x.__class__ is not SelectedRows and (x.shape == y.shape or y.ndim == 1
+                                                    and (axis == -1 or axis == x.ndim - 1)):
+                return fwd(xp, x, y)
+            return general(x, y)
+        return Bound(call, ("X", "Y"), ("Out",))
+
+    def grad_arrays(xp, axis, x, y, dout, out, want_x, want_y):
+        """(dX, dY), each summed down to its input's shape (None where not wanted)."""
+        xs, ys = x.shape, y.shape
+        vs = ys if xs == ys else _view_shape(xs, ys, axis)
+        yv = y if vs == ys else y.reshape(vs)
+        return (_reduce_grad(xp, dx_fn(xp, x, yv, dout, out), xs, xs) if want_x else None,
+                _reduce_grad(xp, dy_fn(xp, x, yv, dout, out), ys, vs) if want_y else None)
 
     def grad_kernel(ctx, ins, attrs):
-        x, y, dout = ins["X"], ins["Y"], ins["Out@GRAD"]
-        vs = _y_view_shape(x.shape, y.shape, attrs["axis"])
-        yb = y.reshape(vs) if vs != y.shape else y
-        dx, dy = grad_fn(ctx.xp, x, yb, dout, ins.get("Out"))
-        res = {}
-        if dx is not None:
-            res["X@GRAD"] = _reduce_grad(ctx.xp, dx, x.shape, x.shape)
-        if dy is not None:
-            res["Y@GRAD"] = _reduce_grad(ctx.xp, dy, y.shape, vs)
-        return res
+        outs = ctx.op.outputs
+        dx, dy = grad_arrays(ctx.xp, attrs["axis"], ins["X"], ins["Y"], ins["Out@GRAD"], ins.get("Out"),
+                             bool(outs.get("X@GRAD")), bool(outs.get("Y@GRAD")))
+        return {slot: g for slot, g in (("X@GRAD", dx), ("Y@GRAD", dy)) if g is not None}
 
     register_grad(type, inputs=list(grad_inputs))(grad_kernel)
 
+    @register_binder(type + "_grad")
+    def bind_grad(ctx, attrs):
+        outs = tuple(s for s in ("X@GRAD", "Y@GRAD") if ctx.op.outputs.get(s))
+        if "Out" in grad_inputs or not outs:
+            return None
+        xp, axis, want_x, want_y = ctx.xp, attrs["axis"], "X@GRAD" in outs, "Y@GRAD" in outs
+        if len(outs) == 2:
+            return Bound(lambda x, y, d: grad_arrays(xp, axis, x, y, d, None, True, True), grad_inputs, outs)
+        k = int(want_y)     # the one gradient asked for
+        return Bound(lambda x, y, d: grad_arrays(xp, axis, x, y, d, None, want_x, want_y)[k], grad_inputs, outs)
 
-_ew("elementwise_add", lambda xp, x, y: x + y, lambda xp, x, y, d, o: (d, d))
-_ew("elementwise_sub", lambda xp, x, y: x - y, lambda xp, x, y, d, o: (d, -d))
-_ew("elementwise_mul", lambda xp, x, y: x * y, lambda xp, x, y, d, o: (d * y, d * x))
+
+_ew("elementwise_add", lambda xp, x, y: x + y, lambda xp, x, y, d, o: d, lambda xp, x, y, d, o: d)
+_ew("elementwise_sub", lambda xp, x, y: x - y, lambda xp, x, y, d, o: d, lambda xp, x, y, d, o: -d)
+_ew("elementwise_mul", lambda xp, x, y: x * y, lambda xp, x, y, d, o: d * y, lambda xp, x, y, d, o: d * x)
 _ew("elementwise_div", lambda xp, x, y: _trunc_div(xp, x, y) if x.dtype.kind in "iu" else x / y,
-    lambda xp, x, y, d, o: (d / y, -d * x / (y * y)))
+    lambda xp, x, y, d, o: d / y, lambda xp, x, y, d, o: -d * x / (y * y))
 _ew("elementwise_max", lambda xp, x, y: xp.maximum(x, y),
-    lambda xp, x, y, d, o: (d * (x >= y), d * (x < y)))
+    lambda xp, x, y, d, o: d * (x >= y), lambda xp, x, y, d, o: d * (x < y))
 _ew("elementwise_min", lambda xp, x, y: xp.minimum(x, y),
-    lambda xp, x, y, d, o: (d * (x <= y), d * (x > y)))
+    lambda xp, x, y, d, o: d * (x <= y), lambda xp, x, y, d, o: d * (x > y))
 _ew("elementwise_pow", lambda xp, x, y: xp.power(x, y),
-    lambda xp, x, y, d, o: (d * y * xp.power(x, y - 1),
-                            d * xp.power(x, y) * xp.log(xp.where(x > 0, x, 1))))
+    lambda xp, x, y, d, o: d * y * xp.power(x, y - 1),
+    lambda xp, x, y, d, o: d * xp.power(x, y) * xp.log(xp.where(x > 0, x, 1)))
 
 
 def _no_grad_ew(type, fn):
@@ -182,18 +241,42 @@ def mul(ctx, ins, attrs):
     return {"Out": out.reshape(tuple(x.shape[:xn]) + tuple(y.shape[yn:]))}
 
 
+@register_binder("mul")
+def _bind_mul(ctx, attrs):
+    general = kernel_call(mul, ctx, attrs, ("X", "Y"), ("Out",))
+    return Bound(lambda x, y: x @ y if x.ndim == 2 and y.ndim == 2 else general(x, y), ("X", "Y"), ("Out",))
+
+
+def _mul_grads(x, y, d, xn, yn, want_x, want_y):
+    """(dX, dY) of mul, each None unless wanted."""
+    x2 = x if x.ndim == 2 and xn == 1 else _flatten2(x, xn)
+    y2 = y if y.ndim == 2 and yn == 1 else _flatten2(y, yn)
+    d2 = d if d.ndim == 2 else d.reshape(x2.shape[0], y2.shape[1])
+    return (_shaped(d2 @ y2.T, x.shape) if want_x else None), (_shaped(x2.T @ d2, y.shape) if want_y else None)
+
+
+def _shaped(a, shape):     # (a itself when it has that shape already)
+    return a if a.shape == shape else a.reshape(shape)
+
+
 @register_grad("mul", inputs=["X", "Y", "Out@GRAD"])
 def mul_grad(ctx, ins, attrs):
-    x, y, d = ins["X"], ins["Y"], ins["Out@GRAD"]
-    xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
-    x2, y2 = _flatten2(x, xn), _flatten2(y, yn)
-    d2 = d if d.ndim == 2 else d.reshape(x2.shape[0], y2.shape[1])
-    res = {}
-    if ctx.op.outputs.get("X@GRAD"):
-        res["X@GRAD"] = (d2 @ y2.T).reshape(x.shape)
-    if ctx.op.outputs.get("Y@GRAD"):
-        res["Y@GRAD"] = (x2.T @ d2).reshape(y.shape)
-    return res
+    want_x, want_y = bool(ctx.op.outputs.get("X@GRAD")), bool(ctx.op.outputs.get("Y@GRAD"))
+    dx, dy = _mul_grads(ins["X"], ins["Y"], ins["Out@GRAD"], attrs["x_num_col_dims"], attrs["y_num_col_dims"],
+                        want_x, want_y)
+    return {slot: g for slot, g in (("X@GRAD", dx), ("Y@GRAD", dy)) if g is not None}
+
+
+@register_binder("mul_grad")
+def _bind_mul_grad(ctx, attrs):
+    outs = tuple(s for s in ("X@GRAD", "Y@GRAD") if ctx.op.outputs.get(s))
+    if not outs:
+        return None
+    xn, yn, want_x, want_y = attrs["x_num_col_dims"], attrs["y_num_col_dims"], "X@GRAD" in outs, "Y@GRAD" in outs
+    if len(outs) == 2:
+        return Bound(lambda x, y, d: _mul_grads(x, y, d, xn, yn, True, True), ("X", "Y", "Out@GRAD"), outs)
+    k = 0 if want_x else 1
+    return Bound(lambda x, y, d: _mul_grads(x, y, d, xn, yn, want_x, want_y)[k], ("X", "Y", "Out@GRAD"), outs)
 
 
 # ------------------------------------------------------------------ scale, mean, sum-likes
@@ -245,22 +328,34 @@ def _writeable(x):
     return getattr(x.flags, "writeable", True)
 
 
+def _mean_of(xp, x):
+    """sum / size on the host: ndarray.mean's Python wrapper costs more than small losses' arithmetic."""
+    if xp is not np:     # one reduction kernel on a device
+        return x.mean().reshape(1).astype(x.dtype, copy=False)
+    total = np.add.reduce(x, axis=None) if type(x) is np.ndarray else x.sum()   # (ndarray.sum's own call)
+    m = (total / max(x.size, 1)).reshape(1)
+    return m if m.dtype == x.dtype else m.astype(x.dtype)
+
+
+def _mean_grad_of(xp, x, d):
+    out = xp.empty(x.shape, dtype=x.dtype)
+    out.fill(d.reshape(())[()] / max(x.size, 1))   # (a scalar divides 4x faster than a 0-d array)
+    return out
+
+
 @register_op("mean", inputs=["X"], outputs=["Out"], infer=lambda c: c.set_output("Out", (1,), c.input_dtype("X")))
 def mean(ctx, ins, attrs):
-    x = ins["X"]
-    # sum / size rather than ndarray.mean, whose Python-level wrapper costs more than the arithmetic
-    # for the small tensors losses usually are
-    if ctx.xp is not np:     # one reduction kernel on a device
-        return {"Out": x.mean().reshape(1).astype(x.dtype, copy=False)}
-    return {"Out": (x.sum() / max(x.size, 1)).reshape(1).astype(x.dtype, copy=False)}
+    return {"Out": _mean_of(ctx.xp, ins["X"])}
 
 
 @register_grad("mean", inputs=["X", "Out@GRAD"])
 def mean_grad(ctx, ins, attrs):
-    x, d = ins["X"], ins["Out@GRAD"]
-    out = ctx.xp.empty(x.shape, dtype=x.dtype)
-    out.fill(d.reshape(()) / max(x.size, 1))
-    return {"X@GRAD": out}
+    return {"X@GRAD": _mean_grad_of(ctx.xp, ins["X"], ins["Out@GRAD"])}
+
+
+register_binder("mean")(lambda ctx, attrs: Bound(lambda x, xp=ctx.xp: _mean_of(xp, x), ("X",), ("Out",)))
+register_binder("mean_grad")(lambda ctx, attrs: Bound(lambda x, d, xp=ctx.xp: _mean_grad_of(xp, x, d),
+                                                      ("X", "Out@GRAD"), ("X@GRAD",)))
 
 
 def _reduce_axes(attrs, ndim):
@@ -332,6 +427,9 @@ def _act(type, fwd, bwd, uses="Out", attrs=None):
         lambda ctx, ins, a: {"Out": fwd(ctx.xp, ins["X"], a)})
     register_grad(type, inputs=[uses, "Out@GRAD"])(
         lambda ctx, ins, a: {"X@GRAD": bwd(ctx.xp, ins[uses], ins["Out@GRAD"], a)})
+    register_binder(type)(lambda ctx, a: Bound(lambda x, xp=ctx.xp: fwd(xp, x, a), ("X",), ("Out",)))
+    register_binder(type + "_grad")(
+        lambda ctx, a: Bound(lambda u, d, xp=ctx.xp: bwd(xp, u, d, a), (uses, "Out@GRAD"), ("X@GRAD",)))
 
 
 def stable_sigmoid(xp, x):

@@ -24,7 +24,8 @@ wrapped by one kernel maker that handles the two gradient kinds:
 import numpy as np
 
 from ..framework.op_role import OpRole
-from ..framework.registry import UpdateRule, no_infer, register_grad, register_op
+from ..framework.registry import Bound, UpdateRule, kernel_call, no_infer, register_binder, register_grad, \
+    register_op
 from ..core.lazy_rows import LazyRows
 from ..core.tensor import SelectedRows, scatter_add
 
@@ -34,7 +35,13 @@ def _lr(ctx, ins, dtype):
     if lr.size != 1:
         raise ValueError("op %r: LearningRate %r must hold one value, got shape %s"
                          % (ctx.op.type, ctx.op.inputs["LearningRate"][0], list(lr.shape)))
-    return lr.reshape(()).astype(dtype, copy=False)
+    return _as_scalar(lr, dtype)
+
+
+def _as_scalar(lr, dtype):
+    """The one value of ``lr`` as a 0-d array of ``dtype`` (no cast when it has that dtype)."""
+    lr = lr.reshape(())
+    return lr if lr.dtype == dtype else lr.astype(dtype)
 
 
 def _check_same_shape(ctx, what, arr, p):
@@ -293,6 +300,19 @@ def sgd(ctx, ins, attrs):
         _check_same_shape(ctx, "Grad", g, p)
     p -= lr * g
     return {"ParamOut": p}
+
+
+@register_binder("sgd")
+def _bind_sgd(ctx, attrs):
+    general = kernel_call(sgd, ctx, attrs, ("Param", "Grad", "LearningRate"), ("ParamOut",))
+
+    def call(p, g, lr):     # the kernel's dense case, its checks and its arithmetic
+        if p.__class__ is SelectedRows or g.__class__ is SelectedRows or g.shape != p.shape \
+                or lr.size != 1:
+            return general(p, g, lr)
+        p -= _as_scalar(lr, p.dtype) * g
+        return p
+    return Bound(call, ("Param", "Grad", "LearningRate"), ("ParamOut",))
 
 
 def _sgd_on_table(ctx, table, g, lr):

@@ -4,7 +4,7 @@ import weakref
 
 import numpy as np
 
-from ..framework.registry import register_grad, register_op, same_shape
+from ..framework.registry import Bound, register_binder, register_grad, register_op, same_shape
 from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add, sum_rows, unique_rows
 from .shape_tensors import SHAPE_INPUTS, SHAPE_SLOTS, creation_infer, scalar_from_tensor, tensor_length, \
     values_from_tensors, with_tensor_shape
@@ -25,6 +25,16 @@ def fill_constant(ctx, ins, attrs):
     out = ctx.xp.empty(shape, dtype=attrs["dtype"])
     out[...] = ins["ValueTensor"].reshape(-1)[0]
     return {"Out": out}
+
+
+@register_binder("fill_constant")
+def _bind_fill_constant(ctx, attrs):
+    if any(ctx.op.inputs.get(s) for s in ("ValueTensor",) + SHAPE_SLOTS):
+        return None
+    shape, value, dtype, xp = tuple(attrs["shape"]), _fill_value(attrs), attrs["dtype"], ctx.xp
+    if xp is np and int(np.prod(shape)) <= 4096:    # a copy of a small one is the cheaper fill
+        return Bound(np.full(shape, value, dtype=dtype).copy, (), ("Out",))
+    return Bound(lambda: xp.full(shape, value, dtype=dtype), (), ("Out",))
 
 
 @register_op("fill", outputs=["Out"], attrs={"value": [], "shape": [], "dtype": "float32", "force_cpu": False},

@@ -449,7 +449,7 @@ def test_a_trainer_whose_pserver_is_not_there_says_so_within_seconds():
     assert len(warning) == 1, p.stderr
     assert lines[-1].startswith("fluidist.distributed.rpc.PserverUnreachable: pserver %s is unreachable: no "
                                 "connection within 1" % ep), p.stderr
-    assert "'recv fc_0." in lines[-1] and "(trainer 0, step 0)" in lines[-1] and "'recv' of block 0)" in lines[-1]
+    assert "'recv fc_0." in lines[-1] and "(trainer 0, step 0)" in lines[-1] and "'recv' of block 0: " in lines[-1]
 
 
 def test_sparse_gradients_are_stored_as_selected_rows_and_summed(monkeypatch):
