@@ -142,7 +142,8 @@ class DistributeTranspiler:
             self._plan = plan
             self._record_placement(program)
             return
-        plan = ps.plan_pserver(program, startup_program, trainer_id, eps, n_trainers, self.sync_mode, self.config)
+        plan = ps.plan_pserver(program, startup_program, trainer_id, eps, n_trainers, self.sync_mode, self.config,
+                               startup_copy=self.origin_startup_program)
         ps.rewrite_trainer(plan, program, startup_program)
         self._plan = plan
         self._record_placement(program)

@@ -289,7 +289,7 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
     sb = prog.global_block()
     pgb = pserver_program.global_block()
     for v in pgb.vars.values():
-        sb._clone_variable(v, force_persistable=v.persistable)
+        sb._clone_variable(v, force_persistable=False)     # (persistable as it is there)
     blocks_here = {}
     for p in plan.params:
         for b in plan.param_blocks[p]:
@@ -300,23 +300,16 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
     for name in pgb.vars:
         if ".block" in name and name.startswith(orig_varname(name) + ".block"):
             block_copies[orig_varname(name)].append(name)
-    for op in origin_startup.global_block().ops:
-        if int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST):
-            continue   # a trainer startup's own recv / fetch_barrier / concat
-        if table is not None and op.output_arg_names == [table.name]:
+    for what, op, out, src, kind in _startup_inits(plan, origin_startup):
+        if what == "table":
             _append_table_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
             continue
-        if table is not None and op.output_arg_names and op.output_arg_names[0] in table.accumulators().values():
+        if what == "table accumulator":
             _append_table_accumulator_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
             continue
-        outs = op.output_arg_names
-        if len(outs) != 1:
-            continue
-        out = outs[0]
-        src = op.input("X") if registry.fact(op, "init") == "copy" else []
-        if src and src[0] in blocks_here:
+        if src is not None and src in blocks_here:
             # a copy of a sliced parameter (Lookahead's slow weights): each block copies its block
-            here = blocks_here[src[0]]
+            here = blocks_here[src]
             for b in here:
                 target = plan.accumulator_name(out, b, len(here) > 1)
                 if pgb.has_var(target):
@@ -327,7 +320,6 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
                 _append_block_init(sb, op, out, b)
         elif pgb.has_var(out):
             attrs = dict(op.attrs)
-            kind = registry.fact(op, "init")
             if kind in ("random", "fill") and pgb.var(out).shape is not None:
                 attrs["shape"] = list(pgb.var(out).shape)
             sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
@@ -338,6 +330,34 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
                 sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
     _init_trainer_counters(plan, origin_startup, sb)
     return prog
+
+
+def _startup_inits(plan, origin_startup):
+    """The origin startup's ops a pserver's startup may take, as ``(what, op, output, copied input or
+    None, init kind)``; ``what``: "table" (the distributed table's initialiser), "table accumulator"
+    (one of its row update's), or "init" (an op of one output). Read once per plan and startup
+    program (every pserver asks), not once per pserver."""
+    key = (id(origin_startup), origin_startup._version)
+    cached = plan.startup_inits
+    if cached is not None and cached[0] == key and cached[1] is origin_startup:
+        return cached[2]
+    table = plan.table
+    table_accs = set(table.accumulators().values()) if table is not None else set()
+    inits = []
+    for op in origin_startup.global_block().ops:
+        if int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST):
+            continue   # a trainer startup's own recv / fetch_barrier / concat
+        outs = op.output_arg_names
+        if table is not None and outs == [table.name]:
+            inits.append(("table", op, outs[0], None, None))
+        elif table is not None and outs and outs[0] in table_accs:
+            inits.append(("table accumulator", op, outs[0], None, None))
+        elif len(outs) == 1:
+            kind = registry.fact(op, "init")
+            src = op.input("X") if kind == "copy" else []
+            inits.append(("init", op, outs[0], src[0] if src else None, kind))
+    plan.startup_inits = (key, origin_startup, inits)
+    return inits
 
 
 def _init_trainer_counters(plan, origin_startup, sb):

@@ -103,6 +103,7 @@ class PServerPlan:
     scalar_accumulators: Dict[str, List[str]] = field(default_factory=dict)  # param -> its one-element ones
     whole: set = field(default_factory=set)   # params kept in one block: their update needs the whole tensor
     half_async: bool = False  # async with config.half_async: each step ends at the communicator's barrier
+    startup_inits: Optional[tuple] = None   # pserver_build._startup_inits' classification, read once
 
     def accumulator_name(self, acc, pb, several_blocks_here):
         """The name of accumulator ``acc`` for param block ``pb`` on its pserver: the same name, with a
@@ -165,7 +166,9 @@ def lr_op_indices(program):
     return [i for i, op in enumerate(program.global_block().ops) if is_lr_sched_op(op)]
 
 
-def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config):
+def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config, startup_copy=None):
+    """The plan of ``program`` for ``endpoints``; ``startup_copy``: a copy of ``startup`` made before
+    any rewrite (the transpiler's ``origin_startup_program``), else one is made here."""
     block = program.global_block()
     opt_idx, pairs = find_optimize_ops(program)
     if not pairs:
@@ -224,7 +227,7 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
     return PServerPlan(endpoints=list(endpoints), trainer_id=trainer_id, trainers=trainers, sync=sync,
                        distributed_mode=config.distributed_mode() if sync == config.sync_mode else
                        (DistributedMode.SYNC if sync else DistributedMode.ASYNC),
-                       origin_main=program.clone(), origin_startup=startup.clone(), params=params,
+                       origin_main=program.clone(), origin_startup=startup_copy if startup_copy is not None else startup.clone(), params=params,
                        grad_of=grad_of, param_blocks=param_blocks, grad_blocks=grad_blocks, sparse_grads=sparse,
                        lr_op_indices=lr_op_indices(program), opt_op_indices=opt_idx, table=table,
                        opt_ops_of=opt_ops_of, accumulators=accumulators, whole=whole,

@@ -255,20 +255,30 @@ def _fake_init_sparse_tables(program, startup):
     """Paddle 1.8's ``get_trainer_program``: the initialiser of each table a row-sparse lookup reads
     (``is_sparse``) becomes a ``fake_init`` of its shape in the trainer's startup: the table's values
     are the pservers', received by the startup's ``recv`` after it. A table with another number of
-    initialisers than one keeps them (Paddle refused it)."""
-    tables = []
+    initialisers than one keeps them (Paddle refused it). One pass over the startup's ops (a table
+    of a CTR model has hundreds of them)."""
+    tables = {}
     for op in program.global_block().ops:
         if registry.fact(op, "table_lookup", False) and op.attr("is_sparse") and op.input("W"):
-            if op.input("W")[0] not in tables:
-                tables.append(op.input("W")[0])
+            tables.setdefault(op.input("W")[0], [])
+    if not tables:
+        return
     sb = startup.global_block()
-    for name in tables:
-        inits = [op for op in sb.writers_of(name) if not int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST)]
-        if len(inits) != 1 or registry.fact(inits[0], "init") == "placeholder":
-            continue
-        sb.insert_before(inits[0], "fake_init", outputs={"Out": [name]},
-                         attrs={"shape": list(inits[0].attr("shape") or program.global_block().var(name).shape)})
-        sb.remove_op(inits[0])
+    for op in sb.ops:
+        if not int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST):
+            for name in dict.fromkeys(op.output_arg_names):
+                if name in tables:
+                    tables[name].append(op)
+    replaced = set()
+    with sb.edits() as edits:
+        for name, inits in tables.items():
+            if len(inits) != 1 or registry.fact(inits[0], "init") == "placeholder":
+                continue
+            shape = list(inits[0].attr("shape") or program.global_block().var(name).shape)
+            edits.insert_before(inits[0], "fake_init", outputs={"Out": [name]}, attrs={"shape": shape})
+            replaced.add(id(inits[0]))
+    if replaced:
+        sb.ops = [op for op in sb.ops if id(op) not in replaced]
 
 
 def finish_trainer(plan, program, startup=None):

@@ -537,3 +537,28 @@ def test_a_sparse_tables_trainer_init_is_fake_and_the_pservers_values_are_receiv
     assert ops[writers[0][1]].attr("shape") == [1001, 8]
     # the dense fc keeps its initialiser
     assert [op.type for op in ops if op.output_arg_names == ["fc_w"]] == ["uniform_random", "recv"]
+
+
+def test_every_sparse_table_of_a_ctr_program_gets_its_fake_init_where_its_initialiser_stood():
+    """Many row-sparse tables (a CTR model has one per slot): each initialiser, and only those, is
+    replaced in place by a ``fake_init`` of the table's shape; the startup's other ops keep their order."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        pooled = []
+        for i in range(12):
+            ids = fluid.data("slot%d" % i, [None, 1], dtype="int64", lod_level=1)
+            emb = fluid.layers.embedding(ids, size=[100 + i, 4], is_sparse=True,
+                                         param_attr=fluid.ParamAttr(name="emb%d" % i))
+            pooled.append(fluid.layers.sequence_pool(emb, "sum"))
+        loss = fluid.layers.mean(fluid.layers.fc(fluid.layers.concat(pooled, axis=1), 1))
+        fluid.optimizer.SGD(0.01).minimize(loss)
+    before = [(op.type, op.output_arg_names) for op in startup.global_block().ops]
+    t = transpile(main, startup)
+    t.get_trainer_program(wait_port=False)
+    after = [(op.type, op.output_arg_names) for op in startup.global_block().ops][:len(before)]
+    assert [names for _, names in after] == [names for _, names in before]
+    for (old_type, names), (new_type, _), op in zip(before, after, startup.global_block().ops):
+        table = names[0].startswith("emb")
+        assert new_type == ("fake_init" if table else old_type), names
+        if table:
+            assert op.attr("shape") == [100 + int(names[0][3:]), 4]
