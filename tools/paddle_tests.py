@@ -93,8 +93,8 @@ def parse_args(argv):
                          "and record each test's outcome in paddle18_outcomes.json")
     ap.add_argument("--quiet", action="store_true", help="no per-file progress lines")
     ap.add_argument("--from-json", nargs="+", metavar="JSON",
-                    help="run nothing: report saved runs (--json files, a later one's tests replacing an earlier "
-                         "one's) with the known gaps of now, e.g. to write --markdown from the families' runs")
+                    help="run nothing: report saved runs (--json files, a later run of a test file replacing an "
+                         "earlier one's) with the known gaps of now, e.g. to write --markdown from the families' runs")
     return ap.parse_args(argv)
 
 

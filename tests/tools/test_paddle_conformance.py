@@ -253,7 +253,7 @@ def test_compare_names_the_tests_whose_outcome_changed(tree, tmp_path):
 
 
 def test_saved_runs_are_reported_again_with_the_gaps_of_now(tree, tmp_path):
-    """--from-json runs nothing: it merges saved runs (a later file's tests replace an earlier one's) and
+    """--from-json runs nothing: it merges saved runs (a later run of a test file replaces its earlier rows) and
     decides the gaps from the known-gaps file given now; --markdown writes the docs page from them."""
     _run(tree, tmp_path, "--tests", "TestRename")
     first = os.path.join(str(tmp_path), "first.json")

@@ -98,9 +98,9 @@ def build_rows(runs, gaps, reference=None) -> List[Dict]:
 
 
 def rows_from_saved(paths: Iterable[str], gaps, reference=None) -> Tuple[List[Dict], Dict]:
-    """The rows of saved runs (``--json`` files; a later file's row of a test replaces an earlier one's),
+    """The rows of saved runs (``--json`` files; a later run of a test file replaces an earlier one's rows),
     their gaps decided again from ``gaps`` and ``reference``; and the meta of the runs together."""
-    by_key: Dict[str, Dict] = {}
+    by_file: Dict[str, List[Dict]] = {}
     meta: Dict = {"families": [], "fluidist_commit": [], "seconds": 0.0}
     for path in paths:
         with open(path) as f:
@@ -111,10 +111,12 @@ def rows_from_saved(paths: Iterable[str], gaps, reference=None) -> Tuple[List[Di
         if data.get("fluidist_commit") not in meta["fluidist_commit"]:
             meta["fluidist_commit"].append(data.get("fluidist_commit"))
         meta["seconds"] += data.get("seconds", 0.0)
+        files: Dict[str, List[Dict]] = {}
         for row in data["results"]:
-            by_key[row["key"]] = row
+            files.setdefault(row["key"].partition("::")[0], []).append(row)
+        by_file.update(files)        # a file run again replaces its earlier rows, an <import> error's too
     runs = {}
-    for row in by_key.values():
+    for row in (row for rows in by_file.values() for row in rows):
         path, _, test = row["key"].partition("::")
         run = runs.setdefault(path, _SavedRun(row["family"], path))
         run.rows.append({"test": test, "outcome": row["raw"], "seconds": row.get("seconds", 0),
