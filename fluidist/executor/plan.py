@@ -154,13 +154,14 @@ class Plan:
             if opdef.kernel is None:
                 raise ValueError("block %d op %d: op type %r has no kernel" % (block_idx, i, op.type))
             ins, undeclared = [], set()
+            names_only, valueless = registry.fact(op, "inputs_are_names"), registry.fact(op, "valueless_inputs")
             for slot, names in op.inputs.items():
-                if names and opdef.inputs_are_names:   # while's X, listen_and_serv's: placed, not passed
+                if names and names_only:   # while's X, listen_and_serv's: placed, not passed
                     reads.update(n for n in names if n not in written)
-                if not names or opdef.inputs_are_names:  # e.g. listen_and_serv's receive vars
+                if not names or names_only:  # e.g. listen_and_serv's receive vars
                     continue
                 ins.append((slot, tuple(names), slot in opdef.duplicable))
-                if slot in opdef.valueless_inputs:    # placed when there, never required
+                if slot in valueless:    # placed when there, never required
                     reads.update(n for n in names if n not in written)
                     undeclared.update(n for n in names if self.block._find_var_recursive(n) is None)
                     continue
@@ -175,18 +176,19 @@ class Plan:
                 outs.append((slot, tuple(names), slot in opdef.duplicable))
                 written.update(names)
             share = None
-            if opdef.share_lod:
-                si, so = opdef.share_lod
+            share_lod = registry.fact(op, "share_lod")
+            if share_lod:
+                si, so = share_lod
                 if op.inputs.get(si) and op.outputs.get(so):
                     share = (op.inputs[si][0], op.outputs[so][0])
             host = on_device and opdef.runs_on_host(place)
             ctx = ExecContext(np if host else xp, place, op, executor, program, self.state, opdef)
             kernel = opdef.kernel
-            if host or (on_device and any(op.inputs.get(s) for s in opdef.host_inputs)):
-                kernel = _on_host(kernel, op, opdef, place, host)
+            if host or (on_device and any(op.inputs.get(s) for s in registry.fact(op, "host_inputs"))):
+                kernel = _on_host(kernel, op, place, host)
             kernel = kernel if _kernel_hook is None else _kernel_hook(kernel, op)
             step = _Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i, share,
-                         frozenset(opdef.valueless_inputs), frozenset(undeclared))
+                         frozenset(valueless), frozenset(undeclared))
             if kernel is opdef.kernel:      # (not moved to the host, not wrapped by the profiler)
                 step.bound = bind(step, opdef)
             self.steps.append(step)
@@ -310,13 +312,13 @@ def _value_or_none(scope, name, step):
     return None if owner is None else owner.vals[name]
 
 
-def _on_host(kernel, op, opdef, place, whole_op):
+def _on_host(kernel, op, place, whole_op):
     """The kernel of a host-side op (registry facts ``host`` / ``host_inputs``) on a device place: its
     inputs (all, or the ``host_inputs`` slots) copied to the host, and, for a whole host op, its
     outputs moved to the place. An output that replaces its input (same variable, same shape and
     dtype) is copied into the input's device array, so views of it see the result (fused gradient
     buffers reduced by a CPU collective). These copies are the plan's: kernels never move data."""
-    slots = None if whole_op else frozenset(opdef.host_inputs)
+    slots = None if whole_op else frozenset(registry.fact(op, "host_inputs"))
     in_place = {s: (names[0], next(si for si, ns in op.inputs.items() if ns and ns[0] == names[0]))
                 for s, names in op.outputs.items() if len(names) == 1 and names[0] in op.input_arg_names}
 
@@ -346,7 +348,7 @@ def queue_until_sync(ops, ctxs):
     of their ring, and those syncs: the CPU communicator queues the first and runs them fused at the
     second, as NCCL's comm stream would run them behind the backward ops. A sub-block op in between
     (it may read anything) or no sync at all leaves the all-reduce as it is."""
-    streams = [registry.lookup(op.type).comm_stream for op in ops]
+    streams = [registry.fact(op, "comm_stream") for op in ops]
     if "queue" not in streams:
         return
     touches = [None if _runs_a_block(op) else set(op.input_arg_names) | set(op.output_arg_names) for op in ops]

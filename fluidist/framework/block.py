@@ -449,8 +449,8 @@ class Block:
         prog = self.program
         if OP_ROLE_ATTR not in attrs:
             role = prog._current_role
-            if role == OpRole.Forward and opdef.role is not None:
-                role = opdef.role   # no role guard active: the op type's own role
+            if role == OpRole.Forward and registry.fact(type, "role") is not None:
+                role = registry.fact(type, "role")   # no role guard active: the op type's own role
             attrs[OP_ROLE_ATTR] = role
         if OP_ROLE_VAR_ATTR not in attrs:
             attrs[OP_ROLE_VAR_ATTR] = list(prog._op_role_var)

@@ -10,50 +10,36 @@
 
 An entry (``OpDef``) holds the slots, the attrs with their defaults, shape inference, the kernel and
 the gradient maker, and every fact a pass needs about the op type, so that no pass keeps a table of
-its own (a second table drifts):
+its own (a second table drifts). Facts are keyword arguments of ``register_op`` (``host="lod"``,
+``update=UpdateRule(...)``), kept in small frozen records by concern (``OpDef.graph``, ``.call``,
+``.placement``, ``.peers``, ``.optimize``, ``.rows``: a fact is a field of one record, and a name
+that is none is refused), and read as ``fact(op, name)``. On a gradient op, ``forward`` names the
+forward op whose entry it shares (attrs and their defaults).
+
+Graph, what the program passes read:
 
 - ``side_effect``: the op acts on the world (rpc, collectives, save, sub-blocks); pruning keeps it.
 - ``role``: the ``op_role`` an op of this type gets when no role guard is active and none is given.
-- ``update``: for parameter update ops, an ``UpdateRule``: the accumulator slots shaped like
-  ``Param`` (sliced with it on pservers), the one-element ones, and whether the rule needs the whole
-  parameter (norm-based updates such as LAMB and LARS cannot run on a slice).
-- ``whole_tensor``: the op's result depends on all of its input at once (a norm), so it cannot run
-  on a slice of a parameter or gradient.
-- ``keeps_rows``: row-sparse (SelectedRows) ``X`` inputs give a row-sparse ``Out`` (when every ``X``
-  is row-sparse: ``sum`` of a dense and a row-sparse part is dense).
-- ``init``: for initialiser ops, how a pserver builds one row block of what they fill:
-  ``"random"`` (``full_shape`` / ``row_begin`` / ``row_end`` / ``row_step`` / ``salt`` attrs),
-  ``"fill"`` (a ``shape`` attr), ``"values"`` (``assign_value``'s value lists), ``"copy"`` (``Out``
-  is a copy of ``X``: a block copies the same block of ``X``), ``"placeholder"`` (``fake_init``: the
-  value lives elsewhere, on the pservers, and this op only gives it its shape).
-- ``table_lookup``: the op reads rows of a table ``W`` by ``Ids`` (embedding lookups).
-- ``inputs_are_names``: the kernel gets no input values; the op's inputs name what it serves.
-- ``serves``: the op is a server's loop (``listen_and_serv``): it serves the variables its inputs
-  name and runs the blocks its attrs list; the serving rules and pictures find a pserver's op by it.
-- ``to_peers`` / ``from_peers``: the input slot whose variables the op sends to the peers of its
-  ``epmap`` attr, the output slot whose variables it receives from them (``send``, ``recv``,
-  ``prefetch``).
-- ``barrier``: the op closes a phase of a parameter-server step for every pserver of its
-  ``endpoints``: ``"send"`` (all gradients sent: ``send_barrier``) or ``"fetch"`` (all parameters
-  received: ``fetch_barrier``); pictures order a trainer's stages by it.
 - ``reversible``: applied in place (``X`` is ``Out``), the op is undone by what its gradient maker
   gives (``increment``): a gradient block replays that, so that a loop step's gradient ops read
   the value its forward ops read.
-- ``counter``: the op advances its ``X`` in place by its ``step`` attr (``increment``): the step
-  counters of learning-rate schedules, which the pserver transpiler sums over trainers in async mode.
-- ``after_update``: the op reads parameters as their update left them (model averaging: ModelAverage,
-  ExponentialMovingAverage) and keeps its state beside the trainer: a pass that moves parameter
-  updates elsewhere (the pserver transpiler) leaves it on the trainer, after the parameters are
-  received.
-- ``communicates``: the op exchanges data with other processes or places (the rpc ops, the
-  collectives and their stream syncs): a runner never runs such a program from several threads at
-  once, and pictures mark the op.
-- ``comm_stream``: ``"queue"``: with ``use_calc_stream`` false the collective runs on its ring's
-  comm stream (Paddle, on GPUs), so its result is promised only once the ring's
-  ``c_sync_comm_stream`` ran; a CPU plan queues such an all-reduce when no op touches its variable
-  before that sync, and the ring's queued all-reduces run there as one, over a fused buffer (as
-  DDP's buckets). ``"sync"``: the op waits for its ring's comm stream.
-- ``forward``: on a gradient op, the forward op whose entry it shares (attrs and their defaults).
+- ``takes_backward``: the custom gradient maker (``grad=``) builds gradient blocks for the op's
+  sub-blocks, so the backward pass calls it as ``maker(op, backward)`` (``while``,
+  ``conditional_block``, ``recurrent``).
+- ``synced``: the op type that does this op's work with its statistics synchronised across the
+  ranks (``batch_norm`` -> ``sync_batch_norm``, and their gradients): what the sync_batch_norm pass
+  turns the op into.
+
+Call, how the executor's plan calls the kernel:
+
+- ``inputs_are_names``: the kernel gets no input values; the op's inputs name what it serves.
+- ``valueless_inputs``: input slots whose variables may hold no value when the op runs (Paddle's
+  kernels that test whether a variable is initialised): the kernel gets None for such a variable
+  instead of the executor refusing to run.
+- ``share_lod``: ``(input slot, output slot)``: the output gets the input's LoD after the kernel ran.
+
+Placement, where the kernel runs:
+
 - ``host``: the op runs on the host whatever the executor's place, and says why (LoD bookkeeping,
   RPC, readers, printing, Python callbacks, sequential algorithms written for the CPU). On a device
   place the Executor's plan hands its kernel host (NumPy) arrays and ``ctx.xp`` is numpy, and moves
@@ -62,9 +48,50 @@ its own (a second table drifts):
   after all (the collectives: NCCL takes device arrays, the CPU backend host ones).
 - ``host_inputs``: input slots the kernel reads on the host (shape and size tensors that decide
   an output's shape, as Paddle keeps them on the CPU); the plan copies only those.
-- ``valueless_inputs``: input slots whose variables may hold no value when the op runs (Paddle's
-  kernels that test whether a variable is initialised): the kernel gets None for such a variable
-  instead of the executor refusing to run.
+
+Peers, how the op talks to other processes or places:
+
+- ``communicates``: the op exchanges data with other processes or places (the rpc ops, the
+  collectives and their stream syncs): a runner never runs such a program from several threads at
+  once, and pictures mark the op.
+- ``serves``: the op is a server's loop (``listen_and_serv``): it serves the variables its inputs
+  name and runs the blocks its attrs list; the serving rules and pictures find a pserver's op by it.
+- ``to_peers`` / ``from_peers``: the input slot whose variables the op sends to the peers of its
+  ``epmap`` attr, the output slot whose variables it receives from them (``send``, ``recv``,
+  ``prefetch``).
+- ``barrier``: the op closes a phase of a parameter-server step for every pserver of its
+  ``endpoints``: ``"send"`` (all gradients sent: ``send_barrier``) or ``"fetch"`` (all parameters
+  received: ``fetch_barrier``); pictures order a trainer's stages by it.
+- ``comm_stream``: ``"queue"``: with ``use_calc_stream`` false the collective runs on its ring's
+  comm stream (Paddle, on GPUs), so its result is promised only once the ring's
+  ``c_sync_comm_stream`` ran; a CPU plan queues such an all-reduce when no op touches its variable
+  before that sync, and the ring's queued all-reduces run there as one, over a fused buffer (as
+  DDP's buckets). ``"sync"``: the op waits for its ring's comm stream.
+
+Optimize, the optimize stage:
+
+- ``update``: for parameter update ops, an ``UpdateRule``: the accumulator slots shaped like
+  ``Param`` (sliced with it on pservers), the one-element ones, and whether the rule needs the whole
+  parameter (norm-based updates such as LAMB and LARS cannot run on a slice).
+- ``after_update``: the op reads parameters as their update left them (model averaging: ModelAverage,
+  ExponentialMovingAverage) and keeps its state beside the trainer: a pass that moves parameter
+  updates elsewhere (the pserver transpiler) leaves it on the trainer, after the parameters are
+  received.
+- ``counter``: the op advances its ``X`` in place by its ``step`` attr (``increment``): the step
+  counters of learning-rate schedules, which the pserver transpiler sums over trainers in async mode.
+
+Rows, what the op does with rows of a tensor:
+
+- ``keeps_rows``: row-sparse (SelectedRows) ``X`` inputs give a row-sparse ``Out`` (when every ``X``
+  is row-sparse: ``sum`` of a dense and a row-sparse part is dense).
+- ``whole_tensor``: the op's result depends on all of its input at once (a norm), so it cannot run
+  on a slice of a parameter or gradient.
+- ``table_lookup``: the op reads rows of a table ``W`` by ``Ids`` (embedding lookups).
+- ``init``: for initialiser ops, how a pserver builds one row block of what they fill:
+  ``"random"`` (``full_shape`` / ``row_begin`` / ``row_end`` / ``row_step`` / ``salt`` attrs),
+  ``"fill"`` (a ``shape`` attr), ``"values"`` (``assign_value``'s value lists), ``"copy"`` (``Out``
+  is a copy of ``X``: a block copies the same block of ``X``), ``"placeholder"`` (``fake_init``: the
+  value lives elsewhere, on the pservers, and this op only gives it its shape).
 
 Slots: a trailing ``*`` marks a duplicable slot (the kernel gets/returns a list), a trailing ``?``
 an optional one (the kernel gets ``None`` when it is absent). Kernels are written against
@@ -74,7 +101,8 @@ Gradients: ``register_grad(fwd, inputs=...)`` registers ``<fwd>_grad`` on the fo
 it shares the forward attrs, its outputs are ``<In>@GRAD`` for each forward input slot not in
 ``no_grad`` (optional, duplicable as the input is), and the forward op's default gradient maker feeds
 it exactly ``inputs`` (forward inputs and outputs by slot, ``<Out>@GRAD`` for output gradients).
-``grad=callable`` on the forward op is a custom maker ``f(op) -> [op spec dicts]``; ``grad=None``
+``grad=callable`` on the forward op is a custom maker ``f(op) -> [op spec dicts]`` (``f(op, backward)``
+with the ``takes_backward`` fact); ``grad=None``
 (with no ``register_grad``): the op is not differentiable.
 
 Refused op types: ``refuse_op(type, reason)`` names an op type of Paddle 1.8 that fluidist leaves
@@ -96,7 +124,7 @@ The registry imports nothing of fluidist: the op families in ``fluidist.ops`` fi
 package is imported, and the table imports it on its first read (``framework/op_table.py``).
 """
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable, Dict, Optional
 
 from .op_table import OpTable
@@ -117,8 +145,70 @@ class UpdateRule:
     row_wise: Optional[Callable] = None
 
 
+@dataclass(frozen=True)
+class Graph:
+    """What the program passes read of an op type: pruning, roles, the backward pass, rewrites."""
+    side_effect: bool = False
+    role: Optional[int] = None
+    reversible: bool = False
+    takes_backward: bool = False
+    synced: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Call:
+    """How the executor's plan calls the kernel: what it hands in, what it passes along."""
+    inputs_are_names: bool = False
+    valueless_inputs: tuple = ()
+    share_lod: Optional[tuple] = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the kernel runs on a device place, and which inputs it reads on the host."""
+    host: Optional[str] = None
+    host_except: tuple = ()
+    host_inputs: tuple = ()
+
+
+@dataclass(frozen=True)
+class Peers:
+    """How the op talks to other processes or places."""
+    communicates: bool = False
+    serves: bool = False
+    to_peers: Optional[str] = None
+    from_peers: Optional[str] = None
+    barrier: Optional[str] = None
+    comm_stream: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Optimize:
+    """The optimize stage: parameter updates, what reads their result, step counters."""
+    update: Optional[UpdateRule] = None
+    after_update: bool = False
+    counter: bool = False
+
+
+@dataclass(frozen=True)
+class Rows:
+    """What the op does with rows: row slices (pservers), row-sparse values, tables, row blocks."""
+    keeps_rows: bool = False
+    whole_tensor: bool = False
+    table_lookup: bool = False
+    init: Optional[str] = None
+
+
+# OpDef's field -> the record of that concern; a fact is a field of one record (its name says which)
+RECORDS = {"graph": Graph, "call": Call, "placement": Placement, "peers": Peers, "optimize": Optimize,
+           "rows": Rows}
+_FACT_RECORD = {f.name: field for field, record in RECORDS.items() for f in fields(record)}
+
+
 @dataclass
 class OpDef:
+    """A registered op type: its slots, attrs, kernel, shape inference and gradient, and its facts
+    (the module docstring), grouped by concern into frozen records."""
     type: str
     inputs: list              # slot names, in order
     outputs: list
@@ -131,36 +221,19 @@ class OpDef:
     grad: object = None       # None | "default" | callable(op) -> list of specs
     grad_inputs: Optional[list] = None
     no_grad: tuple = ()
-    side_effect: bool = False
-    share_lod: Optional[tuple] = None  # (input slot, output slot) whose LoD is passed along
-    needs_lod: bool = False   # kernel reads LoD through ctx.lod()
-    role: Optional[int] = None
-    update: Optional[UpdateRule] = None
-    whole_tensor: bool = False
-    keeps_rows: bool = False
-    init: Optional[str] = None
-    table_lookup: bool = False
-    inputs_are_names: bool = False
-    after_update: bool = False
-    communicates: bool = False
-    serves: bool = False
-    to_peers: Optional[str] = None
-    from_peers: Optional[str] = None
-    barrier: Optional[str] = None
-    reversible: bool = False
-    counter: bool = False
-    comm_stream: Optional[str] = None
-    forward: Optional[str] = None
-    host: Optional[str] = None        # why the op runs on the host (see the module docstring)
-    host_except: tuple = ()           # place kinds on which a host op runs on the device
-    host_inputs: tuple = ()           # input slots read on the host
-    valueless_inputs: tuple = ()      # input slots whose variables may hold no value: the kernel gets None
+    forward: Optional[str] = None     # on a gradient op: the forward op whose entry it shares
     grad_type: Optional[str] = None   # the type of the gradient op registered for this op
     doc: str = ""
+    graph: Graph = Graph()
+    call: Call = Call()
+    placement: Placement = Placement()
+    peers: Peers = Peers()
+    optimize: Optimize = Optimize()
+    rows: Rows = Rows()
 
     def runs_on_host(self, place):
         """Whether the kernel gets host arrays on ``place`` (always on a CPU place)."""
-        return bool(self.host) and place.kind not in self.host_except
+        return bool(self.placement.host) and place.kind not in self.placement.host_except
 
     @property
     def input_slots(self):
@@ -173,9 +246,6 @@ class OpDef:
 
 _REGISTRY: Dict[str, OpDef] = OpTable()
 _REFUSED: Dict[str, str] = OpTable()   # op type -> why fluidist leaves it out, and what to use instead
-_FACTS = ("role", "update", "whole_tensor", "keeps_rows", "init", "table_lookup", "inputs_are_names",
-          "after_update", "communicates", "serves", "to_peers", "from_peers", "barrier", "reversible", "comm_stream", "host", "host_except",
-          "host_inputs", "valueless_inputs", "counter")
 
 
 def _parse_slots(slots):
@@ -191,44 +261,47 @@ def _parse_slots(slots):
     return names, dup, opt
 
 
+def _records(type, facts):
+    """``facts`` (keyword facts) as OpDef's records; a name that is no record's field is refused."""
+    unknown = set(facts) - set(_FACT_RECORD)
+    if unknown:
+        raise TypeError("register_op(%r): unknown facts %s (known: %s)" % (type, sorted(unknown), list(_FACT_RECORD)))
+    grouped: Dict[str, dict] = {field: {} for field in RECORDS}
+    for name, value in facts.items():
+        grouped[_FACT_RECORD[name]][name] = tuple(value) if isinstance(value, (list, set)) else value
+    return {field: RECORDS[field](**values) for field, values in grouped.items() if values}
+
+
 def register_op(type, inputs=(), outputs=(), attrs=None, infer=None, grad=None, grad_inputs=None,
-                no_grad=(), side_effect=False, share_lod=None, needs_lod=False, **facts):
+                no_grad=(), **facts):
     """Decorator registering ``kernel(ctx, ins, attrs) -> {slot: value}`` as op ``type``; ``facts``
-    are the keyword facts of ``OpDef`` (role, update, whole_tensor, keeps_rows, init, ...)."""
+    are the keyword facts of the module docstring (side_effect, role, update, host, ...)."""
     def deco(kernel):
         define_op(type, inputs, outputs, attrs, kernel, infer, grad, grad_inputs, no_grad,
-                  side_effect, share_lod, needs_lod, doc=(kernel.__doc__ or "") if kernel else "", **facts)
+                  doc=(kernel.__doc__ or "") if kernel else "", **facts)
         return kernel
     return deco
 
 
 def define_op(type, inputs=(), outputs=(), attrs=None, kernel=None, infer=None, grad=None,
-              grad_inputs=None, no_grad=(), side_effect=False, share_lod=None, needs_lod=False,
-              doc="", forward=None, **facts):
+              grad_inputs=None, no_grad=(), doc="", forward=None, **facts):
     if type in _REGISTRY:
         raise ValueError("op type %r is registered twice" % type)
     if type in _REFUSED:
         raise ValueError("op type %r is registered but also refused (fluidist/ops/refused_ops.py): drop its "
                          "refusal" % type)
-    unknown = set(facts) - set(_FACTS)
-    if unknown:
-        raise TypeError("register_op(%r): unknown facts %s (known: %s)" % (type, sorted(unknown), list(_FACTS)))
-    for fact in ("host_inputs", "host_except", "valueless_inputs"):
-        if fact in facts:
-            facts[fact] = tuple(facts[fact])
+    records = _records(type, facts)
     ins, dup_i, opt_i = _parse_slots(inputs)
     outs, dup_o, opt_o = _parse_slots(outputs)
     d = OpDef(type=type, inputs=ins, outputs=outs, duplicable=dup_i | dup_o, optional=opt_i | opt_o,
               attrs=attrs if isinstance(attrs, dict) and forward is not None else dict(attrs or {}),
               kernel=kernel, infer=infer, grad=grad, grad_inputs=grad_inputs, no_grad=tuple(no_grad),
-              side_effect=side_effect, share_lod=share_lod, needs_lod=needs_lod, forward=forward, doc=doc,
-              **facts)
+              forward=forward, doc=doc, **records)
     _REGISTRY[type] = d
     return d
 
 
-def register_grad(forward, inputs=None, outputs=None, type=None, attrs=None, infer=None, needs_lod=None,
-                  **facts):
+def register_grad(forward, inputs=None, outputs=None, type=None, attrs=None, infer=None, **facts):
     """Decorator registering the gradient kernel of op ``forward`` as ``<forward>_grad`` (or ``type``).
 
     The gradient op shares the forward entry's attrs (one dict: one set of defaults); ``attrs`` adds
@@ -250,13 +323,12 @@ def register_grad(forward, inputs=None, outputs=None, type=None, attrs=None, inf
     else:
         shared = fwd.attrs
 
-    for fact in ("host", "host_except", "host_inputs"):     # a host op's gradient runs on the host too
-        if fact not in facts and getattr(fwd, fact):
-            facts[fact] = getattr(fwd, fact)
+    for name in ("host", "host_except", "host_inputs"):     # a host op's gradient runs on the host too
+        if name not in facts and getattr(fwd.placement, name):
+            facts[name] = getattr(fwd.placement, name)
 
     def deco(kernel):
         define_op(gtype, inputs, outputs, shared, kernel, infer,
-                  needs_lod=fwd.needs_lod if needs_lod is None else needs_lod,
                   doc=(kernel.__doc__ or "") if kernel else "", forward=forward, **facts)
         fwd.grad_type = gtype
         if fwd.grad is None or fwd.grad == "default":
@@ -361,15 +433,21 @@ def defaults_for(type):
 
 # ---------------------------------------------------------------- facts, asked of ops
 def fact(op, name, default=None):
-    """The registry fact ``name`` of ``op``'s type (``default`` for unknown types)."""
-    d = _REGISTRY.get(op.type)
-    return getattr(d, name) if d is not None else default
+    """The registry fact ``name`` (one of the module docstring's) of ``op``'s type; ``op`` is an op
+    or an op type. ``default`` for an unregistered type. The one way to read a fact: the records
+    (``OpDef.placement``, ...) are how the registry keeps them."""
+    record = _FACT_RECORD.get(name)
+    if record is None and name != "forward":
+        raise KeyError("no registry fact %r (known: %s)" % (name, sorted(_FACT_RECORD) + ["forward"]))
+    d = _REGISTRY.get(op if isinstance(op, str) else op.type)
+    if d is None:
+        return default
+    return d.forward if record is None else getattr(getattr(d, record), name)
 
 
 def update_rule(op):
     """The ``UpdateRule`` of a parameter update op, else None."""
-    d = _REGISTRY.get(op.type)
-    return d.update if d is not None else None
+    return fact(op, "update")
 
 
 def peer_direction(op):
@@ -386,7 +464,7 @@ def peer_direction(op):
 
 def has_side_effect(op):
     d = _REGISTRY.get(op.type)
-    return d is None or d.side_effect
+    return d is None or d.graph.side_effect
 
 
 # ---------------------------------------------------------------- shape inference

@@ -55,7 +55,7 @@ def _beam_search_infer(ctx):
 
 @register_op("beam_search", host=_HOST, inputs=["pre_ids", "pre_scores", "ids?", "scores"],
              outputs=["selected_ids", "selected_scores", "parent_idx?"],
-             attrs={"level": 0, "beam_size": 1, "end_id": 0, "is_accumulated": True}, needs_lod=True,
+             attrs={"level": 0, "beam_size": 1, "end_id": 0, "is_accumulated": True},
              infer=_beam_search_infer)
 def beam_search(ctx, ins, attrs):
     """For each source, the ``beam_size`` best (prefix, candidate) pairs: a finished prefix (its

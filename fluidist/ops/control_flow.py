@@ -83,12 +83,9 @@ def _conditional_block_grad_maker(op, backward):
              "optional_grads": True}]
 
 
-_conditional_block_grad_maker.takes_backward = True  # type: ignore[attr-defined]
-
-
 @register_op("conditional_block", inputs=["Cond*", "Input*?"], outputs=["Out*?", "Scope?"],
              attrs={"sub_block": None, "is_scalar_condition": False}, side_effect=True,
-             inputs_are_names=True, grad=_conditional_block_grad_maker)
+             inputs_are_names=True, grad=_conditional_block_grad_maker, takes_backward=True)
 def conditional_block(ctx, ins, attrs):
     """Run ``sub_block`` in a child scope when the condition holds.
 
@@ -149,12 +146,9 @@ def _while_grad_maker(op, backward):
              "optional_grads": True}]
 
 
-_while_grad_maker.takes_backward = True  # type: ignore[attr-defined]
-
-
 @register_op("while", inputs=["X*", "Condition"], outputs=["Out*", "StepScopes"],
              attrs={"sub_block": None, "is_test": False, "skip_eager_deletion_vars": []},
-             side_effect=True, inputs_are_names=True, grad=_while_grad_maker)
+             side_effect=True, inputs_are_names=True, grad=_while_grad_maker, takes_backward=True)
 def while_op(ctx, ins, attrs):
     """Run ``sub_block`` while ``Condition`` (a bool ``[1]`` the block updates) holds, each step in a
     new child scope.
@@ -323,7 +317,7 @@ def _merge(ctx, like, mask, lod, level, parts):
 
 
 @register_op("split_lod_tensor", host_inputs=("Mask",), inputs=["X", "Mask"], outputs=["OutTrue", "OutFalse"], attrs={"level": 0},
-             needs_lod=True, no_grad=("Mask",),
+             no_grad=("Mask",),
              infer=lambda c: (c.share("OutTrue", "X"), c.share("OutFalse", "X")))
 def split_lod_tensor(ctx, ins, attrs):
     """The rows (or the sequences of LoD level ``level``) of ``X`` where ``Mask`` holds, and the others."""
@@ -347,7 +341,7 @@ def split_lod_tensor_grad(ctx, ins, attrs):
 
 
 @register_op("merge_lod_tensor", host_inputs=("Mask",), inputs=["X", "Mask", "InTrue", "InFalse"], outputs=["Out"], attrs={"level": 0},
-             needs_lod=True, no_grad=("X", "Mask"), infer=lambda c: c.share("Out", "InTrue"))
+             no_grad=("X", "Mask"), infer=lambda c: c.share("Out", "InTrue"))
 def merge_lod_tensor(ctx, ins, attrs):
     """The inverse of ``split_lod_tensor``: ``X`` gives the LoD (or the rows) the mask refers to."""
     parts = {True: (ins["InTrue"], ctx.lod("InTrue")), False: (ins["InFalse"], ctx.lod("InFalse"))}
@@ -357,7 +351,7 @@ def merge_lod_tensor(ctx, ins, attrs):
 
 
 register_op("merge_lod_tensor_infer", host_inputs=("Mask",), inputs=["X", "Mask", "InTrue", "InFalse"],
-            outputs=["Out"], attrs={"level": 0}, needs_lod=True, infer=lambda c: c.share("Out", "InTrue"))(
+            outputs=["Out"], attrs={"level": 0}, infer=lambda c: c.share("Out", "InTrue"))(
     merge_lod_tensor)   # the inference form Paddle's passes write: the same merge, no gradient
 
 

@@ -176,7 +176,7 @@ def _bn_uses_running_stats(attrs):
 
 @register_op("batch_norm", inputs=["X", "Scale", "Bias", "Mean", "Variance", "MomentumTensor?"],
              outputs=["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"], attrs=_BN_ATTRS,
-             infer=_bn_infer, no_grad=("Mean", "Variance", "MomentumTensor"))
+             infer=_bn_infer, no_grad=("Mean", "Variance", "MomentumTensor"), synced="sync_batch_norm")
 def batch_norm(ctx, ins, attrs):
     """Training: normalise with the batch statistics and update the running ones
     (``MeanOut = momentum * Mean + (1 - momentum) * batch_mean``, biased batch variance).
@@ -226,7 +226,8 @@ def bn_grad_parts(ctx, ins, attrs):
     return axes, ch, view, inv_std, x_hat, dbias, dscale, res
 
 
-@register_grad("batch_norm", inputs=["X", "Scale", "Bias", "Y", "SavedMean", "SavedVariance", "Y@GRAD"])
+@register_grad("batch_norm", inputs=["X", "Scale", "Bias", "Y", "SavedMean", "SavedVariance", "Y@GRAD"],
+               synced="sync_batch_norm_grad")
 def batch_norm_grad(ctx, ins, attrs):
     x, scale, dy = ins["X"], ins["Scale"], ins["Y@GRAD"]
     axes, ch, view, inv_std, x_hat, dbias, dscale, res = bn_grad_parts(ctx, ins, attrs)

@@ -87,7 +87,7 @@ def _crf_sequence(x, w, labels):
 
 @register_op("linear_chain_crf", host=_HOST, inputs=["Emission", "Transition", "Label", "Length?"],
              outputs=["Alpha", "EmissionExps", "TransitionExps", "LogLikelihood"], infer=_crf_infer,
-             no_grad=("Label", "Length"), needs_lod=True)
+             no_grad=("Label", "Length"))
 def linear_chain_crf(ctx, ins, attrs):
     """Per sequence, the negative log-likelihood of the gold tag path: ``log Z - score(labels)``, with
     score = start[y0] + sum emissions + sum transitions + end[y_last]. Alpha holds the forward
@@ -178,7 +178,7 @@ def _viterbi(x, w):
 
 
 @register_op("crf_decoding", host=_HOST, inputs=["Emission", "Transition", "Label?", "Length?"], outputs=["ViterbiPath"],
-             infer=_decoding_infer, share_lod=("Emission", "ViterbiPath"), needs_lod=True)
+             infer=_decoding_infer, share_lod=("Emission", "ViterbiPath"))
 def crf_decoding(ctx, ins, attrs):
     """The highest-scoring tag path of each sequence (int64, one per row; padded [N, T] with Length).
     With a Label input, 1 where the path agrees with the label and 0 elsewhere."""
@@ -264,8 +264,7 @@ def _chunk_infer(ctx):
 
 @register_op("chunk_eval", host=_HOST, inputs=["Inference", "Label", "SeqLength?"],
              outputs=["Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks", "NumCorrectChunks"],
-             attrs={"num_chunk_types": 1, "chunk_scheme": "IOB", "excluded_chunk_types": []}, infer=_chunk_infer,
-             needs_lod=True)
+             attrs={"num_chunk_types": 1, "chunk_scheme": "IOB", "excluded_chunk_types": []}, infer=_chunk_infer)
 def chunk_eval(ctx, ins, attrs):
     """Chunks of the inferred and the gold tags (tag id = chunk type * tag kinds + tag kind, the
     "outside" tag = num_chunk_types * tag kinds); a chunk is correct when start, end and type agree."""

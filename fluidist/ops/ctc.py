@@ -101,7 +101,7 @@ def _ctc_infer(ctx):
 
 @register_op("warpctc", host=_HOST, inputs=["Logits", "Label", "LogitsLength?", "LabelLength?"], outputs=["WarpCTCGrad", "Loss"],
              attrs={"blank": 0, "norm_by_times": False}, infer=_ctc_infer,
-             no_grad=("Label", "LogitsLength", "LabelLength"), needs_lod=True)
+             no_grad=("Label", "LogitsLength", "LabelLength"))
 def warpctc(ctx, ins, attrs):
     xp = ctx.xp
     logits = np.asarray(ins["Logits"])

@@ -104,7 +104,7 @@ def box_coder(ctx, ins, attrs):
 
 # ------------------------------------------------------------------ box_clip
 @register_op("box_clip", inputs=["Input", "ImInfo"], outputs=["Output"], infer=lambda ctx: ctx.share("Output", "Input"),
-             needs_lod=True, share_lod=("Input", "Output"), host_inputs=("ImInfo",))
+             share_lod=("Input", "Output"), host_inputs=("ImInfo",))
 def box_clip(ctx, ins, attrs):
     """Boxes of image i (its LoD sequence, or row block i without LoD) clipped to
     ``[0, round(w / scale) - 1] x [0, round(h / scale) - 1]`` of its ImInfo row ``(h, w, scale)``."""
@@ -134,8 +134,7 @@ def _dec_assign_infer(ctx):
 
 
 @register_op("box_decoder_and_assign", inputs=["PriorBox", "PriorBoxVar?", "TargetBox", "BoxScore"],
-             outputs=["DecodeBox", "OutputAssignBox"], attrs={"box_clip": 4.135}, infer=_dec_assign_infer,
-             needs_lod=True)
+             outputs=["DecodeBox", "OutputAssignBox"], attrs={"box_clip": 4.135}, infer=_dec_assign_infer)
 def box_decoder_and_assign(ctx, ins, attrs):
     """Each roi's per-class deltas [N, 4 * classes] decoded against the roi (pixel boxes, weights
     PriorBoxVar, log-size deltas clipped at ``box_clip``); OutputAssignBox is the box of the roi's best

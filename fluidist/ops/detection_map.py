@@ -110,7 +110,7 @@ def _map_infer(ctx):
              outputs=["AccumPosCount", "AccumTruePos", "AccumFalsePos", "MAP"],
              attrs={"overlap_threshold": 0.5, "evaluate_difficult": True, "ap_type": "integral", "class_num": 0,
                     "background_label": 0},
-             infer=_map_infer, needs_lod=True, host="per-image matching of detections, on the host")
+             infer=_map_infer, host="per-image matching of detections, on the host")
 def detection_map(ctx, ins, attrs):
     """mAP of ``DetectRes`` rows ``[label, score, x1, y1, x2, y2]`` against ``Label`` rows
     ``[label, (difficult,) x1, y1, x2, y2]`` (normalised boxes, one LoD sequence per image), with the

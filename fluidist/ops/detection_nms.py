@@ -144,7 +144,7 @@ _NMS_ATTRS = {"background_label": 0, "score_threshold": 0.0, "nms_top_k": -1, "n
 
 
 @register_op("multiclass_nms", inputs=["BBoxes", "Scores"], outputs=["Out"], attrs=_NMS_ATTRS, infer=_nms_infer,
-             needs_lod=True, host=_HOST)
+             host=_HOST)
 def multiclass_nms(ctx, ins, attrs):
     """Per-class greedy NMS and keep_top_k (see the module docstring); no detection in the whole
     batch gives the single row ``[-1]``."""
@@ -171,7 +171,7 @@ def locality_aware_nms(ctx, ins, attrs):
 
 
 @register_op("multiclass_nms2", inputs=["BBoxes", "Scores"], outputs=["Out", "Index"], attrs=_NMS_ATTRS,
-             infer=_nms_infer, needs_lod=True, host=_HOST)
+             infer=_nms_infer, host=_HOST)
 def multiclass_nms2(ctx, ins, attrs):
     """``multiclass_nms`` that also gives, per row, the index of its box in the input (image offset
     plus box, times the classes plus the class for [M, C, 4] boxes); no detection gives empty
@@ -216,7 +216,7 @@ def _bipartite_infer(ctx):
 
 
 @register_op("bipartite_match", inputs=["DistMat"], outputs=["ColToRowMatchIndices", "ColToRowMatchDist"],
-             attrs={"match_type": "bipartite", "dist_threshold": 0.5}, infer=_bipartite_infer, needs_lod=True,
+             attrs={"match_type": "bipartite", "dist_threshold": 0.5}, infer=_bipartite_infer,
              host=_HOST)
 def bipartite_match(ctx, ins, attrs):
     """Per instance (LoD sequence of DistMat's rows), greedy bipartite matching of rows (ground truth)
@@ -238,7 +238,7 @@ def _target_assign_infer(ctx):
 
 
 @register_op("target_assign", inputs=["X", "MatchIndices", "NegIndices?"], outputs=["Out", "OutWeight"],
-             attrs={"mismatch_value": 0}, infer=_target_assign_infer, needs_lod=True, host=_HOST)
+             attrs={"mismatch_value": 0}, infer=_target_assign_infer, host=_HOST)
 def target_assign(ctx, ins, attrs):
     """For image i and prior j matched to ground truth k (MatchIndices [N, P]), ``Out[i, j] =
     X[offset_i + k, j % X.shape[1]]`` with weight 1; unmatched priors get ``mismatch_value`` and weight

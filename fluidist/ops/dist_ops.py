@@ -96,7 +96,7 @@ def _split_rows_by_id(xp, g, parts):
     return out
 
 
-@register_op("merge_ids", inputs=["Ids*", "Rows*", "X*"], outputs=["Out*"], needs_lod=True)
+@register_op("merge_ids", inputs=["Ids*", "Rows*", "X*"], outputs=["Out*"])
 def merge_ids(ctx, ins, attrs):
     """For each Ids input, the rows of X (prefetched per pserver, in the order of Rows) it asks for;
     each Out carries the LoD of its Ids, as the lookup it replaces did (a sequence_pool can follow)."""

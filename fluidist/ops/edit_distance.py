@@ -49,7 +49,7 @@ def _ed_infer(ctx):
 
 
 @register_op("edit_distance", host=_HOST, inputs=["Hyps", "Refs", "HypsLength?", "RefsLength?"], outputs=["SequenceNum", "Out"],
-             attrs={"normalized": False}, infer=_ed_infer, needs_lod=True)
+             attrs={"normalized": False}, infer=_ed_infer)
 def edit_distance(ctx, ins, attrs):
     """Out[i] = Levenshtein distance of hypothesis i to reference i (divided by the reference length
     when ``normalized``); SequenceNum = the number of pairs."""
@@ -75,7 +75,7 @@ def edit_distance(ctx, ins, attrs):
 
 @register_op("sequence_erase", host=_HOST, inputs=["X"], outputs=["Out"], attrs={"tokens": []},
              infer=lambda c: c.set_output("Out", (-1,) + tuple((c.input_shape("X") or (0, 1))[1:]),
-                                          c.input_dtype("X"), c.input_lod_level("X")), needs_lod=True)
+                                          c.input_dtype("X"), c.input_lod_level("X")))
 def sequence_erase(ctx, ins, attrs):
     """X [rows, 1] (int, LoD) with every row holding one of ``tokens`` removed; the LoD shrinks with it."""
     xp = ctx.xp

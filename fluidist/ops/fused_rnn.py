@@ -58,7 +58,7 @@ def _run_lstm(ctx, xx, x_slot, ins, attrs, bias):
 @register_op("fusion_lstm", inputs=["X", "WeightX", "WeightH", "Bias", "H0?", "C0?"],
              outputs=["Hidden", "Cell", "XX", "BatchedInput?", "BatchedHidden?", "BatchedCell?", "ReorderedH0?",
                       "ReorderedC0?", "CheckedCell?"],
-             attrs=_LSTM_ATTRS, infer=_lstm_like_infer("X", lambda ctx, wh: 4 * wh[0]), needs_lod=True)
+             attrs=_LSTM_ATTRS, infer=_lstm_like_infer("X", lambda ctx, wh: 4 * wh[0]))
 def fusion_lstm(ctx, ins, attrs):
     """``lstm(X WeightX, WeightH, Bias)`` over the sequences of X; XX holds ``X WeightX``. The
     batched / reordered outputs of Paddle's batch-major kernel are not written."""
@@ -72,7 +72,7 @@ def fusion_lstm(ctx, ins, attrs):
 @register_op("fused_embedding_fc_lstm", inputs=["Ids", "Embeddings", "WeightH", "Bias", "H0?", "C0?"],
              outputs=["Hidden", "Cell", "XX", "BatchedInput?", "BatchedHidden?", "BatchedCell?", "ReorderedH0?",
                       "ReorderedC0?"],
-             attrs=_LSTM_ATTRS, infer=_lstm_like_infer("Ids", lambda ctx, wh: 4 * wh[0]), needs_lod=True)
+             attrs=_LSTM_ATTRS, infer=_lstm_like_infer("Ids", lambda ctx, wh: 4 * wh[0]))
 def fused_embedding_fc_lstm(ctx, ins, attrs):
     """``lstm`` over the rows of ``Embeddings`` (each id's input projection with the gate bias already
     added) that ``Ids`` picks; ``Bias`` gives the peephole weights only."""
@@ -103,7 +103,7 @@ def _gru_infer(ctx):
 @register_op("fusion_gru", inputs=["X", "H0?", "WeightX", "WeightH", "Bias?"],
              outputs=["ReorderedH0?", "XX", "BatchedInput?", "BatchedOut?", "Hidden"],
              attrs={"activation": "tanh", "gate_activation": "sigmoid", "is_reverse": False, "use_seq": True,
-                    "origin_mode": False}, infer=_gru_infer, needs_lod=True)
+                    "origin_mode": False}, infer=_gru_infer)
 def fusion_gru(ctx, ins, attrs):
     """``gru(X WeightX + Bias, WeightH)`` over the sequences of X; XX holds ``X WeightX + Bias``."""
     xp = ctx.xp
@@ -161,7 +161,7 @@ def _attention_scores(xp, x_att, cell, ins, valid):
                                        "AttentionScalarBias?", "LSTMWeight", "LSTMBias"],
              outputs=["Hidden", "Cell", "AttentionedX", "AttentionFCOut?", "LSTMX?", "LSTMOUT?"],
              attrs={"gate_activation": "sigmoid", "cell_activation": "tanh", "candidate_activation": "tanh"},
-             infer=_attention_infer, needs_lod=True)
+             infer=_attention_infer)
 def attention_lstm(ctx, ins, attrs):
     """At each step of a sequence, attention weights over all its rows (from the rows and the previous
     cell) give the step's input ``sum(weight * row)``; then an LSTM step on ``[h_prev, input]``

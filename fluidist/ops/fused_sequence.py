@@ -76,15 +76,14 @@ def _seqpool_concat_infer(cvm):
 
 
 @register_op("fusion_seqpool_concat", inputs=["X*"], outputs=["Out"], attrs={"pooltype": "SUM", "axis": 1},
-             infer=_seqpool_concat_infer(False), needs_lod=True)
+             infer=_seqpool_concat_infer(False))
 def fusion_seqpool_concat(ctx, ins, attrs):
     """Each input pooled over its sequences (SUM, AVERAGE or SQRT), concatenated along axis 1."""
     return {"Out": ctx.xp.concatenate(_pooled_inputs(ctx, ins["X"], attrs), axis=1)}
 
 
 @register_op("fusion_seqpool_cvm_concat", inputs=["X*", "CVM"], outputs=["Out"],
-             attrs={"pooltype": "SUM", "use_cvm": True, "axis": 1}, infer=_seqpool_concat_infer(True),
-             needs_lod=True)
+             attrs={"pooltype": "SUM", "use_cvm": True, "axis": 1}, infer=_seqpool_concat_infer(True))
 def fusion_seqpool_cvm_concat(ctx, ins, attrs):
     """Each input pooled over its sequences, its first two columns (show, click) turned into
     ``log(show + 1)``, ``log(click + 1) - log(show + 1)`` (``use_cvm``) or dropped, concatenated."""
@@ -118,7 +117,7 @@ def _emb_pool_rows(ctx, ids, w):
 
 @register_op("fused_embedding_seq_pool", inputs=["W", "Ids"], outputs=["Out"],
              attrs={"combiner": "sum", "padding_idx": -1, "is_sparse": False, "grad_inplace": False},
-             infer=_emb_pool_infer, needs_lod=True, no_grad=("Ids",), table_lookup=True)
+             infer=_emb_pool_infer, no_grad=("Ids",), table_lookup=True)
 def fused_embedding_seq_pool(ctx, ins, attrs):
     """Per sequence of ``Ids`` (each row holds K ids), the sum of the rows' embeddings, the K
     embeddings of a row side by side: [sequences, K * width]. ``padding_idx`` ids embed as zeros."""
@@ -163,7 +162,7 @@ def _expand_concat_infer(ctx):
 
 
 @register_op("fusion_seqexpand_concat_fc", inputs=["X*", "FCWeight", "FCBias?"], outputs=["Out", "FCOut"],
-             attrs={"fc_activation": "identity"}, infer=_expand_concat_infer, needs_lod=True)
+             attrs={"fc_activation": "identity"}, infer=_expand_concat_infer)
 def fusion_seqexpand_concat_fc(ctx, ins, attrs):
     """``act(concat([X0, expand(X1), expand(X2), ...]) FCWeight + FCBias)``: X0 [T, M0] is a batch of
     sequences; each later input holds one row per sequence, repeated over that sequence's rows.
@@ -198,7 +197,7 @@ def _seqconv_infer(ctx):
 
 @register_op("fusion_seqconv_eltadd_relu", inputs=["X", "Filter", "Bias"], outputs=["Out", "ColMat"],
              attrs={"contextLength": 0, "contextStart": 0, "contextStride": 1}, infer=_seqconv_infer,
-             needs_lod=True, share_lod=("X", "Out"))
+             share_lod=("X", "Out"))
 def fusion_seqconv_eltadd_relu(ctx, ins, attrs):
     """``relu(sequence_conv(X, Filter) + Bias)`` (zeros outside each sequence); ColMat holds the
     context rows [T, contextLength * width]."""

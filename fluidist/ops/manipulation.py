@@ -87,7 +87,7 @@ def _reshaping(type, shape_fn, attrs, keeps_lod=False, tensor_inputs=()):
 
     optional = [tensor_inputs[0] + "?", tensor_inputs[1] + "*?"] if tensor_inputs else []
     register_op(type, inputs=["X"] + optional, outputs=["Out", "XShape?"], attrs=attrs, infer=infer,
-                grad=_xshape_grad_maker, needs_lod=keeps_lod, no_grad=tuple(tensor_inputs[:2]),
+                grad=_xshape_grad_maker, no_grad=tuple(tensor_inputs[:2]),
                 host_inputs=tuple(tensor_inputs[:2]))(kernel)
     register_grad(type, inputs=["XShape", "Out@GRAD"])(_reshape_like_xshape)
 

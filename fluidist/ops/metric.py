@@ -26,8 +26,8 @@ def _rows(xp, n):
     return xp.arange(n)[:, None]
 
 
-@register_op("top_k", inputs=["X", "K?"], outputs=["Out", "Indices"], attrs={"k": 1}, infer=_top_k_infer, no_grad=("K",),
-             needs_lod=True)
+@register_op("top_k", inputs=["X", "K?"], outputs=["Out", "Indices"], attrs={"k": 1}, infer=_top_k_infer,
+             no_grad=("K",))
 def top_k(ctx, ins, attrs):
     """The ``k`` largest values along the last axis, largest first (ties: the lower index first); Out
     and Indices keep X's LoD."""

@@ -238,7 +238,7 @@ def _seq_pool_grad_maker(op):
 
 
 @register_op("sequence_pool", inputs=["X"], outputs=["Out", "MaxIndex?"], attrs=_SEQ_POOL_ATTRS,
-             infer=_seq_pool_infer, needs_lod=True, grad=_seq_pool_grad_maker)
+             infer=_seq_pool_infer, grad=_seq_pool_grad_maker)
 def sequence_pool(ctx, ins, attrs):
     """Pool each sequence of the last LoD level to one row; an empty sequence gives ``pad_value``
     (and MaxIndex -1). Out keeps the LoD levels above the pooled one."""
@@ -277,7 +277,7 @@ def sequence_pool(ctx, ins, attrs):
     return res
 
 
-@register_grad("sequence_pool", inputs=["X", "MaxIndex?", "Out@GRAD"], needs_lod=True)
+@register_grad("sequence_pool", inputs=["X", "MaxIndex?", "Out@GRAD"])
 def sequence_pool_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, d = ins["X"], ins["Out@GRAD"]

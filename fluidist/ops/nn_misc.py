@@ -178,7 +178,7 @@ def _ape_check_width(ctx, width):
 
 
 @register_op("add_position_encoding", inputs=["X"], outputs=["Out"], attrs={"alpha": 1.0, "beta": 1.0},
-             infer=lambda c: c.share("Out", "X"), share_lod=("X", "Out"), needs_lod=True)
+             infer=lambda c: c.share("Out", "X"), share_lod=("X", "Out"))
 def add_position_encoding(ctx, ins, attrs):
     """``Out = alpha * X + beta * PE(position)``, positions counted per sequence."""
     x = ins["X"]
@@ -189,7 +189,7 @@ def add_position_encoding(ctx, ins, attrs):
     return {"Out": (attrs["alpha"] * x + attrs["beta"] * table).astype(x.dtype, copy=False)}
 
 
-@register_grad("add_position_encoding", inputs=["Out@GRAD"], needs_lod=False)
+@register_grad("add_position_encoding", inputs=["Out@GRAD"])
 def add_position_encoding_grad(ctx, ins, attrs):
     d = ins["Out@GRAD"]
     return {"X@GRAD": (d * attrs["alpha"]).astype(d.dtype, copy=False)}
@@ -260,8 +260,7 @@ def _shifted(xp, x, offsets, j):
     return out
 
 
-@register_op("row_conv", inputs=["X", "Filter"], outputs=["Out"], infer=_row_conv_infer, share_lod=("X", "Out"),
-             needs_lod=True)
+@register_op("row_conv", inputs=["X", "Filter"], outputs=["Out"], infer=_row_conv_infer, share_lod=("X", "Out"))
 def row_conv(ctx, ins, attrs):
     """Lookahead convolution: ``Out[t] = sum_j Filter[j] * X[t + j]`` (elementwise per feature), j
     over the future context, inside each sequence."""

@@ -46,7 +46,7 @@ def _grad_maker(op):
 
 @register_op("py_func", host=_HOST, inputs=["X*?"], outputs=["Out*?"],
              attrs={"forward_callable_id": -1, "backward_callable_id": -1, "backward_skip_vars": []},
-             grad=_grad_maker, side_effect=True, needs_lod=True)
+             grad=_grad_maker, side_effect=True)
 def py_func(ctx, ins, attrs):
     idx = int(attrs["forward_callable_id"])
     if not 0 <= idx < len(_CALLABLES):

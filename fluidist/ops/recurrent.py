@@ -41,12 +41,9 @@ def _recurrent_grad_maker(op, backward):
              "attrs": attrs, "optional_grads": True}]
 
 
-_recurrent_grad_maker.takes_backward = True  # type: ignore[attr-defined]
-
-
 @register_op("recurrent", inputs=["inputs*", "initial_states*?", "parameters*?"],
              outputs=["outputs*", "step_scopes"], attrs=_ATTRS, side_effect=True, inputs_are_names=True,
-             grad=_recurrent_grad_maker)
+             grad=_recurrent_grad_maker, takes_backward=True)
 def recurrent(ctx, ins, attrs):
     """Step ``t`` (last to first with ``reverse``) runs the sub-block in a new child scope where each
     input's name holds its slice ``[t]`` and each ``ex_states`` name the memory: the initial state at

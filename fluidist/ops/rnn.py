@@ -229,7 +229,7 @@ def _lstm_run(ctx, ins, attrs, proj_slot=None):
 
 
 @register_op("lstm", inputs=["Input", "H0?", "C0?", "Weight", "Bias"],
-             outputs=["Hidden", "Cell", "BatchGate?", "BatchCellPreAct?"], attrs=_LSTM_ATTRS, needs_lod=True,
+             outputs=["Hidden", "Cell", "BatchGate?", "BatchCellPreAct?"], attrs=_LSTM_ATTRS,
              infer=_lstm_infer(False), share_lod=("Input", "Hidden"))
 def lstm(ctx, ins, attrs):
     """An LSTM over each sequence of ``Input`` (already multiplied by the input weights:
@@ -275,7 +275,7 @@ def lstm_grad(ctx, ins, attrs):
 
 @register_op("lstmp", inputs=["Input", "H0?", "C0?", "Weight", "ProjWeight", "Bias"],
              outputs=["Projection", "Cell", "BatchGate?", "BatchCellPreAct?", "BatchHidden?"], attrs=_LSTMP_ATTRS,
-             needs_lod=True, infer=_lstm_infer(True), share_lod=("Input", "Projection"))
+             infer=_lstm_infer(True), share_lod=("Input", "Projection"))
 def lstmp(ctx, ins, attrs):
     """An LSTM whose hidden state is projected (``ProjWeight`` ``[D, P]``, ``proj_activation``) before
     it feeds back (``Weight`` ``[P, 4D]``); ``H0`` is the initial projection ``[N, P]``. ``cell_clip`` /
@@ -366,7 +366,7 @@ def _gru_run(ctx, ins, attrs):
 
 @register_op("gru", inputs=["Input", "H0?", "Weight", "Bias?"],
              outputs=["BatchGate?", "BatchResetHiddenPrev?", "BatchHidden?", "Hidden"], attrs=_GRU_ATTRS,
-             needs_lod=True, infer=_gru_infer, share_lod=("Input", "Hidden"))
+             infer=_gru_infer, share_lod=("Input", "Hidden"))
 def gru(ctx, ins, attrs):
     """A GRU over each sequence of ``Input`` (``[T, 3D]``, already multiplied by the input weights):
     ``h = u * (c - h_prev) + h_prev`` (``origin_mode``: ``u * h_prev + (1 - u) * c``)."""

@@ -65,7 +65,7 @@ def _roi_pool_bins(roi, scale, ph, pw, h, w):
 
 
 @register_op("roi_pool", inputs=["X", "ROIs", "RoisLod?"], outputs=["Out", "Argmax"], attrs=_POOL_ATTRS,
-             infer=_pool_infer(), needs_lod=True, no_grad=("ROIs", "RoisLod"), host_inputs=("ROIs", "RoisLod"))
+             infer=_pool_infer(), no_grad=("ROIs", "RoisLod"), host_inputs=("ROIs", "RoisLod"))
 def roi_pool(ctx, ins, attrs):
     """Max pooling of each ROI (corners rounded on the feature map) into ``pooled_height x
     pooled_width`` bins; Argmax holds the flat position of each maximum (-1 for an empty bin, whose
@@ -136,7 +136,7 @@ def _align_weights(roi, attrs, h, w):
 
 
 @register_op("roi_align", inputs=["X", "ROIs", "RoisLod?"], outputs=["Out"],
-             attrs=dict(_POOL_ATTRS, sampling_ratio=-1), infer=_pool_infer(), needs_lod=True,
+             attrs=dict(_POOL_ATTRS, sampling_ratio=-1), infer=_pool_infer(),
              no_grad=("ROIs", "RoisLod"), host_inputs=("ROIs", "RoisLod"))
 def roi_align(ctx, ins, attrs):
     """Each bin of each ROI is the mean of ``sampling_ratio^2`` (or ``ceil(bin size)`` per side)
@@ -216,7 +216,7 @@ def _psroi_infer(ctx):
 
 
 @register_op("psroi_pool", inputs=["X", "ROIs"], outputs=["Out"], attrs=dict(_POOL_ATTRS, output_channels=1),
-             infer=_psroi_infer, needs_lod=True, no_grad=("ROIs",), host_inputs=("ROIs",))
+             infer=_psroi_infer, no_grad=("ROIs",), host_inputs=("ROIs",))
 def psroi_pool(ctx, ins, attrs):
     """Position-sensitive average pooling (R-FCN): bin (i, j) of output channel c averages input channel
     ``(c * pooled_height + i) * pooled_width + j`` over the bin (0 for an empty bin)."""
@@ -278,7 +278,7 @@ def _prroi_weights(roi, attrs, h, w):
 
 
 @register_op("prroi_pool", inputs=["X", "ROIs", "BatchRoINums?"], outputs=["Out"], attrs=dict(_POOL_ATTRS),
-             infer=_pool_infer(), needs_lod=True, no_grad=("BatchRoINums",), host_inputs=("ROIs", "BatchRoINums"))
+             infer=_pool_infer(), no_grad=("BatchRoINums",), host_inputs=("ROIs", "BatchRoINums"))
 def prroi_pool(ctx, ins, attrs):
     """Precise ROI pooling: each bin is the integral over it of X's bilinear interpolation (0 outside
     the feature map), divided by its area."""

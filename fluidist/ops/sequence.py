@@ -66,7 +66,7 @@ def _columns(ctx, x, pad, attrs):
 
 
 @register_op("sequence_conv", inputs=["X", "Filter", "PaddingData?"], outputs=["Out"], attrs=_CONV_ATTRS,
-             needs_lod=True, infer=_seq_conv_infer, share_lod=("X", "Out"))
+             infer=_seq_conv_infer, share_lod=("X", "Out"))
 def sequence_conv(ctx, ins, attrs):
     """Each row's context (``contextLength`` rows from ``contextStart`` relative to it, zeros — or
     the rows of ``PaddingData`` when ``paddingTrainable`` — outside its sequence) times ``Filter``."""
@@ -119,7 +119,7 @@ def _softmax_segments(xp, x, offsets):
 
 
 @register_op("sequence_softmax", inputs=["X"], outputs=["Out"], attrs={"use_cudnn": False, "data_format": "AnyLayout"},
-             needs_lod=True, infer=lambda c: c.share("Out", "X"), share_lod=("X", "Out"))
+             infer=lambda c: c.share("Out", "X"), share_lod=("X", "Out"))
 def sequence_softmax(ctx, ins, attrs):
     """Softmax over the values of each sequence (X: one value per row)."""
     x = ins["X"]
@@ -162,7 +162,7 @@ def _concat_plan(ctx, xs):
     return order, [lengths_to_offsets(lengths)]
 
 
-@register_op("sequence_concat", inputs=["X*"], outputs=["Out"], needs_lod=True,
+@register_op("sequence_concat", inputs=["X*"], outputs=["Out"],
              infer=lambda c: c.share("Out", "X"))
 def sequence_concat(ctx, ins, attrs):
     """Sequence ``i`` of Out is sequence ``i`` of each input, one after another."""
@@ -212,7 +212,7 @@ def _slice_rows(ctx, x, ins):
     return rows, [lengths_to_offsets(length.tolist())]
 
 
-@register_op("sequence_slice", host_inputs=("Offset", "Length"), inputs=["X", "Offset", "Length"], outputs=["Out"], needs_lod=True,
+@register_op("sequence_slice", host_inputs=("Offset", "Length"), inputs=["X", "Offset", "Length"], outputs=["Out"],
              no_grad=("Offset", "Length"), infer=lambda c: c.share("Out", "X"))
 def sequence_slice(ctx, ins, attrs):
     """Rows ``[Offset[i], Offset[i] + Length[i])`` of each sequence ``i``."""
@@ -258,7 +258,7 @@ def _expand_plan(ctx, x, ref_level):
     return rows, lod
 
 
-@register_op("sequence_expand", inputs=["X", "Y"], outputs=["Out"], attrs={"ref_level": -1}, needs_lod=True,
+@register_op("sequence_expand", inputs=["X", "Y"], outputs=["Out"], attrs={"ref_level": -1},
              no_grad=("Y",), infer=lambda c: c.set_output("Out", (-1,) + tuple((c.input_shape("X") or (0,))[1:]),
                                                            c.input_dtype("X")))
 def sequence_expand(ctx, ins, attrs):
@@ -290,7 +290,7 @@ def _expand_as_rows(ctx, x):
     return np.repeat(np.arange(x.shape[0]), np.diff(np.asarray(ref))), [list(ref)]
 
 
-@register_op("sequence_expand_as", inputs=["X", "Y"], outputs=["Out"], needs_lod=True, no_grad=("Y",),
+@register_op("sequence_expand_as", inputs=["X", "Y"], outputs=["Out"], no_grad=("Y",),
              infer=lambda c: c.set_output("Out", (-1,) + tuple((c.input_shape("X") or (0,))[1:]),
                                            c.input_dtype("X")))
 def sequence_expand_as(ctx, ins, attrs):
@@ -317,7 +317,7 @@ def _pad_infer(ctx):
 
 
 @register_op("sequence_pad", inputs=["X", "PadValue"], outputs=["Out", "Length"], attrs={"padded_length": -1},
-             needs_lod=True, no_grad=("PadValue",), infer=_pad_infer)
+             no_grad=("PadValue",), infer=_pad_infer)
 def sequence_pad(ctx, ins, attrs):
     """``[sequences, padded_length, ...]``: each sequence then ``PadValue`` (one value, or one
     row); ``Length`` holds the lengths. ``padded_length`` -1: the longest sequence."""
@@ -396,7 +396,7 @@ def _reshape_lod(ctx, x, new_dim):
     return [out]
 
 
-@register_op("sequence_reshape", inputs=["X"], outputs=["Out"], attrs={"new_dim": 1}, needs_lod=True,
+@register_op("sequence_reshape", inputs=["X"], outputs=["Out"], attrs={"new_dim": 1},
              infer=lambda c: c.set_output("Out", (-1, c.attr("new_dim")), c.input_dtype("X"), 1))
 def sequence_reshape(ctx, ins, attrs):
     """Each sequence's values laid out again in rows of ``new_dim``."""
@@ -423,7 +423,7 @@ def _scatter_index(ctx, x, ids):
     return seg, cols
 
 
-@register_op("sequence_scatter", host_inputs=("Ids",), inputs=["X", "Ids", "Updates"], outputs=["Out"], needs_lod=True,
+@register_op("sequence_scatter", host_inputs=("Ids",), inputs=["X", "Ids", "Updates"], outputs=["Out"],
              no_grad=("Ids",), infer=lambda c: c.share("Out", "X"))
 def sequence_scatter(ctx, ins, attrs):
     """``Out = X``, then ``Out[i, Ids[j]] += Updates[j]`` for each item ``j`` of sequence ``i`` of Ids."""
@@ -445,7 +445,7 @@ def sequence_scatter_grad(ctx, ins, attrs):
 
 # ------------------------------------------------------------------ sequence_enumerate / mask / reverse
 @register_op("sequence_enumerate", inputs=["X"], outputs=["Out"], attrs={"win_size": 2, "pad_value": 0},
-             needs_lod=True, share_lod=("X", "Out"),
+             share_lod=("X", "Out"),
              infer=lambda c: c.set_output("Out", ((c.input_shape("X") or (-1,))[0], c.attr("win_size")),
                                            c.input_dtype("X"), c.input_lod_level("X")))
 def sequence_enumerate(ctx, ins, attrs):
@@ -493,7 +493,7 @@ def _reverse_rows(ctx, x):
     return np.asarray(offsets)[seg] + lengths[seg] - 1 - pos
 
 
-@register_op("sequence_reverse", inputs=["X"], outputs=["Y"], needs_lod=True, share_lod=("X", "Y"),
+@register_op("sequence_reverse", inputs=["X"], outputs=["Y"], share_lod=("X", "Y"),
              infer=lambda c: c.share("Y", "X"))
 def sequence_reverse(ctx, ins, attrs):
     """Each sequence's rows in reverse order."""

@@ -50,7 +50,7 @@ def _infer_lod_reset(ctx):
 
 
 @register_op("lod_reset", host_inputs=("Y",), inputs=["X", "Y?"], outputs=["Out"], attrs={"target_lod": [], "append": False},
-             needs_lod=True, no_grad=("Y",), infer=_infer_lod_reset)
+             no_grad=("Y",), infer=_infer_lod_reset)
 def lod_reset(ctx, ins, attrs):
     """X with a new LoD: Y's LoD, or Y's values as offsets, or ``target_lod``; with ``append`` the
     new level is added under X's levels."""

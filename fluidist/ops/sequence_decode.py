@@ -24,7 +24,7 @@ def _ctc_infer(ctx):
 
 
 @register_op("ctc_align", host=_HOST, inputs=["Input", "InputLength?"], outputs=["Output", "OutputLength?"],
-             attrs={"blank": 0, "merge_repeated": True, "padding_value": 0}, infer=_ctc_infer, needs_lod=True)
+             attrs={"blank": 0, "merge_repeated": True, "padding_value": 0}, infer=_ctc_infer)
 def ctc_align(ctx, ins, attrs):
     """Each sequence of token ids with repeats merged (``merge_repeated``) and ``blank`` removed.
     LoD Input ([T, 1]): Output is [T', 1] with the new sequence lengths (all empty: one -1 row, as
@@ -139,7 +139,7 @@ def _instances(ctx, ins, is_lod):
 
 
 @register_op("filter_by_instag", host=_HOST, inputs=["Ins", "Ins_tag", "Filter_tag"], outputs=["Out", "LossWeight", "IndexMap"],
-             attrs={"is_lod": True, "out_val_if_empty": 0}, needs_lod=True, no_grad=("Ins_tag", "Filter_tag"),
+             attrs={"is_lod": True, "out_val_if_empty": 0}, no_grad=("Ins_tag", "Filter_tag"),
              infer=lambda c: (c.set_output("Out", c.input_shape("Ins"), c.input_dtype("Ins"), 1),
                               c.set_output("LossWeight", [-1, 1], "float32", 1),
                               c.set_output("IndexMap", [-1, 3], c.input_dtype("Ins_tag"), 1)))
@@ -183,7 +183,7 @@ def filter_by_instag(ctx, ins, attrs):
             "IndexMap": xp.asarray(np.array(index_map, dtype=map_dtype))}
 
 
-@register_grad("filter_by_instag", inputs=["Ins", "IndexMap", "LossWeight", "Out@GRAD"], needs_lod=True)
+@register_grad("filter_by_instag", inputs=["Ins", "IndexMap", "LossWeight", "Out@GRAD"])
 def filter_by_instag_grad(ctx, ins, attrs):
     """dOut rows back to the rows of Ins they came from (zeros elsewhere; nothing when nothing was kept)."""
     xp = ctx.xp

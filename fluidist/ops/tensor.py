@@ -72,7 +72,7 @@ def _bsl_infer(ctx):
 @register_op("fill_constant_batch_size_like", inputs=["Input"], outputs=["Out"],
              attrs={"shape": [], "value": 0.0, "dtype": "float32", "input_dim_idx": 0, "output_dim_idx": 0,
                     "force_cpu": False, "str_value": ""},
-             infer=_bsl_infer, needs_lod=True)
+             infer=_bsl_infer)
 def fill_constant_batch_size_like(ctx, ins, attrs):
     """``shape`` filled with ``value``, its ``output_dim_idx`` axis as long as Input's ``input_dim_idx``
     one; for a LoD Input and ``input_dim_idx`` 0, as many as its last LoD level's sequences (Paddle 1.8)."""
@@ -217,7 +217,7 @@ def _concat_grad_maker(op):
 
 
 @register_op("concat", inputs=["X*", "AxisTensor?"], outputs=["Out"], attrs={"axis": 0}, infer=_concat_infer,
-             grad=_concat_grad_maker, no_grad=("AxisTensor",), needs_lod=True)
+             grad=_concat_grad_maker, no_grad=("AxisTensor",))
 def concat(ctx, ins, attrs):
     xs = ins["X"]
     axis = int(scalar_from_tensor(ins, "AxisTensor", attrs["axis"]))

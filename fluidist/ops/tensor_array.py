@@ -61,8 +61,7 @@ def _read_infer(ctx):
 
 
 # ------------------------------------------------------------------ write / read / length
-@register_op("write_to_array", inputs=["X", "I"], outputs=["Out"], infer=_array_infer, no_grad=("I",),
-             needs_lod=True)
+@register_op("write_to_array", inputs=["X", "I"], outputs=["Out"], infer=_array_infer, no_grad=("I",))
 def write_to_array(ctx, ins, attrs):
     """``Out[I] = X`` (Out grows as needed); the array is changed in place."""
     arr = _array_out(ctx, "Out")
@@ -80,8 +79,7 @@ def write_to_array_grad(ctx, ins, attrs):
     return {"X@GRAD": g}
 
 
-@register_op("read_from_array", inputs=["X", "I"], outputs=["Out"], infer=_read_infer, no_grad=("I",),
-             needs_lod=True)
+@register_op("read_from_array", inputs=["X", "I"], outputs=["Out"], infer=_read_infer, no_grad=("I",))
 def read_from_array(ctx, ins, attrs):
     arr = _array_in(ctx, ins["X"])
     i = _index(ctx, ins["I"])
@@ -115,7 +113,7 @@ def _table(ctx, value, slot="RankTable"):
     return value
 
 
-@register_op("lod_rank_table", inputs=["X"], outputs=["Out"], attrs={"level": 0}, needs_lod=True,
+@register_op("lod_rank_table", inputs=["X"], outputs=["Out"], attrs={"level": 0},
              infer=lambda c: c.set_output("Out", None, type="LOD_RANK_TABLE"))
 def lod_rank_table(ctx, ins, attrs):
     lod = ctx.lod("X")
@@ -214,7 +212,7 @@ def _to_array_infer(ctx):
 
 
 @register_op("lod_tensor_to_array", inputs=["X", "RankTable"], outputs=["Out"], no_grad=("RankTable",),
-             needs_lod=True, infer=_to_array_infer)
+             infer=_to_array_infer)
 def lod_tensor_to_array(ctx, ins, attrs):
     return {"Out": _to_array(ctx, ins["X"], ctx.lod("X"), _table(ctx, ins["RankTable"]))}
 
@@ -234,7 +232,7 @@ def _to_lod_tensor_infer(ctx):
 
 
 @register_op("array_to_lod_tensor", inputs=["X", "RankTable"], outputs=["Out"], no_grad=("RankTable",),
-             needs_lod=True, infer=_to_lod_tensor_infer)
+             infer=_to_lod_tensor_infer)
 def array_to_lod_tensor(ctx, ins, attrs):
     out, lod = _from_array(ctx, _array_in(ctx, ins["X"]), _table(ctx, ins["RankTable"]))
     ctx.set_lod("Out", lod)
@@ -260,7 +258,7 @@ def _active(table, i):
 
 
 @register_op("shrink_rnn_memory", inputs=["X", "RankTable", "I"], outputs=["Out"],
-             no_grad=("RankTable", "I"), needs_lod=True,
+             no_grad=("RankTable", "I"),
              infer=lambda c: c.share("Out", "X"))
 def shrink_rnn_memory(ctx, ins, attrs):
     """The rows of ``X`` for the sequences still running at step ``I``: its first ``k`` rows (or
@@ -300,7 +298,7 @@ def _rank_rows(ctx, x, lod, table):
 
 
 @register_op("reorder_lod_tensor_by_rank", inputs=["X", "RankTable"], outputs=["Out"],
-             no_grad=("RankTable",), needs_lod=True, infer=lambda c: c.share("Out", "X"))
+             no_grad=("RankTable",), infer=lambda c: c.share("Out", "X"))
 def reorder_lod_tensor_by_rank(ctx, ins, attrs):
     rows, lod = _rank_rows(ctx, ins["X"], ctx.lod("X"), _table(ctx, ins["RankTable"]))
     ctx.set_lod("Out", lod)

@@ -36,7 +36,7 @@ def _mmt_pairs(ctx, x, y):
 
 
 @register_op("match_matrix_tensor", inputs=["X", "Y", "W"], outputs=["Out", "Tmp"], attrs={"dim_t": 1},
-             infer=_mmt_infer, needs_lod=True)
+             infer=_mmt_infer)
 def match_matrix_tensor(ctx, ins, attrs):
     """Per sequence pair, ``Out_t = x W[:, t, :] y^T`` for t < dim_t (W [H, dim_t, H]), the
     ``[dim_t, len_x, len_y]`` block flattened; Tmp holds ``x W`` ([len_x, dim_t, H]) flattened."""
@@ -106,7 +106,7 @@ def _topk_infer(ctx):
 
 
 @register_op("sequence_topk_avg_pooling", inputs=["X", "ROW", "COLUMN"], outputs=["Out", "pos"],
-             attrs={"topks": [], "channel_num": 0}, infer=_topk_infer, needs_lod=True, no_grad=("ROW", "COLUMN"))
+             attrs={"topks": [], "channel_num": 0}, infer=_topk_infer, no_grad=("ROW", "COLUMN"))
 def sequence_topk_avg_pooling(ctx, ins, attrs):
     """For each image row and channel, the mean of its k largest values for each k of ``topks``
     (fewer values than k: the sum is still divided by k): Out [rows, channels * len(topks)] with
@@ -189,7 +189,7 @@ def _var_conv_infer(ctx):
 
 
 @register_op("var_conv_2d", inputs=["X", "ROW", "COLUMN", "W"], outputs=["Out", "Col"], attrs=_VAR_CONV_ATTRS,
-             infer=_var_conv_infer, needs_lod=True, no_grad=("ROW", "COLUMN"))
+             infer=_var_conv_infer, no_grad=("ROW", "COLUMN"))
 def var_conv_2d(ctx, ins, attrs):
     """A 2-D convolution (``W`` [out_ch, in_ch * KernelH * KernelW], centred kernel, zero padding,
     strides) of each image of X, its rows and columns counted by the LoD of ROW and COLUMN; Out and

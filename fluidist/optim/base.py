@@ -137,7 +137,8 @@ class Optimizer:
     # ---------------------------------------------------------------- the update op, from its rule
     def _update_rule(self):
         """The registry's ``UpdateRule`` of this optimizer's update op (``type``)."""
-        rule = registry.get(self.type).update
+        registry.get(self.type)     # an unknown op type is refused with the registry's error
+        rule = registry.fact(self.type, "update")
         if rule is None:
             raise TypeError("%s: op %r is not a parameter update op (it has no UpdateRule)"
                             % (type(self).__name__, self.type))

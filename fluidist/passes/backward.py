@@ -122,9 +122,8 @@ def _grad_var_like(block, grad_name, fwd_name):
 
 
 def _grad_specs(op, backward):
-    maker = registry.get(op.type).grad
-    if callable(maker) and getattr(maker, "takes_backward", False):
-        return maker(op, backward)
+    if registry.fact(op, "takes_backward"):
+        return registry.get(op.type).grad(op, backward)
     return registry.make_grad_specs(op)
 
 

@@ -23,7 +23,7 @@ RECOMPUTE_INFIX = "@RECOMPUTE@"
 
 def _rerunnable(op):
     d = registry.lookup(op.type)
-    return d is not None and not d.side_effect and "seed" not in d.attrs
+    return d is not None and not registry.fact(op, "side_effect") and "seed" not in d.attrs
 
 
 def _persistable(block, name):

@@ -2,9 +2,9 @@
 ``batch_norm`` ops of a program that normalise with the batch's statistics become
 ``sync_batch_norm`` (``fluidist.ops.sync_batch_norm``), and their gradient ops
 ``sync_batch_norm_grad``, as Paddle's ``sync_batch_norm_pass`` does. Ops that normalise with the
-running statistics (``is_test``, ``use_global_stats``) have nothing to synchronise and stay."""
-
-FORWARD, BACKWARD = "batch_norm", "batch_norm_grad"
+running statistics (``is_test``, ``use_global_stats``) have nothing to synchronise and stay. Which
+op becomes which is the registry's ``synced`` fact."""
+from ..framework import registry
 
 
 def _uses_batch_stats(op):
@@ -17,9 +17,10 @@ def convert_sync_batch_norm(program):
     count = 0
     for block in program.blocks:
         for op in block.ops:
-            if op.type in (FORWARD, BACKWARD) and _uses_batch_stats(op):
-                count += op.type == FORWARD
-                op.type = "sync_" + op.type
+            synced = registry.fact(op, "synced")
+            if synced and _uses_batch_stats(op):
+                count += registry.fact(op, "forward") is None
+                op.type = synced
     if count:
         program._bump_version()
     return count

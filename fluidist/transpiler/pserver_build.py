@@ -170,7 +170,7 @@ def _append_table_blocks(plan, endpoint, prog, ob, multi, recv_inputs):
                   persistable=True)
     _pserver_var(gb, ob.var(t.lr), t.lr, persistable=True)
     update = t.row_update()
-    if update is None and t.optimizer != "sgd":
+    if update is None:    # the user's rule is not row-wise (SGD's always is): the pservers fall back to SGD
         import warnings
         warnings.warn("the distributed table %r is updated with SGD on the pservers (its optimizer %r updates "
                       "every row or keeps one-element state, which a shard of rows cannot)" % (t.name, t.optimizer))

@@ -47,7 +47,8 @@ def _kernel_facts():
         if d.kernel is not None and hasattr(d.kernel, "__code__"):
             code = d.kernel.__code__
             key = (os.path.abspath(code.co_filename), code.co_firstlineno)
-            out[key] = None if d.host else frozenset(d.host_inputs) | out.get(key, frozenset())
+            out[key] = None if registry.fact(d.type, "host") else \
+                frozenset(registry.fact(d.type, "host_inputs")) | out.get(key, frozenset())
     return out
 
 

@@ -14,13 +14,13 @@ from fluidist.framework import registry
 
 
 def _update_types():
-    return [t for t in registry.all_op_types() if registry.get(t).update is not None]
+    return [t for t in registry.all_op_types() if registry.fact(t, "update") is not None]
 
 
 def _run_update(op_type, arrays, attrs):
     """Run one ``op_type`` op on copies of ``arrays`` ({slot: array}); returns {output slot: array}."""
     d = registry.get(op_type)
-    rule = d.update
+    rule = registry.fact(op_type, "update")
     prog = fluid.Program()
     block = prog.global_block()
     scope = fluid.Scope()
@@ -41,7 +41,7 @@ def _inputs(op_type, rows, width, seed):
     """Values for the op's input slots as the registry declares them: Param, Grad and the
     parameter-shaped accumulators get [rows, width]; LearningRate and the scalars one value."""
     d = registry.get(op_type)
-    rule = d.update
+    rule = registry.fact(op_type, "update")
     r = np.random.RandomState(seed)
     arrays = {}
     for slot in d.inputs:
@@ -62,7 +62,7 @@ def _inputs(op_type, rows, width, seed):
 
 @pytest.mark.parametrize("op_type", _update_types())
 def test_update_on_a_row_block_is_that_block_of_the_whole_update(op_type):
-    rule = registry.get(op_type).update
+    rule = registry.fact(op_type, "update")
     attrs = registry.defaults_for(op_type)
     whole = _inputs(op_type, 8, 5, seed=3)
     want = _run_update(op_type, whole, attrs)
@@ -82,4 +82,4 @@ def test_the_update_ops_and_their_facts():
     types = set(_update_types())
     assert {"sgd", "momentum", "adam", "adamax", "adagrad", "decayed_adagrad", "rmsprop", "ftrl", "lamb",
             "lars_momentum"} <= types
-    assert {t for t in types if registry.get(t).update.whole_param} >= {"lamb", "lars_momentum"}
+    assert {t for t in types if registry.fact(t, "update").whole_param} >= {"lamb", "lars_momentum"}
