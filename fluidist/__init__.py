@@ -18,6 +18,7 @@ import sys as _sys
 import threading as _threading
 from typing import TYPE_CHECKING
 
+from . import compat as _compat
 from . import paddle_paths as _paddle_paths
 from ._version import __version__  # noqa: F401
 from .console.interrupts import install_quiet_interrupt_hook as _quiet_interrupt
@@ -165,12 +166,14 @@ def __getattr__(name):
         _load()
         if name in globals():
             return globals()[name]
+        if name in _compat.PADDLE2_NAMES:    # Paddle 2.x's (fluid.enable_static, fluid.static): say so
+            _compat.raise_missing("fluidist", name)
     try:
         return _importlib.import_module("fluidist." + name)   # a module of fluidist, or one of Paddle's paths
     except ModuleNotFoundError as e:
         if e.name != "fluidist." + name:
             raise
-        raise AttributeError("module 'fluidist' has no attribute %r" % name) from None
+    _compat.raise_missing("fluidist", name)   # a 2.x-era name (fluid.concat) gets its 1.x spelling
 
 
 def __dir__():
