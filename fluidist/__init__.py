@@ -18,6 +18,7 @@ import sys as _sys
 import threading as _threading
 from typing import TYPE_CHECKING
 
+from . import compat as _compat
 from . import paddle_paths as _paddle_paths
 from ._version import __version__  # noqa: F401
 from .console.interrupts import install_quiet_interrupt_hook as _quiet_interrupt
@@ -81,6 +82,29 @@ _FACE = {
     "learning_rate_decay": "fluidist.layers.learning_rate_scheduler",
     "data": "fluidist.layers.io:data",   # the function (Paddle's fluid.data), not the module of that path
 }
+
+# ``from fluidist import *`` and what type checkers take as exported (mypy --strict): the version and
+# every name of _FACE (tests/test_typing.py keeps the two lists equal)
+__all__ = ["__version__", "unique_name", "ops", "VarType", "Block", "Operator", "Parameter", "Program", "Variable",
+           "default_main_program", "default_startup_program", "name_scope", "program_guard", "CPUPlace",
+           "CUDAPinnedPlace", "CUDAPlace", "Executor", "LoDTensor", "Scope", "SelectedRows", "cpu_places",
+           "create_lod_tensor", "cuda_places", "global_scope", "is_compiled_with_cuda", "scope_guard",
+           "cuda_pinned_places", "ComplexVariable", "device_guard", "get_flags", "in_dygraph_mode", "load_op_library",
+           "require_version", "set_flags", "BuildStrategy", "CompiledProgram", "ExecutionStrategy", "executor",
+           "framework", "parallel_executor", "install_check", "ParallelExecutor", "initializer", "layers",
+           "optimizer", "regularizer", "clip", "io", "load", "load_program_state", "save", "set_program_state",
+           "nets", "compiler", "log_helper", "metrics", "backward", "append_backward", "gradients", "ParamAttr",
+           "WeightNormParamAttr", "param_attr", "input", "embedding", "one_hot", "DistributeTranspiler",
+           "DistributeTranspilerConfig", "HashName", "RoundRobin", "memory_optimize", "release_memory", "transpiler",
+           "communicator", "core", "reader", "dataset", "incubate", "DatasetFactory", "InMemoryDataset",
+           "QueueDataset", "data_generator", "data_feeder", "DataFeeder", "profiler", "timeline", "contrib",
+           "dygraph", "lod_tensor", "LoDTensorArray", "Tensor", "create_random_int_lodtensor", "DataFeedDesc",
+           "DistMultiTrainer", "MultiTrainer", "PipelineTrainer", "TrainerDesc", "VarBase", "disable_dygraph",
+           "disable_imperative", "enable_dygraph", "enable_imperative", "Conv2D", "Conv3D", "Pool2D", "Linear",
+           "BatchNorm", "Dropout", "Embedding", "GRUUnit", "InstanceNorm", "LayerNorm", "NCE", "PRelu",
+           "BilinearTensorProduct", "Conv2DTranspose", "Conv3DTranspose", "GroupNorm", "SpectralNorm", "TreeConv",
+           "MSELoss", "L1Loss", "NLLLoss", "BCELoss", "Layer", "save_dygraph", "load_dygraph", "monkey_patch_varbase",
+           "learning_rate_decay", "data"]
 
 if TYPE_CHECKING:   # the face as type checkers see it: the names of _FACE, imported the plain way
     from . import (contrib, core, dataset, dygraph, executor, framework, incubate, initializer,  # noqa: F401
@@ -165,12 +189,14 @@ def __getattr__(name):
         _load()
         if name in globals():
             return globals()[name]
+        if name in _compat.PADDLE2_NAMES:    # Paddle 2.x's (fluid.enable_static, fluid.static): say so
+            _compat.raise_missing("fluidist", name)
     try:
         return _importlib.import_module("fluidist." + name)   # a module of fluidist, or one of Paddle's paths
     except ModuleNotFoundError as e:
         if e.name != "fluidist." + name:
             raise
-        raise AttributeError("module 'fluidist' has no attribute %r" % name) from None
+    _compat.raise_missing("fluidist", name)   # a 2.x-era name (fluid.concat) gets its 1.x spelling
 
 
 def __dir__():

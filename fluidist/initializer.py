@@ -13,6 +13,12 @@ import numpy as np
 
 from .framework.dtypes import convert_dtype
 
+# Paddle 1.8's __all__ (and the base class): what a star import and a type checker take from here
+__all__ = ["Constant", "Uniform", "Normal", "TruncatedNormal", "Xavier", "Bilinear", "MSRA", "ConstantInitializer",
+           "UniformInitializer", "NormalInitializer", "TruncatedNormalInitializer", "XavierInitializer",
+           "BilinearInitializer", "MSRAInitializer", "NumpyArrayInitializer", "force_init_on_cpu", "init_on_cpu",
+           "Initializer"]
+
 _force_cpu = [False]
 
 

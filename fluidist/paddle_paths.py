@@ -16,7 +16,8 @@ which the IR does not import): each of the two packages' ``__getattr__`` (PEP 56
 :func:`paddle_name`, so the name is found where Paddle has it and defined where it belongs.
 
 ``tests/compat/fluid18_modules.txt`` lists every path and name checked. This module imports nothing
-of fluidist but the refusal helpers: it names modules, it does not load them.
+of fluidist but the refusal helpers and the table of Paddle 2.x's names: it names modules, it does not
+load them.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import sys
 import types
 from typing import Callable, Dict, Optional, Union
 
-from .compat import REFUSED_MODULES, refused_module
+from .compat import REFUSED_MODULES, import_refusal, refused_module
 
 
 class _CallableModule:
@@ -140,6 +141,9 @@ class PaddlePathFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         found = _target(fullname) if fullname.startswith("fluidist.") else None
         if found is None:
+            refusal = import_refusal(fullname)   # Paddle 2.x's paths (fluidist.static): say what fluidist is
+            if refusal is not None:
+                raise refusal
             return None
         if not isinstance(found, str):
             return importlib.util.spec_from_loader(fullname, self)

@@ -5,6 +5,9 @@ from typing import TYPE_CHECKING, Any
 
 from .initializer import Initializer
 
+# Paddle 1.8's __all__: what a star import and a type checker take from here
+__all__ = ["ParamAttr", "WeightNormParamAttr"]
+
 if TYPE_CHECKING:
     from .passes.regularizer import WeightDecayRegularizer
 

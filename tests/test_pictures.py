@@ -170,12 +170,40 @@ def _png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
-def _draw(tmp_path, *args):
-    """fluidist-draw as its console script runs it (``sys.exit(main())``)."""
+def _draw(tmp_path, *args, path=None):
+    """fluidist-draw as its console script runs it (``sys.exit(main())``); ``path``: its PATH."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if path is not None:
+        env["PATH"] = path
     return subprocess.run([sys.executable, "-c", "import sys; from fluidist.viz.draw import main; sys.exit(main())"]
                           + [str(a) for a in args], capture_output=True, text=True, timeout=120, env=env,
                           cwd=str(tmp_path))
+
+
+def test_the_default_picture_as_svg_needs_no_graphviz(tmp_path):
+    """fluidist-draw with no ``dot`` on its PATH: the default (lanes) picture as SVG is drawn by fluidist, a
+    well-formed SVG that names each process's lane and the ops of each stage; PNG and ``--detail`` say
+    they need Graphviz (exit 1)."""
+    example = os.path.join(ROOT, "examples", "dist_digits.py")
+    no_dot = tmp_path / "bin"
+    no_dot.mkdir()
+    os.symlink(sys.executable, str(no_dot / "python"))
+    svg_path = tmp_path / "job.svg"
+    r = _draw(tmp_path, "-o", svg_path, example, "--model", "mlp", path=str(no_dot))
+    assert r.returncode == 0 and r.stdout == str(svg_path) + "\n", r.stderr
+    svg = ET.parse(str(svg_path)).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    assert svg.tag == ns + "svg" and float(svg.get("width")) <= 1920
+    titles = [t.text for t in svg.iter(ns + "title")]
+    assert {"cluster_trainer_0", "cluster_trainer_1", "cluster_pserver_0", "cluster_pserver_1"} <= set(titles)
+    text = " ".join(t.text or "" for t in svg.iter(ns + "tspan"))
+    for words in ("listen_and_serv", "send -> pserver 0", "recv <- pserver 1", "send_barrier", "fetch_barrier",
+                  "mul", "softmax_with_cross_entropy", "adam", "dist_digits.py: 2 pserver(s) x 2 trainer(s)"):
+        assert words in text, (words, text[:2000])
+    assert len(svg.findall(".//%spath" % ns)) >= 8       # per trainer and pserver: a send and a recv edge
+    for args in (["-o", tmp_path / "job.png"], ["--detail", "-o", tmp_path / "detail.svg"]):
+        r = _draw(tmp_path, *args, example, path=str(no_dot))
+        assert r.returncode == 1 and "Graphviz's `dot` is not installed" in r.stderr, r.stderr
 
 
 @needs_dot

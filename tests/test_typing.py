@@ -153,3 +153,112 @@ def test_paddles_module_paths_type_check_through_their_stubs(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:]
     r = _run_mypy(own + [str(bad)], cache)
     assert r.returncode == 1 and '"learning_rate" to "SGDOptimizer"' in r.stdout, r.stdout[-3000:]
+
+
+STRICT_SCRIPT = '''
+"""A training script as a user writes it: builds, trains, saves."""
+from typing import List
+
+import numpy as np
+
+import fluidist as fluid
+from fluidist.executor import global_scope
+from fluidist.framework import Variable
+from fluidist.initializer import Xavier
+from fluidist.layers import cond, less_than
+
+
+def build() -> "tuple[fluid.Program, fluid.Program, Variable, Variable]":
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+        hidden = fluid.layers.fc(input=x, size=8, act="relu", param_attr=fluid.ParamAttr(initializer=Xavier()))
+        logits = fluid.layers.fc(hidden, size=3)
+        loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
+        small = less_than(loss, fluid.layers.fill_constant([1], "float32", 10.0))
+        cond(small, lambda: fluid.layers.scale(loss, 1.0), lambda: fluid.layers.scale(loss, 0.5))
+        fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
+    return main, startup, logits, loss
+
+
+def train(steps: int) -> float:
+    main, startup, logits, loss = build()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    xs = np.random.rand(8, 4).astype("float32")
+    ys = np.random.randint(0, 3, (8, 1)).astype("int64")
+    last = 0.0
+    for _ in range(steps):
+        fetched: List[np.ndarray] = exe.run(main, feed={"x": xs, "label": ys}, fetch_list=[loss])
+        last = float(fetched[0].mean())
+    fluid.io.save_inference_model("model_dir", ["x"], [logits], exe, main_program=main)
+    fluid.save(main, "checkpoint")
+    assert global_scope() is not None
+    return last
+'''
+
+
+def _strict_mypy(args, cache_dir):
+    """mypy --strict as a user runs it on their script (the installed packages' own errors are theirs:
+    --follow-imports silent), with this checkout first on the path."""
+    return _run_mypy(["--strict", "--follow-imports", "silent", "--no-incremental", "-v"] + args, cache_dir)
+
+
+def _parsed_fluidist_files(verbose_log):
+    return set(re.findall(r"Parsing (\S+/fluidist/\S+\.pyi?) \(fluidist", verbose_log))
+
+
+def test_mypy_strict_passes_on_a_correct_training_script_and_types_its_fetches(tmp_path):
+    """No "does not explicitly export" error on the face (``__all__``), and a fetch with the default
+    return_numpy=True is a list of ndarrays: a misspelt array method is reported."""
+    good, wrong = tmp_path / "train.py", tmp_path / "train_wrong.py"
+    good.write_text(STRICT_SCRIPT)
+    wrong.write_text(STRICT_SCRIPT + "\n\ndef misspelt(exe: fluid.Executor, loss: Variable) -> None:\n"
+                     "    exe.run(fetch_list=[loss])[0].meen()\n")
+    r = _strict_mypy([str(good)], tmp_path / "cache")
+    assert r.returncode == 0, r.stdout[-3000:]
+    parsed = _parsed_fluidist_files(r.stderr)   # numpy comes from site-packages; fluidist from this checkout
+    assert parsed and all(p.startswith(ROOT) for p in parsed), sorted(p for p in parsed if not p.startswith(ROOT))[:5]
+    r = _strict_mypy([str(wrong)], tmp_path / "cache")
+    assert r.returncode == 1 and '"ndarray[' in r.stdout and 'has no attribute "meen"' in r.stdout, r.stdout[-3000:]
+
+
+# the modules a script imports names from, and how many names each has at least
+FACE_MODULES = {"fluidist": 120, "fluidist.layers": 300, "fluidist.optimizer": 25, "fluidist.io": 25,
+                "fluidist.initializer": 15, "fluidist.executor": 10, "fluidist.framework": 15, "fluidist.transpiler": 5,
+                "fluidist.param_attr": 2, "fluidist.regularizer": 4, "fluidist.clip": 5, "fluidist.nets": 4,
+                "fluidist.metrics": 8, "fluidist.dataset": 3, "fluidist.compiler": 3, "fluidist.profiler": 4,
+                "fluidist.incubate.fleet.base.role_maker": 5, "fluidist.incubate.fleet.collective": 5,
+                "fluidist.incubate.fleet.parameter_server.distribute_transpiler": 5}
+
+
+def public_names(module_name):
+    """A module's ``__all__``; without one (fluid.layers: star imports), the public names bound there that
+    are fluidist's functions and classes (not its submodules)."""
+    import importlib
+    import types
+    module = importlib.import_module(module_name)
+    if hasattr(module, "__all__"):
+        return list(module.__all__)
+    return [n for n, v in vars(module).items() if not n.startswith("_") and not isinstance(v, types.ModuleType)
+            and (getattr(v, "__module__", None) or "").startswith("fluidist")]
+
+
+def test_mypy_strict_sees_every_public_name_of_the_face_modules(tmp_path):
+    """``from <module> import <name>`` for every public name of each module users import from passes
+    mypy --strict: each is exported (``__all__``, ``name as name``), none defined out of a checker's
+    sight (``globals()[...] = ...``, an ``__all__`` that is not a literal list)."""
+    lines = []
+    for module_name, at_least in FACE_MODULES.items():
+        names = public_names(module_name)
+        assert len(names) >= at_least, (module_name, len(names))
+        lines += ["from %s import %s as _%d" % (module_name, name, len(lines) + i) for i, name in enumerate(names)]
+    script = tmp_path / "every_name.py"
+    script.write_text("\n".join(lines) + "\n")
+    r = _run_mypy(["--strict", "--follow-imports", "silent", str(script)], tmp_path / "cache")
+    assert r.returncode == 0, r.stdout[-4000:]
+
+
+def test_the_face_exports_every_name_it_has():
+    assert fluid.__all__ == ["__version__"] + list(fluid._FACE)

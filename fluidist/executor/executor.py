@@ -6,7 +6,7 @@ so an edit after the first run is always seen. The Executor never rewrites progr
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, List, Literal, Sequence, overload
 
 import numpy as np
 
@@ -128,6 +128,24 @@ class Executor:
         plan.run(scope)
 
     # ------------------------------------------------------------------ running
+    # What a run returns, as the arguments say it: NumPy arrays (the default, return_numpy=True, merged);
+    # other combinations (LoDTensors, one list per place) are not told apart. A fetched LoDTensorArray
+    # is a list of arrays even so (cast that one).
+    @overload
+    def run(self, program: Program | CompiledProgram | None = None,
+            feed: dict[str, Any] | list[dict[str, Any]] | None = None,
+            fetch_list: Sequence[Variable | str] | None = None, feed_var_name: str = "feed",
+            fetch_var_name: str = "fetch", scope: Scope | None = None, return_numpy: Literal[True] = True,
+            use_program_cache: bool = False, return_merged: Literal[True] = True,
+            use_prune: bool = False) -> List[np.ndarray]: ...
+
+    @overload
+    def run(self, program: Program | CompiledProgram | None = None,
+            feed: dict[str, Any] | list[dict[str, Any]] | None = None,
+            fetch_list: Sequence[Variable | str] | None = None, feed_var_name: str = "feed",
+            fetch_var_name: str = "fetch", scope: Scope | None = None, return_numpy: bool = True,
+            use_program_cache: bool = False, return_merged: bool = True, use_prune: bool = False) -> List[Any]: ...
+
     def run(self, program: Program | CompiledProgram | None = None,
             feed: dict[str, Any] | list[dict[str, Any]] | None = None,
             fetch_list: Sequence[Variable | str] | None = None, feed_var_name: str = "feed",

@@ -18,6 +18,16 @@ from .dygraph_switch import (_current_expected_place, _dygraph_current_expected_
 from .variable import EMPTY_VAR_NAME, TEMP_VAR_NAME  # noqa: F401,E402
 from .variable import GRAD_SUFFIX as GRAD_VAR_SUFFIX  # noqa: F401,E402
 
+# the names a script imports from here (a type checker exports these, and only these); Paddle 1.8's __all__ first
+__all__ = ["Program", "default_startup_program", "default_main_program", "program_guard", "name_scope", "cuda_places",
+           "cpu_places", "cuda_pinned_places", "in_dygraph_mode", "is_compiled_with_cuda", "Variable",
+           "ComplexVariable", "load_op_library", "require_version", "device_guard", "set_flags", "get_flags", "Block",
+           "Operator", "Parameter", "VarType", "OpRole", "NameScope", "unique_name", "grad_var_name",
+           "switch_main_program", "switch_startup_program", "convert_np_dtype_to_dtype_", "dtype_is_floating",
+           "IrGraph", "IrNode", "IrOpNode", "IrVarNode", "OpProtoHolder", "ParamBase",
+           "generate_control_dev_var_name", "get_all_op_protos", "switch_device", "dygraph_not_support",
+           "dygraph_only"]
+
 # Paddle's framework module constants (the suffix of zero-filled gradients, the prefix of control
 # dependency variables)
 ZERO_VAR_SUFFIX = "@ZERO"

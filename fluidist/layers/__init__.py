@@ -1,9 +1,12 @@
 """``fluid.layers``: the layers a script calls to build a program, all reachable as ``fluid.layers.NAME``."""
-from .io import (create_py_reader_by_data, double_buffer, layers_data, load, py_reader,  # noqa: F401
-                 read_file)
+from typing import TYPE_CHECKING
+
+# ``name as name``: exported to type checkers as well (mypy --strict exports no plain import)
+from .io import (create_py_reader_by_data as create_py_reader_by_data, double_buffer as double_buffer,  # noqa: F401
+                 layers_data as layers_data, load as load, py_reader as py_reader, read_file as read_file)
 from .nn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
-from .layer_helper import LayerHelper  # noqa: F401
+from .layer_helper import LayerHelper as LayerHelper  # noqa: F401
 from .conv import *  # noqa: F401,F403
 from .learning_rate_scheduler import *  # noqa: F401,F403
 from .control_flow import *  # noqa: F401,F403
@@ -33,8 +36,12 @@ from .roi import *  # noqa: F401,F403
 from .deformable import *  # noqa: F401,F403
 from .distributions import *  # noqa: F401,F403  (refused)
 from .refused import *  # noqa: F401,F403  (last: the names fluidist refuses)
-from . import collective, device, layer_function_generator, utils  # noqa: F401  (Paddle's module paths)
-from .io import layers_data as data  # noqa: E402,F401  (an import, which the docs render as the function)
+from . import collective as collective, device as device  # noqa: F401  (Paddle's module paths)
+from . import layer_function_generator as layer_function_generator, utils as utils  # noqa: F401
+if TYPE_CHECKING:   # exported to type checkers (an assignment is, a renaming import is not)
+    data = layers_data
+else:
+    from .io import layers_data as data  # noqa: E402,F401  (an import, which the docs render as the function)
 
 from .paddle_modules import place_names as _place_names
 

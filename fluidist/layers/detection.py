@@ -520,10 +520,14 @@ def sigmoid_focal_loss(x: Variable, label: Variable, fg_num: Variable, gamma: fl
                {"Out": x.dtype}, {"gamma": gamma, "alpha": alpha})[0]
 
 
-for _name in ("multi_box_head", "ssd_loss", "retinanet_detection_output", "matrix_nms"):
-    globals()[_name] = refused("fluid.layers." + _name, _HEAD)
-for _name in ("rpn_target_assign", "retinanet_target_assign", "roi_perspective_transform", "generate_proposal_labels",
-              "generate_mask_labels"):
-    globals()[_name] = refused("fluid.layers." + _name, _RCNN)
+multi_box_head = refused("fluid.layers.multi_box_head", _HEAD)
+ssd_loss = refused("fluid.layers.ssd_loss", _HEAD)
+retinanet_detection_output = refused("fluid.layers.retinanet_detection_output", _HEAD)
+matrix_nms = refused("fluid.layers.matrix_nms", _HEAD)
+rpn_target_assign = refused("fluid.layers.rpn_target_assign", _RCNN)
+retinanet_target_assign = refused("fluid.layers.retinanet_target_assign", _RCNN)
+roi_perspective_transform = refused("fluid.layers.roi_perspective_transform", _RCNN)
+generate_proposal_labels = refused("fluid.layers.generate_proposal_labels", _RCNN)
+generate_mask_labels = refused("fluid.layers.generate_mask_labels", _RCNN)
 from .detection_heads import (collect_fpn_proposals, detection_map, distribute_fpn_proposals,  # noqa: E402,F401
                               generate_proposals, yolov3_loss)

@@ -13,12 +13,13 @@ from .nn import fc
 from .tensor import concat
 
 from .rnn_api import *  # noqa: F401,F403
-from .rnn_api import __all__ as _api_names
 from .rnn_decode import *  # noqa: F401,F403
-from .rnn_decode import __all__ as _decode_names
 
+# a literal list: type checkers read no other form
 __all__ = ["dynamic_lstm", "dynamic_lstmp", "dynamic_gru", "gru_unit", "lstm_unit", "lstm", "beam_search",
-           "beam_search_decode", "gather_tree"] + _api_names + _decode_names  # a sum griffe (the docs) follows
+           "beam_search_decode", "gather_tree", "RNNCell", "GRUCell", "LSTMCell", "rnn", "Decoder",
+           "BeamSearchDecoder", "dynamic_decode", "DecodeHelper", "TrainingHelper", "GreedyEmbeddingHelper",
+           "SampleEmbeddingHelper", "BasicDecoder"]
 
 
 def _check_var(x, layer, arg="input"):

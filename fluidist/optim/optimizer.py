@@ -427,3 +427,9 @@ Dpsgd = DpsgdOptimizer
 """``Dpsgd``: the short name of ``DpsgdOptimizer`` (the same class)."""
 
 from .paddle_imports import *  # noqa: E402,F401,F403 (names Paddle's module imports for itself)
+
+
+def __getattr__(name: str) -> Any:
+    """A missing name: Paddle 2.x's optimizer names (``AdamW``, ``lr``) say fluid 1.x's spelling."""
+    from ..compat import raise_missing
+    raise_missing("fluidist.optimizer", name)

@@ -13,7 +13,8 @@ edge per trainer, pserver and direction. ``--detail`` draws every op instead, jo
 flow between them, each ``send`` joined to its pserver and each ``recv`` to the block that updates what
 it receives, labelled with the variable (``--vars``: the variables as nodes too). The picture's format
 follows the output's extension (svg, png, pdf; .dot writes the DOT text only); the DOT text is written
-beside it. On success the picture's path is printed (once) and the exit code is 0.
+beside it. The default picture as SVG is laid out by fluidist itself (:mod:`fluidist.viz.svg_lanes`);
+``--detail`` pictures and PNG / PDF need Graphviz's ``dot``. On success the picture's path is printed (once) and the exit code is 0.
 
 The script sees the environment a launcher gives trainer 0 (``TRAINING_ROLE=TRAINER``, ``PADDLE_*``), so
 scripts that take their role from it go straight to their transpile call.
@@ -27,6 +28,7 @@ from .debugger import add_block
 from .draw_lanes import draw_lanes
 from ..framework import registry
 from .graphviz import DotNotFound, Graph, render
+from .svg_lanes import write_lanes_svg
 
 __all__ = ["capture_programs", "transpile_job", "draw_job", "draw_lanes", "main"]
 
@@ -180,7 +182,8 @@ def build_parser():
     p.add_argument("--vars", action="store_true", help="with --detail: the variables as nodes too")
     p.add_argument("-o", "--output", default="job.svg",
                    help="the picture; its extension picks the format (svg, png, pdf; .dot writes DOT only). "
-                        "The DOT text is written beside it")
+                        "The DOT text is written beside it. The default picture as svg needs no Graphviz; "
+                        "--detail and png / pdf need its dot")
     p.add_argument("script", help="the training script (run only until it transpiles)")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="the script's arguments")
     return p
@@ -213,7 +216,9 @@ def main(argv=None):
     base, ext = os.path.splitext(args.output)
     dot_path = g.save(base + ".dot")
     out = dot_path
-    if ext.lower() not in ("", ".dot", ".gv"):
+    if ext.lower() == ".svg" and not args.detail:      # the lanes picture: fluidist lays it out, no Graphviz
+        out = write_lanes_svg(g, args.output)
+    elif ext.lower() not in ("", ".dot", ".gv"):
         try:
             out = render(dot_path, args.output)
         except (DotNotFound, RuntimeError) as e:

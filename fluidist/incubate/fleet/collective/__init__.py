@@ -4,6 +4,10 @@ from fluidist.compat import refused_class
 from fluidist.fleet.collective import (Collective, CollectiveOptimizer, DistFCConfig, DistributedStrategy,  # noqa: F401
                                        fleet)
 
+# the names a script imports from here (a type checker exports these, and only these)
+__all__ = ["fleet", "Collective", "CollectiveOptimizer", "DistributedStrategy", "DistFCConfig", "LambConfig",
+           "TrainStatus", "CollectiveOpBasedOptimizer"]
+
 
 class LambConfig:
     """Paddle's (empty) configuration holder for LAMB in the collective strategy."""
