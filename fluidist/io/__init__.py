@@ -57,3 +57,5 @@ from ..reader import (ComposeNotAligned, DataLoader, PyReader, batch, buffered, 
 
 __all__ += ["batch", "DataLoader", "PyReader", "default_collate_fn", "cache", "map_readers", "buffered", "compose",
             "chain", "shuffle", "ComposeNotAligned", "firstn", "xmap_readers", "multiprocess_reader"]
+from ..dataloader import BatchSampler, Dataset  # noqa: E402  (Paddle 1.8's fluid.io has its dataloader's names)
+__all__ += ["Dataset", "BatchSampler"]

@@ -59,3 +59,22 @@ def test_callables_are_callables():
         obj = ct.lookup(m, n)
         if obj is not None and not is_refused(obj):
             assert callable(obj) or inspect.ismodule(obj), "%s.%s is %r" % (m, n, obj)
+
+
+def test_fluid_io_has_the_dataloader_names_paddle18_star_imports():
+    """Paddle 1.8's fluid/io.py star-imports its dataloader: fluid.io.Dataset and fluid.io.BatchSampler
+    exist there though io's __all__ does not list them."""
+    import fluidist as fluid
+    import fluidist.dataloader as dataloader
+
+    assert fluid.io.Dataset is dataloader.Dataset and fluid.io.BatchSampler is dataloader.BatchSampler
+
+    class Squares(fluid.io.Dataset):
+        def __getitem__(self, i):
+            return i * i
+
+        def __len__(self):
+            return 5
+
+    batches = list(fluid.io.BatchSampler(Squares(), batch_size=2, drop_last=False))
+    assert batches == [[0, 1], [2, 3], [4]]
