@@ -23,6 +23,7 @@ from .framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _
 from .framework import registry
 from .backward_paths import (_append_grad_suffix_, _as_list, _find_no_grad_vars, _find_op_path_,  # noqa: F401  (Paddle's names)
                              _get_output_names, _get_stop_gradients_, _strip_grad_suffix_)
+from .backward_paths import _grad_var_like, _rebind_to_this_call
 
 _GRAD_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
 
@@ -108,17 +109,6 @@ def _is_array(block, name):
     return v is not None and v.type == VarType.LOD_TENSOR_ARRAY
 
 
-def _grad_var_like(block, grad_name, fwd_name):
-    if block.has_var(grad_name):
-        return block.var(grad_name)
-    fwd = block._find_var_recursive(fwd_name)
-    if fwd is None:
-        return block.create_var(name=grad_name, stop_gradient=False)
-    kind = VarType.LOD_TENSOR_ARRAY if fwd.type == VarType.LOD_TENSOR_ARRAY else VarType.LOD_TENSOR
-    return block.create_var(name=grad_name, shape=fwd.shape, dtype=fwd.dtype, lod_level=fwd.lod_level,
-                            stop_gradient=False, type=kind)
-
-
 def _grad_specs(op, backward):
     maker = registry.get(op.type).grad
     if callable(maker) and getattr(maker, "takes_backward", False):
@@ -145,6 +135,7 @@ def _specs_for(block, path, requires, no_grad, checkpoints=None):
 def _op_specs(block, i, requires, no_grad, backward):
     """The grad op specs of forward op ``i``."""
     specs = []
+    out_grads = {n + GRAD_SUFFIX for n in block.ops[i].output_arg_names}
     for spec in _grad_specs(block.ops[i], backward):
         if spec.get("keep"):     # restores a forward value (increment's reverse): no gradient to trim
             specs.append(spec)
@@ -161,7 +152,8 @@ def _op_specs(block, i, requires, no_grad, backward):
                 outs[slot] = names
         if not outs:
             continue
-        specs.append(dict(spec, outputs=outs))
+        specs.append(dict(spec, outputs=outs, grads_in=[n for names in spec["inputs"].values() for n in names
+                                                        if n in out_grads]))
     return specs
 
 
@@ -331,6 +323,7 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
     if loss.shape is not None and any(d > 1 for d in loss.shape):
         raise ValueError("append_backward: the loss %r must be a scalar (shape [1]), got shape %s"
                          % (loss.name, list(loss.shape)))
+    program._appending_grad_times += 1
     loss_op = block.ops[loss_idx]
     loss_op._set_attr(OP_ROLE_ATTR, int(OpRole.Forward) | int(OpRole.Loss))
 
@@ -376,22 +369,27 @@ def _parameter_names(parameter_list):
 
 
 def gradients(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_set: Any = None) -> Any:
-    """Gradients of a target with respect to ``inputs`` (any Variables, not only parameters).
+    """Gradients of the targets with respect to ``inputs`` (any Variables, not only parameters).
 
-    Paddle 1.8 difference: one target only, and no ``target_gradients`` (scale the target instead).
+    Called again on a program that already holds gradient ops (a gradient of a gradient), the
+    gradients this call makes that would take the name of an existing variable get a fresh
+    ``unique_name`` (``x@GRAD_0``), as in Paddle, and a gradient op of this call reads only the
+    gradients this call made (one nobody made is zero), never the earlier ones of the same name.
 
     Args:
-        targets: the Variable to differentiate (or a list holding it).
+        targets: a Variable or a list of them (of one block).
         inputs: a Variable or a list of them.
-        target_gradients: must be None (see above).
+        target_gradients: the gradients of the targets (Variables shaped like them, or None for
+            a target whose gradient is ones); None: ones for every target.
         no_grad_set: variables (or names) whose gradients are not computed.
 
     Returns:
-        The gradient Variable of each input (None where the target does not depend on it); one
+        The gradient Variable of each input (None where the targets do not depend on it); one
         Variable when ``inputs`` is one.
 
     Raises:
-        ValueError: several targets, or ``target_gradients``.
+        ValueError: targets of several blocks, a target no op produces, a ``target_gradients``
+            list of another length, or a target gradient shaped unlike its target.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
@@ -402,41 +400,65 @@ def gradients(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_s
         ...                                      fetch_list=[dx])[0].tolist()
         [[2.0, 4.0]]
     """
-    if isinstance(targets, (list, tuple)):
-        if len(targets) != 1:
-            raise ValueError("gradients: only one target is supported, got %d" % len(targets))
-        targets = targets[0]
-    if target_gradients is not None:
-        raise ValueError("gradients: target_gradients is not supported; scale the target instead")
+    targets = _as_list(targets)
     single = not isinstance(inputs, (list, tuple))
-    inputs = [inputs] if single else list(inputs)
-    block = targets.block
+    inputs = _as_list(inputs)
+    given = _given_target_gradients(targets, target_gradients)
+    block = targets[0].block
+    block.program._appending_grad_times += 1
     saved = {v.name: v.stop_gradient for v in inputs}
     for v in inputs:
         v.stop_gradient = False
     try:
         start = len(block.ops)
-        loss_idx = max(i for i, op in enumerate(block.ops) if targets.name in op.output_arg_names)
+        existing = set(block.vars)
+        loss_idx = max(_producer_index(block, t) for t in targets)
         no_grad = _no_grad_names(block, no_grad_set) - {v.name for v in inputs}
-        path, requires = _ops_on_path(block, loss_idx, [targets.name], no_grad)
-        specs = _rename_repeated_outputs(_specs_for(block, path, requires, no_grad),
+        path, requires = _ops_on_path(block, loss_idx, [t.name for t in targets], no_grad)
+        seeds = [{"type": "fill_constant", "inputs": {}, "outputs": {"Out": [t.name + GRAD_SUFFIX]},
+                  "attrs": {"shape": list(t.shape or [1]), "value": 1.0, "dtype": t.dtype or "float32"}}
+                 for t in targets if t.name + GRAD_SUFFIX not in given]
+        specs = _rename_repeated_outputs(seeds + _specs_for(block, path, requires, no_grad),
                                          lambda n: _is_array(block, _strip_grad(n)))
-        g0 = targets.name + GRAD_SUFFIX
-        _grad_var_like(block, g0, targets.name)
+        specs, final = _rebind_to_this_call(block, specs, existing, given)
         with block.program._role_guard(OpRole.Backward):
-            block.append_op("fill_constant", outputs={"Out": [g0]},
-                            attrs={"shape": list(targets.shape or [1]), "value": 1.0,
-                                   "dtype": targets.dtype or "float32"})
-            _append_specs(block, specs)
+            _append_specs(block, specs, produced=set(given.values()))
     finally:
         for v in inputs:
             v.stop_gradient = saved[v.name]
+    written = {n for op in block.ops[start:] for n in op.output_arg_names}
     out = []
     for v in inputs:
-        g = v.name + GRAD_SUFFIX
-        out.append(block.var(g) if block.has_var(g) and any(g in op.output_arg_names for op in block.ops[start:])
-                   else None)
+        g = final.get(v.name + GRAD_SUFFIX, v.name + GRAD_SUFFIX)
+        out.append(block.var(g) if g in written and block.has_var(g) else None)
     return out[0] if single else out
+
+
+def _given_target_gradients(targets, target_gradients):
+    """``{target@GRAD: name of the Variable given as its gradient}`` (ValueError on a mismatch)."""
+    grads = _as_list(target_gradients) or [None] * len(targets)
+    if len(grads) != len(targets):
+        raise ValueError("gradients: %d target_gradients for %d targets" % (len(grads), len(targets)))
+    given = {}
+    for t, g in zip(targets, grads):
+        if t.block is not targets[0].block:
+            raise ValueError("gradients: all targets must be in the same block (%r is not)" % t.name)
+        if g is None:
+            continue
+        if not isinstance(g, Variable):
+            raise TypeError("gradients: target_gradients must be Variables, got %r" % type(g).__name__)
+        if g.shape is not None and t.shape is not None and tuple(g.shape) != tuple(t.shape):
+            raise ValueError("gradients: the shapes of target %r %s and its gradient %r %s differ"
+                             % (t.name, list(t.shape), g.name, list(g.shape)))
+        given[t.name + GRAD_SUFFIX] = g.name
+    return given
+
+
+def _producer_index(block, target):
+    for i in range(len(block.ops) - 1, -1, -1):
+        if target.name in block.ops[i].output_arg_names:
+            return i
+    raise ValueError("gradients: no op of the block produces the target %r" % target.name)
 
 
 calc_gradient = gradients

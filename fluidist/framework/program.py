@@ -67,6 +67,7 @@ class Program:
         self._distributed_lookup_table = None
         self._parameters_on_pservers = None     # a transpiler's VarsDistributed (shared by clones, as in Paddle)
         self._origin_program = None
+        self._appending_grad_times = 0          # gradient passes appended (names a later pass's grads)
 
     # ---- seed
     @property

@@ -29,6 +29,7 @@ def clone_into(src, p, for_test=False):
     for k in PROGRAM_FIELDS:
         setattr(p, k, copy.copy(getattr(src, k)))
     p._parameters_on_pservers = getattr(src, "_parameters_on_pservers", None)
+    p._appending_grad_times = src._appending_grad_times
     if for_test:
         _strip_training(p)
     p._version = 0
