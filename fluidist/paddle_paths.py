@@ -12,7 +12,7 @@ import sys
 from . import (annotations, average, contrib, data, data_feed_desc, dataloader, default_scope_funcs,  # noqa: F401
                device_worker, distribute_lookup_table, dygraph, dygraph_utils, evaluator, framework, layer_helper, layer_helper_base,
                lod_tensor, multiprocess_utils, op, trainer_desc, trainer_factory, wrapped_decorator)
-from . import core, desc, inference
+from . import core, dataset, desc, inference
 from .compat import refused, refused_class
 from .core import LoDTensor, LoDTensorArray  # noqa: F401
 
@@ -29,6 +29,7 @@ sys.modules[__package__ + ".unique_name"] = unique_name
 
 for _name in inference.__all__:          # the native inference API runs programs: it lives above core
     setattr(core, _name, getattr(inference, _name))
+setattr(core, "Dataset", dataset.CoreDataset)       # a dataset's settings and in-memory operations
 setattr(core, "Operator", op.EagerOperator)         # runs a one-op program with an Executor: above core too
 setattr(core, "op_support_gpu", op.op_support_gpu)  # asks the op registry
 setattr(core, "get_op_attrs_default_value", op.get_op_attrs_default_value)
