@@ -29,6 +29,12 @@ class Place:
     def gpu_device_id(self):
         return int(getattr(self._place, "device_id", 0))
 
+    def _type(self):
+        return self._place._type()
+
+    def _equals(self, other):
+        return self._place._equals(other)
+
 
 Variable = ScopeVariable
 

@@ -19,7 +19,22 @@ from ..device.standin import xp as standin_xp
 GPU_INSTALL = 'pip install "fluidist[gpu-cuda13]" (or "fluidist[gpu-cuda12]" for a CUDA 12 driver)'
 
 
-class CPUPlace:
+class _PaddlePlace:
+    """Paddle's ``_type()`` (the place's index in Paddle's place variant: CUDAPlace 0, CPUPlace 1,
+    CUDAPinnedPlace 2) and ``_equals(other)`` (same kind and device)."""
+
+    _paddle_type = 1
+
+    def _type(self) -> int:
+        return self._paddle_type
+
+    def _equals(self, other) -> bool:
+        other = getattr(other, "_place", other)          # a core.Place holding one
+        return getattr(other, "_paddle_type", None) == self._paddle_type and \
+            getattr(other, "device_id", 0) == getattr(self, "device_id", 0)
+
+
+class CPUPlace(_PaddlePlace):
     """The host. Its arrays are NumPy's; a device array given to it is copied to the host."""
 
     xp = np
@@ -52,12 +67,13 @@ class CPUPlace:
         return contextlib.nullcontext()
 
 
-class CUDAPlace:
+class CUDAPlace(_PaddlePlace):
     """A GPU. Kernels run through CuPy (see ``GPU_INSTALL``); values cross to and from the
     host through ``to_device`` / ``to_host``."""
 
     is_device = True
     kind = "cuda"
+    _paddle_type = 0
 
     def __init__(self, device_id: int = 0):
         self.device_id = int(device_id)
@@ -100,6 +116,8 @@ class CUDAPlace:
 
 
 class CUDAPinnedPlace(CPUPlace):
+    _paddle_type = 2
+
     def __repr__(self):
         return "CUDAPinnedPlace"
 

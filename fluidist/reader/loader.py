@@ -70,7 +70,21 @@ def add_reader_ops(block, queue, feed_vars, reader_name, double_buffer_name, use
     return reader
 
 
-class GeneratorLoader:
+class DataLoaderBase:
+    """Paddle's base of its loaders: iterable (``for data in loader()``); a kind of loader says how
+    it iterates (``__iter__`` / ``__next__`` raise NotImplementedError here)."""
+
+    def __call__(self):
+        return self
+
+    def __iter__(self):
+        raise NotImplementedError("%s does not say how it iterates" % type(self).__name__)
+
+    def __next__(self):
+        raise NotImplementedError("%s does not say how it iterates" % type(self).__name__)
+
+
+class GeneratorLoader(DataLoaderBase):
     """What ``DataLoader.from_generator`` returns: a loader fed by a Python generator (see the
     module docstring); its data source is set with one of the ``set_*_generator`` methods.
 
@@ -157,10 +171,25 @@ class GeneratorLoader:
             raise RuntimeError("the data source of this DataLoader has not been set: call set_sample_generator, "
                                "set_sample_list_generator or set_batch_generator first")
 
-    # ---------------------------------------------------------------- iterable mode
-    def __call__(self):
-        return self
+    @classmethod
+    def _check_input_array(cls, item: Any) -> Any:
+        """``item`` as one NumPy array; TypeError when it is not one regular array (nested lists of
+        different lengths: make such data a LoDTensor with ``fluid.create_lod_tensor``)."""
+        import numpy as np
+        try:
+            arr = np.asarray(item)
+        except ValueError:          # (NumPy >= 1.24 refuses ragged lists itself)
+            arr = None
+        if arr is None or arr.dtype == object:
+            raise TypeError("the batch data %s is not a regular array (nested lists of different lengths?): give "
+                            "such data as a LoDTensor made by fluid.create_lod_tensor" % type(item).__name__)
+        return arr
 
+    def _reset(self) -> None:
+        """End the pass now (either mode): the generator's thread stops and the queue is emptied."""
+        self._producer.stop()
+
+    # ---------------------------------------------------------------- iterable mode
     def __iter__(self):
         if not self._iterable:
             raise TypeError("this DataLoader is not iterable (iterable=False): call start(), run the program until "
