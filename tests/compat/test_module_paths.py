@@ -89,6 +89,19 @@ def test_require_version_checks_against_paddle_1_8_5():
     assert fluid.in_dygraph_mode() is False
 
 
+def test_require_version_reads_the_version_module_at_each_call(monkeypatch):
+    from fluidist.framework import version
+    for attr, value in zip(("major", "minor", "patch", "rc"), ("1", "4", "1", "0")):
+        monkeypatch.setattr(version, attr, value)
+    fluid.require_version("1.4.1", "1.6.0")
+    with pytest.raises(Exception, match="1.8"):
+        fluid.require_version("1.8")
+    for attr in ("major", "minor", "patch"):
+        monkeypatch.setattr(version, attr, "0")
+    with pytest.warns(UserWarning, match="not checked"):       # Paddle 1.8: a 0.0.0.0 build only warns
+        fluid.require_version("100")
+
+
 def test_flags_fluidist_reads_take_effect_others_warn(monkeypatch):
     monkeypatch.delenv("FLAGS_rpc_deadline", raising=False)
     assert fluid.get_flags("FLAGS_rpc_deadline") == {"FLAGS_rpc_deadline": None}
