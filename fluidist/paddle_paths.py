@@ -32,6 +32,7 @@ for _name in inference.__all__:          # the native inference API runs program
 setattr(core, "Dataset", dataset.CoreDataset)       # a dataset's settings and in-memory operations
 setattr(core, "Operator", op.EagerOperator)         # runs a one-op program with an Executor: above core too
 setattr(core, "op_support_gpu", op.op_support_gpu)  # asks the op registry
+setattr(core, "infer_no_need_buffer_slots", op.infer_no_need_buffer_slots)
 setattr(core, "get_op_attrs_default_value", op.get_op_attrs_default_value)
 desc.install()                                      # program.desc, op.desc, ...: views over the IR, above it
 for _name in ("AttrType", "ProgramDesc", "BlockDesc", "OpDesc", "VarDesc", "get_grad_op_desc"):

@@ -54,6 +54,8 @@ its own (a second table drifts):
   before that sync, and the ring's queued all-reduces run there as one, over a fused buffer (as
   DDP's buckets). ``"sync"``: the op waits for its ring's comm stream.
 - ``forward``: on a gradient op, the forward op whose entry it shares (attrs and their defaults).
+- ``no_need_buffer``: input slots the op reads for their shape only, never their values (Paddle's
+  no-need-buffer slots: ``elementwise_add_grad``'s ``X`` and ``Y``); set by ``ops/no_need_buffer.py``.
 - ``host``: the op runs on the host whatever the executor's place, and says why (LoD bookkeeping,
   RPC, readers, printing, Python callbacks, sequential algorithms written for the CPU). On a device
   place the Executor's plan hands its kernel host (NumPy) arrays and ``ctx.xp`` is numpy, and moves
@@ -140,6 +142,7 @@ class OpDef:
     host_except: tuple = ()           # place kinds on which a host op runs on the device
     host_inputs: tuple = ()           # input slots read on the host
     grad_type: Optional[str] = None   # the type of the gradient op registered for this op
+    no_need_buffer: tuple = ()        # input slots read for their shape only
     doc: str = ""
 
     def runs_on_host(self, place):

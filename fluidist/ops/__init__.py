@@ -14,4 +14,5 @@ from . import rpc_ops  # noqa: F401
 from . import reader_ops  # noqa: F401
 from . import averaging_ops  # noqa: F401
 from . import classic_ops, deformable_conv, detection_boxes, detection_loss, detection_map, detection_nms, detection_proposals, fused, fused_rnn, fused_sequence, pool_index, quantize, roi_ops, text_matching  # noqa: F401
+from . import no_need_buffer  # noqa: F401  (facts set on the entries of every family above)
 from . import refused_ops  # noqa: F401  (last: the refusals check against every registered op type)

@@ -132,3 +132,13 @@ def test_layers_load_fills_a_variable_from_a_saved_file(tmp_path):
     got, half = exe.run(prog, fetch_list=["w", "h"])
     np.testing.assert_array_equal(got, value)
     assert half.dtype == np.float16
+
+
+def test_infer_no_need_buffer_slots_as_paddle():
+    """Paddle 1.8.5's answers: slots read for their shape only, whatever inputs are given."""
+    ask = fluid.core.infer_no_need_buffer_slots
+    assert ask("elementwise_add_grad", {"X": ["x"], "Y": ["y"]}, {}, {}) == {"X", "Y"}
+    assert ask("lookup_table_grad", {}, {}, {}) == {"W"} and ask("slice_grad", {}, {}, {}) == {"Input"}
+    assert ask("elementwise_add", {}, {}, {}) == set() and ask("fill_constant", {}, {}, {}) == set()
+    with pytest.raises(ValueError, match="unknown op type"):
+        ask("no_such_op", {}, {}, {})
