@@ -12,7 +12,7 @@ import sys
 from . import (annotations, average, contrib, data, data_feed_desc, dataloader, default_scope_funcs,  # noqa: F401
                device_worker, distribute_lookup_table, dygraph, dygraph_utils, evaluator, framework, layer_helper, layer_helper_base,
                lod_tensor, multiprocess_utils, op, trainer_desc, trainer_factory, wrapped_decorator)
-from . import core, dataset, desc, inference
+from . import core, dataset, desc, inference, io
 from .compat import refused, refused_class
 from .core import LoDTensor, LoDTensorArray  # noqa: F401
 
@@ -33,6 +33,7 @@ setattr(core, "Dataset", dataset.CoreDataset)       # a dataset's settings and i
 setattr(core, "Operator", op.EagerOperator)         # runs a one-op program with an Executor: above core too
 setattr(core, "op_support_gpu", op.op_support_gpu)  # asks the op registry
 setattr(core, "infer_no_need_buffer_slots", op.infer_no_need_buffer_slots)
+setattr(core, "_create_loaded_parameter", io.paddle_helpers._create_loaded_parameter)   # fills a scope: above core
 setattr(core, "get_op_attrs_default_value", op.get_op_attrs_default_value)
 desc.install()                                      # program.desc, op.desc, ...: views over the IR, above it
 for _name in ("AttrType", "ProgramDesc", "BlockDesc", "OpDesc", "VarDesc", "get_grad_op_desc"):

@@ -26,6 +26,9 @@ class Place:
     def is_cpu_place(self):
         return type(self._place).__name__ == "CPUPlace"
 
+    def is_cuda_pinned_place(self):
+        return type(self._place).__name__ == "CUDAPinnedPlace"
+
     def gpu_device_id(self):
         return int(getattr(self._place, "device_id", 0))
 

@@ -33,6 +33,19 @@ class _PaddlePlace:
         return getattr(other, "_paddle_type", None) == self._paddle_type and \
             getattr(other, "device_id", 0) == getattr(self, "device_id", 0)
 
+    # what Paddle's core.Place (the type of ``tensor._place()`` there) answers
+    def is_cpu_place(self) -> bool:
+        return self._paddle_type == 1
+
+    def is_gpu_place(self) -> bool:
+        return self._paddle_type == 0
+
+    def is_cuda_pinned_place(self) -> bool:
+        return self._paddle_type == 2
+
+    def gpu_device_id(self) -> int:
+        return int(getattr(self, "device_id", 0))
+
 
 class CPUPlace(_PaddlePlace):
     """The host. Its arrays are NumPy's; a device array given to it is copied to the host."""

@@ -91,6 +91,11 @@ class Executor:
         self._close_hooks: list = []
         _executors.add(self)
 
+    @property
+    def _default_executor(self) -> "Executor":
+        """What Paddle scripts pass to ``core`` functions as the executor (Paddle's C++ one): this."""
+        return self
+
     # ------------------------------------------------------------------ planning
     def _plan(self, program, block_idx):
         per_prog = self._plans.get(program)

@@ -1,6 +1,7 @@
-"""The helpers of Paddle's reader and executor modules its own tests reach: places' ``_type`` /
+"""The helpers of Paddle's reader, executor and core modules its own tests reach: places' ``_type`` /
 ``_equals`` (Paddle 1.8.5: CPUPlace is 1), ``GeneratorLoader._check_input_array`` and ``_reset``,
-``DataLoaderBase``, ``executor._as_lodtensor`` and a ``py_reader``'s feeding thread."""
+``DataLoaderBase``, ``executor._as_lodtensor``, a ``py_reader``'s feeding thread and
+``core._create_loaded_parameter``."""
 import numpy as np
 import pytest
 
@@ -72,3 +73,20 @@ def test_py_reader_exposes_its_feeding_thread():
     assert got == [0, 1, 2] and not reader.thread.is_alive()
     reader.reset()
     assert reader.exited
+
+
+def test_create_loaded_parameter_gives_each_variable_a_tensor_to_set():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        fluid.layers.fc(fluid.data("x", [None, 3]), 2)
+    params = [v for v in main.list_vars() if fluid.io.is_parameter(v)]
+    scope = fluid.core.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    fluid.core._create_loaded_parameter(params, scope, exe._default_executor)
+    shapes = {v.name: np.array(scope.find_var(v.name).get_tensor()).shape for v in params}
+    assert shapes == {"fc_0.w_0": (3, 2), "fc_0.b_0": (2,)}
+    t = scope.find_var("fc_0.w_0").get_tensor()
+    place = t._place()
+    assert place.is_cpu_place() and not place.is_gpu_place() and not place.is_cuda_pinned_place()
+    t.set(np.ones((3, 2), "float32"), fluid.CPUPlace())
+    assert np.array(scope.find_var("fc_0.w_0").get_tensor()).sum() == 6
