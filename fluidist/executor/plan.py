@@ -12,6 +12,7 @@ from ..core.enforce import as_enforce_not_met
 from ..core.placement import to_host_value, to_place
 from ..framework import registry
 from ..framework.block import Block
+from . import nan_inf
 
 
 # set_kernel_wrapper(f): plans call f(kernel, op) -> kernel for each op (the profiler's timing); None:
@@ -133,6 +134,7 @@ class Plan:
         place = executor.place
         xp = place.xp
         on_device = getattr(place, "is_device", False)
+        self.nan_inf = nan_inf.settings()      # FLAGS_check_nan_inf (None: off)
         self.steps = []
         written = set()
         self.external = []  # (name, op type) read before any op of this block writes it
@@ -172,6 +174,8 @@ class Plan:
             kernel = opdef.kernel
             if host or (on_device and opdef.host_inputs):
                 kernel = _on_host(kernel, op, opdef, place, host)
+            if self.nan_inf is not None:
+                kernel = nan_inf.checking(kernel, op, ctx, self.nan_inf)
             kernel = kernel if _kernel_hook is None else _kernel_hook(kernel, op)
             self.steps.append(_Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i,
                                     share))

@@ -22,7 +22,7 @@ FLUIDIST_FLAGS = ("FLAGS_rpc_deadline", "FLAGS_rpc_retry_times", "FLAGS_rpc_send
                   "FLAGS_communicator_max_merge_var_num", "FLAGS_communicator_independent_recv_thread",
                   "FLAGS_communicator_min_send_grad_num_before_recv", "FLAGS_communicator_thread_pool_size",
                   "FLAGS_communicator_send_wait_times", "FLAGS_communicator_is_sgd_optimizer",
-                  "FLAGS_communicator_fake_rpc", "FLAGS_communicator_merge_sparse_grad")
+                  "FLAGS_communicator_fake_rpc", "FLAGS_communicator_merge_sparse_grad", "FLAGS_check_nan_inf")
 _other_flags: dict = {}
 _warned: set = set()
 
