@@ -429,11 +429,13 @@ class Block:
 
     # ---- operators
     def _make_op(self, type, inputs, outputs, attrs):
-        if type is None:
-            raise ValueError("an op needs a type: append_op(type=..., ...)")
+        if type is None:     # (Paddle 1.8's messages, which its tests compare)
+            raise ValueError("`type` to initialized an Operator can not be None.")
         opdef = registry.lookup(type)
         if opdef is None:
-            raise registry.unknown_op_error(type)
+            if registry.refusal(type) is not None:
+                raise registry.unknown_op_error(type)
+            raise ValueError('Operator "%s" has not been registered.' % type)
         attrs = dict(attrs or {})
         prog = self.program
         if OP_ROLE_ATTR not in attrs:

@@ -87,8 +87,10 @@ def test_block_and_operator_api():
     assert b.ops[1].type == "elementwise_add"
     after = b.insert_after(b.ops[0], "scale", inputs={"X": ["fc_0.tmp_0"]}, outputs={"Out": ["fc_0.tmp_0"]})
     assert b.ops[1] is after
-    with pytest.raises(ValueError, match="unknown op type 'no_such_op'"):
+    with pytest.raises(ValueError, match='^Operator "no_such_op" has not been registered.$'):     # Paddle's words
         b.append_op("no_such_op")
+    with pytest.raises(ValueError, match="can not be None"):
+        b.append_op()
 
 
 def test_sub_blocks():
