@@ -329,6 +329,13 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
 
     no_grad = _no_grad_names(block, no_grad_set)
     path, requires = _ops_on_path(block, loss_idx, [loss.name], no_grad)
+    if checkpoints:      # a seed op for each dropout, so that recomputing it draws the same mask
+        from .recompute import seed_dropouts
+        inserted = seed_dropouts(block, path)
+        if inserted:
+            loss_idx += inserted
+            no_grad = _no_grad_names(block, no_grad_set)
+            path, requires = _ops_on_path(block, loss_idx, [loss.name], no_grad)
     specs = _specs_for(block, path, requires, no_grad, checkpoints)
     specs = _rename_repeated_outputs(specs, lambda n: _is_array(block, _strip_grad(n)))
 

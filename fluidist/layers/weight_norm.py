@@ -71,7 +71,6 @@ def _norm_except_dim(helper, block, dtype, x, dim, out=None):
 def create_weight_normalized(helper, attr, shape, dtype, init):
     """The weight ``g * v / ||v||`` of ``attr`` (a WeightNormParamAttr), with ``<name>_g`` and
     ``<name>_v`` made in both programs (``init`` initialises ``v``)."""
-    from . import nn
     g_attr, v_attr = copy.deepcopy(attr), copy.deepcopy(attr)
     g_attr.name, v_attr.name = attr.name + "_g", attr.name + "_v"
     g_shape = [1] * len(shape)
@@ -90,7 +89,12 @@ def create_weight_normalized(helper, attr, shape, dtype, init):
     for p in (g, v):
         p.stop_gradient = not p.trainable
     block = helper.main_program.current_block()
-    scale = nn.elementwise_div(g, _norm_except_dim(helper, block, dtype, v, attr.dim))
+    scale = _temp(helper, block, dtype, "weight_norm_scale")
+    block.append_op("elementwise_div", inputs={"X": [g], "Y": [_norm_except_dim(helper, block, dtype, v, attr.dim)]},
+                    outputs={"Out": [scale]}, attrs={"axis": -1})
     if attr.dim is not None:
-        scale = nn.reshape(scale, [shape[attr.dim]])
-    return nn.elementwise_mul(v, scale, axis=-1 if attr.dim is None else attr.dim)
+        scale = _reshape(helper, block, dtype, scale, [shape[attr.dim]])
+    w = _temp(helper, block, dtype, "weight_norm_w")
+    block.append_op("elementwise_mul", inputs={"X": [v], "Y": [scale]}, outputs={"Out": [w]},
+                    attrs={"axis": -1 if attr.dim is None else attr.dim})
+    return w

@@ -3,7 +3,7 @@ Dataset as an iterable loader, one thread's stream per place (``len(places)`` th
 import warnings
 
 from ..core.tensor import LoDTensor
-from .loader import DataLoaderBase
+from .base import DataLoaderBase
 
 
 class DatasetLoader(DataLoaderBase):

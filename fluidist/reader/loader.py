@@ -22,6 +22,7 @@ from ..core.tensor import LoDTensor
 from ..framework.dtypes import VarType
 from ..framework.program import Variable, default_main_program
 from ..progress import Progress
+from .base import DataLoaderBase
 from .feeding import Producer, new_queue, sample_list_to_batches, sample_to_batches, unique_reader_name
 
 __all__ = ["DataLoader", "PyReader", "default_collate_fn"]
@@ -68,20 +69,6 @@ def add_reader_ops(block, queue, feed_vars, reader_name, double_buffer_name, use
         blocking_queue.register_reader(db.name, queue, meta)
         reader = db
     return reader
-
-
-class DataLoaderBase:
-    """Paddle's base of its loaders: iterable (``for data in loader()``); a kind of loader says how
-    it iterates (``__iter__`` / ``__next__`` raise NotImplementedError here)."""
-
-    def __call__(self):
-        return self
-
-    def __iter__(self):
-        raise NotImplementedError("%s does not say how it iterates" % type(self).__name__)
-
-    def __next__(self):
-        raise NotImplementedError("%s does not say how it iterates" % type(self).__name__)
 
 
 class GeneratorLoader(DataLoaderBase):
