@@ -3,6 +3,7 @@ index and the edits that keep it current; an op's type, slots (``{slot: [variabl
 attrs (plain values)."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 from typing import Any, Dict, Iterator, List, Optional
@@ -266,7 +267,7 @@ class Block:
         self.idx = idx
         self.parent_idx = parent_idx
         self.forward_block_idx = -1
-        self.vars: Dict[str, Variable] = {}
+        self.vars: Dict[str, Variable] = collections.OrderedDict()     # (Paddle's type: scripts compare blocks)
         self._ops: List[Operator] = []
         self._defuse = None
 

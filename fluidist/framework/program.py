@@ -122,6 +122,25 @@ class Program:
         """The Parameters (trainable or not) of the global block."""
         return self.global_block().all_parameters()
 
+    def _copy_data_info_from(self, other: Program, pruned_origin_block_id_map: Optional[Dict[int, int]] = None) -> None:
+        """Mark this program's variables as ``other``'s same-named ones are: data, fed with checks,
+        stop_gradient (block ``i`` reads block ``pruned_origin_block_id_map[i]`` of ``other``, by
+        default block ``i``). TypeError unless ``other`` is a Program; ValueError for a variable
+        ``other`` lacks."""
+        if not isinstance(other, Program):
+            raise TypeError("Program._copy_data_info_from needs a source Program, got %r" % type(other).__name__)
+        block_map = pruned_origin_block_id_map or {i: i for i in range(len(self.blocks))}
+        for i, block in enumerate(self.blocks):
+            theirs = other.blocks[block_map[i]]
+            for var in list(block.vars.values()):
+                src = theirs.var(var.name)
+                if src.is_data:
+                    var.is_data = True
+                if src.need_check_feed:
+                    var.need_check_feed = True
+                if src.stop_gradient:
+                    var.stop_gradient = True
+
     # ---- role guards used by backward / optimizer / lr schedules
     @contextlib.contextmanager
     def _role_guard(self, role, role_var=None):

@@ -183,3 +183,22 @@ def test_get_var_reads_the_global_block_of_the_default_or_given_program():
             fluid.framework._get_var("x")            # not in the default (other) program
     with pytest.raises(TypeError, match="Program"):
         fluid.framework._get_var("x", "main")
+
+
+def test_copy_data_info_from_marks_data_and_stop_gradient_as_the_source():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 3])
+        h = fluid.layers.fc(x, 2)
+        h.stop_gradient = True
+    clone = main.clone()
+    for v in clone.list_vars():
+        v.is_data, v.stop_gradient = False, False
+    clone._copy_data_info_from(main)
+    assert clone.global_block().var("x").is_data and clone.global_block().var(h.name).stop_gradient
+    assert not clone.global_block().var("fc_0.w_0").stop_gradient
+    assert isinstance(main.global_block().vars, __import__("collections").OrderedDict)
+    with pytest.raises(TypeError):
+        main._copy_data_info_from(startup.global_block())
+    with pytest.raises(ValueError):
+        main._copy_data_info_from(startup)        # x is no variable of the startup program
