@@ -202,3 +202,21 @@ def test_copy_data_info_from_marks_data_and_stop_gradient_as_the_source():
         main._copy_data_info_from(startup.global_block())
     with pytest.raises(ValueError):
         main._copy_data_info_from(startup)        # x is no variable of the startup program
+
+
+def test_clone_for_test_after_minimize_keeps_the_variables_of_its_ops_as_paddle():
+    """Paddle 1.8.5: a program with a backward pass, cloned for test, keeps only the variables its
+    remaining ops use (so it equals the for_test clone taken before minimize, unused ones aside)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 3])
+        fluid.data("unused", [None, 2])
+        fluid.layers.create_parameter([2, 2], "float32", name="lonely")
+        loss = fluid.layers.mean(fluid.layers.fc(x, 2))
+        before = main.clone(for_test=True)
+        fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L2Decay(1e-4)).minimize(loss)
+        after = main.clone(for_test=True)
+    assert sorted(before.global_block().vars) == ["fc_0.b_0", "fc_0.tmp_0", "fc_0.tmp_1", "fc_0.w_0", "lonely",
+                                                  "mean_0.tmp_0", "unused", "x"]
+    assert sorted(after.global_block().vars) == ["fc_0.b_0", "fc_0.tmp_0", "fc_0.tmp_1", "fc_0.w_0", "mean_0.tmp_0", "x"]
+    assert [op.type for op in after.global_block().ops] == [op.type for op in before.global_block().ops]
