@@ -69,8 +69,9 @@ class _RefusedTree:
     """Imports of ``<package>.<anything>`` under a refused tree: each gives a module whose public
     names are refusals (see :func:`refuse_module_tree`)."""
 
-    def __init__(self, package, paddle_name, instead):
+    def __init__(self, package, paddle_name, instead, star_names=None):
         self.package, self.paddle_name, self.instead = package, paddle_name, instead
+        self.star_names = dict(star_names or {})
 
     def find_spec(self, fullname, path=None, target=None):
         import importlib.util
@@ -84,6 +85,9 @@ class _RefusedTree:
     def exec_module(self, module):
         module.__path__ = []
         module.__getattr__ = _refusing_getattr(self.paddle_name + module.__name__[len(self.package):], self.instead)
+        names = self.star_names.get(module.__name__[len(self.package) + 1:])
+        if names is not None:       # what ``from <module> import *`` gives: each a refusal
+            module.__all__ = list(names)
 
 
 def _refusing_getattr(paddle_module, instead):
@@ -98,16 +102,18 @@ def _refusing_getattr(paddle_module, instead):
     return __getattr__
 
 
-def refuse_module_tree(package_globals, paddle_name, instead):
+def refuse_module_tree(package_globals, paddle_name, instead, star_names=None):
     """Make the package whose globals are given, and every module path under it, a refused tree:
     importing any of them works, and each public name in them is a refused class (calling it, or
     instantiating a subclass, raises NotImplementedError naming ``paddle_name.<module>.<name>`` and
-    ``instead``). For Paddle's APIs fluidist leaves out wholesale (dygraph, contrib)."""
+    ``instead``). For Paddle's APIs fluidist leaves out wholesale (dygraph, contrib).
+    ``star_names``: ``{module path under the package: Paddle's __all__ there}``, the names
+    ``from <module> import *`` gives (as refusals)."""
     import sys
     package = package_globals["__name__"]
     package_globals["__getattr__"] = _refusing_getattr(paddle_name, instead)
     if not any(isinstance(f, _RefusedTree) and f.package == package for f in sys.meta_path):
-        sys.meta_path.append(_RefusedTree(package, paddle_name, instead))
+        sys.meta_path.append(_RefusedTree(package, paddle_name, instead, star_names))
 
 
 # ---------------------------------------------------------------- Paddle modules of refusals only

@@ -103,6 +103,9 @@ PADDLE_NAMES: Dict[str, Dict[str, str]] = {
         "Operator": "fluidist.executor.eager_op:EagerOperator",
         "op_support_gpu": "fluidist.executor.eager_op",
         "get_op_attrs_default_value": "fluidist.executor.eager_op",
+        "infer_no_need_buffer_slots": "fluidist.executor.eager_op",
+        "Dataset": "fluidist.dataset:CoreDataset",           # a dataset's settings and in-memory operations
+        "_create_loaded_parameter": "fluidist.io.paddle_helpers",   # fills a scope
         **{name: _DESC for name in ("AttrType", "ProgramDesc", "BlockDesc", "OpDesc", "VarDesc",
                                     "get_grad_op_desc")},
     },

@@ -80,19 +80,21 @@ class ParamAttr:
 
 
 class WeightNormParamAttr(ParamAttr):
-    """A ``ParamAttr`` that asks for weight normalisation, for Paddle 1.x scripts.
-
-    Paddle 1.8 difference: fluidist creates a plain parameter of that name (no magnitude /
-    direction pair ``w_g`` / ``w_v``); ``dim`` is kept but unused.
+    """A ``ParamAttr`` that asks for weight normalisation: the layer's weight is ``g * v / ||v||``
+    with the parameters ``<name>_g`` (the magnitude) and ``<name>_v`` (the direction), the norm taken
+    over every dimension but ``dim`` (see ``layers.weight_norm``). ``params_with_weight_norm``
+    lists the weights so made.
 
     Args:
-        dim: the dimension the norm would be taken over (None: all).
+        dim: the dimension the norm leaves out (one norm per index of it); None: one norm of all.
         **kwargs: the ``ParamAttr`` arguments.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 4], dtype="float32")
         >>> y = fluid.layers.fc(x, size=3, param_attr=fluid.WeightNormParamAttr(dim=None, name="w"))
     """
+
+    params_with_weight_norm: list = []
 
     def __init__(self, dim: int | None = None, **kwargs: Any):
         super().__init__(**kwargs)

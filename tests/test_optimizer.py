@@ -29,7 +29,7 @@ def ref_adam(b1=0.9, b2=0.999, eps=1e-8):
         m2 = s["m2"] = b2 * s.get("m2", 0.0) + (1 - b2) * g * g
         b1p, b2p = np.float32(b1) ** t, np.float32(b2) ** t   # the beta pows are float32 accumulators
         lr_t = lr * np.sqrt(1 - b2p) / (1 - b1p)
-        return p - lr_t * m1 / (np.sqrt(m2) + eps * np.sqrt(1 - b2p))
+        return p - lr_t * m1 / (np.sqrt(m2) + eps)        # (Paddle 1.8.5: epsilon unscaled)
     return rule
 
 

@@ -135,7 +135,10 @@ def test_recompute_equals_plain_training():
     rec, rec_startup, rec_loss = mlp(True)
     types = [op.type for op in rec.global_block().ops]
     recomputed = [op for op in rec.global_block().ops if any("@RECOMPUTE@" in n for n in op.output_arg_names)]
-    assert {op.type for op in recomputed} == {"mul", "elementwise_add", "relu"}   # h2's segment; dropout kept
+    # h2's segment, dropout too: as in Paddle 1.8.5 a seed op before it gives both runs of it one mask
+    assert {op.type for op in recomputed} == {"mul", "elementwise_add", "relu", "dropout"}
+    dropouts = [op for op in rec.global_block().ops if op.type == "dropout"]
+    assert len({tuple(op.input("Seed")) for op in dropouts}) == 1 and types[types.index("dropout") - 1] == "seed"
     first_grad = next(i for i, op in enumerate(rec.global_block().ops) if op.type.endswith("_grad"))
     assert all(types.index("relu", first_grad) > first_grad for _ in [0])
     rec.lint()
@@ -182,3 +185,25 @@ def test_refused_optimizers():
         assert cls.__fluidist_refused__
         with pytest.raises(NotImplementedError, match=name):
             cls(fluid.optimizer.SGD(0.1))
+
+
+def test_a_recomputed_dropout_without_seed_draws_the_forward_mask():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 8], "float32")
+        h1 = fluid.layers.fc(x, 16, act="tanh")
+        h2 = fluid.layers.dropout(fluid.layers.fc(h1, 16), 0.5)
+        h3 = fluid.layers.fc(h2, 4)
+        loss = fluid.layers.mean(h3)
+        opt = fluid.optimizer.RecomputeOptimizer(fluid.optimizer.SGD(0.1))
+        opt._set_checkpoints([h1, h3])
+        opt.minimize(loss)
+    drops = [op for op in main.global_block().ops if op.type == "dropout"]
+    assert len(drops) == 2 and drops[0].input("Seed") == drops[1].input("Seed")
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    for _ in range(2):          # a fresh seed each run; both runs of the dropout draw the same mask
+        a, b = exe.run(main, feed={"x": np.ones((6, 8), "float32")}, scope=scope,
+                       fetch_list=[drops[0].output("Mask")[0], drops[1].output("Mask")[0]])
+        np.testing.assert_array_equal(a, b)
+        assert 0 < a.mean() < 1

@@ -23,7 +23,7 @@ from .paddle_names import (EnforceNotMet, EventSortingKey, Place, ProfilerState,
                            is_compiled_with_mkldnn, is_profiler_enabled, kEmptyVarName, kGradVarSuffix,
                            kTempVarName, kZeroVarSuffix, load_op_library, op_proto_and_checker_maker,
                            reset_profiler, set_feed_variable, set_num_threads)
-from .paddle_names import (Executor, Graph, Node, __unittest_throw_exception__, _set_eager_deletion_mode,  # noqa: F401
+from .paddle_names import (Executor, Fleet, Graph, Node, __unittest_throw_exception__, _set_eager_deletion_mode,  # noqa: F401
                            is_compiled_with_ngraph)
 
 LodRankTable = LoDRankTable

@@ -27,8 +27,17 @@ class Place:
     def is_cpu_place(self):
         return type(self._place).__name__ == "CPUPlace"
 
+    def is_cuda_pinned_place(self):
+        return type(self._place).__name__ == "CUDAPinnedPlace"
+
     def gpu_device_id(self):
         return int(getattr(self._place, "device_id", 0))
+
+    def _type(self):
+        return self._place._type()
+
+    def _equals(self, other):
+        return self._place._equals(other)
 
 
 Variable = ScopeVariable
@@ -202,6 +211,9 @@ _IR = ("Paddle's C++ IR graph passes are not provided; rewrite the Program itsel
        "(block.ops, block.insert_before / insert_after / remove_op)")
 Graph = refused_class("fluid.core.Graph", _IR)
 Node = refused_class("fluid.core.Node", _IR)
+Fleet = refused_class("fluid.core.Fleet", "it is PSLib's FleetWrapper (client-to-client settings, cache "
+                      "thresholds, local tables); run parameter-server jobs with the fleet of "
+                      "fluid.incubate.fleet.parameter_server.distribute_transpiler")
 Executor = refused_class("fluid.core.Executor", "run programs with fluid.Executor(place).run(program, ...)")
 
 

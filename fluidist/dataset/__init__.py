@@ -24,10 +24,14 @@ Batches: thread ``t`` of ``T`` gets files ``t, t+T, ...`` (QueueDataset) or the 
 contiguous share of the records (InMemoryDataset) and cuts them into batches of ``batch_size``
 (the last one may be smaller).
 
-Not supported (the setters that would turn them on raise NotImplementedError): instance ids and
-content (``set_parse_ins_id``, ``set_parse_content``, ``set_parse_logkey``, ``set_merge_by_lineid``,
-pv merging), HDFS (``set_hdfs_config``), BoxPS (``BoxPSDataset``) and
-PSLib's local tables. ``set_fleet_send_batch_size``, ``set_fleet_send_sleep_seconds`` and
+Instance ids and content: with ``set_parse_ins_id(True)`` / ``set_parse_content(True)`` an
+InMemoryDataset's lines open with ``1 <ins_id>`` / ``1 <content>`` before their slots;
+``set_merge_by_lineid(merge_size)`` merges the instances of one id after ``global_shuffle`` (or when
+``dataset.dataset.merge_by_lineid()`` is called), see :mod:`.merge`.
+
+Not supported (the setters that would turn them on raise NotImplementedError): log keys and pv
+merging (``set_parse_logkey``, ``set_enable_pv_merge``), HDFS (``set_hdfs_config``), BoxPS
+(``BoxPSDataset``) and PSLib's local tables. ``set_fleet_send_batch_size``, ``set_fleet_send_sleep_seconds`` and
 ``set_queue_num`` are kept but change nothing (records travel as one message per worker pair).
 """
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any, NoReturn, Sequence
 import numpy as np
 
 from ..compat import refused_class
+from .core_dataset import Dataset as CoreDataset
 from .records import DataFormatError, Records, Slot  # noqa: F401
 from .source import DataSourceError, read_records  # noqa: F401
 
@@ -100,6 +105,7 @@ class DatasetBase:
         self.pv_batch_size = 0
         self.fea_eval = False
         self.record_candidate_size = 0
+        self.dataset = CoreDataset("MultiSlotDataset", owner=self)     # Paddle's core object (core_dataset.py)
 
     # ---------------------------------------------------------------- configuration
     def set_pipe_command(self, pipe_command: str) -> None:
@@ -165,6 +171,10 @@ class DatasetBase:
         if not self.slots:
             raise ValueError("the dataset has no variables: call set_use_var([...]) first")
 
+    def _line_prefixes(self):
+        """The text fields each line opens with (InMemoryDataset's instance ids and content)."""
+        return ()
+
     def _read_files(self, files):
         """Records of ``files`` (in that order), read by up to ``thread_num`` threads."""
         self._need_slots()
@@ -181,7 +191,8 @@ class DatasetBase:
                 if i >= len(files) or errors:
                     return
                 try:
-                    results[i] = read_records(files[i], self.slots, self.pipe_command, self.download_cmd)
+                    results[i] = read_records(files[i], self.slots, self.pipe_command, self.download_cmd,
+                                              self._line_prefixes())
                 except BaseException as e:
                     errors.append((i, e))
                     return
@@ -233,8 +244,8 @@ class QueueDataset(DatasetBase):
 
     def _thread_batches(self, threads):
         self._need_slots()
-        if not self.filelist:
-            raise ValueError("QueueDataset: the file list is empty (set_filelist)")
+        if not self.filelist:       # (Paddle 1.8 trains on no batches: a worker may get no file)
+            return [iter(())]
         threads = max(1, min(threads, len(self.filelist)))
 
         def stream(t):
@@ -270,15 +281,15 @@ class FileInstantDataset(QueueDataset):
 
 
 def _refuse(what: str) -> NoReturn:
-    raise NotImplementedError("InMemoryDataset.%s is not supported by fluidist (instance ids, content and pv "
-                              "merging are PSLib features)" % what)
+    raise NotImplementedError("InMemoryDataset.%s is not supported by fluidist (log keys and pv merging are "
+                              "PSLib features)" % what)
 
 
 class InMemoryDataset(DatasetBase):
     """Loads every file into memory once; shuffles locally or across the workers.
 
-    Paddle 1.8 difference: instance ids, content, log keys and pv merging (PSLib features) are
-    refused with NotImplementedError; ``set_queue_num`` and the ``set_fleet_send_*`` knobs change
+    Paddle 1.8 difference: log keys and pv merging (PSLib features) are refused with
+    NotImplementedError; ``set_queue_num`` and the ``set_fleet_send_*`` knobs change
     nothing (records travel as one message per worker pair).
 
     Examples:
@@ -317,6 +328,10 @@ class InMemoryDataset(DatasetBase):
         self.fleet_send_sleep_seconds: Any = None
         self._preload: tuple[threading.Thread, dict] | None = None
         self._shuffled = 0
+        self.parse_ins_id = False
+        self.parse_content = False
+        self.merge_by_lineid = False
+        self.merge_size = 2
 
     # ---------------------------------------------------------------- Paddle's knobs
     def set_feed_type(self, data_feed_type: str) -> None:
@@ -339,14 +354,12 @@ class InMemoryDataset(DatasetBase):
         self.fleet_send_sleep_seconds = fleet_send_sleep_seconds
 
     def set_parse_ins_id(self, parse_ins_id: bool) -> None:
-        """True is refused (NotImplementedError)."""
-        if parse_ins_id:
-            _refuse("set_parse_ins_id(True)")
+        """Lines open with their instance id, ``1 <ins_id>`` (read before the slots)."""
+        self.parse_ins_id = bool(parse_ins_id)
 
     def set_parse_content(self, parse_content: bool) -> None:
-        """True is refused (NotImplementedError)."""
-        if parse_content:
-            _refuse("set_parse_content(True)")
+        """Lines give their content, ``1 <content>``, after the instance id (if any) and before the slots."""
+        self.parse_content = bool(parse_content)
 
     def set_parse_logkey(self, parse_logkey: bool) -> None:
         """True is refused (NotImplementedError)."""
@@ -363,8 +376,21 @@ class InMemoryDataset(DatasetBase):
             _refuse("set_enable_pv_merge(True)")
 
     def set_merge_by_lineid(self, merge_size: int = 2) -> None:
-        """Refused (NotImplementedError)."""
-        _refuse("set_merge_by_lineid")
+        """Merge the instances of one instance id after ``global_shuffle`` (see ``dataset.merge``);
+        turns on ``set_parse_ins_id``. ``merge_size > 0``: only groups of exactly that many merge, the
+        others are dropped."""
+        self.merge_by_lineid = True
+        self.merge_size = int(merge_size)
+        self.parse_ins_id = True
+
+    def _line_prefixes(self):
+        return (("ins_id",) if self.parse_ins_id else ()) + (("content",) if self.parse_content else ())
+
+    def _merge_by_lineid(self):
+        if not self.merge_by_lineid:
+            return
+        from .merge import merge_by_ins_id
+        self.records = merge_by_ins_id(self._loaded("merge_by_lineid"), self.merge_size)
 
     def preprocess_instance(self) -> None:
         """Refused (NotImplementedError)."""
@@ -440,6 +466,7 @@ class InMemoryDataset(DatasetBase):
         records = self._loaded("global_shuffle")
         if fleet is None or fleet.worker_num() == 1:
             self.local_shuffle()
+            self._merge_by_lineid()
             return
         from .exchange import exchange_for, records_from_payload, records_payload, workers_of
         rank, endpoints = workers_of(fleet)
@@ -451,6 +478,7 @@ class InMemoryDataset(DatasetBase):
         merged = Records.concat(self.slots, mine)
         self.records = merged.take(np.random.permutation(merged.n))
         self._shuffled = self.records.n
+        self._merge_by_lineid()
 
     def slots_shuffle(self, slots: Sequence[str]) -> None:
         """Shuffle the values of the named slots across instances (``set_fea_eval`` first)."""

@@ -53,6 +53,9 @@ def workers_of(fleet_or_role_maker):
 def records_payload(records):
     """(meta, arrays) of Records for ``all_to_all``."""
     meta = {"n": records.n, "slots": [[np.dtype(v.dtype).name, int(len(v))] for v in records.values]}
+    for field in ("ins_ids", "contents"):       # (set_parse_ins_id / set_parse_content: a few short strings)
+        if getattr(records, field) is not None:
+            meta[field] = [str(t) for t in getattr(records, field)]
     arrays = []
     for v, off in zip(records.values, records.offsets):
         arrays += [np.ascontiguousarray(v), np.ascontiguousarray(off, dtype=np.int64)]
@@ -82,7 +85,13 @@ def records_from_payload(payload, slots, sender):
             raise ExchangeError("%s: slot %r has invalid instance offsets" % (what, slot.name))
         values.append(np.frombuffer(v, slot.dtype).copy())
         offsets.append(off)
-    return Records(slots, values, offsets)
+    texts = {}
+    for field in ("ins_ids", "contents"):
+        got = meta.get(field)
+        if got is not None and (not isinstance(got, list) or len(got) != n or not all(isinstance(t, str) for t in got)):
+            raise ExchangeError("%s: %s is not a list of %d strings" % (what, field, n))
+        texts[field] = None if got is None else np.array(got, dtype=object)
+    return Records(slots, values, offsets, **texts)
 
 
 class WorkerExchange:

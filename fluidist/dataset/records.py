@@ -53,12 +53,20 @@ class Slot:
 
 
 class Records:
-    """``n`` instances: per slot a flat ``values`` array and ``offsets`` (n + 1 int64)."""
+    """``n`` instances: per slot a flat ``values`` array and ``offsets`` (n + 1 int64); with
+    ``set_parse_ins_id`` / ``set_parse_content``, each instance's id and content (str arrays)."""
 
-    def __init__(self, slots, values, offsets):
+    def __init__(self, slots, values, offsets, ins_ids=None, contents=None):
         self.slots = slots
         self.values = values
         self.offsets = offsets
+        self.ins_ids = ins_ids
+        self.contents = contents
+
+    def _texts(self, pick):
+        """The ids and contents of the instances ``pick`` selects (an index or a slice)."""
+        return {"ins_ids": None if self.ins_ids is None else self.ins_ids[pick],
+                "contents": None if self.contents is None else self.contents[pick]}
 
     @property
     def n(self):
@@ -86,7 +94,9 @@ class Records:
                 offs.append(p.offsets[j][1:] + base)
                 base += int(p.offsets[j][-1])
             offsets.append(np.concatenate(offs))
-        return Records(slots, values, offsets)
+        texts = {k: np.concatenate([getattr(p, k) for p in parts]) if all(getattr(p, k) is not None for p in parts)
+                 else None for k in ("ins_ids", "contents")}
+        return Records(slots, values, offsets, **texts)
 
     def take(self, index):
         """The instances at ``index`` (an int array), in that order."""
@@ -100,7 +110,7 @@ class Records:
             pos = np.repeat(starts - new_off[:-1], lens) + np.arange(new_off[-1], dtype=np.int64)
             values.append(vals[pos])
             offsets.append(new_off)
-        return Records(self.slots, values, offsets)
+        return Records(self.slots, values, offsets, **self._texts(index))
 
     def slice(self, begin, end):
         values, offsets = [], []
@@ -108,7 +118,7 @@ class Records:
             a, b = int(off[begin]), int(off[end])
             values.append(vals[a:b])
             offsets.append(off[begin:end + 1] - a)
-        return Records(self.slots, values, offsets)
+        return Records(self.slots, values, offsets, **self._texts(slice(begin, end)))
 
     def batch(self, begin, end):
         """Instances [begin, end) as feed values: [(array, lod or None)] in slot order."""
@@ -131,7 +141,7 @@ class Records:
         for j, slot in enumerate(self.slots):
             if slot.name in names:
                 values[j], offsets[j] = moved.values[j], moved.offsets[j]
-        return Records(self.slots, values, offsets)
+        return Records(self.slots, values, offsets, ins_ids=self.ins_ids, contents=self.contents)
 
 
 # ------------------------------------------------------------------------------------------ parsing
@@ -160,10 +170,25 @@ def _bad_token(tokens, slot):
     return None
 
 
-def parse_lines(lines, slots, source, first_line=1):
-    """Records from text ``lines`` (an iterable of str); ``source`` names the file in errors."""
+def _leading_texts(toks, prefixes, texts, source, line_no):
+    """Read the ``1 <text>`` fields ``prefixes`` names (``ins_id``, ``content``) that open a line
+    before its slots (``set_parse_ins_id`` / ``set_parse_content``); returns the next position."""
+    p = 0
+    for field in prefixes:
+        if p + 1 >= len(toks) or toks[p] != "1":
+            raise DataFormatError("%s, line %d: expected the %s as '1 <%s>' before the slots (the dataset parses "
+                                  "%ss), got %r" % (source, line_no, field, field, field, " ".join(toks[p:p + 2])))
+        texts[field].append(toks[p + 1])
+        p += 2
+    return p
+
+
+def parse_lines(lines, slots, source, first_line=1, prefixes=()):
+    """Records from text ``lines`` (an iterable of str); ``source`` names the file in errors;
+    ``prefixes``: the text fields (``"ins_id"``, ``"content"``) each line opens with."""
     tokens = [[] for _ in slots]
     counts = [[] for _ in slots]
+    texts = {field: [] for field in prefixes}
     line_no = first_line - 1
     first_extra = None
     nslots = len(slots)
@@ -171,7 +196,7 @@ def parse_lines(lines, slots, source, first_line=1):
         toks = line.split()
         if not toks:
             continue
-        p = 0
+        p = _leading_texts(toks, prefixes, texts, source, line_no)
         for j in range(nslots):
             slot = slots[j]
             if p >= len(toks):
@@ -220,4 +245,4 @@ def parse_lines(lines, slots, source, first_line=1):
         if counts[j]:
             np.cumsum([c for c, _ in counts[j]], out=off[1:])
         offsets.append(off)
-    return Records(slots, values, offsets)
+    return Records(slots, values, offsets, **{field + "s": np.array(texts[field], dtype=object) for field in prefixes})

@@ -16,7 +16,9 @@ def _plain(cmd):
     return cmd is None or cmd.strip() in ("", "cat")
 
 
-def read_records(path, slots, pipe_command="cat", download_cmd=None):
+def read_records(path, slots, pipe_command="cat", download_cmd=None, prefixes=()):
+    """The Records of data file ``path``; ``prefixes``: the text fields each line opens with
+    (``"ins_id"``, ``"content"``: see ``records.parse_lines``)."""
     if _plain(pipe_command) and not download_cmd:
         try:
             f = open(path, "r", encoding="utf-8", errors="strict")
@@ -24,13 +26,13 @@ def read_records(path, slots, pipe_command="cat", download_cmd=None):
             raise DataSourceError("dataset: cannot read data file %r: %s" % (path, e)) from None
         with f:
             try:
-                return parse_lines(f, slots, "file %r" % path)
+                return parse_lines(f, slots, "file %r" % path, prefixes=prefixes)
             except UnicodeDecodeError as e:
                 raise DataSourceError("dataset: data file %r is not UTF-8 text: %s" % (path, e)) from None
-    return _through_commands(path, slots, pipe_command, download_cmd)
+    return _through_commands(path, slots, pipe_command, download_cmd, prefixes)
 
 
-def _through_commands(path, slots, pipe_command, download_cmd):
+def _through_commands(path, slots, pipe_command, download_cmd, prefixes):
     cmd = pipe_command if not _plain(pipe_command) else "cat"
     stdin = None
     if download_cmd:
@@ -46,7 +48,7 @@ def _through_commands(path, slots, pipe_command, download_cmd):
         proc = subprocess.Popen(cmd, shell=True, stdin=stdin, stdout=subprocess.PIPE, stderr=err)
         try:
             lines = io.TextIOWrapper(proc.stdout, encoding="utf-8")
-            records = parse_lines(lines, slots, source)
+            records = parse_lines(lines, slots, source, prefixes=prefixes)
         except BaseException:
             proc.kill()
             proc.wait()

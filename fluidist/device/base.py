@@ -46,6 +46,31 @@ class Place(abc.ABC):
         """This place's device as the current one, for a ``with`` block (nothing to do on the host)."""
         return contextlib.nullcontext()
 
+    # What Paddle's places answer: ``_type()`` (the index in Paddle's place variant: a GPU place 0, the
+    # CPU 1, pinned memory 2), ``_equals(other)`` (same kind and device), and what its ``core.Place``
+    # (the type of ``tensor._place()`` there) answers. The stand-in device answers as a GPU place.
+    _paddle_type: ClassVar[int] = 1
+
+    def _type(self) -> int:
+        return self._paddle_type
+
+    def _equals(self, other: Any) -> bool:
+        other = getattr(other, "_place", other)          # a core.Place holding one
+        return getattr(other, "_paddle_type", None) == self._paddle_type and \
+            getattr(other, "device_id", 0) == getattr(self, "device_id", 0)
+
+    def is_cpu_place(self) -> bool:
+        return self._paddle_type == 1
+
+    def is_gpu_place(self) -> bool:
+        return self._paddle_type == 0
+
+    def is_cuda_pinned_place(self) -> bool:
+        return self._paddle_type == 2
+
+    def gpu_device_id(self) -> int:
+        return int(getattr(self, "device_id", 0))
+
 
 def checked_place(value: Any, who: str) -> Place:
     """``value`` if it is a place, else the TypeError Paddle raises for it (its pybind functions

@@ -56,6 +56,7 @@ class CUDAPlace(Place):
 
     is_device = True
     kind = "cuda"
+    _paddle_type = 0
 
     def __init__(self, device_id: int = 0):
         self.device_id = int(device_id)
@@ -98,6 +99,8 @@ class CUDAPlace(Place):
 
 
 class CUDAPinnedPlace(CPUPlace):
+    _paddle_type = 2
+
     def __repr__(self):
         return "CUDAPinnedPlace"
 

@@ -354,6 +354,8 @@ class StandinPlace(Place):
     Equal to another ``StandinPlace`` with the same ``device_id``; never to a ``CPUPlace`` or a
     ``CUDAPlace``."""
 
+    _paddle_type = 0        # Paddle's scripts see a GPU place
+
     is_device = True
     kind = "standin"
 

@@ -4,7 +4,7 @@ from ..core.scope import Scope, global_scope, scope_guard  # noqa: F401
 from ..core.tensor import LoDTensor, SelectedRows, create_lod_tensor  # noqa: F401
 from .executor import Executor  # noqa: F401
 from .dataset_runner import FetchHandler  # noqa: F401
-from .paddle_helpers import (_fetch_var, as_numpy, check_feed_shape_type, dimension_is_compatible_with,  # noqa: F401
+from .paddle_helpers import (_as_lodtensor, _fetch_var, as_numpy, check_feed_shape_type, dimension_is_compatible_with,  # noqa: F401
                              dtype_is_compatible_with, has_feed_operators, has_fetch_operators)
 
 # the names a script imports from here (a type checker exports these, and only these)

@@ -164,7 +164,7 @@ class CompiledProgram:
         self._program = program_or_graph
         self._build_strategy = build_strategy
         self._exec_strategy: ExecutionStrategy | None = None
-        self._data_parallel = False
+        self._is_data_parallel = False
         self._loss_name: Any = None
         self._places: list[Any] | None = None
         self._share_vars_from: CompiledProgram | None = None
@@ -199,15 +199,15 @@ class CompiledProgram:
         are merged over the places (concatenated, or one value per place for scalars) unless
         ``return_merged=False`` is given to ``Executor.run``.
         """
-        if self._data_parallel:
+        if self._is_data_parallel:
             raise RuntimeError("with_data_parallel can be called only once on a CompiledProgram")
         has_backward = any(int(op.attr(OP_ROLE_ATTR) or 0) & OpRole.Backward for op in self._program.global_block().ops)
         if has_backward and not loss_name:
             raise ValueError("with_data_parallel: loss_name is required for a program with backward ops")
         if share_vars_from is not None:
-            if not isinstance(share_vars_from, CompiledProgram) or not share_vars_from._data_parallel:
+            if not isinstance(share_vars_from, CompiledProgram) or not share_vars_from._is_data_parallel:
                 raise ValueError("share_vars_from must be a data-parallel CompiledProgram")
-        self._data_parallel = True
+        self._is_data_parallel = True
         self._loss_name = getattr(loss_name, "name", loss_name)
         self._build_strategy = build_strategy or self._build_strategy or BuildStrategy()
         self._exec_strategy = exec_strategy or ExecutionStrategy()
@@ -222,7 +222,7 @@ class CompiledProgram:
         NativeConfig or AnalysisConfig naming the model; ``exe.run(compiled, feed=[PaddleTensor, ...])``
         then returns the predictor's PaddleTensors (a dict feed is matched to the inputs by name).
         Returns self."""
-        if self._data_parallel:
+        if self._is_data_parallel:
             raise ValueError("Cannot compile the program with inference optimization: it is already "
                              "compiled for data parallel")
         if self._is_inference:
@@ -273,7 +273,7 @@ class CompiledProgram:
         return out
 
     def _run_once(self, executor, program, feed, fetch_list, scope, return_numpy, return_merged):
-        if not self._data_parallel:
+        if not self._is_data_parallel:
             return executor.run(program, feed=feed, fetch_list=fetch_list, scope=scope, return_numpy=return_numpy)
         key = (id(scope), executor.place)
         if self._compiled_with is None:

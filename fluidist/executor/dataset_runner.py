@@ -41,6 +41,8 @@ class FetchHandler:
     def __init__(self, var_dict=None, period_secs=60):
         if var_dict is None:
             raise ValueError("FetchHandler: var_dict must be a dict of {key: Variable}")
+        if isinstance(var_dict, (str, Variable)):      # one variable (Paddle takes it and its monitor fails)
+            var_dict = [var_dict]
         if isinstance(var_dict, (list, tuple)):
             # Paddle's scripts also pass a list of Variables or names (Paddle's monitor thread then
             # failed quietly and training went on): each is fetched under its own name
@@ -159,7 +161,8 @@ def run_from_dataset(executor, program, dataset, scope, thread, is_infer, debug,
                      print_period, fetch_handler):
     from ..dataset import DatasetBase
     if dataset is None or not isinstance(dataset, DatasetBase):
-        raise RuntimeError("dataset is needed and should be initialized (fluid.DatasetFactory().create_dataset)")
+        raise RuntimeError("train_from_dataset / infer_from_dataset: no dataset given (make one with "
+                           "fluid.DatasetFactory().create_dataset(...) and pass it as dataset=)")
     program = _program_of(program)
     if is_infer:
         program = program.clone(for_test=True)

@@ -224,6 +224,13 @@ def op_support_gpu(op_type: str) -> bool:
     return registry.lookup(op_type) is not None and is_compiled_with_cuda()
 
 
+def infer_no_need_buffer_slots(op_type: str, inputs: Dict[str, Any], outputs: Dict[str, Any],
+                               attrs: Dict[str, Any]) -> set:
+    """``core.infer_no_need_buffer_slots``: the input slots ops of ``op_type`` read for their shape
+    only (the registry's ``no_need_buffer`` fact); ValueError for an unknown op type."""
+    return set(registry.get(op_type).no_need_buffer)
+
+
 # the common attrs' defaults in Paddle 1.8.5's op protos (op_role 4096: OpRole.NotSpecified)
 _COMMON_DEFAULTS = {"op_role": 4096, "op_role_var": [], "op_namescope": "", "op_callstack": [], "op_device": ""}
 

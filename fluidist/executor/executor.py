@@ -19,6 +19,7 @@ from ..core.fetched import as_fetched
 from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..reader.feeding import _NP_DTYPES, _shape_ok, check_feed_value  # noqa: F401 (check_feed_value: re-exported)
+from . import nan_inf
 from .plan import Plan, _executors, _missing_value_error
 from .prune import needs_split, pruned_run_args, refuse_compiled_prune, split_fetch_list
 from .plan import set_kernel_wrapper  # noqa: F401 (re-exported: the profiler's hook)
@@ -110,13 +111,18 @@ class Executor:
         self._close_hooks: list = []
         _executors.add(self)
 
+    @property
+    def _default_executor(self) -> "Executor":
+        """What Paddle scripts pass to ``core`` functions as the executor (Paddle's C++ one): this."""
+        return self
+
     # ------------------------------------------------------------------ planning
     def _plan(self, program, block_idx):
         per_prog = self._plans.get(program)
         if per_prog is None:
             per_prog = self._plans[program] = {}
         plan = per_prog.get(block_idx)
-        if plan is None or plan.version != program._version:
+        if plan is None or plan.version != program._version or plan.nan_inf != nan_inf.settings():
             plan = per_prog[block_idx] = Plan(self, program, block_idx)
         return plan
 

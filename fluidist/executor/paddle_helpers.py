@@ -80,3 +80,18 @@ def _fetch_var(name, scope=None, return_numpy=True):
                          "or check the name)" % name)
     tensor = var.get_tensor()
     return as_numpy(tensor) if return_numpy else tensor
+
+
+def _as_lodtensor(data, place, dtype=None):
+    """``data`` (an array, or a Python number with ``dtype``) as a LoDTensor on ``place``; a list
+    (sequences of different lengths) is a RuntimeError: make it with ``fluid.create_lod_tensor``."""
+    if isinstance(data, list):
+        raise RuntimeError("_as_lodtensor: a list of arrays holds LoD information; make it a LoDTensor with "
+                           "fluid.create_lod_tensor(data, recursive_seq_lens, place) before feeding it")
+    if not isinstance(data, np.ndarray) and np.isscalar(data):
+        if dtype is None:
+            raise ValueError("_as_lodtensor: give the dtype of the Python number %r" % (data,))
+        data = np.array([data]).astype(convert_dtype(dtype))
+    tensor = LoDTensor()
+    tensor.set(data, place)
+    return tensor

@@ -13,6 +13,7 @@ from ..core.placement import to_host_value, to_place
 from ..framework import registry
 from ..framework.block import Block
 from .codegen import bind, compile_plan
+from . import nan_inf
 
 
 # set_kernel_wrapper(f): plans call f(kernel, op) -> kernel for each op (the profiler's timing); None:
@@ -141,6 +142,7 @@ class Plan:
         place = executor.place
         xp = place.xp
         on_device = place.is_device
+        self.nan_inf = nan_inf.settings()      # FLAGS_check_nan_inf (None: off)
         self.steps = []
         written = set()
         self.external = []  # (name, op type) read before any op of this block writes it
@@ -186,6 +188,8 @@ class Plan:
             kernel = opdef.kernel
             if host or (on_device and any(op.inputs.get(s) for s in registry.fact(op, "host_inputs"))):
                 kernel = _on_host(kernel, op, place, host)
+            if self.nan_inf is not None:     # (a wrapped kernel is never bound: the check runs)
+                kernel = nan_inf.checking(kernel, op, ctx, self.nan_inf)
             kernel = kernel if _kernel_hook is None else _kernel_hook(kernel, op)
             step = _Step(kernel, ctx, dict(op.attrs), tuple(ins), tuple(outs), op, i, share,
                          frozenset(valueless), frozenset(undeclared))

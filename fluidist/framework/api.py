@@ -9,8 +9,11 @@ from ..compat import refused, refused_class
 __all__ = ["in_dygraph_mode", "require_version", "set_flags", "get_flags", "ComplexVariable", "load_op_library",
            "device_guard"]
 
-#: the Paddle release whose fluid API fluidist provides; ``require_version`` checks against it
-PADDLE_API_VERSION = "1.8.5"
+from . import version as _version
+
+#: the Paddle release whose fluid API fluidist provides; ``require_version`` checks against
+#: ``framework.version`` (these values, unless a script changed them)
+PADDLE_API_VERSION = _version.full_version
 
 #: the flags fluidist reads (from the environment, when it needs them)
 FLUIDIST_FLAGS = ("FLAGS_rpc_deadline", "FLAGS_rpc_retry_times", "FLAGS_rpc_send_thread_num",
@@ -19,7 +22,7 @@ FLUIDIST_FLAGS = ("FLAGS_rpc_deadline", "FLAGS_rpc_retry_times", "FLAGS_rpc_send
                   "FLAGS_communicator_max_merge_var_num", "FLAGS_communicator_independent_recv_thread",
                   "FLAGS_communicator_min_send_grad_num_before_recv", "FLAGS_communicator_thread_pool_size",
                   "FLAGS_communicator_send_wait_times", "FLAGS_communicator_is_sgd_optimizer",
-                  "FLAGS_communicator_fake_rpc", "FLAGS_communicator_merge_sparse_grad")
+                  "FLAGS_communicator_fake_rpc", "FLAGS_communicator_merge_sparse_grad", "FLAGS_check_nan_inf")
 _other_flags: dict = {}
 _warned: set = set()
 
@@ -39,15 +42,21 @@ def _version_tuple(v, what):
 
 
 def require_version(min_version, max_version=None):
-    """Raise unless the fluid API version fluidist provides (Paddle 1.8.5's) lies in
-    ``[min_version, max_version]``, as a Paddle script checks its installed Paddle."""
-    have = _version_tuple(PADDLE_API_VERSION, "the version")
+    """Raise unless the fluid API version fluidist provides (Paddle 1.8.5's, ``framework.version``)
+    lies in ``[min_version, max_version]``, as a Paddle script checks its installed Paddle. A version
+    of 0.0.0.0 (a development build, in Paddle) only warns."""
     lo = _version_tuple(min_version, "min_version")
     hi = _version_tuple(max_version, "max_version") if max_version is not None else None
+    v = _version
+    have = tuple(int(p) for p in (v.major, v.minor, v.patch, v.rc))
+    want = ">= %s" % min_version + (" and <= %s" % max_version if max_version is not None else "")
+    if have == (0, 0, 0, 0):
+        warnings.warn("this program requires the Paddle fluid API %s; the version given is %s (a development "
+                      "version?): not checked" % (want, v.full_version), stacklevel=2)
+        return
     if have < lo or (hi is not None and have > hi):
-        want = ">= %s" % min_version + (" and <= %s" % max_version if max_version is not None else "")
         raise Exception("this program requires the Paddle fluid API %s; fluidist provides Paddle %s's"
-                        % (want, PADDLE_API_VERSION))
+                        % (want, v.full_version))
 
 
 def _flag_name(name):

@@ -3,6 +3,7 @@ index and the edits that keep it current; an op's type, slots (``{slot: [variabl
 attrs (plain values)."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 from typing import Any, Dict, Iterator, List, Optional
@@ -277,7 +278,7 @@ class Block:
         self.idx = idx
         self.parent_idx = parent_idx
         self.forward_block_idx = -1
-        self.vars: Dict[str, Variable] = {}
+        self.vars: Dict[str, Variable] = collections.OrderedDict()     # (Paddle's type: scripts compare blocks)
         self._ops: List[Operator] = []
         self._defuse = None
 
@@ -441,10 +442,12 @@ class Block:
     # ---- operators
     def _make_op(self, type, inputs, outputs, attrs):
         if type is None:
-            raise ValueError("an op needs a type: append_op(type=..., ...)")
+            raise ValueError("append_op: an op needs a type (append_op(type=..., ...))")
         opdef = registry.lookup(type)
         if opdef is None:
-            raise registry.unknown_op_error(type)
+            if registry.refusal(type) is not None:
+                raise registry.unknown_op_error(type)
+            raise ValueError("append_op: op type %r is not registered (no such op in fluidist)" % type)
         attrs = dict(attrs or {})
         prog = self.program
         if OP_ROLE_ATTR not in attrs:

@@ -72,6 +72,7 @@ class Program:
         self._distributed_lookup_table = None
         self._parameters_on_pservers = None     # a transpiler's VarsDistributed (shared by clones, as in Paddle)
         self._origin_program = None
+        self._appending_grad_times = 0          # gradient passes appended (names a later pass's grads)
 
     # ---- seed
     @property
@@ -130,6 +131,25 @@ class Program:
     def all_parameters(self) -> List[Parameter]:
         """The Parameters (trainable or not) of the global block."""
         return self.global_block().all_parameters()
+
+    def _copy_data_info_from(self, other: Program, pruned_origin_block_id_map: Optional[Dict[int, int]] = None) -> None:
+        """Mark this program's variables as ``other``'s same-named ones are: data, fed with checks,
+        stop_gradient (block ``i`` reads block ``pruned_origin_block_id_map[i]`` of ``other``, by
+        default block ``i``). TypeError unless ``other`` is a Program; ValueError for a variable
+        ``other`` lacks."""
+        if not isinstance(other, Program):
+            raise TypeError("Program._copy_data_info_from needs a source Program, got %r" % type(other).__name__)
+        block_map = pruned_origin_block_id_map or {i: i for i in range(len(self.blocks))}
+        for i, block in enumerate(self.blocks):
+            theirs = other.blocks[block_map[i]]
+            for var in list(block.vars.values()):
+                src = theirs.var(var.name)
+                if src.is_data:
+                    var.is_data = True
+                if src.need_check_feed:
+                    var.need_check_feed = True
+                if src.stop_gradient:
+                    var.stop_gradient = True
 
     # ---- role guards used by backward / optimizer / lr schedules
     @contextlib.contextmanager

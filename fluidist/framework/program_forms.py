@@ -29,6 +29,7 @@ def clone_into(src, p, for_test=False):
     for k in PROGRAM_FIELDS:
         setattr(p, k, copy.copy(getattr(src, k)))
     p._parameters_on_pservers = getattr(src, "_parameters_on_pservers", None)
+    p._appending_grad_times = src._appending_grad_times
     if for_test:
         _strip_training(p)
     p._version = 0
@@ -147,12 +148,24 @@ def _set_test_mode(program):
 
 
 def _strip_training(program):
-    """Drop backward, optimize and LR-schedule ops, and switch dropout/batch_norm to test mode."""
+    """Drop backward, optimize and LR-schedule ops, and switch dropout/batch_norm to test mode.
+
+    Variables: in a program with a loss's gradient op (the role Backward | Loss: a backward pass
+    appended), as in Paddle 1.8, each block keeps only the variables its remaining ops (or those of
+    the blocks inside it) read or write, so that the program equals a for_test clone taken before
+    ``minimize``; otherwise only gradients nobody uses go."""
     drop = OpRole.Backward | OpRole.Optimize | OpRole.LRSched
+    loss_grad = int(OpRole.Backward) | int(OpRole.Loss)
+    had_backward = any(int(op.attrs.get(OP_ROLE_ATTR, 0)) == loss_grad for b in program.blocks for op in b.ops)
     for b in program.blocks:
         b.ops = [op for op in b.ops if not (int(op.attrs.get(OP_ROLE_ATTR, 0)) & drop)]
-        used = {n for op in b.ops for n in op.input_arg_names + op.output_arg_names}
+    used = {}
+    for b in reversed(program.blocks):      # (a block's inner blocks come after it)
+        names = {n for op in b.ops for n in op.input_arg_names + op.output_arg_names}
+        names.update(*(used[inner.idx] for inner in program.blocks if inner.parent_idx == b.idx and inner.idx != b.idx))
+        used[b.idx] = names
+    for b in program.blocks:
         for name in list(b.vars):
-            if GRAD_SUFFIX in name and name not in used:
+            if name not in used[b.idx] and (had_backward or GRAD_SUFFIX in name):
                 del b.vars[name]
     _set_test_mode(program)

@@ -37,6 +37,8 @@ Call, how the executor's plan calls the kernel:
   kernels that test whether a variable is initialised): the kernel gets None for such a variable
   instead of the executor refusing to run.
 - ``share_lod``: ``(input slot, output slot)``: the output gets the input's LoD after the kernel ran.
+- ``no_need_buffer`` (an entry field set from one table, ``ops/no_need_buffer.py``): input slots read
+  for their shape only (``elementwise_add_grad``'s ``X``, ``Y``); ``core.infer_no_need_buffer_slots``.
 
 Placement, where the kernel runs:
 
@@ -223,6 +225,7 @@ class OpDef:
     no_grad: tuple = ()
     forward: Optional[str] = None     # on a gradient op: the forward op whose entry it shares
     grad_type: Optional[str] = None   # the type of the gradient op registered for this op
+    no_need_buffer: tuple = ()        # input slots read for their shape only
     doc: str = ""
     graph: Graph = Graph()
     call: Call = Call()

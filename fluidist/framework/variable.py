@@ -12,6 +12,7 @@ from .desc_views import DescView
 
 GRAD_SUFFIX = "@GRAD"
 RENAME_INFIX = "@RENAME@"
+RECOMPUTE_INFIX = "@RECOMPUTE@"     # <var>@RECOMPUTE@<k>: an activation recomputed for backward (recompute.py)
 EMPTY_VAR_NAME = "@EMPTY@"
 TEMP_VAR_NAME = "@TEMP@"
 LR_DECAY_COUNTER = "@LR_DECAY_COUNTER@"

@@ -46,17 +46,29 @@ class PaddleBuf:
         """The buffer's size in bytes."""
         return self._data.nbytes
 
+    def _as(self, dtype):
+        """The buffer's bytes read as ``dtype`` elements (as Paddle's buffer accessors read them)."""
+        raw = self._data.view(np.uint8)
+        n = raw.size // np.dtype(dtype).itemsize
+        return raw[:n * np.dtype(dtype).itemsize].view(dtype)
+
     def float_data(self):
-        return self._data.astype(np.float32).tolist()
+        return self._as(np.float32).tolist()
 
     def int32_data(self):
-        return self._data.astype(np.int32).tolist()
+        return self._as(np.int32).tolist()
 
     def int64_data(self):
-        return self._data.astype(np.int64).tolist()
+        return self._as(np.int64).tolist()
 
-    def tolist(self):
-        return self._data.tolist()
+    def tolist(self, dtype=None):
+        """The buffer's bytes as a list of ``dtype`` (``"float32"``, ``"int32"``, ``"int64"``)
+        elements; its own element type when None."""
+        if dtype is None:
+            return self._data.tolist()
+        if dtype not in ("float32", "int32", "int64"):
+            raise ValueError("PaddleBuf.tolist: dtype must be 'float32', 'int32' or 'int64', got %r" % (dtype,))
+        return self._as(np.dtype(dtype)).tolist()
 
 
 class PaddleTensor:

@@ -48,3 +48,16 @@ _FEED_FETCH = ("fluidist's Executor feeds and fetches by name: pass feed={name: 
                "to exe.run; save_inference_model records the feed and fetch names")
 prepend_feed_ops = refused("fluid.io.prepend_feed_ops", _FEED_FETCH)
 append_fetch_ops = refused("fluid.io.append_fetch_ops", _FEED_FETCH)
+
+
+def _create_loaded_parameter(var_list: Any, scope: Any, executor: Any = None) -> None:
+    """``core._create_loaded_parameter``: give each variable of ``var_list`` a tensor of its shape
+    and dtype in ``scope`` (zeros, on the executor's place), for a loader to ``set`` its value into."""
+    from ..device.places import CPUPlace
+    from ..framework.dtypes import convert_dtype
+    place = getattr(executor, "place", None) or CPUPlace()
+    for v in var_list:
+        shape = list(v.shape or ())
+        if any(d < 0 for d in shape):
+            raise ValueError("_create_loaded_parameter: %r has unknown dimensions %s" % (v.name, shape))
+        scope.var(v.name).get_tensor().set(np.zeros(shape, dtype=convert_dtype(v.dtype)), place)

@@ -120,7 +120,9 @@ def _py_reader(capacity, shapes, dtypes, lod_levels, name, use_double_buffer, fe
 
 
 def _attach_feeding(reader, producer, queue, feed_vars):
-    """Give the reader Variable Paddle's py_reader methods: decorate_*, start, reset, queue."""
+    """Give the reader Variable Paddle's py_reader methods and attributes: decorate_*, start, reset,
+    queue, and ``thread`` (the thread feeding the queue, once started: it ends when the generator
+    is done, the queue is closed or ``reset`` is called) with its ``exited`` flag."""
     from ..reader.feeding import sample_list_to_batches
     source = {}
 
@@ -137,15 +139,18 @@ def _attach_feeding(reader, producer, queue, feed_vars):
             raise RuntimeError("py_reader %r: no data source; call decorate_sample_list_generator or "
                                "decorate_batch_generator first" % reader.name)
         producer.start(source["batches"])
+        reader.thread, reader.exited = producer.thread, False
 
     def reset():
         producer.stop()
+        reader.exited = True
 
     reader.queue = queue
     reader.decorate_tensor_provider = reader.decorate_batch_generator = decorate_batch_generator
     reader.decorate_paddle_reader = reader.decorate_sample_list_generator = decorate_sample_list_generator
     reader.start = start
     reader.reset = reset
+    reader.thread, reader.exited = None, False
 
 
 def py_reader(capacity: int, shapes: Sequence[Sequence[int]], dtypes: Sequence[DType],

@@ -9,7 +9,7 @@ from ..framework.dtypes import convert_dtype
 from ..framework.program import Program, Variable, default_main_program, default_startup_program
 from .hints import DType
 from ..initializer import ConstantInitializer, XavierInitializer
-from ..param_attr import ParamAttr
+from ..param_attr import ParamAttr, WeightNormParamAttr
 from .input_dtypes import INPUT_DTYPES
 
 
@@ -139,6 +139,11 @@ class LayerHelper:
             ConstantInitializer(0.0) if is_bias else XavierInitializer())
         dtype = convert_dtype(dtype)
         shape = [int(d) for d in shape]
+        if isinstance(attr, WeightNormParamAttr):       # w = g * v / ||v|| (layers/weight_norm.py)
+            from .weight_norm import create_weight_normalized
+            w = create_weight_normalized(self, attr, shape, dtype, init)
+            WeightNormParamAttr.params_with_weight_norm.append(w)
+            return w
         kw = attr._to_kwargs()
         startup_block = self.startup_program.global_block()
         if not startup_block.has_var(attr.name):

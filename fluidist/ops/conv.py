@@ -7,6 +7,7 @@ shape rules. Layout: kernels work in NCHW; ``data_format="NHWC"`` is handled by 
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from ..framework.variable import RECOMPUTE_INFIX
 from .conv_gemm import conv2d_backward, conv2d_forward
 from .math import sum_over_axes
 from .shape_tensors import scalar_from_tensor
@@ -264,11 +265,14 @@ def _dropout_infer(ctx):
     ctx.set_output("Mask", xs, "uint8")
 
 
-@register_op("dropout", inputs=["X"], outputs=["Out", "Mask?"], attrs=_DROPOUT_ATTRS, infer=_dropout_infer, share_lod=("X", "Out"))
+@register_op("dropout", inputs=["X", "Seed?"], outputs=["Out", "Mask?"], attrs=_DROPOUT_ATTRS, infer=_dropout_infer,
+             share_lod=("X", "Out"), no_grad=("Seed",), host_inputs=("Seed",))
 def dropout(ctx, ins, attrs):
     """Training: Mask is 1 with probability 1 - p (uint8); Out = X * Mask, divided by 1 - p for
     ``upscale_in_train``. Test: Out = X * (1 - p) (``downgrade_in_infer``) or X, and no Mask.
-    With ``fix_seed`` the mask is drawn from ``seed`` and is the same at every run, as in Paddle."""
+    With ``fix_seed`` the mask is drawn from ``seed`` and is the same at every run, as in Paddle.
+    A ``Seed`` input (a one-element int32 tensor, a ``seed`` op's: recomputation gives one to each
+    dropout) decides the mask instead: two dropouts given the same seed value draw the same mask."""
     xp = ctx.xp
     x = ins["X"]
     impl, p = _dropout_impl(attrs)
@@ -276,7 +280,11 @@ def dropout(ctx, ins, attrs):
         if impl == "upscale_in_train":
             return {"Out": x.copy()}
         return {"Out": (x * (1.0 - p)).astype(x.dtype, copy=False)}
-    mask = _dropout_mask(ctx, x.shape, p, attrs)
+    seed_in = ins.get("Seed")
+    if seed_in is not None:
+        attrs = dict(attrs, fix_seed=True, seed=int(np.asarray(seed_in).reshape(-1)[0]) or 1)
+    # (a recomputed dropout, writing <out>@RECOMPUTE@<k>, draws its forward op's mask)
+    mask = _dropout_mask(ctx, x.shape, p, attrs, salt=ctx.op.outputs["Out"][0].split(RECOMPUTE_INFIX)[0])
     if impl == "upscale_in_train":
         out = x * mask * (1.0 / (1.0 - p)) if p < 1.0 else xp.zeros_like(x)
     else:
@@ -287,18 +295,18 @@ def dropout(ctx, ins, attrs):
 _DEVICE_RNGS: dict = {}      # (array module, device) -> the generator of unseeded masks drawn there
 
 
-def _dropout_mask(ctx, shape, p, attrs):
+def _dropout_mask(ctx, shape, p, attrs, salt):
     """The uint8 keep-mask (1 with probability 1 - p). On the host it is drawn by NumPy; on a device
     it is drawn there (``xp.random.RandomState``: cuRAND on a GPU), never uploaded: a GPU's masks
     differ from the CPU's for the same seed, as Paddle's GPU dropout's do from its CPU one's. With
     ``fix_seed`` the generator is seeded from ``seed`` and the op's output name at every call (the
-    same mask every run); otherwise one generator per device, seeded once from fresh entropy, goes on."""
+    same mask every run; ``salt``: the output name of the op, or of the op it recomputes); otherwise one generator per device, seeded once from fresh entropy, goes on."""
     xp = ctx.xp
     seed = attrs["seed"] if attrs.get("fix_seed") else 0
     if xp is np:
-        return (ctx.rng(seed, salt=ctx.op.outputs["Out"][0]).random_sample(shape) >= p).astype(np.uint8)
+        return (ctx.rng(seed, salt=salt).random_sample(shape) >= p).astype(np.uint8)
     if seed:
-        gen = xp.random.RandomState(int(ctx.rng(seed, salt=ctx.op.outputs["Out"][0]).randint(2 ** 31 - 1)))
+        gen = xp.random.RandomState(int(ctx.rng(seed, salt=salt).randint(2 ** 31 - 1)))
     else:
         key = (xp, xp.cuda.runtime.getDevice())
         gen = _DEVICE_RNGS.get(key)

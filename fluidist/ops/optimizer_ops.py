@@ -208,12 +208,15 @@ def _lars_momentum(xp, p, g, accs, sc, lr, a):
 
 
 def _adam(xp, p, g, accs, sc, lr, a):
-    b1, b2, eps = a["beta1"], a["beta2"], a["epsilon"]
+    # the attrs in the parameter's type, as Paddle's kernel holds them: 1 - beta1 is then 1 - 0.9f
+    # (0.100000024 in float32), not 0.1 rounded
+    f = p.dtype.type
+    b1, b2, eps = f(a["beta1"]), f(a["beta2"]), f(a["epsilon"])
     b1p, b2p = sc["Beta1Pow"], sc["Beta2Pow"]
     m1 = b1 * accs["Moment1"] + (1 - b1) * g
     m2 = b2 * accs["Moment2"] + (1 - b2) * g * g
     lr_t = lr * xp.sqrt(1 - b2p) / (1 - b1p)
-    p = p - lr_t * (m1 / (xp.sqrt(m2) + eps * xp.sqrt(1 - b2p)))
+    p = p - lr_t * (m1 / (xp.sqrt(m2) + eps))       # (Paddle 1.8: epsilon unscaled)
     return {"Param": p, "Moment1": m1, "Moment2": m2}
 
 

@@ -3,7 +3,9 @@
 half of ``sampled_softmax_with_cross_entropy``), with gradients.
 
 Negative classes are drawn from NumPy's generator seeded by the op's ``seed`` attr (fresh entropy
-when 0), so runs with a seed repeat, but the draws differ from Paddle's; ``nce``'s
+when 0), so runs with a seed repeat (``nce``: the seed alone decides its draws, as in Paddle: an
+``nce`` of another program, or a sparse one, with the seed draws the same), but the draws differ
+from Paddle's; ``nce``'s
 ``custom_neg_classes`` and ``sample_logits``' customised samples give fixed negatives.
 """
 import numpy as np
@@ -87,7 +89,7 @@ def _nce_samples(ctx, ins, attrs, n_rows, n_true):
     if custom_neg:
         neg = np.tile(np.asarray(custom_neg, dtype=np.int64), (n_rows, 1))
     else:
-        rng = ctx.rng(attrs["seed"], salt=ctx.op.outputs["Cost"][0])
+        rng = ctx.rng(attrs["seed"], salt="nce")
         neg = _draw(rng, sampler, total, (n_rows, int(attrs["num_neg_samples"])), dist)
     samples = np.concatenate([labels, neg], axis=1)
     b = (samples.shape[1] - n_true) * _prob(sampler, samples, total, dist)

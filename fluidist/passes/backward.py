@@ -25,6 +25,7 @@ from ..framework.variable import EMPTY_VAR_NAME
 from ..framework import registry
 from .backward_paths import (_append_grad_suffix_, _as_list, _find_no_grad_vars, _find_op_path_,  # noqa: F401  (Paddle's names)
                              _get_output_names, _get_stop_gradients_, _strip_grad_suffix_)
+from .backward_paths import _grad_var_like, _rebind_to_this_call
 
 _GRAD_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
 
@@ -110,17 +111,6 @@ def _is_array(block, name):
     return v is not None and v.type == VarType.LOD_TENSOR_ARRAY
 
 
-def _grad_var_like(block, grad_name, fwd_name):
-    if block.has_var(grad_name):
-        return block.var(grad_name)
-    fwd = block._find_var_recursive(fwd_name)
-    if fwd is None:
-        return block.create_var(name=grad_name, stop_gradient=False)
-    kind = VarType.LOD_TENSOR_ARRAY if fwd.type == VarType.LOD_TENSOR_ARRAY else VarType.LOD_TENSOR
-    return block.create_var(name=grad_name, shape=fwd.shape, dtype=fwd.dtype, lod_level=fwd.lod_level,
-                            stop_gradient=False, type=kind)
-
-
 def _grad_specs(op, backward):
     if registry.fact(op, "takes_backward"):
         return registry.get(op.type).grad(op, backward)
@@ -146,6 +136,7 @@ def _specs_for(block, path, requires, no_grad, checkpoints=None):
 def _op_specs(block, i, requires, no_grad, backward):
     """The grad op specs of forward op ``i``."""
     specs = []
+    out_grads = {n + GRAD_SUFFIX for n in block.ops[i].output_arg_names}
     for spec in _grad_specs(block.ops[i], backward):
         if spec.get("keep"):     # restores a forward value (increment's reverse): no gradient to trim
             specs.append(spec)
@@ -162,7 +153,8 @@ def _op_specs(block, i, requires, no_grad, backward):
                 outs[slot] = names
         if not outs:
             continue
-        specs.append(dict(spec, outputs=outs))
+        specs.append(dict(spec, outputs=outs, grads_in=[n for names in spec["inputs"].values() for n in names
+                                                        if n in out_grads]))
     return specs
 
 
@@ -332,11 +324,19 @@ def append_backward(loss: Variable, parameter_list: Sequence[Any] | None = None,
     if loss.shape is not None and any(d > 1 for d in loss.shape):
         raise ValueError("append_backward: the loss %r must be a scalar (shape [1]), got shape %s"
                          % (loss.name, list(loss.shape)))
+    program._appending_grad_times += 1
     loss_op = block.ops[loss_idx]
     loss_op._set_attr(OP_ROLE_ATTR, int(OpRole.Forward) | int(OpRole.Loss))
 
     no_grad = _no_grad_names(block, no_grad_set)
     path, requires = _ops_on_path(block, loss_idx, [loss.name], no_grad)
+    if checkpoints:      # a seed op for each dropout, so that recomputing it draws the same mask
+        from .recompute import seed_dropouts
+        inserted = seed_dropouts(block, path)
+        if inserted:
+            loss_idx += inserted
+            no_grad = _no_grad_names(block, no_grad_set)
+            path, requires = _ops_on_path(block, loss_idx, [loss.name], no_grad)
     specs = _specs_for(block, path, requires, no_grad, checkpoints)
     specs = _rename_repeated_outputs(specs, lambda n: _is_array(block, _strip_grad(n)))
 
@@ -379,15 +379,16 @@ def _parameter_names(parameter_list):
 def calc_gradient(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_set: Any = None) -> Any:
     """Gradients of the targets with respect to ``inputs`` (any Variables, not only parameters).
 
-    Each target's gradient starts as ``target_gradients``' entry, or, where that is None, as ones of
-    the target's run-time shape (Paddle 1.8's ``shape`` op feeding a ``fill_constant``'s ShapeTensor,
-    so a target with unknown dimensions works). Several targets add up their gradients.
+    Called again on a program that already holds gradient ops (a gradient of a gradient), the
+    gradients this call makes that would take the name of an existing variable get a fresh
+    ``unique_name`` (``x@GRAD_0``), as in Paddle, and a gradient op of this call reads only the
+    gradients this call made (one nobody made is zero), never the earlier ones of the same name.
 
     Args:
-        targets: a Variable or a list of them.
+        targets: a Variable or a list of them (of one block).
         inputs: a Variable or a list of them.
-        target_gradients: None, or one Variable (or None) per target: the gradient each starts with,
-            of the target's shape.
+        target_gradients: the gradients of the targets (Variables shaped like them, or None for
+            a target whose gradient is ones of its run-time shape); None: ones for every target.
         no_grad_set: variables (or names) whose gradients are not computed.
 
     Returns:
@@ -395,7 +396,8 @@ def calc_gradient(targets: Any, inputs: Any, target_gradients: Any = None, no_gr
         Variable itself (not a list) when there is one input, as in Paddle 1.8.
 
     Raises:
-        ValueError: ``target_gradients`` not one per target, or one whose shape is not its target's.
+        ValueError: targets of several blocks, a target no op produces, a ``target_gradients``
+            list of another length, or a target gradient shaped unlike its target.
 
     Examples:
         >>> x = fluid.data(name="x", shape=[None, 2], dtype="float32")
@@ -406,33 +408,34 @@ def calc_gradient(targets: Any, inputs: Any, target_gradients: Any = None, no_gr
         ...                                      fetch_list=[dx])[0].tolist()
         [[2.0, 4.0]]
     """
-    targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
-    seeds = _target_seeds(targets, target_gradients)
-    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    targets = _as_list(targets)
+    inputs = _as_list(inputs)
+    given = _given_target_gradients(targets, target_gradients)
     block = targets[0].block
+    block.program._appending_grad_times += 1
     saved = {v.name: v.stop_gradient for v in inputs}
     for v in inputs:
         v.stop_gradient = False
     try:
         start = len(block.ops)
-        names = [t.name for t in targets]
-        loss_idx = max(i for i, op in enumerate(block.ops) if set(names).intersection(op.output_arg_names))
+        existing = set(block.vars)
+        loss_idx = max(_producer_index(block, t) for t in targets)
         no_grad = _no_grad_names(block, no_grad_set) - {v.name for v in inputs}
-        path, requires = _ops_on_path(block, loss_idx, names, no_grad)
-        specs = _rename_repeated_outputs(_specs_for(block, path, requires, no_grad),
+        path, requires = _ops_on_path(block, loss_idx, [t.name for t in targets], no_grad)
+        seeds = [spec for t in targets if t.name + GRAD_SUFFIX not in given for spec in _ones_like_target(block, t)]
+        specs = _rename_repeated_outputs(seeds + _specs_for(block, path, requires, no_grad),
                                          lambda n: _is_array(block, _strip_grad(n)))
+        specs, final = _rebind_to_this_call(block, specs, existing, given)
         with block.program._role_guard(OpRole.Backward):
-            for target, seed in zip(targets, seeds):
-                _seed_target_gradient(block, target, seed)
-            _append_specs(block, specs)
+            _append_specs(block, specs, produced=set(given.values()))
     finally:
         for v in inputs:
             v.stop_gradient = saved[v.name]
+    written = {n for op in block.ops[start:] for n in op.output_arg_names}
     out = []
     for v in inputs:
-        g = v.name + GRAD_SUFFIX
-        out.append(block.var(g) if block.has_var(g) and any(g in op.output_arg_names for op in block.ops[start:])
-                   else None)
+        g = final.get(v.name + GRAD_SUFFIX, v.name + GRAD_SUFFIX)
+        out.append(block.var(g) if g in written and block.has_var(g) else None)
     return out[0] if len(out) == 1 else out
 
 
@@ -454,34 +457,47 @@ def gradients(targets: Any, inputs: Any, target_gradients: Any = None, no_grad_s
     return out if isinstance(out, list) else [out]
 
 
-def _target_seeds(targets, target_gradients):
-    """One starting gradient (a Variable or None) per target, checked as Paddle 1.8 checks them."""
-    if target_gradients is None:
-        return [None] * len(targets)
-    seeds = list(target_gradients) if isinstance(target_gradients, (list, tuple)) else [target_gradients]
-    if len(seeds) != len(targets):
-        raise ValueError("gradients: %d target_gradients for %d targets: give one (or None) per target"
-                         % (len(seeds), len(targets)))
-    for target, seed in zip(targets, seeds):
-        if seed is not None and tuple(seed.shape) != tuple(target.shape):
-            raise ValueError("gradients: target_gradients %r has shape %s but its target %r has shape %s"
-                             % (seed.name, list(seed.shape), target.name, list(target.shape)))
-    return seeds
+def _ones_like_target(block, target):
+    """The specs that write ``target@GRAD``'s starting value, ones of the target's shape: its run-time
+    shape (Paddle 1.8's ``shape`` op feeding ``fill_constant``'s ShapeTensor) where a dimension is
+    unknown."""
+    shape = list(target.shape or [1])
+    fill = {"type": "fill_constant", "inputs": {}, "outputs": {"Out": [target.name + GRAD_SUFFIX]},
+            "attrs": {"shape": shape, "value": 1.0, "dtype": target.dtype or "float32"}}
+    if all(d is not None and d >= 0 for d in shape):
+        return [fill]
+    from ..framework import unique_name
+    shape_name = unique_name.generate(target.name + "_shape")
+    block.create_var(name=shape_name, shape=[len(shape)], dtype="int32", stop_gradient=True)
+    return [{"type": "shape", "inputs": {"Input": [target.name]}, "outputs": {"Out": [shape_name]}, "keep": True},
+            dict(fill, inputs={"ShapeTensor": [shape_name]})]
 
 
-def _seed_target_gradient(block, target, seed):
-    """Write ``target@GRAD``'s starting value: ``seed``'s, or ones of the target's run-time shape."""
-    g0 = target.name + GRAD_SUFFIX
-    _grad_var_like(block, g0, target.name)
-    if seed is not None:
-        block.append_op("assign", inputs={"X": [seed]}, outputs={"Out": [g0]})
-        return
-    shape_name = target.name + "_shape"
-    if not block.has_var(shape_name):
-        block.create_var(name=shape_name, shape=[len(target.shape or [1])], dtype="int32", stop_gradient=True)
-    block.append_op("shape", inputs={"Input": [target.name]}, outputs={"Out": [shape_name]})
-    block.append_op("fill_constant", inputs={"ShapeTensor": [shape_name]}, outputs={"Out": [g0]},
-                    attrs={"shape": list(target.shape or [1]), "value": 1.0, "dtype": target.dtype or "float32"})
+def _given_target_gradients(targets, target_gradients):
+    """``{target@GRAD: name of the Variable given as its gradient}`` (ValueError on a mismatch)."""
+    grads = _as_list(target_gradients) or [None] * len(targets)
+    if len(grads) != len(targets):
+        raise ValueError("gradients: %d target_gradients for %d targets" % (len(grads), len(targets)))
+    given = {}
+    for t, g in zip(targets, grads):
+        if t.block is not targets[0].block:
+            raise ValueError("gradients: all targets must be in the same block (%r is not)" % t.name)
+        if g is None:
+            continue
+        if not isinstance(g, Variable):
+            raise TypeError("gradients: target_gradients must be Variables, got %r" % type(g).__name__)
+        if g.shape is not None and t.shape is not None and tuple(g.shape) != tuple(t.shape):
+            raise ValueError("gradients: the shapes of target %r %s and its gradient %r %s differ"
+                             % (t.name, list(t.shape), g.name, list(g.shape)))
+        given[t.name + GRAD_SUFFIX] = g.name
+    return given
+
+
+def _producer_index(block, target):
+    for i in range(len(block.ops) - 1, -1, -1):
+        if target.name in block.ops[i].output_arg_names:
+            return i
+    raise ValueError("gradients: no op of the block produces the target %r" % target.name)
 
 
 

@@ -6,10 +6,13 @@ checkpoint. The gradient ops of the last segment (the one ending at the loss) co
 its activations as usual. Before the gradient ops of every earlier segment, copies of that
 segment's forward ops run again (op role Backward), writing ``<var>@RECOMPUTE@<k>`` for each
 activation that is not a checkpoint, a parameter, a data variable or persistable; the segment's
-gradient ops read those copies. Ops with randomness (a ``seed`` attr: dropout, random fills) or
-side effects are not run again: their outputs are read as the forward pass left them, so a
-recomputed segment computes exactly what the forward pass did, and the gradients equal plain
-training's.
+gradient ops read those copies. Ops with randomness (a ``seed`` attr: random fills) or side
+effects are not run again: their outputs are read as the forward pass left them, so a recomputed
+segment computes exactly what the forward pass did, and the gradients equal plain training's.
+Dropout is run again, as in Paddle: before each dropout on the gradient path a ``seed`` op is
+inserted into the forward pass and given to the dropout as its ``Seed`` input (which decides the
+mask over its ``fix_seed`` / ``seed`` attrs), so that the recomputed dropout draws the forward pass's mask
+(:func:`seed_dropouts`).
 
 As in Paddle, the original activations could then be freed after the forward pass; fluidist's
 executor keeps every variable of a step in its scope, so here recomputation changes the program,
@@ -17,13 +20,35 @@ not the memory it needs.
 """
 from ..framework import registry
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
-
-RECOMPUTE_INFIX = "@RECOMPUTE@"
+from ..framework.variable import RECOMPUTE_INFIX
 
 
 def _rerunnable(op):
+    """Whether running ``op`` again gives what it gave: no side effect, and no randomness (none, or
+    one its ``Seed`` input decides)."""
     d = registry.lookup(op.type)
-    return d is not None and not registry.fact(op, "side_effect") and "seed" not in d.attrs
+    return d is not None and not registry.fact(op, "side_effect") and ("seed" not in d.attrs or bool(op.inputs.get("Seed")))
+
+
+def seed_dropouts(block, path):
+    """Give each dropout among the ops ``path`` (indices) that has no ``Seed`` a ``seed`` op right
+    before it (seed: its ``seed`` attr under ``fix_seed``, else 0: drawn at run time), as Paddle's
+    recompute does. Returns the number of ops inserted."""
+    from ..framework import unique_name
+    dropouts = [block.ops[i] for i in path if _takes_a_seed_input(block.ops[i]) and not block.ops[i].inputs.get("Seed")]
+    for op in dropouts:
+        name = unique_name.generate_with_ignorable_key(".".join([unique_name.generate("seed"), "tmp"]))
+        var = block.create_var(name=name, dtype="int32", persistable=False, stop_gradient=False)
+        seed = int(op.attrs.get("seed") or 0) if op.attrs.get("fix_seed") else 0
+        block._insert_op(block.ops.index(op), type="seed", outputs={"Out": [var]}, attrs={"seed": seed})
+        op.inputs["Seed"] = [name]
+    return len(dropouts)
+
+
+def _takes_a_seed_input(op):
+    """A random op whose entry lets a ``Seed`` input decide its draw (``dropout``)."""
+    d = registry.lookup(op.type)
+    return d is not None and "Seed" in d.inputs and "seed" in d.attrs
 
 
 def _persistable(block, name):

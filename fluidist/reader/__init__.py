@@ -6,10 +6,10 @@ from .loader import DataLoader, PyReader, default_collate_fn  # noqa: F401
 
 __all__ = ["PyReader", "DataLoader", "default_collate_fn"]
 from .dataset_loader import DatasetLoader  # noqa: F401,E402
+from .base import DataLoaderBase  # noqa: F401,E402
 from .loader import GeneratorLoader  # noqa: F401,E402
 from ..compat import refused_class as _refused_class  # noqa: E402
 
-DataLoaderBase = GeneratorLoader  # Paddle's base of its loaders; fluidist's static loader is the one kind
 DygraphGeneratorLoader = _refused_class("fluid.reader.DygraphGeneratorLoader",
                                         "fluidist has no dygraph mode; use fluid.io.DataLoader.from_generator "
                                         "with feed_list for a static program")

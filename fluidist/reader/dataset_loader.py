@@ -3,9 +3,10 @@ Dataset as an iterable loader, one thread's stream per place (``len(places)`` th
 import warnings
 
 from ..core.tensor import LoDTensor
+from .base import DataLoaderBase
 
 
-class DatasetLoader:
+class DatasetLoader(DataLoaderBase):
     def __init__(self, dataset, places, drop_last=True):
         from ..dataset import DatasetBase
         if not isinstance(dataset, DatasetBase):

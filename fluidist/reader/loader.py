@@ -22,6 +22,7 @@ from ..core.tensor import LoDTensor
 from ..framework.dtypes import VarType
 from ..framework.program import Variable, default_main_program
 from ..console.progress import Progress
+from .base import DataLoaderBase
 from .feeding import Producer, new_queue, sample_list_to_batches, sample_to_batches, unique_reader_name
 
 __all__ = ["DataLoader", "PyReader", "default_collate_fn"]
@@ -70,7 +71,7 @@ def add_reader_ops(block, queue, feed_vars, reader_name, double_buffer_name, use
     return reader
 
 
-class GeneratorLoader:
+class GeneratorLoader(DataLoaderBase):
     """What ``DataLoader.from_generator`` returns: a loader fed by a Python generator (see the
     module docstring); its data source is set with one of the ``set_*_generator`` methods.
 
@@ -157,10 +158,25 @@ class GeneratorLoader:
             raise RuntimeError("the data source of this DataLoader has not been set: call set_sample_generator, "
                                "set_sample_list_generator or set_batch_generator first")
 
-    # ---------------------------------------------------------------- iterable mode
-    def __call__(self):
-        return self
+    @classmethod
+    def _check_input_array(cls, item: Any) -> Any:
+        """``item`` as one NumPy array; TypeError when it is not one regular array (nested lists of
+        different lengths: make such data a LoDTensor with ``fluid.create_lod_tensor``)."""
+        import numpy as np
+        try:
+            arr = np.asarray(item)
+        except ValueError:          # (NumPy >= 1.24 refuses ragged lists itself)
+            arr = None
+        if arr is None or arr.dtype == object:
+            raise TypeError("the batch data %s is not a regular array (nested lists of different lengths?): give "
+                            "such data as a LoDTensor made by fluid.create_lod_tensor" % type(item).__name__)
+        return arr
 
+    def _reset(self) -> None:
+        """End the pass now (either mode): the generator's thread stops and the queue is emptied."""
+        self._producer.stop()
+
+    # ---------------------------------------------------------------- iterable mode
     def __iter__(self):
         if not self._iterable:
             raise TypeError("this DataLoader is not iterable (iterable=False): call start(), run the program until "

@@ -16,6 +16,11 @@ class VarBlock:
     def __str__(self):
         return "%s:%d:%d" % (self.varname, self.index, self.size)
 
+    def split(self, sep=None, maxsplit=-1):
+        """``str(block).split(...)``: Paddle's ``slice_variable`` gives each block as its text
+        ``"<varname>:<index>:<size>"``, which scripts split."""
+        return str(self).split(sep, maxsplit)
+
 
 def _numel(shape):
     return reduce(lambda a, b: a * b, shape, 1)

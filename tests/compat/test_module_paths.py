@@ -89,6 +89,19 @@ def test_require_version_checks_against_paddle_1_8_5():
     assert fluid.in_dygraph_mode() is False
 
 
+def test_require_version_reads_the_version_module_at_each_call(monkeypatch):
+    from fluidist.framework import version
+    for attr, value in zip(("major", "minor", "patch", "rc"), ("1", "4", "1", "0")):
+        monkeypatch.setattr(version, attr, value)
+    fluid.require_version("1.4.1", "1.6.0")
+    with pytest.raises(Exception, match="1.8"):
+        fluid.require_version("1.8")
+    for attr in ("major", "minor", "patch"):
+        monkeypatch.setattr(version, attr, "0")
+    with pytest.warns(UserWarning, match="not checked"):       # Paddle 1.8: a 0.0.0.0 build only warns
+        fluid.require_version("100")
+
+
 def test_flags_fluidist_reads_take_effect_others_warn(monkeypatch):
     monkeypatch.delenv("FLAGS_rpc_deadline", raising=False)
     assert fluid.get_flags("FLAGS_rpc_deadline") == {"FLAGS_rpc_deadline": None}
@@ -119,3 +132,13 @@ def test_layers_load_fills_a_variable_from_a_saved_file(tmp_path):
     got, half = exe.run(prog, fetch_list=["w", "h"])
     np.testing.assert_array_equal(got, value)
     assert half.dtype == np.float16
+
+
+def test_infer_no_need_buffer_slots_as_paddle():
+    """Paddle 1.8.5's answers: slots read for their shape only, whatever inputs are given."""
+    ask = fluid.core.infer_no_need_buffer_slots
+    assert ask("elementwise_add_grad", {"X": ["x"], "Y": ["y"]}, {}, {}) == {"X", "Y"}
+    assert ask("lookup_table_grad", {}, {}, {}) == {"W"} and ask("slice_grad", {}, {}, {}) == {"Input"}
+    assert ask("elementwise_add", {}, {}, {}) == set() and ask("fill_constant", {}, {}, {}) == set()
+    with pytest.raises(ValueError, match="unknown op type"):
+        ask("no_such_op", {}, {}, {})

@@ -70,8 +70,9 @@ def test_fetch_handler_takes_a_list_and_a_failing_handler_does_not_end_training(
         monitor.stop()                       # does not raise: the training that ran it goes on
     assert seen and seen[0] == sorted([loss.name, "fc_0.w_0"])
     assert isinstance(monitor.error, KeyError) and "no longer called" in caplog.text
+    assert fluid.executor.FetchHandler("loss").var_dict == {"loss": "loss"}     # one name (Paddle takes it too)
     with pytest.raises(TypeError, match="var_dict"):
-        fluid.executor.FetchHandler("loss")
+        fluid.executor.FetchHandler(3)
 
 
 def test_generated_layers_and_the_default_scope_stack():

@@ -168,6 +168,10 @@ def test_paddle_buf():
     assert buf.int64_data() == [4, 5]
     with pytest.raises(TypeError, match="int8"):
         core.PaddleBuf(np.zeros(2, "int8"))
+    # Paddle 1.8.5 reads the buffer's bytes as the type asked for
+    buf = core.PaddleBuf(np.array([1.5, 2.5], "float32"))
+    assert buf.int32_data() == buf.tolist("int32") == [1069547520, 1075838976]
+    assert buf.int64_data() == [4620693218751676416] and buf.tolist("float32") == [1.5, 2.5]
 
 
 def test_set_lod_refuses_offsets_that_are_no_lod():

@@ -187,8 +187,8 @@ def test_desc_and_refusals(files):
     assert 'name: "dense"\n    type: "float"\n    is_dense: true\n    is_used: true\n    shape: -1\n    shape: 3' in d
     with pytest.raises(NotImplementedError, match="HDFS"):
         ds.set_hdfs_config("fs", "ugi")
-    with pytest.raises(NotImplementedError):
-        ds.set_parse_ins_id(True)
+    with pytest.raises(NotImplementedError, match="log keys"):
+        ds.set_parse_logkey(True)
     q = fluid.DatasetFactory().create_dataset("QueueDataset")
     with pytest.raises(NotImplementedError, match="local shuffle"):
         q.local_shuffle()

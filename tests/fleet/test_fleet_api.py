@@ -127,7 +127,7 @@ def test_collective_nccl2_compiles_data_parallel():
     s.nccl_comm_num = 2          # one node: forced back to 1
     main, startup, loss, _ = collective_build(s)
     cp = fleet.main_program
-    assert isinstance(cp, fluid.CompiledProgram) and cp._program is main and cp._data_parallel
+    assert isinstance(cp, fluid.CompiledProgram) and cp._program is main and cp._is_data_parallel
     bs = cp._build_strategy
     assert bs is s and bs.num_trainers == 2 and bs.trainer_id == 1 and bs.trainers_endpoints == EPS2
     assert s.nccl_comm_num == 1 and cp._loss_name == loss.name

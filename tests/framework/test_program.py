@@ -87,8 +87,10 @@ def test_block_and_operator_api():
     assert b.ops[1].type == "elementwise_add"
     after = b.insert_after(b.ops[0], "scale", inputs={"X": ["fc_0.tmp_0"]}, outputs={"Out": ["fc_0.tmp_0"]})
     assert b.ops[1] is after
-    with pytest.raises(ValueError, match="unknown op type 'no_such_op'"):
+    with pytest.raises(ValueError, match="'no_such_op' is not registered"):
         b.append_op("no_such_op")
+    with pytest.raises(ValueError, match="an op needs a type"):
+        b.append_op()
 
 
 def test_sub_blocks():
@@ -181,3 +183,40 @@ def test_get_var_reads_the_global_block_of_the_default_or_given_program():
             fluid.framework._get_var("x")            # not in the default (other) program
     with pytest.raises(TypeError, match="Program"):
         fluid.framework._get_var("x", "main")
+
+
+def test_copy_data_info_from_marks_data_and_stop_gradient_as_the_source():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 3])
+        h = fluid.layers.fc(x, 2)
+        h.stop_gradient = True
+    clone = main.clone()
+    for v in clone.list_vars():
+        v.is_data, v.stop_gradient = False, False
+    clone._copy_data_info_from(main)
+    assert clone.global_block().var("x").is_data and clone.global_block().var(h.name).stop_gradient
+    assert not clone.global_block().var("fc_0.w_0").stop_gradient
+    assert isinstance(main.global_block().vars, __import__("collections").OrderedDict)
+    with pytest.raises(TypeError):
+        main._copy_data_info_from(startup.global_block())
+    with pytest.raises(ValueError):
+        main._copy_data_info_from(startup)        # x is no variable of the startup program
+
+
+def test_clone_for_test_after_minimize_keeps_the_variables_of_its_ops_as_paddle():
+    """Paddle 1.8.5: a program with a backward pass, cloned for test, keeps only the variables its
+    remaining ops use (so it equals the for_test clone taken before minimize, unused ones aside)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 3])
+        fluid.data("unused", [None, 2])
+        fluid.layers.create_parameter([2, 2], "float32", name="lonely")
+        loss = fluid.layers.mean(fluid.layers.fc(x, 2))
+        before = main.clone(for_test=True)
+        fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L2Decay(1e-4)).minimize(loss)
+        after = main.clone(for_test=True)
+    assert sorted(before.global_block().vars) == ["fc_0.b_0", "fc_0.tmp_0", "fc_0.tmp_1", "fc_0.w_0", "lonely",
+                                                  "mean_0.tmp_0", "unused", "x"]
+    assert sorted(after.global_block().vars) == ["fc_0.b_0", "fc_0.tmp_0", "fc_0.tmp_1", "fc_0.w_0", "mean_0.tmp_0", "x"]
+    assert [op.type for op in after.global_block().ops] == [op.type for op in before.global_block().ops]

@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
+import fluidist as fluid
 from op_test import check_grad, run_op
 
 rng = np.random.RandomState(13)
@@ -264,3 +265,24 @@ def test_rank_loss_pairs_flat_elements_of_mixed_shapes(shapes):
     o = left.reshape(-1) - right.reshape(-1)
     np.testing.assert_allclose(out, (np.log1p(np.exp(o)) - label.reshape(-1) * o).reshape(shapes[0]), rtol=1e-12)
     check_grad("rank_loss", {"Label": label, "Left": left, "Right": right}, ["Left", "Right"])
+
+
+def test_nce_draws_depend_on_the_seed_alone():
+    """As in Paddle 1.8.5 (test_nce's dense-versus-sparse case): two nce layers with one seed, in
+    two programs, one of them with a sparse weight gradient, draw the same negatives."""
+    losses = []
+    for sparse in (False, True):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup):
+            x = fluid.data("x", [None, 10], "float32")
+            y = fluid.data("y", [None, 1], "int64")
+            cost = fluid.layers.nce(x, y, num_total_classes=20, num_neg_samples=5, seed=1, is_sparse=sparse,
+                                    param_attr=fluid.initializer.Constant(0.1), bias_attr=fluid.initializer.Constant(0.0))
+            loss = fluid.layers.mean(cost)
+            fluid.optimizer.SGD(0.1).minimize(loss)
+        exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+        exe.run(startup, scope=scope)
+        r = np.random.RandomState(0)
+        feed = {"x": r.randn(8, 10).astype("float32"), "y": r.randint(0, 20, (8, 1)).astype("int64")}
+        losses.append(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
+    np.testing.assert_array_equal(losses[0], losses[1])

@@ -44,10 +44,11 @@ ADAM_OUTPUTS = {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Mom
 
 
 def adam_reference(ins, b1, b2, eps=1e-8):
+    b1, b2, eps = np.float32(b1), np.float32(b2), np.float32(eps)     # as Paddle's kernel holds its attrs
     m1 = b1 * ins["Moment1"] + (1 - b1) * ins["Grad"]
     m2 = b2 * ins["Moment2"] + (1 - b2) * ins["Grad"] ** 2
     lr_t = ins["LearningRate"] * np.sqrt(1 - ins["Beta2Pow"]) / (1 - ins["Beta1Pow"])
-    return {"ParamOut": ins["Param"] - lr_t * m1 / (np.sqrt(m2) + eps * np.sqrt(1 - ins["Beta2Pow"])),
+    return {"ParamOut": ins["Param"] - lr_t * m1 / (np.sqrt(m2) + eps),      # (Paddle 1.8.5: epsilon unscaled)
             "Moment1Out": m1, "Moment2Out": m2, "Beta1PowOut": ins["Beta1Pow"] * np.float32(b1),
             "Beta2PowOut": ins["Beta2Pow"] * np.float32(b2)}
 
@@ -145,3 +146,23 @@ def test_rmsprop_reads_mean_grad_only_when_centered(centered):
     np.testing.assert_allclose(got["MomentOut"], mom, rtol=1e-5)
     np.testing.assert_allclose(got["ParamOut"], ins["Param"] - mom, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(got["MeanSquareOut"], ms, rtol=1e-6)
+
+
+def test_adam_steps_bit_for_bit_as_paddle_1_8_5():
+    """Three Adam steps (lr 0.01, parameter lr 2, constant gradients 1/160 and 3/160): Paddle 1.8.5's
+    float32 parameters exactly (its epsilon is not scaled, its betas are float32)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        init = fluid.initializer.NumpyArrayInitializer
+        x = fluid.layers.create_parameter(dtype="float32", shape=[16, 10], attr=fluid.ParamAttr(learning_rate=2.0, name="px"),
+                                          default_initializer=init(np.ones([16, 10], "float32")))
+        y = fluid.layers.create_parameter(dtype="float32", shape=[16, 10], attr=fluid.ParamAttr(learning_rate=2.0, name="py"),
+                                          default_initializer=init(2 * np.ones([16, 10], "float32")))
+        loss = fluid.layers.mean(fluid.layers.elementwise_add(x, fluid.layers.scale(y, 3.0)))
+        fluid.optimizer.AdamOptimizer(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    got = [[float(np.asarray(v).ravel()[0]) for v in exe.run(main, fetch_list=["px", "py"], scope=scope)]
+           for _ in range(3)]
+    paddle = [[0.98000103, 1.9800004], [0.9600018, 1.9600006], [0.94000256, 1.940001]]
+    assert [[np.float32(v) for v in step] for step in got] == [[np.float32(v) for v in step] for step in paddle]

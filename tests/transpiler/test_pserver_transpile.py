@@ -299,6 +299,7 @@ def test_slice_variable_rules():
     blocks = slice_variable([V("d", [10, 3001])], 3, 8192)
     assert [b.rows for b in blocks] == [4, 4, 2]
     assert [str(b) for b in slice_variable([V("a", [1000, 1000])], 2, 1048576)] == ["a:0:1000000"]
+    assert blocks[2].split(":") == ["d", "2", "6002"]      # Paddle's blocks are their text, which scripts split
 
 
 def test_clip_by_global_norm_is_refused_in_pserver_mode():
