@@ -71,21 +71,10 @@ def _plain_fetch_names(fetch_list):
 
 
 def _as_fetch_names(fetch_list):
-    if fetch_list is None:
-        return []
-    if isinstance(fetch_list, (Variable, str)):
-        fetch_list = [fetch_list]
-    if type(fetch_list) is list:
-        names = []
-        for f in fetch_list:
-            if type(f) is str:
-                names.append(f)
-            elif isinstance(f, Variable):
-                names.append(f.name)
-            else:
-                break   # the general path below names the bad element
-        else:
-            return names
+    """The names of a fetch list, or the TypeError naming its element that is neither a Variable nor a name."""
+    names = _plain_fetch_names(fetch_list)
+    if names is not None:
+        return names
     if not isinstance(fetch_list, (list, tuple)):
         raise TypeError("fetch_list must be a list of Variables or names, got %r" % type(fetch_list).__name__)
     names = []
