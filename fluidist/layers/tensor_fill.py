@@ -189,6 +189,8 @@ def range(start: float | Variable, end: float | Variable, step: float | Variable
         >>> steps = fluid.layers.range(0, 10, 2, "int64")
     """
     dtype = convert_dtype(dtype)
+    for value, arg in ((start, "start"), (end, "end"), (step, "step")):
+        check_type(value, arg, (float, int, Variable), "range")     # as Paddle 1.8 (a NumPy array: TypeError)
     ins = {k: [_scalar_var(v, dtype)] for k, v in (("Start", start), ("End", end), ("Step", step))}
     helper = LayerHelper("range")
     out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
@@ -233,6 +235,7 @@ def linspace(start: float | Variable, stop: float | Variable, num: int | Variabl
     """
     dtype = convert_dtype(dtype)
     for value, arg in ((start, "start"), (stop, "stop"), (num, "num")):
+        check_type(value, arg, (Variable, float, int), "linspace")     # as Paddle 1.8 (a NumPy array: TypeError)
         if isinstance(value, Variable):
             _check_var(value, "linspace", arg)
     ins = {"Start": [_scalar_var(start, dtype)], "Stop": [_scalar_var(stop, dtype)],
