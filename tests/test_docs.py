@@ -7,6 +7,7 @@ import glob
 import inspect
 import os
 import re
+import subprocess
 import symtable
 import sys
 import types
@@ -126,6 +127,37 @@ def test_the_first_code_block_of_a_page_runs_as_written(page):
         first = "\n".join(ex.source for ex in doctest.DocTestParser().get_examples(first))
     assert not undefined_names(first), "%s's first block uses %s, which it never defines" % (
         os.path.relpath(page, ROOT), undefined_names(first))
+
+
+# Pages whose first block is a job for a cluster the test cannot make here, and why; first_job.md's blocks
+# run in tests/test_first_job.py.
+NOT_RUN_HERE = {"guide/cluster.md": "an MPI job (mpirun -np 4, a server and a worker per node; the MPI role makers "
+                                    "are tested in tests/fleet/test_fleet_mpi_role_makers.py)",
+                "guide/first_job.md": "run command by command in tests/test_first_job.py"}
+
+
+def _first_scripts():
+    for page in PAGES:
+        blocks = _PYTHON_BLOCK.findall(open(page).read())
+        rel = os.path.relpath(page, os.path.join(ROOT, "docs"))
+        if blocks and not blocks[0].lstrip().startswith(">>>") and rel not in NOT_RUN_HERE:
+            yield rel, blocks[0]
+
+
+@pytest.mark.parametrize("rel,block", list(_first_scripts()), ids=[r for r, _ in _first_scripts()])
+def test_the_first_script_of_a_page_runs_as_written(rel, block, tmp_path):
+    """A page's first script runs as a newcomer runs it: with ``python`` where it is a script, under
+    ``fluidist-launch --server_num 1 --worker_num 2`` where it is a parameter-server job (it reads
+    ``TRAINING_ROLE``), in an empty folder, copied from the page unchanged."""
+    script = tmp_path / "first.py"
+    script.write_text(block)
+    if "TRAINING_ROLE" in block:
+        cmd = [sys.executable, "-m", "fluidist.launch", "--server_num", "1", "--worker_num", "2",
+               "--log_dir", str(tmp_path / "logs"), str(script)]
+    else:
+        cmd = [sys.executable, str(script)]
+    proc = subprocess.run(cmd, cwd=str(tmp_path), capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, "docs/%s's first block failed as written:\n%s" % (rel, (proc.stdout + proc.stderr)[-3000:])
 
 
 def test_undefined_names_finds_what_a_block_never_defines():
