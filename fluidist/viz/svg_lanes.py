@@ -3,9 +3,10 @@
 The default picture is simple enough to lay out by hand: each top-level cluster of the
 :class:`fluidist.viz.graphviz.Graph` is a column (a lane), its nodes stacked in the order they were
 added, the edges inside a lane short vertical arrows from a node to the next (the stacking shows the
-order of the rest), the edges between lanes curves with their label halfway. ``fluidist-draw`` writes this for an ``.svg`` output; ``--detail`` pictures and PNG / PDF go
+order of the rest), the edges between lanes curves labelled beside their send or recv box. ``fluidist-draw`` writes this for an ``.svg`` output; ``--detail`` pictures and PNG / PDF go
 through Graphviz's ``dot`` (:func:`fluidist.viz.graphviz.render`).
 """
+from collections import Counter
 from xml.sax.saxutils import escape
 
 __all__ = ["lanes_svg", "write_lanes_svg"]
@@ -47,7 +48,7 @@ def _text(x, y, lines, size=11, anchor="middle", color="#000000", weight="normal
         x, y, _FONT, size, anchor, color, weight, spans)
 
 
-def _edge(boxes, tail, head, attrs):
+def _edge(boxes, tail, head, attrs, label_at_head=False):
     """One edge: a vertical arrow inside a lane, a curve between lanes (both ways for ``dir=both``)."""
     tx, ty, tw, th, _ = boxes[tail]
     hx, hy, hw, hh, _ = boxes[head]
@@ -66,9 +67,11 @@ def _edge(boxes, tail, head, attrs):
     bend = (x2 - x1) / 2
     out = ['<path d="M%.1f,%.1f C%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="%s" stroke-width="%s"%s%s/>'
            % (x1, y1, x1 + bend, y1, x2 - bend, y2, x2, y2, color, width, dash, ends)]
-    if attrs.get("label"):
-        out.append(_text((x1 + x2) / 2, (y1 + y2) / 2 - 4, str(attrs["label"]).split("\n"), size=10,
-                         color=attrs.get("fontcolor", color)))
+    if attrs.get("label"):      # beside the end whose box has no other edge (a send or recv), in the gap
+        outwards = rightwards != label_at_head      # the label's side of that box
+        x, y = (x2, y2) if label_at_head else (x1, y1)
+        out.append(_text(x + (6 if outwards else -6), y - 6, str(attrs["label"]).split("\n"), size=10,
+                         anchor="start" if outwards else "end", color=attrs.get("fontcolor", color)))
     return "\n".join(out)
 
 
@@ -101,7 +104,9 @@ def lanes_svg(graph):
         out += [_edge(boxes, t, hd, a) for t, hd, a in lane.edges
                 if t in lane.nodes and hd in lane.nodes and order.index(hd) == order.index(t) + 1]
         out.append("</g>")
-    out += [_edge(boxes, t, hd, a) for t, hd, a in graph.edges if t in boxes and hd in boxes]
+    between = [(t, hd, a) for t, hd, a in graph.edges if t in boxes and hd in boxes]
+    ends = Counter(n for t, hd, _ in between for n in (t, hd))     # a listen_and_serv box is the end of many
+    out += [_edge(boxes, t, hd, a, label_at_head=ends[hd] < ends[t]) for t, hd, a in between]
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
