@@ -27,14 +27,13 @@ import logging
 import os
 import resource
 import socket
-import struct
 import time
 from collections import OrderedDict
 
 import zmq
 
 from ..log_helper import LineBudget
-from .liveness import MonitorPipe
+from .liveness import MonitorPipe, tcp_info_field
 
 logger = logging.getLogger("fluidist.distributed.handshake_guard")
 
@@ -44,7 +43,6 @@ DEFAULT_MAX_PENDING = 64
 # the HELLO command (200), which only a holder of the server's key (derived from the secret) can make.
 _CURVE_HANDSHAKE_BYTES = 64 + 200
 _PLAIN_HANDSHAKE_BYTES = 64 + 1
-_TCP_INFO_BYTES = 232
 _BYTES_RECEIVED = 128       # offset of tcpi_bytes_received (u64) in Linux's struct tcp_info (Linux 4.1+)
 _STALE_ON_EMFILE_S = 1.0
 _FILES_CHECK_S = 1.0
@@ -68,21 +66,7 @@ def max_pending(env=None):
 
 def bytes_received(fd):
     """Bytes that arrived on TCP socket ``fd`` (the kernel's count), or None when unknown."""
-    if not hasattr(socket, "TCP_INFO"):
-        return None
-    try:
-        s = socket.socket(fileno=fd)
-    except OSError:
-        return None
-    try:
-        info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)
-    except OSError:
-        return None
-    finally:
-        s.detach()
-    if len(info) < _BYTES_RECEIVED + 8:
-        return None
-    return struct.unpack_from("Q", info, _BYTES_RECEIVED)[0]
+    return tcp_info_field(fd, "Q", _BYTES_RECEIVED)
 
 
 def _nofile():

@@ -39,7 +39,7 @@ DEFAULT_PEER_TIMEOUT = 300.0
 DEFAULT_PEER_WARN = 10.0
 CLOSED_GRACE = 0.5          # a peer whose connections all closed, and none came back within this, is gone
 _MAX_TTL_MS = 6553000       # ZMTP carries the heartbeat TTL in deciseconds, 16 bits
-_TCP_INFO_BYTES = 104
+_TCP_INFO_BYTES = 232        # room for the fields read here (tcpi_bytes_received ends at 136)
 _LAST_DATA_RECV = 52        # offset of tcpi_last_data_recv (ms, u32) in Linux's struct tcp_info
 
 _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -110,8 +110,9 @@ def configure(sock, timeout=None):
     return t
 
 
-def silent_seconds(fd):
-    """Seconds since anything arrived on TCP socket ``fd`` (the kernel's count), or None when unknown."""
+def tcp_info_field(fd, fmt, offset):
+    """The field of Linux's ``struct tcp_info`` at ``offset`` (``struct`` format ``fmt``) of TCP socket
+    ``fd``, or None when unknown (no ``TCP_INFO``, a closed descriptor, an older kernel's shorter struct)."""
     if fd is None or fd < 0 or not hasattr(socket, "TCP_INFO"):
         return None
     try:
@@ -124,9 +125,15 @@ def silent_seconds(fd):
         return None
     finally:
         s.detach()
-    if len(info) < _LAST_DATA_RECV + 4:
+    if len(info) < offset + struct.calcsize(fmt):
         return None
-    return struct.unpack_from("I", info, _LAST_DATA_RECV)[0] / 1000.0
+    return struct.unpack_from(fmt, info, offset)[0]
+
+
+def silent_seconds(fd):
+    """Seconds since anything arrived on TCP socket ``fd`` (the kernel's count), or None when unknown."""
+    ms = tcp_info_field(fd, "I", _LAST_DATA_RECV)
+    return None if ms is None else ms / 1000.0
 
 
 _monitor_ids = itertools.count()
