@@ -22,7 +22,7 @@ from ..framework.dtypes import VarType, is_float_dtype
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import GRAD_SUFFIX, RENAME_INFIX, Parameter, Variable, _strip_grad
 from ..framework.variable import EMPTY_VAR_NAME
-from ..framework import registry
+from ..framework import registry, unique_name
 from .backward_paths import (_append_grad_suffix_, _as_list, _find_no_grad_vars, _find_op_path_,  # noqa: F401  (Paddle's names)
                              _get_output_names, _get_stop_gradients_, _strip_grad_suffix_)
 from .backward_paths import _grad_var_like, _rebind_to_this_call
@@ -466,7 +466,6 @@ def _ones_like_target(block, target):
             "attrs": {"shape": shape, "value": 1.0, "dtype": target.dtype or "float32"}}
     if all(d is not None and d >= 0 for d in shape):
         return [fill]
-    from ..framework import unique_name
     shape_name = unique_name.generate(target.name + "_shape")
     block.create_var(name=shape_name, shape=[len(shape)], dtype="int32", stop_gradient=True)
     return [{"type": "shape", "inputs": {"Input": [target.name]}, "outputs": {"Out": [shape_name]}, "keep": True},
