@@ -1,8 +1,9 @@
 """One training step (forward, backward, SGD update) timed three ways: the fluidist Executor, PyTorch
-eager on the CPU, and the same step written by hand in NumPy.
+eager, and the same step written by hand against the array module (NumPy, or CuPy on a GPU).
 
     python benchmarks/executor.py                      # table + bench_results/executor.json
     python benchmarks/executor.py --reps 50 --threads 1
+    python benchmarks/executor.py --device cuda        # on CUDAPlace(0), hand CuPy, PyTorch CUDA eager
 
 Cases: an MLP 13-64-1 (relu, MSE) at batch 32, where per-step overhead dominates, an MLP
 784-1024-1024-10 (relu, softmax cross entropy) at batch 64, where the matrix products dominate, and
@@ -11,6 +12,12 @@ fc 10) on 8x8 images at batch 64, where convolution and pooling kernels dominate
 NumPy step for it: fluidist and PyTorch only). All start from the same parameters (copied from
 fluidist's startup program) and their first two losses are checked to agree before anything is
 timed, so they really run the same step.
+
+On a GPU (``--device cuda``) the batch is copied to the device once and every implementation reads
+it there (fluidist is fed the CuPy arrays); the loss fetched to the host each step is the step's one
+synchronisation for all three. Two larger MLPs are added (batch 1024, and 4096-wide), where the
+arithmetic starts to outweigh the per-kernel launch cost. PyTorch's TF32 is turned off, as it is off
+in CuPy, so all three compute in float32.
 
 Threads: NumPy's BLAS and PyTorch are given the same number of threads (``--threads``, default: what
 NumPy's BLAS uses already, as reported by threadpoolctl), through threadpoolctl for NumPy and
@@ -40,6 +47,12 @@ CASES = [
 ]
 # goals: fluidist/torch at most this (median of the per-round ratios)
 GOALS = {"mlp_13_64_1": 1.0, "mlp_784_1024_1024_10": 1.2, "digits_cnn": 1.0}
+GPU_CASES = CASES + [
+    {"name": "mlp_784_1024_1024_10_b1024", "sizes": [784, 1024, 1024, 10], "batch": 1024, "loss": "softmax_ce",
+     "reps": 200},
+    {"name": "mlp_4096_4096_4096_10_b1024", "sizes": [4096, 4096, 4096, 10], "batch": 1024, "loss": "softmax_ce",
+     "reps": 100},
+]
 
 
 def make_batch(case, seed=0):
@@ -55,7 +68,7 @@ def make_batch(case, seed=0):
 
 # ---------------------------------------------------------------- fluidist
 class FluidistStep:
-    def __init__(self, case):
+    def __init__(self, case, place):
         sizes = case["sizes"]
         self.scope = fluid.Scope()
         main, startup = fluid.Program(), fluid.Program()
@@ -80,7 +93,7 @@ class FluidistStep:
                 loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits=out, label=y))
             fluid.optimizer.SGD(learning_rate=LR).minimize(loss)
         self.main, self.loss = main, loss
-        self.exe = fluid.Executor(fluid.CPUPlace())
+        self.exe = fluid.Executor(place)
         self.exe.run(startup, scope=self.scope)
         # (weight, bias) names per layer, in layer order
         if case.get("cnn"):
@@ -107,33 +120,36 @@ def _digits_cnn(x):
 
 # ---------------------------------------------------------------- NumPy by hand
 class NumpyStep:
-    """The same step in plain NumPy: fc = x @ W + b, relu, loss, hand-written backward, SGD."""
+    """The same step by hand against the array module ``xp`` (NumPy, or CuPy on a GPU): fc = x @ W + b,
+    relu, loss, hand-written backward, SGD; the loss read back as a host float."""
 
-    def __init__(self, case, params):
+    def __init__(self, case, params, xp=np):
         self.loss_kind = case["loss"]
-        self.params = [(w.copy(), b.copy()) for w, b in params]
+        self.xp = xp
+        self.params = [(xp.array(w), xp.array(b)) for w, b in params]
 
     def __call__(self, x, y):
+        xp = self.xp
         acts = [x]
         h = x
         last = len(self.params) - 1
         for i, (w, b) in enumerate(self.params):
             h = h @ w + b
             if i < last:
-                h = np.maximum(h, 0)
+                h = xp.maximum(h, 0)
             acts.append(h)
         out = acts[-1]
         n = out.shape[0]
         if self.loss_kind == "mse":
             diff = out - y
-            loss = float(np.mean(diff * diff))
+            loss = float(xp.mean(diff * diff))
             d = diff * (np.float32(2.0) / diff.size)
         else:
             z = out - out.max(axis=1, keepdims=True)
-            e = np.exp(z)
+            e = xp.exp(z)
             p = e / e.sum(axis=1, keepdims=True)
-            rows = np.arange(n)
-            loss = float(-np.mean(np.log(p[rows, y[:, 0]])))
+            rows = xp.arange(n)
+            loss = float(-xp.mean(xp.log(p[rows, y[:, 0]])))
             d = p
             d[rows, y[:, 0]] -= 1
             d *= np.float32(1.0 / n)
@@ -151,10 +167,11 @@ class NumpyStep:
 
 # ---------------------------------------------------------------- PyTorch eager
 class TorchStep:
-    def __init__(self, case, params, torch):
+    def __init__(self, case, params, torch, device="cpu"):
         self.torch = torch
+        self.device = device
         layers = self._cnn(params, torch) if case.get("cnn") else self._mlp(params, torch)
-        self.model = torch.nn.Sequential(*layers)
+        self.model = torch.nn.Sequential(*layers).to(device)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=LR)
         self.loss_fn = torch.nn.MSELoss() if case["loss"] == "mse" else torch.nn.CrossEntropyLoss()
         self.loss_kind = case["loss"]
@@ -186,8 +203,8 @@ class TorchStep:
 
     def convert(self, x, y):
         tx = self.torch.from_numpy(x)
-        ty = self.torch.from_numpy(y) if self.loss_kind == "mse" else self.torch.from_numpy(y[:, 0])
-        return tx, ty
+        ty = self.torch.from_numpy(y) if self.loss_kind == "mse" else self.torch.from_numpy(y[:, 0].copy())
+        return tx.to(self.device), ty.to(self.device)
 
     def __call__(self, x, y):
         self.opt.zero_grad()
@@ -195,6 +212,44 @@ class TorchStep:
         loss.backward()
         self.opt.step()
         return loss.item()
+
+
+# ---------------------------------------------------------------- reads back from a real GPU
+def count_device_reads(step, args):
+    """Each read of a device value by the host during one call of ``step`` on CuPy: ``get``,
+    ``item``, the scalar conversions (``float``, ``int``, ``bool``) and ``cupy.asnumpy``, with the
+    innermost frame of fluidist's code that made it. CuPy's Python methods are wrapped for the call
+    and restored after it. (The stand-in device counts these without a GPU; a real device shows what
+    the stand-in does not model.)"""
+    import traceback
+    import cupy
+    package = os.path.dirname(os.path.abspath(fluid.__file__)) + os.sep
+    reads = []
+
+    def wrapped(owner, name):
+        orig = getattr(owner, name)
+
+        def read(*a, **k):
+            frames = [f for f in traceback.extract_stack()[:-1] if f.filename.startswith(package)]
+            where = "%s:%d (%s)" % (os.path.relpath(frames[-1].filename), frames[-1].lineno, frames[-1].name) \
+                if frames else "outside fluidist"
+            reads.append("%s at %s" % (name, where))
+            return orig(*a, **k)
+        return orig, read
+
+    names = ("get", "item", "__float__", "__int__", "__bool__")
+    saved = {}
+    try:
+        for name in names:
+            saved[name], fn = wrapped(cupy.ndarray, name)
+            setattr(cupy.ndarray, name, fn)
+        saved["asnumpy"], fn = wrapped(cupy, "asnumpy")
+        cupy.asnumpy = fn
+        step(*args)
+    finally:
+        for name, orig in saved.items():
+            setattr(cupy if name == "asnumpy" else cupy.ndarray, name, orig)
+    return reads
 
 
 # ---------------------------------------------------------------- timing
@@ -257,10 +312,10 @@ def _ms(r, name, fmt="%.3f"):
     return fmt % r[name]["median_ms"] if name in r else "-"
 
 
-def _print_tables(results, threads):
+def _print_tables(results, threads, device="cpu"):
     print("\none training step (forward, backward, SGD), median over repetitions; %d thread(s)" % threads)
-    head = "%-24s %12s %12s %12s %16s %16s" % ("case", "fluidist ms", "torch ms", "numpy ms",
-                                                "fluidist/torch", "fluidist/numpy")
+    head = "%-24s %12s %12s %12s %16s %16s" % ("case", "fluidist ms", "torch ms", "by hand ms",
+                                                "fluidist/torch", "fluidist/hand")
     print(head)
     print("-" * len(head))
     for r in results:
@@ -269,8 +324,8 @@ def _print_tables(results, threads):
                                                   ratio("ratio_fluidist_torch"), ratio("ratio_fluidist_numpy")))
     print("\nper round (one block of 10 steps per implementation, in turns): median [min-max] of the rounds' "
           "median steps; load average %.1f" % os.getloadavg()[0])
-    head = "%-24s %7s %22s %22s %22s %20s %20s" % ("case", "rounds", "fluidist ms", "torch ms", "numpy ms",
-                                                   "fluidist/torch", "fluidist/numpy")
+    head = "%-24s %7s %22s %22s %22s %20s %20s" % ("case", "rounds", "fluidist ms", "torch ms", "by hand ms",
+                                                   "fluidist/torch", "fluidist/hand")
     print(head)
     print("-" * len(head))
     rounds = lambda r, k: spread.fmt(r[k]["rounds_ms"], "%.3f") if k in r else "-"  # noqa: E731
@@ -278,12 +333,18 @@ def _print_tables(results, threads):
         print("%-24s %7d %22s %22s %22s %20s %20s" % (
             r["case"], r["fluidist"]["rounds_ms"]["n"], rounds(r, "fluidist"), rounds(r, "torch"), rounds(r, "numpy"),
             spread.fmt(r["ratio_fluidist_torch_rounds"]), spread.fmt(r["ratio_fluidist_numpy_rounds"])))
-    print()
     for r in results:
+        if "fluidist_device_reads" in r:
+            print("%s: fluidist reads the device %d time(s) per step: %s" % (
+                r["case"], len(r["fluidist_device_reads"]), "; ".join(r["fluidist_device_reads"])))
+    print()
+    for r in results if device == "cpu" else ():     # the goals are the CPU's
         ratio = r["ratio_fluidist_torch_rounds"]
         if ratio is None:
             continue
-        goal = GOALS[r["case"]]
+        goal = GOALS.get(r["case"])
+        if goal is None:
+            continue
         print("goal %-22s fluidist/torch %s (<= %.1f): %s" % (r["case"], spread.fmt(ratio), goal,
                                                               "met" if ratio["median"] <= goal else "NOT met"))
 
@@ -295,8 +356,14 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0,
                     help="threads for NumPy's BLAS and PyTorch (default: NumPy's current setting)")
-    ap.add_argument("--out", default="bench_results/executor.json")
+    ap.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
+                    help="cuda: fluidist on CUDAPlace(0), the hand-written step in CuPy, PyTorch on CUDA; "
+                         "standin: fluidist and the hand-written step on the stand-in GPU (the per-op Python "
+                         "cost on a device place; PyTorch on the CPU)")
+    ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
+    args.out = args.out or ("bench_results/executor.json" if args.device == "cpu" else
+                            "bench_results/executor_%s.json" % args.device)
 
     threads = args.threads or blas_threads() or os.cpu_count()
     limiter = None
@@ -308,6 +375,8 @@ def main(argv=None):
     try:
         import torch
         torch.set_num_threads(threads)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     except ImportError:
         torch = None
         print("PyTorch is not installed: timing fluidist and NumPy only "
@@ -315,22 +384,34 @@ def main(argv=None):
 
     env = {"python": platform.python_version(), "numpy": np.__version__, "fluidist": fluid.__version__,
            "torch": torch.__version__ if torch is not None else None, "threads": threads,
-           "cpu_count": os.cpu_count(), "machine": platform.machine(), "platform": platform.platform()}
+           "cpu_count": os.cpu_count(), "machine": platform.machine(), "platform": platform.platform(),
+           "device": args.device}
+    place, xp = fluid.CPUPlace(), np
+    if args.device == "cuda":
+        import cupy as xp
+        place = fluid.CUDAPlace(0)
+        env.update(cupy=xp.__version__, gpu=xp.cuda.runtime.getDeviceProperties(0)["name"].decode())
+    elif args.device == "standin":
+        from fluidist.device import standin
+        place, xp = standin.StandinPlace(0), standin.xp
     results = []
-    for case in CASES:
+    for case in (GPU_CASES if args.device == "cuda" else CASES):
         reps = args.reps or case.get("reps") or (300 if case["batch"] <= 32 else 60)
         x, y = make_batch(case)
-        fl = FluidistStep(case)
+        fl = FluidistStep(case, place)
         params = fl.params()
-        steps = {"fluidist": (fl, (x, y))}
+        dx, dy = xp.asarray(x), xp.asarray(y)
+        steps = {"fluidist": (fl, (dx, dy))}
         if not case.get("cnn"):
-            steps["numpy"] = (NumpyStep(case, params), (x, y))
-        if torch is not None:
-            ts = TorchStep(case, params, torch)
+            steps["numpy"] = (NumpyStep(case, params, xp), (dx, dy))
+        if torch is not None and args.device != "standin":    # the stand-in run: fluidist against the hand step
+            ts = TorchStep(case, params, torch, args.device)
             steps["torch"] = (ts, ts.convert(x, y))
         check_same_losses(case["name"], steps, x, y)
         row = {"case": case["name"], "sizes": case["sizes"], "batch": case["batch"], "loss": case["loss"]}
         row.update(time_interleaved(steps, args.warmup, reps))
+        if args.device == "cuda":
+            row["fluidist_device_reads"] = count_device_reads(fl, (dx, dy))
         med = lambda k: row[k]["median_ms"] if k in row else None  # noqa: E731
         row["ratio_fluidist_numpy"] = med("fluidist") / med("numpy") if "numpy" in row else None
         row["ratio_fluidist_torch"] = med("fluidist") / med("torch") if torch is not None else None
@@ -340,7 +421,7 @@ def main(argv=None):
     if limiter is not None:
         limiter.restore_original_limits()
 
-    _print_tables(results, threads)
+    _print_tables(results, threads, args.device)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as f:

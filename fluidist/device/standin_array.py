@@ -423,6 +423,8 @@ class StandinArray:
             v = on_device(value, cur, "fill")
             if v.shape != ():
                 raise ValueError("non-scalar cupy.ndarray cannot be used for fill (shape %s)" % list(v.shape))
+            # CuPy tests ``value == 0`` on the host (zero: a memset instead of a kernel): a read back
+            transfers.record("d2h", True, "fill(device value): value == 0", v)
         else:
             v = _ix.fill_value(value, a.dtype)
         _launch("fill")

@@ -338,7 +338,9 @@ def _mean_of(xp, x):
 
 
 def _mean_grad_of(xp, x, d):
-    out = xp.empty(x.shape, dtype=x.dtype)
+    if xp is not np:    # (CuPy's fill of a device value reads it back to test for 0; full copies it)
+        return xp.full(x.shape, d.reshape(()) / max(x.size, 1), dtype=x.dtype)
+    out = np.empty(x.shape, dtype=x.dtype)
     out.fill(d.reshape(())[()] / max(x.size, 1))   # (a scalar divides 4x faster than a 0-d array)
     return out
 

@@ -37,6 +37,22 @@ def test_a_host_value_through_a_basic_index_must_be_a_scalar():
     assert a.tolist() == [3.0, 7.0, 8.0, 5.0]
 
 
+def test_fill_with_a_device_value_reads_it_back():
+    """CuPy's ``fill`` tests ``value == 0`` on the host (a memset for zero): a device value costs a
+    read back, where ``full`` (a copy on the device) costs none. A real H200 run counted it in
+    ``mean_grad`` before the stand-in did."""
+    a = dev(np.zeros(4, np.float32))
+    v = dev(np.float32(2.5)).reshape(())
+    with count_transfers() as log:
+        a.fill(v)
+    assert len(log.d2h) == 1 and "value == 0" in str(log.d2h[0])
+    with count_transfers() as log:
+        b = xp.full((4,), v, dtype=np.float32)
+        a.fill(3)
+    assert log.d2h == [] and log.syncs == []
+    assert b.tolist() == [2.5] * 4 and a.tolist() == [3.0] * 4
+
+
 def test_set_copies_into_a_contiguous_array_only():
     """CuPy, ``ndarray.set``: only a ``numpy.ndarray`` (TypeError otherwise) of the same dtype
     (TypeError) and shape (ValueError), into a C- or F-contiguous array (RuntimeError otherwise)."""

@@ -15,6 +15,8 @@ from fluidist.device.standin import StandinPlace
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# this checkout first, then whatever the run's own path holds (a machine may keep pyzmq there)
+CHILD_PATH = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
 PROBE = "print(repr(fluid.CPUPlace()), repr(fluid.Executor().place), len(fluid.cpu_places(2)), " \
         "repr(fluid.cpu_places(2)[1]), repr(fluid.core.CPUPlace()), fluid.is_compiled_with_cuda(), " \
         "fluidist.device.standin.gpu_semantics_enabled())"
@@ -23,7 +25,7 @@ PROBE = "print(repr(fluid.CPUPlace()), repr(fluid.Executor().place), len(fluid.c
 def _probe(before="", **env_vars):
     """What a fresh process sees: ``import fluidist``, then ``before``, then PROBE; with the variables of
     ``env_vars`` set (None: unset)."""
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=CHILD_PATH)
     for var in ("FLUIDIST_TEST_DEVICE", "FLUIDIST_STANDIN_GPU_SEMANTICS"):
         env.pop(var, None)
     env.update({k: v for k, v in env_vars.items() if v is not None})
@@ -105,7 +107,7 @@ def test_switch_in_process_and_back():
 def test_cpu_only_tests_run_on_the_cpu_and_so_do_their_children():
     assert type(fluid.CPUPlace()) is places.CPUPlace
     code = "import fluidist as fluid, fluidist.device\nfluidist.device.use_from_env()\n" + PROBE
-    p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
+    p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=CHILD_PATH),
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split()[:2] == ["CPUPlace", _default()]
@@ -171,7 +173,7 @@ def test_the_suites_run_on_the_device_the_variable_names():
 def test_the_test_plugin_switches_a_pytest_run_with_the_variable_set():
     """``FLUIDIST_TEST_DEVICE=standin python -m pytest ...``: the test above, run so, sees the stand-in."""
     test = "tests/device/test_switch.py::test_the_suites_run_on_the_device_the_variable_names"
-    env = dict(os.environ, PYTHONPATH=ROOT, FLUIDIST_TEST_DEVICE="standin")
+    env = dict(os.environ, PYTHONPATH=CHILD_PATH, FLUIDIST_TEST_DEVICE="standin")
     env.pop("PYTEST_XDIST_WORKER", None)
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", test],
                        env=env, capture_output=True, text=True, timeout=100, cwd=ROOT)

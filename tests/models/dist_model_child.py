@@ -44,6 +44,8 @@ def run_case(a, case, endpoints, batch):
         if a.role != "trainer" else ""
     t = transpiled(a, net, endpoints, current)
     place = fluid.CPUPlace()
+    if a.role == "nccl2" and fluidist.device.active() == "cuda":
+        place = fluid.CUDAPlace(a.trainer_id)     # NCCL: one GPU per worker
     exe = fluid.Executor(place)
     scope = fluid.Scope()
     if a.role == "pserver":

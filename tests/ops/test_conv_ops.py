@@ -369,7 +369,6 @@ def test_gpu_kernels_match_cpu():
                                             "paddings": [1, 1]}, ("Out",)),
         ("pool2d", {"X": f64(2, 3, 5, 5)}, {"pooling_type": "max", "ksize": [2, 2], "adaptive": True}, ("Out",)),
         ("batch_norm", _bn_inputs((4, 3, 3, 3)), {}, BN_OUTS),
-        ("dropout", {"X": f64(6, 7)}, {"fix_seed": True, "seed": 2}, ("Out", "Mask")),
     ]
     for op, ins, attrs, outs in cases:
         first = outs[0]
@@ -386,3 +385,31 @@ def test_gpu_kernels_match_cpu():
             results.append(fluid.Executor(place).run(prog, feed=feed, fetch_list=fetch, scope=fluid.Scope()))
         for cpu, gpu in zip(*results):
             np.testing.assert_allclose(gpu, cpu, rtol=1e-10, atol=1e-12, err_msg=op)
+
+
+@pytest.mark.gpu
+def test_gpu_dropout_draws_its_own_mask_and_applies_it():
+    """On a GPU the mask is drawn on the device (other numbers than the CPU's, as in Paddle): what holds
+    is Out = X * Mask with a 0/1 mask, X@GRAD = Mask, the same mask again for the same seed, and about
+    the kept fraction asked for."""
+    cupy = pytest.importorskip("cupy")
+    if cupy.cuda.runtime.getDeviceCount() < 1:
+        pytest.skip("no CUDA device")
+    x = f64(40, 50)
+
+    def run():
+        prog, feed, names = build_op("dropout", {"X": x}, {"fix_seed": True, "seed": 2, "dropout_prob": 0.3},
+                                     outputs=("Out", "Mask"), grad_inputs=["X"])
+        block = prog.global_block()
+        block.create_var(name="loss", shape=(1,), dtype="float64")
+        block.append_op("reduce_sum", inputs={"X": names["Out"]}, outputs={"Out": ["loss"]}, attrs={"reduce_all": True})
+        fluid.backward.append_backward(block.var("loss"))
+        return fluid.Executor(fluid.CUDAPlace(0)).run(prog, feed=feed, fetch_list=names["Out"] + names["Mask"] +
+                                                      ["x_in@GRAD"], scope=fluid.Scope())
+
+    out, mask, grad = run()
+    assert set(np.unique(mask)) <= {0, 1}
+    np.testing.assert_array_equal(out, x * mask)
+    np.testing.assert_array_equal(grad, mask)
+    assert 0.6 < mask.mean() < 0.8
+    np.testing.assert_array_equal(run()[1], mask)
