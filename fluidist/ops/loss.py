@@ -4,6 +4,7 @@ and ``log_loss``. Labels never get a gradient."""
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from . import device_ids
 from .math import stable_sigmoid, stable_softmax
 
 _LOSS_CLAMP = 1e20  # Paddle's TolerableValue: -log(0) is reported as 1e20, not inf
@@ -28,8 +29,8 @@ def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
     flat = label.reshape(-1).astype(np.int64, copy=False)
     ignore = flat == ignore_index
     if ctx.xp is not np:
-        bad = ((flat < 0) | (flat >= classes)) & ~ignore
-        return ctx.xp.where(bad, 0, flat), ignore, bad
+        safe, out = device_ids.checked_ids(ctx.xp, flat, classes)
+        return safe, ignore, out & ~ignore
     if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= classes):
         live = flat[~ignore]      # (ignore_index is out of range: only then are ignored labels set aside)
         if live.size and (int(live.min()) < 0 or int(live.max()) >= classes):
@@ -39,23 +40,39 @@ def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
     return flat, ignore, None
 
 
-def _device_labels(ctx, label, classes, ignore_index, loss_dtype=None):
+def _device_labels(ctx, label, classes, ignore_index, loss_dtype):
     """On a device: (labels clipped into ``[0, classes)``, the mask of rows without a usable label,
-    and with ``loss_dtype`` their loss: 0 where ignored, NaN where out of range). The checks of
-    ``_hard_labels`` in 2 to 5 kernel launches and no read back to the host (an ``ignore_index``
-    outside the classes is out of range itself: its rows are skipped by the same comparison)."""
+    and their loss: 0 where ignored, NaN where out of range). The checks of ``_hard_labels`` in 4 or
+    5 kernel launches and no read back to the host (an ``ignore_index`` outside the classes is out of
+    range itself: its rows are skipped by the same comparison)."""
     xp = ctx.xp
     _hard_label_dtype(ctx, label)
     flat = label.reshape(-1).astype(np.int64, copy=False)
-    out = xp.ascontiguousarray(flat).view(np.uint64) >= classes     # a negative label is a huge unsigned one
-    safe = xp.where(out, 0, flat)
-    skip = out | (flat == ignore_index) if 0 <= ignore_index < classes else out
-    if loss_dtype is None:
-        return safe, skip, None
+    safe, out = device_ids.checked_ids(xp, flat, classes)
     zero, nan = np.dtype(loss_dtype).type(0), np.dtype(loss_dtype).type(np.nan)
     if 0 <= ignore_index < classes:
-        return safe, skip, xp.where(out, nan, zero)
-    return safe, skip, xp.where(flat == ignore_index, zero, nan)
+        return safe, out | (flat == ignore_index), xp.where(out, nan, zero)
+    return safe, out, xp.where(flat == ignore_index, zero, nan)
+
+
+def _grad_labels(ctx, label, classes, ignore_index):
+    """A hard-label gradient's labels: (flat labels, where none matches a class on a row that takes
+    no gradient; the mask of those rows, or None when there are none). On the host a label out of
+    range raises; on a device its row takes no gradient (the forward op made its loss NaN), decided
+    without reading back."""
+    xp = ctx.xp
+    if xp is not np:
+        _hard_label_dtype(ctx, label)
+        flat = label.reshape(-1).astype(np.int64, copy=False)
+        skip = device_ids.out_of_range(xp, flat, classes)     # (an ignore_index out of range is in it)
+        if 0 <= ignore_index < classes:
+            ignore = flat == ignore_index
+            return xp.where(ignore, -1, flat), skip | ignore
+        return flat, skip
+    flat, ignore, _ = _hard_labels(ctx, label, classes, ignore_index)
+    if not _some(xp, ignore):
+        return flat, None
+    return (xp.where(ignore, -1, flat) if 0 <= ignore_index < classes else flat), ignore
 
 
 def _hard_label_dtype(ctx, label, slot="Label"):
@@ -266,22 +283,11 @@ def softmax_with_cross_entropy_grad(ctx, ins, attrs):
     d = p.shape[-1]
     if attrs["soft_label"]:
         dz = (p - lab) * dl
-    elif xp is not np:
-        safe, skip, _ = _device_labels(ctx, lab, d, attrs["ignore_index"])
-        dz = p.reshape(-1, d).copy()
-        dz[xp.arange(dz.shape[0]), safe] -= 1
-        dz *= xp.where(skip, 0, dl.reshape(-1)).astype(dz.dtype, copy=False)[:, None]
-        dz = dz.reshape(p.shape)
     else:
-        flat, ignore, _ = _hard_labels(ctx, lab, d, attrs["ignore_index"])
-        dz = p.reshape(-1, d).copy()
-        rows = xp.arange(dz.shape[0])
-        if _some(xp, ignore):
-            dz[rows, xp.where(ignore, 0, flat)] -= xp.where(ignore, 0, 1).astype(dz.dtype)
-            dz *= xp.where(ignore, 0, dl.reshape(-1)).astype(dz.dtype)[:, None]
-        else:
-            dz[rows, flat] -= 1
-            dz *= dl.reshape(-1, 1)
+        flat, skip = _grad_labels(ctx, lab, d, attrs["ignore_index"])
+        # (1 subtracted through a one-hot comparison: no copy of Softmax and no scatter into it)
+        dz = p.reshape(-1, d) - (flat[:, None] == xp.arange(d))
+        dz *= dl.reshape(-1, 1) if skip is None else xp.where(skip, 0, dl.reshape(-1)).astype(dz.dtype, copy=False)[:, None]
         dz = dz.reshape(p.shape)
     return {"Logits@GRAD": dz if last else xp.moveaxis(dz, -1, axis)}
 

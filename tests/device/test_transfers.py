@@ -138,16 +138,18 @@ def test_fused_gradients_reduced_by_a_host_collective_on_two_standin_places():
 # ---------------------------------------------------------------- budgets of a step
 # Each model's training step on a stand-in place: its copies each way, its synchronisations (the
 # fetch only) and its kernel launches. Where the step is also written by hand against the array
-# module (tests/device/step_models.py), the launches must stay within the ratio given of it.
-# The goal is 1.3x everywhere; the ratios above it are what the kernels reach today, as
-# ceilings (op granularity: separate ops for the bias, the square, the mean and its gradient, the
-# lookup's checks of ids on the device).
+# module (tests/device/step_models.py), the launches must stay within the ratio given of it: the
+# issue's goal, 1.3x. The sparse step stays above it, at 24 launches to the hand-written 16: its 8
+# more are the lookup's check of ids on the device (clip, mask, NaN rows: 3) and its gradient's
+# clip (1), the loss gradient's fill_constant (1), the mean's and the square's gradients as two ops
+# (2 launches more than the one multiply written by hand) and the learning rate negated on the
+# device for the row-wise update (1); none of them can go at op granularity without a fused kernel.
 _BUDGETS = {   # model: (h2d, d2h, syncs, launches at most, ratio to the hand-written step at most)
-    "mlp": (2, 1, 1, 61, 1.3),
-    "sparse_embedding": (2, 1, 1, 28, 1.75),
-    "dropout": (2, 1, 1, 53, 1.4),
-    "cnn": (2, 1, 1, 274, None),
-    "lstm": (2, 1, 1, 517, None),
+    "mlp": (2, 1, 1, 57, 1.3),
+    "sparse_embedding": (2, 1, 1, 24, 1.5),
+    "dropout": (2, 1, 1, 49, 1.3),
+    "cnn": (2, 1, 1, 251, None),
+    "lstm": (2, 1, 1, 515, None),
 }
 _BY_HAND = {"mlp": step_models.mlp_by_hand, "sparse_embedding": step_models.sparse_embedding_by_hand,
             "dropout": step_models.dropout_by_hand}
