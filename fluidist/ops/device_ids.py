@@ -6,13 +6,15 @@ at every step, so there a kernel instead
 
 - clips each id into ``[0, bound)`` (:func:`clip_ids`: one launch), so that no gather or scatter
   leaves the array (CuPy would wrap such an index silently; the stand-in refuses it), and
-- where an id was out of range, makes its rows of the result NaN (:func:`checked_ids` gives the mask,
-  :func:`nan_where` applies it): the fetched loss shows the mistake, as ``softmax_with_cross_entropy``
-  does for labels. A gradient kernel only clips (its forward op already reported the id).
+- where an id was out of range, makes its rows of the result NaN (:func:`ids_or_mask` gives the
+  mask, :func:`nan_where` applies it; :func:`nan_if_any` makes all of a scatter's result NaN, as its
+  lost rows have no place of their own): the fetched loss shows the mistake, as
+  ``softmax_with_cross_entropy`` does for labels. A gradient kernel only clips
+  (:func:`ids_or_clipped`): its forward op already reported the id.
 
 A negative id read as an unsigned integer is a huge one, so one comparison finds ids on both sides.
-An integer result cannot hold NaN: there the kernel checks on the host, reading back
-(:func:`needs_host_check`).
+A result that cannot hold NaN (an integer gather, an integer one-hot) has no way to show the mistake:
+there the kernel checks on the host after all, reading back.
 """
 from __future__ import annotations
 
@@ -32,31 +34,40 @@ def clip_ids(xp: Any, flat: Any, bound: int) -> Any:
 
 
 def out_of_range(xp: Any, flat: Any, bound: int) -> Any:
-    """The mask of the ids of ``flat`` (1-D int64) outside ``[0, bound)``: one launch."""
+    """The mask of the ids of ``flat`` (int64) outside ``[0, bound)``: one launch."""
     return _unsigned(flat) >= bound
 
 
 def checked_ids(xp: Any, flat: Any, bound: int) -> Tuple[Any, Any]:
-    """(``clip_ids(xp, flat, bound)``, ``out_of_range(xp, flat, bound)``): two launches, nothing
-    read back."""
+    """(``clip_ids(xp, flat, bound)``, ``out_of_range(xp, flat, bound)``): two launches."""
     return clip_ids(xp, flat, bound), out_of_range(xp, flat, bound)
 
 
-def ids_or_mask(xp: Any, flat: Any, bound: int, host_check: Callable[[], None]) -> Tuple[Any, Optional[Any]]:
-    """On the host: ``host_check()`` (it raises the op's own error for an id out of range) and
-    ``(flat, None)``. On a device: ``checked_ids(xp, flat, bound)``, or with an empty bound (no row
-    any id could name) the host check after all."""
-    if xp is np or bound <= 0:
-        host_check()
-        return flat, None
-    return checked_ids(xp, flat, bound)
+def _on_host(xp, ids, bound, dtype):
+    return xp is np or bound <= 0 or ids.dtype.kind not in "iu" or \
+        (dtype is not None and np.dtype(dtype).kind not in "fc")
 
 
-def needs_host_check(xp: Any, dtype: Any) -> bool:
-    """Whether a kernel whose result has ``dtype`` checks its ids on the host even on a device: the
-    host always does, and a result that cannot hold NaN has no other way to report an id out of
-    range (an integer gather, an integer one-hot)."""
-    return xp is np or np.dtype(dtype).kind not in "fc"
+def ids_or_mask(xp: Any, ids: Any, bound: int, host_ids: Callable[[], Any],
+                dtype: Any = None) -> Tuple[Any, Optional[Any]]:
+    """The ids of the tensor ``ids`` for a kernel whose result has ``dtype``: (flat int64 ids, the mask
+    of those outside ``[0, bound)`` or None).
+
+    On the host, for ids that are not integers (``host_ids`` names that mistake), for an empty bound
+    (no row any id could name) and for a result that cannot hold NaN: ``(host_ids(), None)``, where
+    ``host_ids()`` is the kernel's own check (it raises its error for an id out of range). On a
+    device otherwise: the ids clipped into range and the mask, in two launches."""
+    if _on_host(xp, ids, bound, dtype):
+        return host_ids(), None
+    return checked_ids(xp, ids.reshape(-1).astype(np.int64, copy=False), bound)
+
+
+def ids_or_clipped(xp: Any, ids: Any, bound: int, host_ids: Callable[[], Any]) -> Any:
+    """A gradient kernel's flat int64 ids: ``host_ids()`` (checked) on the host; on a device clipped
+    into ``[0, bound)`` in one launch (the forward op made its result NaN for an id out of range)."""
+    if _on_host(xp, ids, bound, None):
+        return host_ids()
+    return clip_ids(xp, ids.reshape(-1).astype(np.int64, copy=False), bound)
 
 
 def nan_where(xp: Any, bad: Optional[Any], out: Any, axis: int = 0) -> Any:
@@ -70,3 +81,10 @@ def nan_where(xp: Any, bad: Optional[Any], out: Any, axis: int = 0) -> Any:
     else:
         shape[:bad.ndim] = bad.shape
     return xp.where(bad.reshape(shape), out.dtype.type(np.nan), out)
+
+
+def nan_if_any(xp: Any, bad: Optional[Any], out: Any) -> Any:
+    """``out``, all NaN if any entry of ``bad`` is True (two launches); itself when ``bad`` is None."""
+    if bad is None:
+        return out
+    return xp.where(bad.any(), out.dtype.type(np.nan), out)

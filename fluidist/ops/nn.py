@@ -56,20 +56,9 @@ def _flat_ids(ctx, ids, height):
 def _checked_ids(ctx, ids, height, dtype):
     """(flat int64 ids, the mask of those out of ``[0, height)`` or None) for a lookup into a table
     of ``dtype``: on the host an id out of range raises (``_flat_ids``); on a device it is clipped
-    and masked without the host waiting for the device (``device_ids``), for the lookup to give its
-    row NaN (an integer table has no NaN: its ids are checked on the host)."""
-    if device_ids.needs_host_check(ctx.xp, dtype) or ids.dtype.kind not in "iu":
-        return _flat_ids(ctx, ids, height), None
-    flat = ids.reshape(-1).astype(np.int64, copy=False)
-    return device_ids.ids_or_mask(ctx.xp, flat, height, lambda: _flat_ids(ctx, ids, height))
-
-
-def _device_rows(ctx, ids, height):
-    """The flat ids a gradient scatters into: checked on the host; on a device clipped into range
-    (one launch: the forward lookup already made the loss NaN for an id out of range)."""
-    if ctx.xp is np or ids.dtype.kind not in "iu" or height <= 0:
-        return _flat_ids(ctx, ids, height)
-    return device_ids.clip_ids(ctx.xp, ids.reshape(-1).astype(np.int64, copy=False), height)
+    and masked without the host waiting for the device, for the lookup to give its row NaN
+    (``device_ids``)."""
+    return device_ids.ids_or_mask(ctx.xp, ids, height, lambda: _flat_ids(ctx, ids, height), dtype)
 
 
 def _padding_idx(attrs, height):
@@ -135,7 +124,7 @@ def _lookup_grad_kernel(ctx, ins, attrs):
     xp = ctx.xp
     w, ids, d = ins["W"], ins["Ids"], ins["Out@GRAD"]
     height, width = w.shape[0], w.shape[1]
-    flat = _device_rows(ctx, ids, height)
+    flat = device_ids.ids_or_clipped(xp, ids, height, lambda: _flat_ids(ctx, ids, height))
     d2 = d.reshape(flat.shape[0], width)
     pad = _padding_idx(attrs, height)
     if attrs["is_sparse"]:
