@@ -165,7 +165,7 @@ def _from_host(name, fn):
         cur = current_device()
         if type(obj) is StandinArray:
             if obj._dev != cur:      # CuPy copies an array of another device to the current one
-                transfers.record_launch(what + " (from another device)")
+                transfers.record("d2d", False, name, obj._a)
                 return wrap(np.array(fn(obj._a, *args, **kwargs), copy=True))
             res = fn(obj._a, *args, **kwargs)
             if res is obj._a:
