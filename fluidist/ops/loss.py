@@ -86,11 +86,6 @@ def _some(xp, mask):
     return bool(mask.any()) if xp is np else True
 
 
-def _nan_where(xp, bad, loss):
-    """``loss`` with NaN on the rows whose label was out of range (device places only)."""
-    return loss if bad is None else xp.where(bad.reshape(loss.shape), xp.nan, loss).astype(loss.dtype)
-
-
 def _check_label_shape(ctx, x, label, soft, slot_x="X"):
     want = tuple(x.shape[:-1]) + ((x.shape[-1],) if soft else (1,))
     if tuple(label.shape) != want and not (not soft and tuple(label.shape) == tuple(x.shape[:-1])):
@@ -144,7 +139,7 @@ def cross_entropy(ctx, ins, attrs):
     else:
         lab, ignore, bad = _hard_labels(ctx, label, d, attrs["ignore_index"])
         p = x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]
-        y = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, p)))
+        y = device_ids.nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, p)))
     return {"Y": y.astype(x.dtype, copy=False).reshape(_loss_shape(x.shape, label.shape, soft))}
 
 
@@ -195,8 +190,8 @@ def cross_entropy2(ctx, ins, attrs):
     d = x.shape[-1]
     x2 = x.reshape(-1, d)
     lab, ignore, bad = _hard_labels(ctx, label, d, attrs["ignore_index"])
-    match = xp.where(ignore, 0, x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]).astype(x.dtype)
-    y = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, match)).astype(x.dtype))
+    match = xp.where(ignore, 0, x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]).astype(x.dtype, copy=False)
+    y = device_ids.nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, match)).astype(x.dtype, copy=False))
     rows = tuple(x.shape[:-1]) + (1,)
     return {"Y": y.reshape(_loss_shape(x.shape, label.shape, False)), "MatchX": match.reshape(rows),
             "XShape": np.array(x.shape, dtype=np.int64)}
@@ -262,7 +257,7 @@ def softmax_with_cross_entropy(ctx, ins, attrs):
         ignored = _some(xp, ignore)
         p2 = softmax.reshape(-1, d)
         loss = _neg_log(xp, p2[xp.arange(p2.shape[0]), xp.where(ignore, 0, flat) if ignored else flat])
-        loss = _nan_where(xp, bad, xp.where(ignore, 0, loss) if ignored else loss)
+        loss = device_ids.nan_where(xp, bad, xp.where(ignore, 0, loss) if ignored else loss)
         loss = loss.reshape(tuple(z.shape[:-1]) + (1,))
     if not last:
         softmax, loss = xp.moveaxis(softmax, -1, axis), xp.moveaxis(loss, -1, axis)
