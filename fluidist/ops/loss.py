@@ -282,7 +282,8 @@ def softmax_with_cross_entropy_grad(ctx, ins, attrs):
         flat, skip = _grad_labels(ctx, lab, d, attrs["ignore_index"])
         # (1 subtracted through a one-hot comparison: no copy of Softmax and no scatter into it)
         dz = p.reshape(-1, d) - (flat[:, None] == xp.arange(d))
-        dz *= dl.reshape(-1, 1) if skip is None else xp.where(skip, 0, dl.reshape(-1)).astype(dz.dtype, copy=False)[:, None]
+        scale = dl.reshape(-1) if skip is None else xp.where(skip, 0, dl.reshape(-1)).astype(dz.dtype, copy=False)
+        dz *= scale[:, None]
         dz = dz.reshape(p.shape)
     return {"Logits@GRAD": dz if last else xp.moveaxis(dz, -1, axis)}
 

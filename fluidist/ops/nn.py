@@ -132,7 +132,8 @@ def _lookup_grad_kernel(ctx, ins, attrs):
             keep = flat != pad
             flat, d2 = flat[keep], d2[keep]
         elif pad is not None:         # (a mask selection would read its size back: zero the rows instead)
-            return {"W@GRAD": SelectedRows(flat, xp.where((flat == pad)[:, None], 0, d2).astype(d2.dtype, copy=False), height)}
+            zeroed = xp.where((flat == pad)[:, None], 0, d2).astype(d2.dtype, copy=False)
+            return {"W@GRAD": SelectedRows(flat, zeroed, height)}
         # (the value is dOut's rows themselves: no kernel writes a gradient it reads)
         return {"W@GRAD": SelectedRows(flat.copy() if xp is np else flat, d2, height)}
     out = xp.zeros(w.shape, dtype=d.dtype)

@@ -195,7 +195,8 @@ def unpool(ctx, ins, attrs):
     n = x.shape[0] * x.shape[1]
     flat, bad = device_ids.ids_or_mask(ctx.xp, idx, size, lambda: _unpool_indices(ctx, idx, size), x.dtype)
     out = ctx.xp.zeros((n, size), dtype=x.dtype)
-    out[ctx.xp.arange(n)[:, None], flat.reshape(n, -1)] = x.reshape(n, -1)   # a repeated index keeps the last value, as Paddle
+    # (a repeated index keeps the last value, as Paddle)
+    out[ctx.xp.arange(n)[:, None], flat.reshape(n, -1)] = x.reshape(n, -1)
     # (on a device an index out of range is clipped, and the whole plane of its value made NaN)
     bad = None if bad is None else bad.reshape(n, -1).any(axis=1)
     return {"Out": device_ids.nan_where(ctx.xp, bad, out).reshape(shape)}
