@@ -144,6 +144,8 @@ def _function(qualname, fn):
             np_kwargs.setdefault("mode", "wrap")     # CuPy's take wraps indices out of range
         for why in hidden_syncs(name, np_args, np_kwargs):
             transfers.record("d2h", True, why, _COUNT)
+        if name == "where" and len(args) == 3 and type(args[0]) is StandinArray and np_args[0].dtype != np.bool_:
+            transfers.record_launch("ndarray.astype")     # CuPy's where casts its condition to bool first
         res = fn(*np_args, **np_kwargs)
         if host_result:
             return res
@@ -163,7 +165,7 @@ def _from_host(name, fn):
         cur = current_device()
         if type(obj) is StandinArray:
             if obj._dev != cur:      # CuPy copies an array of another device to the current one
-                transfers.record_launch(what + " (from another device)")
+                transfers.record("d2d", False, name, obj._a)
                 return wrap(np.array(fn(obj._a, *args, **kwargs), copy=True))
             res = fn(obj._a, *args, **kwargs)
             if res is obj._a:

@@ -443,8 +443,11 @@ class StandinArray:
             a.put(idx, vals, mode="raise" if mode == "wrap" else mode)
 
     def copy(self, order="C"):
-        """A copy on the current device (from another device too, as CuPy's)."""
-        _launch("copy")
+        """A copy on the current device (from another device too, as CuPy's: a peer copy)."""
+        if self._dev != current_device():
+            transfers.record("d2d", False, "copy", self._a)
+        else:
+            _launch("copy")
         return wrap(self._a.copy(order=order))
 
     def __copy__(self):

@@ -9,7 +9,9 @@ assigned into a device array.
 
 A *synchronisation* makes the host wait for the device: every device-to-host copy is one, and so
 is a stream's, an event's or a device's ``synchronize()`` (recorded with direction ``"sync"``,
-no data moved). Host-to-device copies are not (CuPy stages them and goes on).
+no data moved). Host-to-device copies are not (CuPy stages them and goes on), nor are copies from
+one device to another (direction ``"d2d"``: CuPy's peer copy of an array of another device, queued
+on the stream like a kernel).
 
 A *launch* is an array-module call that makes a device array or writes one: a ufunc, a function
 whose result is a new array, an operator, an advanced index, a setitem, ``fill``. Views
@@ -32,7 +34,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 class Transfer(NamedTuple):
     """One copy between host and device."""
-    direction: str      # "h2d", "d2h", or "sync" (a synchronisation that moves no data)
+    direction: str      # "h2d", "d2h", "d2d" (between devices), or "sync" (a synchronisation that moves no data)
     implicit: bool      # True where CuPy makes it without being asked (scalars, host indices)
     what: str           # the operation: "asarray", "get", "float()", "index", ...
     shape: tuple
@@ -61,7 +63,7 @@ class TransferLog:
     def syncs(self) -> List[Transfer]:
         """The events that make the host wait for the device: device-to-host copies and
         synchronisations (``direction == "sync"``), in order."""
-        return [e for e in self.events if e.direction != "h2d"]
+        return [e for e in self.events if e.direction in ("d2h", "sync")]
 
     @property
     def h2d(self) -> List[Transfer]:
@@ -72,6 +74,11 @@ class TransferLog:
     def d2h(self) -> List[Transfer]:
         """Device-to-host transfers, in order."""
         return [e for e in self.events if e.direction == "d2h"]
+
+    @property
+    def d2d(self) -> List[Transfer]:
+        """Copies from one device to another (no host memory, no synchronisation), in order."""
+        return [e for e in self.events if e.direction == "d2d"]
 
     @property
     def implicit(self) -> List[Transfer]:
@@ -90,14 +97,14 @@ class TransferLog:
         head = "%d launches" % self.launches
         if not self.events:
             return "no transfers, " + head
-        return "%d transfers (h2d %d, d2h %d), %d syncs, %s:\n  %s" % (
-            len(self.events), len(self.h2d), len(self.d2h), len(self.syncs), head,
+        return "%d transfers (h2d %d, d2h %d, d2d %d), %d syncs, %s:\n  %s" % (
+            len(self.events), len(self.h2d), len(self.d2h), len(self.d2d), len(self.syncs), head,
             "\n  ".join(str(e) for e in self.events))
 
 
 _open_logs: List[TransferLog] = []
 _lock = threading.Lock()
-_totals = {"h2d": 0, "d2h": 0, "sync": 0, "launch": 0}
+_totals = {"h2d": 0, "d2h": 0, "d2d": 0, "sync": 0, "launch": 0}
 # frames of these modules are skipped when naming where a transfer came from: they only carry it out
 _CARRIERS = ("fluidist.device", "fluidist.core.placement")
 
@@ -121,7 +128,7 @@ def count_transfers() -> Iterator[TransferLog]:
 
 
 def totals() -> dict:
-    """What this process did so far: ``{"h2d": n, "d2h": m, "sync": s, "launch": k}`` (``sync``
+    """What this process did so far: ``{"h2d": n, "d2h": m, "d2d": c, "sync": s, "launch": k}`` (``sync``
     counts the synchronisations that move no data)."""
     return dict(_totals)
 

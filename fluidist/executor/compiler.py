@@ -395,6 +395,9 @@ class _DataParallelRunner:
             from ..distributed.collective.nccl import nccl_thread_group
             devices = [p.device_id for p in self.places]
             collective_registry.register_group(self.local_ring, nccl_thread_group(self.local_ring, devices), devices)
+        elif all(getattr(p, "kind", None) == "standin" for p in self.places):    # reduced on the devices
+            from ..distributed.collective.standin_ring import standin_thread_group
+            collective_registry.register_group(self.local_ring, standin_thread_group(self.nplaces, self.local_ring))
         else:
             collective_registry.register_group(self.local_ring, thread_group(self.nplaces, self.local_ring))
         self._local_broken = False
@@ -464,24 +467,31 @@ class _DataParallelRunner:
         else:
             raise TypeError("feed must be a dict or a list of dicts, got %r" % type(feed).__name__)
         self._each_place(feeds)
-        per_place = []
+        values = []     # per place, its values of the fetched variables
         for i in range(self.nplaces):
             row = []
             for name in fetch_names:
                 v = self.scopes[i]._find_value(name)
                 if v is None:
                     raise ValueError("fetch variable %r has no value on place %d" % (name, i))
-                if isinstance(v, SelectedRows):
-                    v = v.value
-                row.append(as_fetched(np.array(to_host(v), copy=True)))
-            per_place.append(row)
+                row.append(v.value if isinstance(v, SelectedRows) else v)
+            values.append(row)
         if not return_merged:
-            return per_place
-        merged = []
-        for j in range(len(fetch_names)):
-            parts = [per_place[i][j] for i in range(self.nplaces)]
-            merged.append(as_fetched(np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts], axis=0)))
-        return merged
+            return [[as_fetched(np.array(to_host(v), copy=True)) for v in row] for row in values]
+        return [self._merged([row[j] for row in values]) for j in range(len(fetch_names))]
+
+    def _merged(self, parts):
+        """One fetched variable's values on every place, joined along dim 0 (a scalar counts as [1]) on
+        the host. Values of device places are joined on place 0's device first (copied there from the
+        others' devices) and read back once: one synchronisation, as a single place's fetch."""
+        place = self.places[0]
+        if getattr(place, "is_device", False) and all(is_device_array(p) for p in parts):
+            xp = place.xp
+            with place.device_context():
+                joined = xp.concatenate([xp.asarray(p).reshape(-1) if p.ndim == 0 else xp.asarray(p) for p in parts])
+            return as_fetched(np.asarray(place.to_host(joined)))
+        host = [np.array(to_host(p), copy=True) for p in parts]
+        return as_fetched(np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in host], axis=0))
 
 
 def _broadcast_from_rank0(comm, value, place):

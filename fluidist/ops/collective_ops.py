@@ -13,14 +13,20 @@ only matters on the GPU (see ``distributed/collective/nccl.py``).
 import os
 import warnings
 
+import numpy as np
+
 from ..distributed.collective import registry
 from ..distributed.collective.rendezvous import (CommId, new_comm_id, receive_on_endpoint, send_to_endpoints,
                                                  split_endpoint)
+from ..core.placement import to_host_value, to_place
 from ..core.tensor import SelectedRows
 from .tensor import is_fused_buffer
 from ..framework.registry import register_op, same_shape
 
 _HOST = "fluidist's CPU collectives take host buffers (NCCL, on a CUDAPlace, takes device arrays)"
+# places whose collectives take device arrays: NCCL's, and the ring of stand-in places of one process
+# (the kernel crosses through the place itself where such a place meets a CPU ring: ``_with_buffers``)
+_DEVICE_KINDS = ("cuda", "standin")
 
 
 def _is_cuda(ctx):
@@ -92,8 +98,9 @@ def c_comm_init(ctx, ins, attrs):
 @register_op("c_comm_init_all", attrs={"ring_id": 0, "devices": []}, side_effect=True, communicates=True)
 def c_comm_init_all(ctx, ins, attrs):
     """One process, several places as threads: a communicator per place for ring ``ring_id``. On
-    GPUs ``devices`` are the GPU ids (default: all); on the CPU, ``len(devices)`` threads (default
-    ``CPU_NUM``). Each thread then finds its own via ``thread_rank(i)`` or its CUDAPlace."""
+    GPUs ``devices`` are the GPU ids (default: all); on the CPU (and on stand-in places, whose ring
+    reduces on their devices), ``len(devices)`` threads (default ``CPU_NUM``). Each thread then finds
+    its own via ``thread_rank(i)`` or its CUDAPlace."""
     ring_id = int(attrs["ring_id"])
     devices = [int(d) for d in attrs.get("devices") or []]
     if _is_cuda(ctx):
@@ -101,6 +108,10 @@ def c_comm_init_all(ctx, ins, attrs):
         if not devices:
             devices = list(range(_cupy()[0].cuda.runtime.getDeviceCount()))
         registry.register_group(ring_id, nccl_thread_group(ring_id, devices), devices)
+    elif getattr(ctx.place, "kind", None) == "standin":     # stand-in places: reduced on their devices
+        from ..distributed.collective.standin_ring import standin_thread_group
+        registry.register_group(ring_id, standin_thread_group(len(devices) or int(os.environ.get("CPU_NUM", "1")),
+                                                              ring_id), None)
     else:
         from ..distributed.collective.cpu import thread_group
         n = len(devices) or int(os.environ.get("CPU_NUM", "1"))
@@ -166,6 +177,21 @@ def _in_place(ctx, x):
     return ctx.op.outputs.get("Out") == ctx.op.inputs.get("X") and is_fused_buffer(x)
 
 
+def _with_buffers(ctx, comm, x, call, in_place=False):
+    """``call(x, out)`` with the buffers ``comm`` takes: a CPU ring takes host arrays, so a value of
+    a device place crosses to the host and back through the place (into X's own device array when
+    the op works in place, for the views of a fused buffer to see the result), as the plan's copies
+    of a host op would; NCCL and a ring of stand-in places take the device's arrays as they are."""
+    place = ctx.place
+    if not getattr(place, "is_device", False) or getattr(comm, "backend", "cpu") != "cpu":
+        return call(x, x if in_place else None)
+    host = to_host_value(x)
+    res = call(host, host if in_place else None)
+    if in_place and isinstance(res, np.ndarray) and place.owns(x):
+        return place.to_device(res, into=x)
+    return to_place(res, place)
+
+
 def _allreduce_rows(ctx, comm, x, red):
     """A row-sparse X: gathered (it stays row-sparse) on a ring of threads, which can exchange
     SelectedRows; made dense and summed across processes."""
@@ -175,7 +201,7 @@ def _allreduce_rows(ctx, comm, x, red):
     gather = getattr(comm, "allgather_rows", None)
     if gather is not None:
         return gather(x)
-    return comm.allreduce(x.to_dense(ctx.xp), "sum")
+    return comm.allreduce(x.to_dense(), "sum")     # (on the module of its values: they may have crossed to the host)
 
 
 def _make_allreduce(red):
@@ -183,24 +209,25 @@ def _make_allreduce(red):
         op = "c_allreduce_" + red
         comm = registry.get_communicator(attrs["ring_id"], ctx.place)
         if isinstance(ins["X"], SelectedRows):
-            return {"Out": _allreduce_rows(ctx, comm, ins["X"], red)}
+            return {"Out": _with_buffers(ctx, comm, ins["X"], lambda x, _: _allreduce_rows(ctx, comm, x, red))}
         x = _dense(ctx, ins["X"], op)
-        out = x if _in_place(ctx, x) else None
         if ctx.until_sync:     # the plan found nothing touching Out before the ring's c_sync_comm_stream
-            return {"Out": comm.queue_allreduce(x, red, out=out)}
-        return {"Out": comm.allreduce(x, red, out=out, use_calc_stream=bool(attrs["use_calc_stream"]))}
+            return {"Out": comm.queue_allreduce(x, red, out=x if _in_place(ctx, x) else None)}
+        calc = bool(attrs["use_calc_stream"])
+        return {"Out": _with_buffers(ctx, comm, x, lambda v, out: comm.allreduce(v, red, out=out, use_calc_stream=calc),
+                                     _in_place(ctx, x))}
     kernel.__name__ = "c_allreduce_" + red
     kernel.__doc__ = "Out = the element-wise %s of X over the ranks of ring ``ring_id``." % red
     return kernel
 
 
 for _red in ("sum", "max", "min", "prod"):
-    register_op("c_allreduce_" + _red, host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"],
+    register_op("c_allreduce_" + _red, host=_HOST, host_except=_DEVICE_KINDS, inputs=["X"], outputs=["Out"],
                 attrs={"ring_id": 0, "use_calc_stream": False}, infer=same_shape("X", "Out"),
                 side_effect=True, communicates=True, share_lod=("X", "Out"), comm_stream="queue")(_make_allreduce(_red))
 
 
-@register_op("c_broadcast", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "root": 0, "use_calc_stream": False},
+@register_op("c_broadcast", host=_HOST, host_except=_DEVICE_KINDS, inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "root": 0, "use_calc_stream": False},
              infer=same_shape("X", "Out"), side_effect=True, communicates=True, share_lod=("X", "Out"))
 def c_broadcast(ctx, ins, attrs):
     """Out = rank ``root``'s X on every rank of ring ``ring_id``."""
@@ -209,8 +236,9 @@ def c_broadcast(ctx, ins, attrs):
     if isinstance(x, SelectedRows) and comm.rank != int(attrs["root"]):
         x = x.to_dense(ctx.xp)     # receives the root's (dense) value: only its shape matters here
     x = _dense(ctx, x, "c_broadcast")
-    out = x if _in_place(ctx, x) else None
-    return {"Out": comm.broadcast(x, int(attrs["root"]), out=out, use_calc_stream=bool(attrs["use_calc_stream"]))}
+    root, calc = int(attrs["root"]), bool(attrs["use_calc_stream"])
+    return {"Out": _with_buffers(ctx, comm, x, lambda v, out: comm.broadcast(v, root, out=out, use_calc_stream=calc),
+                                 _in_place(ctx, x))}
 
 
 def _check_nranks(op, attrs, comm):
@@ -230,14 +258,15 @@ def _allgather_infer(ctx):
     ctx.set_output("Out", [d0] + list(shape[1:]), ctx.input_dtype("X"))
 
 
-@register_op("c_allgather", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False},
+@register_op("c_allgather", host=_HOST, host_except=_DEVICE_KINDS, inputs=["X"], outputs=["Out"], attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False},
              infer=_allgather_infer, side_effect=True, communicates=True)
 def c_allgather(ctx, ins, attrs):
     """Out = the X of every rank, concatenated along dim 0 in rank order."""
     x = _dense(ctx, ins["X"], "c_allgather")
     comm = registry.get_communicator(attrs["ring_id"], ctx.place)
     _check_nranks("c_allgather", attrs, comm)
-    return {"Out": comm.allgather(x, use_calc_stream=bool(attrs["use_calc_stream"]))}
+    calc = bool(attrs["use_calc_stream"])
+    return {"Out": _with_buffers(ctx, comm, x, lambda v, _: comm.allgather(v, use_calc_stream=calc))}
 
 
 def _reducescatter_infer(ctx):
@@ -252,7 +281,7 @@ def _reducescatter_infer(ctx):
     ctx.set_output("Out", [d0] + list(shape[1:]), ctx.input_dtype("X"))
 
 
-@register_op("c_reducescatter", host=_HOST, host_except=("cuda",), inputs=["X"], outputs=["Out"],
+@register_op("c_reducescatter", host=_HOST, host_except=_DEVICE_KINDS, inputs=["X"], outputs=["Out"],
              attrs={"ring_id": 0, "nranks": 0, "use_calc_stream": False}, infer=_reducescatter_infer,
              side_effect=True, communicates=True)
 def c_reducescatter(ctx, ins, attrs):
@@ -260,10 +289,11 @@ def c_reducescatter(ctx, ins, attrs):
     x = _dense(ctx, ins["X"], "c_reducescatter")
     comm = registry.get_communicator(attrs["ring_id"], ctx.place)
     _check_nranks("c_reducescatter", attrs, comm)
-    return {"Out": comm.reducescatter(x, "sum", use_calc_stream=bool(attrs["use_calc_stream"]))}
+    calc = bool(attrs["use_calc_stream"])
+    return {"Out": _with_buffers(ctx, comm, x, lambda v, _: comm.reducescatter(v, "sum", use_calc_stream=calc))}
 
 
-@register_op("barrier", host=_HOST, host_except=("cuda",), inputs=["X?"], outputs=["Out?"], attrs={"ring_id": 0}, side_effect=True, communicates=True)
+@register_op("barrier", host=_HOST, host_except=_DEVICE_KINDS, inputs=["X?"], outputs=["Out?"], attrs={"ring_id": 0}, side_effect=True, communicates=True)
 def barrier(ctx, ins, attrs):
     """Wait until every rank of ring ``ring_id`` got here; Out = X."""
     registry.get_communicator(attrs["ring_id"], ctx.place).barrier()

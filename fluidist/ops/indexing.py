@@ -5,6 +5,7 @@ import numpy as np
 from ..core.enforce import InvalidArgumentError
 from ..core.tensor import scatter_add, scatter_max
 from ..framework.registry import register_grad, register_op
+from . import device_ids
 
 
 def _ids(ctx, slot, value, bound=None, what="index"):
@@ -19,6 +20,18 @@ def _ids(ctx, slot, value, bound=None, what="index"):
             raise ValueError("op %r: %s %d in %r is out of range [0, %d)"
                              % (ctx.op.type, what, lo if lo < 0 else hi, name, bound))
     return flat
+
+
+def _checked(ctx, slot, value, bound, dtype, what="index"):
+    """(flat int64 ids, the mask of those outside ``[0, bound)`` or None) for a kernel whose result
+    has ``dtype``: ``_ids``'s check on the host (it raises); on a device clipped and masked without
+    reading back, for the kernel to give the result NaN there (``device_ids``)."""
+    return device_ids.ids_or_mask(ctx.xp, value, bound, lambda: _ids(ctx, slot, value, bound, what), dtype)
+
+
+def _clipped(ctx, slot, value, bound, what="index"):
+    """A gradient's flat int64 ids: ``_ids``'s check on the host; on a device clipped into range."""
+    return device_ids.ids_or_clipped(ctx.xp, value, bound, lambda: _ids(ctx, slot, value, bound, what))
 
 
 def _last_of_repeats(xp, idx, rows):
@@ -50,8 +63,8 @@ def _infer(fn):
 def gather(ctx, ins, attrs):
     """Rows ``Index`` of X (along axis 0)."""
     x = ins["X"]
-    idx = _ids(ctx, "Index", ins["Index"], x.shape[0])
-    return {"Out": x[ctx.xp.asarray(idx)]}
+    idx, bad = _checked(ctx, "Index", ins["Index"], x.shape[0], x.dtype)
+    return {"Out": device_ids.nan_where(ctx.xp, bad, x[ctx.xp.asarray(idx)])}
 
 
 @register_grad("gather", inputs=["X", "Index", "Out@GRAD"])
@@ -60,7 +73,7 @@ def gather_grad(ctx, ins, attrs):
     gradient, as Paddle's kernel does."""
     xp = ctx.xp
     x, d = ins["X"], ins["Out@GRAD"]
-    idx = _ids(ctx, "Index", ins["Index"], x.shape[0])
+    idx = _clipped(ctx, "Index", ins["Index"], x.shape[0])
     dx = xp.zeros(x.shape, dtype=d.dtype)
     if attrs["overwrite"]:
         ids = xp.asarray(idx)
@@ -70,24 +83,37 @@ def gather_grad(ctx, ins, attrs):
     return {"X@GRAD": dx}
 
 
-def _nd_index(ctx, x, index):
-    """The k-tuple of index arrays an ``[..., k]`` Index picks from X's first k axes, and k. An Index
-    with no coordinates (k = 0) picks all of X for each of its entries: the tuple then indexes
-    ``X[None]`` (see ``_nd_view``)."""
+def _nd_index(ctx, x, index, result_dtype=None):
+    """The k-tuple of index arrays an ``[..., k]`` Index picks from X's first k axes, k, and the mask
+    of the entries with a coordinate out of range (None: checked on the host, or not asked for). An
+    Index with no coordinates (k = 0) picks all of X for each of its entries: the tuple then indexes
+    ``X[None]`` (see ``_nd_view``). On a device the coordinates are clipped into range without
+    reading back; with ``result_dtype`` (a forward op) the mask comes too (``device_ids``)."""
     k = index.shape[-1]
     if k > x.ndim:
         raise ValueError("op %r: Index %r has %d coordinates per entry but X has rank %d"
                          % (ctx.op.type, ctx.op.inputs["Index"][0], k, x.ndim))
     entries = int(np.prod(index.shape[:-1]))
     if k == 0:
-        return (np.zeros(entries, dtype=np.int64),), 0
-    flat = index.reshape(entries, k).astype(np.int64)
-    for a in range(k):
-        col = flat[:, a]
-        if col.size and (int(col.min()) < 0 or int(col.max()) >= x.shape[a]):
-            raise ValueError("op %r: Index %r has a coordinate out of range for axis %d of size %d"
-                             % (ctx.op.type, ctx.op.inputs["Index"][0], a, x.shape[a]))
-    return tuple(flat[:, a] for a in range(k)), k
+        return (np.zeros(entries, dtype=np.int64),), 0, None
+    flat = index.reshape(entries, k).astype(np.int64, copy=False)
+    xp = ctx.xp
+    on_device = xp is not np and all(x.shape[:k]) and \
+        (result_dtype is None or np.dtype(result_dtype).kind in "fc")
+    if not on_device:
+        for a in range(k):
+            col = flat[:, a]
+            if col.size and (int(col.min()) < 0 or int(col.max()) >= x.shape[a]):
+                raise ValueError("op %r: Index %r has a coordinate out of range for axis %d of size %d"
+                                 % (ctx.op.type, ctx.op.inputs["Index"][0], a, x.shape[a]))
+        return tuple(flat[:, a] for a in range(k)), k, None
+    coords = tuple(device_ids.clip_ids(xp, flat[:, a], x.shape[a]) for a in range(k))
+    if result_dtype is None:
+        return coords, k, None
+    bad = device_ids.out_of_range(xp, flat[:, 0], x.shape[0])
+    for a in range(1, k):
+        bad |= device_ids.out_of_range(xp, flat[:, a], x.shape[a])
+    return coords, k, bad
 
 
 def _nd_view(a, k):
@@ -125,16 +151,16 @@ def _nd_infer(ctx):
 def gather_nd(ctx, ins, attrs):
     """``Out[i...] = X[Index[i..., :]]``: Index's last axis holds coordinates into X's first axes."""
     x, index = ins["X"], ins["Index"]
-    coords, k = _nd_index(ctx, x, index)
+    coords, k, bad = _nd_index(ctx, x, index, x.dtype)
     out = _nd_view(x, k)[coords]
-    return {"Out": out.reshape(tuple(index.shape[:-1]) + tuple(x.shape[k:]))}
+    return {"Out": device_ids.nan_where(ctx.xp, bad, out.reshape(tuple(index.shape[:-1]) + tuple(x.shape[k:])))}
 
 
 @register_grad("gather_nd", inputs=["X", "Index", "Out@GRAD"])
 def gather_nd_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, index, d = ins["X"], ins["Index"], ins["Out@GRAD"]
-    coords, k = _nd_index(ctx, x, index)
+    coords, k, _ = _nd_index(ctx, x, index)
     dx = xp.zeros(x.shape, dtype=d.dtype)
     scatter_add(xp, _nd_view(dx, k), coords, d.reshape((-1,) + tuple(x.shape[k:])))
     return {"X@GRAD": dx}
@@ -148,14 +174,15 @@ def scatter(ctx, ins, attrs):
     rows of repeated ids are summed (the old row dropped)."""
     xp = ctx.xp
     x, upd = ins["X"], ins["Updates"]
-    idx = xp.asarray(_ids(ctx, "Ids", ins["Ids"], x.shape[0], "id"))
+    idx, bad = _checked(ctx, "Ids", ins["Ids"], x.shape[0], x.dtype, "id")
+    idx = xp.asarray(idx)
     out = x.copy()
     if attrs["overwrite"]:
         out[idx] = upd if xp is np else upd[_last_of_repeats(xp, idx, x.shape[0])]   # NumPy writes in order
     else:
         out[idx] = 0
         scatter_add(xp, out, idx, upd)
-    return {"Out": out}
+    return {"Out": device_ids.nan_if_any(xp, bad, out)}     # (an id out of range: its row has no place)
 
 
 @register_grad("scatter", inputs=["Ids", "Updates", "Out@GRAD"])
@@ -164,7 +191,7 @@ def scatter_grad(ctx, ins, attrs):
     at Ids."""
     xp = ctx.xp
     d = ins["Out@GRAD"]
-    idx = xp.asarray(_ids(ctx, "Ids", ins["Ids"], d.shape[0], "id"))
+    idx = xp.asarray(_clipped(ctx, "Ids", ins["Ids"], d.shape[0], "id"))
     return {"X@GRAD": d.copy(), "Updates@GRAD": d[idx].reshape(ins["Updates"].shape)}
 
 
@@ -174,16 +201,16 @@ def scatter_nd_add(ctx, ins, attrs):
     """X with Updates added at the coordinates in Index (repeats add up)."""
     xp = ctx.xp
     x, index, upd = ins["X"], ins["Index"], ins["Updates"]
-    coords, k = _nd_index(ctx, x, index)
+    coords, k, bad = _nd_index(ctx, x, index, x.dtype)
     out = x.copy()
     scatter_add(xp, _nd_view(out, k), coords, upd.reshape((-1,) + tuple(x.shape[k:])))
-    return {"Out": out}
+    return {"Out": device_ids.nan_if_any(xp, bad, out)}
 
 
 @register_grad("scatter_nd_add", inputs=["X", "Index", "Updates", "Out@GRAD"])
 def scatter_nd_add_grad(ctx, ins, attrs):
     x, index, d = ins["X"], ins["Index"], ins["Out@GRAD"]
-    coords, k = _nd_index(ctx, x, index)
+    coords, k, _ = _nd_index(ctx, x, index)
     return {"X@GRAD": d.copy(), "Updates@GRAD": _nd_view(d, k)[coords].reshape(ins["Updates"].shape)}
 
 
@@ -203,8 +230,8 @@ def index_select(ctx, ins, attrs):
     """Entries ``Index`` of X along ``dim``."""
     x = ins["X"]
     dim = attrs["dim"] % x.ndim
-    idx = _ids(ctx, "Index", ins["Index"], x.shape[dim])
-    return {"Out": ctx.xp.take(x, ctx.xp.asarray(idx), axis=dim)}
+    idx, bad = _checked(ctx, "Index", ins["Index"], x.shape[dim], x.dtype)
+    return {"Out": device_ids.nan_where(ctx.xp, bad, ctx.xp.take(x, ctx.xp.asarray(idx), axis=dim), dim)}
 
 
 @register_grad("index_select", inputs=["X", "Index", "Out@GRAD"])
@@ -212,17 +239,22 @@ def index_select_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, d = ins["X"], ins["Out@GRAD"]
     dim = attrs["dim"] % x.ndim
-    idx = xp.asarray(_ids(ctx, "Index", ins["Index"], x.shape[dim]))
+    idx = xp.asarray(_clipped(ctx, "Index", ins["Index"], x.shape[dim]))
     dx = xp.zeros(x.shape, dtype=d.dtype)
     scatter_add(xp, xp.moveaxis(dx, dim, 0), (idx,), xp.moveaxis(d, dim, 0))
     return {"X@GRAD": dx}
 
 
-def _index_sample_check(ctx, x, index):
+def _index_sample_check(ctx, x, index, dtype=None):
+    """Index's entries as Index's shape, and the mask of those out of range (see ``_checked``), or,
+    without ``dtype`` (a gradient), clipped into range on a device."""
     if x.ndim != 2 or index.ndim != 2 or index.shape[0] != x.shape[0]:
         raise ValueError("op 'index_sample': X %r %s and Index %r %s must both be 2-D with the same rows"
                          % (ctx.op.inputs["X"][0], list(x.shape), ctx.op.inputs["Index"][0], list(index.shape)))
-    _ids(ctx, "Index", index, x.shape[1])
+    if dtype is None:
+        return _clipped(ctx, "Index", index, x.shape[1]).reshape(index.shape), None
+    flat, bad = _checked(ctx, "Index", index, x.shape[1], dtype)
+    return flat.reshape(index.shape), (None if bad is None else bad.reshape(index.shape))
 
 
 @register_op("index_sample", inputs=["X", "Index"], outputs=["Out"], no_grad=("Index",),
@@ -230,17 +262,18 @@ def _index_sample_check(ctx, x, index):
 def index_sample(ctx, ins, attrs):
     """``Out[i, j] = X[i, Index[i, j]]``."""
     x, index = ins["X"], ins["Index"]
-    _index_sample_check(ctx, x, index)
-    return {"Out": ctx.xp.take_along_axis(x, index.astype(np.int64), axis=1)}
+    idx, bad = _index_sample_check(ctx, x, index, x.dtype)
+    return {"Out": device_ids.nan_where(ctx.xp, bad, ctx.xp.take_along_axis(x, idx, axis=1))}
 
 
 @register_grad("index_sample", inputs=["X", "Index", "Out@GRAD"])
 def index_sample_grad(ctx, ins, attrs):
     xp = ctx.xp
     x, index, d = ins["X"], ins["Index"], ins["Out@GRAD"]
+    idx, _ = _index_sample_check(ctx, x, index)
     rows = xp.broadcast_to(xp.arange(x.shape[0])[:, None], index.shape)
     dx = xp.zeros(x.shape, dtype=d.dtype)
-    scatter_add(xp, dx, (rows.reshape(-1), index.reshape(-1).astype(np.int64)), d.reshape(-1))
+    scatter_add(xp, dx, (rows.reshape(-1), idx.reshape(-1)), d.reshape(-1))
     return {"X@GRAD": dx}
 
 
@@ -262,6 +295,15 @@ def _one_hot_infer(v2):
     return infer
 
 
+def _one_hot_check(ctx, flat, depth):
+    inside = (flat >= 0) & (flat < depth)
+    if not bool(inside.all()):
+        bad = int(flat[~inside][0])
+        raise ValueError("op %r: id %d in X %r is out of range for depth %d (set allow_out_of_range=True "
+                         "to give it a zero row)" % (ctx.op.type, bad, ctx.op.inputs["X"][0], depth))
+    return flat
+
+
 def _one_hot_kernel(v2):
     def kernel(ctx, ins, attrs):
         """Rows of zeros with a 1 at each id; an id outside ``[0, depth)`` is an error unless
@@ -276,14 +318,12 @@ def _one_hot_kernel(v2):
                              "fluid.one_hot (one_hot_v2) takes ids of any shape"
                              % (ctx.op.inputs["X"][0], list(x.shape)))
         flat = _ids(ctx, "X", x, None, "id")
-        inside = (flat >= 0) & (flat < depth)
-        if not attrs["allow_out_of_range"] and not bool(inside.all()):
-            bad = int(flat[~inside][0])
-            raise ValueError("op %r: id %d in X %r is out of range for depth %d (set allow_out_of_range=True "
-                             "to give it a zero row)" % (ctx.op.type, bad, ctx.op.inputs["X"][0], depth))
-        out = xp.zeros((flat.size, depth), dtype=attrs["dtype"])
-        rows = xp.nonzero(inside)[0]
-        out[rows, flat[rows]] = 1
+        bad = None
+        if not attrs["allow_out_of_range"]:
+            bad = device_ids.ids_or_mask(xp, flat, depth, lambda: _one_hot_check(ctx, flat, depth), attrs["dtype"])[1]
+        # (a comparison with each class: an id outside [0, depth) matches none, its row stays zero)
+        out = (flat[:, None] == xp.arange(depth)).astype(attrs["dtype"])
+        out = device_ids.nan_where(xp, bad, out)
         shape = tuple(x.shape) + (depth,) if v2 else tuple(x.shape[:-1]) + (depth,)
         return {"Out": out.reshape(shape)}
     return kernel
@@ -322,19 +362,20 @@ def where_grad(ctx, ins, attrs):
 def multiplex(ctx, ins, attrs):
     """Row i of ``X[Ids[i]]``."""
     xs = ins["X"]
-    ids = _ids(ctx, "Ids", ins["Ids"], len(xs), "id")
+    ids, bad = _checked(ctx, "Ids", ins["Ids"], len(xs), xs[0].dtype, "id")
     if ids.size != xs[0].shape[0]:
         raise ValueError("op 'multiplex': Ids %r has %d entries but the inputs have %d rows"
                          % (ctx.op.inputs["Ids"][0], ids.size, xs[0].shape[0]))
     stacked = ctx.xp.stack(xs)
-    return {"Out": stacked[ctx.xp.asarray(ids), ctx.xp.arange(ids.size)]}
+    return {"Out": device_ids.nan_where(ctx.xp, bad, stacked[ctx.xp.asarray(ids), ctx.xp.arange(ids.size)])}
 
 
 @register_grad("multiplex", inputs=["Ids", "X*", "Out@GRAD"])
 def multiplex_grad(ctx, ins, attrs):
     xp = ctx.xp
     d = ins["Out@GRAD"]
-    ids = xp.asarray(_ids(ctx, "Ids", ins["Ids"], len(ins["X"]), "id"))
+    # (an id out of range matches no input: no gradient, and no index to clip; its forward made Out NaN)
+    ids = xp.asarray(_ids(ctx, "Ids", ins["Ids"], len(ins["X"]) if xp is np else None, "id"))
     shape = (-1,) + (1,) * (d.ndim - 1)
     return {"X@GRAD": [xp.where((ids == k).reshape(shape), d, 0).astype(d.dtype) for k in range(len(ins["X"]))]}
 

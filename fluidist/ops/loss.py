@@ -4,6 +4,7 @@ and ``log_loss``. Labels never get a gradient."""
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from . import device_ids
 from .math import stable_sigmoid, stable_softmax
 
 _LOSS_CLAMP = 1e20  # Paddle's TolerableValue: -log(0) is reported as 1e20, not inf
@@ -28,8 +29,8 @@ def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
     flat = label.reshape(-1).astype(np.int64, copy=False)
     ignore = flat == ignore_index
     if ctx.xp is not np:
-        bad = ((flat < 0) | (flat >= classes)) & ~ignore
-        return ctx.xp.where(bad, 0, flat), ignore, bad
+        safe, out = device_ids.checked_ids(ctx.xp, flat, classes)
+        return safe, ignore, out & ~ignore
     if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= classes):
         live = flat[~ignore]      # (ignore_index is out of range: only then are ignored labels set aside)
         if live.size and (int(live.min()) < 0 or int(live.max()) >= classes):
@@ -39,23 +40,39 @@ def _hard_labels(ctx, label, classes, ignore_index, slot="Label"):
     return flat, ignore, None
 
 
-def _device_labels(ctx, label, classes, ignore_index, loss_dtype=None):
+def _device_labels(ctx, label, classes, ignore_index, loss_dtype):
     """On a device: (labels clipped into ``[0, classes)``, the mask of rows without a usable label,
-    and with ``loss_dtype`` their loss: 0 where ignored, NaN where out of range). The checks of
-    ``_hard_labels`` in 2 to 5 kernel launches and no read back to the host (an ``ignore_index``
-    outside the classes is out of range itself: its rows are skipped by the same comparison)."""
+    and their loss: 0 where ignored, NaN where out of range). The checks of ``_hard_labels`` in 4 or
+    5 kernel launches and no read back to the host (an ``ignore_index`` outside the classes is out of
+    range itself: its rows are skipped by the same comparison)."""
     xp = ctx.xp
     _hard_label_dtype(ctx, label)
     flat = label.reshape(-1).astype(np.int64, copy=False)
-    out = xp.ascontiguousarray(flat).view(np.uint64) >= classes     # a negative label is a huge unsigned one
-    safe = xp.where(out, 0, flat)
-    skip = out | (flat == ignore_index) if 0 <= ignore_index < classes else out
-    if loss_dtype is None:
-        return safe, skip, None
+    safe, out = device_ids.checked_ids(xp, flat, classes)
     zero, nan = np.dtype(loss_dtype).type(0), np.dtype(loss_dtype).type(np.nan)
     if 0 <= ignore_index < classes:
-        return safe, skip, xp.where(out, nan, zero)
-    return safe, skip, xp.where(flat == ignore_index, zero, nan)
+        return safe, out | (flat == ignore_index), xp.where(out, nan, zero)
+    return safe, out, xp.where(flat == ignore_index, zero, nan)
+
+
+def _grad_labels(ctx, label, classes, ignore_index):
+    """A hard-label gradient's labels: (flat labels, where none matches a class on a row that takes
+    no gradient; the mask of those rows, or None when there are none). On the host a label out of
+    range raises; on a device its row takes no gradient (the forward op made its loss NaN), decided
+    without reading back."""
+    xp = ctx.xp
+    if xp is not np:
+        _hard_label_dtype(ctx, label)
+        flat = label.reshape(-1).astype(np.int64, copy=False)
+        skip = device_ids.out_of_range(xp, flat, classes)     # (an ignore_index out of range is in it)
+        if 0 <= ignore_index < classes:
+            ignore = flat == ignore_index
+            return xp.where(ignore, -1, flat), skip | ignore
+        return flat, skip
+    flat, ignore, _ = _hard_labels(ctx, label, classes, ignore_index)
+    if not _some(xp, ignore):
+        return flat, None
+    return (xp.where(ignore, -1, flat) if 0 <= ignore_index < classes else flat), ignore
 
 
 def _hard_label_dtype(ctx, label, slot="Label"):
@@ -67,11 +84,6 @@ def _hard_label_dtype(ctx, label, slot="Label"):
 def _some(xp, mask):
     """Whether ``mask`` has a True; on a device place assumed so (asking would make the host wait)."""
     return bool(mask.any()) if xp is np else True
-
-
-def _nan_where(xp, bad, loss):
-    """``loss`` with NaN on the rows whose label was out of range (device places only)."""
-    return loss if bad is None else xp.where(bad.reshape(loss.shape), xp.nan, loss).astype(loss.dtype)
 
 
 def _check_label_shape(ctx, x, label, soft, slot_x="X"):
@@ -127,7 +139,7 @@ def cross_entropy(ctx, ins, attrs):
     else:
         lab, ignore, bad = _hard_labels(ctx, label, d, attrs["ignore_index"])
         p = x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]
-        y = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, p)))
+        y = device_ids.nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, p)))
     return {"Y": y.astype(x.dtype, copy=False).reshape(_loss_shape(x.shape, label.shape, soft))}
 
 
@@ -178,8 +190,8 @@ def cross_entropy2(ctx, ins, attrs):
     d = x.shape[-1]
     x2 = x.reshape(-1, d)
     lab, ignore, bad = _hard_labels(ctx, label, d, attrs["ignore_index"])
-    match = xp.where(ignore, 0, x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]).astype(x.dtype)
-    y = _nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, match)).astype(x.dtype))
+    match = xp.where(ignore, 0, x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]).astype(x.dtype, copy=False)
+    y = device_ids.nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, match)).astype(x.dtype, copy=False))
     rows = tuple(x.shape[:-1]) + (1,)
     return {"Y": y.reshape(_loss_shape(x.shape, label.shape, False)), "MatchX": match.reshape(rows),
             "XShape": np.array(x.shape, dtype=np.int64)}
@@ -245,7 +257,7 @@ def softmax_with_cross_entropy(ctx, ins, attrs):
         ignored = _some(xp, ignore)
         p2 = softmax.reshape(-1, d)
         loss = _neg_log(xp, p2[xp.arange(p2.shape[0]), xp.where(ignore, 0, flat) if ignored else flat])
-        loss = _nan_where(xp, bad, xp.where(ignore, 0, loss) if ignored else loss)
+        loss = device_ids.nan_where(xp, bad, xp.where(ignore, 0, loss) if ignored else loss)
         loss = loss.reshape(tuple(z.shape[:-1]) + (1,))
     if not last:
         softmax, loss = xp.moveaxis(softmax, -1, axis), xp.moveaxis(loss, -1, axis)
@@ -266,22 +278,12 @@ def softmax_with_cross_entropy_grad(ctx, ins, attrs):
     d = p.shape[-1]
     if attrs["soft_label"]:
         dz = (p - lab) * dl
-    elif xp is not np:
-        safe, skip, _ = _device_labels(ctx, lab, d, attrs["ignore_index"])
-        dz = p.reshape(-1, d).copy()
-        dz[xp.arange(dz.shape[0]), safe] -= 1
-        dz *= xp.where(skip, 0, dl.reshape(-1)).astype(dz.dtype, copy=False)[:, None]
-        dz = dz.reshape(p.shape)
     else:
-        flat, ignore, _ = _hard_labels(ctx, lab, d, attrs["ignore_index"])
-        dz = p.reshape(-1, d).copy()
-        rows = xp.arange(dz.shape[0])
-        if _some(xp, ignore):
-            dz[rows, xp.where(ignore, 0, flat)] -= xp.where(ignore, 0, 1).astype(dz.dtype)
-            dz *= xp.where(ignore, 0, dl.reshape(-1)).astype(dz.dtype)[:, None]
-        else:
-            dz[rows, flat] -= 1
-            dz *= dl.reshape(-1, 1)
+        flat, skip = _grad_labels(ctx, lab, d, attrs["ignore_index"])
+        # (1 subtracted through a one-hot comparison: no copy of Softmax and no scatter into it)
+        dz = p.reshape(-1, d) - (flat[:, None] == xp.arange(d))
+        scale = dl.reshape(-1) if skip is None else xp.where(skip, 0, dl.reshape(-1)).astype(dz.dtype, copy=False)
+        dz *= scale[:, None]
         dz = dz.reshape(p.shape)
     return {"Logits@GRAD": dz if last else xp.moveaxis(dz, -1, axis)}
 

@@ -4,6 +4,7 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op
 from ..core.tensor import SelectedRows, scatter_add
+from . import device_ids
 from .device_tables import device_table, offsets_key
 from .lod_utils import segments
 
@@ -52,18 +53,12 @@ def _flat_ids(ctx, ids, height):
     return flat
 
 
-def _checked_ids(ctx, ids, height):
-    """(flat int64 ids, the mask of those out of ``[0, height)`` or None). On the host an id out of
-    range raises (``_flat_ids``). On a device that check would make the host wait for the device at
-    every step: there such ids are clipped to row 0 and the mask is returned, for the lookup to give
-    their rows NaN (the fetched loss shows it, as ``softmax_with_cross_entropy`` does for labels)."""
-    if ctx.xp is np:
-        return _flat_ids(ctx, ids, height), None
-    if ids.dtype.kind not in "iu":
-        _flat_ids(ctx, ids, height)       # its error
-    flat = ids.reshape(-1).astype(np.int64, copy=False)
-    bad = flat.view(np.uint64) >= height   # a negative id is a huge unsigned one: one comparison
-    return ctx.xp.where(bad, 0, flat), bad
+def _checked_ids(ctx, ids, height, dtype):
+    """(flat int64 ids, the mask of those out of ``[0, height)`` or None) for a lookup into a table
+    of ``dtype``: on the host an id out of range raises (``_flat_ids``); on a device it is clipped
+    and masked without the host waiting for the device, for the lookup to give its row NaN
+    (``device_ids``)."""
+    return device_ids.ids_or_mask(ctx.xp, ids, height, lambda: _flat_ids(ctx, ids, height), dtype)
 
 
 def _padding_idx(attrs, height):
@@ -105,13 +100,12 @@ def _lookup_kernel(v2):
             out = _lookup_rows(ctx, w, ids, attrs)
             return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.value.shape[1], v2))}
         xp = ctx.xp
-        flat, bad = _checked_ids(ctx, ids, w.shape[0])
+        flat, bad = _checked_ids(ctx, ids, w.shape[0], w.dtype)
         out = xp.take(w, flat, axis=0)  # a gather copies: W is never aliased
         pad = _padding_idx(attrs, w.shape[0])
-        if pad is not None:
-            out[flat == pad] = 0
-        if bad is not None and out.dtype.kind == "f":
-            out = xp.where(bad[:, None], xp.nan, out).astype(out.dtype, copy=False)
+        if pad is not None:       # (a mask assignment would read its count back on a device)
+            out = xp.where((flat == pad)[:, None], out.dtype.type(0), out)
+        out = device_ids.nan_where(xp, bad, out)
         return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.shape[1], v2))}
     return kernel
 
@@ -130,7 +124,7 @@ def _lookup_grad_kernel(ctx, ins, attrs):
     xp = ctx.xp
     w, ids, d = ins["W"], ins["Ids"], ins["Out@GRAD"]
     height, width = w.shape[0], w.shape[1]
-    flat, _ = _checked_ids(ctx, ids, height)     # (an id out of range made the loss NaN)
+    flat = device_ids.ids_or_clipped(xp, ids, height, lambda: _flat_ids(ctx, ids, height))
     d2 = d.reshape(flat.shape[0], width)
     pad = _padding_idx(attrs, height)
     if attrs["is_sparse"]:
@@ -138,8 +132,10 @@ def _lookup_grad_kernel(ctx, ins, attrs):
             keep = flat != pad
             flat, d2 = flat[keep], d2[keep]
         elif pad is not None:         # (a mask selection would read its size back: zero the rows instead)
-            return {"W@GRAD": SelectedRows(flat, xp.where((flat == pad)[:, None], 0, d2).astype(d2.dtype), height)}
-        return {"W@GRAD": SelectedRows(flat.copy() if xp is np else flat, d2.copy(), height)}
+            zeroed = xp.where((flat == pad)[:, None], 0, d2).astype(d2.dtype, copy=False)
+            return {"W@GRAD": SelectedRows(flat, zeroed, height)}
+        # (the value is dOut's rows themselves: no kernel writes a gradient it reads)
+        return {"W@GRAD": SelectedRows(flat.copy() if xp is np else flat, d2, height)}
     out = xp.zeros(w.shape, dtype=d.dtype)
     scatter_add(xp, out, flat, d2)
     if pad is not None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core.tensor import scatter_add
 from ..framework.registry import register_grad, register_op
+from . import device_ids
 
 
 def _pool_ranges(size, k, stride, pad, adaptive):
@@ -191,14 +192,24 @@ def unpool(ctx, ins, attrs):
         raise ValueError("op 'unpool': unpooling_type must be 'max', got %r" % (attrs["unpooling_type"],))
     shape = tuple(x.shape[:2]) + tuple(_unpool_out(x.shape[2:], attrs))
     size = int(np.prod(shape[2:]))
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
-        raise ValueError("op 'unpool': Indices %r holds %d, outside the output plane of %d values"
-                         % (ctx.op.inputs["Indices"][0], int(flat.max()), size))
     n = x.shape[0] * x.shape[1]
+    flat, bad = device_ids.ids_or_mask(ctx.xp, idx, size, lambda: _unpool_indices(ctx, idx, size), x.dtype)
     out = ctx.xp.zeros((n, size), dtype=x.dtype)
-    flat = idx.reshape(n, -1).astype(np.int64)
-    out[ctx.xp.arange(n)[:, None], flat] = x.reshape(n, -1)   # a repeated index keeps the last value, as Paddle
-    return {"Out": out.reshape(shape)}
+    # (a repeated index keeps the last value, as Paddle)
+    out[ctx.xp.arange(n)[:, None], flat.reshape(n, -1)] = x.reshape(n, -1)
+    # (on a device an index out of range is clipped, and the whole plane of its value made NaN)
+    bad = None if bad is None else bad.reshape(n, -1).any(axis=1)
+    return {"Out": device_ids.nan_where(ctx.xp, bad, out).reshape(shape)}
+
+
+def _unpool_indices(ctx, idx, size):
+    """Indices as flat int64, checked to lie in the output plane of ``size`` values (on the host)."""
+    flat = idx.reshape(-1).astype(np.int64)
+    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= size):
+        raise ValueError("op 'unpool': Indices %r holds %d, outside the output plane of %d values"
+                         % (ctx.op.inputs["Indices"][0], int(flat.min()) if int(flat.min()) < 0 else int(flat.max()),
+                            size))
+    return flat
 
 
 @register_grad("unpool", inputs=["X", "Indices", "Out", "Out@GRAD"], outputs=["X@GRAD"])
@@ -206,7 +217,8 @@ def unpool_grad(ctx, ins, attrs):
     x, idx, d = ins["X"], ins["Indices"], ins["Out@GRAD"]
     n = x.shape[0] * x.shape[1]
     flat = d.reshape(n, -1)
-    return {"X@GRAD": ctx.xp.take_along_axis(flat, idx.reshape(n, -1).astype(np.int64), axis=1).reshape(x.shape)}
+    at = device_ids.ids_or_clipped(ctx.xp, idx, flat.shape[1], lambda: _unpool_indices(ctx, idx, flat.shape[1]))
+    return {"X@GRAD": ctx.xp.take_along_axis(flat, at.reshape(n, -1), axis=1).reshape(x.shape)}
 
 
 # ------------------------------------------------------------------ spp

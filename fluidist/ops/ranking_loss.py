@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..framework.registry import register_grad, register_op
+from . import device_ids
 from .math import stable_sigmoid
 
 _TOLERABLE = 1e20  # Paddle's TolerableValue bound on a log term
@@ -73,16 +74,23 @@ def _bpr_infer(ctx):
         ctx.set_output("Y", tuple(xs[:-1]) + (1,), ctx.input_dtype("X"), ctx.input_lod_level("X"))
 
 
-def _bpr_labels(ctx, x, label):
+def _bpr_labels(ctx, x, label, mask=False):
+    """Flat int64 labels, checked on the host; on a device clipped into range, and with ``mask``
+    (the forward op) the mask of those that were not, for their rows' loss to be NaN."""
     c = x.shape[-1]
-    lab = label.reshape(-1).astype(np.int64)
-    if lab.size != x.size // c:
+    if label.size != x.size // c:
         raise ValueError("op 'bpr_loss': Label %r has %d entries for %d rows of X %r"
-                         % (ctx.op.inputs["Label"][0], lab.size, x.size // c, ctx.op.inputs["X"][0]))
-    if lab.size and (int(lab.min()) < 0 or int(lab.max()) >= c):
-        raise ValueError("op 'bpr_loss': a label in Label %r is out of range for %d classes"
-                         % (ctx.op.inputs["Label"][0], c))
-    return lab
+                         % (ctx.op.inputs["Label"][0], label.size, x.size // c, ctx.op.inputs["X"][0]))
+
+    def host_labels():
+        lab = label.reshape(-1).astype(np.int64)
+        if lab.size and (int(lab.min()) < 0 or int(lab.max()) >= c):
+            raise ValueError("op 'bpr_loss': a label in Label %r is out of range for %d classes"
+                             % (ctx.op.inputs["Label"][0], c))
+        return lab
+    if mask:
+        return device_ids.ids_or_mask(ctx.xp, label, c, host_labels, x.dtype)
+    return device_ids.ids_or_clipped(ctx.xp, label, c, host_labels)
 
 
 @register_op("bpr_loss", inputs=["X", "Label"], outputs=["Y"], infer=_bpr_infer, no_grad=("Label",),
@@ -94,11 +102,11 @@ def bpr_loss(ctx, ins, attrs):
     x = ins["X"]
     c = x.shape[-1]
     x2 = x.reshape(-1, c)
-    lab = _bpr_labels(ctx, x, ins["Label"])
+    lab, bad = _bpr_labels(ctx, x, ins["Label"], mask=True)
     pos = x2[xp.arange(x2.shape[0]), lab][:, None]
     terms = xp.minimum(_softplus(xp, x2 - pos), _TOLERABLE)
     terms[xp.arange(x2.shape[0]), lab] = 0
-    y = terms.sum(axis=1) / max(c - 1, 1)
+    y = device_ids.nan_where(xp, bad, terms.sum(axis=1) / max(c - 1, 1))
     return {"Y": y.reshape(tuple(x.shape[:-1]) + (1,)).astype(x.dtype, copy=False)}
 
 

@@ -4,6 +4,7 @@ import numpy as np
 
 from ..core.tensor import scatter_add
 from ..framework.registry import register_grad, register_op
+from . import device_ids
 
 
 def _same_shape(ctx, a, b, sa, sb):
@@ -152,14 +153,19 @@ def center_loss(ctx, ins, attrs):
     centre moves by ``rate * sum(diff of its rows) / (1 + count of its rows)`` (in CentersOut)."""
     xp = ctx.xp
     x, label, centers = ins["X"], ins["Label"], ins["Centers"]
-    lab = label.reshape(-1).astype(np.int64)
     k = centers.shape[0]
-    if lab.size:
-        lo, hi = int(lab.min()), int(lab.max())
-        if lo < 0 or hi >= k:
-            raise ValueError("op 'center_loss': label %d in Label %r is out of range for %d centres"
-                             % (lo if lo < 0 else hi, ctx.op.inputs["Label"][0], k))
-    diff = x - centers[lab]
+
+    def host_labels():
+        lab = label.reshape(-1).astype(np.int64)
+        if lab.size:
+            lo, hi = int(lab.min()), int(lab.max())
+            if lo < 0 or hi >= k:
+                raise ValueError("op 'center_loss': label %d in Label %r is out of range for %d centres"
+                                 % (lo if lo < 0 else hi, ctx.op.inputs["Label"][0], k))
+        return lab
+    # (on a device a label out of range is clipped and its row's difference made NaN: its loss too)
+    lab, bad = device_ids.ids_or_mask(xp, label, k, host_labels, x.dtype)
+    diff = device_ids.nan_where(xp, bad, x - centers[lab])
     loss = 0.5 * (diff * diff).sum(axis=1, keepdims=True)
     res = {"SampleCenterDiff": diff, "Loss": loss.astype(x.dtype, copy=False)}
     if attrs["need_update"]:

@@ -71,6 +71,9 @@ def dropout():
     return main, startup, loss, feed
 
 
+LSTM_LENGTHS = (3, 5, 2, 4)      # the sequences of an lstm() batch
+
+
 def lstm():
     main, startup = _program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -80,7 +83,7 @@ def lstm():
         last = fluid.layers.sequence_pool(h, "last")
         loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(last, 1), y))
         fluid.optimizer.SGD(0.1).minimize(loss)
-    lengths = [3, 5, 2, 4]
+    lengths = list(LSTM_LENGTHS)
 
     def feed(rng, n):
         t = fluid.create_lod_tensor(rng.rand(sum(lengths), 8).astype("float32"), [lengths], fluid.CPUPlace())
@@ -146,4 +149,127 @@ def dropout_by_hand(xp, params, feed, lr=0.1, p=0.5, rng=None):
     dh *= h > 0
     for q, g in zip(params, (x.T @ dh, dh.sum(axis=0), hd.T @ dz, dz.sum(axis=0))):
         q -= lr * g
+    return loss
+
+
+def _adam(xp, params, grads, state, lr=0.01, b1=0.9, b2=0.999, eps=1e-8):
+    """Adam as Paddle 1.8 computes it, its step's bias corrections on the host; moments in ``state``."""
+    t = state["adam_t"] = state.get("adam_t", 0) + 1
+    lr_t = lr * (1 - b2 ** t) ** 0.5 / (1 - b1 ** t)
+    eps_t = eps * (1 - b2 ** t) ** 0.5
+    moments = state.setdefault("adam", [(xp.zeros_like(p), xp.zeros_like(p)) for p in params])
+    for p, g, (m, v) in zip(params, grads, moments):
+        m *= b1
+        m += (1 - b1) * g
+        v *= b2
+        v += (1 - b2) * (g * g)
+        p -= lr_t * m / (xp.sqrt(v) + eps_t)
+
+
+def cnn_by_hand(xp, params, feed, state):
+    """One Adam step of ``cnn()``: a 3x3 convolution as one matrix product over the image's patches
+    (channels last inside), relu, batch norm with its running statistics, 2x2 max pooling, the fully
+    connected layer and softmax cross entropy. ``state``: Adam's moments (kept between steps)."""
+    w, b, gamma, beta, run_mean, run_var, fw, fb = params
+    img, lab = feed["img"], feed["y"].reshape(-1)
+    n, k = img.shape[0], w.shape[0]
+    padded = xp.pad(img, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    s0, s1, s2, s3 = padded.strides
+    cols = xp.lib.stride_tricks.as_strided(padded, (n, 8, 8, 1, 3, 3), (s0, s2, s3, s1, s2, s3)).reshape(n * 64, 9)
+    h = xp.maximum(cols @ w.reshape(k, 9).T + b, 0)            # [n * 8 * 8, k]
+    mu = h.mean(axis=0)
+    centred = h - mu
+    var = (centred * centred).mean(axis=0)
+    inv_std = 1.0 / xp.sqrt(var + 1e-5)
+    xhat = centred * inv_std
+    y = xhat * gamma + beta
+    run_mean *= 0.9
+    run_mean += 0.1 * mu
+    run_var *= 0.9
+    run_var += 0.1 * var
+    windows = y.reshape(n, 4, 2, 4, 2, k)
+    pooled = windows.max(axis=(2, 4))                          # [n, 4, 4, k]
+    flat = pooled.transpose(0, 3, 1, 2).reshape(n, 4 * 4 * k)   # the fc's input in NCHW order
+    loss, dz = _softmax_ce_backward(xp, flat @ fw + fb, lab)
+    dflat = dz @ fw.T
+    dpooled = dflat.reshape(n, k, 4, 4).transpose(0, 2, 3, 1)
+    dy = ((windows == pooled[:, :, None, :, None, :]) * dpooled[:, :, None, :, None, :]).reshape(n * 64, k)
+    dxhat = dy * gamma
+    dh = inv_std * (dxhat - dxhat.mean(axis=0) - xhat * (dxhat * xhat).mean(axis=0))
+    dh *= h > 0
+    grads = ((dh.T @ cols).reshape(w.shape), dh.sum(axis=0), (dy * xhat).sum(axis=0), dy.sum(axis=0),
+             flat.T @ dz, dz.sum(axis=0))
+    _adam(xp, [w, b, gamma, beta, fw, fb], grads, state)
+    return loss
+
+
+def _sigmoid(xp, x):
+    return 1 / (1 + xp.exp(-x))
+
+
+def _lstm_tables(xp, state):
+    """Where each row of the batch sits in the time-major padded layout, and each sequence's last
+    step: made on the host once and kept on the device (as fluidist's index tables are)."""
+    if "lstm_tables" not in state:
+        seg = np.repeat(np.arange(len(LSTM_LENGTHS)), LSTM_LENGTHS)
+        pos = np.concatenate([np.arange(n) for n in LSTM_LENGTHS])
+        state["lstm_tables"] = tuple(xp.asarray(t) for t in (pos, seg, np.array(LSTM_LENGTHS) - 1,
+                                                              np.arange(len(LSTM_LENGTHS))))
+    return state["lstm_tables"]
+
+
+def lstm_by_hand(xp, params, feed, state, lr=0.1):
+    """One SGD step of ``lstm()``: the sequences padded time-major (they all start at step 0, so the
+    steps past a sequence's end touch neither its last output nor, backwards, its gradients), an
+    LSTM with peepholes (Paddle's gate order: candidate, input, forget, output), the last step of
+    each sequence, a fully connected layer and the squared error, and back through time."""
+    fw, fb, w, bias, ow, ob = params
+    pos, seg, last_t, cols = _lstm_tables(xp, state)
+    x, target = feed["x"], feed["y"]
+    steps, n, d = max(LSTM_LENGTHS), len(LSTM_LENGTHS), w.shape[0]
+    wic, wfc, woc = bias[0, 4 * d:5 * d], bias[0, 5 * d:6 * d], bias[0, 6 * d:]
+    xs = xp.zeros((steps, n, 4 * d), dtype=x.dtype)
+    xs[pos, seg] = x @ fw + fb + bias[0, :4 * d]
+    h, c = xp.zeros((n, d), dtype=x.dtype), xp.zeros((n, d), dtype=x.dtype)
+    rec = []
+    for t in range(steps):
+        g = xs[t] + h @ w
+        cand = xp.tanh(g[:, :d])
+        i = _sigmoid(xp, g[:, d:2 * d] + c * wic)
+        f = _sigmoid(xp, g[:, 2 * d:3 * d] + c * wfc)
+        c_new = cand * i + c * f
+        o = _sigmoid(xp, g[:, 3 * d:] + c_new * woc)
+        c_act = xp.tanh(c_new)
+        rec.append((h, c, cand, i, f, o, c_new, c_act))
+        h, c = o * c_act, c_new
+    hs = xp.stack([r[0] for r in rec[1:]] + [h])       # each step's output
+    last = hs[last_t, cols]
+    diff = last @ ow + ob - target
+    loss = (diff * diff).mean()
+    dout = diff * (2.0 / n)
+    dlast = dout @ ow.T
+    dhs = xp.zeros((steps, n, d), dtype=x.dtype)
+    dhs[last_t, cols] = dlast
+    dh_next, dc_next, dgs = 0, 0, [None] * steps
+    for t in range(steps - 1, -1, -1):
+        h_prev, c_prev, cand, i, f, o, c_new, c_act = rec[t]
+        dh = dhs[t] + dh_next
+        dog = dh * c_act * (o * (1 - o))
+        dc = dc_next + dh * o * (1 - c_act * c_act) + dog * woc
+        dcg = dc * i * (1 - cand * cand)
+        dig = dc * cand * (i * (1 - i))
+        dfg = dc * c_prev * (f * (1 - f))
+        dc_next = dc * f + dig * wic + dfg * wfc
+        dgs[t] = xp.concatenate([dcg, dig, dfg, dog], axis=1)
+        dh_next = dgs[t] @ w.T
+    dg = xp.stack(dgs).reshape(steps * n, 4 * d)
+    c_prev_all = xp.stack([r[1] for r in rec]).reshape(steps * n, d)
+    dbias = xp.concatenate([dg.sum(axis=0), (dg[:, d:2 * d] * c_prev_all).sum(axis=0),
+                            (dg[:, 2 * d:3 * d] * c_prev_all).sum(axis=0),
+                            (dg[:, 3 * d:] * xp.stack([r[6] for r in rec]).reshape(steps * n, d)).sum(axis=0)])
+    dx = dg.reshape(steps, n, 4 * d)[pos, seg]
+    grads = (x.T @ dx, dx.sum(axis=0), xp.stack([r[0] for r in rec]).reshape(steps * n, d).T @ dg,
+             dbias.reshape(bias.shape), last.T @ dout, dout.sum(axis=0))
+    for p, g in zip(params, grads):
+        p -= lr * g
     return loss

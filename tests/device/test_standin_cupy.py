@@ -212,3 +212,20 @@ def test_each_call_that_makes_or_writes_a_device_array_is_one_launch():
         a.get()
     assert log.launches == 11, dict(log.launch_counts)
     assert log.launch_counts["xp.exp"] == 1 and log.launch_counts["setitem"] == 1
+
+
+def test_where_casts_a_condition_that_is_not_bool_first():
+    """CuPy's ``where(condition, x, y)`` (``cupy/_sorting/search.py``) runs
+    ``condition.astype('?', copy=False)`` before its kernel: one launch with a bool condition, two
+    with any other; a ufunc's ``out=`` broadcasts its inputs into it, one launch."""
+    a = dev(np.arange(4.0))
+    with count_transfers() as log:
+        xp.where(a > 1, a, 0.0)
+    assert dict(log.launch_counts) == {"operator __gt__": 1, "xp.where": 1}
+    with count_transfers() as log:
+        out = xp.where(dev(np.array([0, 2, 0, 1], np.uint64)), a, 0.0)
+    assert dict(log.launch_counts) == {"xp.where": 1, "ndarray.astype": 1}
+    np.testing.assert_array_equal(out.get(), [0.0, 1.0, 0.0, 3.0])
+    with count_transfers() as log:
+        filled = xp.divide(a[1:2].reshape(()), 4, out=xp.empty((2, 3)))
+    assert log.launches == 1 and filled.get().tolist() == [[0.25] * 3] * 2

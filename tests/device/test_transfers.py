@@ -112,10 +112,10 @@ def test_the_same_step_on_the_cpu_and_the_standin_gives_the_same_numbers():
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
 
 
-def test_fused_gradients_reduced_by_a_host_collective_on_two_standin_places():
-    """The fused gradient buffer (``coalesce_tensor``) is all-reduced in place by fluidist's CPU
-    collective, which takes host buffers: on stand-in places the plan copies it out and back *into*
-    the device buffer, so the gradients (views of it) see the sum. Two places equal one."""
+def test_fused_gradients_reduced_on_the_devices_of_two_standin_places():
+    """The fused gradient buffer (``coalesce_tensor``) is all-reduced in place by the ring of the
+    stand-in places (``standin_ring``: on their devices, as NCCL's ring of the GPUs of one process),
+    so the gradients (views of it) see the sum. Two places equal one."""
     losses = []
     for nplaces in (1, 2):
         main, startup, fetches, spec = _mlp(fluid.optimizer.SGD(0.1))
@@ -137,20 +137,31 @@ def test_fused_gradients_reduced_by_a_host_collective_on_two_standin_places():
 
 # ---------------------------------------------------------------- budgets of a step
 # Each model's training step on a stand-in place: its copies each way, its synchronisations (the
-# fetch only) and its kernel launches. Where the step is also written by hand against the array
-# module (tests/device/step_models.py), the launches must stay within the ratio given of it.
-# The issue's goal is 1.3x everywhere; the ratios above it are what the kernels reach today, as
-# ceilings (op granularity: separate ops for the bias, the square, the mean and its gradient, the
-# lookup's checks of ids on the device).
+# fetch only) and its kernel launches, within the ratio given of the same step written by hand
+# against the array module (tests/device/step_models.py): the issue's goal is 1.3x. Above it, the
+# ratio reached is the ceiling, and what makes it:
+# - sparse embedding, 24 launches to the hand-written 16: the lookup's check of ids on the device
+#   (clip, mask, NaN rows: 3) and its gradient's clip (1), the loss gradient's fill_constant (1), the
+#   mean's and the square's gradients as two ops (2 launches more than the one multiply by hand), the
+#   learning rate negated on the device for the row-wise update (1);
+# - CNN, 248 to 144: Adam at 22 launches a parameter (6 of them) to 12 by hand (its formula as new
+#   arrays copied back into the parameter and moments, the beta powers advanced and read as tensors),
+#   cross_entropy2 and its gradient (28, their label checks on the device) to the fused softmax
+#   cross entropy's 14, the convolution's padded input rebuilt at each call (its four borders
+#   zeroed, its interior and its patches copied: 7 launches each way, 2 by hand);
+# - LSTM, 515 to 333: the lstm op's gradient (330) runs the forward steps again (about 140 launches;
+#   Paddle's kernel reads them back from its Batch* outputs), and the forward op writes those
+#   Batch* outputs in Paddle's batch-major layout.
+# None of these can go at op granularity without fusing kernels or changing what the ops compute.
 _BUDGETS = {   # model: (h2d, d2h, syncs, launches at most, ratio to the hand-written step at most)
-    "mlp": (2, 1, 1, 61, 1.3),
-    "sparse_embedding": (2, 1, 1, 28, 1.75),
-    "dropout": (2, 1, 1, 53, 1.4),
-    "cnn": (2, 1, 1, 274, None),
-    "lstm": (2, 1, 1, 517, None),
+    "mlp": (2, 1, 1, 57, 1.3),
+    "sparse_embedding": (2, 1, 1, 24, 1.5),
+    "dropout": (2, 1, 1, 49, 1.3),
+    "cnn": (2, 1, 1, 248, 1.73),
+    "lstm": (2, 1, 1, 515, 1.55),
 }
 _BY_HAND = {"mlp": step_models.mlp_by_hand, "sparse_embedding": step_models.sparse_embedding_by_hand,
-            "dropout": step_models.dropout_by_hand}
+            "dropout": step_models.dropout_by_hand, "cnn": step_models.cnn_by_hand, "lstm": step_models.lstm_by_hand}
 
 
 def _host_params(main, scope):
@@ -173,12 +184,11 @@ def test_a_step_keeps_to_its_budget_of_copies_syncs_and_launches(model):
         exe.run(main, feed=batches[2], fetch_list=[loss], scope=scope)
     assert (len(log.h2d), len(log.d2h), len(log.syncs)) == (h2d, d2h, syncs), str(log)
     assert log.launches <= launches, sorted(log.launch_counts.items(), key=lambda kv: -kv[1])
-    if ratio is None:
-        return
     xp = standin.xp
     params = [xp.asarray(p) for p in start]
-    extra = {"rng": xp.random.RandomState(1)} if model == "dropout" else {}
-    device_batches = [{k: xp.asarray(v) for k, v in b.items()} for b in batches]
+    extra = {"rng": xp.random.RandomState(1)} if model == "dropout" else \
+        {"state": {}} if model in ("cnn", "lstm") else {}     # (Adam's moments, the LSTM's index tables)
+    device_batches = [{k: xp.asarray(np.array(v)) for k, v in b.items()} for b in batches]   # (a LoDTensor's rows)
     by_hand = [_BY_HAND[model](xp, params, b, **extra) for b in device_batches[:2]]
     with count_transfers() as hand_log:
         _BY_HAND[model](xp, params, device_batches[2], **extra)
@@ -197,10 +207,11 @@ def exe_first_loss(main, startup, loss, batch):
 
 
 def test_two_standin_places_budget_their_copies_syncs_and_launches():
-    """A data-parallel step on two stand-in places: each place's feeds in, its fused gradient out to
-    fluidist's host collective and back (on a GPU, NCCL all-reduces on the device), its loss out;
-    launches within 2.9x of one place's hand-written step (two places at 1.3x each, plus the
-    fused buffer's copies in and out and its scaling)."""
+    """A data-parallel step on two stand-in places: each place's feeds in; the fused gradient
+    all-reduced on the devices (each place copies half of the other's buffer in, then the other
+    half reduced: device-to-device copies, no synchronisation); the two losses joined on place 0's
+    device and read back once, the step's one synchronisation. Launches within 2.9x of one place's
+    hand-written step (two places at 1.3x each, plus the fused buffer's copies and the ring's sums)."""
     main, startup, loss, feed = step_models.mlp()
     exe = fluid.Executor(StandinPlace())
     scope = fluid.Scope()
@@ -213,11 +224,11 @@ def test_two_standin_places_budget_their_copies_syncs_and_launches():
         exe.run(prog, feed=feed(rng, 16), fetch_list=[loss], scope=scope)
     with count_transfers() as log:
         exe.run(prog, feed=feed(rng, 16), fetch_list=[loss], scope=scope)
-    fused = sum(int(np.prod(p.shape)) for p in start)
+    half = sum(int(np.prod(p.shape)) for p in start) // 2
     assert sorted((e.direction, e.what, e.shape) for e in log.events) == sorted(
         [("h2d", "to_device", (8, 64)), ("h2d", "to_device", (8, 1))] * 2 +
-        [("d2h", "get", (fused,)), ("h2d", "set", (fused,))] * 2 + [("d2h", "get", (1,))] * 2), str(log)
-    assert len(log.syncs) == 4
+        [("d2d", "asarray", (half,))] * 4 + [("d2d", "asarray", (1,)), ("d2h", "get", (2,))]), str(log)
+    assert len(log.syncs) == 1 and log.launches <= 133, (str(log), log.launches)
     xp = standin.xp
     params = [xp.asarray(p) for p in start]
     batch = {k: xp.asarray(v) for k, v in feed(rng, 8).items()}

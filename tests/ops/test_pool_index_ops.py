@@ -6,6 +6,8 @@ import math
 import numpy as np
 import pytest
 
+import fluidist as fluid
+from fluidist.device import places
 from op_test import check_grad, run_op
 
 rng = np.random.RandomState(5)
@@ -68,6 +70,18 @@ def test_unpool_puts_values_back_where_the_mask_says():
     np.testing.assert_array_equal(out, want.reshape(2, 2, 6, 6))
     check_grad("unpool", {"X": vals, "Indices": idx}, ["X"],
                {"ksize": [2, 2], "strides": [2, 2], "paddings": [0, 0], "unpooling_type": "max"})
+
+
+def test_unpool_names_an_index_outside_the_plane_on_the_host_and_gives_nan_on_a_device():
+    vals = rng.uniform(0, 1, (1, 2, 2, 2))
+    idx = np.array([[[[0, 3], [9, 15]], [[1, 16], [4, 5]]]], np.int32)     # 16: outside the 4 x 4 plane
+    attrs = {"ksize": [2, 2], "strides": [2, 2], "paddings": [0, 0], "unpooling_type": "max"}
+    if isinstance(fluid.CPUPlace(), places.CPUPlace):
+        with pytest.raises(ValueError, match="Indices 'indices_in' holds 16, outside the output plane of 16 values"):
+            run_op("unpool", {"X": vals, "Indices": idx}, attrs)
+        return
+    out = run_op("unpool", {"X": vals, "Indices": idx}, attrs)["Out"][0]     # the device reads nothing back:
+    assert np.isfinite(out[0, 0]).all() and np.isnan(out[0, 1]).all()       # the bad index's plane is NaN
 
 
 def _spp_reference(x, height, kind):

@@ -1,0 +1,187 @@
+"""The stand-in device's NCCL: a ring of stand-in places of one process (a data-parallel runner's
+places, ``c_comm_init_all``) that reduces on their devices, as ``nccl_thread_group`` does for the
+GPUs of one process. Values move from device to device (each copy a counted ``d2d`` transfer, no
+synchronisation) and never through the host.
+
+Each place's thread is rank i of a :class:`~.threads.ThreadGroup` (the barrier and the deposits of
+the CPU thread ring). An all-reduce is NCCL's ring in two phases: rank r reduces chunk r of every
+rank's array, in rank order 0..n-1 (the CPU thread ring's order: the same sums to the bit), the
+other ranks' chunks copied onto its device first; then it copies the other ranks' reduced chunks
+from their devices. The collectives are whole when they return (there is no comm stream to wait
+for: ``queue_allreduce`` runs at once and ``sync_comm_stream`` has nothing left).
+"""
+from ...core.tensor import SelectedRows
+from ...device.standin import StandinArray, xp
+from .base import _DTYPE_CODE, _OP_CODE, _REDOP_CODE, REDUCE_OPS, _check_dtype, check_reduce
+from .threads import ThreadCommunicator, ThreadGroup
+
+
+def _here(v):
+    """``v`` (an array of any stand-in device) on the current device: a peer copy when it lives on
+    another one (CuPy's ``asarray``)."""
+    return xp.asarray(v)
+
+
+def _chunks(size, n):
+    return [j * size // n for j in range(n + 1)]
+
+
+class StandinRingCommunicator(ThreadCommunicator):
+    """Rank ``rank`` of a ring of stand-in places of one process: collectives on device arrays."""
+
+    backend = "standin"
+    transport = "standin devices"
+
+    # ------------------------------------------------------------ public API
+    def allreduce(self, x, op="sum", out=None, use_calc_stream=False):
+        """The element-wise reduction of ``x`` over the ranks, into ``out`` (``x`` itself for a fused
+        buffer, whose views must see it; a new array when None)."""
+        what = "allreduce on ring %d" % self.ring_id
+        check_reduce(x.dtype, op, what)
+        x = self._flat_source(x)
+        out = self._out(out, x.shape, x.dtype, what)
+        sig = (_OP_CODE["allreduce"], _DTYPE_CODE[x.dtype], x.size, _REDOP_CODE[op])
+        if self.nranks == 1:
+            return self._solo(x, out, sig)
+        self._run("allreduce", sig, self._ring_allreduce, x.reshape(-1), getattr(xp, REDUCE_OPS[op].__name__),
+                  out.reshape(-1))
+        return out
+
+    def queue_allreduce(self, x, op="sum", out=None):
+        """The all-reduce, at once (a device ring has no queue to keep)."""
+        return self.allreduce(x, op, out=out)
+
+    def sync_comm_stream(self):
+        """Nothing to wait for: each collective was whole when it returned."""
+
+    def broadcast(self, x, root=0, out=None, use_calc_stream=False):
+        what = "broadcast on ring %d" % self.ring_id
+        _check_dtype(x.dtype, what)
+        if not 0 <= int(root) < self.nranks:
+            raise ValueError("%s: root %r is out of range for %d ranks" % (what, root, self.nranks))
+        x = self._flat_source(x)
+        out = self._out(out, x.shape, x.dtype, what)
+        sig = (_OP_CODE["broadcast"], _DTYPE_CODE[x.dtype], x.size, int(root))
+        if self.nranks == 1:
+            return self._solo(x, out, sig)
+        self._run("broadcast", sig, self._ring_broadcast, x.reshape(-1), int(root), out.reshape(-1))
+        return out
+
+    def allgather(self, x, out=None, use_calc_stream=False):
+        what = "allgather on ring %d" % self.ring_id
+        _check_dtype(x.dtype, what)
+        x = self._flat_source(x)
+        shape = (self.nranks * x.shape[0],) + tuple(x.shape[1:]) if x.ndim else (self.nranks,)
+        out = self._out(out, shape, x.dtype, what)
+        sig = (_OP_CODE["allgather"], _DTYPE_CODE[x.dtype], x.size, 0)
+        if self.nranks == 1:
+            return self._solo(x, out, sig)
+        self._run("allgather", sig, self._ring_allgather, x.reshape(-1), out.reshape(-1))
+        return out
+
+    def reducescatter(self, x, op="sum", out=None, use_calc_stream=False):
+        what = "reducescatter on ring %d" % self.ring_id
+        check_reduce(x.dtype, op, what)
+        if x.ndim == 0 or x.shape[0] % self.nranks:
+            raise ValueError("%s: dim 0 of shape %s is not divisible by the %d ranks"
+                             % (what, list(x.shape), self.nranks))
+        x = self._flat_source(x)
+        out = self._out(out, (x.shape[0] // self.nranks,) + tuple(x.shape[1:]), x.dtype, what)
+        sig = (_OP_CODE["reducescatter"], _DTYPE_CODE[x.dtype], x.size, _REDOP_CODE[op])
+        if self.nranks == 1:
+            return self._solo(x, out, sig)
+        self._run("reducescatter", sig, self._ring_reducescatter, x.reshape(-1),
+                  getattr(xp, REDUCE_OPS[op].__name__), out.reshape(-1))
+        return out
+
+    def allgather_rows(self, x):
+        """Every rank's SelectedRows ``x`` as one, rows and values in rank order, on this device."""
+        if not isinstance(x, SelectedRows):
+            raise TypeError("allgather_rows on ring %d takes a SelectedRows, got %s" % (self.ring_id, type(x).__name__))
+        sig = (_OP_CODE["allgather"], _DTYPE_CODE.get(x.value.dtype, 0), -1, 0)   # row counts differ by rank
+        got = []
+        self._run("allgather_rows", sig, self._ring_allgather_rows, x, got)
+        return got[0]
+
+    # ------------------------------------------------------------ the algorithms
+    def _ring_allreduce(self, seq, sig, x, uf, out):
+        n, r = self.nranks, self.rank
+        deposits = self._deposit(seq, sig, (x, out), "allreduce")
+        bounds = _chunks(x.size, n)
+        a, b = bounds[r], bounds[r + 1]
+        if b > a:
+            srcs = [x[a:b] if j == r else _here(v[0][a:b]) for j, v in enumerate(deposits)]
+            if r >= 2 and xp.may_share_memory(out, x):     # (this rank's chunk is read after the sum starts)
+                srcs[r] = srcs[r].copy()
+            uf(srcs[0], srcs[1], out=out[a:b])
+            for s in srcs[2:]:
+                uf(out[a:b], s, out=out[a:b])
+        self._barrier_wait("allreduce", seq)
+        for j in range(n):
+            if j != r and bounds[j + 1] > bounds[j]:
+                out[bounds[j]:bounds[j + 1]] = _here(deposits[j][1][bounds[j]:bounds[j + 1]])
+        self._barrier_wait("allreduce", seq)     # (the others copy from this rank's out until here)
+
+    def _ring_broadcast(self, seq, sig, x, root, out):
+        deposits = self._deposit(seq, sig, x, "broadcast")
+        if self.rank != root:
+            out[...] = _here(deposits[root])
+        elif out is not x:
+            out[...] = x
+        self._barrier_wait("broadcast", seq)
+
+    def _ring_allgather(self, seq, sig, x, out):
+        deposits = self._deposit(seq, sig, x, "allgather")
+        size = x.size
+        for j, v in enumerate(deposits):
+            out[j * size:(j + 1) * size] = v if j == self.rank else _here(v)
+        self._barrier_wait("allgather", seq)
+
+    def _ring_reducescatter(self, seq, sig, x, uf, out):
+        deposits = self._deposit(seq, sig, x, "reducescatter")
+        a, b = _chunks(x.size, self.nranks)[self.rank:self.rank + 2]
+        if b > a:
+            srcs = [x[a:b] if j == self.rank else _here(v[a:b]) for j, v in enumerate(deposits)]
+            uf(srcs[0], srcs[1], out=out)
+            for s in srcs[2:]:
+                uf(out, s, out=out)
+        self._barrier_wait("reducescatter", seq)
+
+    def _ring_allgather_rows(self, seq, sig, x, got):
+        deposits = self._deposit(seq, sig, x, "allgather_rows")
+        heights = {v.height for v in deposits}
+        if len(heights) > 1:
+            raise ValueError("ring %d: allgather_rows of SelectedRows of heights %s" % (self.ring_id, sorted(heights)))
+        got.append(SelectedRows(xp.concatenate([_here(v.rows).reshape(-1) for v in deposits]),
+                                xp.concatenate([_here(v.value) for v in deposits]), x.height))
+        self._barrier_wait("allgather_rows", seq)
+
+    # ------------------------------------------------------------ helpers
+    def _flat_source(self, x):
+        if type(x) is not StandinArray:
+            raise TypeError("ring %d of stand-in places takes device arrays, got %s" % (self.ring_id, type(x).__name__))
+        return x if x.flags.c_contiguous else xp.ascontiguousarray(x)
+
+    def _out(self, out, shape, dtype, what):
+        if out is None:
+            return xp.empty(shape, dtype=dtype)
+        if type(out) is not StandinArray or tuple(out.shape) != tuple(shape) or out.dtype != dtype \
+                or not out.flags.c_contiguous:
+            raise ValueError("%s: out must be a C-contiguous %s device array of shape %s, got %r"
+                             % (what, dtype, list(shape), out))
+        return out
+
+    def _solo(self, x, out, sig):
+        self._seq += 1
+        if out is not x:
+            out[...] = x
+        return out
+
+
+def standin_thread_group(nranks, ring_id, timeout=None):
+    """The communicators of a ring of ``nranks`` stand-in places of this process, one per thread."""
+    group = ThreadGroup(nranks, ring_id, timeout)
+    return [StandinRingCommunicator(group, r) for r in range(nranks)]
+
+
+__all__ = ["StandinRingCommunicator", "standin_thread_group"]
