@@ -197,3 +197,80 @@ def test_the_functions_kernels_use_most_read_nothing():
         xp.add.reduceat(a, starts, axis=1), xp.add.at(a, (idx % 2, idx), 1.0)
         xp.random.RandomState(0).random_sample((2, 3)), a.astype(np.float32).sum(), a.var(axis=0)
     assert log.syncs == [] and log.h2d == [], str(log)
+
+
+# ---------------------------------------------------------------- the same counts on CuPy
+def _cases():
+    """(name, setup(xp) -> the call to count, the reads CuPy 14.2 makes in it)."""
+    def arrays(xp):
+        return xp.asarray(np.arange(6.0).reshape(2, 3)), xp.asarray(np.array([0.0, 2.0, 0.0, 3.0]))
+    return [
+        ("repeat by an int", lambda xp: (lambda a=arrays(xp)[0]: (a.repeat(2), xp.repeat(a, 3, axis=1))), 0),
+        ("repeat by one device value",
+         lambda xp: (lambda a=arrays(xp)[0], r=xp.asarray(np.array([2])): a.repeat(r, axis=0)), 1),
+        ("repeat by device repeats",
+         lambda xp: (lambda a=arrays(xp)[0], r=xp.asarray(np.array([1, 0, 2])): xp.repeat(a, r, axis=1)), 2),
+        ("repeat by a list", lambda xp: (lambda a=arrays(xp)[0]: a.repeat([2, 1], axis=0)), 2),
+        ("choose, mode raise", lambda xp: (lambda i=xp.asarray(np.array([0, 1, 1])),
+                                           c=xp.asarray(np.arange(6.0).reshape(2, 3)): i.choose(c)), 2),
+        ("choose, mode clip", lambda xp: (lambda i=xp.asarray(np.array([0, 1, 1])),
+                                          c=xp.asarray(np.arange(6.0).reshape(2, 3)): i.choose(c, mode="clip")), 0),
+        ("put, mode raise", lambda xp: (lambda a=xp.zeros(4), i=xp.asarray(np.array([1])), v=xp.ones(1):
+                                        a.put(i, v, mode="raise")), 1),
+        ("put, mode wrap", lambda xp: (lambda a=xp.zeros(4), i=xp.asarray(np.array([1])), v=xp.ones(1): a.put(i, v)),
+         0),
+        ("linspace of numbers", lambda xp: (lambda: xp.linspace(-1.0, 1.0, 5)), 0),
+        ("linspace of device ends", lambda xp: (lambda s=xp.zeros(2), e=xp.ones(2): xp.linspace(s, e, 3)), 1),
+        ("linspace of device ends, one sample", lambda xp: (lambda s=xp.zeros(2), e=xp.ones(2): xp.linspace(s, e, 1)),
+         0),
+        ("roll by a device shift", lambda xp: (lambda a=arrays(xp)[0], s=xp.asarray(np.array(2)): xp.roll(a, s)), 0),
+        ("a boolean mask, get and set", lambda xp: (lambda v=arrays(xp)[1]: (v[v > 0], v.__setitem__(v > 2, 1.0))), 2),
+        ("an empty mask", lambda xp: (lambda v=arrays(xp)[1], m=xp.zeros(0, bool), e=xp.zeros(0):
+                                      (e[m], xp.nonzero(e), xp.flatnonzero(e), xp.where(m))), 0),
+        ("nonzero, flatnonzero, argwhere, where", lambda xp: (lambda v=arrays(xp)[1]: (
+            xp.nonzero(v), xp.flatnonzero(v), xp.argwhere(v), xp.where(v > 0))), 4),
+        ("unique of an empty array", lambda xp: (lambda e=xp.zeros(0): xp.unique(e, return_counts=True)), 0),
+        ("unique along an axis with no rows", lambda xp: (lambda e=xp.zeros((0, 3)): xp.unique(e, axis=0)), 1),
+        ("get and tolist of an empty array", lambda xp: (lambda e=xp.zeros((0, 2)): (e.get(), e.tolist())), 0),
+        ("fill with a device value", lambda xp: (lambda a=xp.zeros(3), v=xp.ones(()): a.fill(v)), 1),
+        ("full of a device value", lambda xp: (lambda v=xp.ones(()): xp.full((3,), v)), 0),
+        ("bincount", lambda xp: (lambda i=xp.asarray(np.array([2, 0, 2])): xp.bincount(i)), 2),
+        ("kernels' usual calls", lambda xp: (lambda a=arrays(xp)[0], i=xp.asarray(np.array([2, 0])): (
+            xp.clip(a, xp.zeros(()), xp.ones(3)), xp.take(a, i, axis=1), xp.where(a > 1, a, 0.0),
+            xp.pad(a, [(1, 0), (0, 2)]), xp.split(a, np.array([1]), axis=1), xp.cumsum(a, axis=1),
+            xp.add.reduceat(a, i % 2, axis=1), xp.add.at(a, (i % 2, i), 1.0), xp.sort(a, axis=0))), 0),
+    ]
+
+
+def _cupy_or_skip():
+    from fluidist.device.places import cupy_status
+    cupy, why = cupy_status()
+    if cupy is None:
+        pytest.skip(why)
+    return cupy
+
+
+@pytest.mark.parametrize("device", ["standin", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_the_stand_in_reads_where_cupy_reads(device, monkeypatch):
+    """Each case's reads, counted on the stand-in and, on a GPU, on CuPy itself: every read CuPy
+    makes passes through ``ndarray.get``, which declares it (``cupy/_core/syncdetect.py``) before it
+    copies; an empty array's ``get`` copies nothing and declares nothing."""
+    for name, setup, expected in _cases():
+        if device == "standin":
+            call = setup(xp)
+            with count_transfers() as log:
+                call()
+            got = len(log.syncs)
+        else:
+            cupy = _cupy_or_skip()
+            from cupy._core import syncdetect
+            declared = []
+            real = syncdetect._declare_synchronize
+            monkeypatch.setattr(syncdetect, "_declare_synchronize", lambda: (declared.append(1), real()))
+            call = setup(cupy)
+            cupy.cuda.Device().synchronize()
+            del declared[:]
+            call()
+            got = len(declared)
+            monkeypatch.undo()
+        assert got == expected, "%s: %d reads on %s, CuPy 14.2 makes %d" % (name, got, device, expected)
