@@ -281,9 +281,8 @@ def _one_hot_kernel(v2):
             bad = int(flat[~inside][0])
             raise ValueError("op %r: id %d in X %r is out of range for depth %d (set allow_out_of_range=True "
                              "to give it a zero row)" % (ctx.op.type, bad, ctx.op.inputs["X"][0], depth))
-        out = xp.zeros((flat.size, depth), dtype=attrs["dtype"])
-        rows = xp.nonzero(inside)[0]
-        out[rows, flat[rows]] = 1
+        # (an id out of range matches no column: its row stays zero)
+        out = (flat[:, None] == xp.arange(depth, dtype=np.int64)[None, :]).astype(attrs["dtype"])
         shape = tuple(x.shape) + (depth,) if v2 else tuple(x.shape[:-1]) + (depth,)
         return {"Out": out.reshape(shape)}
     return kernel
