@@ -29,7 +29,7 @@ from .standin_array import (HOST_PARAMS, StandinArray, data_dependent_size, hold
                             host_array_error, host_param, on_device, wrap, wrap_result)
 from .standin_cuda import Device, cuda, current_device, gpu_semantics, gpu_semantics_enabled  # noqa: F401
 from .standin_index import SCATTER_DTYPES
-from .standin_syncs import DEVICE_PARAMS, UNREAD_PARAMS, hidden_syncs, hidden_uploads
+from .standin_syncs import DEVICE_PARAMS, UNREAD_PARAMS, hidden_syncs, hidden_uploads, randint_syncs
 from .transfers import Transfer, TransferLog, count_transfers, totals  # noqa: F401
 
 __all__ = ["StandinPlace", "StandinArray", "xp", "count_transfers", "totals", "Transfer", "TransferLog"]
@@ -339,6 +339,10 @@ class StandinRandomState:
         return self._draw("normal", self._rs.normal(loc, scale, size), dtype)
 
     def randint(self, low, high=None, size=None, dtype=int):
+        """Integers in ``[low, high)``; CuPy draws them by rejection and reads how many draws it
+        must replace (``randint_syncs``)."""
+        for why in randint_syncs(low, high, size):
+            transfers.record("d2h", True, why, _COUNT)
         return self._draw("randint", self._rs.randint(low, high, size), dtype)
 
     def permutation(self, num):

@@ -20,6 +20,8 @@ Each is a value read from the device to decide something on the host, so each ma
 - ``choose`` in its default mode ``"raise"`` reads ``all(a < n)`` and, when true, ``all(0 <= a)``;
   ``put`` with ``mode="raise"`` reads its error flag;
 - ``linspace`` with an array start or stop (and ``num > 1``) reads ``any(step == 0)``;
+- ``RandomState.randint`` over a range whose size is not a power of two reads how many draws to
+  redraw (``randint_syncs``);
 - ``shares_memory`` runs a kernel and reads its answer.
 
 ``may_share_memory`` compares the arrays' address ranges on the host, and ``roll`` with a device
@@ -115,6 +117,21 @@ def repeat_syncs(repeats) -> Tuple[str, ...]:
     if size == 1:
         return ("repeat: repeats.item()",)
     return ("repeat: int(cumsum(repeats)[-1])", "repeat: int(min(repeats))")
+
+
+def randint_syncs(low, high, size) -> Tuple[str, ...]:
+    """CuPy 14.2's ``RandomState.randint`` with numbers for bounds (``cupy/random/_generator.py``,
+    ``_interval``): a range whose size is a power of two masks its draws (no read); another range
+    rejects the draws above a limit, reading how many there are (``int(csum[-1])``): one read, and
+    one more for each round of redraws (rare: a draw is rejected with a chance below
+    ``range / 2**32``; the stand-in counts the first read only). No draws, or a range of one value,
+    read nothing."""
+    lo, hi = (0, int(low)) if high is None else (int(low), int(high))
+    shape = () if size is None else ((size,) if isinstance(size, (int, np.integer)) else tuple(size))
+    span = hi - lo
+    if int(np.prod(shape, dtype=np.int64)) == 0 or span <= 1 or span & (span - 1) == 0:
+        return ()
+    return ("randint: the count of draws to redraw (int(csum[-1]))",)
 
 
 def _choose_syncs(a, choices, mode):

@@ -235,6 +235,8 @@ def _cases():
         ("fill with a device value", lambda xp: (lambda a=xp.zeros(3), v=xp.ones(()): a.fill(v)), 1),
         ("full of a device value", lambda xp: (lambda v=xp.ones(()): xp.full((3,), v)), 0),
         ("bincount", lambda xp: (lambda i=xp.asarray(np.array([2, 0, 2])): xp.bincount(i)), 2),
+        ("randint over 10 values", lambda xp: (lambda r=xp.random.RandomState(0): r.randint(0, 10, size=5)), 1),
+        ("randint over 8 values", lambda xp: (lambda r=xp.random.RandomState(0): r.randint(2, 10, size=5)), 0),
         ("kernels' usual calls", lambda xp: (lambda a=arrays(xp)[0], i=xp.asarray(np.array([2, 0])): (
             xp.clip(a, xp.zeros(()), xp.ones(3)), xp.take(a, i, axis=1), xp.where(a > 1, a, 0.0),
             xp.pad(a, [(1, 0), (0, 2)]), xp.split(a, np.array([1]), axis=1), xp.cumsum(a, axis=1),
