@@ -20,6 +20,7 @@ Each is a value read from the device to decide something on the host, so each ma
 - ``choose`` in its default mode ``"raise"`` reads ``all(a < n)`` and, when true, ``all(0 <= a)``;
   ``put`` with ``mode="raise"`` reads its error flag;
 - ``linspace`` with an array start or stop (and ``num > 1``) reads ``any(step == 0)``;
+- ``histogram`` with a number of bins and no ``range`` reads four times, with device edges once;
 - ``RandomState.randint`` over a range whose size is not a power of two reads how many draws to
   redraw (``randint_syncs``);
 - ``shares_memory`` runs a kernel and reads its answer.
@@ -72,6 +73,9 @@ def hidden_syncs(name: str, args: tuple, kwargs: dict) -> Tuple[str, ...]:
     if name == "put":
         raising = _arg(args, kwargs, 3, "mode", "wrap") == "raise"
         return ("put: the error flag (mode='raise')",) if raising and np.size(_arg(args, kwargs, 2, "v")) else ()
+    if name == "histogram":
+        return _histogram_syncs(_arg(args, kwargs, 0, "a"), _arg(args, kwargs, 1, "bins", 10),
+                                _arg(args, kwargs, 2, "range"))
     if name == "linspace":
         start, stop = _arg(args, kwargs, 0, "start"), _arg(args, kwargs, 1, "stop")
         if (np.isscalar(start) and np.isscalar(stop)) or _arg(args, kwargs, 2, "num", 50) <= 1:
@@ -132,6 +136,22 @@ def randint_syncs(low, high, size) -> Tuple[str, ...]:
     if int(np.prod(shape, dtype=np.int64)) == 0 or span <= 1 or span & (span - 1) == 0:
         return ()
     return ("randint: the count of draws to redraw (int(csum[-1]))",)
+
+
+def _histogram_syncs(a, bins, limits):
+    """CuPy 14.2's ``histogram`` (``cupy/_statistics/histogram.py``): device bin edges are checked to
+    increase (one read; host edges are checked on the host); a number of bins without ``range``
+    takes the data's minimum and maximum on the device and reads whether each is finite (the second
+    only if the first is) and whether they are equal, then ``linspace`` between them reads once."""
+    if isinstance(bins, np.ndarray) and bins.ndim == 1:
+        return ("histogram: the bins increase (any)",)
+    if np.ndim(bins) or limits is not None or np.size(a) == 0:
+        return ()
+    low, high = np.min(a), np.max(a)
+    reads = ("histogram: isfinite(min)",) + (("histogram: isfinite(max)",) if np.isfinite(low) else ())
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return reads
+    return reads + ("histogram: min == max", "linspace: any(step == 0)")
 
 
 def _choose_syncs(a, choices, mode):

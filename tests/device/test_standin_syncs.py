@@ -235,6 +235,10 @@ def _cases():
         ("fill with a device value", lambda xp: (lambda a=xp.zeros(3), v=xp.ones(()): a.fill(v)), 1),
         ("full of a device value", lambda xp: (lambda v=xp.ones(()): xp.full((3,), v)), 0),
         ("bincount", lambda xp: (lambda i=xp.asarray(np.array([2, 0, 2])): xp.bincount(i)), 2),
+        ("histogram, 4 bins", lambda xp: (lambda v=arrays(xp)[1]: xp.histogram(v, 4)), 4),
+        ("histogram, 4 bins in a range", lambda xp: (lambda v=arrays(xp)[1]: xp.histogram(v, 4, range=(0, 3))), 0),
+        ("histogram, device edges", lambda xp: (lambda v=arrays(xp)[1], e=xp.asarray(np.array([0.0, 1, 3])):
+                                                xp.histogram(v, e)), 1),
         ("randint over 10 values", lambda xp: (lambda r=xp.random.RandomState(0): r.randint(0, 10, size=5)), 1),
         ("randint over 8 values", lambda xp: (lambda r=xp.random.RandomState(0): r.randint(2, 10, size=5)), 0),
         ("kernels' usual calls", lambda xp: (lambda a=arrays(xp)[0], i=xp.asarray(np.array([2, 0])): (
