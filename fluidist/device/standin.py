@@ -29,7 +29,7 @@ from .standin_array import (HOST_PARAMS, StandinArray, data_dependent_size, hold
                             host_array_error, host_param, on_device, wrap, wrap_result)
 from .standin_cuda import Device, cuda, current_device, gpu_semantics, gpu_semantics_enabled  # noqa: F401
 from .standin_index import SCATTER_DTYPES
-from .standin_syncs import hidden_syncs
+from .standin_syncs import DEVICE_PARAMS, UNREAD_PARAMS, hidden_syncs, hidden_uploads, randint_syncs
 from .transfers import Transfer, TransferLog, count_transfers, totals  # noqa: F401
 
 __all__ = ["StandinPlace", "StandinArray", "xp", "count_transfers", "totals", "Transfer", "TransferLog"]
@@ -64,15 +64,16 @@ _POSITIONAL = {"arange": ("start", "stop", "step"), "empty": ("shape",), "zeros"
                "ones": ("shape",), "full": ("shape",)}
 
 
-def _device_args(what, values, cur, found, allow_lists=True, names=()):
+def _device_args(what, values, cur, found, allow_lists=True, names=(), host=HOST_PARAMS, unread=frozenset()):
     """NumPy values for the arguments of a device function: device arrays (of the current device
-    ``cur``) unwrapped and appended to ``found``, host arrays refused, except for parameters that
-    CuPy reads on the host (shapes, axes, sizes: see ``host_param``); ``names`` are the parameters'
-    names, in order."""
+    ``cur``) unwrapped and appended to ``found``, host arrays refused, except for the parameters
+    ``host`` that CuPy reads on the host (shapes, axes, sizes: see ``host_param``), and those of them
+    (``unread``) it takes as host values or device arrays without reading them; ``names`` are the
+    parameters' names, in order."""
     out = []
     for i, v in enumerate(values):
-        if i < len(names) and names[i] in HOST_PARAMS:
-            out.append(host_param(v))
+        if i < len(names) and names[i] in host:
+            out.append(on_device(v, cur, what) if names[i] in unread and type(v) is StandinArray else host_param(v))
             continue
         if type(v) is StandinArray:
             v = on_device(v, cur, what)
@@ -88,9 +89,8 @@ def _device_args(what, values, cur, found, allow_lists=True, names=()):
     return out
 
 
-def _device_kwargs(what, kwargs, cur, found):
-    return {k: (host_param(v) if k in HOST_PARAMS else _device_args(what, [v], cur, found)[0])
-            for k, v in kwargs.items()}
+def _device_kwargs(what, kwargs, cur, found, host=HOST_PARAMS, unread=frozenset()):
+    return {k: _device_args(what, [v], cur, found, names=(k,), host=host, unread=unread)[0] for k, v in kwargs.items()}
 
 
 def _positional_names(name, fn):
@@ -134,14 +134,18 @@ def _function(qualname, fn):
     names = _positional_names(name, fn)
     host_result = name in _HOST_RESULTS
     no_kernel = name in _NO_KERNEL
+    params = {"host": HOST_PARAMS - DEVICE_PARAMS.get(name, frozenset()),
+              "unread": UNREAD_PARAMS.get(name, frozenset())}
 
     def device_function(*args, **kwargs):
         cur = current_device()
         found = []
-        np_args = _device_args(what, args, cur, found, names=names)
-        np_kwargs = _device_kwargs(what, kwargs, cur, found)
+        np_args = _device_args(what, args, cur, found, names=names, **params)
+        np_kwargs = _device_kwargs(what, kwargs, cur, found, **params)
         if name == "take" and gpu_semantics_enabled():
             np_kwargs.setdefault("mode", "wrap")     # CuPy's take wraps indices out of range
+        for why, host in hidden_uploads(name, np_args, np_kwargs):
+            transfers.record("h2d", True, why, host)
         for why in hidden_syncs(name, np_args, np_kwargs):
             transfers.record("d2h", True, why, _COUNT)
         if name == "where" and len(args) == 3 and type(args[0]) is StandinArray and np_args[0].dtype != np.bool_:
@@ -337,6 +341,10 @@ class StandinRandomState:
         return self._draw("normal", self._rs.normal(loc, scale, size), dtype)
 
     def randint(self, low, high=None, size=None, dtype=int):
+        """Integers in ``[low, high)``; CuPy draws them by rejection and reads how many draws it
+        must replace (``randint_syncs``)."""
+        for why in randint_syncs(low, high, size):
+            transfers.record("d2h", True, why, _COUNT)
         return self._draw("randint", self._rs.randint(low, high, size), dtype)
 
     def permutation(self, num):

@@ -26,16 +26,20 @@ False, as for ``cupy.ndarray``), and it behaves as CuPy's array does where CuPy 
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import standin_index as _ix
 from . import transfers
+from .standin_syncs import DEVICE_PARAMS, hidden_uploads, method_syncs
 from .standin_cuda import Device, current_device, gpu_semantics_enabled
 
 IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed: this is a device array (the "
                        "stand-in device, which refuses what CuPy refuses). Copy it to the host with .get() or "
                        "the array module's asnumpy(), through the Place that owns it")
 _SCALAR_TYPES = (bool, int, float, complex, np.generic)
+_COUNT = np.zeros((), np.int64)      # what a hidden read of CuPy's own reads: a count or a flag
 _launch = transfers.record_launch
 
 
@@ -105,8 +109,9 @@ def holds_new_array(res, ins):
 HOST_PARAMS = frozenset(("shape", "newshape", "axes", "axis", "reps", "indices_or_sections", "pad_width",
                          "repeats", "source", "destination", "shift", "sections", "new_shape", "start", "stop",
                          "step", "N", "M", "k", "n", "num", "minlength"))
-# array methods whose positional arguments are such parameters
-_SHAPE_METHODS = frozenset(("reshape", "transpose", "repeat", "swapaxes", "squeeze"))
+# array methods whose positional arguments are such parameters (``repeat``'s are not: CuPy takes
+# its repeats on the device, see ``standin_syncs.repeat_syncs``)
+_SHAPE_METHODS = frozenset(("reshape", "transpose", "swapaxes", "squeeze"))
 # array methods that copy host index arrays to the device (CuPy converts them silently)
 _INDEX_METHODS = frozenset(("take", "put", "compress", "choose"))
 # array methods that give views (no kernel; allowed on an array of another device)
@@ -142,10 +147,11 @@ def index_for_device(key, cur):
     """An index for the NumPy array behind a device array. Host arrays and lists in it are copied
     to the device (CuPy converts them silently): counted as implicit transfers, lists becoming
     arrays. A boolean mask makes a result whose size depends on the data: CuPy reads the count to
-    the host (counted)."""
+    the host (counted), unless the mask is empty; a ``True`` / ``False`` index is such a mask (of
+    one element)."""
     if type(key) is StandinArray:
         k = on_device(key, cur, "an index")
-        if k.dtype == np.bool_:
+        if k.dtype == np.bool_ and k.size:
             data_dependent_size("boolean mask")
         return k
     if type(key) is tuple:
@@ -153,9 +159,11 @@ def index_for_device(key, cur):
     if isinstance(key, np.ndarray) or type(key) is list:
         host = np.asarray(key)
         transfers.record("h2d", True, "index", host)
-        if host.dtype == np.bool_:
+        if host.dtype == np.bool_ and host.size:
             data_dependent_size("boolean mask")
         return host
+    if type(key) in (bool, np.bool_):
+        data_dependent_size("boolean mask")
     return key
 
 
@@ -253,8 +261,10 @@ class StandinArray:
 
     # ---------------------------------------------------------------- transfers
     def get(self, stream=None, order="C", out=None):
-        """A host copy (an explicit device-to-host transfer), from any current device."""
-        transfers.record("d2h", False, "get", self._a)
+        """A host copy (an explicit device-to-host transfer), from any current device; CuPy copies
+        nothing for an empty array (unless given ``out``: a copy of no bytes, and a wait)."""
+        if self._a.size or out is not None:
+            transfers.record("d2h", False, "get", self._a)
         if out is not None:
             out[...] = self._a
             return out
@@ -277,7 +287,8 @@ class StandinArray:
         self._a[...] = arr
 
     def _scalar(self, what):
-        transfers.record("d2h", True, what, self._a)
+        if self._a.size:        # (CuPy's get() of an empty array copies nothing)
+            transfers.record("d2h", True, what, self._a)
         return self._a
 
     def __float__(self):
@@ -290,8 +301,13 @@ class StandinArray:
         return complex(self._scalar("complex()"))
 
     def __bool__(self):
+        if self._a.size == 0:       # CuPy: False, with NumPy 1's deprecation warning (no read)
+            warnings.warn("The truth value of an empty array is ambiguous. Returning False, but in future this "
+                          "will result in an error. Use `array.size > 0` to check that an array is not empty.",
+                          DeprecationWarning, stacklevel=2)
+            return False
         if self._a.size != 1:
-            return bool(self._a)      # NumPy's errors (CuPy raises the same)
+            return bool(self._a)      # NumPy's error (CuPy raises the same)
         return bool(self._scalar("bool()"))
 
     def item(self):
@@ -436,6 +452,8 @@ class StandinArray:
         a = on_device(self, cur, "put")
         idx = value_for_device(indices, "put() indices", cur)
         vals = value_for_device(values, "put() values", cur)
+        for why in method_syncs("put", a, (idx, vals), {"mode": mode}):
+            transfers.record("d2h", True, why, _COUNT)
         _launch("put")
         if gpu_semantics_enabled():
             _ix.scrambled_put(a, idx, vals)
@@ -466,18 +484,21 @@ def _method(name):
     view = name in _VIEW_METHODS
     in_place = name in _IN_PLACE_METHODS
     what = "ndarray." + name
+    host_params = HOST_PARAMS - DEVICE_PARAMS.get(name, frozenset())
 
     def method(self, *args, **kwargs):
         cur = current_device()
         a = self._a if view else on_device(self, cur, what)
-        if name in ("nonzero", "compress"):
-            data_dependent_size(what)
         out_arg = kwargs.get("out")
         if name in _SHAPE_METHODS:
             args = tuple(host_param(x) for x in args)
         else:
             args = tuple(_method_arg(name, x, cur) for x in args)
-        kwargs = {k: (host_param(v) if k in HOST_PARAMS else _method_arg(name, v, cur)) for k, v in kwargs.items()}
+        kwargs = {k: (host_param(v) if k in host_params else _method_arg(name, v, cur)) for k, v in kwargs.items()}
+        for why, host in hidden_uploads(name, args, kwargs, method=True):
+            transfers.record("h2d", True, why, host)
+        for why in method_syncs(name, a, args, kwargs):
+            transfers.record("d2h", True, why, _COUNT)
         if name == "take" and gpu_semantics_enabled():
             kwargs.setdefault("mode", "wrap")       # CuPy's take wraps indices out of range
         res = getattr(a, name)(*args, **kwargs)

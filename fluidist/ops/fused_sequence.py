@@ -128,8 +128,8 @@ def fused_embedding_seq_pool(ctx, ins, attrs):
     flat, per_row, offsets = _emb_pool_rows(ctx, ids, w)
     emb = xp.take(w, flat, axis=0)
     pad = _padding_idx(attrs, w.shape[0])
-    if pad is not None:
-        emb[flat == pad] = 0
+    if pad is not None:     # (a mask assignment would read the mask's count back on a device)
+        emb = xp.where((flat == pad)[:, None], 0, emb).astype(emb.dtype, copy=False)
     rows = emb.reshape(ids.shape[0], per_row * w.shape[1])
     return {"Out": _pool_sequences(xp, rows, offsets, "SUM")}
 

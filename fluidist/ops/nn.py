@@ -282,7 +282,6 @@ def sequence_pool_grad(ctx, ins, attrs):
     n = len(offsets) - 1
     seg, pos, lengths = _segments(xp, offsets)
     rest = tuple(x.shape[1:])
-    dx = xp.zeros(x.shape, dtype=d.dtype)
     if kind in ("AVERAGE", "SUM", "SQRT"):
         if kind == "SUM":
             dx = d[seg]
@@ -293,6 +292,7 @@ def sequence_pool_grad(ctx, ins, attrs):
             nonempty = np.nonzero(lengths)[0]
             return (offsets[:-1] if kind == "FIRST" else offsets[1:] - 1)[nonempty], nonempty
         rows, nonempty = device_table(xp, ("pool grad", kind, offsets_key(offsets)), make)
+        dx = xp.zeros(x.shape, dtype=d.dtype)
         dx[rows] = d[nonempty]
     else:
         index = ins.get("MaxIndex")
@@ -301,9 +301,10 @@ def sequence_pool_grad(ctx, ins, attrs):
         width = int(np.prod(rest)) if rest else 1
         idx = index.reshape(n, width).astype(np.int64)
         cols = xp.broadcast_to(xp.arange(width)[None, :], idx.shape)
-        valid = idx >= 0
-        flat = dx.reshape(x.shape[0], width)
-        flat[idx[valid], cols[valid]] = d.reshape(n, width)[valid]
-        dx = flat.reshape(x.shape)
+        # an empty sequence (index -1) writes into an extra last row, dropped: a mask selection would
+        # read its count back on a device
+        flat = xp.zeros((x.shape[0] + 1, width), dtype=d.dtype)
+        flat[xp.where(idx >= 0, idx, x.shape[0]), cols] = d.reshape(n, width)
+        dx = flat[:-1].reshape(x.shape)
     ctx.set_lod("X@GRAD", lod)
     return {"X@GRAD": dx}

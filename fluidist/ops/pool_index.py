@@ -156,12 +156,15 @@ def _pool_with_index(nd):
 def _scatter_at(xp, values, index, shape, nd):
     """Zeros of ``shape`` with ``values`` [N, C, ...] added at the flat spatial ``index`` of each."""
     n = int(np.prod(shape[:-nd], dtype=np.int64))
-    out = xp.zeros((n, int(np.prod(shape[-nd:], dtype=np.int64))), dtype=values.dtype)
+    size = int(np.prod(shape[-nd:], dtype=np.int64))
+    out = xp.zeros((n * size + 1,), dtype=values.dtype)
     idx = index.reshape(n, -1).astype(np.int64)
     rows = xp.repeat(xp.arange(n), idx.shape[1])
-    live = idx.reshape(-1) >= 0                       # -1: an empty window, which takes no gradient
-    scatter_add(xp, out, (rows[live], idx.reshape(-1)[live]), values.reshape(-1)[live])
-    return out.reshape(shape)
+    # -1: an empty window, which takes no gradient: its value goes to an extra last element, dropped
+    # (a mask selection would read its count back on a device)
+    at = xp.where(idx.reshape(-1) >= 0, rows * size + idx.reshape(-1), n * size)
+    scatter_add(xp, out, at, values.reshape(-1))
+    return out[:-1].reshape(shape)
 
 
 _pool_with_index(2)

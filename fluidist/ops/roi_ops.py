@@ -97,12 +97,14 @@ def roi_pool_grad(ctx, ins, attrs):
     x, arg, d = ins["X"], ins["Argmax"], ins["Out@GRAD"]
     n, c, h, w = x.shape
     images = xp.asarray(_roi_images(ctx, np.asarray(ins["ROIs"]), n, ins.get("RoisLod")))
-    dx = xp.zeros((n, c, h * w), dtype=d.dtype)
-    live = arg >= 0
+    dx = xp.zeros((n * c * h * w + 1,), dtype=d.dtype)
     img = xp.broadcast_to(images[:, None, None, None], arg.shape)
     chan = xp.broadcast_to(xp.arange(c)[None, :, None, None], arg.shape)
-    scatter_add(xp, dx, (img[live], chan[live], arg[live]), d[live])
-    return {"X@GRAD": dx.reshape(x.shape)}
+    # an empty bin (argmax -1) adds into an extra last element, dropped (a mask selection would read
+    # its count back on a device)
+    at = xp.where(arg >= 0, (img * c + chan) * (h * w) + arg, n * c * h * w)
+    scatter_add(xp, dx, at, d)
+    return {"X@GRAD": dx[:-1].reshape(x.shape)}
 
 
 # ------------------------------------------------------------------ roi_align
