@@ -392,11 +392,13 @@ class _DataParallelRunner:
     def _make_local_ring(self):
         """The ring of this runner's places (threads), made anew after a failure broke it."""
         if isinstance(self.places[0], CUDAPlace):
-            from ..distributed.collective.nccl import nccl_thread_group
+            from ..distributed.collective import device_ring, nccl
             devices = [p.device_id for p in self.places]
-            collective_registry.register_group(self.local_ring, nccl_thread_group(self.local_ring, devices), devices)
+            ring = nccl.nccl_thread_group(self.local_ring, devices) if len(set(devices)) == len(devices) else \
+                device_ring.shared_gpu_thread_group(self.nplaces, self.local_ring)   # places sharing a GPU
+            collective_registry.register_group(self.local_ring, ring, devices)
         elif all(getattr(p, "kind", None) == "standin" for p in self.places):    # reduced on the devices
-            from ..distributed.collective.standin_ring import standin_thread_group
+            from ..distributed.collective.device_ring import standin_thread_group
             collective_registry.register_group(self.local_ring, standin_thread_group(self.nplaces, self.local_ring))
         else:
             collective_registry.register_group(self.local_ring, thread_group(self.nplaces, self.local_ring))

@@ -107,9 +107,13 @@ def c_comm_init_all(ctx, ins, attrs):
         from ..distributed.collective.nccl import _cupy, nccl_thread_group
         if not devices:
             devices = list(range(_cupy()[0].cuda.runtime.getDeviceCount()))
-        registry.register_group(ring_id, nccl_thread_group(ring_id, devices), devices)
+        if len(set(devices)) < len(devices):       # places sharing a GPU: reduced there, without NCCL
+            from ..distributed.collective.device_ring import shared_gpu_thread_group
+            registry.register_group(ring_id, shared_gpu_thread_group(len(devices), ring_id), devices)
+        else:
+            registry.register_group(ring_id, nccl_thread_group(ring_id, devices), devices)
     elif getattr(ctx.place, "kind", None) == "standin":     # stand-in places: reduced on their devices
-        from ..distributed.collective.standin_ring import standin_thread_group
+        from ..distributed.collective.device_ring import standin_thread_group
         registry.register_group(ring_id, standin_thread_group(len(devices) or int(os.environ.get("CPU_NUM", "1")),
                                                               ring_id), None)
     else:

@@ -1,4 +1,4 @@
-"""The ring of stand-in places of one process (``fluidist/distributed/collective/standin_ring.py``):
+"""The ring of stand-in places of one process (``fluidist/distributed/collective/device_ring.py``):
 collectives on device arrays, values moved between devices (counted device-to-device copies), never
 read back to the host, with the CPU thread ring's results to the bit."""
 import threading
@@ -9,7 +9,7 @@ import pytest
 from fluidist.core.tensor import SelectedRows
 from fluidist.device.standin import StandinPlace, count_transfers, xp
 from fluidist.distributed.collective.base import CollectiveError
-from fluidist.distributed.collective.standin_ring import standin_thread_group
+from fluidist.distributed.collective.device_ring import standin_thread_group
 from fluidist.distributed.collective.threads import thread_group
 
 pytestmark = pytest.mark.timeout(60)

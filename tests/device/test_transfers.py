@@ -114,7 +114,7 @@ def test_the_same_step_on_the_cpu_and_the_standin_gives_the_same_numbers():
 
 def test_fused_gradients_reduced_on_the_devices_of_two_standin_places():
     """The fused gradient buffer (``coalesce_tensor``) is all-reduced in place by the ring of the
-    stand-in places (``standin_ring``: on their devices, as NCCL's ring of the GPUs of one process),
+    stand-in places (``device_ring``: on their devices, as NCCL's ring of the GPUs of one process),
     so the gradients (views of it) see the sum. Two places equal one."""
     losses = []
     for nplaces in (1, 2):

@@ -129,3 +129,26 @@ def test_use_prune_of_a_compiled_program_is_refused_clearly():
     compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, places=fluid.cpu_places(2))
     with pytest.raises(ValueError, match=r"use_prune=True\) of a CompiledProgram is not supported"):
         fluid.Executor().run(compiled, use_prune=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.cpu_only("names its places itself: two places on GPU 0")
+def test_places_sharing_one_gpu_equal_single_place():
+    """``[CUDAPlace(0)] * 2``: NCCL takes one rank per GPU, so the places' ring reduces through CuPy on
+    the GPU they share (``device_ring.shared_gpu_thread_group``); training equals one place."""
+    cupy = pytest.importorskip("cupy")
+    if cupy.cuda.runtime.getDeviceCount() < 1:
+        pytest.skip("no CUDA device")
+    main, startup, loss = model()
+    exe = fluid.Executor(fluid.CUDAPlace(0))
+    ref_scope = fluid.Scope()
+    exe.run(startup, scope=ref_scope)
+    ref_losses = [exe.run(main, feed=b, fetch_list=[loss], scope=ref_scope)[0] for b in batches(4, 12)]
+    main2, startup2, loss2 = model()
+    scope = fluid.Scope()
+    exe.run(startup2, scope=scope)
+    compiled = fluid.CompiledProgram(main2).with_data_parallel(loss_name=loss2.name,
+                                                                places=[fluid.CUDAPlace(0)] * 2)
+    for b, ref in zip(batches(4, 12), ref_losses):
+        out, = exe.run(compiled, feed=b, fetch_list=[loss2], scope=scope)
+        np.testing.assert_allclose(out.mean(), ref[0], rtol=1e-5)

@@ -1,7 +1,9 @@
-"""The stand-in device's NCCL: a ring of stand-in places of one process (a data-parallel runner's
-places, ``c_comm_init_all``) that reduces on their devices, as ``nccl_thread_group`` does for the
-GPUs of one process. Values move from device to device (each copy a counted ``d2d`` transfer, no
-synchronisation) and never through the host.
+"""A ring of device places of one process (a data-parallel runner's places, ``c_comm_init_all``)
+that reduces on their devices, as ``nccl_thread_group`` does for the GPUs of one process: the
+stand-in device's NCCL, and the ring of CUDA places that share a GPU (NCCL puts one rank on a GPU;
+``[CUDAPlace(0)] * 2`` on a one-GPU machine is such a ring). Values move from device to device
+(on the stand-in each copy a counted ``d2d`` transfer, no synchronisation) and never through the
+host. The ring is written once against the array module of its places (``xp``).
 
 Each place's thread is rank i of a :class:`~.threads.ThreadGroup` (the barrier and the deposits of
 the CPU thread ring). An all-reduce is NCCL's ring in two phases: rank r reduces chunk r of every
@@ -11,26 +13,30 @@ from their devices. The collectives are whole when they return (there is no comm
 for: ``queue_allreduce`` runs at once and ``sync_comm_stream`` has nothing left).
 """
 from ...core.tensor import SelectedRows
-from ...device.standin import StandinArray, xp
+from ...device import standin
 from .base import _DTYPE_CODE, _OP_CODE, _REDOP_CODE, REDUCE_OPS, _check_dtype, check_reduce
 from .threads import ThreadCommunicator, ThreadGroup
-
-
-def _here(v):
-    """``v`` (an array of any stand-in device) on the current device: a peer copy when it lives on
-    another one (CuPy's ``asarray``)."""
-    return xp.asarray(v)
 
 
 def _chunks(size, n):
     return [j * size // n for j in range(n + 1)]
 
 
-class StandinRingCommunicator(ThreadCommunicator):
-    """Rank ``rank`` of a ring of stand-in places of one process: collectives on device arrays."""
+class DeviceRingCommunicator(ThreadCommunicator):
+    """Rank ``rank`` of a ring of device places of one process: collectives on the device arrays of
+    the array module ``xp`` (the stand-in's, or CuPy)."""
 
-    backend = "standin"
-    transport = "standin devices"
+    transport = "devices of one process"
+
+    def __init__(self, group, rank, xp, backend):
+        super().__init__(group, rank)
+        self.xp = xp
+        self.backend = backend
+
+    def _here(self, v):
+        """``v`` (an array of any device) on the current device: a peer copy when it lives on
+        another one (CuPy's ``asarray``), itself when it lives here."""
+        return self.xp.asarray(v)
 
     # ------------------------------------------------------------ public API
     def allreduce(self, x, op="sum", out=None, use_calc_stream=False):
@@ -43,7 +49,7 @@ class StandinRingCommunicator(ThreadCommunicator):
         sig = (_OP_CODE["allreduce"], _DTYPE_CODE[x.dtype], x.size, _REDOP_CODE[op])
         if self.nranks == 1:
             return self._solo(x, out, sig)
-        self._run("allreduce", sig, self._ring_allreduce, x.reshape(-1), getattr(xp, REDUCE_OPS[op].__name__),
+        self._run("allreduce", sig, self._ring_allreduce, x.reshape(-1), getattr(self.xp, REDUCE_OPS[op].__name__),
                   out.reshape(-1))
         return out
 
@@ -91,7 +97,7 @@ class StandinRingCommunicator(ThreadCommunicator):
         if self.nranks == 1:
             return self._solo(x, out, sig)
         self._run("reducescatter", sig, self._ring_reducescatter, x.reshape(-1),
-                  getattr(xp, REDUCE_OPS[op].__name__), out.reshape(-1))
+                  getattr(self.xp, REDUCE_OPS[op].__name__), out.reshape(-1))
         return out
 
     def allgather_rows(self, x):
@@ -110,8 +116,8 @@ class StandinRingCommunicator(ThreadCommunicator):
         bounds = _chunks(x.size, n)
         a, b = bounds[r], bounds[r + 1]
         if b > a:
-            srcs = [x[a:b] if j == r else _here(v[0][a:b]) for j, v in enumerate(deposits)]
-            if r >= 2 and xp.may_share_memory(out, x):     # (this rank's chunk is read after the sum starts)
+            srcs = [x[a:b] if j == r else self._here(v[0][a:b]) for j, v in enumerate(deposits)]
+            if r >= 2 and self.xp.may_share_memory(out, x):     # (this rank's chunk is read after the sum starts)
                 srcs[r] = srcs[r].copy()
             uf(srcs[0], srcs[1], out=out[a:b])
             for s in srcs[2:]:
@@ -119,13 +125,13 @@ class StandinRingCommunicator(ThreadCommunicator):
         self._barrier_wait("allreduce", seq)
         for j in range(n):
             if j != r and bounds[j + 1] > bounds[j]:
-                out[bounds[j]:bounds[j + 1]] = _here(deposits[j][1][bounds[j]:bounds[j + 1]])
+                out[bounds[j]:bounds[j + 1]] = self._here(deposits[j][1][bounds[j]:bounds[j + 1]])
         self._barrier_wait("allreduce", seq)     # (the others copy from this rank's out until here)
 
     def _ring_broadcast(self, seq, sig, x, root, out):
         deposits = self._deposit(seq, sig, x, "broadcast")
         if self.rank != root:
-            out[...] = _here(deposits[root])
+            out[...] = self._here(deposits[root])
         elif out is not x:
             out[...] = x
         self._barrier_wait("broadcast", seq)
@@ -134,14 +140,14 @@ class StandinRingCommunicator(ThreadCommunicator):
         deposits = self._deposit(seq, sig, x, "allgather")
         size = x.size
         for j, v in enumerate(deposits):
-            out[j * size:(j + 1) * size] = v if j == self.rank else _here(v)
+            out[j * size:(j + 1) * size] = v if j == self.rank else self._here(v)
         self._barrier_wait("allgather", seq)
 
     def _ring_reducescatter(self, seq, sig, x, uf, out):
         deposits = self._deposit(seq, sig, x, "reducescatter")
         a, b = _chunks(x.size, self.nranks)[self.rank:self.rank + 2]
         if b > a:
-            srcs = [x[a:b] if j == self.rank else _here(v[a:b]) for j, v in enumerate(deposits)]
+            srcs = [x[a:b] if j == self.rank else self._here(v[a:b]) for j, v in enumerate(deposits)]
             uf(srcs[0], srcs[1], out=out)
             for s in srcs[2:]:
                 uf(out, s, out=out)
@@ -152,20 +158,21 @@ class StandinRingCommunicator(ThreadCommunicator):
         heights = {v.height for v in deposits}
         if len(heights) > 1:
             raise ValueError("ring %d: allgather_rows of SelectedRows of heights %s" % (self.ring_id, sorted(heights)))
-        got.append(SelectedRows(xp.concatenate([_here(v.rows).reshape(-1) for v in deposits]),
-                                xp.concatenate([_here(v.value) for v in deposits]), x.height))
+        got.append(SelectedRows(self.xp.concatenate([self._here(v.rows).reshape(-1) for v in deposits]),
+                                self.xp.concatenate([self._here(v.value) for v in deposits]), x.height))
         self._barrier_wait("allgather_rows", seq)
 
     # ------------------------------------------------------------ helpers
     def _flat_source(self, x):
-        if type(x) is not StandinArray:
-            raise TypeError("ring %d of stand-in places takes device arrays, got %s" % (self.ring_id, type(x).__name__))
-        return x if x.flags.c_contiguous else xp.ascontiguousarray(x)
+        if not isinstance(x, self.xp.ndarray):
+            raise TypeError("ring %d of %s places takes device arrays, got %s"
+                            % (self.ring_id, self.backend, type(x).__name__))
+        return x if x.flags.c_contiguous else self.xp.ascontiguousarray(x)
 
     def _out(self, out, shape, dtype, what):
         if out is None:
-            return xp.empty(shape, dtype=dtype)
-        if type(out) is not StandinArray or tuple(out.shape) != tuple(shape) or out.dtype != dtype \
+            return self.xp.empty(shape, dtype=dtype)
+        if not isinstance(out, self.xp.ndarray) or tuple(out.shape) != tuple(shape) or out.dtype != dtype \
                 or not out.flags.c_contiguous:
             raise ValueError("%s: out must be a C-contiguous %s device array of shape %s, got %r"
                              % (what, dtype, list(shape), out))
@@ -178,10 +185,23 @@ class StandinRingCommunicator(ThreadCommunicator):
         return out
 
 
-def standin_thread_group(nranks, ring_id, timeout=None):
-    """The communicators of a ring of ``nranks`` stand-in places of this process, one per thread."""
+def device_thread_group(nranks, ring_id, xp, backend, timeout=None):
+    """The communicators of a ring of ``nranks`` device places of this process (arrays of the array
+    module ``xp``), one per thread."""
     group = ThreadGroup(nranks, ring_id, timeout)
-    return [StandinRingCommunicator(group, r) for r in range(nranks)]
+    return [DeviceRingCommunicator(group, r, xp, backend) for r in range(nranks)]
 
 
-__all__ = ["StandinRingCommunicator", "standin_thread_group"]
+def standin_thread_group(nranks, ring_id, timeout=None):
+    """The ring of ``nranks`` stand-in places of this process."""
+    return device_thread_group(nranks, ring_id, standin.xp, "standin", timeout)
+
+
+def shared_gpu_thread_group(nranks, ring_id, timeout=None):
+    """The ring of ``nranks`` CUDA places of this process on one GPU (where NCCL, one rank per GPU,
+    cannot serve): reduced through CuPy on that GPU."""
+    from ...device.places import cupy_module
+    return device_thread_group(nranks, ring_id, cupy_module(), "cuda", timeout)
+
+
+__all__ = ["DeviceRingCommunicator", "device_thread_group", "standin_thread_group", "shared_gpu_thread_group"]
