@@ -93,6 +93,7 @@ def _queued(main, place=None):
     return [st.op.type for st in plan.steps if st.ctx.until_sync]
 
 
+@pytest.mark.cpu_only("the CPU's comm-stream queue: a device place's collectives run on its ring at once")
 def test_the_plan_queues_an_all_reduce_nothing_reads_before_its_rings_sync():
     assert _queued(_program()) == ["c_allreduce_sum", "c_sync_comm_stream"]
     assert _queued(_program(between="x")) == ["c_allreduce_sum", "c_sync_comm_stream"]   # another variable
@@ -101,6 +102,7 @@ def test_the_plan_queues_an_all_reduce_nothing_reads_before_its_rings_sync():
     assert _queued(_program(calc_stream=True)) == []      # on the calc stream: done when it returns
 
 
+@pytest.mark.cpu_only("the CPU's comm-stream queue: a device place's collectives run on its ring at once")
 def test_grad_allreduce_programs_queue_every_gradient_until_the_syncs():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "transpiler"))
     from models import fc_model      # tests/transpiler/models.py
