@@ -5,7 +5,6 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op
 from . import device_ids
-from .device_tables import device_table
 from .math import stable_sigmoid, stable_softmax
 
 _LOSS_CLAMP = 1e20  # Paddle's TolerableValue: -log(0) is reported as 1e20, not inf
@@ -78,11 +77,6 @@ def _gathered_grad_labels(ctx, label, classes, ignore_index):
     flat = label.reshape(-1).astype(np.int64, copy=False)
     safe, skip = device_ids.checked_ids(xp, flat, classes)
     return safe, (skip | (flat == ignore_index)) if 0 <= ignore_index < classes else skip
-
-
-def _rows(xp, n):
-    """``arange(n)``, the row index of a gather (kept on a device per ``n``: no launch a step)."""
-    return device_table(xp, ("arange", n), lambda: np.arange(n))
 
 
 def _grad_labels(ctx, label, classes, ignore_index):
@@ -168,7 +162,7 @@ def cross_entropy(ctx, ins, attrs):
         y = (label.reshape(-1, d) * _neg_log(xp, x2)).sum(axis=1)
     else:
         safe, skip, fill = _gathered_labels(ctx, label, d, attrs["ignore_index"], x.dtype)
-        y = xp.where(skip, fill, _neg_log(xp, x2[_rows(xp, x2.shape[0]), safe]))
+        y = xp.where(skip, fill, _neg_log(xp, x2[xp.arange(x2.shape[0]), safe]))
     return {"Y": y.astype(x.dtype, copy=False).reshape(_loss_shape(x.shape, label.shape, soft))}
 
 
@@ -182,7 +176,7 @@ def cross_entropy_grad(ctx, ins, attrs):
         dx = -dy2 * label.reshape(-1, d) / x2
     else:
         safe, skip = _gathered_grad_labels(ctx, label, d, attrs["ignore_index"])
-        rows = _rows(xp, x2.shape[0])
+        rows = xp.arange(x2.shape[0])
         dx = xp.zeros_like(x2)
         dx[rows, safe] = xp.where(skip, 0, -dy2[:, 0] / x2[rows, safe])
     return {"X@GRAD": dx.reshape(x.shape)}
@@ -218,7 +212,7 @@ def cross_entropy2(ctx, ins, attrs):
     d = x.shape[-1]
     x2 = x.reshape(-1, d)
     safe, skip, fill = _gathered_labels(ctx, label, d, attrs["ignore_index"], x.dtype)
-    match = xp.where(skip, 0, x2[_rows(xp, x2.shape[0]), safe]).astype(x.dtype, copy=False)
+    match = xp.where(skip, 0, x2[xp.arange(x2.shape[0]), safe]).astype(x.dtype, copy=False)
     y = xp.where(skip, fill, _neg_log(xp, match)).astype(x.dtype, copy=False)
     rows = tuple(x.shape[:-1]) + (1,)
     return {"Y": y.reshape(_loss_shape(x.shape, label.shape, False)), "MatchX": match.reshape(rows),
@@ -234,7 +228,7 @@ def cross_entropy_grad2(ctx, ins, attrs):
     safe, skip = _gathered_grad_labels(ctx, label, d, attrs["ignore_index"])
     m, dy1 = match.reshape(-1), dy.reshape(-1)
     dx = xp.zeros((m.shape[0], d), dtype=dy.dtype)
-    dx[_rows(xp, m.shape[0]), safe] = xp.where(skip, 0, -dy1 / xp.where(skip, 1, m))
+    dx[xp.arange(m.shape[0]), safe] = xp.where(skip, 0, -dy1 / xp.where(skip, 1, m))
     return {"X@GRAD": dx.reshape(shape)}
 
 
