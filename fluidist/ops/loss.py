@@ -59,10 +59,11 @@ def _gathered_labels(ctx, label, classes, ignore_index, loss_dtype):
     """Hard labels for a gather of each row's entry: (index per row, in ``[0, classes)``; the mask of
     rows without a usable label; their loss). On the host a label out of range raises, so the mask
     is the ignored rows and their loss 0; on a device, ``_device_labels``."""
-    if ctx.xp is not np:
+    xp = ctx.xp
+    if xp is not np:
         return _device_labels(ctx, label, classes, ignore_index, loss_dtype)
     flat, ignore, _ = _hard_labels(ctx, label, classes, ignore_index)
-    return np.where(ignore, 0, flat), ignore, np.dtype(loss_dtype).type(0)
+    return xp.where(ignore, 0, flat), ignore, np.dtype(loss_dtype).type(0)
 
 
 def _gathered_grad_labels(ctx, label, classes, ignore_index):
@@ -72,7 +73,7 @@ def _gathered_grad_labels(ctx, label, classes, ignore_index):
     xp = ctx.xp
     if xp is np:
         flat, ignore, _ = _hard_labels(ctx, label, classes, ignore_index)
-        return np.where(ignore, 0, flat), ignore
+        return xp.where(ignore, 0, flat), ignore
     _hard_label_dtype(ctx, label)
     flat = label.reshape(-1).astype(np.int64, copy=False)
     safe, skip = device_ids.checked_ids(xp, flat, classes)
