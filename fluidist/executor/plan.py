@@ -148,7 +148,8 @@ class Plan:
         self.external = []  # (name, op type) read before any op of this block writes it
         seen_external = set()
         reads = set()       # and names ops with inputs_are_names read (sub-blocks' outer variables)
-        read_here = {n for op in self.block.ops for n in op.input_arg_names} if on_device else ()
+        # (block 0 only: a sub-block's outputs may be read by its parent's ops after it)
+        read_here = {n for op in self.block.ops for n in op.input_arg_names} if on_device and not block_idx else None
         for i, op in enumerate(self.block.ops):
             opdef = registry.lookup(op.type)
             if opdef is None:
@@ -184,7 +185,8 @@ class Plan:
                 si, so = share_lod
                 if op.inputs.get(si) and op.outputs.get(so):
                     share = (op.inputs[si][0], op.outputs[so][0])
-            stays = on_device and op.attrs.get("op_device") == "cpu" and not set(op.output_arg_names) & read_here
+            stays = read_here is not None and op.attrs.get("op_device") == "cpu" and \
+                not set(op.output_arg_names) & read_here
             host = on_device and (stays or opdef.runs_on_host(place))
             ctx = ExecContext(np if host else xp, place, op, executor, program, self.state, opdef)
             kernel = opdef.kernel
