@@ -148,6 +148,8 @@ class Plan:
         self.external = []  # (name, op type) read before any op of this block writes it
         seen_external = set()
         reads = set()       # and names ops with inputs_are_names read (sub-blocks' outer variables)
+        # (block 0 only: a sub-block's outputs may be read by its parent's ops after it)
+        read_here = {n for op in self.block.ops for n in op.input_arg_names} if on_device and not block_idx else None
         for i, op in enumerate(self.block.ops):
             opdef = registry.lookup(op.type)
             if opdef is None:
@@ -183,11 +185,13 @@ class Plan:
                 si, so = share_lod
                 if op.inputs.get(si) and op.outputs.get(so):
                     share = (op.inputs[si][0], op.outputs[so][0])
-            host = on_device and opdef.runs_on_host(place)
+            stays = read_here is not None and op.attrs.get("op_device") == "cpu" and \
+                not set(op.output_arg_names) & read_here
+            host = on_device and (stays or opdef.runs_on_host(place))
             ctx = ExecContext(np if host else xp, place, op, executor, program, self.state, opdef)
             kernel = opdef.kernel
             if host or (on_device and any(op.inputs.get(s) for s in registry.fact(op, "host_inputs"))):
-                kernel = _on_host(kernel, op, place, host)
+                kernel = _on_host(kernel, op, place, host, stays)
             if self.nan_inf is not None:     # (a wrapped kernel is never bound: the check runs)
                 kernel = nan_inf.checking(kernel, op, ctx, self.nan_inf)
             kernel = kernel if _kernel_hook is None else _kernel_hook(kernel, op)
@@ -200,7 +204,8 @@ class Plan:
             queue_until_sync(self.block.ops, [st.ctx for st in self.steps])
         self.written = written
         self.external_names = frozenset(n for n, _ in self.external)
-        self.placed_names = self.external_names | frozenset(reads)   # values run() puts on the place
+        # values run() puts on the place (not the scalars an update op keeps on the host)
+        self.placed_names = (self.external_names | frozenset(reads)) - _host_scalars(program, self.block, on_device)
         self._fast = None
         self.fed = {}       # feed name -> (shape, dtype) of the last host array the executor took as it is
 
@@ -316,11 +321,35 @@ def _value_or_none(scope, name, step):
     return None if owner is None else owner.vals[name]
 
 
-def _on_host(kernel, op, place, whole_op):
+def _host_scalars(program, block, on_device):
+    """The variables ``block``'s update ops keep on the host (``UpdateRule.scalars_on_host``: Adam's
+    beta powers) that no op of ``program`` touches otherwise: a plan on a device place leaves them
+    where they are (the host, where their startup op with op_device "cpu" made them). A variable some
+    other op reads or writes (a Paddle 1.7 program's ``scale`` of a beta power) is placed as usual."""
+    if not on_device:
+        return frozenset()
+    names = set()
+    for op in block.ops:
+        rule = registry.update_rule(op)
+        if rule is not None and rule.scalars_on_host:
+            names.update(n for slot in rule.scalars + tuple(s for s in rule.scalar_outputs if s)
+                         for n in list(op.inputs.get(slot) or ()) + list(op.outputs.get(slot) or ()))
+    for blk in program.blocks if names else ():
+        for op in blk.ops:
+            rule = registry.update_rule(op)
+            own = set(rule.scalars + tuple(rule.scalar_outputs)) if rule is not None and rule.scalars_on_host \
+                else ()
+            for slots in (op.inputs, op.outputs):
+                names.difference_update(n for slot, ns in slots.items() if slot not in own for n in ns)
+    return frozenset(names)
+
+
+def _on_host(kernel, op, place, whole_op, stays=False):
     """The kernel of a host-side op (registry facts ``host`` / ``host_inputs``) on a device place: its
     inputs (all, or the ``host_inputs`` slots) copied to the host, and, for a whole host op, its
-    outputs moved to the place. An output that replaces its input (same variable, same shape and
-    dtype) is copied into the input's device array, so views of it see the result (fused gradient
+    outputs moved to the place (``stays``: left on the host, for an op with op_device "cpu" whose
+    outputs no op of its block reads). An output that replaces its input (same variable, same shape
+    and dtype) is copied into the input's device array, so views of it see the result (fused gradient
     buffers reduced by a CPU collective). These copies are the plan's: kernels never move data."""
     slots = None if whole_op else frozenset(registry.fact(op, "host_inputs"))
     in_place = {s: (names[0], next(si for si, ns in op.inputs.items() if ns and ns[0] == names[0]))
@@ -329,7 +358,7 @@ def _on_host(kernel, op, place, whole_op):
     def host_side(ctx, ins, attrs):
         host_ins = {s: (to_host_value(v) if slots is None or s in slots else v) for s, v in ins.items()}
         out = kernel(ctx, host_ins, attrs)
-        if whole_op and out:
+        if whole_op and out and not stays:
             out = {s: _back_to_place(v, ins.get(in_place[s][1]) if s in in_place else None, place)
                    for s, v in out.items()}
         return out

@@ -73,8 +73,8 @@ Peers, how the op talks to other processes or places:
 Optimize, the optimize stage:
 
 - ``update``: for parameter update ops, an ``UpdateRule``: the accumulator slots shaped like
-  ``Param`` (sliced with it on pservers), the one-element ones, and whether the rule needs the whole
-  parameter (norm-based updates such as LAMB and LARS cannot run on a slice).
+  ``Param`` (sliced with it on pservers), the one-element ones (and whether they live on the host),
+  and whether the rule needs the whole parameter (LAMB's and LARS's norms cannot run on a slice).
 - ``after_update``: the op reads parameters as their update left them (model averaging: ModelAverage,
   ExponentialMovingAverage) and keeps its state beside the trainer: a pass that moves parameter
   updates elsewhere (the pserver transpiler) leaves it on the trainer, after the parameters are
@@ -104,8 +104,7 @@ it shares the forward attrs, its outputs are ``<In>@GRAD`` for each forward inpu
 ``no_grad`` (optional, duplicable as the input is), and the forward op's default gradient maker feeds
 it exactly ``inputs`` (forward inputs and outputs by slot, ``<Out>@GRAD`` for output gradients).
 ``grad=callable`` on the forward op is a custom maker ``f(op) -> [op spec dicts]`` (``f(op, backward)``
-with the ``takes_backward`` fact); ``grad=None``
-(with no ``register_grad``): the op is not differentiable.
+with the ``takes_backward`` fact); ``grad=None`` (with no ``register_grad``): not differentiable.
 
 Refused op types: ``refuse_op(type, reason)`` names an op type of Paddle 1.8 that fluidist leaves
 out on purpose, with the reason and what to use instead (``fluidist/ops/refused_ops.py`` holds the
@@ -141,6 +140,8 @@ class UpdateRule:
     outputs: tuple = ()         # their output slots, in the same order
     scalars: tuple = ()         # one-element accumulator slots (Beta1Pow, ...)
     scalar_outputs: tuple = ()  # per scalar, the output slot the op advances it through (Beta1PowOut) or None
+    # the scalars live on the host on every place (as Paddle 1.8's Adam makes its beta powers: op_device
+    scalars_on_host: bool = False   # "cpu"); the kernel takes them there or on a device
     whole_param: bool = False   # the rule reads norms of the whole parameter: never run on a slice
     # (attrs) -> bool: a row-sparse gradient updates only its own rows (the others stay exactly as
     # they are), so the parameter and accumulators may be rows materialised on demand (LazyRows)
@@ -255,10 +256,7 @@ def _parse_slots(slots):
     names, dup, opt = [], set(), set()
     for s in slots:
         while s and s[-1] in "*?":
-            if s[-1] == "*":
-                dup.add(s[:-1].rstrip("*?"))
-            else:
-                opt.add(s[:-1].rstrip("*?"))
+            (dup if s[-1] == "*" else opt).add(s[:-1].rstrip("*?"))
             s = s[:-1]
         names.append(s)
     return names, dup, opt

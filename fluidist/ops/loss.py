@@ -55,6 +55,31 @@ def _device_labels(ctx, label, classes, ignore_index, loss_dtype):
     return safe, out, xp.where(flat == ignore_index, zero, nan)
 
 
+def _gathered_labels(ctx, label, classes, ignore_index, loss_dtype):
+    """Hard labels for a gather of each row's entry: (index per row, in ``[0, classes)``; the mask of
+    rows without a usable label; their loss). On the host a label out of range raises, so the mask
+    is the ignored rows and their loss 0; on a device, ``_device_labels``."""
+    xp = ctx.xp
+    if xp is not np:
+        return _device_labels(ctx, label, classes, ignore_index, loss_dtype)
+    flat, ignore, _ = _hard_labels(ctx, label, classes, ignore_index)
+    return xp.where(ignore, 0, flat), ignore, np.dtype(loss_dtype).type(0)
+
+
+def _gathered_grad_labels(ctx, label, classes, ignore_index):
+    """A gradient's ``_gathered_labels``: (index per row in ``[0, classes)``, the mask of rows that
+    take no gradient: ignored ones, and on a device those out of range, whose loss the forward op
+    made NaN). On a device 2 launches (4 for an ``ignore_index`` among the classes), none read back."""
+    xp = ctx.xp
+    if xp is np:
+        flat, ignore, _ = _hard_labels(ctx, label, classes, ignore_index)
+        return xp.where(ignore, 0, flat), ignore
+    _hard_label_dtype(ctx, label)
+    flat = label.reshape(-1).astype(np.int64, copy=False)
+    safe, skip = device_ids.checked_ids(xp, flat, classes)
+    return safe, (skip | (flat == ignore_index)) if 0 <= ignore_index < classes else skip
+
+
 def _grad_labels(ctx, label, classes, ignore_index):
     """A hard-label gradient's labels: (flat labels, where none matches a class on a row that takes
     no gradient; the mask of those rows, or None when there are none). On the host a label out of
@@ -137,9 +162,8 @@ def cross_entropy(ctx, ins, attrs):
     if soft:
         y = (label.reshape(-1, d) * _neg_log(xp, x2)).sum(axis=1)
     else:
-        lab, ignore, bad = _hard_labels(ctx, label, d, attrs["ignore_index"])
-        p = x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]
-        y = device_ids.nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, p)))
+        safe, skip, fill = _gathered_labels(ctx, label, d, attrs["ignore_index"], x.dtype)
+        y = xp.where(skip, fill, _neg_log(xp, x2[xp.arange(x2.shape[0]), safe]))
     return {"Y": y.astype(x.dtype, copy=False).reshape(_loss_shape(x.shape, label.shape, soft))}
 
 
@@ -152,11 +176,10 @@ def cross_entropy_grad(ctx, ins, attrs):
     if attrs["soft_label"]:
         dx = -dy2 * label.reshape(-1, d) / x2
     else:
-        lab, ignore, _ = _hard_labels(ctx, label, d, attrs["ignore_index"])
+        safe, skip = _gathered_grad_labels(ctx, label, d, attrs["ignore_index"])
         rows = xp.arange(x2.shape[0])
-        safe = xp.where(ignore, 0, lab)
         dx = xp.zeros_like(x2)
-        dx[rows, safe] = xp.where(ignore, 0, -dy2[:, 0] / x2[rows, safe])
+        dx[rows, safe] = xp.where(skip, 0, -dy2[:, 0] / x2[rows, safe])
     return {"X@GRAD": dx.reshape(x.shape)}
 
 
@@ -189,9 +212,9 @@ def cross_entropy2(ctx, ins, attrs):
     _check_label_shape(ctx, x, label, False)
     d = x.shape[-1]
     x2 = x.reshape(-1, d)
-    lab, ignore, bad = _hard_labels(ctx, label, d, attrs["ignore_index"])
-    match = xp.where(ignore, 0, x2[xp.arange(x2.shape[0]), xp.where(ignore, 0, lab)]).astype(x.dtype, copy=False)
-    y = device_ids.nan_where(xp, bad, xp.where(ignore, 0, _neg_log(xp, match)).astype(x.dtype, copy=False))
+    safe, skip, fill = _gathered_labels(ctx, label, d, attrs["ignore_index"], x.dtype)
+    match = xp.where(skip, 0, x2[xp.arange(x2.shape[0]), safe]).astype(x.dtype, copy=False)
+    y = xp.where(skip, fill, _neg_log(xp, match)).astype(x.dtype, copy=False)
     rows = tuple(x.shape[:-1]) + (1,)
     return {"Y": y.reshape(_loss_shape(x.shape, label.shape, False)), "MatchX": match.reshape(rows),
             "XShape": np.array(x.shape, dtype=np.int64)}
@@ -203,11 +226,10 @@ def cross_entropy_grad2(ctx, ins, attrs):
     label, match, dy = ins["Label"], ins["MatchX"], ins["Y@GRAD"]
     shape = tuple(int(s) for s in ins["XShape"])
     d = shape[-1]
-    lab, ignore, _ = _hard_labels(ctx, label, d, attrs["ignore_index"])
+    safe, skip = _gathered_grad_labels(ctx, label, d, attrs["ignore_index"])
     m, dy1 = match.reshape(-1), dy.reshape(-1)
     dx = xp.zeros((m.shape[0], d), dtype=dy.dtype)
-    safe_m = xp.where(ignore, 1, m)
-    dx[xp.arange(m.shape[0]), xp.where(ignore, 0, lab)] = xp.where(ignore, 0, -dy1 / safe_m)
+    dx[xp.arange(m.shape[0]), safe] = xp.where(skip, 0, -dy1 / xp.where(skip, 1, m))
     return {"X@GRAD": dx.reshape(shape)}
 
 

@@ -85,7 +85,7 @@ def _check_row_wise(ctx, row_wise, accs):
 
 
 def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whole_param=False, uses_lr=True,
-                  powers=None, attr_tensors=None, prepare=None, optional=()):
+                  powers=None, attr_tensors=None, prepare=None, optional=(), scalars_on_host=False):
     """Register ``type`` with inputs Param, Grad, LearningRate (unless ``uses_lr`` is False), the
     accumulator and scalar slots, and outputs ``<slot>Out`` for Param and every accumulator (names
     from ``accumulators``: {input slot: output slot}).
@@ -94,7 +94,8 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
     multiplying it by the attr, into the (optional) output slot. ``attr_tensors``: {attr: optional
     input slot} whose one-element value, when given, replaces the attr. ``prepare(ctx, attrs)``:
     attrs the rule also reads, from the op itself. ``optional``: accumulator slots an op may leave out
-    (with their outputs); the rule sees only those given."""
+    (with their outputs); the rule sees only those given. ``scalars_on_host``: the scalars live on the
+    host (``UpdateRule.scalars_on_host``)."""
     powers, attr_tensors = powers or {}, attr_tensors or {}
     out_slots = {"Param": "ParamOut"}
     out_slots.update(accumulators)
@@ -141,9 +142,9 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
             _check_same_shape(ctx, "Grad", g, p)
             _check_row_wise(ctx, False, accs)
         new = rule(ctx.xp, p, g, accs, sc, lr, a)
-        p[...] = new["Param"]
-        for s, acc in accs.items():
-            acc[...] = new[s]
+        for s, arr in [("Param", p)] + list(accs.items()):
+            if new[s] is not arr:       # (a rule that updated it in place returns it)
+                arr[...] = new[s]
         return _outs(out_slots, p, accs)
 
     kernel.__doc__ = doc
@@ -153,7 +154,8 @@ def _optimizer_op(type, accumulators, scalars, rule, rows_only, attrs, doc, whol
                 update=UpdateRule(param_like=tuple(accumulators), outputs=tuple(accumulators.values()),
                                   scalars=tuple(scalars), scalar_outputs=tuple(powers[s][0] if s in powers else None
                                                                                for s in scalars) if powers else (),
-                                  whole_param=whole_param, row_wise=rows_only))(kernel)
+                                  scalars_on_host=scalars_on_host, whole_param=whole_param,
+                                  row_wise=rows_only))(kernel)
 
 
 def _row_target(ctx, in_slot, out_slot, arr):
@@ -208,16 +210,41 @@ def _lars_momentum(xp, p, g, accs, sc, lr, a):
 
 
 def _adam(xp, p, g, accs, sc, lr, a):
+    """Adam's step, in place: ``m1 = b1 m1 + (1 - b1) g``, ``m2 = b2 m2 + (1 - b2) g g``,
+    ``p -= lr_t * (m1 / (sqrt(m2) + eps))`` (Paddle 1.8: epsilon unscaled), each array written where
+    it is, one operation at a time in the formula's order (so the numbers are the formula's; 14
+    launches on a device, none of them a copy). Arrays of mixed dtypes take the formula as written."""
     # the attrs in the parameter's type, as Paddle's kernel holds them: 1 - beta1 is then 1 - 0.9f
     # (0.100000024 in float32), not 0.1 rounded
     f = p.dtype.type
     b1, b2, eps = f(a["beta1"]), f(a["beta2"]), f(a["epsilon"])
-    b1p, b2p = sc["Beta1Pow"], sc["Beta2Pow"]
-    m1 = b1 * accs["Moment1"] + (1 - b1) * g
-    m2 = b2 * accs["Moment2"] + (1 - b2) * g * g
-    lr_t = lr * xp.sqrt(1 - b2p) / (1 - b1p)
-    p = p - lr_t * (m1 / (xp.sqrt(m2) + eps))       # (Paddle 1.8: epsilon unscaled)
+    m1, m2 = accs["Moment1"], accs["Moment2"]
+    lr_t = _adam_lr(xp, lr, sc["Beta1Pow"], sc["Beta2Pow"])
+    if not m1.dtype == m2.dtype == g.dtype == p.dtype:   # (in place, a cast would round midway)
+        m1 = b1 * m1 + (1 - b1) * g
+        m2 = b2 * m2 + (1 - b2) * g * g
+        return {"Param": p - lr_t * (m1 / (xp.sqrt(m2) + eps)), "Moment1": m1, "Moment2": m2}
+    m1 *= b1
+    m1 += (1 - b1) * g
+    m2 *= b2
+    g2 = (1 - b2) * g
+    g2 *= g
+    m2 += g2
+    step = xp.sqrt(m2)
+    step += eps
+    xp.divide(m1, step, out=step)
+    step *= lr_t
+    p -= step
     return {"Param": p, "Moment1": m1, "Moment2": m2}
+
+
+def _adam_lr(xp, lr, b1p, b2p):
+    """``lr * sqrt(1 - b2p) / (1 - b1p)``, the bias-corrected rate. The beta powers live on the host
+    on every place (as in Paddle 1.8, whose Adam makes them there: ``UpdateRule.scalars_on_host``),
+    so their part is host arithmetic and only the two operations with ``lr`` run where ``lr`` is; where
+    a program left them on the device, all of it runs there."""
+    on_host = isinstance(b1p, np.ndarray) and isinstance(b2p, np.ndarray)
+    return lr * (np if on_host else xp).sqrt(1 - b2p) / (1 - b1p)
 
 
 def _adamax(xp, p, g, accs, sc, lr, a):
@@ -353,9 +380,10 @@ _optimizer_op("adam", {"Moment1": "Moment1Out", "Moment2": "Moment2Out"}, ("Beta
               "p -= lr_t * m1 / (sqrt(m2) + eps * sqrt(1 - b2^t)). As in Paddle 1.8 the op advances the "
               "beta powers itself (Beta1PowOut = Beta1Pow * beta1, Beta2PowOut likewise; a program without "
               "those outputs, as Paddle 1.7 built it with scale ops, leaves them alone); Beta1Tensor / "
-              "Beta2Tensor, when given, replace the beta1 / beta2 attrs.",
+              "Beta2Tensor, when given, replace the beta1 / beta2 attrs. The beta powers live on the host, "
+              "as Paddle 1.8's optimizer makes them (op_device 'cpu'), on a device place too.",
               powers={"Beta1Pow": ("Beta1PowOut", "beta1"), "Beta2Pow": ("Beta2PowOut", "beta2")},
-              attr_tensors={"beta1": "Beta1Tensor", "beta2": "Beta2Tensor"})
+              attr_tensors={"beta1": "Beta1Tensor", "beta2": "Beta2Tensor"}, scalars_on_host=True)
 _optimizer_op("adamax", {"Moment": "MomentOut", "InfNorm": "InfNormOut"}, ("Beta1Pow",), _adamax, _never,
               {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8},
               "m = b1 m + (1-b1) g; u = max(b2 u + eps, |g|); p -= lr / (1 - b1^t) * m / u.")

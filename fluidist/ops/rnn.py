@@ -5,7 +5,8 @@ Paddle's layouts: an LSTM's gates are ``[candidate, input, forget, output]`` (pe
 ``W_ic, W_fc, W_oc`` after the gate biases); a GRU's ``[update, reset, candidate]`` with its weight
 ``[D, 3D]`` read as a flat buffer: the first ``2D*D`` values are the ``[D, 2D]`` gate weight, the rest
 the ``[D, D]`` candidate weight. The sequence ops lay the LoD batch out time-major and padded
-(``_Batch``); the gradients run back through time, recomputing the forward pass.
+(``_Batch``); the gradients run back through time, ``lstm``'s from the steps its outputs hold (as
+Paddle's), the others recomputing the forward pass.
 """
 import numpy as np
 
@@ -72,12 +73,16 @@ class _Batch:
     def unpad(self, padded):
         return padded[self.pos, self.seg]
 
-    def batch_major(self, padded):
-        """The rows of ``padded`` in Paddle's batch layout (its ``Batch*`` outputs): step by step,
-        each step's rows of the sequences still running, longest sequence first (ties in input order)."""
-        if not self.steps:
-            return padded.reshape((0,) + tuple(padded.shape[2:]))
+    def pad_after(self, first, rows):
+        """``[T + 1, B, width]``: ``first`` (``[B, width]``, or zeros when None) at step 0, then
+        ``pad(rows)``: each step's state before it at ``t``, after it at ``t + 1``."""
+        out = self.xp.zeros((self.steps + 1, self.n) + tuple(rows.shape[1:]), dtype=rows.dtype)
+        if first is not None:
+            out[0] = first
+        out[1:][self.pos, self.seg] = rows
+        return out
 
+    def _batch_major_tables(self):
         def tables():
             order = np.argsort(-self.lengths, kind="stable")
             steps, seqs = [], []
@@ -86,8 +91,24 @@ class _Batch:
                 steps.append(np.full(len(running), t))
                 seqs.append(running)
             return np.concatenate(steps), np.concatenate(seqs)
-        steps, seqs = device_table(self.xp, ("rnn batch-major",) + self.key, tables)
+        return device_table(self.xp, ("rnn batch-major",) + self.key, tables)
+
+    def batch_major(self, padded):
+        """The rows of ``padded`` in Paddle's batch layout (its ``Batch*`` outputs): step by step,
+        each step's rows of the sequences still running, longest sequence first (ties in input order)."""
+        if not self.steps:
+            return padded.reshape((0,) + tuple(padded.shape[2:]))
+        steps, seqs = self._batch_major_tables()
         return padded[steps, seqs]
+
+    def from_batch_major(self, rows):
+        """``batch_major``'s inverse: the padded ``[T, B, width]`` form of rows in Paddle's batch
+        layout (zero past each sequence's end)."""
+        out = self.xp.zeros((self.steps, self.n) + tuple(rows.shape[1:]), dtype=rows.dtype)
+        if self.steps:
+            steps, seqs = self._batch_major_tables()
+            out[steps, seqs] = rows
+        return out
 
 
 def _initial(xp, value, n, width, dtype):
@@ -210,8 +231,8 @@ def _lstm_infer(proj):
     return infer
 
 
-def _lstm_run(ctx, ins, attrs, proj_slot=None):
-    xp = ctx.xp
+def _lstm_batch(ctx, ins, attrs):
+    """The op's LoD batch (``_Batch``), its shapes checked."""
     x, w, bias = ins["Input"], ins["Weight"], ins["Bias"]
     d = w.shape[1] // 4
     want = 7 * d if attrs["use_peepholes"] else 4 * d
@@ -219,13 +240,49 @@ def _lstm_run(ctx, ins, attrs, proj_slot=None):
         raise ValueError("op %r: Input %r must be [T, 4D] and Bias [1, %s] for hidden size D = %d; got Input %s, "
                          "Bias %s" % (ctx.op.type, ctx.op.inputs["Input"][0], "7D" if attrs["use_peepholes"] else "4D",
                                       d, list(x.shape), list(bias.shape)))
+    return _Batch(ctx, x, attrs["is_reverse"])
+
+
+def _lstm_run(ctx, ins, attrs, proj_slot=None):
+    xp = ctx.xp
+    x, w, bias = ins["Input"], ins["Weight"], ins["Bias"]
+    d = w.shape[1] // 4
     proj = ins.get(proj_slot) if proj_slot else None
-    batch = _Batch(ctx, x, attrs["is_reverse"])
+    batch = _lstm_batch(ctx, ins, attrs)
     width = proj.shape[1] if proj is not None else d
     h0 = _initial(xp, ins.get("H0"), batch.n, width, x.dtype)
     c0 = _initial(xp, ins.get("C0"), batch.n, d, x.dtype)
     rec = _lstm_forward(xp, batch.pad(x), w, bias.reshape(1, -1), h0, c0, attrs, proj)
-    return batch, rec, h0, c0
+    return batch, rec
+
+
+def _lstm_saved(ctx, ins, attrs):
+    """(batch, the steps of an ``lstm`` as ``_lstm_forward`` returns them) read back from the op's
+    outputs (Hidden, Cell, and, in Paddle's batch layout, BatchGate and BatchCellPreAct), as Paddle's
+    gradient kernel reads them instead of running the steps again (about 140 kernel launches of a
+    5-step batch saved). None when the gradient op was given no BatchGate / BatchCellPreAct (a
+    program built without them): then the steps run again. Past a sequence's end the steps hold
+    zeros where run again they hold values: the gradient multiplies either by zero."""
+    gate, cell_act = ins.get("BatchGate"), ins.get("BatchCellPreAct")
+    if gate is None or cell_act is None:
+        return None
+    batch = _lstm_batch(ctx, ins, attrs)
+    rows, d = ins["Input"].shape[0], ins["Weight"].shape[1] // 4
+    for slot, value, width in (("BatchGate", gate, 4 * d), ("BatchCellPreAct", cell_act, d),
+                               ("Hidden", ins["Hidden"], d), ("Cell", ins["Cell"], d)):
+        if tuple(value.shape) != (rows, width):
+            raise ValueError("op %r: %s %r must be [%d, %d] (the forward op's output), got %s"
+                             % (ctx.op.type, slot, ctx.op.inputs[slot][0], rows, width, list(value.shape)))
+    gates, c_act = batch.from_batch_major(gate), batch.from_batch_major(cell_act)
+    h, c = batch.pad_after(ins.get("H0"), ins["Hidden"]), batch.pad_after(ins.get("C0"), ins["Cell"])
+    steps = range(batch.steps)
+    rec = {"h_prev": [h[t] for t in steps], "c_prev": [c[t] for t in steps], "c": [c[t + 1] for t in steps],
+           "c_act": [c_act[t] for t in steps], "h": [h[t + 1] for t in steps], "clip_c": [None] * batch.steps,
+           "clip_r": [None] * batch.steps}
+    for k, name in enumerate(("cand", "i", "f", "o")):
+        rec[name] = [gates[t, :, k * d:(k + 1) * d] for t in steps]
+    rec["r"] = rec["h"]
+    return batch, rec
 
 
 @register_op("lstm", inputs=["Input", "H0?", "C0?", "Weight", "Bias"],
@@ -235,7 +292,7 @@ def lstm(ctx, ins, attrs):
     """An LSTM over each sequence of ``Input`` (already multiplied by the input weights:
     ``[T, 4D]``); ``Weight`` ``[D, 4D]`` is the hidden-to-hidden weight."""
     xp = ctx.xp
-    batch, rec, _, _ = _lstm_run(ctx, ins, attrs)
+    batch, rec = _lstm_run(ctx, ins, attrs)
     h = batch.unpad(xp.stack(rec["h"]))
     c = batch.unpad(xp.stack(rec["c"]))
     gates = batch.batch_major(xp.stack([xp.concatenate([rec["cand"][t], rec["i"][t], rec["f"][t], rec["o"][t]],
@@ -246,7 +303,7 @@ def lstm(ctx, ins, attrs):
 
 def _lstm_grad_common(ctx, ins, attrs, out_slot, proj_slot=None):
     xp = ctx.xp
-    batch, rec, h0, c0 = _lstm_run(ctx, ins, attrs, proj_slot)
+    batch, rec = (None if proj_slot else _lstm_saved(ctx, ins, attrs)) or _lstm_run(ctx, ins, attrs, proj_slot)
     proj = ins.get(proj_slot) if proj_slot else None
     width = proj.shape[1] if proj is not None else ins["Weight"].shape[1] // 4
     d_out = ins.get(out_slot + "@GRAD")
@@ -267,9 +324,11 @@ def _lstm_grad_common(ctx, ins, attrs, out_slot, proj_slot=None):
     return res
 
 
-@register_grad("lstm", inputs=["Input", "H0?", "C0?", "Weight", "Bias", "Hidden", "Cell",
-                               "Hidden@GRAD?", "Cell@GRAD?"])
+@register_grad("lstm", inputs=["Input", "H0?", "C0?", "Weight", "Bias", "Hidden", "Cell", "BatchGate?",
+                               "BatchCellPreAct?", "Hidden@GRAD?", "Cell@GRAD?"])
 def lstm_grad(ctx, ins, attrs):
+    """The gradient of ``lstm`` from the steps its outputs hold (Paddle's inputs, BatchGate and
+    BatchCellPreAct among them); without those, from the steps run again."""
     return _lstm_grad_common(ctx, ins, attrs, "Hidden")
 
 
@@ -281,7 +340,7 @@ def lstmp(ctx, ins, attrs):
     it feeds back (``Weight`` ``[P, 4D]``); ``H0`` is the initial projection ``[N, P]``. ``cell_clip`` /
     ``proj_clip`` > 0 clip the cell and the projection."""
     xp = ctx.xp
-    batch, rec, _, _ = _lstm_run(ctx, ins, attrs, "ProjWeight")
+    batch, rec = _lstm_run(ctx, ins, attrs, "ProjWeight")
     ctx.set_lod("Cell", ctx.lod("Input"))
     return {"Projection": batch.unpad(xp.stack(rec["r"])), "Cell": batch.unpad(xp.stack(rec["c"])),
             "BatchHidden": batch.batch_major(xp.stack(rec["h"])),

@@ -104,10 +104,12 @@ class Optimizer:
         return out
 
     # ---------------------------------------------------------------- accumulators
-    def _add_accumulator(self, name, param, dtype=None, fill_value=0.0, shape=None):
+    def _add_accumulator(self, name, param, dtype=None, fill_value=0.0, shape=None, device=None):
         """A persistable variable named as Paddle names it, ``unique_name.generate(<param>_<name>)``
         (``fc_0.w_0_velocity_0``...), so that Paddle's saved optimizer state loads by name; of the
-        parameter's shape (or ``shape``), filled with ``fill_value`` by the startup program."""
+        parameter's shape (or ``shape``), filled with ``fill_value`` by the startup program, on
+        ``device`` when given (``"cpu"``: Paddle 1.8's op_device attr of that startup op, which makes
+        the variable on the host whatever the executor's place)."""
         if self._name is not None:
             name = self._name + "_" + name
         if param.name in self._accumulators[name]:
@@ -119,6 +121,10 @@ class Optimizer:
             type=param.type,
             shape=shape, stop_gradient=True)
         self.helper.set_variable_initializer(var, ConstantInitializer(float(fill_value)))
+        if device is not None:
+            for op in self.helper.startup_program.global_block().ops:
+                if var.name in op.output_arg_names:
+                    op._set_attr("op_device", device)
         self._accumulators[name][param.name] = var
         self._opti_name_list.append(var.name)
         return var
@@ -161,7 +167,8 @@ class Optimizer:
                 self._add_accumulator(self._accumulator_name(slot), p, fill_value=self._accumulator_fill(slot))
             for slot in rule.scalars:
                 self._add_accumulator(self._accumulator_name(slot), p, dtype="float32",
-                                      fill_value=self._accumulator_fill(slot), shape=[1])
+                                      fill_value=self._accumulator_fill(slot), shape=[1],
+                                      device="cpu" if rule.scalars_on_host else None)
 
     def _accumulator_fill(self, slot):
         """The value the accumulator of update-op slot ``slot`` starts with."""

@@ -96,8 +96,17 @@ def center_loss():
     return body, {"label": np.arange(N).reshape(N, 1) % 4}, ("label", 4), r"label 4 in Label 'label' is out of range"
 
 
+def cross_entropy():
+    """``layers.cross_entropy`` (the cross_entropy2 op), labels 5 ignored (``ignore_index`` among the
+    classes: an ignored row and a row out of range are told apart on the device)."""
+    def body(h):
+        return fluid.layers.cross_entropy(fluid.layers.softmax(h), _ids("label", [None, 1]), ignore_index=5)
+    return body, {"label": np.arange(N).reshape(N, 1) % 6}, ("label", 6), \
+        r"label 6 in Label 'label' is out of range for 6 classes"
+
+
 FAMILIES = [lookup, gather, gather_nd, scatter, scatter_nd_add, index_select, index_sample, one_hot, multiplex,
-            bpr_loss, center_loss]
+            bpr_loss, center_loss, cross_entropy]
 
 
 def _feed(ids, rng):

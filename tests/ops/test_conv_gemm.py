@@ -113,3 +113,23 @@ def test_geometry_is_memoised_and_takes_attrs_that_cannot_be_keys():
     assert pool_geometry((2, 3, 5, 4), pool) == ((2, 2), (2, 2), ((0, 0), (0, 0)), (3, 2))
     with pytest.raises(ValueError, match="Filter of shape"):
         conv_geometry((2, 5, 5, 5), (4, 3, 3, 3), attrs)
+
+
+@pytest.mark.parametrize("c", [1, 6], ids=["columns", "patches"])
+def test_padded_inputs_are_zeroed_once_and_other_pads_of_one_padded_shape_keep_their_own(c):
+    """A padded input's workspace is zero when made and each call writes its interior only (on a
+    device: one launch, not five): calls whose padded inputs share a shape but not their pads (1 + 8
+    + 1 and 2 + 8 + 0) get buffers of their own, and every result stays right."""
+    from fluidist.device import standin
+    w = f64(3, c, 3, 3)
+    for pads in ([(1, 1), (1, 1)], [(2, 0), (0, 2)], [(1, 1), (1, 1)], [(2, 0), (0, 2)]):
+        x = f64(2, c, 8, 8)
+        out_sizes = (8 + sum(pads[0]) - 2, 8 + sum(pads[1]) - 2)
+        y = conv_gemm.conv2d_forward(np, x, w, pads, (1, 1), (1, 1), out_sizes)
+        np.testing.assert_allclose(y, ref_conv2d(x, w, pads=pads[0] + pads[1]), rtol=1e-10, atol=1e-12)
+        xd, wd = standin.xp.asarray(x), standin.xp.asarray(w)
+        conv_gemm.conv2d_forward(standin.xp, xd, wd, pads, (1, 1), (1, 1), out_sizes)
+        with standin.count_transfers() as log:
+            yd = conv_gemm.conv2d_forward(standin.xp, xd, wd, pads, (1, 1), (1, 1), out_sizes)
+        np.testing.assert_array_equal(np.asarray(yd.get()), y)
+        assert log.launch_counts["setitem"] == 3, log.launch_counts   # the interior, the patches, the output

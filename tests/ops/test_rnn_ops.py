@@ -192,3 +192,48 @@ def test_lstm_batch_cell_preact_matches_paddle18():
                 [0.8858, 0.8922, 0.7572], [0.885, 0.8945, 0.8541], [0.9021, 0.9034, 0.8387],
                 [0.9714, 0.981, 0.9531], [0.9766, 0.9824, 0.9735], [0.9941, 0.9969, 0.9926]]
     np.testing.assert_allclose(pre, paddle18, atol=6e-5)
+
+
+@pytest.mark.parametrize("reverse,states", [(False, True), (True, False)])
+def test_lstm_grad_reads_the_forward_steps_from_its_batch_outputs(reverse, states):
+    """As Paddle 1.8's, ``lstm_grad`` takes the forward op's BatchGate and BatchCellPreAct and reads
+    the steps from them (with Hidden and Cell) instead of running them again: the same gradients, bit
+    for bit, as a program whose ``lstm_grad`` lacks those inputs (which runs the steps again), on the
+    host and on the stand-in device, where the gradient op launches far fewer kernels."""
+    from fluidist.device.standin import StandinPlace, count_transfers
+    d, lengths = 3, [3, 1, 4, 2]
+    main, startup = fluid.Program(), fluid.Program()
+    startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 4 * d], "float32", lod_level=1)
+        x.stop_gradient = False
+        h0, c0 = (fluid.data(n, [None, d], "float32") for n in ("h0", "c0"))
+        h0.stop_gradient = c0.stop_gradient = False
+        h, c = L.dynamic_lstm(x, 4 * d, h_0=h0 if states else None, c_0=c0 if states else None,
+                              is_reverse=reverse)
+        loss = L.reduce_sum(L.elementwise_mul(h, h)) + L.reduce_sum(L.scale(c, 0.5))
+        fluid.backward.append_backward(loss)
+    lstm, = [op for op in main.global_block().ops if op.type == "lstm"]
+    grad, = [op for op in main.global_block().ops if op.type == "lstm_grad"]
+    for slot in ("BatchGate", "BatchCellPreAct"):
+        assert grad.input(slot) == lstm.output(slot)
+    rerun = main.clone()
+    rerun_grad, = [op for op in rerun.global_block().ops if op.type == "lstm_grad"]
+    rerun_grad.set_input("BatchGate", [])
+    rerun_grad.set_input("BatchCellPreAct", [])
+    feed = {"x": lod_t(rng.uniform(-1, 1, (10, 4 * d)).astype("float32"), lengths),
+            "h0": rng.uniform(-1, 1, (4, d)).astype("float32"), "c0": rng.uniform(-1, 1, (4, d)).astype("float32")}
+    names = ["x@GRAD", "lstm_0.w_0@GRAD", "lstm_0.b_0@GRAD"] + (["h0@GRAD", "c0@GRAD"] if states else [])
+    for place in (fluid.CPUPlace(), StandinPlace()):
+        got, launches = [], []
+        for prog in (main, rerun):
+            exe, scope = fluid.Executor(place), fluid.Scope()
+            exe.run(startup, scope=scope)
+            exe.run(prog, feed=feed, fetch_list=names, scope=scope)
+            with count_transfers() as log:
+                got.append(exe.run(prog, feed=feed, fetch_list=names, scope=scope))
+            launches.append(log.launches)
+        for read, ran in zip(*got):
+            assert np.asarray(read).tobytes() == np.asarray(ran).tobytes()
+        if isinstance(place, StandinPlace):
+            assert launches[0] < launches[1] - 80, launches
