@@ -153,7 +153,9 @@ def gather_nd(ctx, ins, attrs):
     x, index = ins["X"], ins["Index"]
     coords, k, bad = _nd_index(ctx, x, index, x.dtype)
     out = _nd_view(x, k)[coords]
-    return {"Out": device_ids.nan_where(ctx.xp, bad, out.reshape(tuple(index.shape[:-1]) + tuple(x.shape[k:])))}
+    lead = tuple(index.shape[:-1])
+    bad = None if bad is None else bad.reshape(lead)      # (one per coordinate tuple, in Index's shape)
+    return {"Out": device_ids.nan_where(ctx.xp, bad, out.reshape(lead + tuple(x.shape[k:])))}
 
 
 @register_grad("gather_nd", inputs=["X", "Index", "Out@GRAD"])

@@ -164,3 +164,21 @@ def test_an_integer_result_has_no_nan_so_a_device_checks_its_ids_on_the_host():
     assert got.tolist() == [13, 11] and len(log.syncs) == 3, str(log)
     with pytest.raises(ValueError, match=r"index 10 in 'idx' is out of range \[0, 10\)"):
         exe.run(main, feed=dict(feed, idx=np.array([10, 1])), fetch_list=[out])
+
+
+def test_gather_nd_marks_the_slices_of_bad_coordinates_in_indexs_own_shape():
+    """An Index of several leading axes (as beam search's decoders build it): each bad coordinate
+    tuple makes its own output slice NaN on a device; the others are the CPU's."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [4, 5], "float32")
+        idx = fluid.data("idx", [2, 3, 1], "int64")
+        out = fluid.layers.gather_nd(x, idx)
+    feed = {"x": np.arange(20, dtype="float32").reshape(4, 5), "idx": np.array([[[0], [3], [1]], [[2], [0], [1]]])}
+    cpu, = fluid.Executor(places.CPUPlace()).run(main, feed=feed, fetch_list=[out])
+    feed["idx"] = feed["idx"].copy()
+    feed["idx"][1, 1, 0] = 9
+    dev, = fluid.Executor(StandinPlace(0)).run(main, feed=feed, fetch_list=[out])
+    assert dev.shape == (2, 3, 5)
+    assert np.isnan(dev[1, 1]).all() and not np.isnan(np.delete(dev.reshape(6, 5), 4, axis=0)).any()
+    np.testing.assert_array_equal(np.delete(dev.reshape(6, 5), 4, axis=0), np.delete(cpu.reshape(6, 5), 4, axis=0))
