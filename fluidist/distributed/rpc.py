@@ -25,6 +25,7 @@ Messages are ``wire`` messages: a JSON header plus raw array buffers, sent and r
 copying the payload.
 """
 import itertools
+import json
 import logging
 import os
 import threading
@@ -32,7 +33,7 @@ import time
 
 import zmq
 
-from . import liveness, reach, security, shm_payload, wire
+from . import liveness, outgoing, reach, security, shm_payload, wire
 from .. import timeline as _timeline
 from .rpc_common import (  # noqa: F401  (rpc.<name> is where the rest of fluidist finds them)
     DEFAULT_DEADLINE_MS, DEFAULT_RETRY_TIMES, RETRIED_KINDS, SERVER_LINGER_MS, PeerLost, PserverUnreachable,
@@ -147,45 +148,59 @@ class Client:
         return rid
 
     def request_parts(self, parts):
-        """Send the requests ``parts`` (``request``'s keyword arguments, one trainer's) as one message:
-        a batch, or the lone request itself. Returns the id for ``wait``, whose reply to a batch is a
-        batch of the parts' replies (an error part raises, naming that request)."""
-        if len(parts) == 1:
+        """Send the requests ``parts`` (``request``'s keyword arguments or ``outgoing.Part`` objects, one
+        trainer's) as one message: a batch, or a lone request itself. Returns the id for ``wait``,
+        whose reply to a batch is a batch of the parts' replies (an error part raises, naming it)."""
+        if len(parts) == 1 and isinstance(parts[0], dict):
             return self.request(**parts[0])
         if self.closed:
             raise RPCError("client of %s is closed" % self.endpoint)
         rid = next(self._ids)
         t0 = time.perf_counter()
-        trainer = parts[0].get("trainer", 0)
-        encoded, whats = [], []
-        for kw in parts:
-            kw = dict(kw)
-            kind, name, step = kw.pop("kind"), kw.pop("name", None), kw.pop("step", 0)
-            if kw.pop("trainer", 0) != trainer:
-                raise RPCError("a batch to pserver %s mixes trainer ids" % self.endpoint)
-            what = kw.pop("what", None)
-            encoded.append(wire.encode_part(kind, name, kw.pop("value", None), step, kw.pop("lod", None), **kw))
-            whats.append(_describe(what or ("%s %s" % (kind, name or "")).strip(), trainer, step))
-        step = parts[0].get("step", 0)
-        frames = wire.encode_batch(rid, trainer, step, encoded)
-        # one slot per pserver for the step's buffers, with room for the next steps' (row-sparse sizes vary)
-        self._send(rid, frames, (self.endpoint, "batch"), 1.25)
+        parts = [p if isinstance(p, outgoing.Part) else outgoing.Part(p) for p in parts]
+        trainer = parts[0].trainer
+        if any(p.trainer != trainer for p in parts):
+            raise RPCError("a batch to pserver %s mixes trainer ids" % self.endpoint)
+        frames = wire.encode_batch(rid, trainer, parts[0].header["step"], [(p.header, []) for p in parts])
+        self._before_send(rid)
+        desc, segments = [], []
+        for p in parts:
+            if self._shm and p.segment is None and not p.desc:
+                p.copy_to_slot(self.endpoint, rid)     # not posted ahead: copied now
+            p.finish()                                 # (a copy still in flight: waited for)
+            desc.extend([len(frames) + i] + rest for i, *rest in p.desc)
+            frames.extend(p.buffers)
+            if p.segment is not None:
+                segments.append(p.segment)
+        self._send_frames(rid, frames, desc)
+        self._slots[rid] = segments
+        whats = [_describe(p.what, trainer, p.header["step"]) for p in parts]
         self._pending[rid] = "%d requests (%s)" % (len(parts), _shorten(", ".join(whats)))
         self._parts[rid] = whats
         if _timeline.enabled:
             _timeline.complete("rpc", "send batch", t0, time.perf_counter() - t0, peer=self.endpoint,
                                bytes=_timeline.frame_bytes(frames), kind="batch", parts=len(parts), trainer=trainer,
-                               step=step)
+                               step=parts[0].header["step"])
         return rid
 
     def _send(self, rid, frames, slot_key, headroom):
+        self._before_send(rid)
+        if self._shm:
+            frames, seg = shm_payload.pack(frames, slot_key, rid, headroom=headroom)
+            if seg is not None:
+                self._slots[rid] = [seg]
+        self._send_frames(rid, frames, None)
+
+    def _before_send(self, rid):
         if self._link is not None:
             self._check_link(None, silence=False)   # a pserver known to be dead or refusing us: fail first
             self._losses_at[rid] = self._link.losses
-        if self._shm:
-            frames, seg = shm_payload.pack(frames, slot_key, rid, announce=True, headroom=headroom)
-            if seg is not None:
-                self._slots[rid] = seg
+
+    def _send_frames(self, rid, frames, desc):
+        """Send ``frames``; to a pserver on this host with the descriptor of the buffers already in
+        shared memory (``desc``, possibly empty: it tells the pserver this trainer reads it too)."""
+        if self._shm and (desc is not None or not shm_payload.is_packed(frames)):
+            frames = [shm_payload.MAGIC, json.dumps(desc or [], separators=(",", ":")).encode()] + frames
         self._sock.send_multipart(frames, copy=False)
 
     def _check_parts(self, rid, msg, desc):
@@ -255,8 +270,7 @@ class Client:
         return msg
 
     def _free_slot(self, rid):
-        seg = self._slots.pop(rid, None)
-        if seg is not None:
+        for seg in self._slots.pop(rid, ()):
             seg.busy = None     # answered: the pserver has read the payload
 
     def _forget(self, rid, keep_parts=False):
@@ -401,7 +415,7 @@ def call_all(requests, timeout_s=None):
     to it and has not sent yet; the acknowledgements of everything posted are awaited here too."""
     groups = _take_queued()
     for i, (endpoint, kw) in enumerate(requests):
-        groups.setdefault((endpoint, kw.get("trainer", 0)), []).append((kw, i))
+        groups.setdefault((endpoint, kw.get("trainer", 0)), []).append((kw, i))     # (a lone dict: a plain request)
     sent = []
     for (endpoint, _), items in groups.items():
         c = get_client(endpoint)
@@ -439,11 +453,12 @@ def _wait_retrying(client, rid, until, kws, span):
         except PserverUnreachable:
             raise
         except RPCTimeout as e:
-            if not kws or any(kw.get("kind") not in RETRIED_KINDS for kw in kws) or attempt >= retry_times():
+            if not kws or any((kw.kw if isinstance(kw, outgoing.Part) else kw).get("kind") not in RETRIED_KINDS
+                              for kw in kws) or attempt >= retry_times():
                 raise
             attempt += 1
             logger.warning("%s; sending it again (retry %d of %d, FLAGS_rpc_retry_times)", e, attempt, retry_times())
-            rid = client.request_parts(kws)
+            rid = client.request_parts([kw.kw if isinstance(kw, outgoing.Part) else kw for kw in kws])
             until = time.monotonic() + span
 
 
@@ -458,7 +473,11 @@ def post(requests):
     gets. The arrays must not change afterwards (kernels never write their inputs in place)."""
     queued = _queued()
     for endpoint, kw in requests:
-        queued.setdefault((endpoint, kw.get("trainer", 0)), []).append((kw, None))
+        part = outgoing.Part(kw)
+        c = get_client(endpoint)
+        if c._shm and part.big():
+            part.copy_to_slot(endpoint, part, background=True)    # while the backward pass goes on
+        queued.setdefault((endpoint, part.trainer), []).append((part, None))
     if sum(len(v) for v in queued.values()) > MAX_POSTED:
         dispatch()
 
@@ -486,7 +505,7 @@ def pending():
 
 def _queued():
     if getattr(_local, "queued", None) is None or _local.queued_pid != os.getpid():
-        _local.queued = {}            # (endpoint, trainer id) -> [(kwargs, None)], in the order posted
+        _local.queued = {}            # (endpoint, trainer id) -> [(outgoing.Part, None)], in the order posted
         _local.queued_pid = os.getpid()
     return _local.queued
 

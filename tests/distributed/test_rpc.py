@@ -587,3 +587,31 @@ def test_a_batch_waiting_for_a_later_part_keeps_the_values_it_was_answered_with(
     finally:
         rpc.release_clients([server.endpoint])
         server.close(0)
+
+
+def test_posted_big_blocks_travel_through_shared_memory_step_after_step(monkeypatch):
+    # on one host a posted block is copied into the trainer's slot by the transport thread while the
+    # caller goes on; the step's message then carries references; slots are reused step after step,
+    # and a row-sparse block whose row count grows gets a bigger slot
+    monkeypatch.setenv("FLUIDIST_PS_TRANSPORT", "shm")
+    from fluidist.core.tensor import SelectedRows
+    echo = EchoServer()
+    try:
+        ep = echo.endpoint
+        for step in range(1, 4):
+            dense = [np.full((300, 100), step * 10 + k, np.float32) for k in range(3)]
+            rows = SelectedRows(np.arange(step * 2000, dtype=np.int64), np.full((step * 2000, 16), -step, np.float32),
+                                10 ** 6)
+            rpc.post([(ep, dict(kind="send", name="d%d" % k, value=v, trainer=0, step=step))
+                      for k, v in enumerate(dense)])
+            rpc.post([(ep, dict(kind="send", name="rows", value=rows, trainer=0, step=step))])
+            got = rpc.call_all([(ep, dict(kind="get", name="d%d" % k, trainer=0, step=step)) for k in range(3)])
+            for v, r in zip(dense, got):
+                np.testing.assert_array_equal(r.value, v)
+            stored = echo.store["rows"].item()      # (the echo server keeps what it received)
+            assert stored.value.shape == (step * 2000, 16) and (stored.value == -step).all()
+            np.testing.assert_array_equal(stored.rows, rows.rows)
+        assert len(echo.server._shm_peers) == 1          # the payloads came through shared memory
+    finally:
+        rpc.release_clients([echo.endpoint])
+        echo.close()
