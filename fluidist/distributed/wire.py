@@ -430,7 +430,8 @@ def _decode_batch(header, frames, rid, trainer):
             msg, at = _decode_one(part, frames, at, rid, trainer)
         except WireError as e:
             kind = part.get("kind")
-            raise WireError("part %d (%s %s) of the batch: %s" % (i, kind if kind in KINDS else _show(kind, 20),
+            raise WireError("part %d (%s %s) of the batch: %s" % (i, kind if type(kind) is str and kind in KINDS
+                                                                  else _show(kind, 20),
                                                                   _show(part.get("name"), 80), e)) from None
         out.append(msg)
     if at != len(frames):
