@@ -1,12 +1,15 @@
 """A trainer's outgoing requests between the op that posts them and the message that carries them.
 
 A ``send`` op hands its gradient blocks to the transport (``rpc.post``) and returns; they leave with the
-step's next exchange with that pserver, as parts of one message (``wire``'s batch). Meanwhile, on one
-host, each part's big buffers are copied into the trainer's shared-memory slots (``shm_payload``) by
-the transport's own thread, while the backward pass goes on computing the next gradients (NumPy's
-copies and BLAS both release the GIL): when the step's message leaves, it only waits for the copies
-still in flight. Encoding (and with it every check of the value) happens at once, in the posting op,
-so a value that cannot travel still fails in that op.
+step's next exchange with that pserver, as parts of one message (``wire``'s batch). On one host each
+part's big buffers are copied into the trainer's shared-memory slots (``shm_payload``): where the
+process has cores to spare (``FLUIDIST_PS_SEND_THREAD``), by the transport's own thread as soon as the
+part is posted, while the backward pass goes on computing the next gradients (NumPy's copies and BLAS
+both release the GIL), and the step's message then only waits for the copies still in flight;
+elsewhere when the message leaves (on 2 cores shared by 2 trainers and 2 pservers the thread's copies
+slowed the 10M-parameter MLP's backward pass by half and gained nothing on the CTR model). Encoding
+(and with it every check of the value) happens at once, in the posting op, so a value that cannot
+travel still fails in that op.
 """
 import os
 import queue
@@ -15,6 +18,24 @@ import threading
 from . import shm_payload, wire
 
 SLOT_HEADROOM = 1.25     # a part's slot made anew has room for the next steps' (row-sparse sizes vary)
+SEND_THREAD_ENV = "FLUIDIST_PS_SEND_THREAD"
+SEND_THREAD_MIN_CORES = 4
+
+
+def copies_in_background():
+    """Whether posted parts are copied into shared memory by the transport thread:
+    ``FLUIDIST_PS_SEND_THREAD`` = ``auto`` (default: when this process may run on at least
+    ``SEND_THREAD_MIN_CORES`` cores), ``1`` or ``0``."""
+    raw = os.environ.get(SEND_THREAD_ENV, "auto").strip().lower() or "auto"
+    if raw == "auto":
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+        return cores >= SEND_THREAD_MIN_CORES
+    if raw in ("1", "0"):
+        return raw == "1"
+    raise ValueError("%s must be auto, 1 or 0, got %r" % (SEND_THREAD_ENV, raw))
 
 
 class Part:

@@ -475,7 +475,7 @@ def post(requests):
     for endpoint, kw in requests:
         part = outgoing.Part(kw)
         c = get_client(endpoint)
-        if c._shm and part.big():
+        if c._shm and part.big() and outgoing.copies_in_background():
             part.copy_to_slot(endpoint, part, background=True)    # while the backward pass goes on
         queued.setdefault((endpoint, part.trainer), []).append((part, None))
     if sum(len(v) for v in queued.values()) > MAX_POSTED:

@@ -1,4 +1,5 @@
 """The ZeroMQ transport over real sockets on 127.0.0.1: replies, errors, deadlines, the client pool."""
+import os
 import socket
 import threading
 import time
@@ -589,11 +590,13 @@ def test_a_batch_waiting_for_a_later_part_keeps_the_values_it_was_answered_with(
         server.close(0)
 
 
-def test_posted_big_blocks_travel_through_shared_memory_step_after_step(monkeypatch):
-    # on one host a posted block is copied into the trainer's slot by the transport thread while the
-    # caller goes on; the step's message then carries references; slots are reused step after step,
-    # and a row-sparse block whose row count grows gets a bigger slot
+@pytest.mark.parametrize("thread", ["1", "0"])
+def test_posted_big_blocks_travel_through_shared_memory_step_after_step(monkeypatch, thread):
+    # on one host a posted block is copied into the trainer's slot (by the transport thread while the
+    # caller goes on, or when the message leaves); the step's message then carries references; slots
+    # are reused step after step, and a row-sparse block whose row count grows gets a bigger slot
     monkeypatch.setenv("FLUIDIST_PS_TRANSPORT", "shm")
+    monkeypatch.setenv("FLUIDIST_PS_SEND_THREAD", thread)
     from fluidist.core.tensor import SelectedRows
     echo = EchoServer()
     try:
@@ -615,3 +618,15 @@ def test_posted_big_blocks_travel_through_shared_memory_step_after_step(monkeypa
     finally:
         rpc.release_clients([echo.endpoint])
         echo.close()
+
+
+def test_the_send_thread_setting(monkeypatch):
+    from fluidist.distributed import outgoing
+    for raw, want in [("1", True), ("0", False), (" 1 ", True)]:
+        monkeypatch.setenv("FLUIDIST_PS_SEND_THREAD", raw)
+        assert outgoing.copies_in_background() is want
+    monkeypatch.setenv("FLUIDIST_PS_SEND_THREAD", "auto")
+    assert outgoing.copies_in_background() is (len(os.sched_getaffinity(0)) >= outgoing.SEND_THREAD_MIN_CORES)
+    monkeypatch.setenv("FLUIDIST_PS_SEND_THREAD", "yes")
+    with pytest.raises(ValueError, match="FLUIDIST_PS_SEND_THREAD must be auto, 1 or 0, got 'yes'"):
+        outgoing.copies_in_background()
