@@ -20,6 +20,7 @@ from . import shm_payload, wire
 SLOT_HEADROOM = 1.25     # a part's slot made anew has room for the next steps' (row-sparse sizes vary)
 SEND_THREAD_ENV = "FLUIDIST_PS_SEND_THREAD"
 SEND_THREAD_MIN_CORES = 4
+_cores: dict = {}        # pid -> the cores it may run on (asked once per process)
 
 
 def copies_in_background():
@@ -28,11 +29,12 @@ def copies_in_background():
     ``SEND_THREAD_MIN_CORES`` cores), ``1`` or ``0``."""
     raw = os.environ.get(SEND_THREAD_ENV, "auto").strip().lower() or "auto"
     if raw == "auto":
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            cores = os.cpu_count() or 1
-        return cores >= SEND_THREAD_MIN_CORES
+        if _cores.get(os.getpid()) is None:
+            try:
+                _cores[os.getpid()] = len(os.sched_getaffinity(0))
+            except (AttributeError, OSError):
+                _cores[os.getpid()] = os.cpu_count() or 1
+        return _cores[os.getpid()] >= SEND_THREAD_MIN_CORES
     if raw in ("1", "0"):
         return raw == "1"
     raise ValueError("%s must be auto, 1 or 0, got %r" % (SEND_THREAD_ENV, raw))
