@@ -178,7 +178,7 @@ class Client:
         self._pending[rid] = "%d requests (%s)" % (len(parts), _shorten(", ".join(whats)))
         self._parts[rid] = whats
         if _timeline.enabled:
-            _timeline.complete("rpc", "send batch", t0, time.perf_counter() - t0, peer=self.endpoint,
+            _timeline.complete("rpc", "send batch", t0, time.perf_counter() - t0, peer=self.endpoint, var=None,
                                bytes=_timeline.frame_bytes(frames), kind="batch", parts=len(parts), trainer=trainer,
                                step=parts[0].header["step"])
         return rid
