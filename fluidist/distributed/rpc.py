@@ -428,7 +428,9 @@ def call_all(requests, timeout_s=None):
     for c, rid, t, kws, where in [(c, rid, t, None, ()) for c, rid, t in posted] + \
             [(c, rid, None, kws, where) for c, rid, kws, where in sent]:
         try:
-            got = _wait_retrying(c, rid, min(t, until[0]) if t is not None else until[0], kws, span)
+            # a posted request keeps the deadline it was sent with, until an error cuts the drain short
+            limit = until[0] if t is None else (t if first_error is None else min(t, until[0]))
+            got = _wait_retrying(c, rid, limit, kws, span)
         except RPCError as e:
             # keep draining the other replies (briefly) so they do not linger as stale
             if first_error is None:
