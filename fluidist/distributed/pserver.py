@@ -440,6 +440,7 @@ class ParameterServer:
 
     def _round(self):
         step = self.rounds + 1
+        self.server.values_will_change()     # a batch's parts answered before the round keep their values
         if self.lr_block >= 0:
             self._run(self.lr_block, "the learning-rate block (step %d)" % step)
         for idx in self.round_blocks:

@@ -25,6 +25,7 @@ Messages are ``wire`` messages: a JSON header plus raw array buffers, sent and r
 copying the payload.
 """
 import itertools
+import json
 import logging
 import os
 import threading
@@ -32,7 +33,7 @@ import time
 
 import zmq
 
-from . import liveness, reach, security, shm_payload, wire
+from . import liveness, outgoing, reach, security, shm_payload, wire
 from .. import timeline as _timeline
 from .rpc_common import (  # noqa: F401  (rpc.<name> is where the rest of fluidist finds them)
     DEFAULT_DEADLINE_MS, DEFAULT_RETRY_TIMES, RETRIED_KINDS, SERVER_LINGER_MS, PeerLost, PserverUnreachable,
@@ -77,6 +78,10 @@ def context():
                 _ctx = zmq.Context()
                 _ctx_pid = pid
     return _ctx
+
+
+def _shorten(text, limit=300):
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _describe(what, trainer, step):
@@ -126,6 +131,7 @@ class Client:
         # same host: big payloads through shared memory (shm_payload); rid -> the slot a request holds
         self._shm = shm_payload.use_for(split_endpoint(endpoint)[0])
         self._slots = {}
+        self._parts = {}               # rid of a batch -> the descriptions of its requests
 
     def request(self, kind, name=None, value=None, trainer=0, step=0, lod=None, what=None, **fields):
         """Send one request; returns its id for ``wait``."""
@@ -134,19 +140,85 @@ class Client:
         rid = next(self._ids)
         t0 = time.perf_counter()
         frames = wire.encode(kind, rid, name, value, trainer, step, lod, **fields)
-        if self._link is not None:
-            self._check_link(None, silence=False)   # a pserver known to be dead or refusing us: fail first
-            self._losses_at[rid] = self._link.losses
-        if self._shm:
-            frames, seg = shm_payload.pack(frames, (self.endpoint, kind, name), rid, announce=True)
-            if seg is not None:
-                self._slots[rid] = seg
-        self._sock.send_multipart(frames, copy=False)
+        self._send(rid, frames, (self.endpoint, kind, name), 1.0)
         self._pending[rid] = _describe(what or ("%s %s" % (kind, name or "")).strip(), trainer, step)
         if _timeline.enabled:
             _timeline.complete("rpc", "send %s" % kind, t0, time.perf_counter() - t0, peer=self.endpoint,
                                var=name, bytes=_timeline.frame_bytes(frames), kind=kind, trainer=trainer, step=step)
         return rid
+
+    def request_parts(self, parts):
+        """Send the requests ``parts`` (``request``'s keyword arguments or ``outgoing.Part`` objects, one
+        trainer's) as one message: a batch, or a lone request itself. Returns the id for ``wait``,
+        whose reply to a batch is a batch of the parts' replies (an error part raises, naming it)."""
+        if len(parts) == 1 and isinstance(parts[0], dict):
+            return self.request(**parts[0])
+        if self.closed:
+            raise RPCError("client of %s is closed" % self.endpoint)
+        rid = next(self._ids)
+        t0 = time.perf_counter()
+        parts = [p if isinstance(p, outgoing.Part) else outgoing.Part(p) for p in parts]
+        trainer = parts[0].trainer
+        if any(p.trainer != trainer for p in parts):
+            raise RPCError("a batch to pserver %s mixes trainer ids" % self.endpoint)
+        frames = wire.encode_batch(rid, trainer, parts[0].header["step"], [(p.header, []) for p in parts])
+        self._before_send(rid)
+        desc, segments = [], []
+        for p in parts:
+            if self._shm and p.segment is None and not p.desc:
+                p.copy_to_slot(self.endpoint, rid)     # not posted ahead: copied now
+            p.finish()                                 # (a copy still in flight: waited for)
+            desc.extend([len(frames) + i] + rest for i, *rest in p.desc)
+            frames.extend(p.buffers)
+            if p.segment is not None:
+                segments.append(p.segment)
+        self._send_frames(rid, frames, desc)
+        self._slots[rid] = segments
+        whats = [_describe(p.what, trainer, p.header["step"]) for p in parts]
+        self._pending[rid] = "%d requests (%s)" % (len(parts), _shorten(", ".join(whats)))
+        self._parts[rid] = whats
+        if _timeline.enabled:
+            _timeline.complete("rpc", "send batch", t0, time.perf_counter() - t0, peer=self.endpoint, var=None,
+                               bytes=_timeline.frame_bytes(frames), kind="batch", parts=len(parts), trainer=trainer,
+                               step=parts[0].header["step"])
+        return rid
+
+    def _send(self, rid, frames, slot_key, headroom):
+        self._before_send(rid)
+        if self._shm:
+            frames, seg = shm_payload.pack(frames, slot_key, rid, headroom=headroom)
+            if seg is not None:
+                self._slots[rid] = [seg]
+        self._send_frames(rid, frames, None)
+
+    def _before_send(self, rid):
+        if self._link is not None:
+            self._check_link(None, silence=False)   # a pserver known to be dead or refusing us: fail first
+            self._losses_at[rid] = self._link.losses
+
+    def _send_frames(self, rid, frames, desc):
+        """Send ``frames``; to a pserver on this host with the descriptor of the buffers already in
+        shared memory (``desc``, possibly empty: it tells the pserver this trainer reads it too)."""
+        if self._shm and (desc is not None or not shm_payload.is_packed(frames)):
+            frames = [shm_payload.MAGIC, json.dumps(desc or [], separators=(",", ":")).encode()] + frames
+        self._sock.send_multipart(frames, copy=False)
+
+    def _check_parts(self, rid, msg, desc):
+        """A batch's reply: one part per request, and the first error part raised, naming its request."""
+        whats = self._parts.pop(rid, None)
+        if whats is None:
+            if msg.parts is not None:
+                raise RPCError("pserver %s answered %s with %d parts" % (self.endpoint, desc, len(msg.parts)))
+            return
+        if msg.kind == "error":
+            return          # the whole batch refused: raised below
+        if msg.parts is None or len(msg.parts) != len(whats):
+            raise RPCError("pserver %s sent a malformed reply to %s: %s instead of %d parts"
+                           % (self.endpoint, desc, "%d parts" % len(msg.parts) if msg.parts else "one reply",
+                              len(whats)))
+        for part, what in zip(msg.parts, whats):
+            if part.kind == "error":
+                raise RPCError("pserver %s answered %s with an error: %s" % (self.endpoint, what, part.get("msg", "")))
 
     def wait(self, rid, timeout_s=None, until=None):
         """The reply to request ``rid``; raises ``RPCError`` on an error reply, ``PeerLost`` when the
@@ -187,22 +259,24 @@ class Client:
                 if got.rid in self._pending:
                     self._early[got.rid] = got
                 # else: a reply to a request that already timed out; drop it
-        desc = self._forget(rid)
+        desc = self._forget(rid, keep_parts=True)
         self._free_slot(rid)
         if _timeline.enabled:
             _timeline.complete("wait", "wait %s" % desc, t0, time.perf_counter() - t0, peer=self.endpoint,
                                bytes=nbytes)
+        self._check_parts(rid, msg, desc)
         if msg.kind == "error":
             raise RPCError("pserver %s answered %s with an error: %s" % (self.endpoint, desc, msg.get("msg", "")))
         return msg
 
     def _free_slot(self, rid):
-        seg = self._slots.pop(rid, None)
-        if seg is not None:
+        for seg in self._slots.pop(rid, ()):
             seg.busy = None     # answered: the pserver has read the payload
 
-    def _forget(self, rid):
+    def _forget(self, rid, keep_parts=False):
         self._losses_at.pop(rid, None)
+        if not keep_parts:
+            self._parts.pop(rid, None)
         return self._pending.pop(rid, "")
 
     def _check_link(self, rid, silence=True):
@@ -337,32 +411,43 @@ def call_all(requests, timeout_s=None):
 
     ``requests``: a list of ``(endpoint, kwargs for Client.request)``. Returns the replies in order.
     Sending all before waiting lets the pservers work in parallel (one round trip, not N). The
-    acknowledgements of this thread's ``post``-ed requests are awaited here too (first)."""
+    requests to one pserver (of one trainer id) go as one message, after what this thread ``post``-ed
+    to it and has not sent yet; the acknowledgements of everything posted are awaited here too."""
+    groups = _take_queued()
+    for i, (endpoint, kw) in enumerate(requests):
+        groups.setdefault((endpoint, kw.get("trainer", 0)), []).append((kw, i))     # (a lone dict: a plain request)
     sent = []
-    for endpoint, kw in requests:
+    for (endpoint, _), items in groups.items():
         c = get_client(endpoint)
-        sent.append((c, c.request(**kw), kw))
+        kws = [kw for kw, _ in items]
+        sent.append((c, c.request_parts(kws), kws, [i for _, i in items]))
     span = timeout_s if timeout_s is not None else wait_limit()
-    until = time.monotonic() + span
+    until = [time.monotonic() + span]
     posted = _take_posted()
-    waits = [(c, rid, t, None) for c, rid, t in posted] + [(c, rid, until, kw) for c, rid, kw in sent]
-    out, first_error = [], None
-    for c, rid, t, kw in waits:
+    out, first_error = [None] * len(requests), None
+    for c, rid, t, kws, where in [(c, rid, t, None, ()) for c, rid, t in posted] + \
+            [(c, rid, None, kws, where) for c, rid, kws, where in sent]:
         try:
-            out.append(_wait_retrying(c, rid, t, kw, span))
+            # a posted request keeps the deadline it was sent with, until an error cuts the drain short
+            limit = until[0] if t is None else (t if first_error is None else min(t, until[0]))
+            got = _wait_retrying(c, rid, limit, kws, span)
         except RPCError as e:
             # keep draining the other replies (briefly) so they do not linger as stale
             if first_error is None:
                 first_error = e
-                until = min(until, time.monotonic() + 1.0)
-            out.append(None)
+                until[0] = min(until[0], time.monotonic() + 1.0)
+            continue
+        for i, reply in zip(where, got.parts if got.parts is not None else [got]):
+            if i is not None:
+                out[i] = reply
     if first_error is not None:
         raise first_error
-    return out[len(posted):]
+    return out
 
 
-def _wait_retrying(client, rid, until, kw, span):
-    """``client.wait(rid)``; a ``get`` / ``prefetch`` that timed out is sent again (``retry_times``)."""
+def _wait_retrying(client, rid, until, kws, span):
+    """``client.wait(rid)``; requests that are all ``get`` / ``prefetch`` (reads) and timed out are sent
+    again (``retry_times``)."""
     attempt = 0
     while True:
         try:
@@ -370,11 +455,12 @@ def _wait_retrying(client, rid, until, kw, span):
         except PserverUnreachable:
             raise
         except RPCTimeout as e:
-            if kw is None or kw.get("kind") not in RETRIED_KINDS or attempt >= retry_times():
+            if not kws or any((kw.kw if isinstance(kw, outgoing.Part) else kw).get("kind") not in RETRIED_KINDS
+                              for kw in kws) or attempt >= retry_times():
                 raise
             attempt += 1
             logger.warning("%s; sending it again (retry %d of %d, FLAGS_rpc_retry_times)", e, attempt, retry_times())
-            rid = client.request(**kw)
+            rid = client.request_parts([kw.kw if isinstance(kw, outgoing.Part) else kw for kw in kws])
             until = time.monotonic() + span
 
 
@@ -382,19 +468,54 @@ MAX_POSTED = 256
 
 
 def post(requests):
-    """Send requests whose replies are mere acknowledgements without waiting for them: the next
-    ``call_all`` (or ``flush``) of this thread waits for them, each under the deadline it had when
-    sent. ``send`` ops use this so that gradients travel while the backward pass goes on; the
-    arrays must not change afterwards (kernels never write their inputs in place)."""
+    """Queue requests whose replies are mere acknowledgements (``send``, ``send_barrier``): they go with
+    this thread's next ``call_all`` to the same pserver, as parts of its one message, or at the end of
+    the executor's run (``dispatch``), and that call (or ``flush``) waits for their acknowledgements.
+    A trainer's step thus costs each pserver one message: its gradient blocks, its barrier and its
+    gets. The arrays must not change afterwards (kernels never write their inputs in place)."""
+    queued = _queued()
+    for endpoint, kw in requests:
+        part = outgoing.Part(kw)
+        c = get_client(endpoint)
+        if c._shm and part.big() and outgoing.copies_in_background():
+            part.copy_to_slot(endpoint, part, background=True)    # while the backward pass goes on
+        queued.setdefault((endpoint, part.trainer), []).append((part, None))
+    if sum(len(v) for v in queued.values()) > MAX_POSTED:
+        dispatch()
+
+
+def dispatch():
+    """Send what this thread queued (one message per pserver) without waiting: the acknowledgements
+    are awaited by its next ``call_all`` or ``flush``."""
+    groups = _take_queued()
+    if not groups:
+        return
     if getattr(_local, "posted", None) is None or _local.posted_pid != os.getpid():
         _local.posted = []
         _local.posted_pid = os.getpid()
     until = time.monotonic() + wait_limit()
-    for endpoint, kw in requests:
+    for (endpoint, _), items in groups.items():
         c = get_client(endpoint)
-        _local.posted.append((c, c.request(**kw), until))
-    if len(_local.posted) > MAX_POSTED:
-        flush()
+        _local.posted.append((c, c.request_parts([kw for kw, _ in items]), until))
+
+
+def pending():
+    """Whether this thread queued requests it has not sent yet."""
+    queued = getattr(_local, "queued", None)
+    return bool(queued) and _local.queued_pid == os.getpid()
+
+
+def _queued():
+    if getattr(_local, "queued", None) is None or _local.queued_pid != os.getpid():
+        _local.queued = {}            # (endpoint, trainer id) -> [(outgoing.Part, None)], in the order posted
+        _local.queued_pid = os.getpid()
+    return _local.queued
+
+
+def _take_queued():
+    queued = _queued()
+    _local.queued = {}
+    return queued
 
 
 def _take_posted():
@@ -406,5 +527,5 @@ def _take_posted():
 
 
 def flush():
-    """Wait for the acknowledgements of every request this thread ``post``-ed."""
+    """Send what this thread queued and wait for the acknowledgements of everything it ``post``-ed."""
     call_all([])

@@ -1,5 +1,12 @@
 """The pserver's side of the ZeroMQ transport (``rpc``): one ROUTER bound to an endpoint, which answers
-malformed requests with an error and keeps serving. ``rpc.Server`` and ``rpc.Request`` are these."""
+malformed requests with an error and keeps serving. ``rpc.Server`` and ``rpc.Request`` are these.
+
+A batch (``wire``: several requests of one trainer as one message) is handed to the serving loop part by
+part, in order, as if each had come alone, before any later message; the loop answers each part with
+``reply`` or ``error`` as it would a request, whenever it likes (a sync pserver holds a trainer's gets
+until its round), and the batch's one reply leaves once every part is answered (``BatchReply``)."""
+import collections
+import json
 import time
 
 import zmq
@@ -12,14 +19,45 @@ from .wire import WireError
 
 class Request:
     """A received request: the peer's routing identity, the decoded message, and the file descriptor
-    of the connection it came on (``peers`` maps descriptors to senders)."""
+    of the connection it came on (``peers`` maps descriptors to senders); a part of a batch also has
+    the batch's ``BatchReply`` and its index there."""
 
-    __slots__ = ("peer", "msg", "fd")
+    __slots__ = ("peer", "msg", "fd", "batch", "index")
 
-    def __init__(self, peer, msg, fd=None):
+    def __init__(self, peer, msg, fd=None, batch=None, index=0):
         self.peer = peer
         self.msg = msg
         self.fd = fd
+        self.batch = batch
+        self.index = index
+
+
+class BatchReply:
+    """The reply to one batch, filled part by part with ``(part header, buffers, snapshot)`` (the pair of
+    ``wire.encode_part`` and whether the value may change once answered) and sent by the server once
+    every part is answered. Until then a part's buffers may be views of the pserver's parameters (in
+    its resident segments or not): ``detach`` copies them before a sync round writes them."""
+
+    __slots__ = ("request", "parts", "left")
+
+    def __init__(self, request):
+        self.request = request
+        self.parts = [None] * len(request.msg.parts)
+        self.left = len(self.parts)
+
+    def answer(self, index, part):
+        if self.parts[index] is not None:
+            raise RuntimeError("part %d of a batch was answered twice" % index)
+        self.parts[index] = part
+        self.left -= 1
+        return self.left == 0
+
+    def detach(self):
+        """Copy the buffers of the parts answered so far (the arrays they view may change next)."""
+        for i, part in enumerate(self.parts):
+            if part is not None and any(type(b) is not bytes for b in part[1]):
+                self.parts[i] = (part[0], [b if type(b) is bytes else bytes(memoryview(b).cast("B"))
+                                           for b in part[1]], part[2])
 
 
 class Server:
@@ -68,6 +106,8 @@ class Server:
         self.closed = False
         self.malformed = 0   # count of rejected messages (for tests and logs)
         self._shm_peers = set()   # peers that sent shared-memory payloads: replies go back the same way
+        self._parts = collections.deque()    # parts of a received batch not yet handed to the loop
+        self._open = set()                   # BatchReply objects with parts still unanswered
 
     def deadline(self):
         return deadline_seconds(self.deadline_ms)
@@ -76,6 +116,8 @@ class Server:
         """The next well-formed request, or None when ``timeout_s`` passes (every wait has a deadline)."""
         if timeout_s is None:
             raise ValueError("Server.recv needs a timeout")
+        if self._parts:
+            return self._parts.popleft()
         until = time.monotonic() + timeout_s
         while True:
             left = until - time.monotonic()
@@ -102,8 +144,9 @@ class Server:
                     body = shm_payload.unpack(body)
                     self._shm_peers.add(peer.bytes)
                 msg = wire.decode(body)
-                if msg.kind in ("ok", "error"):
-                    raise WireError("a %r reply is not a request" % msg.kind)
+                first = msg.parts[0] if msg.parts is not None else msg
+                if first.kind in wire.REPLY_KINDS:
+                    raise WireError("a %r reply is not a request" % first.kind)
             except (WireError, shm_payload.ShmError) as e:
                 self.malformed += 1
                 self._send(peer, wire.encode("error", wire.peek_request_id(body) if body else -1,
@@ -113,7 +156,16 @@ class Server:
                 _timeline.complete("rpc", "recv %s" % msg.kind, t0, time.perf_counter() - t0, var=msg.name,
                                    peer="trainer %s" % msg.trainer, bytes=_timeline.frame_bytes(body),
                                    kind=msg.kind, trainer=msg.trainer, step=msg.step, endpoint=self.endpoint)
-            return Request(peer, msg, fd)
+            if msg.parts is None:
+                return Request(peer, msg, fd)
+            return self._unpack_batch(Request(peer, msg, fd))
+
+    def _unpack_batch(self, req):
+        """The first part of a batch as a request; the others wait in ``_parts``."""
+        batch = BatchReply(req)
+        self._open.add(batch)
+        self._parts.extend(Request(req.peer, part, req.fd, batch, i) for i, part in enumerate(req.msg.parts))
+        return self._parts.popleft()
 
     def _watch_connections(self):
         """Read the socket's monitor: the liveness table follows the connections, the handshake guard
@@ -139,6 +191,12 @@ class Server:
         given a copy by the caller). To a shared-memory peer, arrays in resident segments go as
         references (see ``shm_payload``)."""
         m = req.msg
+        if req.batch is not None:
+            part = wire.encode_part("ok", name if name is not None else m.name, value, m.step, lod, **fields)
+            if snapshot and part[1] and req.batch.left > 1:    # sent later: the value may change meanwhile
+                part = (part[0], [bytes(memoryview(b).cast("B")) for b in part[1]])
+            self._answer_part(req, part + (snapshot,))
+            return
         frames = wire.encode("ok", m.rid, name if name is not None else m.name, value, m.trainer, m.step, lod,
                              **fields)
         if value is not None and self.shares_memory_with(req):
@@ -148,7 +206,53 @@ class Server:
 
     def error(self, req, text):
         m = req.msg
+        if req.batch is not None:
+            self._answer_part(req, wire.encode_part("error", m.name, None, m.step, msg=text) + (False,))
+            return
         self._send(req.peer, wire.encode("error", m.rid, m.name, None, m.trainer, m.step, msg=text))
+
+    def _answer_part(self, req, part):
+        batch = req.batch
+        if batch.answer(req.index, part):
+            self._open.discard(batch)
+            self._send_batch(batch)
+
+    def _send_batch(self, batch):
+        """The one reply of a batch: its parts in order, big buffers through shared memory to a peer
+        that reads it (each part's in the slot of its variable, as a lone reply's)."""
+        req = batch.request
+        peer = req.peer.bytes
+        shm = self.shares_memory_with(req)
+        buffers, desc = [], []
+        for header, bufs, snapshot in batch.parts:
+            if shm and bufs:
+                packed, entries, _ = shm_payload.pack_buffers([None] + bufs, ("reply", peer, header.get("name")),
+                                                              None, resident_ok=not snapshot, snapshot=snapshot)
+                desc.extend([len(buffers) + i, *rest] for i, *rest in entries)
+                bufs = packed[1:]
+            buffers.extend(bufs)
+        frames = wire.encode_batch(req.msg.rid, req.msg.trainer, req.msg.step, [(p[0], []) for p in batch.parts])
+        frames.extend(buffers)
+        if shm:
+            frames = [shm_payload.MAGIC, json.dumps(desc, separators=(",", ":")).encode()] + frames
+        self._send(req.peer, frames)
+
+    def values_will_change(self):
+        """The served arrays are about to be written in place (a sync round): batches still waiting
+        for other parts keep copies of what they hold."""
+        for batch in self._open:
+            batch.detach()
+
+    def _answer_open_batches(self, text):
+        """Every unanswered part of every open batch gets the error ``text`` (the server is closing)."""
+        for batch in list(self._open):
+            for i, part in enumerate(batch.parts):
+                if part is None:
+                    m = batch.request.msg.parts[i]
+                    batch.answer(i, wire.encode_part("error", m.name, None, m.step, msg=text) + (False,))
+            self._send_batch(batch)
+        self._open.clear()
+        self._parts.clear()
 
     def _release(self, linger_ms):
         if self.peers is not None:
@@ -162,4 +266,7 @@ class Server:
     def close(self, linger_ms=None):
         if not self.closed:
             self.closed = True
+            if self._open:
+                self._answer_open_batches("pserver %s closed before answering this part" % self.endpoint)
             self._release(SERVER_LINGER_MS if linger_ms is None else linger_ms)
+

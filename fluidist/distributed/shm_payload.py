@@ -186,21 +186,23 @@ class Outbox:
         self._all.append(seg)
         return seg
 
-    def slot(self, key, size, owner):
-        """A free segment of at least ``size`` bytes for ``key``, marked busy for ``owner``."""
+    def slot(self, key, size, owner, headroom=1.0):
+        """A free segment of at least ``size`` bytes for ``key``, marked busy for ``owner`` (one made
+        anew has ``headroom`` times that size, rounded up to the alignment)."""
         with self._lock:
             segs = self._slots.setdefault(key, [])
+            made = -(-int(size * headroom) // _ALIGN) * _ALIGN
             for i, seg in enumerate(segs):
                 if seg.busy is None:
                     if seg.size < size:
                         seg.unlink()
                         self._all.remove(seg)
                         del segs[i]
-                        seg = self._new(size)
+                        seg = self._new(made)
                         segs.insert(i, seg)
                     seg.busy = owner
                     return seg
-            seg = self._new(size)
+            seg = self._new(made)
             seg.busy = owner
             segs.append(seg)
             return seg
@@ -387,7 +389,7 @@ def _nbytes(frame):
     return memoryview(frame).nbytes
 
 
-def pack(frames, key, owner, resident_ok=False, snapshot=False, announce=False):
+def pack(frames, key, owner, resident_ok=False, snapshot=False, announce=False, headroom=1.0):
     """``frames`` (``[header, *buffers]`` from ``wire.encode``) with the big buffers moved to shared
     memory: returns the frames to send and the slot segment used (or None). ``key`` names the slot
     (one per peer and variable); the slot stays busy (``segment.busy = owner``) until the caller
@@ -395,15 +397,27 @@ def pack(frames, key, owner, resident_ok=False, snapshot=False, announce=False):
     ``resident_ok``, a buffer that already lies in a resident segment is referenced, not copied;
     with ``snapshot``, the buffers left in the message are copied too (their arrays may change
     before ZeroMQ has sent them); with ``announce``, a message without big buffers still carries an
-    (empty) descriptor, which tells the receiver that the sender reads shared memory."""
+    (empty) descriptor, which tells the receiver that the sender reads shared memory. ``headroom``:
+    a slot made anew is that much larger than needed (messages of a key whose size varies, such as
+    a step's batch, then reuse it)."""
+    out, desc, seg = pack_buffers(frames, key, owner, resident_ok, snapshot, headroom)
+    if not desc:
+        return ([MAGIC, b"[]"] + out if announce else out), None
+    return [MAGIC, json.dumps(desc, separators=(",", ":")).encode()] + out, seg
+
+
+def pack_buffers(frames, key, owner, resident_ok=False, snapshot=False, headroom=1.0):
+    """``pack``'s work on ``frames[1:]``: (the frames with the moved buffers emptied, the descriptor
+    entries ``[index, segment, offset, length]``, the slot segment used or None). A caller that joins
+    several packed parts into one message shifts the entries' indices."""
     if _fallback is not None:
-        return frames, None
+        return list(frames), [], None
     limit = min_bytes()
     big = [i for i in range(1, len(frames)) if _nbytes(frames[i]) >= limit]
     if snapshot:
         frames = [f if i == 0 or i in big else bytes(memoryview(f).cast("B")) for i, f in enumerate(frames)]
     if not big:
-        return ([MAGIC, b"[]"] + list(frames) if announce else frames), None
+        return list(frames), [], None
     box = outbox()
     desc, copy = [], []
     for i in big:
@@ -419,10 +433,10 @@ def pack(frames, key, owner, resident_ok=False, snapshot=False, announce=False):
             offsets.append(total)
             total += -(-_nbytes(frames[i]) // _ALIGN) * _ALIGN
         try:
-            seg = box.slot(key, total, owner)
+            seg = box.slot(key, total, owner, headroom)
         except SegmentSpaceError as e:
             _no_room(e)
-            return frames, None
+            return list(frames), [], None
         for i, off in zip(copy, offsets):
             src = _as_array(frames[i])
             np.copyto(seg.buf[off:off + src.nbytes], src)
@@ -430,7 +444,7 @@ def pack(frames, key, owner, resident_ok=False, snapshot=False, announce=False):
     out = list(frames)
     for i, *_ in desc:
         out[i] = b""
-    return [MAGIC, json.dumps(desc, separators=(",", ":")).encode()] + out, seg
+    return out, desc, seg
 
 
 def _as_array(frame):

@@ -21,6 +21,21 @@ kind, types and ranges, dtype against an allow-list, dims that are non-negative 
 fits in memory, shape against the buffer length, the number of frames, row indices against the
 height, LoD offsets against the value's first dim) and raises ``WireError`` saying what is wrong;
 whatever a sender puts in a message, decoding it raises nothing else.
+
+A **batch** carries several requests (or their replies) to one peer as one multi-part message: a
+trainer's whole step to a pserver (its gradient blocks, the barrier, the gets of the new parameters)
+costs one message and one reply instead of one of each per variable. Its header names no value
+itself; ``parts`` lists the part headers in order (each as a message's header without ``v``, ``id``
+and ``trainer``, which the batch gives them all), and the parts' buffers follow the header in the same
+order::
+
+    {"v": 1, "kind": "batch", "id": 8, "trainer": 0, "step": 3,
+     "parts": [{"kind": "send", "name": "fc_w@GRAD.block1.trainer_0", "step": 3,
+                "value": {"t": "dense", "dtype": "float32", "shape": [500, 1000]}},
+               {"kind": "send_barrier", "step": 3}]}
+
+Every part is checked as a message is (a part's error names its index, kind and variable); a batch
+holds at most ``MAX_PARTS`` parts, all requests or all replies, and never another batch.
 """
 import json
 
@@ -34,7 +49,8 @@ PROTOCOL_VERSION = 1
 
 # Requests (trainer -> pserver) and replies (pserver -> trainer).
 KINDS = frozenset(["send", "get", "send_barrier", "fetch_barrier", "complete", "prefetch", "checkpoint",
-                   "ok", "error"])
+                   "ok", "error", "batch"])
+REPLY_KINDS = frozenset(["ok", "error"])
 
 DTYPES = frozenset(["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                     "float16", "float32", "float64", "complex64", "complex128"])
@@ -42,7 +58,9 @@ _WIRE_DTYPE = {n: np.dtype(n).newbyteorder("<") for n in DTYPES}
 
 # Optional string fields of the header: prefetch output var, checkpoint dir and table, error text.
 _STR_FIELDS = ("out", "dir", "table", "msg")
-_KNOWN_FIELDS = frozenset(["v", "kind", "id", "name", "trainer", "step", "value", "lod"]) | frozenset(_STR_FIELDS)
+_KNOWN_FIELDS = frozenset(["v", "kind", "id", "name", "trainer", "step", "value", "lod", "parts"]) | frozenset(
+    _STR_FIELDS)
+_PART_FIELDS = frozenset(["kind", "name", "step", "value", "lod"]) | frozenset(_STR_FIELDS)
 
 MAX_HEADER_BYTES = 1 << 20
 MAX_HEADER_DEPTH = 8             # the header nests 3 deep (value.shape, lod levels)
@@ -52,6 +70,7 @@ MAX_TRAINER_ID = (1 << 20) - 1
 MAX_STEP = (1 << 62)
 MAX_ELEMENT_BYTES = 1 << 62      # the product of the non-zero dims times the item size (numpy's limit)
 MAX_LOD_LEVELS = 16
+MAX_PARTS = 4096                 # parts of one batch: a step's blocks, barrier and gets to one pserver
 
 
 class WireError(ValueError):
@@ -59,11 +78,12 @@ class WireError(ValueError):
 
 
 class Message:
-    """A decoded message. ``value`` is None, a numpy array or a SelectedRows of numpy arrays."""
+    """A decoded message. ``value`` is None, a numpy array or a SelectedRows of numpy arrays; a
+    batch has its parts, each a ``Message`` of its own (with the batch's id and trainer), in ``parts``."""
 
-    __slots__ = ("kind", "rid", "name", "trainer", "step", "value", "lod", "extra")
+    __slots__ = ("kind", "rid", "name", "trainer", "step", "value", "lod", "extra", "parts")
 
-    def __init__(self, kind, rid=0, name=None, trainer=0, step=0, value=None, lod=None, extra=None):
+    def __init__(self, kind, rid=0, name=None, trainer=0, step=0, value=None, lod=None, extra=None, parts=None):
         self.kind = kind
         self.rid = rid
         self.name = name
@@ -72,11 +92,15 @@ class Message:
         self.value = value
         self.lod = lod
         self.extra = extra or {}
+        self.parts = parts
 
     def get(self, field, default=None):
         return self.extra.get(field, default)
 
     def __repr__(self):
+        if self.parts is not None:
+            return "Message(batch id=%d trainer=%d step=%d, %d parts)" % (self.rid, self.trainer, self.step,
+                                                                         len(self.parts))
         return "Message(%s id=%d name=%r trainer=%d step=%d value=%s)" % (
             self.kind, self.rid, self.name, self.trainer, self.step, _describe(self.value))
 
@@ -110,14 +134,14 @@ def _buffer(arr):
     return arr.reshape(-1).view(np.uint8)
 
 
-def encode(kind, rid=0, name=None, value=None, trainer=0, step=0, lod=None, **fields):
-    """The frames of one message: ``[header bytes, *array buffers]`` (buffers are views, not copies).
+def encode_part(kind, name=None, value=None, step=0, lod=None, **fields):
+    """``(header fields, buffers)`` of one request or reply: the header without ``v``, ``id`` and
+    ``trainer`` (a batch's part as it is), the buffers as views of the value's arrays.
 
     ``fields`` are the optional strings ``out``, ``dir``, ``table`` and ``msg``."""
-    if kind not in KINDS:
+    if kind not in KINDS or kind == "batch":
         raise WireError("unknown message kind %r" % (kind,))
-    header = {"v": PROTOCOL_VERSION, "kind": kind, "id": int(rid), "name": name,
-              "trainer": int(trainer), "step": int(step)}
+    header = {"kind": kind, "name": name, "step": int(step)}
     for k, v in fields.items():
         if k not in _STR_FIELDS:
             raise WireError("unknown header field %r" % k)
@@ -126,32 +150,59 @@ def encode(kind, rid=0, name=None, value=None, trainer=0, step=0, lod=None, **fi
     what = "value of %r" % name
     frames = []
     if value is not None:
-        if isinstance(value, SelectedRows):
-            if value.rows is None or value.value is None:
-                raise WireError("%s: a SelectedRows without rows or values cannot be sent" % what)
-            rows = _wire_array(value.rows, what + " (rows)")
-            if rows.dtype != np.int64:
-                rows = rows.astype(np.int64)
-            vals = _wire_array(value.value, what)
-            if rows.ndim != 1 or vals.ndim < 1 or vals.shape[0] != rows.shape[0]:
-                raise WireError("%s: SelectedRows with %s rows but values of shape %s"
-                                % (what, list(rows.shape), list(vals.shape)))
-            header["value"] = {"t": "rows", "dtype": vals.dtype.name, "shape": list(vals.shape),
-                               "height": int(value.height)}
-            frames = [_buffer(rows), _buffer(vals)]
-        elif isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__"):
-            arr = _wire_array(value, what)
-            header["value"] = {"t": "dense", "dtype": arr.dtype.name, "shape": list(arr.shape)}
-            frames = [_buffer(arr)]
-        else:
-            raise WireError("%s: a %s cannot be sent (only arrays and SelectedRows travel)"
-                            % (what, type(value).__name__))
+        header["value"], frames = _encode_value(value, what)
     if lod:
         meta = header.get("value")
         if meta is None or meta["t"] != "dense" or not meta["shape"]:
             raise WireError("%s: only a dense value of rank >= 1 can carry a LoD" % what)
         header["lod"] = check_lod([[int(x) for x in level] for level in lod], meta["shape"][0], what)
+    return header, frames
+
+
+def _encode_value(value, what):
+    """(the header's ``value`` field, the buffers) of an array or a SelectedRows."""
+    if isinstance(value, SelectedRows):
+        if value.rows is None or value.value is None:
+            raise WireError("%s: a SelectedRows without rows or values cannot be sent" % what)
+        rows = _wire_array(value.rows, what + " (rows)")
+        if rows.dtype != np.int64:
+            rows = rows.astype(np.int64)
+        vals = _wire_array(value.value, what)
+        if rows.ndim != 1 or vals.ndim < 1 or vals.shape[0] != rows.shape[0]:
+            raise WireError("%s: SelectedRows with %s rows but values of shape %s"
+                            % (what, list(rows.shape), list(vals.shape)))
+        return ({"t": "rows", "dtype": vals.dtype.name, "shape": list(vals.shape), "height": int(value.height)},
+                [_buffer(rows), _buffer(vals)])
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__"):
+        arr = _wire_array(value, what)
+        return {"t": "dense", "dtype": arr.dtype.name, "shape": list(arr.shape)}, [_buffer(arr)]
+    raise WireError("%s: a %s cannot be sent (only arrays and SelectedRows travel)" % (what, type(value).__name__))
+
+
+def encode(kind, rid=0, name=None, value=None, trainer=0, step=0, lod=None, **fields):
+    """The frames of one message: ``[header bytes, *array buffers]`` (buffers are views, not copies).
+
+    ``fields`` are the optional strings ``out``, ``dir``, ``table`` and ``msg``."""
+    part, frames = encode_part(kind, name, value, step, lod, **fields)
+    header = {"v": PROTOCOL_VERSION, "kind": kind, "id": int(rid), "name": name, "trainer": int(trainer),
+              "step": part["step"]}
+    header.update(part)
     return [json.dumps(header, separators=(",", ":")).encode()] + frames
+
+
+def encode_batch(rid, trainer, step, parts):
+    """The frames of a batch: ``parts`` are ``encode_part`` results, all requests or all replies, sent
+    as one message ``[header bytes, *the parts' buffers in order]``."""
+    if not 1 <= len(parts) <= MAX_PARTS:
+        raise WireError("a batch holds 1 to %d parts, got %d" % (MAX_PARTS, len(parts)))
+    if len({p["kind"] in REPLY_KINDS for p, _ in parts}) != 1:
+        raise WireError("a batch holds requests or replies, not both")
+    header = {"v": PROTOCOL_VERSION, "kind": "batch", "id": int(rid), "trainer": int(trainer), "step": int(step),
+              "parts": [p for p, _ in parts]}
+    frames = [json.dumps(header, separators=(",", ":")).encode()]
+    for _, buffers in parts:
+        frames.extend(buffers)
+    return frames
 
 
 # ------------------------------------------------------------------------------------------ decode
@@ -298,11 +349,27 @@ def _decode(frames):
     unknown = set(header) - _KNOWN_FIELDS
     if unknown:
         raise WireError("unknown header fields %s" % _show(sorted(unknown), 200))
-    kind = header.get("kind")
-    if type(kind) is not str or kind not in KINDS:
-        raise WireError("unknown message kind %s (known: %s)" % (_show(kind), ", ".join(sorted(KINDS))))
     rid = _int(header, "id", -1, (1 << 63) - 1)
     trainer = _int(header, "trainer", 0, MAX_TRAINER_ID)
+    if header.get("kind") == "batch":
+        return _decode_batch(header, frames, rid, trainer)
+    if "parts" in header:
+        raise WireError("only a 'batch' message has 'parts'")
+    msg, used = _decode_one(header, frames, 1, rid, trainer, alone=True)
+    if used != len(frames):
+        kind, t = msg.kind, header["value"]["t"] if msg.value is not None else None
+        if t is None:
+            raise WireError("a %r message without a value must be 1 frame, got %d" % (kind, len(frames)))
+        raise WireError("a %r message with a %s value must be %d frames, got %d" % (kind, t, used, len(frames)))
+    return msg
+
+
+def _decode_one(header, frames, at, rid, trainer, alone=False):
+    """The ``Message`` of one message or part header whose buffers start at ``frames[at]``, and the
+    index after its last buffer."""
+    kind = header.get("kind")
+    if type(kind) is not str or kind not in KINDS or kind == "batch":
+        raise WireError("unknown message kind %s (known: %s)" % (_show(kind), ", ".join(sorted(KINDS - {"batch"}))))
     step = _int(header, "step", 0, MAX_STEP)
     name = header.get("name")
     if name is not None:
@@ -315,30 +382,63 @@ def _decode(frames):
     lod = header.get("lod")
     what = "value of %s" % _show(name)
     if meta is None:
-        if len(frames) != 1:
-            raise WireError("a %r message without a value must be 1 frame, got %d" % (kind, len(frames)))
         if lod is not None:
             raise WireError("a %r message without a value cannot carry a 'lod'" % kind)
-        return Message(kind, rid, name, trainer, step, None, None, extra)
+        return Message(kind, rid, name, trainer, step, None, None, extra), at
     t, dtype, shape = _value_meta(meta)
-    want = 2 if t == "dense" else 3
-    if len(frames) != want:
-        raise WireError("a %r message with a %s value must be %d frames, got %d" % (kind, t, want, len(frames)))
+    want = 1 if t == "dense" else 2
+    if len(frames) < at + want and alone:
+        raise WireError("a %r message with a %s value must be %d frames, got %d" % (kind, t, at + want, len(frames)))
+    if len(frames) < at + want:
+        raise WireError("a %s value needs %d buffer(s) from frame %d on, but the message has %d frames"
+                        % (t, want, at, len(frames)))
     if lod is not None:
         if t != "dense" or not shape:
             raise WireError("%s: only a dense value of rank >= 1 can carry a 'lod'" % what)
         lod = check_lod(lod, shape[0], what) or None
     if t == "dense":
-        value = _array(frames[1], dtype, shape, what)
+        value = _array(frames[at], dtype, shape, what)
     else:
-        rows = _array(frames[1], "int64", [shape[0]], what + " (rows)")
-        vals = _array(frames[2], dtype, shape, what)
+        rows = _array(frames[at], "int64", [shape[0]], what + " (rows)")
+        vals = _array(frames[at + 1], dtype, shape, what)
         height = meta["height"]
         if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= height):
             raise WireError("%s: row indices must lie in [0, %d), got [%d, %d]"
                             % (what, height, int(rows.min()), int(rows.max())))
         value = SelectedRows(rows, vals, height)
-    return Message(kind, rid, name, trainer, step, value, lod, extra)
+    return Message(kind, rid, name, trainer, step, value, lod, extra), at + want
+
+
+def _decode_batch(header, frames, rid, trainer):
+    """A batch: its parts decoded in order, each from its own buffers (errors name the part)."""
+    extra = set(header) - {"v", "kind", "id", "trainer", "step", "parts"}
+    if extra:
+        raise WireError("a batch carries only parts, not %s" % sorted(extra))
+    step = _int(header, "step", 0, MAX_STEP)
+    parts = header.get("parts")
+    if not isinstance(parts, list) or not 1 <= len(parts) <= MAX_PARTS:
+        raise WireError("a batch's 'parts' must be a list of 1 to %d part headers, got %s"
+                        % (MAX_PARTS, _show(parts) if not isinstance(parts, list) else "%d" % len(parts)))
+    out, at = [], 1
+    for i, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise WireError("part %d of the batch must be an object, got %s" % (i, _show(part)))
+        try:
+            unknown = set(part) - _PART_FIELDS
+            if unknown:
+                raise WireError("unknown fields %s" % _show(sorted(unknown), 200))
+            msg, at = _decode_one(part, frames, at, rid, trainer)
+        except WireError as e:
+            kind = part.get("kind")
+            raise WireError("part %d (%s %s) of the batch: %s" % (i, kind if type(kind) is str and kind in KINDS
+                                                                  else _show(kind, 20),
+                                                                  _show(part.get("name"), 80), e)) from None
+        out.append(msg)
+    if at != len(frames):
+        raise WireError("a batch whose parts have %d buffers must be %d frames, got %d" % (at - 1, at, len(frames)))
+    if len({m.kind in REPLY_KINDS for m in out}) != 1:
+        raise WireError("a batch holds requests or replies, not both")
+    return Message("batch", rid, None, trainer, step, parts=out)
 
 
 def peek_request_id(frames):

@@ -5,6 +5,7 @@ so an edit after the first run is always seen. The Executor never rewrites progr
 """
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import TYPE_CHECKING, Any, List, Literal, Sequence, overload
 
@@ -23,6 +24,8 @@ from . import nan_inf
 from .plan import Plan, _executors, _missing_value_error
 from .prune import needs_split, pruned_run_args, refuse_compiled_prune, split_fetch_list
 from .plan import set_kernel_wrapper  # noqa: F401 (re-exported: the profiler's hook)
+
+_RPC_MODULE = "fluidist.distributed.rpc"
 
 if TYPE_CHECKING:  # for the annotations only (compiler imports this module's helpers)
     from ..core.scope import Scope
@@ -229,17 +232,22 @@ class Executor:
             self._feed(plan, scope, feed)
         for n in plan.fresh_arrays:
             scope.vals[n] = LoDTensorArray()
-        if self._on_host:
-            vals = scope.vals
-            for name in plan.placed_names:      # (all host arrays of the scope itself: nothing to do)
-                if type(vals.get(name)) is not np.ndarray:
-                    self._ready_inputs(plan, scope)
-                    break
-            plan.run(scope)
-        else:
-            self._ready_inputs(plan, scope)
-            with self.place.device_context():
+        try:
+            if self._on_host:
+                vals = scope.vals
+                for name in plan.placed_names:      # (all host arrays of the scope itself: nothing to do)
+                    if type(vals.get(name)) is not np.ndarray:
+                        self._ready_inputs(plan, scope)
+                        break
                 plan.run(scope)
+            else:
+                self._ready_inputs(plan, scope)
+                with self.place.device_context():
+                    plan.run(scope)
+        finally:
+            rpc = sys.modules.get(_RPC_MODULE)   # (not imported: nothing was posted)
+            if rpc is not None and rpc.pending():
+                rpc.dispatch()      # what send ops queued and no recv took along leaves with the run
         return self._fetch(plan, scope, fetch_names, return_numpy)
 
     def _feed(self, plan, scope, feed):

@@ -3,11 +3,13 @@ checkpoint_notify) and the server side (listen_and_serv), over ``fluidist.distri
 
 Trainer side. Every op sends its requests to all its endpoints first and then waits for all replies
 under one deadline (``FLAGS_rpc_deadline``), so N pservers cost one round trip. A ``send`` (and a
-``send_barrier``) does not wait: its acknowledgements are awaited by the thread's next recv / prefetch
-/ fetch_barrier / close (``rpc.post``), so gradients travel while the backward pass goes on; the arrays go out without copies
-(kernels never write their inputs in place, so they do not change meanwhile), and an error reply
-still surfaces, naming the send. Each op also remembers, per executor, the (endpoint, trainer id)
-pairs it talked to: ``Executor.close()`` then tells each of those pservers "complete".
+``send_barrier``) does not wait: it hands its blocks to the transport (``rpc.post``), which sends them
+with the thread's next recv / prefetch / fetch_barrier / close to the same pserver as parts of one
+message (or at the end of the executor's run), so a sync step costs each pserver one message and one
+reply: gradient blocks, barrier and gets. The arrays go out without copies (kernels never write their
+inputs in place, so they do not change meanwhile), and an error reply still surfaces, naming the
+send. Each op also remembers, per executor, the (endpoint, trainer id) pairs it talked to:
+``Executor.close()`` then tells each of those pservers "complete".
 
 Server side: ``listen_and_serv`` runs the event loop of ``fluidist.distributed.pserver``.
 """
@@ -96,7 +98,7 @@ def send(ctx, ins, attrs):
         reqs.append((ep, dict(kind="send", name=wn, value=v, trainer=tid, step=session.step(ep, tid) + 1,
                               lod=lod, what="send %s" % wn)))
     session.remember(ctx.executor, eps, tid)
-    rpc.post(reqs)   # acknowledged by the next barrier / recv / close: sends overlap with compute
+    rpc.post(reqs)   # leaves with the step's recv, in its message to each pserver
     return _dummies(ctx)
 
 
@@ -105,9 +107,9 @@ def send(ctx, ins, attrs):
              attrs={"endpoints": [], "trainer_id": 0, "half_async": False})
 def send_barrier(ctx, ins, attrs):
     """Tell each pserver that this trainer has sent all it sends in this step. Like ``send``, it does
-    not wait: the acknowledgements are awaited with the replies of the ``recv`` that follows (a
-    pserver handles a trainer's requests in order, so that ``recv`` is answered after the round this
-    barrier completes): one round trip per step instead of two. With ``half_async`` it is the step's
+    not wait: it goes with the ``recv`` that follows, in the same message (a pserver handles the parts
+    of a message in order, so that ``recv`` is answered after the round this barrier completes): one
+    round trip per step instead of two. With ``half_async`` it is the step's
     end in Paddle's half-async mode: the running communicator's barrier (pservers ignore barriers then)."""
     if attrs.get("half_async"):
         comm = communicator.active()

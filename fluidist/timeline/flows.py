@@ -1,7 +1,7 @@
 """Flow events of a merged trace: an arrow from each request a trainer sent to where its pserver received it.
 
-A trainer's ``send <kind>`` span (category ``rpc``) records the pserver endpoint, the request's kind,
-variable, trainer id and step; the pserver's ``recv <kind>`` span records its own endpoint and the same
+A trainer's ``send <kind>`` span (category ``rpc``; ``send batch`` for a step's parts sent as one
+message, its variable None) records the pserver endpoint, the request's kind, variable, trainer id and step; the pserver's ``recv <kind>`` span records its own endpoint and the same
 four fields. In the merged trace, the k-th send and the k-th receive with the same (endpoint, kind,
 variable, trainer, step) are one request: they get a Chrome flow (``ph: "s"`` in the sender's span,
 ``ph: "f"``, ``bp: "e"`` in the receiver's), drawn by chrome://tracing and Perfetto as an arrow between the

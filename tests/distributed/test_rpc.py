@@ -1,4 +1,5 @@
 """The ZeroMQ transport over real sockets on 127.0.0.1: replies, errors, deadlines, the client pool."""
+import os
 import socket
 import threading
 import time
@@ -454,3 +455,178 @@ def test_secret_sources_and_their_checks(tmp_path, monkeypatch):
     assert security.job_secret() is None and not security.is_secure()
     a, b = security.keys("server", "y" * 20), security.keys("server", "z" * 20)
     assert a != b and security.keys("server", "y" * 20) == a and security.keys("client", "y" * 20) != a
+
+
+class CountingRouter:
+    """A bare ROUTER (CURVE, like a pserver's) in a thread that counts the messages it receives and
+    answers each with ``ok`` parts (a ``get`` with the value last sent under its name)."""
+
+    def __init__(self):
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.ROUTER)
+        security.secure_server(self.sock)
+        port = self.sock.bind_to_random_port("tcp://127.0.0.1")
+        self.endpoint = "127.0.0.1:%d" % port
+        self.messages = []           # per message: its kinds, in order
+        self.store = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while not self.stop.is_set():
+            if not self.sock.poll(50):
+                continue
+            peer, *body = self.sock.recv_multipart()
+            m = wire.decode(body)
+            parts = m.parts if m.parts is not None else [m]
+            self.messages.append([p.kind for p in parts])
+            answers = []
+            for p in parts:
+                if p.kind == "send":
+                    self.store[p.name] = np.array(p.value)
+                value = self.store.get(p.name) if p.kind == "get" else None
+                answers.append(wire.encode_part("ok", p.name, value, p.step))
+            if m.parts is None:
+                header, buffers = answers[0]
+                frames = wire.encode(header["kind"], m.rid, m.name, value, m.trainer, m.step)
+            else:
+                frames = wire.encode_batch(m.rid, m.trainer, m.step, answers)
+            self.sock.send_multipart([peer] + frames)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        security.release_context(self.ctx)     # its authentication handler
+        self.sock.close(0)
+        self.ctx.term()
+
+
+def test_a_step_to_each_pserver_is_one_message_and_one_reply(monkeypatch):
+    monkeypatch.setenv("FLUIDIST_PS_TRANSPORT", "tcp")       # the bare router reads no shared memory
+    routers = [CountingRouter(), CountingRouter()]
+    try:
+        a, b = (r.endpoint for r in routers)
+        g = np.arange(6, dtype=np.float32)
+        rpc.post([(a, dict(kind="send", name="w0", value=g, trainer=1, step=1)),
+                  (b, dict(kind="send", name="w1", value=g + 1, trainer=1, step=1))])
+        rpc.post([(a, dict(kind="send", name="b0", value=g[:2], trainer=1, step=1))])
+        rpc.post([(ep, dict(kind="send_barrier", trainer=1, step=1)) for ep in (a, b)])
+        assert all(r.messages == [] for r in routers)       # queued: nothing has left yet
+        got = rpc.call_all([(a, dict(kind="get", name="w0", trainer=1, step=1)),
+                            (b, dict(kind="get", name="w1", trainer=1, step=1)),
+                            (a, dict(kind="get", name="b0", trainer=1, step=1))])
+        assert routers[0].messages == [["send", "send", "send_barrier", "get", "get"]]
+        assert routers[1].messages == [["send", "send_barrier", "get"]]
+        np.testing.assert_array_equal(got[0].value, g)
+        np.testing.assert_array_equal(got[1].value, g + 1)
+        np.testing.assert_array_equal(got[2].value, g[:2])
+        # a lone request is still a plain message
+        assert rpc.call_all([(a, dict(kind="get", name="b0", trainer=1, step=1))])[0].name == "b0"
+        assert routers[0].messages[-1] == ["get"]
+        # posted requests that no call takes along leave with dispatch(); flush() awaits their replies
+        rpc.post([(b, dict(kind="send", name="late", value=g, trainer=1, step=2))])
+        assert rpc.pending()
+        rpc.dispatch()
+        assert not rpc.pending()
+        deadline = time.monotonic() + scaled(10)
+        while len(routers[1].messages) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert routers[1].messages[-1] == ["send"]
+        rpc.flush()
+        rpc.release_clients([a, b])
+    finally:
+        for r in routers:
+            r.close()
+
+
+def test_each_part_of_a_batch_is_handed_to_the_server_loop_and_an_error_part_names_its_request(echo):
+    g = np.arange(4.0)
+    rpc.post([(echo.endpoint, dict(kind="send", name="p", value=g, trainer=2, step=5, what="send p")),
+              (echo.endpoint, dict(kind="get", name="absent", trainer=2, step=5, what="recv absent"))])
+    with pytest.raises(rpc.RPCError) as e:
+        rpc.call_all([(echo.endpoint, dict(kind="get", name="p", trainer=2, step=5, what="recv p"))])
+    assert "answered 'recv absent' (trainer 2, step 5) with an error: no variable 'absent'" in str(e.value)
+    # the server loop saw the three requests one by one, in order; the others were served
+    assert echo.seen[-3:] == [("send", "p", 2, 5), ("get", "absent", 2, 5), ("get", "p", 2, 5)]
+    np.testing.assert_array_equal(rpc.call_all([(echo.endpoint, dict(kind="get", name="p", trainer=2))])[0].value, g)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "shm"])
+def test_a_batch_waiting_for_a_later_part_keeps_the_values_it_was_answered_with(monkeypatch, transport):
+    # A sync pserver may answer a part of a batch, then write the served array in place (its round)
+    # before the last part is answered and the batch's one reply leaves: the reply carries the value
+    # as it was answered (on one host also when the array lies in the pserver's resident segment).
+    monkeypatch.setenv("FLUIDIST_PS_TRANSPORT", transport)
+    monkeypatch.setenv("FLUIDIST_PS_SHM_MIN_BYTES", "1024")
+    from fluidist.distributed import shm_payload
+    server = rpc.Server("127.0.0.1:0")
+    w = np.arange(4096, dtype=np.float32)
+    if transport == "shm":
+        w = shm_payload.outbox().resident(w, ("test", "w"))
+        assert shm_payload.outbox().locate(w) is not None
+    answered = {}
+
+    def loop():
+        first = server.recv(scaled(10))
+        server.reply(first, value=w)                 # answered, but the batch waits for its second part
+        second = server.recv(scaled(10))
+        server.values_will_change()
+        w[:] = -1.0                                  # the round writes the block in place
+        server.reply(second, value=w)
+        answered["parts"] = (first.index, second.index)
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    try:
+        got = rpc.call_all([(server.endpoint, dict(kind="get", name="w", trainer=0)),
+                            (server.endpoint, dict(kind="get", name="w", trainer=0))], timeout_s=scaled(10))
+        t.join(5)
+        assert answered["parts"] == (0, 1)
+        np.testing.assert_array_equal(got[0].value, np.arange(4096, dtype=np.float32))
+        np.testing.assert_array_equal(got[1].value, np.full(4096, -1.0, np.float32))
+    finally:
+        rpc.release_clients([server.endpoint])
+        server.close(0)
+
+
+@pytest.mark.parametrize("thread", ["1", "0"])
+def test_posted_big_blocks_travel_through_shared_memory_step_after_step(monkeypatch, thread):
+    # on one host a posted block is copied into the trainer's slot (by the transport thread while the
+    # caller goes on, or when the message leaves); the step's message then carries references; slots
+    # are reused step after step, and a row-sparse block whose row count grows gets a bigger slot
+    monkeypatch.setenv("FLUIDIST_PS_TRANSPORT", "shm")
+    monkeypatch.setenv("FLUIDIST_PS_SEND_THREAD", thread)
+    from fluidist.core.tensor import SelectedRows
+    echo = EchoServer()
+    try:
+        ep = echo.endpoint
+        for step in range(1, 4):
+            dense = [np.full((300, 100), step * 10 + k, np.float32) for k in range(3)]
+            rows = SelectedRows(np.arange(step * 2000, dtype=np.int64), np.full((step * 2000, 16), -step, np.float32),
+                                10 ** 6)
+            rpc.post([(ep, dict(kind="send", name="d%d" % k, value=v, trainer=0, step=step))
+                      for k, v in enumerate(dense)])
+            rpc.post([(ep, dict(kind="send", name="rows", value=rows, trainer=0, step=step))])
+            got = rpc.call_all([(ep, dict(kind="get", name="d%d" % k, trainer=0, step=step)) for k in range(3)])
+            for v, r in zip(dense, got):
+                np.testing.assert_array_equal(r.value, v)
+            stored = echo.store["rows"].item()      # (the echo server keeps what it received)
+            assert stored.value.shape == (step * 2000, 16) and (stored.value == -step).all()
+            np.testing.assert_array_equal(stored.rows, rows.rows)
+        assert len(echo.server._shm_peers) == 1          # the payloads came through shared memory
+    finally:
+        rpc.release_clients([echo.endpoint])
+        echo.close()
+
+
+def test_the_send_thread_setting(monkeypatch):
+    from fluidist.distributed import outgoing
+    for raw, want in [("1", True), ("0", False), (" 1 ", True)]:
+        monkeypatch.setenv("FLUIDIST_PS_SEND_THREAD", raw)
+        assert outgoing.copies_in_background() is want
+    monkeypatch.setenv("FLUIDIST_PS_SEND_THREAD", "auto")
+    assert outgoing.copies_in_background() is (len(os.sched_getaffinity(0)) >= outgoing.SEND_THREAD_MIN_CORES)
+    monkeypatch.setenv("FLUIDIST_PS_SEND_THREAD", "yes")
+    with pytest.raises(ValueError, match="FLUIDIST_PS_SEND_THREAD must be auto, 1 or 0, got 'yes'"):
+        outgoing.copies_in_background()

@@ -400,7 +400,10 @@ def test_pserver_killed_mid_run_makes_the_trainers_recv_fail_naming_the_endpoint
     # sent after the kill, on a loaded machine
     assert time.monotonic() - t0 < scaled(6.0)
     msg = str(e.value)
-    assert ("the connection to pserver %s was lost while waiting for 'recv w' (trainer 0, step 1)" % ep in msg
+    # the step's one message to the pserver: its gradient, its barrier and the recv, each named
+    assert (("the connection to pserver %s was lost while waiting for 3 requests (" % ep in msg
+             and "'send w@GRAD.trainer_0' (trainer 0, step 1), 'send_barrier' (trainer 0, step 1), "
+                 "'recv w' (trainer 0, step 1))" in msg)
             or "pserver %s is gone: its connection has been down" % ep in msg), msg
     assert "in op 2 'recv'" in msg
 

@@ -194,3 +194,92 @@ def test_values_that_cannot_travel_are_refused_at_encode():
 def test_peek_request_id():
     assert wire.peek_request_id([_header(id=42, kind="bogus")]) == 42
     assert wire.peek_request_id([b"garbage"]) == -1
+
+
+# ------------------------------------------------------------------------------------------ batches
+def _step_batch():
+    """A trainer's step to one pserver: a dense block, a row-sparse gradient, the barrier, two gets."""
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    sr = SelectedRows(np.array([7, 2], dtype=np.int64), np.ones((2, 4), np.float32), 10)
+    ids = np.array([[1], [3], [5]], dtype=np.int64)
+    parts = [wire.encode_part("send", "w@GRAD.block0.trainer_1", w, step=3),
+             wire.encode_part("send", "emb@GRAD.trainer_1.pserver_0", sr, step=3),
+             wire.encode_part("prefetch", "ids", ids, step=3, lod=[[0, 2, 3]], out="rows"),
+             wire.encode_part("send_barrier", step=3),
+             wire.encode_part("get", "w.block0", step=3)]
+    return parts, (w, sr, ids)
+
+
+def test_a_batch_carries_every_part_in_one_message_in_order():
+    parts, (w, sr, ids) = _step_batch()
+    frames = wire.encode_batch(11, 1, 3, parts)
+    assert len(frames) == 1 + 1 + 2 + 1          # the header, then the parts' buffers in order
+    m = decode(_as_bytes(frames))
+    assert (m.kind, m.rid, m.trainer, m.step, m.value) == ("batch", 11, 1, 3, None)
+    assert [(p.kind, p.name, p.rid, p.trainer, p.step) for p in m.parts] == [
+        ("send", "w@GRAD.block0.trainer_1", 11, 1, 3), ("send", "emb@GRAD.trainer_1.pserver_0", 11, 1, 3),
+        ("prefetch", "ids", 11, 1, 3), ("send_barrier", None, 11, 1, 3), ("get", "w.block0", 11, 1, 3)]
+    np.testing.assert_array_equal(m.parts[0].value, w)
+    np.testing.assert_array_equal(m.parts[1].value.rows, sr.rows)
+    np.testing.assert_array_equal(m.parts[1].value.value, sr.value)
+    assert m.parts[1].value.height == 10
+    np.testing.assert_array_equal(m.parts[2].value, ids)
+    assert m.parts[2].lod == [[0, 2, 3]] and m.parts[2].get("out") == "rows"
+    assert m.parts[3].value is None and m.parts[4].value is None
+    # a reply batch: ok parts with values, error parts with their text
+    reply = decode(_as_bytes(wire.encode_batch(11, 1, 3, [wire.encode_part("ok", "w.block0", w, step=3),
+                                                          wire.encode_part("error", "x", step=3, msg="no x")])))
+    assert [p.kind for p in reply.parts] == ["ok", "error"] and reply.parts[1].get("msg") == "no x"
+    np.testing.assert_array_equal(reply.parts[0].value, w)
+
+
+def test_a_batch_of_a_thousand_parts_and_its_bounds():
+    parts = [wire.encode_part("send", "g%d" % i, np.full(2, i, np.float32), step=1) for i in range(1000)]
+    m = decode(_as_bytes(wire.encode_batch(1, 0, 1, parts)))
+    assert [int(p.value[0]) for p in m.parts] == list(range(1000))
+    with pytest.raises(WireError, match="a batch holds 1 to 4096 parts, got 0"):
+        wire.encode_batch(1, 0, 1, [])
+    with pytest.raises(WireError, match="requests or replies, not both"):
+        wire.encode_batch(1, 0, 1, [wire.encode_part("get", "w"), wire.encode_part("ok", "w")])
+    with pytest.raises(WireError, match="unknown message kind 'batch'"):
+        wire.encode_part("batch")
+
+
+def _batch_header(parts, **over):
+    h = {"v": 1, "kind": "batch", "id": 5, "trainer": 0, "step": 2, "parts": parts}
+    h.update(over)
+    return json.dumps(h).encode()
+
+
+_DENSE = {"kind": "send", "name": "g", "step": 2, "value": {"t": "dense", "dtype": "float32", "shape": [2, 3]}}
+
+
+@pytest.mark.parametrize("frames,why", [
+    ([_batch_header([])], "'parts' must be a list of 1 to 4096 part headers, got 0"),
+    ([_batch_header({"kind": "get"})], "'parts' must be a list"),
+    ([_batch_header([{"kind": "get", "step": 0}] * 4097)], "got 4097"),
+    ([_batch_header([_DENSE, 7]), BUF], "part 1 of the batch must be an object, got 7"),
+    ([_batch_header([_DENSE, dict(_DENSE, name="h", value={"t": "dense", "dtype": "object", "shape": [1]})]),
+      BUF, BUF], "part 1 (send 'h') of the batch: dtype 'object' is not allowed"),
+    ([_batch_header([_DENSE, _DENSE])], "part 0 (send 'g') of the batch: a dense value needs 1 buffer(s) from frame "
+                                        "1 on, but the message has 1 frames"),
+    ([_batch_header([_DENSE, _DENSE]), BUF], "part 1 (send 'g') of the batch: a dense value needs 1 buffer(s) from "
+                                             "frame 2 on"),
+    ([_batch_header([_DENSE, _DENSE]), BUF, BUF[:-4]], "part 1 (send 'g') of the batch: value of 'g': shape [2, 3]"),
+    ([_batch_header([_DENSE]), BUF, BUF], "a batch whose parts have 1 buffers must be 2 frames, got 3"),
+    ([_batch_header([_DENSE, {"kind": "ok", "step": 2}]), BUF], "requests or replies, not both"),
+    ([_batch_header([{"kind": "batch", "step": 2, "parts": []}])], "unknown fields ['parts']"),
+    ([_batch_header([{"kind": "batch", "step": 2}])], "part 0 (batch None) of the batch: unknown message kind 'batch'"),
+    ([_batch_header([dict(_DENSE, trainer=3)]), BUF], "part 0 (send 'g') of the batch: unknown fields ['trainer']"),
+    ([_batch_header([dict(_DENSE, id=3)]), BUF], "unknown fields ['id']"),
+    ([_batch_header([dict(_DENSE, step=-1)]), BUF], "part 0 (send 'g') of the batch: header field 'step' must lie"),
+    ([_batch_header([_DENSE], name="x"), BUF], "a batch carries only parts, not ['name']"),
+    ([_batch_header([_DENSE], value={"t": "dense", "dtype": "float32", "shape": [2, 3]}), BUF],
+     "a batch carries only parts, not ['value']"),
+    ([_header(parts=[_DENSE]), BUF], "only a 'batch' message has 'parts'"),
+    ([_batch_header([{"kind": "get", "step": 0, "lod": [[0, 1]]}])], "without a value cannot carry a 'lod'"),
+])
+def test_malformed_batches_are_rejected_naming_the_part(frames, why):
+    with pytest.raises(WireError) as e:
+        decode(frames)
+    assert why in str(e.value)

@@ -63,8 +63,10 @@ def _check(frame_list):
         assert "could not be decoded" not in str(e), "a malformed message slipped past the checks: %s" % e
         return "rejected"
     assert m.kind in wire.KINDS
-    if isinstance(m.value, SelectedRows):
-        assert m.value.value.shape[0] == m.value.rows.shape[0]
+    for part in m.parts if m.parts is not None else [m]:
+        assert part.kind in wire.KINDS and part.kind != "batch"
+        if isinstance(part.value, SelectedRows):
+            assert part.value.value.shape[0] == part.value.rows.shape[0]
     return "accepted"
 
 
@@ -82,6 +84,9 @@ def _valid_messages():
         encode("prefetch", 5, "ids", np.array([[1], [2]], np.int64), out="rows", lod=[[0, 1, 2]]),
         encode("send_barrier", 6, trainer=1, step=3),
         encode("error", 7, msg="boom"),
+        wire.encode_batch(8, 1, 2, [wire.encode_part("send", "w@GRAD", np.ones((2, 3), np.float32), step=2),
+                                    wire.encode_part("send", "emb@GRAD", sr, step=2),
+                                    wire.encode_part("send_barrier", step=2), wire.encode_part("get", "w", step=2)]),
     ]
 
 
@@ -108,14 +113,16 @@ def mutated_messages(draw):
         del msg[i]
     elif op == "dup":
         msg.insert(i, msg[i])
-    else:  # change one header field to any JSON value
-        header = json.loads(msg[0])
+    else:  # change one header field (of the message or of one of a batch's parts) to any JSON value
+        header = whole = json.loads(msg[0])
+        if header.get("parts") and draw(st.booleans()):
+            header = header["parts"][draw(st.integers(0, len(header["parts"]) - 1))]
         key = draw(st.sampled_from(FIELDS))
         if key == "value.t" and isinstance(header.get("value"), dict):
             header["value"]["t"] = draw(json_values)
         else:
             header[key] = draw(json_values)
-        msg[0] = json.dumps(header).encode()
+        msg[0] = json.dumps(whole).encode()
     return msg
 
 

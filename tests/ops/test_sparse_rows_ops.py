@@ -174,3 +174,33 @@ def test_split_ids_of_a_selected_rows_keeps_ids_order_and_height_as_paddle():
     assert [o.height() for o in outs] == [20, 20, 20]
     np.testing.assert_array_equal(np.array(outs[1].get_tensor()), value[[5, 3, 5]])
     np.testing.assert_array_equal(np.array(outs[0].get_tensor()), value[[0, 4]])
+
+
+@pytest.mark.cpu_only("scatter_add's NumPy path on host arrays")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scatter_add_of_rows_is_add_at_bit_for_bit(dtype):
+    # the row-sparse update of a sync pserver's table (sgd with a SelectedRows gradient): rows added in
+    # rounds of distinct rows must give exactly np.add.at's sums, repeated rows in their order
+    from fluidist.core.tensor import scatter_add
+    local = np.random.RandomState(7)
+    for height, count in [(5, 40), (50, 60), (1000, 300), (3, 1), (200, 0)]:
+        out = local.standard_normal((height, 4)).astype(dtype)
+        idx = local.randint(0, height, count).astype(np.int64)
+        val = (local.standard_normal((count, 4)) * 1e3).astype(dtype)
+        want = out.copy()
+        np.add.at(want, idx, val)
+        got = out.copy()
+        assert scatter_add(np, got, idx, val) is got
+        np.testing.assert_array_equal(got, want)
+    # what it leaves to np.add.at gives add.at's results too: negative ids, many repeats, mixed dtypes
+    out = np.zeros((6, 2), dtype)
+    for idx, val in [(np.array([-1, 5, 0]), np.ones((3, 2), dtype)), (np.zeros(30, np.int64), np.ones((30, 2), dtype)),
+                     (np.array([1, 1]), np.full((2, 2), 0.1, "float64" if dtype == "float32" else "float32"))]:
+        want = out.copy()
+        np.add.at(want, idx, val)
+        got = out.copy()
+        scatter_add(np, got, idx, val)
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 6"):
+        scatter_add(np, out, np.array([0, 6]), np.ones((2, 2), dtype))
+    assert not out.any()                      # nothing written before the bad index was found
