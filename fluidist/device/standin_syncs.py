@@ -82,8 +82,8 @@ def hidden_syncs(name: str, args: tuple, kwargs: dict) -> Tuple[str, ...]:
             return ()
         return ("linspace: any(step == 0)",)
     if name in DATA_DEPENDENT or (name == "where" and len(args) == 1 and not kwargs):
-        first = args[0] if args else next(iter(kwargs.values()), None)
-        return ("xp.%s (result size)" % name,) if np.size(first) else ()
+        first: Any = args[0] if args else next(iter(kwargs.values()), None)
+        return ("xp.%s (result size)" % name,) if first is not None and np.size(first) else ()
     return ()
 
 
