@@ -5,7 +5,8 @@ change to the framework or the transpiler leaves them unchanged (a refactoring, 
     PYTHONPATH=$PWD python tools/transpile_outputs.py --against /tmp/before.json  # on the code after
 
 ``--against`` builds them again and compares program by program; it prints the configurations whose
-programs differ, with the first path where they part, and exits 1 if any does. The dump is large
+programs differ, with the first path where they part (the order of a dict's keys counts: an op's
+attrs keep the order they were given in), and exits 1 if any does. The dump is large
 (tens of MB): keep it outside the repository.
 
 Configurations:
@@ -144,7 +145,7 @@ def all_outputs():
     out = {}
     for configs in (bench_configs, fc_configs, geo_and_collective_configs, zoo_configs):
         for name, programs in configs():
-            out[name] = json.loads(json.dumps(programs, sort_keys=True, default=repr))
+            out[name] = json.loads(json.dumps(programs, default=repr))
     return out
 
 
@@ -153,6 +154,8 @@ def first_difference(a, b, path=""):
     if type(a) is not type(b):
         return "%s: %r != %r" % (path, a, b)
     if isinstance(a, dict):
+        if list(a) != list(b) and set(a) == set(b):
+            return "%s: keys in another order: %s before, %s after" % (path, list(a)[:12], list(b)[:12])
         for k in sorted(set(a) | set(b)):
             if k not in a or k not in b:
                 return "%s/%s: only in %s" % (path, k, "before" if k in a else "after")
@@ -182,7 +185,7 @@ def main():
     nprog = sum(len(v) for v in now.values())
     if a.out:
         with open(a.out, "w") as f:
-            json.dump(now, f, sort_keys=True)
+            json.dump(now, f)
         print("%d configurations, %d programs written to %s" % (len(now), nprog, a.out))
         return 0
     with open(a.against) as f:
