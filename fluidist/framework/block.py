@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import copy
 from typing import Any, Dict, Iterator, List, Optional
-
-import numpy as np
 
 from . import registry, unique_name
 from .defuse import DefUse
-from .dtypes import DTYPE_ATTRS, dtype_attr, paddle_attr_value
+from .dtypes import paddle_attr_value
 from .name_scope import full_name_scope
+from .op_attrs import _op_attr, op_attrs, op_defaults
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .variable import Parameter, Variable, _copy_var
 from . import desc_views
@@ -25,8 +23,7 @@ def _names(arg, what):
     if arg is None:
         return []
     if isinstance(arg, (list, tuple)):
-        names = [a if type(a) is str else _one_name(a, what) for a in arg]
-        return names
+        return [a if type(a) is str else _one_name(a, what) for a in arg]
     return [_one_name(arg, what)]
 
 
@@ -35,38 +32,23 @@ def _one_name(a, what):
         return a.name
     if isinstance(a, str):
         return a
+    if type(what) is tuple:     # (direction, slot, op type): the message is made only when it is needed
+        what = "%s %r of op %r" % what
     raise TypeError("%s must be a Variable or a variable name, got %r" % (what, type(a).__name__))
 
 
-_PLAIN_TYPES = frozenset([int, float, str, bool, type(None)])
-
-
-def _op_attr(name, value):
-    """An attr as an op keeps it: plain (``_plain_attr``), and a data type as its dtype string
-    (Paddle's programs and tests give ``cast``'s ``out_dtype`` as an int code or a VarType)."""
-    return dtype_attr(_plain_attr(value)) if name in DTYPE_ATTRS else _plain_attr(value)
-
-
-def _plain_attr(value):
-    """Attr values are kept in JSON-friendly form: lists not tuples, python scalars not numpy."""
-    t = type(value)
-    if t in _PLAIN_TYPES:
-        return value
-    if t is list and all(type(v) in _PLAIN_TYPES for v in value):
-        return list(value)
-    if isinstance(value, (Block, str, bool, type(None))):
-        return value
-    if isinstance(value, (np.bool_,)):
-        return bool(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
-    if isinstance(value, (list, tuple)):
-        return [_plain_attr(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_plain_attr(v) for v in value.tolist()]
-    return value
+def _slots(given, direction, op_type):
+    """``{slot: [names]}`` of an op's ``inputs`` or ``outputs`` argument; a value that is no
+    Variable or name is a TypeError naming the slot and the op type."""
+    if not given:
+        return {}
+    out = {}
+    for slot, arg in given.items():
+        if type(arg) is list:
+            out[slot] = [a if type(a) is str else _one_name(a, (direction, slot, op_type)) for a in arg]
+        else:
+            out[slot] = _names(arg, (direction, slot, op_type))
+    return out
 
 
 class Operator:
@@ -81,9 +63,9 @@ class Operator:
     def __init__(self, block, type, inputs=None, outputs=None, attrs=None):
         self.block = block
         self.type = type
-        self.inputs = {k: _names(v, "input %r of op %r" % (k, type)) for k, v in (inputs or {}).items()}
-        self.outputs = {k: _names(v, "output %r of op %r" % (k, type)) for k, v in (outputs or {}).items()}
-        self.attrs = {k: _op_attr(k, v) for k, v in (attrs or {}).items()}
+        self.inputs = _slots(inputs, "input", type)
+        self.outputs = _slots(outputs, "output", type)
+        self.attrs = op_attrs(attrs, {}) if attrs else {}
 
     def _bump(self):
         if self.block is not None and self.block.program is not None:
@@ -441,29 +423,29 @@ class Block:
 
     # ---- operators
     def _make_op(self, type, inputs, outputs, attrs):
-        if type is None:
-            raise ValueError("append_op: an op needs a type (append_op(type=..., ...))")
-        opdef = registry.lookup(type)
-        if opdef is None:
-            if registry.refusal(type) is not None:
-                raise registry.unknown_op_error(type)
-            raise ValueError("append_op: op type %r is not registered (no such op in fluidist)" % type)
-        attrs = dict(attrs or {})
+        defaults = op_defaults(type)
         prog = self.program
-        if OP_ROLE_ATTR not in attrs:
+        op = object.__new__(Operator)
+        op.block = self
+        op.type = type
+        op.inputs = _slots(inputs, "input", type)
+        op.outputs = _slots(outputs, "output", type)
+        # the attrs: those given, the role and name scope, then the entry's defaults (in that order)
+        kept = op_attrs(attrs, {}) if attrs else {}
+        if OP_ROLE_ATTR not in kept:
             role = prog._current_role
-            if role == OpRole.Forward and registry.fact(type, "role") is not None:
-                role = registry.fact(type, "role")   # no role guard active: the op type's own role
-            attrs[OP_ROLE_ATTR] = role
-        if OP_ROLE_VAR_ATTR not in attrs:
-            attrs[OP_ROLE_VAR_ATTR] = list(prog._op_role_var)
-        if OP_NAMESCOPE_ATTR not in attrs:
-            attrs[OP_NAMESCOPE_ATTR] = full_name_scope()
-        for k, v in opdef.attrs.items():
-            if k not in attrs:
-                attrs[k] = copy.deepcopy(v)
-        op = Operator(self, type, inputs, outputs, attrs)
-        registry.infer_shape(op, self)
+            if role == OpRole.Forward and defaults.role is not None:
+                role = defaults.role    # no role guard active: the op type's own role
+            kept[OP_ROLE_ATTR] = _op_attr(OP_ROLE_ATTR, role)
+        if OP_ROLE_VAR_ATTR not in kept:
+            kept[OP_ROLE_VAR_ATTR] = _op_attr(OP_ROLE_VAR_ATTR, list(prog._op_role_var))
+        if OP_NAMESCOPE_ATTR not in kept:
+            kept[OP_NAMESCOPE_ATTR] = full_name_scope()
+        for name, value, fresh in defaults.items:
+            if name not in kept:
+                kept[name] = value if fresh is None else fresh(name, value)
+        op.attrs = kept
+        registry.infer_shape(op, self, defaults.opdef)
         return op
 
     def append_op(self, type: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,

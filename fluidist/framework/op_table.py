@@ -33,33 +33,41 @@ class OpTable(dict):
         cls.filled = True
 
     def get(self, key, default=None):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.get(self, key, default)
 
     def __contains__(self, key):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.__contains__(self, key)
 
     def __getitem__(self, key):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.__getitem__(self, key)
 
     def __iter__(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.__iter__(self)
 
     def __len__(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.__len__(self)
 
     def keys(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.keys(self)
 
     def values(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.values(self)
 
     def items(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.items(self)

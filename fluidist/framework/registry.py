@@ -536,8 +536,8 @@ class InferShapeContext:
         self.set_output(out_slot, v.shape, v.dtype, v.lod_level if lod else None)
 
 
-def infer_shape(op, block):
-    d = _REGISTRY.get(op.type)
+def infer_shape(op, block, opdef=None):    # opdef: op's entry, when the caller has it at hand
+    d = opdef if opdef is not None else _REGISTRY.get(op.type)
     if d is None or d.infer is None:
         return
     try:
