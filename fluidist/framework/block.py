@@ -44,10 +44,15 @@ def _slots(given, direction, op_type):
         return {}
     out = {}
     for slot, arg in given.items():
-        if type(arg) is list:
-            out[slot] = [a if type(a) is str else _one_name(a, (direction, slot, op_type)) for a in arg]
+        if type(arg) is list:       # the common case, a list of names: copied, each checked in this loop
+            names = arg[:]
+            for a in names:
+                if type(a) is not str:
+                    names = _names(arg, (direction, slot, op_type))
+                    break
         else:
-            out[slot] = _names(arg, (direction, slot, op_type))
+            names = _names(arg, (direction, slot, op_type))
+        out[slot] = names
     return out
 
 

@@ -20,9 +20,17 @@ def _op_attr(name, value):
 
 
 def op_attrs(attrs, out):
-    """``attrs`` as an op keeps them (``_op_attr``), added to ``out`` in their order; returns ``out``."""
+    """``attrs`` as an op keeps them (``_op_attr``), added to ``out`` in their order; returns ``out``.
+    The common values are kept here without a call: a plain scalar (but an int code of a data
+    type), a list of plain scalars (copied)."""
     for name, value in attrs.items():
-        out[name] = value if type(value) in _PLAIN_TYPES and name not in DTYPE_ATTRS else _op_attr(name, value)
+        t = type(value)
+        if t in _PLAIN_TYPES and (t is not int or name not in DTYPE_ATTRS):
+            out[name] = value
+        elif t is list and _PLAIN_TYPES.issuperset(map(type, value)):
+            out[name] = list(value)
+        else:
+            out[name] = _op_attr(name, value)
     return out
 
 
@@ -31,7 +39,7 @@ def _plain_attr(value):
     t = type(value)
     if t in _PLAIN_TYPES:
         return value
-    if t is list and all(type(v) in _PLAIN_TYPES for v in value):
+    if t is list and _PLAIN_TYPES.issuperset(map(type, value)):
         return list(value)
     if isinstance(value, str):     # (a str subclass: VarType values); Blocks fall through, kept
         return value

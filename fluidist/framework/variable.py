@@ -18,6 +18,10 @@ TEMP_VAR_NAME = "@TEMP@"
 LR_DECAY_COUNTER = "@LR_DECAY_COUNTER@"
 
 
+#: the fields of a Variable that are part of its program (setting one bumps the program's version)
+_PROGRAM_FIELDS = frozenset(("shape", "dtype", "persistable", "type", "lod_level"))
+
+
 def grad_var_name(name):
     return name + GRAD_SUFFIX
 
@@ -32,6 +36,11 @@ def _shape_tuple(shape):
         return None
     if isinstance(shape, (int, np.integer)):
         shape = [shape]
+    elif type(shape) is tuple or type(shape) is list:
+        try:
+            return tuple(map(int, shape))      # no None among the sizes (the loop below says -1 for it)
+        except TypeError:
+            pass
     out = []
     for d in shape:
         if d is None:
@@ -158,7 +167,7 @@ class Variable:
 
     def __setattr__(self, key, value):
         object.__setattr__(self, key, plain(value) if key == "type" else value)
-        if key in ("shape", "dtype", "persistable", "type", "lod_level") and "block" in self.__dict__:
+        if key in _PROGRAM_FIELDS and "block" in self.__dict__:
             self._bump()
 
     def _meta(self):
@@ -226,9 +235,9 @@ class Parameter(Variable):
 def _copy_var(v, block):
     """``v`` (of any program) as a Variable/Parameter of ``block``: same kind and attributes."""
     nv = object.__new__(type(v))
-    d = dict(v.__dict__)
+    d = nv.__dict__
+    d.update(v.__dict__)
     d["block"] = block
     if isinstance(v, Parameter):
         d["optimize_attr"] = dict(v.optimize_attr)
-    nv.__dict__.update(d)
     return nv

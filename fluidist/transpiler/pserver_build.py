@@ -7,7 +7,6 @@ import numpy as np
 from ..framework import registry
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import Program
-from .slicing import orig_varname
 from .pserver_plan import DIST, RPC
 from .pserver_trainer import _prefetch_names, async_lr_counter, trainer_counter_names
 
@@ -16,8 +15,9 @@ from .pserver_trainer import _prefetch_names, async_lr_counter, trainer_counter_
 def _pserver_var(block, src, name=None, shape=None, persistable=True):
     if name is None:
         name = src.name
-    if block.has_var(name):
-        return block.var(name)
+    known = block.vars.get(name)
+    if known is not None:
+        return known
     return block.create_var(name=name, shape=shape if shape is not None else src.shape, dtype=src.dtype,
                             type=src.type, lod_level=src.lod_level, persistable=persistable)
 
@@ -298,8 +298,10 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
     table = plan.table
     block_copies = defaultdict(list)   # accumulator -> its per-block copies here (two blocks of one param)
     for name in pgb.vars:
-        if ".block" in name and name.startswith(orig_varname(name) + ".block"):
-            block_copies[orig_varname(name)].append(name)
+        # a block of a variable (its own name's first suffix is .block<i>, not .trainer_<k>: orig_varname)
+        at = name.find(".block")
+        if at != -1 and not 0 <= name.find(".trainer_") < at:
+            block_copies[name[:at]].append(name)
     for what, op, out, src, kind in _startup_inits(plan, origin_startup):
         if what == "table":
             _append_table_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))

@@ -13,7 +13,7 @@ from ..framework.program import Parameter, Program
 from .config import DistributedMode
 from .details.vars_distributed import VarsDistributed, VarStruct
 from .dispatcher import RoundRobin
-from .slicing import block_shape, slice_variable
+from .slicing import _numel, block_shape, slice_variable
 
 
 RPC = OpRole.RPC
@@ -341,7 +341,7 @@ def vars_overview(plan):
         for pb in blocks:
             on_ep[pb.endpoint] += 1
         for pb in blocks:
-            offset = pb.row_begin * (int(np.prod(pb.shape[1:])) if len(pb.shape) > 1 else 1)
+            offset = pb.row_begin * (_numel(pb.shape[1:]) if len(pb.shape) > 1 else 1)
             for name, vtype, cut in _pieces_of(plan, p):
                 whole = VarStruct.of(origin.var(name))
                 here = pb.server_name if vtype == "Param" else plan.accumulator_name(name, pb, on_ep[pb.endpoint] > 1)

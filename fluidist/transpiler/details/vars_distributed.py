@@ -54,8 +54,7 @@ class VarDistributed:
                  endpoint: Optional[str] = None) -> None:
         self.origin = VarStruct.of(origin_var)
         self.slice = VarStruct.of(slice_var)
-        same = self.equal(self.origin, self.slice)
-        self.is_slice = (not same) if is_slice is None else bool(is_slice)
+        self.is_slice = (not self.equal(self.origin, self.slice)) if is_slice is None else bool(is_slice)
         self.block_id = 0 if block_id is None else int(block_id)
         self.offset = 0 if offset is None else int(offset)
         self.vtype = vtype
