@@ -47,6 +47,8 @@ def _plain(o):
         return [_plain(x) for x in o]
     if isinstance(o, dict):
         return {str(k): _plain(v) for k, v in o.items()}
+    if hasattr(o, "distributed_vars"):    # a VarsDistributed (its entries may be made when first read)
+        return {type(o).__name__: {"distributed_vars": _plain(o.distributed_vars)}}
     if hasattr(o, "__dict__"):
         return {type(o).__name__: _plain(vars(o))}
     return o

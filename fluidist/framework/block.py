@@ -220,12 +220,10 @@ class _BlockEdits:
         self.new.append(op)
         return op
 
-    def commit(self):
-        if not self.new:
-            return
-        out = []
-        stack = list(reversed(self.block._ops))
-        while stack:   # each op with what goes before and after it (new ops can be anchors too)
+    def _emit(self, anchor, out):
+        """Append to ``out`` ``anchor`` with what goes before and after it (new ops can be anchors too)."""
+        stack = [anchor]
+        while stack:
             item = stack.pop()
             if isinstance(item, tuple):
                 out.append(item[1])
@@ -235,6 +233,18 @@ class _BlockEdits:
             stack.extend(reversed(after))
             stack.append(("emit", item))
             stack.extend(reversed(before))
+
+    def commit(self):
+        if not self.new:
+            return
+        out = []
+        before, after = self.before, self.after
+        for op in self.block._ops:
+            key = id(op)
+            if key in before or key in after:
+                self._emit(op, out)
+            else:
+                out.append(op)
         if self.after or self.before:
             raise ValueError("block %d edits: an anchor op is not in the block" % self.block.idx)
         self.block._ops = out

@@ -10,7 +10,7 @@ whole variables saved.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 
 class VarStruct:
@@ -74,10 +74,35 @@ class VarDistributed:
 
 
 class VarsDistributed:
-    """Every ``VarDistributed`` of a job, with the look-ups ``fluid.io`` and the transpiler's users make."""
+    """Every ``VarDistributed`` of a job, with the look-ups ``fluid.io`` and the transpiler's users make.
 
-    def __init__(self) -> None:
-        self.distributed_vars: List[VarDistributed] = []
+    ``fill`` (fluidist): a function that records the entries (``fill(self)``, calling
+    ``add_distributed_var``), called when ``distributed_vars`` is first read: the transpiler's record
+    of a job costs nothing to a process that never reads it (only a distributed save or load does)."""
+
+    def __init__(self, fill: Optional[Callable[["VarsDistributed"], None]] = None) -> None:
+        self._distributed_vars: List[VarDistributed] = []
+        self._fill = fill
+
+    @property
+    def distributed_vars(self) -> List[VarDistributed]:
+        """Every entry, in the order recorded."""
+        fill = self._fill
+        if fill is not None:
+            self._fill = None       # (fill adds through this property)
+            kept = len(self._distributed_vars)
+            try:
+                fill(self)
+            except BaseException:
+                del self._distributed_vars[kept:]
+                self._fill = fill
+                raise
+        return self._distributed_vars
+
+    @distributed_vars.setter
+    def distributed_vars(self, entries: List[VarDistributed]) -> None:
+        self._fill = None
+        self._distributed_vars = entries
 
     def add_distributed_var(self, origin_var: Any, slice_var: Any, is_slice: Optional[bool] = None,
                             block_id: Optional[int] = None, offset: Optional[int] = None,
