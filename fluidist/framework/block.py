@@ -412,10 +412,18 @@ class Block:
         v.name = new
         self.vars[new] = v
         index = self._index()
-        users = dict(index.readers.get(old, {}))
-        users.update(index.writers.get(old, {}))
+        readers = index.readers.pop(old, None)
+        writers = index.writers.pop(old, None)
+        users = dict(readers or {})
+        users.update(writers or {})
         for op in users.values():
-            op._edit_names(lambda op=op: (_rename_in(op.inputs, old, new), _rename_in(op.outputs, old, new)))
+            _rename_in(op.inputs, old, new)
+            _rename_in(op.outputs, old, new)
+        # the index: the users' entries move from the old name to the new one (their other names stay)
+        if readers:
+            index.readers.setdefault(new, {}).update(readers)
+        if writers:
+            index.writers.setdefault(new, {}).update(writers)
         self.program._bump_version()
         return v
 

@@ -120,12 +120,18 @@ class Variable:
                  stop_gradient: bool = False, is_data: bool = False, need_check_feed: bool = False,
                  error_clip: Any = None, **kwargs: Any) -> None:
         # straight into __dict__: a new variable changes no program yet (create_var bumps the version)
-        self.__dict__.update(
-            block=block,
-            name=name if name is not None else unique_name.generate_with_ignorable_key("_generated_var"),
-            shape=_shape_tuple(shape), dtype=convert_dtype(dtype) if dtype is not None else None, type=plain(type),
-            lod_level=int(lod_level or 0), persistable=bool(persistable), stop_gradient=bool(stop_gradient),
-            is_data=bool(is_data), need_check_feed=bool(need_check_feed), error_clip=error_clip)
+        fields = self.__dict__
+        fields["block"] = block
+        fields["name"] = name if name is not None else unique_name.generate_with_ignorable_key("_generated_var")
+        fields["shape"] = _shape_tuple(shape)
+        fields["dtype"] = convert_dtype(dtype) if dtype is not None else None
+        fields["type"] = plain(type)
+        fields["lod_level"] = int(lod_level or 0)
+        fields["persistable"] = bool(persistable)
+        fields["stop_gradient"] = bool(stop_gradient)
+        fields["is_data"] = bool(is_data)
+        fields["need_check_feed"] = bool(need_check_feed)
+        fields["error_clip"] = error_clip
 
     # Paddle-style accessors
     @property

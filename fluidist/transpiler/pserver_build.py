@@ -235,20 +235,15 @@ def _append_block_op(blk, op, rename, pb, ob, prog):
     def mapped(n):
         new = names.get(n)
         if new is None:
-            # vars derived from the param or grad (fc_w@GRAD@CLIP, fc_w@L2DECAY) follow the block's shape
-            base = n.split("@")[0]
-            shape = None
-            for orig, s in rename["shapes"].items():
-                if n != orig and (n.startswith(orig + "@") or base == orig):
-                    shape = s
-            src = ob._find_var_recursive(n)
-            if src is not None and not gb.has_var(n):
-                _pserver_var(gb, src, n, shape, persistable=src.persistable)
+            if n not in gb.vars:
+                src = ob._find_var_recursive(n)
+                if src is not None:
+                    _pserver_var(gb, src, n, _derived_shape(n, rename["shapes"]), persistable=src.persistable)
             return n
-        src = ob._find_var_recursive(n)
-        if src is not None and not gb.has_var(new):
-            shape = rename["acc_shape"].get(new)
-            _pserver_var(gb, src, new, shape, persistable=True)
+        if new not in gb.vars:
+            src = ob._find_var_recursive(n)
+            if src is not None:
+                _pserver_var(gb, src, new, rename["acc_shape"].get(new), persistable=True)
         return new
 
     inputs = {slot: [mapped(n) for n in ns] for slot, ns in op.inputs.items()}
@@ -257,6 +252,18 @@ def _append_block_op(blk, op, rename, pb, ob, prog):
     if attrs.get(OP_ROLE_VAR_ATTR):
         attrs[OP_ROLE_VAR_ATTR] = [names.get(n, n) for n in attrs[OP_ROLE_VAR_ATTR]]
     blk.append_op(op.type, inputs=inputs, outputs=outputs, attrs=attrs)
+
+
+def _derived_shape(n, shapes):
+    """The shape on the pserver of ``n``, a variable derived from the param or grad of a block
+    (``fc_w@GRAD@CLIP``, ``fc_w@L2DECAY``): the block's (``shapes``: {origin name: block shape});
+    None for other variables."""
+    base = n.split("@")[0]
+    shape = None
+    for orig, s in shapes.items():
+        if n != orig and (n.startswith(orig + "@") or base == orig):
+            shape = s
+    return shape
 
 
 def _clone_op_into(block, op, origin, prog):

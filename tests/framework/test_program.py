@@ -123,6 +123,22 @@ def test_append_op_names_a_bad_argument_and_gives_each_op_its_own_attrs():
     assert b.append_op("cast", inputs={"X": x}, outputs={"Out": x}, attrs={"out_dtype": 6}).attr("out_dtype") == "float64"
 
 
+def test_rename_var_renames_every_use_and_keeps_the_def_use_index():
+    main, _, _, _ = build_regression()
+    b = main.global_block()
+    grad = "fc_0.w_0@GRAD"
+    writers, readers = b.writers_of(grad), b.readers_of(grad)
+    assert [op.type for op in writers] == ["mul_grad"] and [op.type for op in readers] == ["sgd"]
+    b._rename_var(grad, "w_grad.trainer_0")
+    assert b.writers_of("w_grad.trainer_0") == writers and b.readers_of("w_grad.trainer_0") == readers
+    assert b.writers_of(grad) == [] and b.readers_of(grad) == [] and not b.has_var(grad)
+    assert readers[0].input("Grad") == ["w_grad.trainer_0"] and writers[0].output("Y@GRAD") == ["w_grad.trainer_0"]
+    assert readers[0].input("Param") == ["fc_0.w_0"] and b.readers_of("fc_0.w_0")[-1] is readers[0]
+    main.lint()     # the index kept is the one the renamed ops give afresh
+    with pytest.raises(ValueError, match="already has a variable"):
+        b._rename_var("w_grad.trainer_0", "fc_0.w_0")
+
+
 def test_sub_blocks():
     p = fluid.Program()
     sub = p._create_block()
