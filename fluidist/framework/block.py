@@ -11,7 +11,7 @@ from . import registry, unique_name
 from .defuse import DefUse
 from .dtypes import paddle_attr_value
 from .name_scope import full_name_scope
-from .op_attrs import _op_attr, op_attrs, op_defaults
+from .op_attrs import _PLAIN_TYPES, _op_attr, op_attrs, op_defaults
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .variable import Parameter, Variable, _copy_var
 from . import desc_views
@@ -445,23 +445,25 @@ class Block:
         return (v for v in self.vars.values() if isinstance(v, Parameter))
 
     # ---- operators
-    def _make_op(self, type, inputs, outputs, attrs):
-        defaults = op_defaults(type)
+    def _make_op(self, op_type, inputs, outputs, attrs):
+        defaults = op_defaults(op_type)
         prog = self.program
         op = object.__new__(Operator)
         op.block = self
-        op.type = type
-        op.inputs = _slots(inputs, "input", type)
-        op.outputs = _slots(outputs, "output", type)
+        op.type = op_type
+        op.inputs = _slots(inputs, "input", op_type)
+        op.outputs = _slots(outputs, "output", op_type)
         # the attrs: those given, the role and name scope, then the entry's defaults (in that order)
         kept = op_attrs(attrs, {}) if attrs else {}
         if OP_ROLE_ATTR not in kept:
             role = prog._current_role
             if role == OpRole.Forward and defaults.role is not None:
                 role = defaults.role    # no role guard active: the op type's own role
-            kept[OP_ROLE_ATTR] = _op_attr(OP_ROLE_ATTR, role)
+            kept[OP_ROLE_ATTR] = role if type(role) in _PLAIN_TYPES else _op_attr(OP_ROLE_ATTR, role)
         if OP_ROLE_VAR_ATTR not in kept:
-            kept[OP_ROLE_VAR_ATTR] = _op_attr(OP_ROLE_VAR_ATTR, list(prog._op_role_var))
+            role_var = list(prog._op_role_var)
+            kept[OP_ROLE_VAR_ATTR] = (role_var if _PLAIN_TYPES.issuperset(map(type, role_var))
+                                      else _op_attr(OP_ROLE_VAR_ATTR, role_var))
         if OP_NAMESCOPE_ATTR not in kept:
             kept[OP_NAMESCOPE_ATTR] = full_name_scope()
         for name, value, fresh in defaults.items:

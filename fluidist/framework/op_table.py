@@ -15,6 +15,10 @@ import sys
 FAMILIES = "fluidist.ops"
 
 
+#: the reads that first fill the table
+_READS = ("get", "__contains__", "__getitem__", "__iter__", "__len__", "keys", "values", "items")
+
+
 class OpTable(dict):
     """A dict of op entries whose reads first make sure the op families are registered."""
 
@@ -31,6 +35,8 @@ class OpTable(dict):
             importlib.import_module(FAMILIES)
             return
         cls.filled = True
+        for name in _READS:     # from now on a read is the dict's own (no check, no Python call)
+            setattr(cls, name, getattr(dict, name))
 
     def get(self, key, default=None):
         if not self.filled:

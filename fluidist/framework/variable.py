@@ -34,13 +34,13 @@ def _strip_grad(name):
 def _shape_tuple(shape):
     if shape is None:
         return None
-    if isinstance(shape, (int, np.integer)):
-        shape = [shape]
-    elif type(shape) is tuple or type(shape) is list:
+    if type(shape) is tuple or type(shape) is list:
         try:
             return tuple(map(int, shape))      # no None among the sizes (the loop below says -1 for it)
         except TypeError:
             pass
+    elif isinstance(shape, (int, np.integer)):
+        shape = [shape]
     out = []
     for d in shape:
         if d is None:
@@ -173,8 +173,10 @@ class Variable:
 
     def __setattr__(self, key, value):
         object.__setattr__(self, key, plain(value) if key == "type" else value)
-        if key in _PROGRAM_FIELDS and "block" in self.__dict__:
-            self._bump()
+        if key in _PROGRAM_FIELDS:      # (what _bump does, without its call: shape inference sets these)
+            block = self.__dict__.get("block")
+            if block is not None and block.program is not None:
+                block.program._bump_version()
 
     def _meta(self):
         return {"name": self.name, "shape": list(self.shape) if self.shape is not None else None,

@@ -327,15 +327,16 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
         if out in blocks_here:
             for b in blocks_here[out]:
                 _append_block_init(sb, op, out, b)
-        elif pgb.has_var(out):
+        elif out in pgb.vars:
             attrs = dict(op.attrs)
-            if kind in ("random", "fill") and pgb.var(out).shape is not None:
-                attrs["shape"] = list(pgb.var(out).shape)
+            shape = pgb.vars[out].shape
+            if kind in ("random", "fill") and shape is not None:
+                attrs["shape"] = list(shape)
             sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
         else:
             for name in block_copies.get(out, ()):
                 attrs = dict(op.attrs)
-                attrs["shape"] = list(pgb.var(name).shape)
+                attrs["shape"] = list(pgb.vars[name].shape)
                 sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
     _init_trainer_counters(plan, origin_startup, sb)
     return prog
@@ -354,7 +355,7 @@ def _startup_inits(plan, origin_startup):
     table_accs = set(table.accumulators().values()) if table is not None else set()
     inits = []
     for op in origin_startup.global_block().ops:
-        if int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST):
+        if int(op.attrs.get(OP_ROLE_ATTR) or 0) & (RPC | DIST):
             continue   # a trainer startup's own recv / fetch_barrier / concat
         outs = op.output_arg_names
         if table is not None and outs == [table.name]:

@@ -283,7 +283,7 @@ def _fake_init_sparse_tables(program, startup):
         return
     sb = startup.global_block()
     for op in sb.ops:
-        if not int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST):
+        if not int(op.attrs.get(OP_ROLE_ATTR) or 0) & (RPC | DIST):
             for name in dict.fromkeys(op.output_arg_names):
                 if name in tables:
                     tables[name].append(op)
