@@ -379,6 +379,17 @@ class Block:
         self.program._bump_version()
         return v
 
+    def _declare(self, name, shape, dtype, type, lod_level, persistable):
+        """``create_var(name=name, shape=shape, dtype=dtype, type=type, lod_level=lod_level,
+        persistable=persistable)`` without keyword arguments, for passes that declare thousands."""
+        known = self.vars.get(name)
+        if known is not None:
+            return _same_var(known, {"shape": shape, "dtype": dtype, "lod_level": lod_level})
+        v = Variable(self, name, shape, dtype, type, lod_level, persistable)
+        self.vars[name] = v
+        self.program._bump_version()
+        return v
+
     def create_parameter(self, **kwargs):
         """Create a Parameter in the *global* block (parameters always live there)."""
         gb = self.program.global_block()

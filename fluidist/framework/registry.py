@@ -440,13 +440,22 @@ def fact(op, name, default=None):
     """The registry fact ``name`` (one of the module docstring's) of ``op``'s type; ``op`` is an op
     or an op type. ``default`` for an unregistered type. The one way to read a fact: the records
     (``OpDef.placement``, ...) are how the registry keeps them."""
-    record = _FACT_RECORD.get(name)
-    if record is None and name != "forward":
-        raise KeyError("no registry fact %r (known: %s)" % (name, sorted(_FACT_RECORD) + ["forward"]))
     d = _REGISTRY.get(op if isinstance(op, str) else op.type)
-    if d is None:
+    if d is not None:
+        facts = d.__dict__.get("_facts") or _facts_of(d)
+        if name in facts:
+            return facts[name]
+    elif name in _FACT_RECORD or name == "forward":
         return default
-    return d.forward if record is None else getattr(getattr(d, record), name)
+    raise KeyError("no registry fact %r (known: %s)" % (name, sorted(_FACT_RECORD) + ["forward"]))
+
+
+def _facts_of(d):
+    """Every fact of entry ``d`` by name, read off its records once (they are frozen) and kept on it."""
+    facts = {name: getattr(getattr(d, record), name) for name, record in _FACT_RECORD.items()}
+    facts["forward"] = d.forward
+    d._facts = facts
+    return facts
 
 
 def update_rule(op):

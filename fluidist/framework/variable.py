@@ -242,10 +242,10 @@ class Parameter(Variable):
 
 def _copy_var(v, block):
     """``v`` (of any program) as a Variable/Parameter of ``block``: same kind and attributes."""
-    nv = object.__new__(type(v))
-    d = nv.__dict__
-    d.update(v.__dict__)
+    d = v.__dict__.copy()
     d["block"] = block
     if isinstance(v, Parameter):
         d["optimize_attr"] = dict(v.optimize_attr)
+    nv = object.__new__(type(v))
+    object.__setattr__(nv, "__dict__", d)
     return nv

@@ -18,8 +18,8 @@ def _pserver_var(block, src, name=None, shape=None, persistable=True):
     known = block.vars.get(name)
     if known is not None:
         return known
-    return block.create_var(name=name, shape=shape if shape is not None else src.shape, dtype=src.dtype,
-                            type=src.type, lod_level=src.lod_level, persistable=persistable)
+    return block._declare(name, shape if shape is not None else src.shape, src.dtype, src.type, src.lod_level,
+                          persistable)
 
 
 def build_pserver_program(plan, endpoint, config):
