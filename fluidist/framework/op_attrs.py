@@ -11,6 +11,7 @@ from . import registry
 from .dtypes import DTYPE_ATTRS, dtype_attr
 
 _PLAIN_TYPES = frozenset([int, float, str, bool, type(None)])
+_KEPT_TYPES = _PLAIN_TYPES - {int}     # (an int may be a data type's code)
 
 
 def _op_attr(name, value):
@@ -21,15 +22,16 @@ def _op_attr(name, value):
 
 def op_attrs(attrs, out):
     """``attrs`` as an op keeps them (``_op_attr``), added to ``out`` in their order; returns ``out``.
-    The common values are kept here without a call: a plain scalar (but an int code of a data
-    type), a list of plain scalars (copied)."""
+    The common values are kept without a call: a float, str, bool or None, an int (but the int code
+    of a data type), a list of plain scalars (copied)."""
+    out.update(attrs)
     for name, value in attrs.items():
         t = type(value)
-        if t in _PLAIN_TYPES and (t is not int or name not in DTYPE_ATTRS):
-            out[name] = value
-        elif t is list and _PLAIN_TYPES.issuperset(map(type, value)):
-            out[name] = list(value)
-        else:
+        if t in _KEPT_TYPES:
+            continue
+        if t is list:
+            out[name] = list(value) if _PLAIN_TYPES.issuperset(map(type, value)) else _op_attr(name, value)
+        elif t is not int or name in DTYPE_ATTRS:
             out[name] = _op_attr(name, value)
     return out
 

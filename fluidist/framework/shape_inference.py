@@ -53,14 +53,7 @@ class InferShapeContext:
         v = self._var(names[i])
         if v is None:
             return
-        if shape is not None:
-            v.shape = tuple([int(d) for d in shape])
-        if dtype is not None:
-            v.dtype = dtype
-        if lod_level is not None:
-            v.lod_level = lod_level
-        if type is not None:
-            v.type = type
+        v._set_inferred(tuple(map(int, shape)) if shape is not None else None, dtype, lod_level, type)
 
     def share(self, out_slot, in_slot, lod=True):
         """Output gets the input's shape and dtype (and LoD level)."""

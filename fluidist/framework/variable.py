@@ -178,6 +178,24 @@ class Variable:
             if block is not None and block.program is not None:
                 block.program._bump_version()
 
+    def _set_inferred(self, shape, dtype, lod_level, type):
+        """Set the fields shape inference found (None: one left as it is), as setting each of them
+        does (``type`` as its plain string), with one bump of the program's version."""
+        fields = self.__dict__
+        if shape is None and dtype is None and lod_level is None and type is None:
+            return
+        if shape is not None:
+            fields["shape"] = shape
+        if dtype is not None:
+            fields["dtype"] = dtype
+        if lod_level is not None:
+            fields["lod_level"] = lod_level
+        if type is not None:
+            fields["type"] = plain(type)
+        block = fields.get("block")
+        if block is not None and block.program is not None:
+            block.program._bump_version()
+
     def _meta(self):
         return {"name": self.name, "shape": list(self.shape) if self.shape is not None else None,
                 "dtype": self.dtype, "type": self.type, "lod_level": self.lod_level,
