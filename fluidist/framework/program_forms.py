@@ -131,17 +131,19 @@ def _var_to_json(v):
 
 def _remap_blocks(attrs, blocks):
     """A copy of ``attrs`` whose Block values point at the same-index blocks of ``blocks``."""
-    out = {}
+    out = attrs.copy()      # then the values that are no plain scalars, redone in place
     for k, v in attrs.items():
         t = type(v)
+        if t in _PLAIN_TYPES:
+            continue
         if t is list:
             if _PLAIN_TYPES.issuperset(map(type, v)):
-                v = v[:]
+                out[k] = v[:]
             else:
-                v = [blocks[x.idx] if isinstance(x, Block) else (_copy_list(x) if type(x) is list else x) for x in v]
-        elif t not in _PLAIN_TYPES and isinstance(v, Block):
-            v = blocks[v.idx]
-        out[k] = v
+                out[k] = [blocks[x.idx] if isinstance(x, Block) else (_copy_list(x) if type(x) is list else x)
+                          for x in v]
+        elif isinstance(v, Block):
+            out[k] = blocks[v.idx]
     return out
 
 
