@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import copy
 from typing import Any, Dict, Iterator, List, Optional
-
-import numpy as np
 
 from . import registry, unique_name
 from .defuse import DefUse
-from .dtypes import DTYPE_ATTRS, dtype_attr, paddle_attr_value
+from .dtypes import paddle_attr_value
 from .name_scope import full_name_scope
+from .op_attrs import _PLAIN_TYPES, _op_attr, op_attrs, op_defaults
 from .op_role import OP_NAMESCOPE_ATTR, OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from .variable import Parameter, Variable, _copy_var
 from . import desc_views
@@ -25,8 +23,7 @@ def _names(arg, what):
     if arg is None:
         return []
     if isinstance(arg, (list, tuple)):
-        names = [a if type(a) is str else _one_name(a, what) for a in arg]
-        return names
+        return [a if type(a) is str else _one_name(a, what) for a in arg]
     return [_one_name(arg, what)]
 
 
@@ -35,38 +32,28 @@ def _one_name(a, what):
         return a.name
     if isinstance(a, str):
         return a
+    if type(what) is tuple:     # (direction, slot, op type): the message is made only when it is needed
+        what = "%s %r of op %r" % what
     raise TypeError("%s must be a Variable or a variable name, got %r" % (what, type(a).__name__))
 
 
-_PLAIN_TYPES = frozenset([int, float, str, bool, type(None)])
-
-
-def _op_attr(name, value):
-    """An attr as an op keeps it: plain (``_plain_attr``), and a data type as its dtype string
-    (Paddle's programs and tests give ``cast``'s ``out_dtype`` as an int code or a VarType)."""
-    return dtype_attr(_plain_attr(value)) if name in DTYPE_ATTRS else _plain_attr(value)
-
-
-def _plain_attr(value):
-    """Attr values are kept in JSON-friendly form: lists not tuples, python scalars not numpy."""
-    t = type(value)
-    if t in _PLAIN_TYPES:
-        return value
-    if t is list and all(type(v) in _PLAIN_TYPES for v in value):
-        return list(value)
-    if isinstance(value, (Block, str, bool, type(None))):
-        return value
-    if isinstance(value, (np.bool_,)):
-        return bool(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
-    if isinstance(value, (list, tuple)):
-        return [_plain_attr(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_plain_attr(v) for v in value.tolist()]
-    return value
+def _slots(given, direction, op_type):
+    """``{slot: [names]}`` of an op's ``inputs`` or ``outputs`` argument; a value that is no
+    Variable or name is a TypeError naming the slot and the op type."""
+    if not given:
+        return {}
+    out = {}
+    for slot, arg in given.items():
+        if type(arg) is list:       # the common case, a list of names: copied, each checked in this loop
+            names = arg[:]
+            for a in names:
+                if type(a) is not str:
+                    names = _names(arg, (direction, slot, op_type))
+                    break
+        else:
+            names = _names(arg, (direction, slot, op_type))
+        out[slot] = names
+    return out
 
 
 class Operator:
@@ -81,9 +68,9 @@ class Operator:
     def __init__(self, block, type, inputs=None, outputs=None, attrs=None):
         self.block = block
         self.type = type
-        self.inputs = {k: _names(v, "input %r of op %r" % (k, type)) for k, v in (inputs or {}).items()}
-        self.outputs = {k: _names(v, "output %r of op %r" % (k, type)) for k, v in (outputs or {}).items()}
-        self.attrs = {k: _op_attr(k, v) for k, v in (attrs or {}).items()}
+        self.inputs = _slots(inputs, "input", type)
+        self.outputs = _slots(outputs, "output", type)
+        self.attrs = op_attrs(attrs, {}) if attrs else {}
 
     def _bump(self):
         if self.block is not None and self.block.program is not None:
@@ -233,12 +220,10 @@ class _BlockEdits:
         self.new.append(op)
         return op
 
-    def commit(self):
-        if not self.new:
-            return
-        out = []
-        stack = list(reversed(self.block._ops))
-        while stack:   # each op with what goes before and after it (new ops can be anchors too)
+    def _emit(self, anchor, out):
+        """Append to ``out`` ``anchor`` with what goes before and after it (new ops can be anchors too)."""
+        stack = [anchor]
+        while stack:
             item = stack.pop()
             if isinstance(item, tuple):
                 out.append(item[1])
@@ -248,6 +233,18 @@ class _BlockEdits:
             stack.extend(reversed(after))
             stack.append(("emit", item))
             stack.extend(reversed(before))
+
+    def commit(self):
+        if not self.new:
+            return
+        out = []
+        before, after = self.before, self.after
+        for op in self.block._ops:
+            key = id(op)
+            if key in before or key in after:
+                self._emit(op, out)
+            else:
+                out.append(op)
         if self.after or self.before:
             raise ValueError("block %d edits: an anchor op is not in the block" % self.block.idx)
         self.block._ops = out
@@ -382,6 +379,17 @@ class Block:
         self.program._bump_version()
         return v
 
+    def _declare(self, name, shape, dtype, type, lod_level, persistable):
+        """``create_var(name=name, shape=shape, dtype=dtype, type=type, lod_level=lod_level,
+        persistable=persistable)`` without keyword arguments, for passes that declare thousands."""
+        known = self.vars.get(name)
+        if known is not None:
+            return _same_var(known, {"shape": shape, "dtype": dtype, "lod_level": lod_level})
+        v = Variable(self, name, shape, dtype, type, lod_level, persistable)
+        self.vars[name] = v
+        self.program._bump_version()
+        return v
+
     def create_parameter(self, **kwargs):
         """Create a Parameter in the *global* block (parameters always live there)."""
         gb = self.program.global_block()
@@ -415,10 +423,18 @@ class Block:
         v.name = new
         self.vars[new] = v
         index = self._index()
-        users = dict(index.readers.get(old, {}))
-        users.update(index.writers.get(old, {}))
+        readers = index.readers.pop(old, None)
+        writers = index.writers.pop(old, None)
+        users = dict(readers or {})
+        users.update(writers or {})
         for op in users.values():
-            op._edit_names(lambda op=op: (_rename_in(op.inputs, old, new), _rename_in(op.outputs, old, new)))
+            _rename_in(op.inputs, old, new)
+            _rename_in(op.outputs, old, new)
+        # the index: the users' entries move from the old name to the new one (their other names stay)
+        if readers:
+            index.readers.setdefault(new, {}).update(readers)
+        if writers:
+            index.writers.setdefault(new, {}).update(writers)
         self.program._bump_version()
         return v
 
@@ -440,30 +456,32 @@ class Block:
         return (v for v in self.vars.values() if isinstance(v, Parameter))
 
     # ---- operators
-    def _make_op(self, type, inputs, outputs, attrs):
-        if type is None:
-            raise ValueError("append_op: an op needs a type (append_op(type=..., ...))")
-        opdef = registry.lookup(type)
-        if opdef is None:
-            if registry.refusal(type) is not None:
-                raise registry.unknown_op_error(type)
-            raise ValueError("append_op: op type %r is not registered (no such op in fluidist)" % type)
-        attrs = dict(attrs or {})
+    def _make_op(self, op_type, inputs, outputs, attrs):
+        defaults = op_defaults(op_type)
         prog = self.program
-        if OP_ROLE_ATTR not in attrs:
+        op = object.__new__(Operator)
+        op.block = self
+        op.type = op_type
+        op.inputs = _slots(inputs, "input", op_type)
+        op.outputs = _slots(outputs, "output", op_type)
+        # the attrs: those given, the role and name scope, then the entry's defaults (in that order)
+        kept = op_attrs(attrs, {}) if attrs else {}
+        if OP_ROLE_ATTR not in kept:
             role = prog._current_role
-            if role == OpRole.Forward and registry.fact(type, "role") is not None:
-                role = registry.fact(type, "role")   # no role guard active: the op type's own role
-            attrs[OP_ROLE_ATTR] = role
-        if OP_ROLE_VAR_ATTR not in attrs:
-            attrs[OP_ROLE_VAR_ATTR] = list(prog._op_role_var)
-        if OP_NAMESCOPE_ATTR not in attrs:
-            attrs[OP_NAMESCOPE_ATTR] = full_name_scope()
-        for k, v in opdef.attrs.items():
-            if k not in attrs:
-                attrs[k] = copy.deepcopy(v)
-        op = Operator(self, type, inputs, outputs, attrs)
-        registry.infer_shape(op, self)
+            if role == OpRole.Forward and defaults.role is not None:
+                role = defaults.role    # no role guard active: the op type's own role
+            kept[OP_ROLE_ATTR] = role if type(role) in _PLAIN_TYPES else _op_attr(OP_ROLE_ATTR, role)
+        if OP_ROLE_VAR_ATTR not in kept:
+            role_var = list(prog._op_role_var)
+            kept[OP_ROLE_VAR_ATTR] = (role_var if _PLAIN_TYPES.issuperset(map(type, role_var))
+                                      else _op_attr(OP_ROLE_VAR_ATTR, role_var))
+        if OP_NAMESCOPE_ATTR not in kept:
+            kept[OP_NAMESCOPE_ATTR] = full_name_scope()
+        for name, value, fresh in defaults.items:
+            if name not in kept:
+                kept[name] = value if fresh is None else fresh(name, value)
+        op.attrs = kept
+        registry.infer_shape(op, self, defaults.opdef)
         return op
 
     def append_op(self, type: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,

@@ -17,18 +17,21 @@ class DefUse:
 
     def add(self, op):
         key = id(op)
+        readers, writers = self.readers, self.writers
         for names in op.inputs.values():
             for n in names:
-                d = self.readers.get(n)
+                d = readers.get(n)
                 if d is None:
-                    d = self.readers[n] = {}
-                d[key] = op
+                    readers[n] = {key: op}
+                else:
+                    d[key] = op
         for names in op.outputs.values():
             for n in names:
-                d = self.writers.get(n)
+                d = writers.get(n)
                 if d is None:
-                    d = self.writers[n] = {}
-                d[key] = op
+                    writers[n] = {key: op}
+                else:
+                    d[key] = op
 
     def discard(self, op):
         key = id(op)

@@ -149,6 +149,9 @@ def convert_dtype(dtype):
     if dtype is None:
         return None
     if isinstance(dtype, str):
+        found = _ALIASES.get(dtype)     # (most are spelt as the table spells them)
+        if found is not None:
+            return found
         key = dtype.lower()
         if key in _ALIASES:
             return _ALIASES[key]

@@ -21,35 +21,36 @@ OP_ROLE_VAR_ATTR = "op_role_var"
 OP_NAMESCOPE_ATTR = "op_namescope"
 
 
+# (the helpers read ``op.attrs`` itself: ``op.attr`` gives the same value for a role, at a call's cost)
 def has_role(op, bit):
     """True when ``op``'s role has ``bit`` set (Forward, being 0, is 'no other bit')."""
-    role = int(op.attr(OP_ROLE_ATTR) or 0)
+    role = int(op.attrs.get(OP_ROLE_ATTR) or 0)
     if bit == OpRole.Forward:
         return role & (OpRole.Backward | OpRole.Optimize | OpRole.LRSched) == 0
     return role & bit == bit
 
 
 def is_optimize_op(op):
-    return int(op.attr(OP_ROLE_ATTR) or 0) == OpRole.Optimize
+    return int(op.attrs.get(OP_ROLE_ATTR) or 0) == OpRole.Optimize
 
 
 def is_lr_sched_op(op):
-    role = int(op.attr(OP_ROLE_ATTR) or 0)
+    role = int(op.attrs.get(OP_ROLE_ATTR) or 0)
     return role in (OpRole.LRSched, OpRole.LRSched | OpRole.Optimize)
 
 
 def is_backward_op(op):
-    return int(op.attr(OP_ROLE_ATTR) or 0) & OpRole.Backward != 0
+    return int(op.attrs.get(OP_ROLE_ATTR) or 0) & OpRole.Backward != 0
 
 
 def is_loss_grad_op(op):
-    role = int(op.attr(OP_ROLE_ATTR) or 0)
+    role = int(op.attrs.get(OP_ROLE_ATTR) or 0)
     return role & (OpRole.Backward | OpRole.Loss) == (OpRole.Backward | OpRole.Loss)
 
 
 def role_vars(op):
     """``[(param, grad), ...]`` from ``op``'s ``op_role_var`` (pairs: param, grad, param, grad, ...)."""
-    rv = op.attr(OP_ROLE_VAR_ATTR) or []
+    rv = op.attrs.get(OP_ROLE_VAR_ATTR) or []
     if len(rv) % 2:
         raise ValueError("op %r has an odd op_role_var %s: it must list (param, grad) pairs" % (op.type, rv))
     return [(rv[i], rv[i + 1]) for i in range(0, len(rv), 2)]

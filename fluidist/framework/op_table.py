@@ -15,6 +15,10 @@ import sys
 FAMILIES = "fluidist.ops"
 
 
+#: the reads that first fill the table
+_READS = ("get", "__contains__", "__getitem__", "__iter__", "__len__", "keys", "values", "items")
+
+
 class OpTable(dict):
     """A dict of op entries whose reads first make sure the op families are registered."""
 
@@ -31,35 +35,45 @@ class OpTable(dict):
             importlib.import_module(FAMILIES)
             return
         cls.filled = True
+        for name in _READS:     # from now on a read is the dict's own (no check, no Python call)
+            setattr(cls, name, getattr(dict, name))
 
     def get(self, key, default=None):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.get(self, key, default)
 
     def __contains__(self, key):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.__contains__(self, key)
 
     def __getitem__(self, key):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.__getitem__(self, key)
 
     def __iter__(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.__iter__(self)
 
     def __len__(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.__len__(self)
 
     def keys(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.keys(self)
 
     def values(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.values(self)
 
     def items(self):
-        self._fill()
+        if not self.filled:
+            self._fill()
         return dict.items(self)

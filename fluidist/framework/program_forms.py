@@ -7,6 +7,7 @@ import copy
 
 from . import program_bounds, registry
 from .block import Block, Operator
+from .op_attrs import _PLAIN_TYPES
 from .op_role import OP_ROLE_ATTR, OpRole
 from .serialization import (FORMAT_VERSION, PROGRAM_FIELDS, attr_from_json, attr_to_json, object_from_json,
                             object_to_json)
@@ -41,10 +42,17 @@ def _copy_op(op, block, blocks):
     new = object.__new__(Operator)
     new.block = block
     new.type = op.type
-    new.inputs = {k: list(v) for k, v in op.inputs.items()}
-    new.outputs = {k: list(v) for k, v in op.outputs.items()}
+    new.inputs = _copy_slots(op.inputs)
+    new.outputs = _copy_slots(op.outputs)
     new.attrs = _remap_blocks(op.attrs, blocks)
     return new
+
+
+def _copy_slots(slots):
+    out = {}
+    for slot, names in slots.items():
+        out[slot] = list(names)
+    return out
 
 
 def to_dict(program):
@@ -123,13 +131,19 @@ def _var_to_json(v):
 
 def _remap_blocks(attrs, blocks):
     """A copy of ``attrs`` whose Block values point at the same-index blocks of ``blocks``."""
-    out = {}
+    out = attrs.copy()      # then the values that are no plain scalars, redone in place
     for k, v in attrs.items():
-        if type(v) is list:
-            v = [blocks[x.idx] if isinstance(x, Block) else (_copy_list(x) if type(x) is list else x) for x in v]
+        t = type(v)
+        if t in _PLAIN_TYPES:
+            continue
+        if t is list:
+            if _PLAIN_TYPES.issuperset(map(type, v)):
+                out[k] = v[:]
+            else:
+                out[k] = [blocks[x.idx] if isinstance(x, Block) else (_copy_list(x) if type(x) is list else x)
+                          for x in v]
         elif isinstance(v, Block):
-            v = blocks[v.idx]
-        out[k] = v
+            out[k] = blocks[v.idx]
     return out
 
 

@@ -129,6 +129,7 @@ from dataclasses import dataclass, fields
 from typing import Callable, Dict, Optional
 
 from .op_table import OpTable
+from .shape_inference import InferShapeContext, no_infer, same_shape  # noqa: F401 (the ops import them from here)
 
 GRAD = "@GRAD"
 
@@ -437,13 +438,22 @@ def fact(op, name, default=None):
     """The registry fact ``name`` (one of the module docstring's) of ``op``'s type; ``op`` is an op
     or an op type. ``default`` for an unregistered type. The one way to read a fact: the records
     (``OpDef.placement``, ...) are how the registry keeps them."""
-    record = _FACT_RECORD.get(name)
-    if record is None and name != "forward":
-        raise KeyError("no registry fact %r (known: %s)" % (name, sorted(_FACT_RECORD) + ["forward"]))
     d = _REGISTRY.get(op if isinstance(op, str) else op.type)
-    if d is None:
+    if d is not None:
+        facts = d.__dict__.get("_facts") or _facts_of(d)
+        if name in facts:
+            return facts[name]
+    elif name in _FACT_RECORD or name == "forward":
         return default
-    return d.forward if record is None else getattr(getattr(d, record), name)
+    raise KeyError("no registry fact %r (known: %s)" % (name, sorted(_FACT_RECORD) + ["forward"]))
+
+
+def _facts_of(d):
+    """Every fact of entry ``d`` by name, read off its records once (they are frozen) and kept on it."""
+    facts = {name: getattr(getattr(d, record), name) for name, record in _FACT_RECORD.items()}
+    facts["forward"] = d.forward
+    d._facts = facts
+    return facts
 
 
 def update_rule(op):
@@ -469,73 +479,10 @@ def has_side_effect(op):
 
 
 # ---------------------------------------------------------------- shape inference
-class InferShapeContext:
-    """What an ``infer`` function sees at graph-building time: input metas and attrs."""
-
-    def __init__(self, op, block):
-        self.op = op
-        self.block = block
-        self.attrs = op.attrs
-
-    def _var(self, name):
-        return self.block._find_var_recursive(name)
-
-    def has_input(self, slot):
-        return bool(self.op.inputs.get(slot))
-
-    def has_output(self, slot):
-        return bool(self.op.outputs.get(slot))
-
-    def input_var(self, slot, i=0):
-        names = self.op.inputs.get(slot) or []
-        if len(names) <= i:
-            return None
-        return self._var(names[i])
-
-    def input_vars(self, slot):
-        return [self._var(n) for n in self.op.inputs.get(slot) or []]
-
-    def input_shape(self, slot, i=0):
-        v = self.input_var(slot, i)
-        return tuple(v.shape) if v is not None and v.shape is not None else None
-
-    def input_dtype(self, slot, i=0):
-        v = self.input_var(slot, i)
-        return v.dtype if v is not None else None
-
-    def input_lod_level(self, slot, i=0):
-        v = self.input_var(slot, i)
-        return v.lod_level if v is not None else 0
-
-    def attr(self, name):
-        return self.op.attrs.get(name)
-
-    def set_output(self, slot, shape, dtype=None, lod_level=None, i=0, type=None):
-        names = self.op.outputs.get(slot) or []
-        if len(names) <= i:
-            return
-        v = self._var(names[i])
-        if v is None:
-            return
-        if shape is not None:
-            v.shape = tuple(int(d) for d in shape)
-        if dtype is not None:
-            v.dtype = dtype
-        if lod_level is not None:
-            v.lod_level = lod_level
-        if type is not None:
-            v.type = type
-
-    def share(self, out_slot, in_slot, lod=True):
-        """Output gets the input's shape and dtype (and LoD level)."""
-        v = self.input_var(in_slot)
-        if v is None:
-            return
-        self.set_output(out_slot, v.shape, v.dtype, v.lod_level if lod else None)
-
-
-def infer_shape(op, block):
-    d = _REGISTRY.get(op.type)
+def infer_shape(op, block, opdef=None):
+    """Run the ``infer`` of ``op``'s type on it (``opdef``: the type's entry, when the caller has it);
+    an error it raises names the op type."""
+    d = opdef if opdef is not None else _REGISTRY.get(op.type)
     if d is None or d.infer is None:
         return
     try:
@@ -545,16 +492,6 @@ def infer_shape(op, block):
         if str(e).startswith(prefix):   # the message names the op already
             raise
         raise type(e)(prefix + str(e)) from None
-
-
-def same_shape(in_slot="X", out_slot="Out"):
-    def infer(ctx):
-        ctx.share(out_slot, in_slot)
-    return infer
-
-
-def no_infer(ctx):
-    pass
 
 
 # ---------------------------------------------------------------- gradients

@@ -18,6 +18,10 @@ TEMP_VAR_NAME = "@TEMP@"
 LR_DECAY_COUNTER = "@LR_DECAY_COUNTER@"
 
 
+#: the fields of a Variable that are part of its program (setting one bumps the program's version)
+_PROGRAM_FIELDS = frozenset(("shape", "dtype", "persistable", "type", "lod_level"))
+
+
 def grad_var_name(name):
     return name + GRAD_SUFFIX
 
@@ -30,7 +34,12 @@ def _strip_grad(name):
 def _shape_tuple(shape):
     if shape is None:
         return None
-    if isinstance(shape, (int, np.integer)):
+    if type(shape) is tuple or type(shape) is list:
+        try:
+            return tuple(map(int, shape))      # no None among the sizes (the loop below says -1 for it)
+        except TypeError:
+            pass
+    elif isinstance(shape, (int, np.integer)):
         shape = [shape]
     out = []
     for d in shape:
@@ -111,12 +120,18 @@ class Variable:
                  stop_gradient: bool = False, is_data: bool = False, need_check_feed: bool = False,
                  error_clip: Any = None, **kwargs: Any) -> None:
         # straight into __dict__: a new variable changes no program yet (create_var bumps the version)
-        self.__dict__.update(
-            block=block,
-            name=name if name is not None else unique_name.generate_with_ignorable_key("_generated_var"),
-            shape=_shape_tuple(shape), dtype=convert_dtype(dtype) if dtype is not None else None, type=plain(type),
-            lod_level=int(lod_level or 0), persistable=bool(persistable), stop_gradient=bool(stop_gradient),
-            is_data=bool(is_data), need_check_feed=bool(need_check_feed), error_clip=error_clip)
+        fields = self.__dict__
+        fields["block"] = block
+        fields["name"] = name if name is not None else unique_name.generate_with_ignorable_key("_generated_var")
+        fields["shape"] = _shape_tuple(shape)
+        fields["dtype"] = convert_dtype(dtype) if dtype is not None else None
+        fields["type"] = plain(type)
+        fields["lod_level"] = int(lod_level or 0)
+        fields["persistable"] = bool(persistable)
+        fields["stop_gradient"] = bool(stop_gradient)
+        fields["is_data"] = bool(is_data)
+        fields["need_check_feed"] = bool(need_check_feed)
+        fields["error_clip"] = error_clip
 
     # Paddle-style accessors
     @property
@@ -158,8 +173,28 @@ class Variable:
 
     def __setattr__(self, key, value):
         object.__setattr__(self, key, plain(value) if key == "type" else value)
-        if key in ("shape", "dtype", "persistable", "type", "lod_level") and "block" in self.__dict__:
-            self._bump()
+        if key in _PROGRAM_FIELDS:      # (what _bump does, without its call: shape inference sets these)
+            block = self.__dict__.get("block")
+            if block is not None and block.program is not None:
+                block.program._bump_version()
+
+    def _set_inferred(self, shape, dtype, lod_level, type):
+        """Set the fields shape inference found (None: one left as it is), as setting each of them
+        does (``type`` as its plain string), with one bump of the program's version."""
+        fields = self.__dict__
+        if shape is None and dtype is None and lod_level is None and type is None:
+            return
+        if shape is not None:
+            fields["shape"] = shape
+        if dtype is not None:
+            fields["dtype"] = dtype
+        if lod_level is not None:
+            fields["lod_level"] = lod_level
+        if type is not None:
+            fields["type"] = plain(type)
+        block = fields.get("block")
+        if block is not None and block.program is not None:
+            block.program._bump_version()
 
     def _meta(self):
         return {"name": self.name, "shape": list(self.shape) if self.shape is not None else None,
@@ -225,10 +260,10 @@ class Parameter(Variable):
 
 def _copy_var(v, block):
     """``v`` (of any program) as a Variable/Parameter of ``block``: same kind and attributes."""
-    nv = object.__new__(type(v))
-    d = dict(v.__dict__)
+    d = v.__dict__.copy()
     d["block"] = block
     if isinstance(v, Parameter):
         d["optimize_attr"] = dict(v.optimize_attr)
-    nv.__dict__.update(d)
+    nv = object.__new__(type(v))
+    object.__setattr__(nv, "__dict__", d)
     return nv

@@ -7,7 +7,6 @@ import numpy as np
 from ..framework import registry
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import Program
-from .slicing import orig_varname
 from .pserver_plan import DIST, RPC
 from .pserver_trainer import _prefetch_names, async_lr_counter, trainer_counter_names
 
@@ -16,10 +15,11 @@ from .pserver_trainer import _prefetch_names, async_lr_counter, trainer_counter_
 def _pserver_var(block, src, name=None, shape=None, persistable=True):
     if name is None:
         name = src.name
-    if block.has_var(name):
-        return block.var(name)
-    return block.create_var(name=name, shape=shape if shape is not None else src.shape, dtype=src.dtype,
-                            type=src.type, lod_level=src.lod_level, persistable=persistable)
+    known = block.vars.get(name)
+    if known is not None:
+        return known
+    return block._declare(name, shape if shape is not None else src.shape, src.dtype, src.type, src.lod_level,
+                          persistable)
 
 
 def build_pserver_program(plan, endpoint, config):
@@ -235,20 +235,15 @@ def _append_block_op(blk, op, rename, pb, ob, prog):
     def mapped(n):
         new = names.get(n)
         if new is None:
-            # vars derived from the param or grad (fc_w@GRAD@CLIP, fc_w@L2DECAY) follow the block's shape
-            base = n.split("@")[0]
-            shape = None
-            for orig, s in rename["shapes"].items():
-                if n != orig and (n.startswith(orig + "@") or base == orig):
-                    shape = s
-            src = ob._find_var_recursive(n)
-            if src is not None and not gb.has_var(n):
-                _pserver_var(gb, src, n, shape, persistable=src.persistable)
+            if n not in gb.vars:
+                src = ob._find_var_recursive(n)
+                if src is not None:
+                    _pserver_var(gb, src, n, _derived_shape(n, rename["shapes"]), persistable=src.persistable)
             return n
-        src = ob._find_var_recursive(n)
-        if src is not None and not gb.has_var(new):
-            shape = rename["acc_shape"].get(new)
-            _pserver_var(gb, src, new, shape, persistable=True)
+        if new not in gb.vars:
+            src = ob._find_var_recursive(n)
+            if src is not None:
+                _pserver_var(gb, src, new, rename["acc_shape"].get(new), persistable=True)
         return new
 
     inputs = {slot: [mapped(n) for n in ns] for slot, ns in op.inputs.items()}
@@ -257,6 +252,18 @@ def _append_block_op(blk, op, rename, pb, ob, prog):
     if attrs.get(OP_ROLE_VAR_ATTR):
         attrs[OP_ROLE_VAR_ATTR] = [names.get(n, n) for n in attrs[OP_ROLE_VAR_ATTR]]
     blk.append_op(op.type, inputs=inputs, outputs=outputs, attrs=attrs)
+
+
+def _derived_shape(n, shapes):
+    """The shape on the pserver of ``n``, a variable derived from the param or grad of a block
+    (``fc_w@GRAD@CLIP``, ``fc_w@L2DECAY``): the block's (``shapes``: {origin name: block shape});
+    None for other variables."""
+    base = n.split("@")[0]
+    shape = None
+    for orig, s in shapes.items():
+        if n != orig and (n.startswith(orig + "@") or base == orig):
+            shape = s
+    return shape
 
 
 def _clone_op_into(block, op, origin, prog):
@@ -298,8 +305,10 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
     table = plan.table
     block_copies = defaultdict(list)   # accumulator -> its per-block copies here (two blocks of one param)
     for name in pgb.vars:
-        if ".block" in name and name.startswith(orig_varname(name) + ".block"):
-            block_copies[orig_varname(name)].append(name)
+        # a block of a variable (its own name's first suffix is .block<i>, not .trainer_<k>: orig_varname)
+        at = name.find(".block")
+        if at != -1 and not 0 <= name.find(".trainer_") < at:
+            block_copies[name[:at]].append(name)
     for what, op, out, src, kind in _startup_inits(plan, origin_startup):
         if what == "table":
             _append_table_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
@@ -318,15 +327,16 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
         if out in blocks_here:
             for b in blocks_here[out]:
                 _append_block_init(sb, op, out, b)
-        elif pgb.has_var(out):
+        elif out in pgb.vars:
             attrs = dict(op.attrs)
-            if kind in ("random", "fill") and pgb.var(out).shape is not None:
-                attrs["shape"] = list(pgb.var(out).shape)
+            shape = pgb.vars[out].shape
+            if kind in ("random", "fill") and shape is not None:
+                attrs["shape"] = list(shape)
             sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
         else:
             for name in block_copies.get(out, ()):
                 attrs = dict(op.attrs)
-                attrs["shape"] = list(pgb.var(name).shape)
+                attrs["shape"] = list(pgb.vars[name].shape)
                 sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
     _init_trainer_counters(plan, origin_startup, sb)
     return prog
@@ -345,7 +355,7 @@ def _startup_inits(plan, origin_startup):
     table_accs = set(table.accumulators().values()) if table is not None else set()
     inits = []
     for op in origin_startup.global_block().ops:
-        if int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST):
+        if int(op.attrs.get(OP_ROLE_ATTR) or 0) & (RPC | DIST):
             continue   # a trainer startup's own recv / fetch_barrier / concat
         outs = op.output_arg_names
         if table is not None and outs == [table.name]:

@@ -13,7 +13,7 @@ from ..framework.program import Parameter, Program
 from .config import DistributedMode
 from .details.vars_distributed import VarsDistributed, VarStruct
 from .dispatcher import RoundRobin
-from .slicing import block_shape, slice_variable
+from .slicing import _numel, block_shape, slice_variable
 
 
 RPC = OpRole.RPC
@@ -332,16 +332,20 @@ def vars_overview(plan):
     """Paddle's record of the placement (``program._parameters_on_pservers``, a VarsDistributed): each
     parameter block (``"Param"``) and, on the same pserver, its accumulators (``"Optimizer"``: the
     parameter-shaped ones cut like it, the one-element ones whole), with each block's offset in the
-    flattened origin variable."""
+    flattened origin variable. Its entries are made when first read (``_record_placement``), from the
+    plan, which no later call changes: the origin program it reads is the plan's own copy."""
+    return VarsDistributed(fill=lambda overview: _record_placement(plan, overview))
+
+
+def _record_placement(plan, overview):
     origin = plan.origin_main.global_block()
-    overview = VarsDistributed()
     for p in plan.params:
         blocks = plan.param_blocks[p]
         on_ep = defaultdict(int)
         for pb in blocks:
             on_ep[pb.endpoint] += 1
         for pb in blocks:
-            offset = pb.row_begin * (int(np.prod(pb.shape[1:])) if len(pb.shape) > 1 else 1)
+            offset = pb.row_begin * (_numel(pb.shape[1:]) if len(pb.shape) > 1 else 1)
             for name, vtype, cut in _pieces_of(plan, p):
                 whole = VarStruct.of(origin.var(name))
                 here = pb.server_name if vtype == "Param" else plan.accumulator_name(name, pb, on_ep[pb.endpoint] > 1)
@@ -350,4 +354,3 @@ def vars_overview(plan):
                 sliced = len(blocks) > 1 and cut
                 overview.add_distributed_var(whole, piece, is_slice=sliced, block_id=pb.index if sliced else 0,
                                              offset=offset if sliced else 0, vtype=vtype, endpoint=pb.endpoint)
-    return overview

@@ -214,12 +214,7 @@ def _rewrite_table_trainer(plan, program, barrier_out):
 def _rewrite_trainer_startup(plan, program, startup):
     sb = startup.global_block()
     if plan.table is not None:
-        # the table and its accumulators live on the pservers only
-        for name in [plan.table.name] + list(plan.table.accumulators().values()):
-            for op in sb.writers_of(name):
-                sb.insert_before(op, "fake_init", outputs={"Out": [name]},
-                                 attrs={"shape": [plan.table.rows, plan.table.width]})
-                sb.remove_op(op)
+        _fake_init_table(plan.table, sb)
     main_block = program.global_block()
     tid = plan.trainer_id
     recvs = []
@@ -244,6 +239,29 @@ def _rewrite_trainer_startup(plan, program, startup):
                          attrs={"axis": 0, OP_ROLE_ATTR: DIST})
 
 
+def _fake_init_table(table, sb):
+    """The distributed table and its accumulators live on the pservers only: each op of the trainer's
+    startup ``sb`` that writes one of them becomes a ``fake_init`` of the table's shape. Their
+    writers are found in one pass over the startup (its def-use index would cost a pass and more)."""
+    writers = {name: [] for name in [table.name] + list(table.accumulators().values())}
+    for op in sb.ops:
+        for names in op.outputs.values():
+            for name in names:
+                found = writers.get(name)
+                if found is not None and op not in found:
+                    found.append(op)
+    gone = {}
+    with sb.edits() as edits:
+        for name, ops in writers.items():
+            for op in ops:
+                if id(op) not in gone:      # (an op replaced for an earlier name is not in the block any more)
+                    edits.insert_before(op, "fake_init", outputs={"Out": [name]},
+                                        attrs={"shape": [table.rows, table.width]})
+                    gone[id(op)] = op
+    if gone:
+        sb.remove_ops(gone.values())
+
+
 def _mark_distributed(plan, program):
     program._is_distributed = True
     program._endpoints = list(plan.endpoints)
@@ -265,7 +283,7 @@ def _fake_init_sparse_tables(program, startup):
         return
     sb = startup.global_block()
     for op in sb.ops:
-        if not int(op.attr(OP_ROLE_ATTR) or 0) & (RPC | DIST):
+        if not int(op.attrs.get(OP_ROLE_ATTR) or 0) & (RPC | DIST):
             for name in dict.fromkeys(op.output_arg_names):
                 if name in tables:
                     tables[name].append(op)

@@ -18,6 +18,33 @@ def _transpile(eps, optimizer="adam"):
     return t, main, startup
 
 
+def test_a_placement_record_filled_on_first_read_keeps_its_order_and_survives_a_failed_fill():
+    """``VarsDistributed(fill=...)`` (the transpiler's record is made when first read): ``fill`` runs
+    once, before anything else is read or added; when it raises, nothing of it stays and the next
+    read runs it again."""
+    from fluidist.transpiler.details import VarsDistributed, VarStruct
+
+    def var(name, shape):
+        return VarStruct(name, shape, "float32", "LOD_TENSOR", 0, True)
+
+    calls = []
+
+    def fill(record):
+        calls.append(1)
+        record.add_distributed_var(var("w", [4, 2]), var("w.block0", [2, 2]), True, 0, 0, "Param", "a:1")
+        if len(calls) == 1:
+            raise RuntimeError("first fill fails")
+        record.add_distributed_var(var("w", [4, 2]), var("w.block1", [2, 2]), True, 1, 4, "Param", "b:1")
+
+    record = VarsDistributed(fill=fill)
+    with pytest.raises(RuntimeError, match="first fill fails"):
+        record.get_distributed_vars_by_ep("a:1")
+    record.add_distributed_var(var("m", [1]), var("m", [1]), vtype="Optimizer", endpoint="a:1")   # runs fill first
+    assert [v.slice.name for v in record.distributed_vars] == ["w.block0", "w.block1", "m"] and len(calls) == 2
+    assert record.get_distributed_var_by_slice("w.block1").offset == 4 and not record.distributed_vars[2].is_slice
+    assert [v.slice.name for v in VarsDistributed().distributed_vars] == []
+
+
 def test_placement_records_each_block_with_its_offset():
     eps = ["127.0.0.1:6174", "127.0.0.1:6175"]
     t, main, _ = _transpile(eps)

@@ -93,6 +93,52 @@ def test_block_and_operator_api():
         b.append_op()
 
 
+def test_append_op_names_a_bad_argument_and_gives_each_op_its_own_attrs():
+    main = fluid.Program()
+    b = main.global_block()
+    x = b.create_var(name="x", shape=[1, 3, 8, 8], dtype="float32")
+    b.create_var(name="y", dtype="float32")
+    with pytest.raises(TypeError, match="input 'X' of op 'pool2d' must be a Variable or a variable name, got 'int'"):
+        b.append_op("pool2d", inputs={"X": [3]}, outputs={"Out": ["y"]})
+    with pytest.raises(TypeError, match="output 'Out' of op 'pool2d' must be a Variable or a variable name, got 'float'"):
+        b.append_op("pool2d", inputs={"X": x}, outputs={"Out": 1.5})
+    assert not b.ops and main.global_block().var("y").shape is None
+    # missing attrs take the registry's defaults, each op its own copy of them
+    first = b.append_op("pool2d", inputs={"X": x}, outputs={"Out": "y"}, attrs={"ksize": (2, 2)})
+    second = b.append_op("pool2d", inputs={"X": [x]}, outputs={"Out": ["y"]}, attrs={"ksize": np.array([2, 2])})
+    assert first.attr("ksize") == second.attr("ksize") == [2, 2] and type(second.attr("ksize")[0]) is int
+    assert main.global_block().var("y").shape == (1, 3, 7, 7)      # inferred at append time
+    assert first.attr("strides") == [1, 1] and first.attr("strides") is not second.attr("strides")
+    first.attr("strides")[0] = 7
+    assert second.attr("strides") == [1, 1] and fluid.framework.registry.lookup("pool2d").attrs["strides"] == [1, 1]
+    assert b.append_op("pool2d", inputs={"X": x}, outputs={"Out": "y"}).attr("strides") == [1, 1]
+    # the attrs: those given, in their order, then the role and name scope, then the other defaults
+    names = first.attr_names
+    assert names[:4] == ["ksize", "op_role", "op_role_var", "op_namescope"] and "strides" in names[4:]
+    # an op type's own role (the registry's role fact) when no role guard is active, else the guard's
+    assert b.append_op("sgd", inputs={"Param": x}, outputs={"ParamOut": x}).attr("op_role") == OpRole.Optimize
+    with main._optimized_guard([x.name]):
+        op = b.append_op("scale", inputs={"X": x}, outputs={"Out": x})
+    assert op.attr("op_role") == OpRole.Optimize and op.attr("op_role_var") == ["x"]
+    assert b.append_op("cast", inputs={"X": x}, outputs={"Out": x}, attrs={"out_dtype": 6}).attr("out_dtype") == "float64"
+
+
+def test_rename_var_renames_every_use_and_keeps_the_def_use_index():
+    main, _, _, _ = build_regression()
+    b = main.global_block()
+    grad = "fc_0.w_0@GRAD"
+    writers, readers = b.writers_of(grad), b.readers_of(grad)
+    assert [op.type for op in writers] == ["mul_grad"] and [op.type for op in readers] == ["sgd"]
+    b._rename_var(grad, "w_grad.trainer_0")
+    assert b.writers_of("w_grad.trainer_0") == writers and b.readers_of("w_grad.trainer_0") == readers
+    assert b.writers_of(grad) == [] and b.readers_of(grad) == [] and not b.has_var(grad)
+    assert readers[0].input("Grad") == ["w_grad.trainer_0"] and writers[0].output("Y@GRAD") == ["w_grad.trainer_0"]
+    assert readers[0].input("Param") == ["fc_0.w_0"] and b.readers_of("fc_0.w_0")[-1] is readers[0]
+    main.lint()     # the index kept is the one the renamed ops give afresh
+    with pytest.raises(ValueError, match="already has a variable"):
+        b._rename_var("w_grad.trainer_0", "fc_0.w_0")
+
+
 def test_sub_blocks():
     p = fluid.Program()
     sub = p._create_block()

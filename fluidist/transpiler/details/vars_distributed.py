@@ -10,7 +10,7 @@ whole variables saved.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 
 class VarStruct:
@@ -54,8 +54,7 @@ class VarDistributed:
                  endpoint: Optional[str] = None) -> None:
         self.origin = VarStruct.of(origin_var)
         self.slice = VarStruct.of(slice_var)
-        same = self.equal(self.origin, self.slice)
-        self.is_slice = (not same) if is_slice is None else bool(is_slice)
+        self.is_slice = (not self.equal(self.origin, self.slice)) if is_slice is None else bool(is_slice)
         self.block_id = 0 if block_id is None else int(block_id)
         self.offset = 0 if offset is None else int(offset)
         self.vtype = vtype
@@ -75,10 +74,35 @@ class VarDistributed:
 
 
 class VarsDistributed:
-    """Every ``VarDistributed`` of a job, with the look-ups ``fluid.io`` and the transpiler's users make."""
+    """Every ``VarDistributed`` of a job, with the look-ups ``fluid.io`` and the transpiler's users make.
 
-    def __init__(self) -> None:
-        self.distributed_vars: List[VarDistributed] = []
+    ``fill`` (fluidist): a function that records the entries (``fill(self)``, calling
+    ``add_distributed_var``), called when ``distributed_vars`` is first read: the transpiler's record
+    of a job costs nothing to a process that never reads it (only a distributed save or load does)."""
+
+    def __init__(self, fill: Optional[Callable[["VarsDistributed"], None]] = None) -> None:
+        self._distributed_vars: List[VarDistributed] = []
+        self._fill = fill
+
+    @property
+    def distributed_vars(self) -> List[VarDistributed]:
+        """Every entry, in the order recorded."""
+        fill = self._fill
+        if fill is not None:
+            self._fill = None       # (fill adds through this property)
+            kept = len(self._distributed_vars)
+            try:
+                fill(self)
+            except BaseException:
+                del self._distributed_vars[kept:]
+                self._fill = fill
+                raise
+        return self._distributed_vars
+
+    @distributed_vars.setter
+    def distributed_vars(self, entries: List[VarDistributed]) -> None:
+        self._fill = None
+        self._distributed_vars = entries
 
     def add_distributed_var(self, origin_var: Any, slice_var: Any, is_slice: Optional[bool] = None,
                             block_id: Optional[int] = None, offset: Optional[int] = None,
