@@ -32,6 +32,8 @@ def _one_name(a, what):
         return a.name
     if isinstance(a, str):
         return a
+    if isinstance(a, bytes):    # Paddle 1.8 decodes a name given as bytes (cpt.to_text)
+        return a.decode()
     if type(what) is tuple:     # (direction, slot, op type): the message is made only when it is needed
         what = "%s %r of op %r" % what
     raise TypeError("%s must be a Variable or a variable name, got %r" % (what, type(a).__name__))

@@ -7,9 +7,8 @@ from typing import Any, Optional
 from ..framework.program import Program, default_main_program, default_startup_program
 from . import geo
 from . import pserver as ps
-from ..distributed.ports import split_endpoint
 from .config import DistributeTranspilerConfig, DistributedMode, ServerRuntimeConfig  # noqa: F401
-from .details import check_bool, check_int, gc_paused, parse_endpoints
+from .details import check_int, gc_paused, parse_endpoints
 from .slicing import VarBlock, slice_variable  # noqa: F401  (Paddle's names in this module)
 
 logger = logging.getLogger(__name__)

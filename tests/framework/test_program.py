@@ -266,3 +266,15 @@ def test_clone_for_test_after_minimize_keeps_the_variables_of_its_ops_as_paddle(
                                                   "mean_0.tmp_0", "unused", "x"]
     assert sorted(after.global_block().vars) == ["fc_0.b_0", "fc_0.tmp_0", "fc_0.tmp_1", "fc_0.w_0", "mean_0.tmp_0", "x"]
     assert [op.type for op in after.global_block().ops] == [op.type for op in before.global_block().ops]
+
+
+def test_append_op_takes_input_names_given_as_bytes_as_paddle_does():
+    """Paddle 1.8 decodes a name given as bytes (``cpt.to_text``): ``inputs={'X': [b'x']}`` runs."""
+    prog = fluid.Program()
+    block = prog.global_block()
+    block.create_var(name="x", shape=[2], dtype="float32")
+    y = block.create_var(name="y", shape=[2], dtype="float32")
+    op = block.append_op(type="relu", inputs={"X": [b"x"]}, outputs={"Out": [y]})
+    assert op.input("X") == ["x"] and op.output("Out") == ["y"]
+    with pytest.raises(TypeError, match="must be a Variable or a variable name"):
+        block.append_op(type="relu", inputs={"X": [3]}, outputs={"Out": [y]})
