@@ -392,11 +392,9 @@ class _DataParallelRunner:
     def _make_local_ring(self):
         """The ring of this runner's places (threads), made anew after a failure broke it."""
         if isinstance(self.places[0], CUDAPlace):
-            from ..distributed.collective import device_ring, nccl
+            from ..distributed.collective.device_ring import gpu_thread_group
             devices = [p.device_id for p in self.places]
-            ring = nccl.nccl_thread_group(self.local_ring, devices) if len(set(devices)) == len(devices) else \
-                device_ring.shared_gpu_thread_group(self.nplaces, self.local_ring)   # places sharing a GPU
-            collective_registry.register_group(self.local_ring, ring, devices)
+            collective_registry.register_group(self.local_ring, gpu_thread_group(self.local_ring, devices), devices)
         elif all(getattr(p, "kind", None) == "standin" for p in self.places):    # reduced on the devices
             from ..distributed.collective.device_ring import standin_thread_group
             collective_registry.register_group(self.local_ring, standin_thread_group(self.nplaces, self.local_ring))

@@ -104,14 +104,11 @@ def c_comm_init_all(ctx, ins, attrs):
     ring_id = int(attrs["ring_id"])
     devices = [int(d) for d in attrs.get("devices") or []]
     if _is_cuda(ctx):
-        from ..distributed.collective.nccl import _cupy, nccl_thread_group
+        from ..distributed.collective.device_ring import gpu_thread_group
+        from ..distributed.collective.nccl import _cupy
         if not devices:
             devices = list(range(_cupy()[0].cuda.runtime.getDeviceCount()))
-        if len(set(devices)) < len(devices):       # places sharing a GPU: reduced there, without NCCL
-            from ..distributed.collective.device_ring import shared_gpu_thread_group
-            registry.register_group(ring_id, shared_gpu_thread_group(len(devices), ring_id), devices)
-        else:
-            registry.register_group(ring_id, nccl_thread_group(ring_id, devices), devices)
+        registry.register_group(ring_id, gpu_thread_group(ring_id, devices), devices)
     elif getattr(ctx.place, "kind", None) == "standin":     # stand-in places: reduced on their devices
         from ..distributed.collective.device_ring import standin_thread_group
         registry.register_group(ring_id, standin_thread_group(len(devices) or int(os.environ.get("CPU_NUM", "1")),

@@ -204,4 +204,16 @@ def shared_gpu_thread_group(nranks, ring_id, timeout=None):
     return device_thread_group(nranks, ring_id, cupy_module(), "cuda", timeout)
 
 
-__all__ = ["DeviceRingCommunicator", "device_thread_group", "standin_thread_group", "shared_gpu_thread_group"]
+def gpu_thread_group(ring_id, devices, timeout=None):
+    """The ring of CUDA places of this process on GPUs ``devices`` (one per place): NCCL's
+    (``ncclCommInitAll``) when each GPU is listed once, else the ring through CuPy on the GPU they
+    share (NCCL takes one rank per GPU)."""
+    devices = [int(d) for d in devices]
+    if len(set(devices)) == len(devices):
+        from .nccl import nccl_thread_group
+        return nccl_thread_group(ring_id, devices)
+    return shared_gpu_thread_group(len(devices), ring_id, timeout)
+
+
+__all__ = ["DeviceRingCommunicator", "device_thread_group", "standin_thread_group", "shared_gpu_thread_group",
+           "gpu_thread_group"]
