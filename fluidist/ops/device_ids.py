@@ -12,7 +12,9 @@ at every step, so there a kernel instead
   ``softmax_with_cross_entropy`` does for labels. A gradient kernel only clips
   (:func:`ids_or_clipped`): its forward op already reported the id.
 
-A negative id read as an unsigned integer is a huge one, so one comparison finds ids on both sides.
+``lookup_table`` does all three in one fused kernel for float tables (:func:`.device_fused.lookup_rows`:
+the same rows, in one launch instead of four). A negative id read as an unsigned integer is a huge
+one, so one comparison finds ids on both sides.
 A result that cannot hold NaN (an integer gather, an integer one-hot) has no way to show the mistake:
 there the kernel checks on the host after all, reading back.
 """

@@ -5,6 +5,7 @@ import numpy as np
 from ..framework.registry import Bound, kernel_call, register_binder, register_grad, register_op, same_shape
 from ..core.tensor import SelectedRows
 from .shape_tensors import scalar_from_tensor
+from . import device_fused
 
 
 # ------------------------------------------------------------------ broadcasting helpers
@@ -459,7 +460,7 @@ _act("exp", lambda xp, x, a: xp.exp(x), lambda xp, o, d, a: d * o)
 _act("log", lambda xp, x, a: xp.log(x), lambda xp, x, d, a: d / x, uses="X")
 _act("sqrt", lambda xp, x, a: xp.sqrt(x), lambda xp, o, d, a: d * 0.5 / o)
 _act("rsqrt", lambda xp, x, a: 1.0 / xp.sqrt(x), lambda xp, o, d, a: -0.5 * d * o * o * o)
-_act("square", lambda xp, x, a: x * x, lambda xp, x, d, a: d * 2 * x, uses="X")
+_act("square", lambda xp, x, a: x * x, lambda xp, x, d, a: device_fused.square_grad(xp, d, x), uses="X")
 _act("abs", lambda xp, x, a: xp.abs(x), lambda xp, x, d, a: d * xp.sign(x), uses="X")
 _act("reciprocal", lambda xp, x, a: 1.0 / x, lambda xp, o, d, a: -d * o * o)
 def _softplus(xp, x, a):

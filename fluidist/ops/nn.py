@@ -4,7 +4,7 @@ import numpy as np
 
 from ..framework.registry import register_grad, register_op
 from ..core.tensor import SelectedRows, scatter_add
-from . import device_ids
+from . import device_fused, device_ids
 from .device_tables import device_table, offsets_key
 from .lod_utils import segments
 
@@ -100,9 +100,12 @@ def _lookup_kernel(v2):
             out = _lookup_rows(ctx, w, ids, attrs)
             return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.value.shape[1], v2))}
         xp = ctx.xp
+        pad = _padding_idx(attrs, w.shape[0])
+        out = device_fused.lookup_rows(xp, w, ids.reshape(-1), pad)    # (a device: one launch)
+        if out is not None:
+            return {"Out": out.reshape(_lookup_out_shape(ids.shape, w.shape[1], v2))}
         flat, bad = _checked_ids(ctx, ids, w.shape[0], w.dtype)
         out = xp.take(w, flat, axis=0)  # a gather copies: W is never aliased
-        pad = _padding_idx(attrs, w.shape[0])
         if pad is not None:       # (a mask assignment would read its count back on a device)
             out = xp.where((flat == pad)[:, None], out.dtype.type(0), out)
         out = device_ids.nan_where(xp, bad, out)

@@ -28,6 +28,7 @@ from ..framework.registry import Bound, UpdateRule, kernel_call, no_infer, regis
     register_op
 from ..core.lazy_rows import LazyRows
 from ..core.tensor import SelectedRows, scatter_add
+from . import device_fused
 
 
 def _lr(ctx, ins, dtype):
@@ -324,7 +325,8 @@ def sgd(ctx, ins, attrs):
     if isinstance(g, SelectedRows):
         _check_height(ctx, g, p)
         if g.rows is not None and len(g.rows):      # each row's values subtracted in turn, repeats too
-            scatter_add(ctx.xp, p, g.rows, g.value.reshape((len(g.rows),) + tuple(p.shape[1:])) * -lr)
+            values = g.value.reshape((len(g.rows),) + tuple(p.shape[1:]))
+            scatter_add(ctx.xp, p, g.rows, device_fused.negated_product(ctx.xp, values, lr))
         return {"ParamOut": p}
     if g.shape != p.shape:
         _check_same_shape(ctx, "Grad", g, p)
