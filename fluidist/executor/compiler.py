@@ -21,6 +21,7 @@ from ..distributed.collective.base import CollectiveError
 from ..distributed.collective.common import CollectiveTimeout
 from ..distributed.collective.registry import init_comms_from_nccl_id
 from ..distributed.collective.threads import thread_group
+from ..framework import registry
 from ..framework.op_role import OP_ROLE_ATTR, OpRole
 from ..framework.program import Program
 from ..transpiler.collective import allreduce_gradients
@@ -403,17 +404,23 @@ class _DataParallelRunner:
         self._local_broken = False
 
     def _broadcast_persistables(self, prog, scope):
+        """Place 0's persistables (trainer 0's, over several trainers) copied to the other places.
+        Those an update op keeps on the host (Adam's beta powers: ``registry.host_scalar_names``)
+        stay there on every place, as Paddle 1.8 copies a host tensor to each place's scope."""
         names = sorted(v.name for v in prog.list_vars() if v.persistable and v.type != "RAW")
+        on_host = registry.host_scalar_names(prog) if any(p.is_device for p in self.places) else frozenset()
         for name in names:
             value = scope.vals.get(name)
             if value is None:
                 continue
+            stays = name in on_host and isinstance(value, np.ndarray)
             if self.comm is not None and (isinstance(value, np.ndarray) or is_device_array(value)):
                 value = _broadcast_from_rank0(self.comm, value, self.places[0])
+                value = to_host(value) if stays else value
                 scope.vals[name] = value
             for i in range(1, self.nplaces):
                 with self.places[i].device_context():
-                    self.scopes[i].vals[name] = copy_to(value, self.places[i])
+                    self.scopes[i].vals[name] = value.copy() if stays else copy_to(value, self.places[i])
 
     # ------------------------------------------------------------ running
     def _run_place(self, i, feed):

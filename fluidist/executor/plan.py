@@ -322,26 +322,8 @@ def _value_or_none(scope, name, step):
 
 
 def _host_scalars(program, block, on_device):
-    """The variables ``block``'s update ops keep on the host (``UpdateRule.scalars_on_host``: Adam's
-    beta powers) that no op of ``program`` touches otherwise: a plan on a device place leaves them
-    where they are (the host, where their startup op with op_device "cpu" made them). A variable some
-    other op reads or writes (a Paddle 1.7 program's ``scale`` of a beta power) is placed as usual."""
-    if not on_device:
-        return frozenset()
-    names = set()
-    for op in block.ops:
-        rule = registry.update_rule(op)
-        if rule is not None and rule.scalars_on_host:
-            names.update(n for slot in rule.scalars + tuple(s for s in rule.scalar_outputs if s)
-                         for n in list(op.inputs.get(slot) or ()) + list(op.outputs.get(slot) or ()))
-    for blk in program.blocks if names else ():
-        for op in blk.ops:
-            rule = registry.update_rule(op)
-            own = set(rule.scalars + tuple(rule.scalar_outputs)) if rule is not None and rule.scalars_on_host \
-                else ()
-            for slots in (op.inputs, op.outputs):
-                names.difference_update(n for slot, ns in slots.items() if slot not in own for n in ns)
-    return frozenset(names)
+    """What a plan on a device place leaves on the host (``registry.host_scalar_names``)."""
+    return registry.host_scalar_names(program, block) if on_device else frozenset()
 
 
 def _on_host(kernel, op, place, whole_op, stays=False):

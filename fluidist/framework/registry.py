@@ -461,6 +461,30 @@ def update_rule(op):
     return fact(op, "update")
 
 
+def host_scalar_names(program, block=None) -> frozenset:
+    """The variables the update ops of ``block`` (default: ``program``'s global block) keep on the
+    host on every place (``UpdateRule.scalars_on_host``: Adam's beta powers, which Paddle 1.8's
+    optimizer makes with op_device "cpu") and no other op of ``program`` touches. A variable some
+    other op reads or writes (a Paddle 1.7 program's ``scale`` of a beta power) is placed as usual.
+    A device place's plan, a data-parallel run's other places and a load onto a device leave these
+    values on the host."""
+    block = program.global_block() if block is None else block
+    names = set()
+    for op in block.ops:
+        rule = update_rule(op)
+        if rule is not None and rule.scalars_on_host:
+            names.update(n for slot in rule.scalars + tuple(s for s in rule.scalar_outputs if s)
+                         for n in list(op.inputs.get(slot) or ()) + list(op.outputs.get(slot) or ()))
+    for blk in program.blocks if names else ():
+        for op in blk.ops:
+            rule = update_rule(op)
+            own = set(rule.scalars + tuple(rule.scalar_outputs)) if rule is not None and rule.scalars_on_host \
+                else ()
+            for slots in (op.inputs, op.outputs):
+                names.difference_update(n for slot, ns in slots.items() if slot not in own for n in ns)
+    return frozenset(names)
+
+
 def peer_direction(op):
     """Which way ``op`` moves values between peers, read off its ``to_peers`` / ``from_peers`` facts:
     ``"send"`` (to them only: ``send``), ``"recv"`` (from them only: ``recv``), ``"both"`` (a request

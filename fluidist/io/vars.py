@@ -14,6 +14,7 @@ from ..device.places import CPUPlace
 from ..core.placement import to_place
 from ..core.scope import global_scope
 from ..core.tensor import SelectedRows
+from ..framework import registry
 from ..framework.dtypes import VarType
 from ..framework.program import Program, Variable
 from ..paddle_format import files as paddle_files
@@ -352,14 +353,26 @@ def _read_own_all(src, selected):
         src.close()
 
 
+def _kept_on_host(decls, place):
+    """The declared variables a device place leaves on the host (Adam's beta powers: see
+    ``registry.host_scalar_names``), read off the programs that declare them."""
+    if not place.is_device:
+        return frozenset()
+    programs = {id(d.block.program): d.block.program for d in decls.values() if getattr(d, "block", None) is not None}
+    return frozenset().union(*(registry.host_scalar_names(p) for p in programs.values()))
+
+
 def _commit(loaded, decls, scope, place, where):
-    """Check every value against its declaration, then write them all into the scope."""
+    """Check every value against its declaration, then write them all into the scope: onto the
+    executor's place, but for the values its plans keep on the host."""
     for name, value, _ in loaded:
         if not isinstance(value, SelectedRows):
             _check_against_decl(name, decls.get(name), value, where)
+    on_host = _kept_on_host(decls, place)
     with place.device_context():
         for name, value, lod in loaded:       # onto the executor's place, through it
-            scope.var(name).set_value(to_place(value, place))
+            stays = name in on_host and isinstance(value, np.ndarray)
+            scope.var(name).set_value(value if stays else to_place(value, place))
             if not isinstance(value, SelectedRows):
                 scope.var(name).get_tensor().set_lod(lod or [])
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fluidist as fluid
-from fluidist.device import standin
+from fluidist.device import places, standin
 from fluidist.device.standin import StandinPlace, count_transfers
 
 pytestmark = pytest.mark.timeout(120)
@@ -108,3 +108,85 @@ def test_an_op_on_the_cpu_whose_output_its_block_reads_stays_on_the_place():
     assert type(scope.vals[kept.name]) is np.ndarray
     assert isinstance(scope.vals[read.name], standin.StandinArray)
     assert np.array(scope.find_var(doubled.name).get_tensor()).tolist() == [4.0, 4.0]
+
+
+def _step_counts(exe, main, loss, scope, feed):
+    with count_transfers() as log:
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    return (len(log.h2d), len(log.d2h), len(log.syncs)), log.launches
+
+
+@pytest.mark.parametrize("how", ["load_persistables", "fluid.load"])
+def test_a_load_onto_a_device_keeps_the_beta_powers_on_the_host(how, tmp_path):
+    """Loaded onto a device place, the beta powers stay on the host (the other persistables go to
+    the device): the next steps cost what they cost before the save, and give the CPU's numbers."""
+    feeds = _feeds()
+    runs = {}
+    for place in (places.CPUPlace(), StandinPlace()):    # (the CPU's even under FLUIDIST_TEST_DEVICE)
+        main, startup, loss = _adam_mlp()
+        exe, scope = fluid.Executor(place), fluid.Scope()
+        exe.run(startup, scope=scope)
+        exe.run(main, feed=feeds[0], fetch_list=[loss], scope=scope)
+        before = _step_counts(exe, main, loss, scope, feeds[1])
+        folder = str(tmp_path / type(place).__name__)
+        with fluid.scope_guard(scope):
+            if how == "load_persistables":
+                fluid.io.save_persistables(exe, folder, main_program=main)
+            else:
+                fluid.save(main, folder + "/model")
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        with fluid.scope_guard(scope):
+            if how == "load_persistables":
+                fluid.io.load_persistables(exe, folder, main_program=main)
+            else:
+                fluid.load(main, folder + "/model", exe)
+        powers = {n: v for n, v in scope.vals.items() if "_pow_acc_" in n}
+        assert len(powers) == 4 and all(type(v) is np.ndarray for v in powers.values())
+        if place.is_device:
+            assert isinstance(scope.vals["fc_0.w_0"], standin.StandinArray)
+            assert isinstance(scope.vals["fc_0.w_0_moment1_0"], standin.StandinArray)
+            exe.run(main, feed=feeds[1], fetch_list=[loss], scope=scope)   # (the plan is made again)
+            assert _step_counts(exe, main, loss, scope, feeds[2]) == before
+        else:
+            exe.run(main, feed=feeds[1], fetch_list=[loss], scope=scope)
+            exe.run(main, feed=feeds[2], fetch_list=[loss], scope=scope)
+        runs[place.is_device] = {n: np.array(scope.find_var(n).get_tensor()) for n in scope.vals
+                                 if n.startswith("fc_0")}
+    for n, v in runs[False].items():
+        assert v.tobytes() == runs[True][n].tobytes(), n
+
+
+def _data_parallel(powers_on_devices=False):
+    main, startup, loss = _adam_mlp()
+    exe, scope = fluid.Executor(StandinPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    prog = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
+                                                          places=[StandinPlace(0), StandinPlace(1)])
+    feeds = _feeds()
+    exe.run(prog, feed=feeds[0], fetch_list=[loss], scope=scope)
+    scopes = prog._runner.scopes
+    if powers_on_devices:      # (as the places other than the first held them before)
+        for n in [n for n in scopes[1].vals if "_pow_acc_" in n]:
+            scopes[1].vals[n] = StandinPlace(1).to_device(scopes[1].vals[n])
+    with count_transfers() as log:
+        exe.run(prog, feed=feeds[1], fetch_list=[loss], scope=scope)
+    losses = [exe.run(prog, feed=feeds[2], fetch_list=[loss], scope=scope)[0]]
+    return scopes, log, losses, {n: np.array(scope.find_var(n).get_tensor()) for n in scope.vals if n.startswith("fc_0")}
+
+
+def test_every_data_parallel_place_keeps_the_beta_powers_on_the_host():
+    """The data-parallel runner copies place 0's beta powers to the other places on the host, as
+    Paddle 1.8 copies a host tensor into each place's scope: each place's Adam saves their launches."""
+    scopes, log, losses, values = _data_parallel()
+    for scope in scopes:
+        powers = [v for n, v in scope.vals.items() if "_pow_acc_" in n]
+        assert len(powers) == 4 and all(type(v) is np.ndarray for v in powers)
+    assert scopes[0].vals["fc_0.w_0_beta1_pow_acc_0"] is not scopes[1].vals["fc_0.w_0_beta1_pow_acc_0"]
+    assert (len(log.h2d), len(log.d2h), len(log.syncs)) == (4, 1, 1), str(log)
+    _, on_devices, device_losses, device_values = _data_parallel(powers_on_devices=True)
+    # per parameter of place 1: 1 - b2p, sqrt, 1 - b1p on the device, and the two powers advanced there
+    assert on_devices.launches - log.launches == 2 * 5, (on_devices.launches, log.launches)
+    assert np.array_equal(losses, device_losses)
+    for n, v in values.items():
+        assert v.tobytes() == device_values[n].tobytes(), n
