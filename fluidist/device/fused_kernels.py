@@ -12,8 +12,8 @@ three factors), with two bodies that compute the same numbers:
 
 On the stand-in the call is refused as CuPy refuses it (``TypeError``) where the arguments do not fit
 the parameters: their count, a type placeholder (``T``) bound to two dtypes, an array of another
-dtype than its parameter's, a host array anywhere. Kernels call fused kernels on device places only; the host keeps its own
-code, so the CPU's numbers and errors do not depend on them.
+dtype than its parameter's, a host array anywhere. Kernels call fused kernels on device places only;
+the host keeps its own code, so the CPU's numbers and errors do not depend on them.
 """
 from __future__ import annotations
 

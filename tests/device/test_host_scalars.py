@@ -172,7 +172,8 @@ def _data_parallel(powers_on_devices=False):
     with count_transfers() as log:
         exe.run(prog, feed=feeds[1], fetch_list=[loss], scope=scope)
     losses = [exe.run(prog, feed=feeds[2], fetch_list=[loss], scope=scope)[0]]
-    return scopes, log, losses, {n: np.array(scope.find_var(n).get_tensor()) for n in scope.vals if n.startswith("fc_0")}
+    values = {n: np.array(scope.find_var(n).get_tensor()) for n in scope.vals if n.startswith("fc_0")}
+    return scopes, log, losses, values
 
 
 def test_every_data_parallel_place_keeps_the_beta_powers_on_the_host():
