@@ -56,7 +56,7 @@ class FusedKernel:
         self.host = host
         self._inputs = _params(in_params)
         self._outputs = _params(out_params)
-        self._compiled = None
+        self._compiled: Any = None      # CuPy's ElementwiseKernel, made at its first call
 
     def __call__(self, xp: Any, *inputs: Any, out_shape: Optional[Sequence[int]] = None,
                  out_dtype: Any = None) -> Any:

@@ -469,7 +469,7 @@ def host_scalar_names(program, block=None) -> frozenset:
     A device place's plan, a data-parallel run's other places and a load onto a device leave these
     values on the host."""
     block = program.global_block() if block is None else block
-    names = set()
+    names: set = set()
     for op in block.ops:
         rule = update_rule(op)
         if rule is not None and rule.scalars_on_host:
