@@ -5,7 +5,7 @@ import weakref
 import numpy as np
 
 from ..framework.registry import Bound, register_binder, register_grad, register_op, same_shape
-from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add, sum_rows, unique_rows
+from ..core.tensor import LoDTensorArray, SelectedRows, merge_rows, scatter_add
 from .shape_tensors import SHAPE_INPUTS, SHAPE_SLOTS, creation_infer, scalar_from_tensor, tensor_length, \
     values_from_tensors, with_tensor_shape
 
@@ -161,8 +161,8 @@ def sum_(ctx, ins, attrs):
             return {"Out": SelectedRows(xp.zeros(0, dtype=np.int64), None, ins["X"][0].height)}
         rows = xp.concatenate([x.rows.reshape(-1) for x in xs])
         value = xp.concatenate([x.value for x in xs])
-        uniq, order, starts = unique_rows(xp, rows)     # Paddle's MergeAdd: distinct rows, sorted
-        return {"Out": SelectedRows(uniq, sum_rows(xp, value, order, starts), xs[0].height)}
+        uniq, summed = merge_rows(xp, rows, value)     # Paddle's MergeAdd: distinct rows, sorted
+        return {"Out": SelectedRows(uniq, summed, xs[0].height)}
     dense = [x for x in xs if not isinstance(x, SelectedRows)]
     out = dense[0] + dense[1] if len(dense) > 1 else dense[0].copy()
     for x in dense[2:]:
