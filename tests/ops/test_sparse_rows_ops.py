@@ -270,3 +270,20 @@ def test_sum_of_a_ctr_batchs_slot_gradients_is_numpys_merge_and_split_ids_takes_
         mine = want_rows % 2 == k
         assert part.rows() == (want_rows[mine] // 2).tolist()
         assert np.array(part.get_tensor()).tobytes() == want[mine].tobytes()
+
+
+def test_concat_of_a_ctr_batchs_embeddings_is_numpys_concatenation():
+    """``concat`` along axis 1 of a CTR batch's embeddings, each slot a block of ``merge_ids``' one
+    gathered array (copied a run of blocks at a time), with the dense features or any other input
+    between them: what NumPy's concatenate gives, bit for bit, whatever the blocks' order or layout."""
+    local = np.random.RandomState(3)
+    gathered = local.standard_normal((26 * 64, 16)).astype(np.float32)
+    slots = [gathered[i * 64:(i + 1) * 64] for i in range(26)]
+    dense = local.standard_normal((64, 13)).astype(np.float32)
+    grad = local.standard_normal((64, 26 * 16 + 13)).astype(np.float32)
+    columns = np.split(grad, np.arange(16, 26 * 16 + 1, 16), axis=1)[:26]     # concat_grad's column blocks
+    other = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+    for xs in [slots + [dense], slots[::-1] + [dense], [dense] + slots[:10] + [other] + slots[10:],
+               slots[::2] + [dense] + slots[1::2], columns[::-1], columns[:5] + slots[5:9] + columns[9:]]:
+        got, = run_op("concat", {"X": _named("x", xs)}, attrs={"axis": 1})["Out"]
+        assert got.tobytes() == np.concatenate(xs, axis=1).tobytes()
