@@ -194,6 +194,40 @@ class TorchMLP(torch.nn.Module):
         return h
 
 
+def compute_step(model, x, y, nserver, model_spec, lookup):
+    """One trainer step's compute: for a CTR batch, the batch's distinct ids, their rows from the servers
+    that hold them (``lookup(local ids of each server)``: a row tensor per server, id ``i`` being row
+    ``i // nserver`` of server ``i % nserver``), the embeddings gathered and concatenated with the dense
+    features; then the model's loss, ``backward()`` and the loss's value. Returns (loss value, (local
+    ids, gradient rows) or (None, None) per server, distinct ids, seconds spent in ``lookup``)."""
+    y = torch.from_numpy(y).view(-1)
+    if not isinstance(model_spec, workload.CTR):
+        h, sparse, distinct_ids, t_lookup = torch.from_numpy(x), [(None, None)] * nserver, 0, 0.0
+    else:
+        ids = torch.from_numpy(x["ids"])
+        uniq, inverse = torch.unique(ids, return_inverse=True)
+        owner = uniq % nserver
+        masks = [owner == s for s in range(nserver)]
+        locals_ = [uniq[m] // nserver for m in masks]
+        tl = time.perf_counter()
+        rows = lookup(locals_)
+        t_lookup = time.perf_counter() - tl
+        emb = torch.empty(len(uniq), model_spec.embedding_dim)
+        for m, r in zip(masks, rows):
+            emb[m] = r
+        emb.requires_grad_()
+        h = torch.cat([emb[inverse].reshape(len(y), -1), torch.from_numpy(x["dense"])], dim=1)
+        distinct_ids = len(uniq)
+    for p in model.parameters():
+        p.grad = None
+    loss = F.cross_entropy(model(h), y)
+    loss.backward()
+    loss_value = loss.item()
+    if isinstance(model_spec, workload.CTR):
+        sparse = [(loc, emb.grad[m]) for loc, m in zip(locals_, masks)]
+    return loss_value, sparse, distinct_ids, t_lookup
+
+
 def run_trainer(args, rank, server_rrefs):
     model_spec = workload.load_model(args.model, args.model_config_path)
     plan = workload.shard_plan(model_spec, args.nserver)
@@ -216,40 +250,17 @@ def run_trainer(args, rank, server_rrefs):
     put(wait_all([rpc.rpc_async(names[s], BatchParameterServer.get_params, args=(server_rrefs[s],))
                   for s in range(args.nserver)]))
     sent = sum(4 * int(torch.Size(b["shape"]).numel()) for b in plan)
+
+    def lookup(locals_):
+        return wait_all([rpc.rpc_async(names[s], BatchParameterServer.lookup, args=(server_rrefs[s], locals_[s]),
+                                       timeout=args.rpc_timeout) for s in range(nserver)])
+
     steps, losses, traffic = [], [], []
     perf = time.perf_counter
     t_first = None
     for i, (x, y) in enumerate(batches):
-        y = torch.from_numpy(y).view(-1)
         t0 = perf()
-        sparse = [(None, None)] * nserver
-        t_lookup = 0.0
-        if ctr:
-            # the batch's distinct ids, looked up on the servers that hold them (id % nserver)
-            ids = torch.from_numpy(x["ids"])
-            uniq, inverse = torch.unique(ids, return_inverse=True)
-            owner = uniq % nserver
-            masks = [owner == s for s in range(nserver)]
-            locals_ = [uniq[m] // nserver for m in masks]
-            tl = perf()
-            futs = [rpc.rpc_async(names[s], BatchParameterServer.lookup, args=(server_rrefs[s], locals_[s]),
-                                  timeout=args.rpc_timeout) for s in range(nserver)]
-            rows = wait_all(futs)
-            t_lookup = perf() - tl
-            emb = torch.empty(len(uniq), model_spec.embedding_dim)
-            for m, r in zip(masks, rows):
-                emb[m] = r
-            emb.requires_grad_()
-            h = torch.cat([emb[inverse].reshape(len(y), -1), torch.from_numpy(x["dense"])], dim=1)
-        else:
-            h = torch.from_numpy(x)
-        for p in model.parameters():
-            p.grad = None
-        loss = F.cross_entropy(model(h), y)
-        loss.backward()
-        loss_value = loss.item()
-        if ctr:
-            sparse = [(loc, emb.grad[m]) for loc, m in zip(locals_, masks)]
+        loss_value, sparse, distinct_ids, t_lookup = compute_step(model, x, y, nserver, model_spec, lookup)
         t1 = perf()
         futs = []
         for s in range(nserver):
@@ -269,7 +280,7 @@ def run_trainer(args, rank, server_rrefs):
                       "other": 0.0, "step": t4 - t0})
         losses.append(loss_value)
         if ctr:
-            traffic.append(len(uniq))
+            traffic.append(distinct_ids)
     wall = perf() - t_first
     extra = {"peak_rss": metrics.peak_rss_bytes()}
     sent_total, recv_total = sent, sent

@@ -5,7 +5,7 @@ import weakref
 import numpy as np
 
 from ..framework.registry import Bound, register_binder, register_grad, register_op, same_shape
-from ..core.tensor import LoDTensorArray, SelectedRows, scatter_add, sum_rows, unique_rows
+from ..core.tensor import LoDTensorArray, SelectedRows, merge_rows, scatter_add
 from .shape_tensors import SHAPE_INPUTS, SHAPE_SLOTS, creation_infer, scalar_from_tensor, tensor_length, \
     values_from_tensors, with_tensor_shape
 
@@ -161,8 +161,8 @@ def sum_(ctx, ins, attrs):
             return {"Out": SelectedRows(xp.zeros(0, dtype=np.int64), None, ins["X"][0].height)}
         rows = xp.concatenate([x.rows.reshape(-1) for x in xs])
         value = xp.concatenate([x.value for x in xs])
-        uniq, order, starts = unique_rows(xp, rows)     # Paddle's MergeAdd: distinct rows, sorted
-        return {"Out": SelectedRows(uniq, sum_rows(xp, value, order, starts), xs[0].height)}
+        uniq, summed = merge_rows(xp, rows, value)     # Paddle's MergeAdd: distinct rows, sorted
+        return {"Out": SelectedRows(uniq, summed, xs[0].height)}
     dense = [x for x in xs if not isinstance(x, SelectedRows)]
     out = dense[0] + dense[1] if len(dense) > 1 else dense[0].copy()
     for x in dense[2:]:
@@ -237,7 +237,71 @@ def concat(ctx, ins, attrs):
                 return {"Out": prev}     # recv wrote the blocks straight into the parameter's rows
             if not any(xp.may_share_memory(prev, x) for x in xs):
                 return {"Out": xp.concatenate(xs, axis=attrs["axis"], out=prev)}
+    if ctx.xp is np and len(xs) >= _MIN_RUN and attrs["axis"] in (1, -1):
+        out = _concat_columns_by_runs(xs)
+        if out is not None:
+            return {"Out": out}
     return {"Out": ctx.xp.concatenate(xs, axis=attrs["axis"])}
+
+
+_MIN_RUN = 4     # blocks in a run worth one strided copy
+
+
+def _concat_columns_by_runs(xs):
+    """``np.concatenate(xs, axis=1)`` of 2-D NumPy arrays of one dtype and row count, each run of inputs
+    that are equal blocks of one array at evenly spaced addresses (``merge_ids``' outputs: a batch's
+    embedding rows of each slot) copied by one strided copy, the run's blocks side by side. NumPy copies
+    each input row by row (a CTR batch's 26 slots of 16 floats into 1024 x 429: 0.7 ms, 0.3 ms by a
+    run). None when no run of ``_MIN_RUN`` blocks is there, or the inputs differ otherwise."""
+    x0 = xs[0]
+    if any(type(x) is not np.ndarray or x.ndim != 2 or x.dtype != x0.dtype or x.shape[0] != x0.shape[0]
+           for x in xs):
+        return None
+    runs, i = [], 0
+    while i < len(xs):
+        j = _spaced_run_end(xs, i)
+        runs.append((i, j))
+        i = j
+    if max(j - i for i, j in runs) < _MIN_RUN:
+        return None
+    out = np.empty((x0.shape[0], sum(x.shape[1] for x in xs)), dtype=x0.dtype)
+    col = 0
+    for i, j in runs:
+        width = sum(x.shape[1] for x in xs[i:j])
+        dst = out[:, col:col + width]
+        if j - i >= _MIN_RUN:
+            dst = dst.reshape(x0.shape[0], j - i, xs[i].shape[1])
+            if dst.base is not out:      # (a column slice splits into blocks as a view: never a copy)
+                return None
+            step = xs[i + 1].__array_interface__["data"][0] - xs[i].__array_interface__["data"][0]
+            # every address of this view is an element of one of the run's blocks
+            dst[...] = np.lib.stride_tricks.as_strided(xs[i], (j - i,) + xs[i].shape, (step,) + xs[i].strides,
+                                                       writeable=False).transpose(1, 0, 2)
+        else:
+            np.concatenate(xs[i:j], axis=1, out=dst)
+        col += width
+    return out
+
+
+def _spaced_run_end(xs, i):
+    """The end of the longest run ``xs[i:j]`` of blocks of one array with one shape and strides, each
+    at a fixed number of bytes after the one before (``i + 1`` when ``xs[i]`` starts none)."""
+    first = xs[i]
+    if first.base is None or i + 1 >= len(xs):
+        return i + 1
+    at = first.__array_interface__["data"][0]
+    step, j = None, i + 1
+    while j < len(xs):
+        x = xs[j]
+        if x.base is not first.base or x.shape != first.shape or x.strides != first.strides:
+            break
+        here = x.__array_interface__["data"][0]
+        if step is None:
+            step = here - at
+        if step == 0 or here - at != step:
+            break
+        at, j = here, j + 1
+    return j
 
 
 _DIST_ROLE = 0x0008   # OpRole.Dist

@@ -204,3 +204,27 @@ def test_tiny_ctr_run_counts_rows_examples_and_memory(tmp_path, monkeypatch):
         assert t["peak_rss"] > 0
     s = r["summary"]["fluidist"]
     assert s["rows_per_sec"]["median"] > 0 and s["server_peak_rss"]["median"] > 0
+
+
+@pytest.mark.timeout(90)
+def test_trainer_compute_times_every_kernel_of_one_trainer_by_both_clocks(tmp_path, monkeypatch, capsys):
+    """trainer_compute.py: one CTR trainer against 2 pservers; per op type and per phase, the median per
+    step of the wall clock and of the thread's CPU clock, every op of the trainer program timed."""
+    import trainer_compute
+    monkeypatch.setenv("FLAGS_rpc_deadline", "30000")
+    out = tmp_path / "compute.json"
+    trainer_compute.main(["--model", "ctr_small", "--data", "clicks_small", "--batch-size", "32", "--epochs", "1",
+                          "--warmup", "1", "--log-dir", str(tmp_path / "logs"), "--out", str(out)])
+    printed = capsys.readouterr().out
+    r = json.loads(out.read_text())
+    assert "torch" not in r and "fluidist wall" in printed and "mul_grad/compute" in printed
+    ops, losses = r["fluidist"]["ops"], r["fluidist"]["losses"]
+    assert len(losses) == 256 // 32 - 1 and all(np.isfinite(losses))
+    _, t, _ = transpiled("ctr_small")
+    types = {op.type for op in t.get_trainer_program(wait_port=False).global_block().ops}
+    timed = {k.split("/")[0] for k in ops if "/" in k}
+    assert {"mul", "mul_grad", "sum", "concat", "merge_ids", "split_ids", "prefetch", "recv"} <= timed <= types
+    for phase in ("compute", "send", "recv"):
+        clocks = ops["phase " + phase]
+        assert 0 < clocks["cpu"] <= clocks["wall"], phase     # a thread's CPU time never runs ahead of the wall
+    assert ops["sum/compute"]["cpu"] <= ops["phase compute"]["cpu"]

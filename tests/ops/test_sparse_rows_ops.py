@@ -204,3 +204,86 @@ def test_scatter_add_of_rows_is_add_at_bit_for_bit(dtype):
     with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 6"):
         scatter_add(np, out, np.array([0, 6]), np.ones((2, 2), dtype))
     assert not out.any()                      # nothing written before the bad index was found
+
+
+def _merge_reference(rows, value):
+    """NumPy's own merge of repeated rows: the sorted distinct rows, and each one's values gathered in a
+    stable sort (the order they came) and summed by ``np.add.reduceat``."""
+    uniq = np.unique(rows)
+    order = np.argsort(rows, kind="stable")
+    starts = np.searchsorted(rows[order], uniq)
+    return uniq, np.add.reduceat(value[order], starts, axis=0)
+
+
+def _ctr_gradient_rows(local, slots, batch, height):
+    """A CTR batch's gradient rows: per slot a Zipf-drawn id per example (a few ids very frequent)."""
+    ranks = np.minimum(local.zipf(1.2, (batch, slots)), 1 << 30).astype(np.int64)
+    return (ranks * 2654435761 + (np.arange(slots) + 1) * 1000003) % height
+
+
+@pytest.mark.cpu_only("merge_rows' NumPy path on host arrays")
+def test_merge_rows_gives_numpys_sorted_merge_bit_for_bit():
+    """Every path of the merge (ids ranked over their range, or sorted: ids far apart, over 65,536
+    distinct, negative) gives the sums of NumPy's stable sort and reduceat to the last bit, signed
+    zeros and NaNs included, for every dtype, row width and shape of the values."""
+    from fluidist.core.tensor import merge_rows
+    local = np.random.RandomState(11)
+    cases = [(_ctr_gradient_rows(local, 26, 1024, 10 ** 6).reshape(-1), (16,), "float32"),
+             (local.randint(0, 50, 400), (3,), "float64"), (local.randint(0, 9, 30).astype(np.int32), (), "float16"),
+             (local.randint(0, 10 ** 5, 200), (2, 3), "float32"),                  # a range too wide for a mask
+             (local.randint(0, 3 * 10 ** 5, 2 * 10 ** 5), (1,), "float32"),        # over 65,536 distinct ids
+             (local.randint(-5, 5, 100), (2,), "float32"), (np.array([7, 7]), (4,), "float32")]
+    for rows, width, dtype in cases:
+        value = (local.standard_normal((len(rows),) + width) * 10.0 ** local.uniform(-3, 3, (len(rows),) + width))
+        value = value.astype(dtype)
+        value[local.rand(*value.shape) < 0.1] = -0.0
+        value.reshape(-1)[:3] = [np.nan, np.inf, 0.0][:value.size]
+        want_rows, want = _merge_reference(rows, value)
+        got_rows, got = merge_rows(np, rows, value)
+        assert got_rows.dtype == rows.dtype and got.dtype == value.dtype
+        np.testing.assert_array_equal(got_rows, want_rows)
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), (len(rows), width, dtype)
+
+
+@pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
+def test_sum_of_a_ctr_batchs_slot_gradients_is_numpys_merge_and_split_ids_takes_it_as_it_is():
+    """The trainer's ``sum`` of the 26 ``lookup_table_grad`` outputs of a CTR batch (one shared table):
+    the distinct ids sorted, each one's gradient rows summed as NumPy's stable merge sums them; the
+    distributed table's ``split_ids`` then deals the merged rows to the shards unchanged."""
+    from fluidist.op import Operator
+    local = np.random.RandomState(5)
+    ids = _ctr_gradient_rows(local, 26, 256, 10 ** 5)
+    grads = local.standard_normal((26, 256, 8)).astype(np.float32)
+    scope = fluid.Scope()
+    for s in range(26):
+        _table(scope, "g%d" % s, ids[:, s].tolist(), grads[s], 10 ** 5)
+    out = scope.var("sum").get_selected_rows()
+    Operator("sum", X=["g%d" % s for s in range(26)], Out="sum").run(scope, fluid.CPUPlace())
+    want_rows, want = _merge_reference(ids.T.reshape(-1), grads.reshape(-1, 8))
+    assert out.rows() == want_rows.tolist() and out.height() == 10 ** 5
+    assert np.array(out.get_tensor()).tobytes() == want.tobytes()
+    merged = scope._find_value("sum")
+    assert merged.merged() is merged
+    parts = [scope.var("p%d" % k).get_selected_rows() for k in range(2)]
+    Operator("split_ids", Ids="sum", Out=["p0", "p1"], shard_rows=True).run(scope, fluid.CPUPlace())
+    for k, part in enumerate(parts):
+        mine = want_rows % 2 == k
+        assert part.rows() == (want_rows[mine] // 2).tolist()
+        assert np.array(part.get_tensor()).tobytes() == want[mine].tobytes()
+
+
+def test_concat_of_a_ctr_batchs_embeddings_is_numpys_concatenation():
+    """``concat`` along axis 1 of a CTR batch's embeddings, each slot a block of ``merge_ids``' one
+    gathered array (copied a run of blocks at a time), with the dense features or any other input
+    between them: what NumPy's concatenate gives, bit for bit, whatever the blocks' order or layout."""
+    local = np.random.RandomState(3)
+    gathered = local.standard_normal((26 * 64, 16)).astype(np.float32)
+    slots = [gathered[i * 64:(i + 1) * 64] for i in range(26)]
+    dense = local.standard_normal((64, 13)).astype(np.float32)
+    grad = local.standard_normal((64, 26 * 16 + 13)).astype(np.float32)
+    columns = np.split(grad, np.arange(16, 26 * 16 + 1, 16), axis=1)[:26]     # concat_grad's column blocks
+    other = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+    for xs in [slots + [dense], slots[::-1] + [dense], [dense] + slots[:10] + [other] + slots[10:],
+               slots[::2] + [dense] + slots[1::2], columns[::-1], columns[:5] + slots[5:9] + columns[9:]]:
+        got, = run_op("concat", {"X": _named("x", xs)}, attrs={"axis": 1})["Out"]
+        assert got.tobytes() == np.concatenate(xs, axis=1).tobytes()
