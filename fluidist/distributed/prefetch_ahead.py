@@ -23,9 +23,11 @@ one), the step asks for the next batch's rows itself, in its one message to each
 
 Nothing in this path fails a step: no batch queued yet, a failure computing the ids, a pserver refusing
 the part (the part is an optional one: ``rpc.post``'s ``on_reply``) all leave the next step to ask as
-before (so a refusal still fails that step, naming its ``prefetch``). ``counters()`` says how it went.
+before (so a refusal still fails that step, naming its ``prefetch``). ``counters()`` says how it went;
+``FLUIDIST_PREFETCH_AHEAD=0`` turns the look-ahead off (read when a program's plan is made).
 """
 import logging
+import os
 import threading
 import weakref
 
@@ -47,6 +49,15 @@ _counts = dict.fromkeys(COUNTERS, 0)
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # block -> (program version, _Plan or None)
 _local = threading.local()      # .kept: {(endpoint, ids name, rows name, trainer id): _Kept}, this thread's
 _said: set = set()
+ENV = "FLUIDIST_PREFETCH_AHEAD"
+
+
+def enabled():
+    """``FLUIDIST_PREFETCH_AHEAD``: ``1`` (default) or ``0``."""
+    raw = os.environ.get(ENV, "1").strip() or "1"
+    if raw not in ("0", "1"):
+        raise ValueError("%s must be 1 or 0, got %r" % (ENV, raw))
+    return raw == "1"
 
 
 def counters():
@@ -109,11 +120,12 @@ def _plan_of(block, build):
         return got[1]
     if not build:
         return None
-    try:
-        plan = _build(block)
-    except Exception as e:      # a program the look-ahead cannot read: it runs without
-        _say("no look-ahead for this program: %s: %s" % (type(e).__name__, e))
-        plan = None
+    plan = None
+    if enabled():        # (a bad setting raises: it is the user's to fix)
+        try:
+            plan = _build(block)
+        except Exception as e:      # a program the look-ahead cannot read: it runs without
+            _say("no look-ahead for this program: %s: %s" % (type(e).__name__, e))
     _plans[block] = (version, plan)
     return plan
 
