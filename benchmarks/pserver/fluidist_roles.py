@@ -214,9 +214,9 @@ def run_pserver(a, t):
     exe.run(t.get_startup_program(a.current_endpoint, prog))
     per_step = optimize_ops_per_step(prog)
     profiler.start_profiler("CPU")
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     exe.run(prog)                       # serves until every trainer has closed
-    serve = time.perf_counter() - t0
+    serve, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     on_request = on_request_op_types(prog)
     all_events = [e for e in profiler.op_events() if e[0] != "listen_and_serv"]
     events = [e for e in all_events if e[0] not in on_request]
@@ -226,7 +226,7 @@ def run_pserver(a, t):
     lookup_total = sum(e[3] for e in all_events if e[0] in on_request)
     if all_events:   # from the first op to the end of the last: the rounds, not the start-up
         serve = max(e[2] + e[3] for e in all_events) - min(e[2] for e in all_events)
-    rec = {"rank": a.server_id, "endpoint": a.current_endpoint, "serve_seconds": serve,
+    rec = {"rank": a.server_id, "endpoint": a.current_endpoint, "serve_seconds": serve, "cpu_seconds": cpu,
            "optimize_ops_per_step": per_step, "optimize_seconds_total": opt_total,
            "lookup_seconds_total": lookup_total,
            "busy_fraction": (opt_total + lookup_total) / serve if serve > 0 else None}
@@ -279,21 +279,22 @@ def run_trainer(a, t, startup, loss, model):
     sparse = SparseTraffic(prog) if isinstance(model, workload.CTR) else None
     scope = fluid.global_scope()
     traffic = []
-    steps, losses, by_op = [], [], {}
+    steps, losses, by_op, cpu = [], [], {}, []
     profiler.start_profiler("CPU")
     perf = time.perf_counter
     t_first = None
     for i, feed in enumerate(trainer_feeds(a, prog, model, batches)):
         profiler.reset_profiler()
-        t0 = perf()
+        t0, cpu0 = perf(), time.process_time()
         out, = exe.run(prog, feed=feed, fetch_list=[loss], use_program_cache=True)
-        t1 = perf()
+        t1, cpu1 = perf(), time.process_time()
         if i < a.warmup:
             continue
         if t_first is None:
             t_first = t0
         events = profiler.op_events()
         steps.append(metrics.fluidist_step_phases(events, t1 - t0))
+        cpu.append(cpu1 - cpu0)
         losses.append(float(np.asarray(out).reshape(-1)[0]))
         if sparse is not None:
             traffic.append(sparse.step(scope))
@@ -310,7 +311,8 @@ def run_trainer(a, t, startup, loss, model):
     exe.close()                         # tells the pservers this trainer is done
     from fluidist.distributed import prefetch_ahead
     extra = {"ops": {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()},
-             "peak_rss": metrics.peak_rss_bytes(), "feed": a.feed, "prefetch_ahead": prefetch_ahead.counters()}
+             "peak_rss": metrics.peak_rss_bytes(), "feed": a.feed, "prefetch_ahead": prefetch_ahead.counters(),
+             "cpu_per_step": metrics.summarize(cpu)}   # this process's CPU time in a step (all its threads)
     if traffic:
         n = len(traffic)
         extra["rows_in_per_step"] = sum(r[0] for r in traffic) / n

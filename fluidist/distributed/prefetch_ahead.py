@@ -19,7 +19,9 @@ one), the step asks for the next batch's rows itself, in its one message to each
 3. the rows come back with the message's reply and are kept with the ids they answer, keyed by
    (pserver, ids variable, rows variable, trainer id). The next ``prefetch`` op takes them for a part
    only when its ids are exactly the kept ones (dtype, shape, values), the same executor runs it, and
-   that pserver has been sent no barrier since; it asks for the other parts as before.
+   that pserver has been sent no barrier since; it asks for the other parts as before. A loop whose next
+step keeps not being the queued batch (``MISSES_TO_PAUSE`` look-aheads in a row unused) makes the
+look-ahead pause: only every ``RETRY_EVERY``-th step tries again, until one is used.
 
 Nothing in this path fails a step: no batch queued yet, a failure computing the ids, a pserver refusing
 the part (the part is an optional one: ``rpc.post``'s ``on_reply``) all leave the next step to ask as
@@ -44,7 +46,9 @@ from . import trainer_session as session
 logger = logging.getLogger("fluidist.distributed.prefetch_ahead")
 
 COUNTERS = ("round_trips_avoided", "parts_from_look_ahead", "parts_asked", "parts_posted", "parts_refused",
-            "no_next_batch", "failed")
+            "no_next_batch", "failed", "paused")
+MISSES_TO_PAUSE = 4   # look-aheads in a row the next step could not use (other ids, refused): then only
+RETRY_EVERY = 16      # every 16th step looks ahead, until one is used again
 _counts = dict.fromkeys(COUNTERS, 0)
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # block -> (program version, _Plan or None)
 _local = threading.local()      # .kept: {(endpoint, ids name, rows name, trainer id): _Kept}, this thread's
@@ -95,22 +99,26 @@ class _Kept:
 
 
 class _Plan:
-    """What a block's look-ahead runs: its ``prefetch`` ops, the op the message leaves with, the ops
-    computing the ids (a pruned clone of the program), the batch values they read, and the ``read``
-    ops those come from (non-iterable loaders)."""
+    """What a block's look-ahead runs: the parts of its ``prefetch`` ops (endpoint, ids variable, rows
+    variable, trainer id), the op the message leaves with (its ``id``: a plan holds no op, so that the
+    block it is kept for can go), the ops computing the ids (a pruned clone of the program), the batch
+    values they read, and the ``read`` ops those come from (non-iterable loaders)."""
 
     def __init__(self, prefetch_ops, post_at, program, sources, reads):
         from ..core.scope import Scope
         from ..device.places import CPUPlace
         from ..executor.executor import Executor
-        self.prefetch_ops = prefetch_ops
-        self.post_at = post_at
+        self.parts = [(ep, name, out, int(op.attr("trainer_id") or 0)) for op in prefetch_ops
+                      for ep, name, out in zip(list(op.attr("epmap") or []), op.input("X"), op.output("Out"))]
+        self.post_at = id(post_at)
         self.program = program
         self.sources = frozenset(sources)
         self.reads = reads
         self.ids_names = [n for op in prefetch_ops for n in op.input("X")]
         self.executor = Executor(CPUPlace())     # the ids go to the host anyway (prefetch is a host op)
         self.scope = Scope()
+        self.misses = 0       # look-aheads in a row the next step did not use
+        self.paused = 0       # steps since the pause began
 
 
 def _plan_of(block, build):
@@ -161,11 +169,23 @@ def _build(block):
         var = block._find_var_recursive(name)
         if var is None or var.persistable:   # a parameter (or state) is no batch's: nothing to look ahead at
             return None
-    scratch = block.program.clone()
-    gb = scratch.global_block()
-    gb.ops = [gb.ops[i] for i in sorted(keep)]
-    scratch._bump_version()
-    return _Plan([ops[i] for i in at], post_at, scratch, need | from_reads, reads)
+    return _Plan([ops[i] for i in at], post_at, _scratch_program(block, [ops[i] for i in sorted(keep)]),
+                 need | from_reads, reads)
+
+
+def _scratch_program(block, ops):
+    """A program of its own holding ``ops`` (copies) and the variables they use, declared as in
+    ``block`` (nothing of it refers back to ``block``'s program, which a plan must not keep alive)."""
+    from ..framework.program import Program
+    program = Program()
+    gb = program.global_block()
+    for name in dict.fromkeys(n for op in ops for n in op.input_arg_names + op.output_arg_names):
+        var = block._find_var_recursive(name)
+        gb.create_var(name=name, shape=var.shape, dtype=var.dtype, lod_level=var.lod_level, type=var.type)
+    for op in ops:
+        gb.append_op(type=op.type, inputs={s: list(ns) for s, ns in op.inputs.items()},
+                     outputs={s: list(ns) for s, ns in op.outputs.items()}, attrs=dict(op.attrs))
+    return program
 
 
 def _message_op(ops, last_prefetch):
@@ -205,7 +225,7 @@ def before_message(ctx):
     if not _plans:
         return
     plan = _plan_of(ctx.op.block, build=False)
-    if plan is None or plan.post_at is not ctx.op or communicator.active() is not None:
+    if plan is None or plan.post_at != id(ctx.op) or communicator.active() is not None:
         return
     try:
         _post(plan, ctx)
@@ -218,22 +238,24 @@ def before_message(ctx):
 def _post(plan, ctx):
     kept = _kept()
     kept.clear()
+    if plan.misses >= MISSES_TO_PAUSE:
+        plan.paused += 1
+        if plan.paused % RETRY_EVERY:
+            _counts["paused"] += 1
+            return
     batch = _next_batch(plan, ctx.executor)
     if batch is None:
         _counts["no_next_batch"] += 1
         return
     ids = _run_ahead(plan, batch)
     requests, sinks = [], []
-    for op in plan.prefetch_ops:
-        tid = int(op.attr("trainer_id") or 0)
-        eps = list(op.attr("epmap") or [])
-        for ep, name, out in zip(eps, op.input("X"), op.output("Out")):
-            step = session.step(ep, tid)
-            entry = kept[(ep, name, out, tid)] = _Kept(ids[name], step, ctx.executor)
-            requests.append((ep, dict(kind="prefetch", name=name, value=ids[name], trainer=tid, step=step, out=out,
-                                      what="prefetch %s (ahead, for the next batch)" % name)))
-            sinks.append(entry.take_reply)
-        session.remember(ctx.executor, eps, tid)
+    for ep, name, out, tid in plan.parts:
+        step = session.step(ep, tid)
+        entry = kept[(ep, name, out, tid)] = _Kept(ids[name], step, ctx.executor)
+        requests.append((ep, dict(kind="prefetch", name=name, value=ids[name], trainer=tid, step=step, out=out,
+                                  what="prefetch %s (ahead, for the next batch)" % name)))
+        sinks.append(entry.take_reply)
+        session.remember(ctx.executor, [ep], tid)
     rpc.post(requests, on_reply=sinks)
     _counts["parts_posted"] += len(requests)
 
@@ -278,16 +300,20 @@ def take(ctx, endpoints, names, outs, ids, trainer_id):
     """For each part of a ``prefetch`` op (``endpoints[i]``, ids ``names[i]`` -> rows ``outs[i]``, ids
     values ``ids[i]``): the rows the previous step's look-ahead kept for exactly these ids, or None
     (the op asks). Builds the block's plan on its first call."""
-    _plan_of(ctx.op.block, build=True)
+    plan = _plan_of(ctx.op.block, build=True)
     got = [None] * len(names)
     kept = getattr(_local, "kept", None)
+    offered = 0
     if kept:
         for i, (ep, name, out, x) in enumerate(zip(endpoints, names, outs, ids)):
             entry = kept.pop((ep, name, out, trainer_id), None)
+            offered += entry is not None
             if entry is not None and entry.rows is not None and entry.executor() is ctx.executor \
                     and entry.step == session.step(ep, trainer_id) and _same_ids(entry.ids, x):
                 got[i] = entry.rows
     used = sum(r is not None for r in got)
+    if plan is not None and offered:
+        plan.misses, plan.paused = (0, 0) if used else (plan.misses + 1, plan.paused)
     _counts["parts_from_look_ahead"] += used
     _counts["parts_asked"] += len(got) - used
     if used and used == len(got):

@@ -8,7 +8,9 @@ with the thread's next recv / prefetch / fetch_barrier / close to the same pserv
 message (or at the end of the executor's run), so a sync step costs each pserver one message and one
 reply: gradient blocks, barrier and gets. The arrays go out without copies (kernels never write their
 inputs in place, so they do not change meanwhile), and an error reply still surfaces, naming the
-send. Each op also remembers, per executor, the (endpoint, trainer id) pairs it talked to:
+send. A ``prefetch`` takes the rows the step before asked for ahead, with its message, when its ids
+are exactly those (``distributed.prefetch_ahead``: a run fed by a DataLoader can see its next batch);
+else it asks. Each op also remembers, per executor, the (endpoint, trainer id) pairs it talked to:
 ``Executor.close()`` then tells each of those pservers "complete".
 
 Server side: ``listen_and_serv`` runs the event loop of ``fluidist.distributed.pserver``.

@@ -29,22 +29,24 @@ def test_sync_through_a_loader_takes_the_next_rows_with_each_step_and_equals_loc
         assert got["round_trips_avoided"] == STEPS - 1, got
         assert got["parts_from_look_ahead"] == 2 * (STEPS - 1) and got["parts_asked"] == 2, got
         assert got["parts_posted"] == 2 * (STEPS - 1) and got["no_next_batch"] == 1, got
-        assert got["parts_refused"] == 0 and got["failed"] == 0, got
+        assert got["parts_refused"] == 0 and got["failed"] == 0 and got["paused"] == 0, got
 
 
 @pytest.mark.parametrize("decoy", ["decoy", "outside"])
 def test_sync_whose_queued_batch_is_not_the_next_step_asks_again_and_equals_local(tmp_path, decoy):
     """The loop skips the batch the look-ahead saw (a decoy of other ids): each step's ids differ from
     the kept ones, the rows are asked for as without look-ahead, and training is unchanged. Ids outside
-    the table ("outside") make the pservers refuse the look-ahead's parts: the steps go on all the same."""
-    results = run_cluster(tmp_path, "dtable", "sgd", steps=STEPS, extra=["--loader", decoy])
-    assert_equal_local(results, "dtable", "sgd", False, steps=STEPS)
+    the table ("outside") make the pservers refuse the look-ahead's parts: the steps go on all the same.
+    After 4 look-aheads in a row unused, the trainer stops looking ahead (the last 4 steps here)."""
+    steps = 8
+    results = run_cluster(tmp_path, "dtable", "sgd", steps=steps, extra=["--loader", decoy])
+    assert_equal_local(results, "dtable", "sgd", False, steps=steps)
     for r in results:
         got = counters(r)
-        assert got["parts_posted"] == 2 * (STEPS - 1), got
+        assert got["parts_posted"] == 2 * 4 and got["paused"] == 4, got
         assert got["round_trips_avoided"] == 0 and got["parts_from_look_ahead"] == 0, got
-        assert got["parts_asked"] == 2 * STEPS and got["failed"] == 0, got
-        assert got["parts_refused"] == (2 * (STEPS - 1) if decoy == "outside" else 0), got
+        assert got["parts_asked"] == 2 * steps and got["failed"] == 0, got
+        assert got["parts_refused"] == (2 * 4 if decoy == "outside" else 0), got
 
 
 def test_async_one_trainer_through_a_loader_equals_local(tmp_path):
