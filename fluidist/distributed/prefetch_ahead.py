@@ -19,9 +19,10 @@ one), the step asks for the next batch's rows itself, in its one message to each
 3. the rows come back with the message's reply and are kept with the ids they answer, keyed by
    (pserver, ids variable, rows variable, trainer id). The next ``prefetch`` op takes them for a part
    only when its ids are exactly the kept ones (dtype, shape, values), the same executor runs it, and
-   that pserver has been sent no barrier since; it asks for the other parts as before. A loop whose next
-step keeps not being the queued batch (``MISSES_TO_PAUSE`` look-aheads in a row unused) makes the
-look-ahead pause: only every ``RETRY_EVERY``-th step tries again, until one is used.
+   that pserver has been sent no barrier since; it asks for the other parts as before.
+
+A loop whose next step keeps not being the queued batch (``MISSES_TO_PAUSE`` look-aheads in a row
+unused) makes the look-ahead pause: only every ``RETRY_EVERY``-th step tries again, until one is used.
 
 Nothing in this path fails a step: no batch queued yet, a failure computing the ids, a pserver refusing
 the part (the part is an optional one: ``rpc.post``'s ``on_reply``) all leave the next step to ask as
