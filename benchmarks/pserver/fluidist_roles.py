@@ -3,7 +3,11 @@
 The launcher starts ``--nserver`` pservers and ``--ntrainer`` trainers of this script on 127.0.0.1.
 The job is written with fluidist's public API only, as a Paddle 1.x user writes it: build the MLP,
 ``DistributeTranspiler.transpile``, then ``get_pserver_program`` / ``get_startup_program`` on a
-pserver, ``get_trainer_program`` and ``exe.run`` per batch on a trainer, ``exe.close()`` at the end.
+pserver, ``get_trainer_program`` and ``exe.run`` per batch on a trainer, ``exe.close()`` at the end. With
+``--feed loader`` a trainer's batches come through an iterable ``fluid.io.DataLoader`` (``for data in
+loader(): exe.run(prog, feed=data)``): a step can then see the next batch, and a distributed table's
+trainer asks for its rows with the step's message (``fluidist.distributed.prefetch_ahead``;
+``FLUIDIST_PREFETCH_AHEAD=0`` turns that off).
 
 Timing: ``fluidist.profiler`` is on for the whole run; it times every kernel the Executor calls.
 A trainer reads the kernels' times after each step and sums them into phases (compute, send, wait,
@@ -210,9 +214,9 @@ def run_pserver(a, t):
     exe.run(t.get_startup_program(a.current_endpoint, prog))
     per_step = optimize_ops_per_step(prog)
     profiler.start_profiler("CPU")
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     exe.run(prog)                       # serves until every trainer has closed
-    serve = time.perf_counter() - t0
+    serve, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     on_request = on_request_op_types(prog)
     all_events = [e for e in profiler.op_events() if e[0] != "listen_and_serv"]
     events = [e for e in all_events if e[0] not in on_request]
@@ -222,7 +226,7 @@ def run_pserver(a, t):
     lookup_total = sum(e[3] for e in all_events if e[0] in on_request)
     if all_events:   # from the first op to the end of the last: the rounds, not the start-up
         serve = max(e[2] + e[3] for e in all_events) - min(e[2] for e in all_events)
-    rec = {"rank": a.server_id, "endpoint": a.current_endpoint, "serve_seconds": serve,
+    rec = {"rank": a.server_id, "endpoint": a.current_endpoint, "serve_seconds": serve, "cpu_seconds": cpu,
            "optimize_ops_per_step": per_step, "optimize_seconds_total": opt_total,
            "lookup_seconds_total": lookup_total,
            "busy_fraction": (opt_total + lookup_total) / serve if serve > 0 else None}
@@ -249,6 +253,18 @@ def run_pserver(a, t):
     return rec
 
 
+def trainer_feeds(a, prog, model, batches):
+    """The feed of each step: the batches' dicts (``--feed run``), or what an iterable DataLoader over
+    them yields (``--feed loader``; its queue holds 4 batches)."""
+    feeds = [feed_of(model, x, y) for x, y in batches]
+    if a.feed == "run":
+        return feeds
+    names = list(feeds[0])
+    loader = fluid.io.DataLoader.from_generator(feed_list=[prog.global_block().var(n) for n in names], capacity=4)
+    loader.set_batch_generator(lambda: ([f[n] for n in names] for f in feeds), places=fluid.cpu_places(1))
+    return loader()
+
+
 def run_trainer(a, t, startup, loss, model):
     prog = t.get_trainer_program()
     exe = fluid.Executor(fluid.CPUPlace())
@@ -263,22 +279,22 @@ def run_trainer(a, t, startup, loss, model):
     sparse = SparseTraffic(prog) if isinstance(model, workload.CTR) else None
     scope = fluid.global_scope()
     traffic = []
-    steps, losses, by_op = [], [], {}
+    steps, losses, by_op, cpu = [], [], {}, []
     profiler.start_profiler("CPU")
     perf = time.perf_counter
     t_first = None
-    for i, (x, y) in enumerate(batches):
-        feed = feed_of(model, x, y)
+    for i, feed in enumerate(trainer_feeds(a, prog, model, batches)):
         profiler.reset_profiler()
-        t0 = perf()
+        t0, cpu0 = perf(), time.process_time()
         out, = exe.run(prog, feed=feed, fetch_list=[loss], use_program_cache=True)
-        t1 = perf()
+        t1, cpu1 = perf(), time.process_time()
         if i < a.warmup:
             continue
         if t_first is None:
             t_first = t0
         events = profiler.op_events()
         steps.append(metrics.fluidist_step_phases(events, t1 - t0))
+        cpu.append(cpu1 - cpu0)
         losses.append(float(np.asarray(out).reshape(-1)[0]))
         if sparse is not None:
             traffic.append(sparse.step(scope))
@@ -293,8 +309,10 @@ def run_trainer(a, t, startup, loss, model):
     with contextlib.redirect_stdout(io.StringIO()):
         profiler.stop_profiler(profile_path=None)
     exe.close()                         # tells the pservers this trainer is done
+    from fluidist.distributed import prefetch_ahead
     extra = {"ops": {k: {"calls": c, "total": s} for k, (c, s) in by_op.items()},
-             "peak_rss": metrics.peak_rss_bytes()}
+             "peak_rss": metrics.peak_rss_bytes(), "feed": a.feed, "prefetch_ahead": prefetch_ahead.counters(),
+             "cpu_per_step": metrics.summarize(cpu)}   # this process's CPU time in a step (all its threads)
     if traffic:
         n = len(traffic)
         extra["rows_in_per_step"] = sum(r[0] for r in traffic) / n
@@ -324,6 +342,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps-hint", type=int, default=1, help="steps per trainer (the pserver's async mean)")
     ap.add_argument("--async-mode", action="store_true")
+    ap.add_argument("--feed", choices=["run", "loader"], default="run",
+                    help="trainers' batches: exe.run(feed=dict) per batch, or through an iterable DataLoader")
     ap.add_argument("--trace-out", default="", help="write this role's Chrome trace here (fluidist.timeline)")
     ap.add_argument("--metrics-out", required=True)
     a = ap.parse_args()

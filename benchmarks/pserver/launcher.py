@@ -112,7 +112,8 @@ def run_fluidist(args, log_dir, steps_per_trainer):
     script = os.path.join(HERE, "fluidist_roles.py")
     common = ["--endpoints", eps, "--trainers", args.ntrainer, "--model", args.model, "--data", args.data,
               "--batch-size", args.batch_size, "--epochs", args.epochs, "--warmup", args.warmup,
-              "--steps-hint", steps_per_trainer] + config_args(args) + (["--async-mode"] if args.async_mode else [])
+              "--steps-hint", steps_per_trainer, "--feed", args.feed] + config_args(args) + \
+        (["--async-mode"] if args.async_mode else [])
     out = {}
     procs = Processes(log_dir)
     try:
@@ -340,6 +341,9 @@ def main(argv=None):
                     help="TensorPipe transports for --compare torch, e.g. 'uv' (default: TensorPipe's own)")
     ap.add_argument("--torch-channels", default="", help="TensorPipe channels, e.g. 'basic' (default: its own)")
     ap.add_argument("--warmup", type=int, default=2, help="first steps of each trainer left out of the metrics")
+    ap.add_argument("--feed", choices=["run", "loader"], default="run",
+                    help="fluidist trainers' batches: exe.run(feed=dict) each (default), or an iterable DataLoader "
+                         "(a distributed table's trainer then asks for the next batch's rows with each step)")
     ap.add_argument("--rounds", type=int, default=5,
                     help="interleaved rounds of the whole comparison (median and spread are reported)")
     ap.add_argument("--zmq-rounds", type=int, default=30,
@@ -373,6 +377,7 @@ def main(argv=None):
                          "epochs": args.epochs, "data": args.data, "model": args.model,
                          "num_params": model.num_params(), "async_mode": args.async_mode,
                          "warmup": args.warmup, "steps_per_trainer": steps, "rounds": args.rounds,
+                         "feed": args.feed,
                          "torch_transports": args.torch_transports or "default",
                          "torch_channels": args.torch_channels or "default",
                          "blocks": [{k: b[k] for k in ("block", "shape", "server")} for b in plan],

@@ -118,6 +118,12 @@ class BlockingQueue:
             raise EOFException("reader %r: there is no next data in this pass (EOF); call reset() "
                                "and start() for the next pass" % self.name)
 
+    def peek(self):
+        """The batch the next ``pop`` returns, left in the queue, or None when none is queued yet: never
+        waits (a trainer looks at its next batch's ids ahead of the step, see ``prefetch_ahead``)."""
+        with self._cond:
+            return self._items[0] if self._items else None
+
     def reset(self):
         """Drop what is left and make the queue ready for the next ``start``."""
         with self._cond:

@@ -43,12 +43,15 @@ def copies_in_background():
 class Part:
     """One request of a batch: ``kw`` (``rpc.Client.request``'s keyword arguments), its encoded header
     and buffers, and, once ``copy_to_slot`` ran, its descriptor entries (``[buffer index, segment,
-    offset, length]``, the index counted from 0 among its buffers) with the buffers moved emptied."""
+    offset, length]``, the index counted from 0 among its buffers) with the buffers moved emptied.
+    An ``optional`` part (a look-ahead the trainer may do without: ``prefetch_ahead``) does not fail
+    its batch when the pserver refuses it: its error reply goes to whoever posted it."""
 
-    __slots__ = ("kw", "header", "buffers", "desc", "segment", "trainer", "what", "_done", "_error")
+    __slots__ = ("kw", "header", "buffers", "desc", "segment", "trainer", "what", "optional", "_done", "_error")
 
-    def __init__(self, kw):
+    def __init__(self, kw, optional=False):
         self.kw = kw
+        self.optional = optional     # an error reply to it is its reply, not the batch's failure
         rest = dict(kw)
         kind, name, step = rest.pop("kind"), rest.pop("name", None), rest.pop("step", 0)
         self.trainer = rest.pop("trainer", 0)

@@ -176,7 +176,7 @@ class Client:
         self._slots[rid] = segments
         whats = [_describe(p.what, trainer, p.header["step"]) for p in parts]
         self._pending[rid] = "%d requests (%s)" % (len(parts), _shorten(", ".join(whats)))
-        self._parts[rid] = whats
+        self._parts[rid] = [None if p.optional else w for p, w in zip(parts, whats)]   # None: may be refused
         if _timeline.enabled:
             _timeline.complete("rpc", "send batch", t0, time.perf_counter() - t0, peer=self.endpoint, var=None,
                                bytes=_timeline.frame_bytes(frames), kind="batch", parts=len(parts), trainer=trainer,
@@ -217,7 +217,7 @@ class Client:
                            % (self.endpoint, desc, "%d parts" % len(msg.parts) if msg.parts else "one reply",
                               len(whats)))
         for part, what in zip(msg.parts, whats):
-            if part.kind == "error":
+            if part.kind == "error" and what is not None:
                 raise RPCError("pserver %s answered %s with an error: %s" % (self.endpoint, what, part.get("msg", "")))
 
     def wait(self, rid, timeout_s=None, until=None):
@@ -412,7 +412,8 @@ def call_all(requests, timeout_s=None):
     ``requests``: a list of ``(endpoint, kwargs for Client.request)``. Returns the replies in order.
     Sending all before waiting lets the pservers work in parallel (one round trip, not N). The
     requests to one pserver (of one trainer id) go as one message, after what this thread ``post``-ed
-    to it and has not sent yet; the acknowledgements of everything posted are awaited here too."""
+    to it and has not sent yet; the acknowledgements of everything posted are awaited here too (and
+    the replies of posted requests that asked for theirs handed over)."""
     groups = _take_queued()
     for i, (endpoint, kw) in enumerate(requests):
         groups.setdefault((endpoint, kw.get("trainer", 0)), []).append((kw, i))     # (a lone dict: a plain request)
@@ -425,7 +426,7 @@ def call_all(requests, timeout_s=None):
     until = [time.monotonic() + span]
     posted = _take_posted()
     out, first_error = [None] * len(requests), None
-    for c, rid, t, kws, where in [(c, rid, t, None, ()) for c, rid, t in posted] + \
+    for c, rid, t, kws, where in [(c, rid, t, None, sinks) for c, rid, t, sinks in posted] + \
             [(c, rid, None, kws, where) for c, rid, kws, where in sent]:
         try:
             # a posted request keeps the deadline it was sent with, until an error cuts the drain short
@@ -438,8 +439,10 @@ def call_all(requests, timeout_s=None):
                 until[0] = min(until[0], time.monotonic() + 1.0)
             continue
         for i, reply in zip(where, got.parts if got.parts is not None else [got]):
-            if i is not None:
+            if type(i) is int:
                 out[i] = reply
+            elif i is not None:
+                _hand_over(i, reply)
     if first_error is not None:
         raise first_error
     return out
@@ -460,26 +463,34 @@ def _wait_retrying(client, rid, until, kws, span):
                 raise
             attempt += 1
             logger.warning("%s; sending it again (retry %d of %d, FLAGS_rpc_retry_times)", e, attempt, retry_times())
-            rid = client.request_parts([kw.kw if isinstance(kw, outgoing.Part) else kw for kw in kws])
+            rid = client.request_parts([outgoing.Part(kw.kw, kw.optional) if isinstance(kw, outgoing.Part) else kw
+                                        for kw in kws])
             until = time.monotonic() + span
 
 
 MAX_POSTED = 256
 
 
-def post(requests):
+def post(requests, on_reply=None):
     """Queue requests whose replies are mere acknowledgements (``send``, ``send_barrier``): they go with
     this thread's next ``call_all`` to the same pserver, as parts of its one message, or at the end of
     the executor's run (``dispatch``), and that call (or ``flush``) waits for their acknowledgements.
     A trainer's step thus costs each pserver one message: its gradient blocks, its barrier and its
-    gets. The arrays must not change afterwards (kernels never write their inputs in place)."""
+    gets. The arrays must not change afterwards (kernels never write their inputs in place).
+
+    ``on_reply``: one callable per request, called with its reply (a ``wire.Message``) when the
+    message's reply arrives; such requests are optional (``outgoing.Part``): a pserver's refusal of
+    one is handed to its callable and fails nothing (``prefetch_ahead``'s look-ahead rows)."""
     queued = _queued()
-    for endpoint, kw in requests:
-        part = outgoing.Part(kw)
+    sinks = on_reply if on_reply is not None else [None] * len(requests)
+    if len(sinks) != len(requests):
+        raise ValueError("post: %d requests but %d reply callables" % (len(requests), len(sinks)))
+    for (endpoint, kw), sink in zip(requests, sinks):
+        part = outgoing.Part(kw, optional=sink is not None)
         c = get_client(endpoint)
         if c._shm and part.big() and outgoing.copies_in_background():
             part.copy_to_slot(endpoint, part, background=True)    # while the backward pass goes on
-        queued.setdefault((endpoint, part.trainer), []).append((part, None))
+        queued.setdefault((endpoint, part.trainer), []).append((part, sink))
     if sum(len(v) for v in queued.values()) > MAX_POSTED:
         dispatch()
 
@@ -496,7 +507,16 @@ def dispatch():
     until = time.monotonic() + wait_limit()
     for (endpoint, _), items in groups.items():
         c = get_client(endpoint)
-        _local.posted.append((c, c.request_parts([kw for kw, _ in items]), until))
+        _local.posted.append((c, c.request_parts([kw for kw, _ in items]), until, [sink for _, sink in items]))
+
+
+def _hand_over(sink, reply):
+    """A posted request's reply to the callable that asked for it; what it raises is logged, never raised
+    (the step whose message carried the request does not depend on it)."""
+    try:
+        sink(reply)
+    except Exception as e:
+        logger.warning("a reply handler failed on %r: %s: %s", reply, type(e).__name__, e)
 
 
 def pending():

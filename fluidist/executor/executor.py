@@ -101,6 +101,7 @@ class Executor:
         self._closed = False
         self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._close_hooks: list = []
+        self._run_feed: dict | None = None    # the feed of the run in progress (what a loader yielded)
         _executors.add(self)
 
     @property
@@ -228,6 +229,7 @@ class Executor:
         if type(feed) is not dict:
             feed = self._feed_dict(feed)
         plan = self._plan(program, 0)
+        self._run_feed = feed
         if feed:
             self._feed(plan, scope, feed)
         for n in plan.fresh_arrays:

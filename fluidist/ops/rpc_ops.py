@@ -8,14 +8,16 @@ with the thread's next recv / prefetch / fetch_barrier / close to the same pserv
 message (or at the end of the executor's run), so a sync step costs each pserver one message and one
 reply: gradient blocks, barrier and gets. The arrays go out without copies (kernels never write their
 inputs in place, so they do not change meanwhile), and an error reply still surfaces, naming the
-send. Each op also remembers, per executor, the (endpoint, trainer id) pairs it talked to:
+send. A ``prefetch`` takes the rows the step before asked for ahead, with its message, when its ids
+are exactly those (``distributed.prefetch_ahead``: a run fed by a DataLoader can see its next batch);
+else it asks. Each op also remembers, per executor, the (endpoint, trainer id) pairs it talked to:
 ``Executor.close()`` then tells each of those pservers "complete".
 
 Server side: ``listen_and_serv`` runs the event loop of ``fluidist.distributed.pserver``.
 """
 import numpy as np
 
-from ..distributed import communicator, geo_communicator, recv_ahead, recv_buffers, rpc
+from ..distributed import communicator, geo_communicator, prefetch_ahead, recv_ahead, recv_buffers, rpc
 from ..distributed import trainer_session as session
 from ..distributed.pserver import SYNC, ParameterServer
 from ..core.placement import to_host_value, to_place
@@ -122,6 +124,7 @@ def send_barrier(ctx, ins, attrs):
     rpc.post([(ep, dict(kind="send_barrier", trainer=tid, step=session.step(ep, tid) + 1, what="send_barrier"))
               for ep in eps])
     session.advance(eps, tid)
+    prefetch_ahead.before_message(ctx)     # the next batch's rows, after this barrier's round
     return _dummies(ctx)
 
 
@@ -143,6 +146,7 @@ def recv(ctx, ins, attrs):
     comm = communicator.active()
     if comm is not None and comm.takes_recv(ctx.op):
         return None       # the communicator receives in the background (Paddle's do_not_run)
+    prefetch_ahead.before_message(ctx)
     replies = recv_ahead.take(ctx.op.block, eps, remote, tid)
     if replies is None:
         ahead = _batch_spec(ctx.op, attrs)
@@ -210,6 +214,7 @@ def fetch_barrier(ctx, ins, attrs):
     eps = _endpoints(ctx, attrs, "endpoints")
     tid = int(attrs["trainer_id"])
     session.remember(ctx.executor, eps, tid)
+    prefetch_ahead.before_message(ctx)
     rpc.call_all([(ep, dict(kind="fetch_barrier", trainer=tid, step=session.step(ep, tid), what="fetch_barrier"))
                   for ep in eps if not session.fetched(ep, tid)], timeout_s=session.dependent_deadline())
     names = ctx.op.outputs.get("Out")
@@ -226,7 +231,9 @@ def fetch_barrier(ctx, ins, attrs):
              communicates=True, to_peers="X", from_peers="Out",
              attrs={"epmap": [], "trainer_id": 0})
 def prefetch(ctx, ins, attrs):
-    """Send the ids X[i] to epmap[i]; Out[i] gets the table rows the pserver's prefetch block returns."""
+    """Send the ids X[i] to epmap[i]; Out[i] gets the table rows the pserver's prefetch block returns.
+    Rows the previous step asked for ahead for exactly these ids (``distributed.prefetch_ahead``) are
+    taken instead: then only the other parts are asked for, and none when all are kept."""
     names = ctx.op.inputs.get("X") or []
     outs = ctx.op.outputs.get("Out") or []
     if len(outs) != len(names):
@@ -234,10 +241,17 @@ def prefetch(ctx, ins, attrs):
     eps = _endpoints(ctx, attrs, "epmap", len(names))
     tid = int(attrs["trainer_id"])
     session.remember(ctx.executor, eps, tid)
-    replies = rpc.call_all([(ep, dict(kind="prefetch", name=n, value=v, trainer=tid, step=session.step(ep, tid),
-                                      out=o, what="prefetch %s" % n))
-                            for ep, n, v, o in zip(eps, names, ins["X"], outs)], timeout_s=session.dependent_deadline())
-    return {"Out": [recv_buffers.owned(r.value) for r in replies]}
+    xs = ins["X"]
+    rows = prefetch_ahead.take(ctx, eps, names, outs, xs, tid)
+    ask = [i for i, r in enumerate(rows) if r is None]
+    if ask:
+        replies = rpc.call_all([(eps[i], dict(kind="prefetch", name=names[i], value=xs[i], trainer=tid,
+                                              step=session.step(eps[i], tid), out=outs[i],
+                                              what="prefetch %s" % names[i]))
+                                for i in ask], timeout_s=session.dependent_deadline())
+        for i, r in zip(ask, replies):
+            rows[i] = recv_buffers.owned(r.value)
+    return {"Out": rows}
 
 
 @register_op("checkpoint_notify", host=_HOST, inputs=["X*?"], outputs=["Out*?"], side_effect=True, role=OpRole.RPC,

@@ -22,6 +22,7 @@ from ..core.tensor import LoDTensor
 from ..framework.dtypes import VarType
 from ..framework.program import Variable, default_main_program
 from ..console.progress import Progress
+from . import next_batch
 from .base import DataLoaderBase
 from .feeding import Producer, new_queue, sample_list_to_batches, sample_to_batches, unique_reader_name
 
@@ -204,7 +205,10 @@ class GeneratorLoader(DataLoaderBase):
             raise
         if self._progress is not None:
             self._progress.step()
-        return [self._as_output(b) for b in per_place]
+        out = [self._as_output(b) for b in per_place]
+        if len(out) == 1 and not self._return_list:    # a run fed with it may look at the next batch
+            next_batch.note(self._queue, out[0], [v.name for v in self._feed_list])
+        return out
 
     def next(self) -> Any:
         """The next batch (``__next__``)."""

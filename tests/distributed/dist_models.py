@@ -40,8 +40,10 @@ def _all_optimizers_model():
     return loss
 
 
-def build(model="fc", optimizer="sgd", lr_decay=False):
-    """Returns (main, startup, loss, parameter names)."""
+def build(model="fc", optimizer="sgd", lr_decay=False, reader=False):
+    """Returns (main, startup, loss, parameter names); with ``reader`` (the embedding models), a fifth
+    item: the non-iterable ``DataLoader`` whose ``read`` op feeds ``ids`` and ``y`` in the program."""
+    loader = None
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = SEED
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -68,6 +70,8 @@ def build(model="fc", optimizer="sgd", lr_decay=False):
         elif model in ("emb", "dtable", "emb_one_shard"):
             ids = fluid.data(name="ids", shape=[None, 1], dtype="int64")
             y = fluid.data(name="y", shape=[None, 1], dtype="float32")
+            if reader:
+                loader = fluid.io.DataLoader.from_generator(feed_list=[ids, y], capacity=8, iterable=False)
             # 2048 x 8 = 16384 elements: the table's row-sparse gradient is split over both pservers;
             # "dtable" makes it a distributed lookup table (rows i % 2 on pserver i % 2, prefetched)
             emb = fluid.layers.embedding(ids, size=[2048, 8], is_sparse=True, is_distributed=model == "dtable",
@@ -105,6 +109,8 @@ def build(model="fc", optimizer="sgd", lr_decay=False):
     # a distributed table lives on the pservers only: trainers hold a stand-in without values
     params = sorted(p.name for p in main.global_block().all_parameters() if not (model == "dtable" and
                                                                               p.name == "emb_w"))
+    if reader:
+        return main, startup, loss, params + sorted(state), loader
     return main, startup, loss, params + sorted(state)
 
 

@@ -36,6 +36,8 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--step_delay", type=float, default=0.0, help="seconds a trainer sleeps after each step")
     ap.add_argument("--pause", default="", help="STEP:SECONDS: a trainer sleeps this long after that step")
+    ap.add_argument("--slow_trainer", default="", help="K:SECONDS: trainer K sleeps this long before each step "
+                                                       "(the others' step messages reach the pservers first)")
     ap.add_argument("--no_close", action="store_true", help="end without Executor.close(), as most scripts do")
     ap.add_argument("--fail_after", type=int, default=-1, help="raise (uncaught) after this step")
     ap.add_argument("--geo", type=int, default=0, help="GEO-SGD, pushing every this many steps")
@@ -47,6 +49,10 @@ def main():
     ap.add_argument("--save_after", type=int, default=-1)
     ap.add_argument("--load_dir", default="", help="a pserver calls fluid.io.load_persistables from here first")
     ap.add_argument("--first_step", type=int, default=0, help="a trainer starts at this step (of the same batches)")
+    ap.add_argument("--loader", choices=["", "iterable", "reader", "decoy", "outside"], default="",
+                    help="feed the trainer through a DataLoader: iterable, non-iterable (a read op), or iterable "
+                         "with a decoy batch between two steps (skipped by the loop, seen by the look-ahead), "
+                         "of other ids of the table (decoy) or of ids outside it (outside)")
     a = ap.parse_args()
     if not a.cases:
         return run(a, a.model, a.optimizer, a.lr_decay, a.endpoints, a.current_endpoint, a.out)
@@ -60,7 +66,8 @@ def main():
 
 def run(a, model, optimizer, lr_decay, endpoints, current_endpoint, out_path):
     """One case: serve it (pserver) or train it and write its history to ``out_path`` (trainer)."""
-    main_prog, startup, loss, params = build(model, optimizer, lr_decay)
+    built = build(model, optimizer, lr_decay, reader=a.loader == "reader")
+    main_prog, startup, loss, params = built[:4]
     config = fluid.DistributeTranspilerConfig()
     if a.geo:
         config.geo_sgd_mode = True
@@ -101,9 +108,16 @@ def run(a, model, optimizer, lr_decay, endpoints, current_endpoint, out_path):
         fetched = params + grads
         grads = [g if g in trainer.global_block().vars else "%s.trainer_%d" % (g, a.trainer_id) for g in grads]
     pause_step, pause_s = (int(a.pause.split(":")[0]), float(a.pause.split(":")[1])) if a.pause else (-1, 0.0)
+    feeds = LoaderFeeds(a, model, trainer, built[4] if len(built) > 4 else None) if a.loader else None
+    slow_id, slow_s = (int(a.slow_trainer.split(":")[0]), float(a.slow_trainer.split(":")[1])) \
+        if a.slow_trainer else (-1, 0.0)
     for step in range(a.first_step, a.steps):
-        feed = batch_for(model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
+        if a.trainer_id == slow_id:
+            time.sleep(slow_s)
+        feed = feeds.next() if feeds else batch_for(model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
         out = exe.run(trainer, feed=feed, fetch_list=[loss] + params + grads)
+        if feeds:
+            feeds.after_step(step)
         history["loss_%d" % step] = out[0]
         for name, v in zip(fetched, out[1:]):
             history["%s_%d" % (name, step)] = v
@@ -122,8 +136,61 @@ def run(a, model, optimizer, lr_decay, endpoints, current_endpoint, out_path):
         comm.stop()
     if not a.no_close:
         exe.close()
+    if feeds:
+        from fluidist.distributed import prefetch_ahead
+        history.update({"ahead_" + k: np.array(v) for k, v in prefetch_ahead.counters().items()})
     if out_path:
         np.savez(out_path, **history)
+
+
+class LoaderFeeds:
+    """The trainer's batches through a DataLoader (``--loader``). Before each step it waits until the
+    loader's thread has queued the batch after the step's (the look-ahead never waits: the test makes
+    what it sees certain)."""
+
+    def __init__(self, a, model, trainer, reader_loader):
+        self.batches = [batch_for(model, step, a.batch * a.trainers, a.trainer_id, a.trainers)
+                        for step in range(a.first_step, a.steps)]
+        self.decoy = {"decoy": 2046, "outside": 4096}.get(a.loader)
+        self.first_step = a.first_step
+        self.reader = reader_loader
+        names = sorted(self.batches[0])
+        if reader_loader is not None:
+            names = [v.name for v in reader_loader._feed_list]
+            reader_loader.set_batch_generator(self.generator(names))
+            reader_loader.start()
+            self.queue, self.it = reader_loader.queue, None
+            return
+        loader = fluid.io.DataLoader.from_generator(feed_list=[trainer.global_block().var(n) for n in names],
+                                                    capacity=8)
+        loader.set_batch_generator(self.generator(names), places=fluid.cpu_places(1))
+        self.queue, self.it = loader.queue, iter(loader())
+
+    def generator(self, names):
+        def batches():
+            for i, b in enumerate(self.batches):
+                yield [b[n] for n in names]
+                if self.decoy and i + 1 < len(self.batches):   # ids no step trains on: one per pserver
+                    ids = np.array([[self.decoy], [self.decoy + 1]] * (len(b["ids"]) // 2), "int64")
+                    yield [ids if n == "ids" else b[n] for n in names]
+        return batches
+
+    def next(self):
+        if self.reader is not None:       # the read op pops this step's batch: the next one queued too
+            self._wait(2)
+            return None
+        feed = next(self.it)
+        self._wait(1)
+        return feed
+
+    def after_step(self, step):
+        if self.decoy and step - self.first_step + 1 < len(self.batches):
+            next(self.it)
+
+    def _wait(self, batches):
+        deadline = time.time() + 30
+        while self.queue.size() < batches and not self.queue.is_closed() and time.time() < deadline:
+            time.sleep(0.001)
 
 
 def wait_for_all(a, mark):
