@@ -300,9 +300,7 @@ class Executor:
         """Whether every value the block reads is in ``vals`` (the scope's own) as an array of the
         executor's place: what ``_ready_inputs`` then finds with nothing to do (the common case,
         checked with C loops)."""
-        names = plan.placed_names
-        return plan.external_names <= vals.keys() and \
-            list(map(self.place.owns, map(vals.get, names))).count(True) == len(names)
+        return plan.external_names <= vals.keys() and self.place.owns_all(list(map(vals.get, plan.placed_names)))
 
     def _ready_inputs(self, plan, scope):
         """Every input the block reads from the scope there, and on the executor's place."""

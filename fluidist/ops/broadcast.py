@@ -109,14 +109,18 @@ def linear_grad_call(xp, axis, want_x, want_y, negate_y, general):
     down to its input's shape): the general path's NumPy calls, with Y's summed axes worked out once
     for the shapes last seen (a step meets the same shapes each time). Other cases (dX summed too, a
     gradient big enough for ``sum_over_axes``'s products) take the general path."""
-    seen = [None, None, None, (False, True)]    # X's, Y's and dOut's shapes last seen, and _linear_axes's
+    # X's, Y's and dOut's shapes last seen and what _linear_axes said of them, as one tuple: read and
+    # replaced whole, so that threads running the same plan never mix two calls' shapes
+    seen = (None, None, None, False, True)
     on_host = xp is np
 
     def call(x, y, d):
+        nonlocal seen
         xs, ys, ds = x.shape, y.shape, d.shape
-        if ds != seen[2] or xs != seen[0] or ys != seen[1]:
-            seen[:] = xs, ys, ds, _linear_axes(axis, xs, ys, ds)
-        axes, keep = seen[3]
+        memo = seen
+        if ds != memo[2] or xs != memo[0] or ys != memo[1]:
+            memo = seen = (xs, ys, ds) + _linear_axes(axis, xs, ys, ds)
+        axes, keep = memo[3], memo[4]
         if axes is False:
             return general(x, y, d)
         if not want_y:

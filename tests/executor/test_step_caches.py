@@ -200,3 +200,21 @@ def test_device_arrays_fed_on_a_device_place_and_a_host_value_set_between_runs()
     with pytest.raises(ValueError, match="feed variable 'x' expects dtype float32 but got float64"):
         exe.run(main, feed={"x": xp.asarray(x.astype("float64")), "y": xp.asarray(y)}, fetch_list=[loss],
                 scope=scope)
+
+
+@pytest.mark.cpu_only("the stand-in's places, beside the CPU's")
+def test_owns_all_answers_as_owns_of_each():
+    """``Place.owns_all`` (what the executor asks of a block's inputs every run) against ``owns``."""
+    from fluidist.core.tensor import SelectedRows
+    zero, one = StandinPlace(0), StandinPlace(1)
+    with zero.device_context():
+        a = zero.xp.asarray(np.ones(3, "float32"))
+    with one.device_context():
+        b = one.xp.asarray(np.ones(3, "float32"))
+    kinds = [a, b, np.ones(3), None, 1.5, SelectedRows([0], a, 4)]
+    for place in (zero, one, fluid.CPUPlace()):
+        for i in range(len(kinds)):
+            for j in range(len(kinds)):
+                values = [kinds[i], kinds[j]]
+                assert place.owns_all(values) == all(place.owns(v) for v in values), (place, values)
+        assert place.owns_all([])
