@@ -5,7 +5,7 @@ A place says where kernels run and owns the only crossings of values between hos
 - ``kind``: ``"cpu"``, ``"cuda"`` or ``"standin"`` (the registry's ``host_except`` names kinds);
 - ``is_device``: whether its arrays live off the host (False for the CPU and pinned host memory);
 - ``xp``: the array module its kernels compute with (numpy, cupy or the stand-in's);
-- ``owns(array)``: whether an array is already one of this place's;
+- ``owns(array)``: whether an array is already one of this place's (``owns_all``: of a sequence);
 - ``to_device(array, into=None)``: a host (or another place's) array as one of this place's;
 - ``to_host(array)``: a NumPy array;
 - ``device_context()``: a context in which this place's device is the current one.
@@ -41,6 +41,11 @@ class Place(abc.ABC):
     @abc.abstractmethod
     def to_host(self, value: Any) -> Any:
         """A NumPy array for an array of this place (a host array as it is)."""
+
+    def owns_all(self, values: Any) -> bool:
+        """Whether every one of ``values`` (a sequence) is an array of this place: ``owns`` of each, which
+        a place may answer with fewer Python steps (the executor asks it of a block's inputs every run)."""
+        return all(map(self.owns, values))
 
     def device_context(self) -> Any:
         """This place's device as the current one, for a ``with`` block (nothing to do on the host)."""

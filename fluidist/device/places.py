@@ -7,6 +7,7 @@ stand-in device's) and three methods that every move of a value between host and
 runtime (values sent and received) call them; kernels never do (``core.placement`` moves whole
 values: SelectedRows, tensor arrays, ...).
 """
+import operator
 import os
 
 import numpy as np
@@ -16,6 +17,7 @@ from .standin import StandinArray, StandinPlace  # noqa: F401  (a Place kind, re
 from .standin import xp as standin_xp
 
 
+_device_id = operator.attrgetter("device.id")
 # how to get CuPy from a wheel (never its source package, which compiles for an hour)
 GPU_INSTALL = 'pip install "fluidist[gpu-cuda13]" (or "fluidist[gpu-cuda12]" for a CUDA 12 driver)'
 
@@ -68,6 +70,11 @@ class CUDAPlace(Place):
     def owns(self, value):
         cp = cupy_module()
         return isinstance(value, cp.ndarray) and value.device.id == self.device_id
+
+    def owns_all(self, values):
+        n = len(values)     # (C loops: every value exactly a CuPy array, then each of this device)
+        return list(map(type, values)).count(cupy_module().ndarray) == n and \
+            list(map(_device_id, values)).count(self.device_id) == n
 
     def to_device(self, value, into=None):
         cp = cupy_module()

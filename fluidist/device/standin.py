@@ -18,6 +18,7 @@ NumPy alone meets these differences only on a GPU. The stand-in device brings th
 from __future__ import annotations
 
 import inspect
+import operator
 import types
 from typing import Any
 
@@ -48,6 +49,7 @@ _FROM_HOST = frozenset(("array", "asarray", "asanyarray"))
 _METADATA = frozenset(("result_type", "can_cast", "promote_types", "dtype", "iinfo", "finfo", "issubdtype",
                        "isscalar", "ndim", "shape", "size", "min_scalar_type", "common_type", "broadcast_shapes",
                        "isdtype", "get_printoptions", "set_printoptions", "printoptions", "errstate"))
+_device_of = operator.attrgetter("_dev")     # a stand-in array's device id
 _COUNT = np.zeros((), np.int64)      # what a hidden synchronisation reads: a count or a flag
 # CuPy's ufunc methods exist for these ufuncs only (others raise NotImplementedError there)
 _UFUNC_METHODS = {"reduce": ("add", "multiply"), "accumulate": ("add", "multiply"), "reduceat": ("add",),
@@ -379,6 +381,11 @@ class StandinPlace(Place):
     def owns(self, value) -> bool:
         """Whether ``value`` is an array of this place (a stand-in array of its device)."""
         return type(value) is StandinArray and value._dev == self.device_id
+
+    def owns_all(self, values) -> bool:
+        n = len(values)     # (C loops: every value a stand-in array, then each of this device)
+        return list(map(type, values)).count(StandinArray) == n and \
+            list(map(_device_of, values)).count(self.device_id) == n
 
     def to_device(self, value, into=None):
         """``value`` (a host array, or a stand-in array of any device) as an array of this place;

@@ -374,7 +374,14 @@ class _ThreadClients(dict):
                 pass
 
 
-_local = threading.local()
+class _ThreadState(threading.local):
+    """This thread's pooled clients and queued / posted requests, each with the process it belongs to;
+    unset ones read None (class defaults), so that a look costs no AttributeError."""
+    pool = pid = queued = queued_pid = posted = posted_pid = None
+
+
+_local = _ThreadState()
+_ever_queued = False    # whether any thread of this process queued a request (pending()'s quick answer)
 
 
 def _thread_pool():
@@ -520,13 +527,17 @@ def _hand_over(sink, reply):
 
 
 def pending():
-    """Whether this thread queued requests it has not sent yet."""
-    queued = getattr(_local, "queued", None)
+    """Whether this thread queued requests it has not sent yet (asked after every executor run)."""
+    if not _ever_queued:
+        return False
+    queued = _local.queued
     return bool(queued) and _local.queued_pid == os.getpid()
 
 
 def _queued():
-    if getattr(_local, "queued", None) is None or _local.queued_pid != os.getpid():
+    global _ever_queued
+    _ever_queued = True
+    if _local.queued is None or _local.queued_pid != os.getpid():
         _local.queued = {}            # (endpoint, trainer id) -> [(outgoing.Part, None)], in the order posted
         _local.queued_pid = os.getpid()
     return _local.queued

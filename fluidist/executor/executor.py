@@ -16,7 +16,7 @@ from ..device.base import Place, checked_place
 from ..device.places import is_device_array, to_host
 from ..device.switch import default_place
 from ..core.placement import is_placed, to_place
-from ..core.fetched import as_fetched
+from ..core.fetched import FetchedArray, as_fetched
 from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..reader.feeding import _NP_DTYPES, _shape_ok, check_feed_value  # noqa: F401 (check_feed_value: re-exported)
@@ -100,6 +100,7 @@ class Executor:
         self._on_host = not self.place.is_device and self.place.xp is np
         self._closed = False
         self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._last_plan = None      # the plan of the last run's block 0: the next run's first guess
         self._close_hooks: list = []
         self._run_feed: dict | None = None    # the feed of the run in progress (what a loader yielded)
         _executors.add(self)
@@ -110,6 +111,11 @@ class Executor:
         return self
 
     # ------------------------------------------------------------------ planning
+    def _drop_plans(self):
+        """Forget every plan (the kernel wrapper changed): the next run plans afresh."""
+        self._plans.clear()
+        self._last_plan = None
+
     def _plan(self, program, block_idx):
         per_prog = self._plans.get(program)
         if per_prog is None:
@@ -228,22 +234,25 @@ class Executor:
             scope = global_scope()
         if type(feed) is not dict:
             feed = self._feed_dict(feed)
-        plan = self._plan(program, 0)
+        plan = self._last_plan      # (the checks of _plan, for the plan a loop runs again and again)
+        if plan is None or plan.program is not program or plan.version != program._version \
+                or plan.nan_inf != nan_inf.settings():
+            plan = self._last_plan = self._plan(program, 0)
         self._run_feed = feed
         if feed:
             self._feed(plan, scope, feed)
+        vals = scope.vals
         for n in plan.fresh_arrays:
-            scope.vals[n] = LoDTensorArray()
+            vals[n] = LoDTensorArray()
         try:
             if self._on_host:
-                vals = scope.vals
-                for name in plan.placed_names:      # (all host arrays of the scope itself: nothing to do)
-                    if type(vals.get(name)) is not np.ndarray:
-                        self._ready_inputs(plan, scope)
-                        break
+                names = plan.placed_names      # (all host arrays of the scope itself: nothing to do)
+                if list(map(type, map(vals.get, names))).count(np.ndarray) != len(names):
+                    self._ready_inputs(plan, scope)
                 plan.run(scope)
             else:
-                self._ready_inputs(plan, scope)
+                if not self._all_placed(plan, vals):
+                    self._ready_inputs(plan, scope)
                 with self.place.device_context():
                     plan.run(scope)
         finally:
@@ -262,7 +271,9 @@ class Executor:
         on_host = not place.is_device
         fed = plan.fed
         for name, value in feed.items():
-            if type(value) is np.ndarray and fed.get(name) == (value.shape, value.dtype):
+            # an array of the place (on the host, exactly a NumPy array) taken as it is
+            as_is = type(value) is np.ndarray if on_host else place.owns(value)
+            if as_is and fed.get(name) == (value.shape, value.dtype):
                 vals[name] = value
                 if lods and name in lods:
                     del lods[name]
@@ -270,7 +281,7 @@ class Executor:
             var = block.vars.get(name)
             if var is None:
                 raise ValueError("feed variable %r is not a variable of the program" % name)
-            if type(value) is np.ndarray and on_host and var.lod_level == 0 and \
+            if as_is and var.lod_level == 0 and \
                     value.dtype is _NP_DTYPES.get(var.dtype) and _shape_ok(var.shape, value.shape):
                 vals[name] = value
                 fed[name] = (value.shape, value.dtype)
@@ -286,6 +297,12 @@ class Executor:
                 lods[name] = lod
             elif name in lods:
                 del lods[name]
+
+    def _all_placed(self, plan, vals):
+        """Whether every value the block reads is in ``vals`` (the scope's own) as an array of the
+        executor's place: what ``_ready_inputs`` then finds with nothing to do (the common case,
+        checked with C loops)."""
+        return plan.external_names <= vals.keys() and self.place.owns_all(list(map(vals.get, plan.placed_names)))
 
     def _ready_inputs(self, plan, scope):
         """Every input the block reads from the scope there, and on the executor's place."""
@@ -330,7 +347,7 @@ class Executor:
         for name in names:
             value = vals.get(name)
             if type(value) is np.ndarray and return_numpy:
-                out.append(as_fetched(value.copy()))
+                out.append(value.copy().view(FetchedArray))      # (as_fetched, inline)
                 continue
             owner = scope._owner(name)
             value = owner.vals.get(name) if owner is not None else None

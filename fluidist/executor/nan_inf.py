@@ -20,9 +20,34 @@ _ROLES = {"forward": 0x0000, "backward": 0x0001, "optimize": 0x0002, "rpc": 0x00
 _ENV = (FLAG, "PADDLE_INF_NAN_SKIP_OP", "PADDLE_INF_NAN_SKIP_ROLE", "PADDLE_INF_NAN_SKIP_VAR")
 
 
+# Every run asks for the settings (a plan made under others is made again), and ``os.environ.get``
+# costs a microsecond (it encodes the key and decodes the value). On CPython's POSIX environ the
+# variables live in a dict of bytes (``os.environ._data``, which every write through ``os.environ``,
+# ``monkeypatch.setenv`` and ``set_flags`` updates): the flag's raw value is one lookup there, and
+# whether that value means "on" is remembered. Elsewhere (no ``_data``) the plain read.
+_RAW = getattr(os.environ, "_data", None)
+try:
+    _RAW_KEY = os.environ.encodekey(FLAG) if _RAW is not None else None     # type: ignore[attr-defined]
+except AttributeError:
+    _RAW = _RAW_KEY = None
+_MEANS_ON: dict = {}    # the flag's raw value -> whether it turns the check on
+
+
+def _is_on(value):
+    if isinstance(value, bytes):
+        value = os.fsdecode(value)
+    return value.strip().lower() in ("1", "true", "on", "yes")
+
+
 def settings():
     """The check's settings now (a hashable tuple), or None when the flag is off."""
-    if os.environ.get(FLAG, "").strip().lower() not in ("1", "true", "on", "yes"):
+    raw = _RAW.get(_RAW_KEY) if _RAW is not None else os.environ.get(FLAG)
+    if raw is None:
+        return None
+    on = _MEANS_ON.get(raw)
+    if on is None:
+        on = _MEANS_ON[raw] = _is_on(raw)
+    if not on:
         return None
     return tuple(os.environ.get(k, "") for k in _ENV[1:])
 

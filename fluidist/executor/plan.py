@@ -28,7 +28,7 @@ def set_kernel_wrapper(wrapper):
     global _kernel_hook
     _kernel_hook = wrapper
     for exe in list(_executors):
-        exe._plans.clear()
+        exe._drop_plans()
 
 
 class ExecContext:

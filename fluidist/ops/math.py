@@ -1,104 +1,15 @@
 """Math ops: elementwise (with Paddle's ``axis`` broadcasting), mul, matmul, scale, mean,
 reductions and activations, each with its gradient."""
+import operator
+
 import numpy as np
 
 from ..framework.registry import Bound, kernel_call, register_binder, register_grad, register_op, same_shape
 from ..core.tensor import SelectedRows
 from .shape_tensors import scalar_from_tensor
 from . import device_fused
-
-
-# ------------------------------------------------------------------ broadcasting helpers
-def _y_view_shape(xshape, yshape, axis):
-    """The shape Y is viewed with to broadcast against X, per Paddle's ``axis`` rule: Y's dims
-    (trailing 1s dropped) line up with X's starting at ``axis`` (default rank(X) - rank(Y))."""
-    rx, ry = len(xshape), len(yshape)
-    if xshape == yshape or ry > rx:
-        return yshape
-    if axis is None or axis == -1:
-        axis = rx - ry
-    if ry == 1 and axis == rx - 1:
-        return (1,) * (rx - 1) + tuple(yshape)
-    ys = list(yshape)
-    while len(ys) > 1 and ys[-1] == 1:
-        ys.pop()
-    if axis < 0 or axis + len(ys) > rx:
-        raise ValueError("elementwise: Y of shape %s cannot be aligned with X of shape %s at axis %d"
-                         % (list(yshape), list(xshape), axis))
-    return (1,) * axis + tuple(ys) + (1,) * (rx - axis - len(ys))
-
-
-def _view_shape(xshape, yshape, axis):
-    """``_y_view_shape`` of two arrays' shapes, remembered (a step meets the same shapes each time)."""
-    key = (xshape, yshape, axis)
-    vs = _VIEW_SHAPES.get(key)
-    if vs is None:
-        vs = _y_view_shape(xshape, yshape, axis)
-        if len(_VIEW_SHAPES) >= 4096:      # (shapes change with the batch size: keep it bounded)
-            _VIEW_SHAPES.clear()
-        _VIEW_SHAPES[key] = vs
-    return vs
-
-
-_VIEW_SHAPES: dict = {}
-
-
-def _bcast(x, y, axis):
-    ys = _view_shape(x.shape, y.shape, axis)
-    return y if ys == y.shape else y.reshape(ys)
-
-
-def _reduce_grad(xp, g, target_shape, view_shape):
-    """Sum ``g`` down to ``view_shape`` (the broadcast view) and reshape to ``target_shape``."""
-    gshape = g.shape
-    if gshape == target_shape:
-        return g
-    gshape = tuple(gshape)
-    if gshape == tuple(target_shape):
-        return g
-    key = (gshape, tuple(view_shape))
-    axes = _SUMMED_AXES.get(key)
-    if axes is None:
-        nd = len(gshape)
-        vs = (1,) * (nd - len(view_shape)) + tuple(view_shape)
-        axes = tuple(i for i in range(nd) if vs[i] == 1 and gshape[i] != 1)
-        if len(_SUMMED_AXES) >= 4096:      # (shapes change with the batch size: keep it bounded)
-            _SUMMED_AXES.clear()
-        _SUMMED_AXES[key] = axes
-    if axes:
-        g = sum_over_axes(xp, g, axes)
-    return g.reshape(target_shape)
-
-
-_SUMMED_AXES: dict = {}     # (gradient shape, view shape) -> the axes _reduce_grad sums
-_GEMV_MIN_STRIDED, _GEMV_MIN_ROWS = 8192, 131072
-
-
-def sum_over_axes(xp, g, axes):
-    """``g.sum(axis=axes, keepdims=True)``. A floating ``g`` whose summed axes are a leading and / or a
-    trailing run (a bias gradient: (N, C, H, W) summed to C) is summed by matrix-vector products with
-    ones: NumPy's sum over strided axes is several times slower than BLAS there."""
-    if g.size < _GEMV_MIN_STRIDED:     # (the smaller of the two sizes below)
-        if xp is np:        # what ndarray.sum calls, without its Python-level wrapper
-            return np.add.reduce(g, axis=tuple(axes), keepdims=True)
-        return g.sum(axis=tuple(axes), keepdims=True)
-    nd, axes = g.ndim, sorted(axes)
-    lead = 0
-    while lead < len(axes) and axes[lead] == lead:
-        lead += 1
-    trail = axes[lead:]
-    first_trail = nd - len(trail)
-    # (a product's fixed cost is about 5 us: below these sizes NumPy's sum is the faster)
-    big = g.size >= (_GEMV_MIN_STRIDED if trail else _GEMV_MIN_ROWS)
-    if not big or trail != list(range(first_trail, nd)) or lead == first_trail or g.dtype.kind != "f" \
-            or g.dtype.itemsize < 4:
-        return g.sum(axis=tuple(axes), keepdims=True)
-    shape = g.shape
-    n_lead, n_trail = int(np.prod(shape[:lead])), int(np.prod(shape[first_trail:]))
-    r = g.reshape(n_lead, -1, n_trail)
-    r = r @ xp.ones(n_trail, dtype=g.dtype) if n_trail > 1 else r[:, :, 0]
-    r = xp.ones(n_lead, dtype=g.dtype) @ r if n_lead > 1 else r[0]
-    return r.reshape(tuple(1 if i in axes else d for i, d in enumerate(shape)))
+from .broadcast import _bcast, _reduce_grad, _view_shape, _y_view_shape, linear_grad_call, \
+    sum_over_axes  # noqa: F401 (_y_view_shape, sum_over_axes: other families import them from here)
 
 
 def _elementwise_infer(ctx):
@@ -122,9 +33,11 @@ def _rows_times_scalar(ctx, ins):
     return SelectedRows(x.rows, x.value * y.reshape(()), x.height)
 
 
-def _ew(type, fwd, dx_fn, dy_fn, grad_inputs=("X", "Y", "Out@GRAD")):
+def _ew(type, fwd, dx_fn, dy_fn, grad_inputs=("X", "Y", "Out@GRAD"), plain=None, linear=None):
     """Elementwise op ``type``: Out = fwd(X, Y viewed per ``axis``); dX = dx_fn(x, y, dOut, Out) and
-    dY = dy_fn(...) before their sums down to X's and Y's shapes."""
+    dY = dy_fn(...) before their sums down to X's and Y's shapes. For the bound kernels: ``plain``,
+    ``fwd`` as a function of (x, y) alone (``operator.add``: the same ``x + y``), and ``linear``,
+    the sign of dY = +-dOut where dX = dOut (add, sub)."""
     def kernel(ctx, ins, attrs):
         if isinstance(ins["X"], SelectedRows):
             return {"Out": _rows_times_scalar(ctx, ins)}
@@ -136,11 +49,12 @@ def _ew(type, fwd, dx_fn, dy_fn, grad_inputs=("X", "Y", "Out@GRAD")):
     @register_binder(type)
     def bind(ctx, attrs):
         xp, axis, general = ctx.xp, attrs["axis"], kernel_call(kernel, ctx, attrs, ("X", "Y"), ("Out",))
+        pair, last_axis = plain or (lambda x, y: fwd(xp, x, y)), axis == -1
 
         def call(x, y):     # X's shape, or a vector along X's last axis: no view of Y needed
             if x.__class__ is not SelectedRows and (x.shape == y.shape or y.ndim == 1
-                                                    and (axis == -1 or axis == x.ndim - 1)):
-                return fwd(xp, x, y)
+                                                    and (last_axis or axis == x.ndim - 1)):
+                return pair(x, y)
             return general(x, y)
         return Bound(call, ("X", "Y"), ("Out",))
 
@@ -167,14 +81,21 @@ def _ew(type, fwd, dx_fn, dy_fn, grad_inputs=("X", "Y", "Out@GRAD")):
             return None
         xp, axis, want_x, want_y = ctx.xp, attrs["axis"], "X@GRAD" in outs, "Y@GRAD" in outs
         if len(outs) == 2:
-            return Bound(lambda x, y, d: grad_arrays(xp, axis, x, y, d, None, True, True), grad_inputs, outs)
-        k = int(want_y)     # the one gradient asked for
-        return Bound(lambda x, y, d: grad_arrays(xp, axis, x, y, d, None, want_x, want_y)[k], grad_inputs, outs)
+            general = lambda x, y, d: grad_arrays(xp, axis, x, y, d, None, True, True)    # noqa: E731
+        else:
+            k = int(want_y)     # the one gradient asked for
+            general = lambda x, y, d: grad_arrays(xp, axis, x, y, d, None, want_x, want_y)[k]    # noqa: E731
+        if linear is not None:
+            return Bound(linear_grad_call(xp, axis, want_x, want_y, linear < 0, general), grad_inputs, outs)
+        return Bound(general, grad_inputs, outs)
 
 
-_ew("elementwise_add", lambda xp, x, y: x + y, lambda xp, x, y, d, o: d, lambda xp, x, y, d, o: d)
-_ew("elementwise_sub", lambda xp, x, y: x - y, lambda xp, x, y, d, o: d, lambda xp, x, y, d, o: -d)
-_ew("elementwise_mul", lambda xp, x, y: x * y, lambda xp, x, y, d, o: d * y, lambda xp, x, y, d, o: d * x)
+_ew("elementwise_add", lambda xp, x, y: x + y, lambda xp, x, y, d, o: d, lambda xp, x, y, d, o: d,
+    plain=operator.add, linear=1)
+_ew("elementwise_sub", lambda xp, x, y: x - y, lambda xp, x, y, d, o: d, lambda xp, x, y, d, o: -d,
+    plain=operator.sub, linear=-1)
+_ew("elementwise_mul", lambda xp, x, y: x * y, lambda xp, x, y, d, o: d * y, lambda xp, x, y, d, o: d * x,
+    plain=operator.mul)
 _ew("elementwise_div", lambda xp, x, y: _trunc_div(xp, x, y) if x.dtype.kind in "iu" else x / y,
     lambda xp, x, y, d, o: d / y, lambda xp, x, y, d, o: -d * x / (y * y))
 _ew("elementwise_max", lambda xp, x, y: xp.maximum(x, y),
@@ -274,10 +195,27 @@ def _bind_mul_grad(ctx, attrs):
     if not outs:
         return None
     xn, yn, want_x, want_y = attrs["x_num_col_dims"], attrs["y_num_col_dims"], "X@GRAD" in outs, "Y@GRAD" in outs
-    if len(outs) == 2:
-        return Bound(lambda x, y, d: _mul_grads(x, y, d, xn, yn, True, True), ("X", "Y", "Out@GRAD"), outs)
-    k = 0 if want_x else 1
-    return Bound(lambda x, y, d: _mul_grads(x, y, d, xn, yn, want_x, want_y)[k], ("X", "Y", "Out@GRAD"), outs)
+    flat = xn == 1 and yn == 1      # two matrices need no flattening: _mul_grads's products, inline
+
+    def both(x, y, d):
+        if flat and x.ndim == 2 and y.ndim == 2 and d.ndim == 2:
+            dx, dy = d @ y.T, x.T @ d
+            return (dx if dx.shape == x.shape else dx.reshape(x.shape),
+                    dy if dy.shape == y.shape else dy.reshape(y.shape))
+        return _mul_grads(x, y, d, xn, yn, True, True)
+
+    def only_dx(x, y, d):
+        if flat and x.ndim == 2 and y.ndim == 2 and d.ndim == 2:
+            dx = d @ y.T
+            return dx if dx.shape == x.shape else dx.reshape(x.shape)
+        return _mul_grads(x, y, d, xn, yn, True, False)[0]
+
+    def only_dy(x, y, d):
+        if flat and x.ndim == 2 and y.ndim == 2 and d.ndim == 2:
+            dy = x.T @ d
+            return dy if dy.shape == y.shape else dy.reshape(y.shape)
+        return _mul_grads(x, y, d, xn, yn, False, True)[1]
+    return Bound(both if want_x and want_y else only_dx if want_x else only_dy, ("X", "Y", "Out@GRAD"), outs)
 
 
 # ------------------------------------------------------------------ scale, mean, sum-likes
@@ -332,15 +270,23 @@ def _writeable(x):
 def _mean_of(xp, x):
     """sum / size on the host: ndarray.mean's Python wrapper costs more than small losses' arithmetic."""
     if xp is not np:     # one reduction kernel on a device
-        return x.mean().reshape(1).astype(x.dtype, copy=False)
+        m = x.mean().reshape(1)
+        return m if m.dtype == x.dtype else m.astype(x.dtype)
     total = np.add.reduce(x, axis=None) if type(x) is np.ndarray else x.sum()   # (ndarray.sum's own call)
     m = (total / max(x.size, 1)).reshape(1)
     return m if m.dtype == x.dtype else m.astype(x.dtype)
 
 
 def _mean_grad_of(xp, x, d):
-    """dOut / size everywhere: one division, dOut broadcast into the output (one launch on a device)."""
-    return xp.divide(d.reshape(()), max(x.size, 1), out=xp.empty(x.shape, dtype=x.dtype))
+    """dOut / size everywhere: one division, dOut broadcast into the output (one launch on a device).
+    On a device, a dOut of shape [1] (the loss's) broadcasts as it is into an output of one axis or
+    more (no reshape call); NumPy divides by a 0-d one faster than it broadcasts a [1] one."""
+    if xp is np or d.shape != _ONE or not x.ndim:
+        d = d.reshape(())
+    return xp.divide(d, max(x.size, 1), out=xp.empty(x.shape, dtype=x.dtype))
+
+
+_ONE = (1,)
 
 
 @register_op("mean", inputs=["X"], outputs=["Out"], infer=lambda c: c.set_output("Out", (1,), c.input_dtype("X")))
@@ -353,7 +299,21 @@ def mean_grad(ctx, ins, attrs):
     return {"X@GRAD": _mean_grad_of(ctx.xp, ins["X"], ins["Out@GRAD"])}
 
 
-register_binder("mean")(lambda ctx, attrs: Bound(lambda x, xp=ctx.xp: _mean_of(xp, x), ("X",), ("Out",)))
+@register_binder("mean")
+def _bind_mean(ctx, attrs):
+    xp = ctx.xp
+    if xp is not np:
+        return Bound(lambda x: _mean_of(xp, x), ("X",), ("Out",))
+    add_reduce, ndarray = np.add.reduce, np.ndarray
+
+    def call(x):        # _mean_of on the host, inline
+        if x.__class__ is not ndarray:
+            return _mean_of(np, x)
+        m = (add_reduce(x, axis=None) / max(x.size, 1)).reshape(1)
+        return m if m.dtype == x.dtype else m.astype(x.dtype)
+    return Bound(call, ("X",), ("Out",))
+
+
 register_binder("mean_grad")(lambda ctx, attrs: Bound(lambda x, d, xp=ctx.xp: _mean_grad_of(xp, x, d),
                                                       ("X", "Out@GRAD"), ("X@GRAD",)))
 

@@ -337,12 +337,19 @@ def sgd(ctx, ins, attrs):
 @register_binder("sgd")
 def _bind_sgd(ctx, attrs):
     general = kernel_call(sgd, ctx, attrs, ("Param", "Grad", "LearningRate"), ("ParamOut",))
+    on_host = ctx.xp is np
 
     def call(p, g, lr):     # the kernel's dense case, its checks and its arithmetic
         if p.__class__ is SelectedRows or g.__class__ is SelectedRows or g.shape != p.shape \
                 or lr.size != 1:
             return general(p, g, lr)
-        p -= _as_scalar(lr, p.dtype) * g
+        # (on a device a [1] rate broadcasts as it is against a gradient of an axis or more: no reshape
+        # call; NumPy multiplies by a 0-d array faster than it broadcasts a [1] one)
+        if on_host or lr.ndim != 1 or not g.ndim:
+            lr = lr.reshape(())
+        if lr.dtype != p.dtype:     # (_as_scalar, inline)
+            lr = lr.astype(p.dtype)
+        p -= lr * g
         return p
     return Bound(call, ("Param", "Grad", "LearningRate"), ("ParamOut",))
 
