@@ -4,7 +4,7 @@ lookup table).
 A trainer step of a program with ``prefetch`` ops starts with a round trip: the batch's ids, split per
 pserver (``split_ids``), go to the pservers and the step waits for their table rows. When the run can
 see the batch after its own (it is fed by a loader whose queue holds it: a feed that an iterable
-``DataLoader`` / ``PyReader`` yielded, see ``reader.next_batch``, or the ``read`` op of a non-iterable
+``DataLoader`` / ``PyReader`` yielded, see ``core.next_batch``, or the ``read`` op of a non-iterable
 one), the step asks for the next batch's rows itself, in its one message to each pserver:
 
 1. when the step's message is about to leave (after its ``send_barrier`` posted the barrier; without
@@ -37,10 +37,10 @@ import weakref
 import numpy as np
 
 from ..core import blocking_queue
-from ..device.places import to_host
+from ..device.places import CPUPlace, to_host
 from ..framework import registry
 from ..framework.block import Block
-from ..reader import next_batch
+from ..core import next_batch
 from . import communicator, recv_buffers, rpc
 from . import trainer_session as session
 
@@ -107,8 +107,6 @@ class _Plan:
 
     def __init__(self, prefetch_ops, post_at, program, sources, reads):
         from ..core.scope import Scope
-        from ..device.places import CPUPlace
-        from ..executor.executor import Executor
         self.parts = [(ep, name, out, int(op.attr("trainer_id") or 0)) for op in prefetch_ops
                       for ep, name, out in zip(list(op.attr("epmap") or []), op.input("X"), op.output("Out"))]
         self.post_at = id(post_at)
@@ -116,7 +114,7 @@ class _Plan:
         self.sources = frozenset(sources)
         self.reads = reads
         self.ids_names = [n for op in prefetch_ops for n in op.input("X")]
-        self.executor = Executor(CPUPlace())     # the ids go to the host anyway (prefetch is a host op)
+        self.executor = None     # an executor of the host, made at the first look-ahead (see _run_ahead)
         self.scope = Scope()
         self.misses = 0       # look-aheads in a row the next step did not use
         self.paused = 0       # steps since the pause began
@@ -143,7 +141,7 @@ def _build(block):
     """The look-ahead ``_Plan`` of ``block``, or None when it has no prefetch op, no op its message
     leaves with, or ids that the batch alone does not give through ops that can run ahead."""
     ops = block.ops
-    at = [i for i, op in enumerate(ops) if op.type == "prefetch"]
+    at = [i for i, op in enumerate(ops) if _asks_rows(op)]
     if not at:
         return None
     post_at = _message_op(ops, at[-1])
@@ -156,8 +154,9 @@ def _build(block):
         made = need.intersection(op.output_arg_names)
         if not made:
             continue
-        if op.type == "read":
-            reads.append((op.input("Reader")[0], list(op.output("Out"))))
+        reader_slot = registry.fact(op, "batch_from")
+        if reader_slot is not None:
+            reads.append((op.input(reader_slot)[0], list(op.output("Out"))))
             from_reads |= made
             need -= made
             continue
@@ -195,12 +194,19 @@ def _message_op(ops, last_prefetch):
     ``recv`` / ``fetch_barrier``."""
     later = ops[last_prefetch + 1:]
     for op in later:
-        if op.type == "send_barrier" and not op.attr("half_async"):
+        if registry.fact(op, "barrier") == "send" and not op.attr("half_async"):
             return op
     for op in later:
-        if op.type in ("recv", "fetch_barrier"):
+        fetches = registry.fact(op, "barrier") == "fetch"
+        if fetches or (registry.fact(op, "from_peers") and not registry.fact(op, "to_peers")):
             return op
     return None
+
+
+def _asks_rows(op):
+    """Whether ``op`` asks its peers for what its ids name (``prefetch``): it sends its inputs to them
+    and receives its outputs from them (the registry's ``to_peers`` and ``from_peers``)."""
+    return bool(registry.fact(op, "to_peers", None) and registry.fact(op, "from_peers", None))
 
 
 def _runs_ahead(op):
@@ -248,7 +254,7 @@ def _post(plan, ctx):
     if batch is None:
         _counts["no_next_batch"] += 1
         return
-    ids = _run_ahead(plan, batch)
+    ids = _run_ahead(plan, batch, ctx.executor)
     requests, sinks = [], []
     for ep, name, out, tid in plan.parts:
         step = session.step(ep, tid)
@@ -281,8 +287,12 @@ def _next_batch(plan, executor):
     return batch
 
 
-def _run_ahead(plan, batch):
-    """The prefetch ops' ids for ``batch``: its values in the scratch scope, the pruned ops run there."""
+def _run_ahead(plan, batch, executor):
+    """The prefetch ops' ids for ``batch``: its values in the scratch scope, the pruned ops run there
+    by an executor of the host of ``executor``'s class (the ids go to the host anyway: prefetch is a
+    host op; this package does not import the executor's)."""
+    if plan.executor is None:
+        plan.executor = type(executor)(CPUPlace())
     scope = plan.scope
     for name in plan.sources:
         value, lod = batch[name]

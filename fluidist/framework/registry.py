@@ -37,6 +37,8 @@ Call, how the executor's plan calls the kernel:
   kernels that test whether a variable is initialised): the kernel gets None for such a variable
   instead of the executor refusing to run.
 - ``share_lod``: ``(input slot, output slot)``: the output gets the input's LoD after the kernel ran.
+- ``batch_from``: the input slot naming the reader whose next batch the op's outputs take (``read``):
+  the look-ahead of a trainer's next rows (``distributed/prefetch_ahead``) peeks at that reader's queue.
 - ``no_need_buffer`` (an entry field set from one table, ``ops/no_need_buffer.py``): input slots read
   for their shape only (``elementwise_add_grad``'s ``X``, ``Y``); ``core.infer_no_need_buffer_slots``.
 
@@ -165,6 +167,7 @@ class Call:
     inputs_are_names: bool = False
     valueless_inputs: tuple = ()
     share_lod: Optional[tuple] = None
+    batch_from: Optional[str] = None
 
 
 @dataclass(frozen=True)

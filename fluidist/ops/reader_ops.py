@@ -51,7 +51,7 @@ def _read_infer(ctx):
 
 @register_op("read", host=_HOST, inputs=["Reader"], outputs=["Out*"], attrs={"throw_eof_exp": True, "drop_last": True,
                                                                 "infer_out": True},
-             infer=_read_infer, side_effect=True, inputs_are_names=True)
+             infer=_read_infer, side_effect=True, inputs_are_names=True, batch_from="Reader")
 def read(ctx, ins, attrs):
     """Out = the next batch of the reader's queue (values and LoD); EOFException at the end of a pass."""
     reader = ctx.op.inputs["Reader"][0]

@@ -22,7 +22,7 @@ from ..core.tensor import LoDTensor
 from ..framework.dtypes import VarType
 from ..framework.program import Variable, default_main_program
 from ..console.progress import Progress
-from . import next_batch
+from ..core import next_batch
 from .base import DataLoaderBase
 from .feeding import Producer, new_queue, sample_list_to_batches, sample_to_batches, unique_reader_name
 
