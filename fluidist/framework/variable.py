@@ -258,10 +258,13 @@ class Parameter(Variable):
         return ("trainable param " if self.trainable else "param ") + s
 
 
-def _copy_var(v, block):
-    """``v`` (of any program) as a Variable/Parameter of ``block``: same kind and attributes."""
+def _copy_var(v, block, name=None):
+    """``v`` (of any program) as a Variable/Parameter of ``block``: same kind and attributes (under
+    ``name`` when one is given)."""
     d = v.__dict__.copy()
     d["block"] = block
+    if name is not None:
+        d["name"] = name
     if isinstance(v, Parameter):
         d["optimize_attr"] = dict(v.optimize_attr)
     nv = object.__new__(type(v))

@@ -7,6 +7,7 @@ import numpy as np
 from ..framework import registry
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import Program
+from ..framework.variable import _copy_var
 from .pserver_plan import DIST, RPC
 from .pserver_trainer import _prefetch_names, async_lr_counter, trainer_counter_names
 
@@ -112,12 +113,33 @@ def _declare_blocks(plan, gb, ob, pairs, multi):
         gv = ob.var(gb_.orig)
         _pserver_var(gb, gv, gb_.server_name, gb_.shape)
         if multi:
-            for k in range(plan.trainers):
-                v = _pserver_var(gb, gv, "%s.trainer_%d" % (gb_.server_name, k), gb_.shape, persistable=False)
-                recv_inputs.append(v.name)
+            recv_inputs.extend(_declare_like(gb, gv, _trainer_copies(plan, gb_), gb_.shape))
         else:
             recv_inputs.append(gb_.server_name)
     return recv_inputs
+
+
+def _trainer_copies(plan, gblk):
+    """The names of the per-trainer copies of gradient block ``gblk`` a pserver receives."""
+    return ["%s.trainer_%d" % (gblk.server_name, k) for k in range(plan.trainers)]
+
+
+def _declare_like(block, src, names, shape):
+    """Declare in ``block`` each of ``names`` (those it has not yet) as ``_pserver_var`` declares a
+    non-persistable copy of ``src`` with ``shape``: the first one so, the others as copies of it
+    under their names (equal fields, made without normalising them again). Returns ``names``."""
+    first = None
+    vars_ = block.vars
+    for name in names:
+        if name in vars_:
+            continue
+        if first is None:
+            first = _pserver_var(block, src, name, shape, persistable=False)
+        else:
+            vars_[name] = _copy_var(first, block, name)
+    if first is not None:
+        block.program._bump_version()
+    return names
 
 
 def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param, sum_on_arrival):
@@ -138,7 +160,7 @@ def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_
         merged = gblk.server_name
         grad_to_block.append("%s:%d" % (merged, blk.idx))
         if multi:
-            blk.append_op("sum", inputs={"X": ["%s.trainer_%d" % (merged, k) for k in range(plan.trainers)]},
+            blk.append_op("sum", inputs={"X": _trainer_copies(plan, gblk)},
                           outputs={"Out": [merged]}, attrs={"use_mkldnn": False, OP_ROLE_ATTR: OpRole.Optimize})
             if gblk.orig not in plan.sparse_grads:
                 sum_on_arrival.append("%s:%d" % (merged, blk.idx))
@@ -248,7 +270,7 @@ def _append_block_op(blk, op, rename, pb, ob, prog):
 
     inputs = {slot: [mapped(n) for n in ns] for slot, ns in op.inputs.items()}
     outputs = {slot: [mapped(n) for n in ns] for slot, ns in op.outputs.items()}
-    attrs = dict(op.attrs)
+    attrs = op.attrs.copy()
     if attrs.get(OP_ROLE_VAR_ATTR):
         attrs[OP_ROLE_VAR_ATTR] = [names.get(n, n) for n in attrs[OP_ROLE_VAR_ATTR]]
     blk.append_op(op.type, inputs=inputs, outputs=outputs, attrs=attrs)
@@ -275,7 +297,7 @@ def _clone_op_into(block, op, origin, prog):
         if src is not None and not gb.has_var(n) and not block.has_var(n):
             target = gb if src.block.idx == 0 else block
             _pserver_var(target, src, n, persistable=src.persistable)
-    attrs = dict(op.attrs)
+    attrs = op.attrs.copy()
     for k, v in op.attrs.items():
         if hasattr(v, "ops") and hasattr(v, "idx"):
             sub = prog._create_block(block.idx)
@@ -295,8 +317,10 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
     prog.random_seed = origin_startup.random_seed
     sb = prog.global_block()
     pgb = pserver_program.global_block()
-    for v in pgb.vars.values():
-        sb._clone_variable(v, force_persistable=False)     # (persistable as it is there)
+    svars = sb.vars
+    for v in pgb.vars.values():     # (Block._clone_variable without persistable forced, one bump for all)
+        svars[v.name] = _copy_var(v, sb)
+    prog._bump_version()
     blocks_here = {}
     for p in plan.params:
         for b in plan.param_blocks[p]:
@@ -304,12 +328,18 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
                 blocks_here.setdefault(p, []).append(b)
     table = plan.table
     block_copies = defaultdict(list)   # accumulator -> its per-block copies here (two blocks of one param)
-    for name in pgb.vars:
+    for name in [n for n in pgb.vars if ".block" in n]:
         # a block of a variable (its own name's first suffix is .block<i>, not .trainer_<k>: orig_varname)
         at = name.find(".block")
-        if at != -1 and not 0 <= name.find(".trainer_") < at:
+        if not 0 <= name.find(".trainer_") < at:
             block_copies[name[:at]].append(name)
-    for what, op, out, src, kind in _startup_inits(plan, origin_startup):
+    # the inits that give this pserver an op: the table's, copies of a parameter with blocks here, and
+    # those of a variable here, or with blocks or per-block copies here (the others are skipped below)
+    wanted = set(pgb.vars)
+    wanted.update(blocks_here, block_copies)
+    inits = [init for init in _startup_inits(plan, origin_startup)
+             if init[2] in wanted or init[3] is not None or init[0] != "init"]
+    for what, op, out, src, kind in inits:
         if what == "table":
             _append_table_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
             continue
@@ -328,14 +358,14 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
             for b in blocks_here[out]:
                 _append_block_init(sb, op, out, b)
         elif out in pgb.vars:
-            attrs = dict(op.attrs)
+            attrs = op.attrs.copy()
             shape = pgb.vars[out].shape
             if kind in ("random", "fill") and shape is not None:
                 attrs["shape"] = list(shape)
             sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
         else:
             for name in block_copies.get(out, ()):
-                attrs = dict(op.attrs)
+                attrs = op.attrs.copy()
                 attrs["shape"] = list(pgb.vars[name].shape)
                 sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
     _init_trainer_counters(plan, origin_startup, sb)
@@ -391,7 +421,7 @@ def _init_trainer_counters(plan, origin_startup, sb):
 
 def _append_table_init(sb, op, table, k, n):
     """Shard ``k`` of the table gets rows k, k+n, ... of what the whole table gets locally."""
-    attrs = dict(op.attrs)
+    attrs = op.attrs.copy()
     shape = [table.shard_rows(k, n), table.width]
     kind = registry.fact(op, "init")
     if kind == "random":
@@ -419,7 +449,7 @@ def _append_table_accumulator_init(sb, op, table, k, n):
 
 
 def _append_block_init(sb, op, whole, b):
-    attrs = dict(op.attrs)
+    attrs = op.attrs.copy()
     kind = registry.fact(op, "init")
     if kind == "random":
         attrs["full_shape"] = list(op.attrs["shape"])
