@@ -265,8 +265,12 @@ def _copy_var(v, block, name=None):
     d["block"] = block
     if name is not None:
         d["name"] = name
-    if isinstance(v, Parameter):
+    kind = type(v)
+    if kind is not Variable and isinstance(v, Parameter):
         d["optimize_attr"] = dict(v.optimize_attr)
-    nv = object.__new__(type(v))
-    object.__setattr__(nv, "__dict__", d)
+    nv = _new_object(kind)
+    _set_object_field(nv, "__dict__", d)
     return nv
+
+
+_new_object, _set_object_field = object.__new__, object.__setattr__   # (_copy_var runs for every variable copied)

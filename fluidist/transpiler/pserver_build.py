@@ -37,7 +37,7 @@ def build_pserver_program(plan, endpoint, config):
     gb = prog.global_block()
     pairs = plan.blocks_on(endpoint)
     multi = plan.sync and plan.trainers > 1
-    recv_inputs = _declare_blocks(plan, gb, ob, pairs, multi)
+    recv_inputs, trainer_copies = _declare_blocks(plan, gb, ob, pairs, multi)
 
     optimize_blocks = []
     lr_block_id = -1
@@ -58,7 +58,7 @@ def build_pserver_program(plan, endpoint, config):
     if accumulate:
         grad_to_block.append("%s:%d" % (counted[0], lr_block_id))
     sum_on_arrival = []
-    optimize_blocks += _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param,
+    optimize_blocks += _append_param_blocks(plan, prog, ob, pairs, trainer_copies, grad_to_block, sparse_to_param,
                                             sum_on_arrival)
     prefetch_to_block, checkpoint_block = [], -1
     if plan.table is not None:
@@ -105,18 +105,20 @@ def _count_trainer_steps(plan, gb, lr_block, counter):
 
 def _declare_blocks(plan, gb, ob, pairs, multi):
     """Declare this pserver's parameter and gradient blocks in its global block (with several sync
-    trainers, one gradient copy per trainer); returns the names ``listen_and_serv`` receives."""
-    recv_inputs = []
+    trainers, one gradient copy per trainer); returns the names ``listen_and_serv`` receives and
+    ``{gradient block: its per-trainer copies}`` (empty without them)."""
+    recv_inputs, copies = [], {}
     for pb, gb_ in pairs:
         pv = ob.var(pb.orig)
         _pserver_var(gb, pv, pb.server_name, pb.shape)
         gv = ob.var(gb_.orig)
         _pserver_var(gb, gv, gb_.server_name, gb_.shape)
         if multi:
-            recv_inputs.extend(_declare_like(gb, gv, _trainer_copies(plan, gb_), gb_.shape))
+            names = copies[gb_.server_name] = _trainer_copies(plan, gb_)
+            recv_inputs.extend(_declare_like(gb, gv, names, gb_.shape))
         else:
             recv_inputs.append(gb_.server_name)
-    return recv_inputs
+    return recv_inputs, copies
 
 
 def _trainer_copies(plan, gblk):
@@ -142,11 +144,12 @@ def _declare_like(block, src, names, shape):
     return names
 
 
-def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param, sum_on_arrival):
+def _append_param_blocks(plan, prog, ob, pairs, trainer_copies, grad_to_block, sparse_to_param, sum_on_arrival):
     """One optimize block per parameter block held here (the trainers' gradients averaged first when
-    there are several sync trainers: the block begins with their ``sum``, which a pserver may do as
-    they arrive for a dense gradient, listed in ``sum_on_arrival``); appends to ``grad_to_block`` /
-    ``sparse_to_param`` / ``sum_on_arrival`` and returns the blocks."""
+    there are several sync trainers, whose copies ``trainer_copies`` names: the block begins with
+    their ``sum``, which a pserver may do as they arrive for a dense gradient, listed in
+    ``sum_on_arrival``); appends to ``grad_to_block`` / ``sparse_to_param`` / ``sum_on_arrival`` and
+    returns the blocks."""
     blocks = []
     per_param_count = {}
     for pb, _ in pairs:
@@ -159,8 +162,8 @@ def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_
         blk = prog._create_block(0)
         merged = gblk.server_name
         grad_to_block.append("%s:%d" % (merged, blk.idx))
-        if multi:
-            blk.append_op("sum", inputs={"X": _trainer_copies(plan, gblk)},
+        if trainer_copies:
+            blk.append_op("sum", inputs={"X": trainer_copies[merged]},
                           outputs={"Out": [merged]}, attrs={"use_mkldnn": False, OP_ROLE_ATTR: OpRole.Optimize})
             if gblk.orig not in plan.sparse_grads:
                 sum_on_arrival.append("%s:%d" % (merged, blk.idx))

@@ -2,7 +2,7 @@
 startup programs in place (sends, barriers, recvs, the distributed table's prefetch), as Paddle did."""
 from ..framework import registry, unique_name
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, is_optimize_or_lr_sched_op
-from .pserver_plan import DIST, RPC, _ctrl_var, _is_table_lookup
+from .pserver_plan import DIST, RPC, _ctrl_var, _is_table_lookup, types_with
 
 
 # ---------------------------------------------------------------------------------------- trainer
@@ -270,8 +270,11 @@ def _fake_init_table(table, sb):
     startup ``sb`` that writes one of them becomes a ``fake_init`` of the table's shape. Their
     writers are found in one pass over the startup (its def-use index would cost a pass and more)."""
     writers = {name: [] for name in [table.name] + list(table.accumulators().values())}
+    wanted = writers.keys()
     for op in sb.ops:
         for names in op.outputs.values():
+            if wanted.isdisjoint(names):
+                continue
             for name in names:
                 found = writers.get(name)
                 if found is not None and op not in found:
@@ -303,7 +306,7 @@ def _fake_init_sparse_tables(program, startup):
     of a CTR model has hundreds of them)."""
     tables = {}
     ops = program.global_block().ops
-    lookup = _types_with(ops, "table_lookup", False)
+    lookup = types_with(ops, "table_lookup", False)
     for op in ops:
         if op.type in lookup and op.attr("is_sparse") and op.input("W"):
             tables.setdefault(op.input("W")[0], [])
@@ -339,14 +342,9 @@ def finish_trainer(plan, program, startup=None):
     if startup is not None:
         _fake_init_sparse_tables(program, startup)
     block = program.global_block()
-    moving = _types_with(block.ops, "after_update")
+    moving = types_with(block.ops, "after_update")
     after = [op for op in block.ops if op.type in moving]
     moved = {id(op) for op in after}
     block.ops = [op for op in block.ops if not (is_optimize_or_lr_sched_op(op) or id(op) in moved)] + after
     program._bump_version()
     return program
-
-
-def _types_with(ops, fact, default=None):
-    """The op types among ``ops`` whose registry fact ``fact`` is true (asked once per type)."""
-    return {t for t in {op.type for op in ops} if registry.fact(t, fact, default)}
