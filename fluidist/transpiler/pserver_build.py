@@ -173,7 +173,7 @@ def _append_param_blocks(plan, prog, ob, pairs, trainer_copies, grad_to_block, s
                           attrs={"scale": 1.0 / plan.trainers, OP_ROLE_ATTR: OpRole.Optimize})
         rename = _block_renames(plan, pb, gblk, ob, per_param_count[param] > 1)
         for op in ops_for_param:
-            _append_block_op(blk, op, rename, pb, ob, prog)
+            _append_block_op(blk, op, rename, ob, prog)
             if registry.update_rule(op) is not None and gblk.orig in plan.sparse_grads:
                 sparse_to_param.append("%s:%s" % (merged, pb.server_name))
         prog._rollback()
@@ -253,30 +253,39 @@ def _block_renames(plan, pb, gblk, ob, several_blocks_here):
     return {"names": rename, "shapes": rows_scale, "acc_shape": acc_shape}
 
 
-def _append_block_op(blk, op, rename, pb, ob, prog):
+def _append_block_op(blk, op, rename, ob, prog):
+    """Copy ``op``, an optimize op of the origin program, into ``blk`` with its names renamed for the
+    block (``rename``: ``_block_renames``); each variable it names that the pserver's global block
+    has not declared yet is declared there first (``_declare_for_block``), in the order it names them."""
     names = rename["names"]
     gb = prog.global_block()
-
-    def mapped(n):
-        new = names.get(n)
-        if new is None:
-            if n not in gb.vars:
-                src = ob._find_var_recursive(n)
-                if src is not None:
-                    _pserver_var(gb, src, n, _derived_shape(n, rename["shapes"]), persistable=src.persistable)
-            return n
-        if new not in gb.vars:
-            src = ob._find_var_recursive(n)
-            if src is not None:
-                _pserver_var(gb, src, new, rename["acc_shape"].get(new), persistable=True)
-        return new
-
-    inputs = {slot: [mapped(n) for n in ns] for slot, ns in op.inputs.items()}
-    outputs = {slot: [mapped(n) for n in ns] for slot, ns in op.outputs.items()}
+    known = gb.vars
+    inputs, outputs = {}, {}
+    for given, mapped in ((op.inputs, inputs), (op.outputs, outputs)):
+        for slot, ns in given.items():
+            out = mapped[slot] = []
+            for n in ns:
+                new = names.get(n, n)
+                if new not in known:
+                    _declare_for_block(gb, ob, n, new, rename)
+                out.append(new)
     attrs = op.attrs.copy()
     if attrs.get(OP_ROLE_VAR_ATTR):
         attrs[OP_ROLE_VAR_ATTR] = [names.get(n, n) for n in attrs[OP_ROLE_VAR_ATTR]]
     blk.append_op(op.type, inputs=inputs, outputs=outputs, attrs=attrs)
+
+
+def _declare_for_block(gb, ob, n, new, rename):
+    """Declare ``new``, the name on the pserver of ``n`` (a variable of the origin block ``ob``), in
+    its global block ``gb``: a renamed one (an accumulator) persistable with its block's shape, any
+    other with the shape of the block it derives from (``_derived_shape``) or its own."""
+    src = ob._find_var_recursive(n)
+    if src is None:
+        return
+    if n in rename["names"]:
+        _pserver_var(gb, src, new, rename["acc_shape"].get(new), persistable=True)
+    else:
+        _pserver_var(gb, src, n, _derived_shape(n, rename["shapes"]), persistable=src.persistable)
 
 
 def _derived_shape(n, shapes):
@@ -359,7 +368,7 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
             continue
         if out in blocks_here:
             for b in blocks_here[out]:
-                _append_block_init(sb, op, out, b)
+                _append_block_init(sb, op, kind, out, b)
         elif out in pgb.vars:
             attrs = op.attrs.copy()
             shape = pgb.vars[out].shape
@@ -387,7 +396,9 @@ def _startup_inits(plan, origin_startup):
     table = plan.table
     table_accs = set(table.accumulators().values()) if table is not None else set()
     inits = []
-    for op in origin_startup.global_block().ops:
+    ops = origin_startup.global_block().ops
+    kinds = {t: registry.fact(t, "init") for t in {op.type for op in ops}}
+    for op in ops:
         if int(op.attrs.get(OP_ROLE_ATTR) or 0) & (RPC | DIST):
             continue   # a trainer startup's own recv / fetch_barrier / concat
         outs = op.output_arg_names
@@ -396,7 +407,7 @@ def _startup_inits(plan, origin_startup):
         elif table is not None and outs and outs[0] in table_accs:
             inits.append(("table accumulator", op, outs[0], None, None))
         elif len(outs) == 1:
-            kind = registry.fact(op, "init")
+            kind = kinds[op.type]
             src = op.input("X") if kind == "copy" else []
             inits.append(("init", op, outs[0], src[0] if src else None, kind))
     plan.startup_inits = (key, origin_startup, inits)
@@ -451,9 +462,9 @@ def _append_table_accumulator_init(sb, op, table, k, n):
                         "dtype": op.attrs.get("dtype") or table.dtype})
 
 
-def _append_block_init(sb, op, whole, b):
+def _append_block_init(sb, op, kind, whole, b):
+    """Block ``b`` of ``whole`` initialised by a copy of ``op``, its init op (of registry init fact ``kind``)."""
     attrs = op.attrs.copy()
-    kind = registry.fact(op, "init")
     if kind == "random":
         attrs["full_shape"] = list(op.attrs["shape"])
         attrs["shape"] = list(b.shape)
