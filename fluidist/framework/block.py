@@ -8,6 +8,7 @@ import contextlib
 from typing import Any, Dict, Iterator, List, Optional
 
 from . import registry, unique_name
+from .block_edits import BlockEdits, BlockRenames
 from .defuse import DefUse
 from .dtypes import paddle_attr_value
 from .name_scope import full_name_scope
@@ -200,62 +201,6 @@ def _rename_in(slots, old, new):
                 names[i] = new
 
 
-class _BlockEdits:
-    """Insertions collected by ``Block.edits()`` and applied in one pass."""
-
-    def __init__(self, block):
-        self.block = block
-        self.after, self.before, self.new = {}, {}, []
-
-    def insert_after(self, anchor, type, inputs=None, outputs=None, attrs=None):
-        op = self._new(type, inputs, outputs, attrs)
-        self.after.setdefault(id(anchor), []).insert(0, op)   # right after the anchor
-        return op
-
-    def insert_before(self, anchor, type, inputs=None, outputs=None, attrs=None):
-        op = self._new(type, inputs, outputs, attrs)
-        self.before.setdefault(id(anchor), []).append(op)     # right before the anchor
-        return op
-
-    def _new(self, type, inputs, outputs, attrs):
-        op = self.block._make_op(type, inputs, outputs, attrs)
-        self.new.append(op)
-        return op
-
-    def _emit(self, anchor, out):
-        """Append to ``out`` ``anchor`` with what goes before and after it (new ops can be anchors too)."""
-        stack = [anchor]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, tuple):
-                out.append(item[1])
-                continue
-            before = self.before.pop(id(item), ())
-            after = self.after.pop(id(item), ())
-            stack.extend(reversed(after))
-            stack.append(("emit", item))
-            stack.extend(reversed(before))
-
-    def commit(self):
-        if not self.new:
-            return
-        out = []
-        before, after = self.before, self.after
-        for op in self.block._ops:
-            key = id(op)
-            if key in before or key in after:
-                self._emit(op, out)
-            else:
-                out.append(op)
-        if self.after or self.before:
-            raise ValueError("block %d edits: an anchor op is not in the block" % self.block.idx)
-        self.block._ops = out
-        if self.block._defuse is not None:
-            for op in self.new:
-                self.block._defuse.add(op)
-        self.block.program._bump_version()
-
-
 class Block:
     """A list of operators and the variables they use; block 0 of a Program is its global block, the
     others are the bodies of loops and branches (their ``parent_idx`` is the enclosing block).
@@ -416,14 +361,7 @@ class Block:
 
     def _rename_var(self, old, new):
         """Rename a variable and every reference to it in this block's ops, in O(its uses)."""
-        if old not in self.vars:
-            raise ValueError("variable %r is not in block %d" % (old, self.idx))
-        if new in self.vars and new != old:
-            raise ValueError("cannot rename %r to %r: block %d already has a variable %r"
-                             % (old, new, self.idx, new))
-        v = self.vars.pop(old)
-        v.name = new
-        self.vars[new] = v
+        v = self._rename_entry(old, new)
         index = self._index()
         readers = index.readers.pop(old, None)
         writers = index.writers.pop(old, None)
@@ -438,6 +376,18 @@ class Block:
         if writers:
             index.writers.setdefault(new, {}).update(writers)
         self.program._bump_version()
+        return v
+
+    def _rename_entry(self, old, new):
+        """Rename the variable ``old`` (its entry moves to the end of ``vars``), not yet the ops' references."""
+        if old not in self.vars:
+            raise ValueError("variable %r is not in block %d" % (old, self.idx))
+        if new in self.vars and new != old:
+            raise ValueError("cannot rename %r to %r: block %d already has a variable %r"
+                             % (old, new, self.idx, new))
+        v = self.vars.pop(old)
+        v.name = new
+        self.vars[new] = v
         return v
 
     def _clone_variable(self, var, force_persistable=True):
@@ -540,9 +490,25 @@ class Block:
         The result is what inserting them one at a time would give (a second op inserted after the
         same anchor lands between the anchor and the first). The block's ops change when the ``with``
         ends (not at all if it raises)."""
-        e = _BlockEdits(self)
+        e = BlockEdits(self)
         yield e
         e.commit()
+
+    @contextlib.contextmanager
+    def renames(self):
+        """Many renames with one pass over the ops::
+
+            with block.renames() as r:
+                r.rename("w@GRAD", "w@GRAD.trainer_0")
+
+        Each ``rename`` renames the variable at once, as ``_rename_var`` does; the ops' references
+        follow when the ``with`` ends (no op of the block is to be edited or read by name meanwhile).
+        A block that has its def-use index renames each at once through it."""
+        r = BlockRenames(self)
+        try:
+            yield r
+        finally:
+            r.apply()
 
     def _index_of(self, op):
         try:

@@ -39,6 +39,14 @@ def is_lr_sched_op(op):
     return role in (OpRole.LRSched, OpRole.LRSched | OpRole.Optimize)
 
 
+def is_optimize_or_lr_sched_op(op):
+    """``is_optimize_op(op) or is_lr_sched_op(op)``, reading the role once (passes ask it of every op)."""
+    return int(op.attrs.get(OP_ROLE_ATTR) or 0) in _OPTIMIZE_OR_LR_SCHED
+
+
+_OPTIMIZE_OR_LR_SCHED = frozenset((OpRole.Optimize, OpRole.LRSched, OpRole.LRSched | OpRole.Optimize))
+
+
 def is_backward_op(op):
     return int(op.attrs.get(OP_ROLE_ATTR) or 0) & OpRole.Backward != 0
 

@@ -258,12 +258,19 @@ class Parameter(Variable):
         return ("trainable param " if self.trainable else "param ") + s
 
 
-def _copy_var(v, block):
-    """``v`` (of any program) as a Variable/Parameter of ``block``: same kind and attributes."""
+def _copy_var(v, block, name=None):
+    """``v`` (of any program) as a Variable/Parameter of ``block``: same kind and attributes (under
+    ``name`` when one is given)."""
     d = v.__dict__.copy()
     d["block"] = block
-    if isinstance(v, Parameter):
+    if name is not None:
+        d["name"] = name
+    kind = type(v)
+    if kind is not Variable and isinstance(v, Parameter):
         d["optimize_attr"] = dict(v.optimize_attr)
-    nv = object.__new__(type(v))
-    object.__setattr__(nv, "__dict__", d)
+    nv = _new_object(kind)
+    _set_object_field(nv, "__dict__", d)
     return nv
+
+
+_new_object, _set_object_field = object.__new__, object.__setattr__   # (_copy_var runs for every variable copied)

@@ -44,12 +44,13 @@ def declared_shape(ctx, all_unknown_with_list=False):
     ShapeTensorList entry is a Variable); a whole ShapeTensor: -1 for each of its values (None when
     its length is unknown). ``all_unknown_with_list``: every size -1 once a ShapeTensorList is given
     (``uniform_random``, ``randint``)."""
-    if ctx.has_input("ShapeTensor"):
+    inputs = ctx.op.inputs      # (what ctx.has_input reads: this runs for every initialiser appended)
+    if inputs.get("ShapeTensor"):
         n = tensor_length(ctx, "ShapeTensor")
         return None if n is None else [-1] * n
-    attr = list(ctx.attr("shape") or [])
-    if ctx.has_input("ShapeTensorList"):
-        n = len(ctx.op.inputs["ShapeTensorList"])
+    attr = list(ctx.attrs.get("shape") or [])
+    if inputs.get("ShapeTensorList"):
+        n = len(inputs["ShapeTensorList"])
         if all_unknown_with_list or len(attr) != n:
             return [-1] * n
     return attr
@@ -58,5 +59,5 @@ def declared_shape(ctx, all_unknown_with_list=False):
 def creation_infer(all_unknown_with_list=False):
     """The ``infer`` of an op that makes a tensor of its ``shape`` and ``dtype`` attrs."""
     def infer(ctx):
-        ctx.set_output("Out", declared_shape(ctx, all_unknown_with_list), ctx.attr("dtype"))
+        ctx.set_output("Out", declared_shape(ctx, all_unknown_with_list), ctx.attrs.get("dtype"))
     return infer

@@ -7,6 +7,7 @@ import numpy as np
 from ..framework import registry
 from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, OpRole
 from ..framework.program import Program
+from ..framework.variable import _copy_var
 from .pserver_plan import DIST, RPC
 from .pserver_trainer import _prefetch_names, async_lr_counter, trainer_counter_names
 
@@ -36,7 +37,7 @@ def build_pserver_program(plan, endpoint, config):
     gb = prog.global_block()
     pairs = plan.blocks_on(endpoint)
     multi = plan.sync and plan.trainers > 1
-    recv_inputs = _declare_blocks(plan, gb, ob, pairs, multi)
+    recv_inputs, trainer_copies = _declare_blocks(plan, gb, ob, pairs, multi)
 
     optimize_blocks = []
     lr_block_id = -1
@@ -57,7 +58,7 @@ def build_pserver_program(plan, endpoint, config):
     if accumulate:
         grad_to_block.append("%s:%d" % (counted[0], lr_block_id))
     sum_on_arrival = []
-    optimize_blocks += _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param,
+    optimize_blocks += _append_param_blocks(plan, prog, ob, pairs, trainer_copies, grad_to_block, sparse_to_param,
                                             sum_on_arrival)
     prefetch_to_block, checkpoint_block = [], -1
     if plan.table is not None:
@@ -104,27 +105,51 @@ def _count_trainer_steps(plan, gb, lr_block, counter):
 
 def _declare_blocks(plan, gb, ob, pairs, multi):
     """Declare this pserver's parameter and gradient blocks in its global block (with several sync
-    trainers, one gradient copy per trainer); returns the names ``listen_and_serv`` receives."""
-    recv_inputs = []
+    trainers, one gradient copy per trainer); returns the names ``listen_and_serv`` receives and
+    ``{gradient block: its per-trainer copies}`` (empty without them)."""
+    recv_inputs, copies = [], {}
     for pb, gb_ in pairs:
         pv = ob.var(pb.orig)
         _pserver_var(gb, pv, pb.server_name, pb.shape)
         gv = ob.var(gb_.orig)
         _pserver_var(gb, gv, gb_.server_name, gb_.shape)
         if multi:
-            for k in range(plan.trainers):
-                v = _pserver_var(gb, gv, "%s.trainer_%d" % (gb_.server_name, k), gb_.shape, persistable=False)
-                recv_inputs.append(v.name)
+            names = copies[gb_.server_name] = _trainer_copies(plan, gb_)
+            recv_inputs.extend(_declare_like(gb, gv, names, gb_.shape))
         else:
             recv_inputs.append(gb_.server_name)
-    return recv_inputs
+    return recv_inputs, copies
 
 
-def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_param, sum_on_arrival):
+def _trainer_copies(plan, gblk):
+    """The names of the per-trainer copies of gradient block ``gblk`` a pserver receives."""
+    return ["%s.trainer_%d" % (gblk.server_name, k) for k in range(plan.trainers)]
+
+
+def _declare_like(block, src, names, shape):
+    """Declare in ``block`` each of ``names`` (those it has not yet) as ``_pserver_var`` declares a
+    non-persistable copy of ``src`` with ``shape``: the first one so, the others as copies of it
+    under their names (equal fields, made without normalising them again). Returns ``names``."""
+    first = None
+    vars_ = block.vars
+    for name in names:
+        if name in vars_:
+            continue
+        if first is None:
+            first = _pserver_var(block, src, name, shape, persistable=False)
+        else:
+            vars_[name] = _copy_var(first, block, name)
+    if first is not None:
+        block.program._bump_version()
+    return names
+
+
+def _append_param_blocks(plan, prog, ob, pairs, trainer_copies, grad_to_block, sparse_to_param, sum_on_arrival):
     """One optimize block per parameter block held here (the trainers' gradients averaged first when
-    there are several sync trainers: the block begins with their ``sum``, which a pserver may do as
-    they arrive for a dense gradient, listed in ``sum_on_arrival``); appends to ``grad_to_block`` /
-    ``sparse_to_param`` / ``sum_on_arrival`` and returns the blocks."""
+    there are several sync trainers, whose copies ``trainer_copies`` names: the block begins with
+    their ``sum``, which a pserver may do as they arrive for a dense gradient, listed in
+    ``sum_on_arrival``); appends to ``grad_to_block`` / ``sparse_to_param`` / ``sum_on_arrival`` and
+    returns the blocks."""
     blocks = []
     per_param_count = {}
     for pb, _ in pairs:
@@ -137,8 +162,8 @@ def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_
         blk = prog._create_block(0)
         merged = gblk.server_name
         grad_to_block.append("%s:%d" % (merged, blk.idx))
-        if multi:
-            blk.append_op("sum", inputs={"X": ["%s.trainer_%d" % (merged, k) for k in range(plan.trainers)]},
+        if trainer_copies:
+            blk.append_op("sum", inputs={"X": trainer_copies[merged]},
                           outputs={"Out": [merged]}, attrs={"use_mkldnn": False, OP_ROLE_ATTR: OpRole.Optimize})
             if gblk.orig not in plan.sparse_grads:
                 sum_on_arrival.append("%s:%d" % (merged, blk.idx))
@@ -148,7 +173,7 @@ def _append_param_blocks(plan, prog, ob, pairs, multi, grad_to_block, sparse_to_
                           attrs={"scale": 1.0 / plan.trainers, OP_ROLE_ATTR: OpRole.Optimize})
         rename = _block_renames(plan, pb, gblk, ob, per_param_count[param] > 1)
         for op in ops_for_param:
-            _append_block_op(blk, op, rename, pb, ob, prog)
+            _append_block_op(blk, op, rename, ob, prog)
             if registry.update_rule(op) is not None and gblk.orig in plan.sparse_grads:
                 sparse_to_param.append("%s:%s" % (merged, pb.server_name))
         prog._rollback()
@@ -228,30 +253,39 @@ def _block_renames(plan, pb, gblk, ob, several_blocks_here):
     return {"names": rename, "shapes": rows_scale, "acc_shape": acc_shape}
 
 
-def _append_block_op(blk, op, rename, pb, ob, prog):
+def _append_block_op(blk, op, rename, ob, prog):
+    """Copy ``op``, an optimize op of the origin program, into ``blk`` with its names renamed for the
+    block (``rename``: ``_block_renames``); each variable it names that the pserver's global block
+    has not declared yet is declared there first (``_declare_for_block``), in the order it names them."""
     names = rename["names"]
     gb = prog.global_block()
-
-    def mapped(n):
-        new = names.get(n)
-        if new is None:
-            if n not in gb.vars:
-                src = ob._find_var_recursive(n)
-                if src is not None:
-                    _pserver_var(gb, src, n, _derived_shape(n, rename["shapes"]), persistable=src.persistable)
-            return n
-        if new not in gb.vars:
-            src = ob._find_var_recursive(n)
-            if src is not None:
-                _pserver_var(gb, src, new, rename["acc_shape"].get(new), persistable=True)
-        return new
-
-    inputs = {slot: [mapped(n) for n in ns] for slot, ns in op.inputs.items()}
-    outputs = {slot: [mapped(n) for n in ns] for slot, ns in op.outputs.items()}
-    attrs = dict(op.attrs)
+    known = gb.vars
+    inputs, outputs = {}, {}
+    for given, mapped in ((op.inputs, inputs), (op.outputs, outputs)):
+        for slot, ns in given.items():
+            out = mapped[slot] = []
+            for n in ns:
+                new = names.get(n, n)
+                if new not in known:
+                    _declare_for_block(gb, ob, n, new, rename)
+                out.append(new)
+    attrs = op.attrs.copy()
     if attrs.get(OP_ROLE_VAR_ATTR):
         attrs[OP_ROLE_VAR_ATTR] = [names.get(n, n) for n in attrs[OP_ROLE_VAR_ATTR]]
     blk.append_op(op.type, inputs=inputs, outputs=outputs, attrs=attrs)
+
+
+def _declare_for_block(gb, ob, n, new, rename):
+    """Declare ``new``, the name on the pserver of ``n`` (a variable of the origin block ``ob``), in
+    its global block ``gb``: a renamed one (an accumulator) persistable with its block's shape, any
+    other with the shape of the block it derives from (``_derived_shape``) or its own."""
+    src = ob._find_var_recursive(n)
+    if src is None:
+        return
+    if n in rename["names"]:
+        _pserver_var(gb, src, new, rename["acc_shape"].get(new), persistable=True)
+    else:
+        _pserver_var(gb, src, n, _derived_shape(n, rename["shapes"]), persistable=src.persistable)
 
 
 def _derived_shape(n, shapes):
@@ -275,7 +309,7 @@ def _clone_op_into(block, op, origin, prog):
         if src is not None and not gb.has_var(n) and not block.has_var(n):
             target = gb if src.block.idx == 0 else block
             _pserver_var(target, src, n, persistable=src.persistable)
-    attrs = dict(op.attrs)
+    attrs = op.attrs.copy()
     for k, v in op.attrs.items():
         if hasattr(v, "ops") and hasattr(v, "idx"):
             sub = prog._create_block(block.idx)
@@ -295,8 +329,10 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
     prog.random_seed = origin_startup.random_seed
     sb = prog.global_block()
     pgb = pserver_program.global_block()
-    for v in pgb.vars.values():
-        sb._clone_variable(v, force_persistable=False)     # (persistable as it is there)
+    svars = sb.vars
+    for v in pgb.vars.values():     # (Block._clone_variable without persistable forced, one bump for all)
+        svars[v.name] = _copy_var(v, sb)
+    prog._bump_version()
     blocks_here = {}
     for p in plan.params:
         for b in plan.param_blocks[p]:
@@ -304,12 +340,18 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
                 blocks_here.setdefault(p, []).append(b)
     table = plan.table
     block_copies = defaultdict(list)   # accumulator -> its per-block copies here (two blocks of one param)
-    for name in pgb.vars:
+    for name in [n for n in pgb.vars if ".block" in n]:
         # a block of a variable (its own name's first suffix is .block<i>, not .trainer_<k>: orig_varname)
         at = name.find(".block")
-        if at != -1 and not 0 <= name.find(".trainer_") < at:
+        if not 0 <= name.find(".trainer_") < at:
             block_copies[name[:at]].append(name)
-    for what, op, out, src, kind in _startup_inits(plan, origin_startup):
+    # the inits that give this pserver an op: the table's, copies of a parameter with blocks here, and
+    # those of a variable here, or with blocks or per-block copies here (the others are skipped below)
+    wanted = set(pgb.vars)
+    wanted.update(blocks_here, block_copies)
+    inits = [init for init in _startup_inits(plan, origin_startup)
+             if init[2] in wanted or init[3] is not None or init[0] != "init"]
+    for what, op, out, src, kind in inits:
         if what == "table":
             _append_table_init(sb, op, table, plan.endpoints.index(endpoint), len(plan.endpoints))
             continue
@@ -326,16 +368,16 @@ def build_pserver_startup(plan, endpoint, pserver_program, startup=None):
             continue
         if out in blocks_here:
             for b in blocks_here[out]:
-                _append_block_init(sb, op, out, b)
+                _append_block_init(sb, op, kind, out, b)
         elif out in pgb.vars:
-            attrs = dict(op.attrs)
+            attrs = op.attrs.copy()
             shape = pgb.vars[out].shape
             if kind in ("random", "fill") and shape is not None:
                 attrs["shape"] = list(shape)
             sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
         else:
             for name in block_copies.get(out, ()):
-                attrs = dict(op.attrs)
+                attrs = op.attrs.copy()
                 attrs["shape"] = list(pgb.vars[name].shape)
                 sb.append_op(op.type, inputs=op.inputs, outputs={"Out": [name]}, attrs=attrs)
     _init_trainer_counters(plan, origin_startup, sb)
@@ -354,7 +396,9 @@ def _startup_inits(plan, origin_startup):
     table = plan.table
     table_accs = set(table.accumulators().values()) if table is not None else set()
     inits = []
-    for op in origin_startup.global_block().ops:
+    ops = origin_startup.global_block().ops
+    kinds = {t: registry.fact(t, "init") for t in {op.type for op in ops}}
+    for op in ops:
         if int(op.attrs.get(OP_ROLE_ATTR) or 0) & (RPC | DIST):
             continue   # a trainer startup's own recv / fetch_barrier / concat
         outs = op.output_arg_names
@@ -363,7 +407,7 @@ def _startup_inits(plan, origin_startup):
         elif table is not None and outs and outs[0] in table_accs:
             inits.append(("table accumulator", op, outs[0], None, None))
         elif len(outs) == 1:
-            kind = registry.fact(op, "init")
+            kind = kinds[op.type]
             src = op.input("X") if kind == "copy" else []
             inits.append(("init", op, outs[0], src[0] if src else None, kind))
     plan.startup_inits = (key, origin_startup, inits)
@@ -391,7 +435,7 @@ def _init_trainer_counters(plan, origin_startup, sb):
 
 def _append_table_init(sb, op, table, k, n):
     """Shard ``k`` of the table gets rows k, k+n, ... of what the whole table gets locally."""
-    attrs = dict(op.attrs)
+    attrs = op.attrs.copy()
     shape = [table.shard_rows(k, n), table.width]
     kind = registry.fact(op, "init")
     if kind == "random":
@@ -418,9 +462,9 @@ def _append_table_accumulator_init(sb, op, table, k, n):
                         "dtype": op.attrs.get("dtype") or table.dtype})
 
 
-def _append_block_init(sb, op, whole, b):
-    attrs = dict(op.attrs)
-    kind = registry.fact(op, "init")
+def _append_block_init(sb, op, kind, whole, b):
+    """Block ``b`` of ``whole`` initialised by a copy of ``op``, its init op (of registry init fact ``kind``)."""
+    attrs = op.attrs.copy()
     if kind == "random":
         attrs["full_shape"] = list(op.attrs["shape"])
         attrs["shape"] = list(b.shape)

@@ -126,8 +126,17 @@ def find_optimize_ops(program):
     indices, [(param name, grad name)] they update)."""
     ops = program.global_block().ops
     # model averaging (registry fact after_update) stays on the trainer: see finish_trainer
-    opt = [i for i, op in enumerate(ops) if is_optimize_op(op) and not registry.fact(op, "after_update")]
+    opt = [i for i, op in enumerate(ops) if is_optimize_op(op)]
+    staying = types_with([ops[i] for i in opt], "after_update")
+    if staying:
+        opt = [i for i in opt if ops[i].type not in staying]
     return opt, param_grad_pairs(ops[i] for i in opt)
+
+
+def types_with(ops, fact, default=None):
+    """The op types among ``ops`` whose registry fact ``fact`` is true, asked once per type (passes
+    over every op of a program would ask it of thousands of ops of the same few types)."""
+    return {t for t in {op.type for op in ops} if registry.fact(t, fact, default)}
 
 
 def _is_table_lookup(op):
@@ -138,8 +147,9 @@ def find_distributed_table(program, pairs, opt_ops):
     """The one ``embedding(is_distributed=True)`` table of the program, or None."""
     block = program.global_block()
     names = []
+    lookups = types_with(block.ops, "table_lookup", False)
     for op in block.ops:
-        if _is_table_lookup(op) and op.attr("is_distributed"):
+        if op.type in lookups and op.attr("is_distributed"):
             w = op.input("W")[0]
             if w not in names:
                 names.append(w)
@@ -200,10 +210,9 @@ def plan_pserver(program, startup, trainer_id, endpoints, trainers, sync, config
         if gv.type == "SELECTED_ROWS":
             sparse.add(g)
         count = len(endpoints) if config.slice_var_up and p not in whole else 1
-        pbs = slice_variable([pv], count, min_block)
-        gbs = slice_variable([_shape_like(gv, pv)], count, min_block)
-        if len(pbs) != len(gbs):
-            raise ValueError("parameter %r and its gradient %r slice differently" % (p, g))
+        # the gradient is cut as the parameter is (a row-sparse one is declared with the table's
+        # shape): the same blocks, under the gradient's names
+        pbs = gbs = slice_variable([pv], count, min_block)
         if len(pbs) == 1:
             param_blocks[p] = [RowSlice(p, p, p, 0, pbs[0].rows, 0, list(pv.shape))]
             grad_blocks[g] = [RowSlice(g, g + suffix, g, 0, gbs[0].rows, 0, list(pv.shape))]
@@ -305,16 +314,6 @@ def _accumulators(block, indices, scalars=False):
                 if n not in out:
                     out.append(n)
     return out
-
-
-class _ShapeOf:
-    def __init__(self, name, shape):
-        self.name, self.shape = name, shape
-
-
-def _shape_like(grad_var, param_var):
-    # a row-sparse gradient is declared with the table's shape
-    return _ShapeOf(grad_var.name, list(param_var.shape))
 
 
 def _ctrl_var(block):

@@ -1,8 +1,8 @@
 """pserver mode's trainer rewrite: ``rewrite_trainer`` applies the plan to the trainer's main and
 startup programs in place (sends, barriers, recvs, the distributed table's prefetch), as Paddle did."""
 from ..framework import registry, unique_name
-from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, is_lr_sched_op, is_optimize_op
-from .pserver_plan import DIST, RPC, _ctrl_var, _is_table_lookup
+from ..framework.op_role import OP_ROLE_ATTR, OP_ROLE_VAR_ATTR, is_optimize_or_lr_sched_op
+from .pserver_plan import DIST, RPC, _ctrl_var, _is_table_lookup, types_with
 
 
 # ---------------------------------------------------------------------------------------- trainer
@@ -12,35 +12,39 @@ def rewrite_trainer(plan, program, startup):
     block = program.global_block()
     tid = plan.trainer_id
     # create block vars / rename single-block grads
-    for p in plan.params:
-        g = plan.grad_of[p]
-        gv = block.var(g)
-        gbs = plan.grad_blocks[g]
-        if len(gbs) == 1:
-            if gbs[0].name != g:
-                block._rename_var(g, gbs[0].name)
-        else:
-            for b in gbs:
-                block.create_var(name=b.name, shape=b.shape, dtype=gv.dtype, type=gv.type)
-            pv = block.var(p)
-            for b in plan.param_blocks[p]:
-                block.create_var(name=b.name, shape=b.shape, dtype=pv.dtype, type=pv.type)
+    with block.renames() as renames:
+        for p in plan.params:
+            g = plan.grad_of[p]
+            gv = block.var(g)
+            gbs = plan.grad_blocks[g]
+            if len(gbs) == 1:
+                if gbs[0].name != g:
+                    renames.rename(g, gbs[0].name)
+            else:
+                for b in gbs:
+                    block.create_var(name=b.name, shape=b.shape, dtype=gv.dtype, type=gv.type)
+                pv = block.var(p)
+                for b in plan.param_blocks[p]:
+                    block.create_var(name=b.name, shape=b.shape, dtype=pv.dtype, type=pv.type)
     send_dummies = []
     order = [plan.grad_of[p] for p in plan.params]
     param_of = {g: p for p, g in plan.grad_of.items()}
+    sent = {g: plan.grad_blocks[g][0].name if len(plan.grad_blocks[g]) == 1 else g for g in order}
+    last, lookups = _scan_ops(block, list(sent.values()) + ([plan.table.grad] if plan.table is not None else []),
+                              plan.table)
     with block.edits() as edits:
-        _insert_sends(plan, block, edits, order, param_of, send_dummies)
+        _insert_sends(plan, block, edits, sent, param_of, send_dummies, last)
     _send_lr_steps(plan, program, startup)
-    barrier_out = None
+    barrier_out = barrier = None
     if plan.half_async:     # Paddle 1.8: the step ends at the half-async communicator's barrier
         block.append_op("send_barrier", inputs={"X": send_dummies}, outputs={"Out": [_ctrl_var(block).name]},
                         attrs={"endpoints": plan.endpoints, "trainer_id": tid, "half_async": True,
                                OP_ROLE_ATTR: RPC})
     if plan.sync:
         barrier_out = _ctrl_var(block).name
-        block.append_op("send_barrier", inputs={"X": send_dummies}, outputs={"Out": [barrier_out]},
-                        attrs={"endpoints": plan.endpoints, "trainer_id": tid, "half_async": False,
-                               OP_ROLE_ATTR: RPC})
+        barrier = block.append_op("send_barrier", inputs={"X": send_dummies}, outputs={"Out": [barrier_out]},
+                                  attrs={"endpoints": plan.endpoints, "trainer_id": tid, "half_async": False,
+                                         OP_ROLE_ATTR: RPC})
     recvs = []
     for p in plan.params:
         g = plan.grad_of[p]
@@ -60,7 +64,7 @@ def rewrite_trainer(plan, program, startup):
             block.append_op("concat", inputs={"X": [b.name for b in pbs]}, outputs={"Out": [p]},
                             attrs={"axis": 0, OP_ROLE_ATTR: DIST})
     if plan.table is not None:
-        _rewrite_table_trainer(plan, program, barrier_out)
+        _rewrite_table_trainer(plan, program, barrier, lookups, last.get(plan.table.grad))
     _rewrite_trainer_startup(plan, program, startup)
     _mark_distributed(plan, program)
 
@@ -88,14 +92,14 @@ def ask_ahead(recvs):
     recvs[0]._set_attr("batch_varnames", [n for op in rest for n in (op.attr("recv_varnames") or op.output("Out"))])
 
 
-def _insert_sends(plan, block, edits, order, param_of, send_dummies):
-    """After the last writer of each gradient: its split (when sliced) and its send."""
+def _insert_sends(plan, block, edits, sent, param_of, send_dummies, last):
+    """After the last writer of each gradient (``last``: by name), its split (when sliced) and its
+    send; ``sent``: {gradient: the name its send sends (itself or its only block)}, in order."""
     tid = plan.trainer_id
-    for g in order:
+    for g, sent_name in sent.items():
         gbs = plan.grad_blocks[g]
         p = param_of[g]
-        sent_name = gbs[0].name if len(gbs) == 1 else g
-        anchor = block.last_writer(sent_name)
+        anchor = last.get(sent_name)
         if anchor is None:
             raise ValueError("transpile: no op of the program writes gradient %r" % sent_name)
         if len(gbs) > 1:
@@ -114,6 +118,30 @@ def _insert_sends(plan, block, edits, order, param_of, send_dummies):
                                   OP_ROLE_VAR_ATTR: [p, sent_name]})
         plan.send_dummies[g] = dummy.name
         send_dummies.append(dummy.name)
+
+
+def _scan_ops(block, names, table):
+    """One pass over the ops of ``block``: ``({name: the last op that writes it}`` for those of
+    ``names`` some op writes, ``[the lookups of the distributed table]``, in order; none without a
+    table). ``Block.last_writer`` / ``readers_of`` would build the block's def-use index, a pass over
+    every name of every op that each later edit then keeps up to date."""
+    wanted = set(names)
+    last, lookups = {}, []
+    table_w = [table.name] if table is not None else None
+    lookup_types = {}
+    for op in block.ops:
+        for out in op.outputs.values():
+            if not wanted.isdisjoint(out):
+                for name in out:
+                    if name in wanted:
+                        last[name] = op
+        if table_w is not None and op.inputs.get("W") == table_w:
+            is_lookup = lookup_types.get(op.type)
+            if is_lookup is None:
+                is_lookup = lookup_types[op.type] = _is_table_lookup(op)
+            if is_lookup:
+                lookups.append(op)
+    return last, lookups
 
 
 def async_lr_counter(plan):
@@ -163,13 +191,13 @@ def _prefetch_names(k):
     return "prefetch_compress_in_tmp_%d" % k, "prefetch_compress_out_tmp_%d" % k
 
 
-def _rewrite_table_trainer(plan, program, barrier_out):
-    """Lookups of the distributed table become split_ids / prefetch / merge_ids; its row-sparse
-    gradient goes out through split_ids / send, one part per pserver."""
+def _rewrite_table_trainer(plan, program, barrier, lookups, anchor):
+    """Lookups of the distributed table (``lookups``) become split_ids / prefetch / merge_ids; its
+    row-sparse gradient goes out through split_ids / send after ``anchor``, its last writer, one part
+    per pserver (which the ``send_barrier`` ``barrier`` of sync mode then waits for too)."""
     t = plan.table
     block = program.global_block()
     n = len(plan.endpoints)
-    lookups = [op for op in block.readers_of(t.name) if _is_table_lookup(op) and op.input("W") == [t.name]]
     for op in lookups:
         if not op.attr("is_distributed"):
             raise RuntimeError("lookup of the distributed table %r by op %r without is_distributed"
@@ -191,7 +219,6 @@ def _rewrite_table_trainer(plan, program, barrier_out):
                        attrs={OP_ROLE_ATTR: 0})
     block.remove_ops(lookups)
     # backward: the gradient split over the pservers and sent
-    anchor = block.last_writer(t.grad)
     if anchor is None:
         raise ValueError("transpile: no op writes the gradient %r of the distributed table" % t.grad)
     gv = block.var(t.grad)
@@ -206,9 +233,8 @@ def _rewrite_table_trainer(plan, program, barrier_out):
                             "trainer_id": plan.trainer_id, "sync_mode": plan.sync, OP_ROLE_ATTR: RPC,
                             OP_ROLE_VAR_ATTR: [t.name, t.grad]})
     plan.send_dummies[t.grad] = dummy.name
-    if barrier_out is not None:
-        for op in block.writers_of(barrier_out):
-            op.set_input("X", op.input("X") + [dummy.name])
+    if barrier is not None:
+        barrier.set_input("X", barrier.input("X") + [dummy.name])
 
 
 def _rewrite_trainer_startup(plan, program, startup):
@@ -244,8 +270,11 @@ def _fake_init_table(table, sb):
     startup ``sb`` that writes one of them becomes a ``fake_init`` of the table's shape. Their
     writers are found in one pass over the startup (its def-use index would cost a pass and more)."""
     writers = {name: [] for name in [table.name] + list(table.accumulators().values())}
+    wanted = writers.keys()
     for op in sb.ops:
         for names in op.outputs.values():
+            if wanted.isdisjoint(names):
+                continue
             for name in names:
                 found = writers.get(name)
                 if found is not None and op not in found:
@@ -276,17 +305,23 @@ def _fake_init_sparse_tables(program, startup):
     initialisers than one keeps them (Paddle refused it). One pass over the startup's ops (a table
     of a CTR model has hundreds of them)."""
     tables = {}
-    for op in program.global_block().ops:
-        if registry.fact(op, "table_lookup", False) and op.attr("is_sparse") and op.input("W"):
+    ops = program.global_block().ops
+    lookup = types_with(ops, "table_lookup", False)
+    for op in ops:
+        if op.type in lookup and op.attr("is_sparse") and op.input("W"):
             tables.setdefault(op.input("W")[0], [])
     if not tables:
         return
     sb = startup.global_block()
+    names = tables.keys()
     for op in sb.ops:
-        if not int(op.attrs.get(OP_ROLE_ATTR) or 0) & (RPC | DIST):
-            for name in dict.fromkeys(op.output_arg_names):
-                if name in tables:
-                    tables[name].append(op)
+        for out in op.outputs.values():
+            if not names.isdisjoint(out):
+                if not int(op.attrs.get(OP_ROLE_ATTR) or 0) & (RPC | DIST):
+                    for name in dict.fromkeys(op.output_arg_names):
+                        if name in tables:
+                            tables[name].append(op)
+                break
     replaced = set()
     with sb.edits() as edits:
         for name, inits in tables.items():
@@ -307,9 +342,9 @@ def finish_trainer(plan, program, startup=None):
     if startup is not None:
         _fake_init_sparse_tables(program, startup)
     block = program.global_block()
-    after = [op for op in block.ops if registry.fact(op, "after_update")]
+    moving = types_with(block.ops, "after_update")
+    after = [op for op in block.ops if op.type in moving]
     moved = {id(op) for op in after}
-    block.ops = [op for op in block.ops
-                 if not (is_optimize_op(op) or is_lr_sched_op(op) or id(op) in moved)] + after
+    block.ops = [op for op in block.ops if not (is_optimize_or_lr_sched_op(op) or id(op) in moved)] + after
     program._bump_version()
     return program

@@ -139,6 +139,39 @@ def test_rename_var_renames_every_use_and_keeps_the_def_use_index():
         b._rename_var("w_grad.trainer_0", "fc_0.w_0")
 
 
+def test_renames_in_one_pass_give_what_renaming_one_at_a_time_gives():
+    renames = [("fc_0.w_0@GRAD", "w_grad.trainer_0"), ("fc_0.b_0@GRAD", "b_grad"), ("b_grad", "b_grad.trainer_0")]
+    with unique_name.guard():
+        one_at_a_time, _, _, _ = build_regression()
+    for old, new in renames:
+        one_at_a_time.global_block()._rename_var(old, new)
+    for index_first in (False, True):
+        with unique_name.guard():
+            main, _, _, _ = build_regression()
+        b = main.global_block()
+        if index_first:
+            b.readers_of("fc_0.w_0@GRAD")       # a block with its def-use index renames through it
+        with b.renames() as r:
+            for old, new in renames:            # (the last one renames the second again)
+                r.rename(old, new)
+            b.create_var(name="made_meanwhile", shape=[1], dtype="float32")
+        one_at_a_time.global_block().create_var(name="made_meanwhile", shape=[1], dtype="float32")
+        # the same ops and variables, in the same order (a renamed variable moves to the end)
+        assert _names_and_slots(main) == _names_and_slots(one_at_a_time)
+        one_at_a_time.global_block()._remove_var("made_meanwhile")
+        assert [op.type for op in b.writers_of("w_grad.trainer_0")] == ["mul_grad"]
+        assert [op.type for op in b.readers_of("b_grad.trainer_0")] == ["sgd"] and b.readers_of("b_grad") == []
+        main.lint()
+        with pytest.raises(ValueError, match="already has a variable"):
+            with b.renames() as r:
+                r.rename("w_grad.trainer_0", "fc_0.w_0")
+
+
+def _names_and_slots(program):
+    b = program.global_block()
+    return [v._meta() for v in b.vars.values()], [(op.type, op.inputs, op.outputs) for op in b.ops]
+
+
 def test_sub_blocks():
     p = fluid.Program()
     sub = p._create_block()

@@ -66,6 +66,24 @@ def test_worked_example_sgd_two_pservers_two_trainers():
     assert op_types(ps1.block(1)) == ["sum", "scale", "sgd"] and ps1.num_blocks == 2
 
 
+def test_each_trainers_copy_of_a_gradient_on_a_pserver_is_a_variable_of_its_own():
+    main, startup, _ = fc_model()
+    t = transpile(main, startup, trainers=3)
+    ps0 = t.get_pserver_program(EP0)
+    ps0_startup = t.get_startup_program(EP0, ps0)
+    gb, sb = ps0.global_block(), ps0_startup.global_block()
+    names = ["fc_w@GRAD.block1.trainer_%d" % k for k in range(3)]
+    assert ps0.global_block().ops[0].input("X")[-3:] == names
+    copies = [gb.var(n) for n in names]
+    for name, v in zip(names, copies):     # each declared as the gradient block is, not persistable
+        assert (v.name, v.block, v.shape, v.dtype, v.type) == (name, gb, (500, 1000), "float32", "LOD_TENSOR")
+        assert not (v.persistable or v.stop_gradient or v.is_data)
+        assert sb.var(name) is not v and sb.var(name).block is sb and sb.var(name).shape == (500, 1000)
+    copies[0].shape = (1, 1000)
+    copies[1].persistable = True
+    assert copies[2].shape == (500, 1000) and not copies[2].persistable and sb.var(names[0]).shape == (500, 1000)
+
+
 def test_pserver_startup_gives_each_block_the_rows_of_the_whole_parameter():
     main, startup, _ = fc_model()
     local = fluid.Scope()
