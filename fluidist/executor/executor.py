@@ -21,6 +21,7 @@ from ..core.scope import global_scope
 from ..core.tensor import LoDTensor, LoDTensorArray, SelectedRows
 from ..reader.feeding import _NP_DTYPES, _shape_ok, check_feed_value  # noqa: F401 (check_feed_value: re-exported)
 from . import nan_inf
+from .host_memory import keep_freed_blocks
 from .plan import Plan, _executors, _missing_value_error
 from .prune import needs_split, pruned_run_args, refuse_compiled_prune, split_fetch_list
 from .plan import set_kernel_wrapper  # noqa: F401 (re-exported: the profiler's hook)
@@ -98,6 +99,7 @@ class Executor:
     def __init__(self, place: Place | None = None) -> None:
         self.place = checked_place(place, "Executor") if place is not None else default_place()
         self._on_host = not self.place.is_device and self.place.xp is np
+        keep_freed_blocks()     # a step's big outputs reuse the last step's memory (host_memory.py)
         self._closed = False
         self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._last_plan = None      # the plan of the last run's block 0: the next run's first guess
