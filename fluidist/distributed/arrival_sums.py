@@ -7,7 +7,9 @@ for a dense gradient it lists that block in the ``listen_and_serv`` attr ``sum_o
 Run as written, the round (on every trainer's critical path: they all wait for it) allocates ``g``
 and reads every trainer's copy. Here each trainer's gradient is added into a buffer kept per block
 the moment it arrives, while the other trainers are still computing or sending, and the round runs
-the block without its first op (a copy of the program with those ops removed) on the buffer.
+the block without its first op (a copy of the program with those ops removed) on the buffer. The
+round's first arrival is held as it came (it stays valid: it is also stored under its own name) and
+the second is added to it into the buffer, one pass over both instead of a copy and an addition.
 
 Exactness: the buffer holds the same sum. With two trainers it is bit-identical (a + b = b + a);
 with more, additions happen in arrival order rather than by trainer id (float rounding may differ in
@@ -23,11 +25,12 @@ from .. import timeline as _timeline
 
 
 class _Acc:
-    __slots__ = ("out", "block", "inputs", "buf", "round", "arrived", "ok")
+    __slots__ = ("out", "block", "inputs", "buf", "first", "round", "arrived", "ok")
 
     def __init__(self, out, block, inputs):
         self.out, self.block, self.inputs = out, block, inputs
         self.buf = None
+        self.first = None       # the round's first arrival, until the second is added to it
         self.round = -1
         self.arrived = set()
         self.ok = False
@@ -73,22 +76,27 @@ class ArrivalSums:
         if acc is None:
             return
         if acc.round != round_no:
-            acc.round, acc.arrived, acc.ok = round_no, set(), True
+            acc.round, acc.arrived, acc.ok, acc.first = round_no, set(), True, None
         if not acc.ok:
             return
         if name in acc.arrived or type(value) is not np.ndarray or value.dtype.kind != "f":
-            acc.ok = False
+            acc.ok, acc.first = False, None
             return
         t0 = time.perf_counter()
         if not acc.arrived:
-            if acc.buf is None or acc.buf.shape != value.shape or acc.buf.dtype != value.dtype:
-                acc.buf = np.empty(value.shape, value.dtype)
-            np.copyto(acc.buf, value)
-        elif acc.buf.shape != value.shape or acc.buf.dtype != value.dtype:
-            acc.ok = False
-            return
+            acc.first = value       # held, not copied: the next arrival is added to it in one pass
         else:
-            np.add(acc.buf, value, out=acc.buf)
+            held = acc.first if acc.first is not None else acc.buf
+            if held.shape != value.shape or held.dtype != value.dtype:
+                acc.ok, acc.first = False, None
+                return
+            if acc.first is not None:
+                if acc.buf is None or acc.buf.shape != value.shape or acc.buf.dtype != value.dtype:
+                    acc.buf = np.empty(value.shape, value.dtype)
+                np.add(acc.first, value, out=acc.buf)
+                acc.first = None
+            else:
+                np.add(acc.buf, value, out=acc.buf)
         acc.arrived.add(name)
         if _timeline.enabled:
             _timeline.complete("op", "sum on arrival", t0, time.perf_counter() - t0, var=name)

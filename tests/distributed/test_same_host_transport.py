@@ -159,6 +159,28 @@ def test_arrival_sums_replace_the_rounds_sum():
         arrival_sums.ArrivalSums(prog, wrong, 3)
 
 
+def test_arrival_sums_of_two_trainers_are_their_sum_bit_for_bit_and_leave_the_arrivals_alone():
+    prog, blocks, listed = _transpiled_pserver(trainers=2)
+    sums = arrival_sums.ArrivalSums(prog, listed, 2)
+    rng = np.random.RandomState(2)
+    for round_no in range(3):                              # the buffer is reused round after round
+        for idx in blocks:
+            acc = sums.by_block[idx]
+            shape = [d if d > 0 else 4 for d in prog.global_block().var(acc.inputs[0]).shape]
+            a, b = (rng.randn(*shape).astype(np.float32) * 10.0 ** rng.randint(-3, 4) for _ in range(2))
+            kept_a, kept_b = a.copy(), b.copy()
+            sums.add(acc.inputs[1], b, round_no)           # trainer 1 first
+            sums.add(acc.inputs[0], a, round_no)
+            stored = {}
+            assert sums.program_for(idx, round_no, stored.__setitem__) is sums.derived
+            assert np.array_equal(stored[acc.out], b + a)
+            assert np.array_equal(a, kept_a) and np.array_equal(b, kept_b)
+            # a second gradient of another shape in the same round: the block runs as written
+            sums.add(acc.inputs[0], a, round_no + 100)
+            sums.add(acc.inputs[1], a[..., None], round_no + 100)
+            assert sums.program_for(idx, round_no + 100, stored.__setitem__) is prog
+
+
 def test_no_segment_is_left_behind_by_a_child():
     import subprocess
     import sys
