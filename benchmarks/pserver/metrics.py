@@ -105,6 +105,16 @@ def trainer_record(rank, steps, bytes_sent, bytes_recv, wall_seconds, losses, ex
     return rec
 
 
+def _noncompute_share(trainer):
+    """(send + wait + recv + other) / compute of a trainer's phase medians: what its step spends
+    outside the forward and backward ops, as a share of them."""
+    ph = trainer["phases"]
+    medians = [ph[p]["median"] for p in PHASES]
+    if any(m is None for m in medians) or not ph["compute"]["median"]:
+        return None
+    return (sum(medians) - ph["compute"]["median"]) / ph["compute"]["median"]
+
+
 def side_summary(trainers, servers=None):
     """What one implementation achieved over its trainers."""
     sps = [t["steps_per_sec"] for t in trainers if t.get("steps_per_sec")]
@@ -124,6 +134,10 @@ def side_summary(trainers, servers=None):
         "trainer_peak_rss": peak(trainers),
         "server_peak_rss": peak(servers),
         "step_median": max(t["phases"]["step"]["median"] for t in trainers) if trainers else None,
+        # the slowest trainer's compute, and the largest share of a trainer's step outside its compute
+        "compute_median": max((t["phases"]["compute"]["median"] or 0 for t in trainers), default=None),
+        "noncompute_over_compute": max((x for x in map(_noncompute_share, trainers) if x is not None),
+                                       default=None),
         "comm_bytes_per_sec": sum(bps) / len(bps) if bps else None,
         "aggregate_wall_bytes_per_sec": sum(t["wall_bytes_per_sec"] or 0 for t in trainers),
     }
