@@ -1,8 +1,6 @@
 """The ring of stand-in places of one process (``fluidist/distributed/collective/device_ring.py``):
 collectives on device arrays, values moved between devices (counted device-to-device copies), never
 read back to the host, with the CPU thread ring's results to the bit."""
-import threading
-
 import numpy as np
 import pytest
 
@@ -11,6 +9,7 @@ from fluidist.device.standin import StandinPlace, count_transfers, xp
 from fluidist.distributed.collective.base import CollectiveError
 from fluidist.distributed.collective.device_ring import standin_thread_group
 from fluidist.distributed.collective.threads import thread_group
+from rank_threads import on_each_rank  # tests/rank_threads.py
 
 pytestmark = pytest.mark.timeout(60)
 N = 3
@@ -18,22 +17,7 @@ N = 3
 
 def _on_each_rank(comms, fn):
     """``fn(rank, comm)`` in one thread per rank, each with its place's device current."""
-    results, errors = [None] * len(comms), []
-
-    def run(r):
-        try:
-            with StandinPlace(r).device_context():
-                results[r] = fn(r, comms[r])
-        except BaseException as e:      # reported below, with the others' results
-            errors.append(e)
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(len(comms))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    if errors:
-        raise errors[0]
-    return results
+    return on_each_rank(comms, fn, context=lambda r: StandinPlace(r).device_context())
 
 
 def _inputs(shape=(5, 7), dtype="float32"):
@@ -92,3 +76,26 @@ def test_ranks_that_disagree_are_named_and_host_arrays_refused():
         _on_each_rank(comms, mismatched)
     with pytest.raises(TypeError, match="takes device arrays"):
         standin_thread_group(2, 94)[0].allreduce(np.zeros(3, "float32"))
+
+
+def test_a_device_ring_checks_its_arguments_as_the_cpu_rings_do():
+    comm = standin_thread_group(2, 95)[0]
+    x = xp.zeros((3, 2), dtype="float32")
+    with pytest.raises(TypeError, match="ring 95 of standin places takes device arrays, got list"):
+        comm.allreduce([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"allreduce on ring 95: unknown reduction 'mean'"):
+        comm.allreduce(x, "mean")
+    with pytest.raises(TypeError, match="bool tensors support only the max and min reductions"):
+        comm.allreduce(xp.zeros(3, dtype="bool"))
+    with pytest.raises(TypeError, match="allgather on ring 95: dtype complex64 is not supported"):
+        comm.allgather(xp.zeros(3, dtype="complex64"))
+    with pytest.raises(ValueError, match="broadcast on ring 95: root 2 is out of range for 2 ranks"):
+        comm.broadcast(x, root=2)
+    with pytest.raises(ValueError, match=r"reducescatter on ring 95: dim 0 of shape \[3, 2\] is not divisible"):
+        comm.reducescatter(x)
+    with pytest.raises(ValueError, match=r"allgather on ring 95: out must be a C-contiguous float32 device array "
+                                         r"of shape \[6, 2\]"):
+        comm.allgather(x, out=xp.zeros((3, 2), dtype="float32"))
+    with pytest.raises(TypeError, match="allgather_rows on ring 95 takes a SelectedRows"):
+        comm.allgather_rows(x)
+    assert comm._seq == 0       # refused before the call was counted: the ring is still usable

@@ -3,7 +3,6 @@ fused (``Communicator.queue_allreduce``), and the plan's choice of which ops may
 (``executor.plan.queue_until_sync``)."""
 import os
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -11,24 +10,7 @@ import pytest
 import fluidist as fluid
 from fluidist.distributed.collective.cpu import thread_group
 from fluidist.executor.plan import Plan
-
-
-def _on_threads(comms, fn):
-    """``fn(rank, comm)`` on one thread per rank; their results, in rank order."""
-    res, errs = [None] * len(comms), []
-
-    def run(r):
-        try:
-            res[r] = fn(r, comms[r])
-        except BaseException as e:    # noqa: B902 (reported below)
-            errs.append(e)
-    ts = [threading.Thread(target=run, args=(r,)) for r in range(len(comms))]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(30)
-    assert not errs, errs
-    return res
+from rank_threads import on_each_rank  # tests/rank_threads.py
 
 
 def _inputs(rank):
@@ -50,7 +32,7 @@ def test_queued_all_reduces_run_at_the_sync_one_per_dtype_and_equal_separate_one
         calls = comm._seq - before
         alone = [comm.allreduce(x, "sum") for x in xs[:3]] + [comm.allreduce(xs[3], "max")]
         return calls, outs, alone
-    res = _on_threads(comms, work)
+    res = on_each_rank(comms, work)
     every = [_inputs(r) for r in range(n)]
     for calls, outs, alone in res:
         assert calls == 3      # float32 sums fused, the float64 sum, the max
@@ -67,7 +49,7 @@ def test_any_other_collective_of_the_ring_runs_the_queue_first():
         out = comm.queue_allreduce(np.full(3, rank + 1.0, np.float32))
         got = comm.broadcast(np.full(2, 10.0 * rank, np.float32), root=1)
         return out.copy(), got
-    for out, got in _on_threads(comms, work):
+    for out, got in on_each_rank(comms, work):
         np.testing.assert_array_equal(out, [3.0, 3.0, 3.0])
         np.testing.assert_array_equal(got, [10.0, 10.0])
 

@@ -146,25 +146,25 @@ class _CPUCommunicator:
         ``x`` itself (in place) or a preallocated array; otherwise a new array is returned."""
         if self._queued:
             self.sync_comm_stream()
-        x = _contiguous(x)
+        x = self._flat_source(x)
         uf = check_reduce(x.dtype, op, "allreduce on ring %d" % self.ring_id)
-        out = self._check_out(out, x.shape, x.dtype, "allreduce")
+        out = self._out(out, x.shape, x.dtype, "allreduce")
         sig = (_OP_CODE["allreduce"], _DTYPE_CODE[x.dtype], x.size, _REDOP_CODE[op])
         if self.nranks == 1:
             return self._solo(x, out, sig)
-        self._run("allreduce", sig, self._allreduce, x.reshape(-1), uf, out.reshape(-1))
+        self._run("allreduce", sig, self._allreduce, x.reshape(-1), self._ufunc(uf), out.reshape(-1))
         return out
 
     def broadcast(self, x, root=0, out=None, use_calc_stream=False):
         """Rank ``root``'s ``x`` on every rank (the others pass an array of the same shape and dtype)."""
         if self._queued:
             self.sync_comm_stream()
-        x = _contiguous(x)
+        x = self._flat_source(x)
         _check_dtype(x.dtype, "broadcast on ring %d" % self.ring_id)
         if not 0 <= int(root) < self.nranks:
             raise ValueError("broadcast on ring %d: root %r is out of range for %d ranks"
                              % (self.ring_id, root, self.nranks))
-        out = self._check_out(out, x.shape, x.dtype, "broadcast")
+        out = self._out(out, x.shape, x.dtype, "broadcast")
         sig = (_OP_CODE["broadcast"], _DTYPE_CODE[x.dtype], x.size, int(root))
         if self.nranks == 1:
             return self._solo(x, out, sig)
@@ -175,10 +175,10 @@ class _CPUCommunicator:
         """Every rank's ``x`` concatenated along dim 0 in rank order (a scalar counts as shape [1])."""
         if self._queued:
             self.sync_comm_stream()
-        x = _contiguous(x)
+        x = self._flat_source(x)
         _check_dtype(x.dtype, "allgather on ring %d" % self.ring_id)
-        shape = (self.nranks * x.shape[0],) + x.shape[1:] if x.ndim else (self.nranks,)
-        out = self._check_out(out, shape, x.dtype, "allgather")
+        shape = (self.nranks * x.shape[0],) + tuple(x.shape[1:]) if x.ndim else (self.nranks,)
+        out = self._out(out, shape, x.dtype, "allgather")
         sig = (_OP_CODE["allgather"], _DTYPE_CODE[x.dtype], x.size, 0)
         if self.nranks == 1:
             return self._solo(x, out, sig)
@@ -189,17 +189,17 @@ class _CPUCommunicator:
         """This rank's 1/n of the reduction of ``x`` over all ranks, cut along dim 0."""
         if self._queued:
             self.sync_comm_stream()
-        x = _contiguous(x)
+        x = self._flat_source(x)
         uf = check_reduce(x.dtype, op, "reducescatter on ring %d" % self.ring_id)
         if x.ndim == 0 or x.shape[0] % self.nranks:
             raise ValueError("reducescatter on ring %d: dim 0 of shape %s is not divisible by the %d ranks"
                              % (self.ring_id, list(x.shape), self.nranks))
-        shape = (x.shape[0] // self.nranks,) + x.shape[1:]
-        out = self._check_out(out, shape, x.dtype, "reducescatter")
+        shape = (x.shape[0] // self.nranks,) + tuple(x.shape[1:])
+        out = self._out(out, shape, x.dtype, "reducescatter")
         sig = (_OP_CODE["reducescatter"], _DTYPE_CODE[x.dtype], x.size, _REDOP_CODE[op])
         if self.nranks == 1:
             return self._solo(x, out, sig)
-        self._run("reducescatter", sig, self._reducescatter, x.reshape(-1), uf, out.reshape(-1))
+        self._run("reducescatter", sig, self._reducescatter, x.reshape(-1), self._ufunc(uf), out.reshape(-1))
         return out
 
     def barrier(self):
@@ -220,7 +220,7 @@ class _CPUCommunicator:
         read then: the caller (the Executor's plan) lets nothing touch it before."""
         x = _contiguous(x)
         check_reduce(x.dtype, op, "allreduce on ring %d" % self.ring_id)
-        out = self._check_out(out, x.shape, x.dtype, "allreduce")
+        out = self._out(out, x.shape, x.dtype, "allreduce")
         self._queued.append((x, op, out))
         return out
 
@@ -248,20 +248,32 @@ class _CPUCommunicator:
         self._queued = []
 
     # ------------------------------------------------------------ helpers
-    def _solo(self, x, out, sig):
-        self._seq += 1
-        if out is not x:
-            np.copyto(out.reshape(-1), x.reshape(-1))
-        return out
+    # The collectives above are written once for every ring; a ring of other arrays (the device
+    # ring's) overrides these hooks: how the source is taken, how the result array is made or
+    # checked, the reduction's function on its arrays, and the single-rank copy.
+    def _flat_source(self, x):
+        """``x`` as a C-contiguous array of this ring's kind (any array-like, on the CPU)."""
+        return _contiguous(x)
 
-    def _check_out(self, out, shape, dtype, what):
+    def _out(self, out, shape, dtype, opname):
+        """The result array of collective ``opname``: ``out`` once checked, a new one when None."""
         if out is None:
             return self._pool.empty(shape, dtype)
         if not isinstance(out, np.ndarray) or out.shape != tuple(shape) or out.dtype != dtype \
                 or not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("%s: out must be a writeable C-contiguous %s array of shape %s, got %s"
-                             % (what, np.dtype(dtype).name, list(shape),
+                             % (opname, np.dtype(dtype).name, list(shape),
                                 "%s%s" % (getattr(out, "dtype", type(out).__name__), list(getattr(out, "shape", [])))))
+        return out
+
+    def _ufunc(self, uf):
+        """The reduction ``uf`` (a NumPy ufunc of :data:`REDUCE_OPS`) as the algorithms apply it."""
+        return uf
+
+    def _solo(self, x, out, sig):
+        self._seq += 1
+        if out is not x:
+            np.copyto(out.reshape(-1), x.reshape(-1))
         return out
 
     def _run(self, opname, sig, fn, *args):

@@ -14,7 +14,6 @@ for: ``queue_allreduce`` runs at once and ``sync_comm_stream`` has nothing left)
 """
 from ...core.tensor import SelectedRows
 from ...device import standin
-from .base import _DTYPE_CODE, _OP_CODE, _REDOP_CODE, REDUCE_OPS, _check_dtype, check_reduce
 from .threads import ThreadCommunicator, ThreadGroup
 
 
@@ -39,20 +38,8 @@ class DeviceRingCommunicator(ThreadCommunicator):
         return self.xp.asarray(v)
 
     # ------------------------------------------------------------ public API
-    def allreduce(self, x, op="sum", out=None, use_calc_stream=False):
-        """The element-wise reduction of ``x`` over the ranks, into ``out`` (``x`` itself for a fused
-        buffer, whose views must see it; a new array when None)."""
-        what = "allreduce on ring %d" % self.ring_id
-        check_reduce(x.dtype, op, what)
-        x = self._flat_source(x)
-        out = self._out(out, x.shape, x.dtype, what)
-        sig = (_OP_CODE["allreduce"], _DTYPE_CODE[x.dtype], x.size, _REDOP_CODE[op])
-        if self.nranks == 1:
-            return self._solo(x, out, sig)
-        self._run("allreduce", sig, self._ring_allreduce, x.reshape(-1), getattr(self.xp, REDUCE_OPS[op].__name__),
-                  out.reshape(-1))
-        return out
-
+    # allreduce, broadcast, allgather, reducescatter and allgather_rows are the base classes'
+    # (their checks, signatures and single-rank copy), on this ring's hooks and algorithms below.
     def queue_allreduce(self, x, op="sum", out=None):
         """The all-reduce, at once (a device ring has no queue to keep)."""
         return self.allreduce(x, op, out=out)
@@ -60,57 +47,8 @@ class DeviceRingCommunicator(ThreadCommunicator):
     def sync_comm_stream(self):
         """Nothing to wait for: each collective was whole when it returned."""
 
-    def broadcast(self, x, root=0, out=None, use_calc_stream=False):
-        what = "broadcast on ring %d" % self.ring_id
-        _check_dtype(x.dtype, what)
-        if not 0 <= int(root) < self.nranks:
-            raise ValueError("%s: root %r is out of range for %d ranks" % (what, root, self.nranks))
-        x = self._flat_source(x)
-        out = self._out(out, x.shape, x.dtype, what)
-        sig = (_OP_CODE["broadcast"], _DTYPE_CODE[x.dtype], x.size, int(root))
-        if self.nranks == 1:
-            return self._solo(x, out, sig)
-        self._run("broadcast", sig, self._ring_broadcast, x.reshape(-1), int(root), out.reshape(-1))
-        return out
-
-    def allgather(self, x, out=None, use_calc_stream=False):
-        what = "allgather on ring %d" % self.ring_id
-        _check_dtype(x.dtype, what)
-        x = self._flat_source(x)
-        shape = (self.nranks * x.shape[0],) + tuple(x.shape[1:]) if x.ndim else (self.nranks,)
-        out = self._out(out, shape, x.dtype, what)
-        sig = (_OP_CODE["allgather"], _DTYPE_CODE[x.dtype], x.size, 0)
-        if self.nranks == 1:
-            return self._solo(x, out, sig)
-        self._run("allgather", sig, self._ring_allgather, x.reshape(-1), out.reshape(-1))
-        return out
-
-    def reducescatter(self, x, op="sum", out=None, use_calc_stream=False):
-        what = "reducescatter on ring %d" % self.ring_id
-        check_reduce(x.dtype, op, what)
-        if x.ndim == 0 or x.shape[0] % self.nranks:
-            raise ValueError("%s: dim 0 of shape %s is not divisible by the %d ranks"
-                             % (what, list(x.shape), self.nranks))
-        x = self._flat_source(x)
-        out = self._out(out, (x.shape[0] // self.nranks,) + tuple(x.shape[1:]), x.dtype, what)
-        sig = (_OP_CODE["reducescatter"], _DTYPE_CODE[x.dtype], x.size, _REDOP_CODE[op])
-        if self.nranks == 1:
-            return self._solo(x, out, sig)
-        self._run("reducescatter", sig, self._ring_reducescatter, x.reshape(-1),
-                  getattr(self.xp, REDUCE_OPS[op].__name__), out.reshape(-1))
-        return out
-
-    def allgather_rows(self, x):
-        """Every rank's SelectedRows ``x`` as one, rows and values in rank order, on this device."""
-        if not isinstance(x, SelectedRows):
-            raise TypeError("allgather_rows on ring %d takes a SelectedRows, got %s" % (self.ring_id, type(x).__name__))
-        sig = (_OP_CODE["allgather"], _DTYPE_CODE.get(x.value.dtype, 0), -1, 0)   # row counts differ by rank
-        got = []
-        self._run("allgather_rows", sig, self._ring_allgather_rows, x, got)
-        return got[0]
-
     # ------------------------------------------------------------ the algorithms
-    def _ring_allreduce(self, seq, sig, x, uf, out):
+    def _allreduce(self, seq, sig, x, uf, out):
         n, r = self.nranks, self.rank
         deposits = self._deposit(seq, sig, (x, out), "allreduce")
         bounds = _chunks(x.size, n)
@@ -128,7 +66,7 @@ class DeviceRingCommunicator(ThreadCommunicator):
                 out[bounds[j]:bounds[j + 1]] = self._here(deposits[j][1][bounds[j]:bounds[j + 1]])
         self._barrier_wait("allreduce", seq)     # (the others copy from this rank's out until here)
 
-    def _ring_broadcast(self, seq, sig, x, root, out):
+    def _broadcast(self, seq, sig, x, root, out):
         deposits = self._deposit(seq, sig, x, "broadcast")
         if self.rank != root:
             out[...] = self._here(deposits[root])
@@ -136,14 +74,14 @@ class DeviceRingCommunicator(ThreadCommunicator):
             out[...] = x
         self._barrier_wait("broadcast", seq)
 
-    def _ring_allgather(self, seq, sig, x, out):
+    def _allgather(self, seq, sig, x, out):
         deposits = self._deposit(seq, sig, x, "allgather")
         size = x.size
         for j, v in enumerate(deposits):
             out[j * size:(j + 1) * size] = v if j == self.rank else self._here(v)
         self._barrier_wait("allgather", seq)
 
-    def _ring_reducescatter(self, seq, sig, x, uf, out):
+    def _reducescatter(self, seq, sig, x, uf, out):
         deposits = self._deposit(seq, sig, x, "reducescatter")
         a, b = _chunks(x.size, self.nranks)[self.rank:self.rank + 2]
         if b > a:
@@ -153,7 +91,7 @@ class DeviceRingCommunicator(ThreadCommunicator):
                 uf(out, s, out=out)
         self._barrier_wait("reducescatter", seq)
 
-    def _ring_allgather_rows(self, seq, sig, x, got):
+    def _allgather_rows(self, seq, sig, x, got):
         deposits = self._deposit(seq, sig, x, "allgather_rows")
         heights = {v.height for v in deposits}
         if len(heights) > 1:
@@ -169,7 +107,8 @@ class DeviceRingCommunicator(ThreadCommunicator):
                             % (self.ring_id, self.backend, type(x).__name__))
         return x if x.flags.c_contiguous else self.xp.ascontiguousarray(x)
 
-    def _out(self, out, shape, dtype, what):
+    def _out(self, out, shape, dtype, opname):
+        what = "%s on ring %d" % (opname, self.ring_id)
         if out is None:
             return self.xp.empty(shape, dtype=dtype)
         if not isinstance(out, self.xp.ndarray) or tuple(out.shape) != tuple(shape) or out.dtype != dtype \
@@ -177,6 +116,12 @@ class DeviceRingCommunicator(ThreadCommunicator):
             raise ValueError("%s: out must be a C-contiguous %s device array of shape %s, got %r"
                              % (what, dtype, list(shape), out))
         return out
+
+    def _ufunc(self, uf):
+        return getattr(self.xp, uf.__name__)
+
+    def _value_dtype(self, value):
+        return value.dtype
 
     def _solo(self, x, out, sig):
         self._seq += 1

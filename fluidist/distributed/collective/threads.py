@@ -131,11 +131,15 @@ class ThreadCommunicator(_CPUCommunicator):
         of row-sparse gradients: repeated rows add up when it is merged)."""
         if not isinstance(x, SelectedRows):
             raise TypeError("allgather_rows on ring %d takes a SelectedRows, got %s" % (self.ring_id, type(x).__name__))
-        value = np.asarray(x.value)
-        sig = (_OP_CODE["allgather"], _DTYPE_CODE.get(value.dtype, 0), -1, 0)   # row counts differ by rank
+        dtype_code = _DTYPE_CODE.get(self._value_dtype(x.value), 0)
+        sig = (_OP_CODE["allgather"], dtype_code, -1, 0)   # row counts differ by rank
         got = []
         self._run("allgather_rows", sig, self._allgather_rows, x, got)
         return got[0]
+
+    def _value_dtype(self, value):
+        """The dtype of a SelectedRows' values (read without moving them: a device ring's override)."""
+        return np.asarray(value).dtype
 
     def _allgather_rows(self, seq, sig, x, got):
         xs = self._deposit(seq, sig, x, "allgather_rows")
