@@ -33,10 +33,16 @@ def fluidist_phase(op_type, op_role):
 
 
 def fluidist_step_phases(events, step_seconds):
-    """Sum profiler events (op type, op role, start, seconds) of one step into phases."""
+    """Sum profiler events (op type, op role, start, seconds) of one step into phases. A kernel
+    called within another's call (the look-ahead's ``split_ids`` inside ``send_barrier`` or ``recv``)
+    is part of that call's time and counted there only."""
     out = dict.fromkeys(PHASES, 0.0)
-    for op_type, role, _, dt in events:
+    end = float("-inf")      # where the last counted (outermost) call ended
+    for op_type, role, start, dt in sorted(events, key=lambda e: (e[2], -e[3])):
+        if start + dt <= end:
+            continue
         out[fluidist_phase(op_type, role)] += dt
+        end = max(end, start + dt)
     out["other"] = max(step_seconds - sum(out[p] for p in PHASES if p != "other"), 0.0)
     out["step"] = step_seconds
     return out

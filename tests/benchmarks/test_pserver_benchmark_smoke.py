@@ -37,11 +37,14 @@ def test_fluidist_ops_fall_into_phases():
     assert metrics.fluidist_phase("recv", 4) == "recv"
     assert metrics.fluidist_phase("concat", 8) == "recv"       # joins received blocks (Dist role)
     assert metrics.fluidist_phase("concat", 0) == "compute"    # a concat of the model itself
-    events = [("mul", 0, 0.0, 0.004), ("send", 4, 0.0, 0.002), ("send_barrier", 4, 0.0, 0.001),
-              ("recv", 4, 0.0, 0.003), ("concat", 8, 0.0, 0.0005)]
+    events = [("mul", 0, 0.0, 0.004), ("send", 4, 0.004, 0.002), ("send_barrier", 4, 0.006, 0.001),
+              ("recv", 4, 0.007, 0.003), ("concat", 8, 0.0105, 0.0005)]
     p = metrics.fluidist_step_phases(events, 0.0125)
     assert p["compute"] == 0.004 and p["send"] == 0.002 and p["wait"] == 0.001
     assert p["recv"] == pytest.approx(0.0035) and p["other"] == pytest.approx(0.002) and p["step"] == 0.0125
+    # the look-ahead's split_ids runs within send_barrier: counted once, as the barrier's wait
+    nested = events[:2] + [("send_barrier", 4, 0.006, 0.001), ("split_ids", 1, 0.0062, 0.0006)] + events[3:]
+    assert metrics.fluidist_step_phases(nested, 0.0125) == p
 
 
 def test_configs_give_the_advertised_sizes():
