@@ -23,13 +23,15 @@ def sums_in_order(value: np.ndarray, order: np.ndarray, counts: np.ndarray) -> n
     out = np.take(value, np.take(order, starts), axis=0)
     repeated = np.flatnonzero(counts > 1)
     if repeated.size:
-        out[repeated] = _repeated_sums(value, order, starts[repeated], counts[repeated])
+        ranking, sums = _repeated_sums(value, order, starts[repeated], counts[repeated])
+        out[np.take(repeated, ranking)] = sums
     np.add(out, out.dtype.type(0), out=out)
     return out
 
 
 def _repeated_sums(value, order, starts, counts):
-    """``sums_in_order`` of groups of two rows or more, less the leading zero.
+    """``sums_in_order`` of groups of two rows or more, less the leading zero, in another order:
+    (``ranking``, sums): the sum of group ``ranking[i]`` is ``sums[i]``.
 
     The groups are ranked by their number of rows (most first), so the groups that have a k-th row
     are a prefix of that ranking; the rows are gathered once, round after round (``layers``), each
@@ -47,22 +49,28 @@ def _repeated_sums(value, order, starts, counts):
             mode="clip")     # the indices are in range; with ``out``, mode "raise" would buffer the copy
     layers[total] = 0
     _add_rounds(layers, alive, offsets)
-    out = np.empty((sizes.size,) + value.shape[1:], value.dtype)
-    out[most_first] = layers[:sizes.size]
-    return out
+    return most_first, layers[:sizes.size]
+
+
+_ROUND_BY_ROUND = 64      # rounds of at least this many rows are added in place, one NumPy call each
 
 
 def _add_rounds(layers, alive, offsets):
     """Add the rounds ``1..`` of ``layers`` (round k: the ``alive[k]`` rows from ``offsets[k]``) onto
-    round 0 (the first ``alive[0]`` rows), in place. Rounds go by blocks over which at least half the
-    groups of the block's first round go on: a block of rounds is one gather (the missing rows read
-    the zero row at the end, which leaves a sum as it is, its sign aside) and one ``add.reduce``
-    over its first axis, with the running sums as its first layer; at most twice the rows of its
-    rounds, and a dozen blocks for a batch of 26,624 Zipf-drawn ids."""
+    round 0 (the first ``alive[0]`` rows), in place. Rounds of many rows are added one at a time; the
+    others go by blocks over which at least half the groups of the block's first round go on: a
+    block of rounds is one gather (the missing rows read the zero row at the end, which leaves a sum
+    as it is, its sign aside) and one ``add.reduce`` over its first axis, with the running sums as its
+    first layer; at most twice the rows of its rounds, and a few blocks for a batch of 26,624
+    Zipf-drawn ids."""
     if layers[0].size == 0:
         return
-    pad = len(layers) - 1
     k = 1
+    while k < len(alive) and alive[k] >= _ROUND_BY_ROUND:
+        groups, start = int(alive[k]), int(offsets[k])
+        layers[:groups] += layers[start:start + groups]
+        k += 1
+    pad = len(layers) - 1
     while k < len(alive):
         groups = int(alive[k])
         end = k + int(np.count_nonzero(alive[k:] * 2 >= groups))
