@@ -141,8 +141,8 @@ def merge_rows(xp, rows, value):
 
     Ids of a table (``_id_range``) with at most 65,536 distinct values are ranked without a sort on
     NumPy: a mask over the range gives the distinct ids, a position map each id's rank, a radix sort
-    of the 16-bit ranks the same stable order (a ctr batch's 26,624 gradient rows of 10,970 ids:
-    1.2 ms against 2.5 ms)."""
+    of the 16-bit ranks the same stable order (a ctr batch's 26,624 gradient rows of 10,864 ids:
+    1.0 ms against 1.6 ms sorted, best of runs on a busy 2-core machine)."""
     top = _id_range(rows) if xp is np else None
     if top is not None and type(value) is np.ndarray and value.ndim >= 1 and value.shape[0] == rows.shape[0]:
         uniq = _distinct_in_range(rows, top)
