@@ -456,7 +456,7 @@ class StandinArray:
             transfers.record("d2h", True, why, _COUNT)
         _launch("put")
         if gpu_semantics_enabled():
-            _ix.scrambled_put(a, idx, vals)
+            _ix.scrambled_put(a, idx, vals, mode)
         else:
             a.put(idx, vals, mode="raise" if mode == "wrap" else mode)
 

@@ -96,9 +96,29 @@ def scrambled_setitem(a, key, value) -> None:
     a.flat[flat[order]] = vals[order]
 
 
-def scrambled_put(a, indices, values) -> None:
-    """``a.put(indices, values)`` (flat indices, values repeated to their length) in a random order."""
-    idx = np.asarray(indices).reshape(-1) % max(a.size, 1)
-    vals = np.resize(np.asarray(values, dtype=a.dtype).reshape(-1), idx.shape)
+def scrambled_put(a, indices, values, mode="wrap") -> None:
+    """``a.put(indices, values, mode)`` as CuPy's put kernels (``_ndarray_put``) do it, the writes in
+    a random order: nothing where ``values`` is empty (CuPy returns first); ``values`` repeated to the
+    length of the flat ``indices``; "wrap" takes the indices modulo ``a.size``, "clip" clips them into
+    ``[0, a.size)``, "raise" writes the entries in ``[-a.size, a.size)`` and then raises IndexError
+    where any other is left (its kernel flags them, and the flag is read after)."""
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError("clipmode not understood")
+    vals = np.asarray(values, dtype=a.dtype).reshape(-1)
+    if vals.size == 0:
+        return
+    idx = np.asarray(indices).reshape(-1).astype(np.int64)
+    vals = np.resize(vals, idx.shape)
+    n = a.size
+    valid = None
+    if mode == "raise":
+        valid = (idx >= -n) & (idx < n)
+        idx, vals = idx[valid] % max(n, 1), vals[valid]
+    elif mode == "clip":
+        idx = np.clip(idx, 0, n - 1)
+    else:
+        idx = idx % max(n, 1)
     order = semantics_rng().permutation(idx.size)
     a.flat[idx[order]] = vals[order]
+    if valid is not None and not valid.all():
+        raise IndexError("invalid entry in indices array")

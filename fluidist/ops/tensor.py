@@ -151,7 +151,8 @@ def _sum_grad_maker(op):
              grad=_sum_grad_maker, share_lod=("X", "Out"), keeps_rows=True)
 def sum_(ctx, ins, attrs):
     """Sum of dense tensors; of SelectedRows, Paddle 1.8's merge: each distinct row once (sorted), its
-    values summed over every input (inputs without rows left out); mixed gives dense.
+    values summed over every input (inputs without rows left out), or, where no row repeats, the
+    inputs' rows and values one after another as they are; mixed gives dense.
     Out keeps the LoD of the first X, as in Paddle (summed gradients of a LoD input keep its LoD)."""
     xs = [x for x in ins["X"] if x is not None]
     xp = ctx.xp
@@ -162,6 +163,8 @@ def sum_(ctx, ins, attrs):
         rows = xp.concatenate([x.rows.reshape(-1) for x in xs])
         value = xp.concatenate([x.value for x in xs])
         uniq, summed = merge_rows(xp, rows, value)     # Paddle's MergeAdd: distinct rows, sorted
+        if len(uniq) == len(rows):
+            return {"Out": SelectedRows(rows, value, xs[0].height)}
         return {"Out": SelectedRows(uniq, summed, xs[0].height)}
     dense = [x for x in xs if not isinstance(x, SelectedRows)]
     out = dense[0] + dense[1] if len(dense) > 1 else dense[0].copy()

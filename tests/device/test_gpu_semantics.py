@@ -36,6 +36,26 @@ def test_an_index_out_of_range_raises_by_default_and_wraps_under_gpu_semantics()
         np.testing.assert_array_equal(c.get(), [0.0, 0.0, 3.0, 0.0])
 
 
+def test_put_under_gpu_semantics_follows_cupys_kernels_for_each_mode():
+    """CuPy's ``_ndarray_put``: an empty ``values`` writes nothing; "wrap" (the default) takes indices
+    modulo the size, "clip" clips them (-1 to 0, not to the last element); "raise" writes the indices
+    in range and then raises IndexError for the others; another mode is a ValueError."""
+    with standin.gpu_semantics():
+        a = _dev(np.arange(4.0))
+        a.put(_dev(np.array([0, 1])), _dev(np.zeros(0)), mode="raise")
+        a.put(_dev(np.array([0])), _dev(np.zeros(0)))
+        np.testing.assert_array_equal(a.get(), [0.0, 1.0, 2.0, 3.0])
+        a.put(_dev(np.array([-1, 9])), _dev(np.array([7.0, 8.0])), mode="clip")
+        np.testing.assert_array_equal(a.get(), [7.0, 1.0, 2.0, 8.0])
+        a.put(_dev(np.array([-1, 5])), _dev(np.array([5.0, 6.0])))
+        np.testing.assert_array_equal(a.get(), [7.0, 6.0, 2.0, 5.0])
+        with pytest.raises(IndexError, match="invalid entry in indices array"):
+            a.put(_dev(np.array([2, 4, -4])), _dev(np.array([10.0, 11.0, 12.0])), mode="raise")
+        np.testing.assert_array_equal(a.get(), [12.0, 6.0, 10.0, 5.0])
+        with pytest.raises(ValueError, match="clipmode"):
+            a.put(_dev(np.array([0])), _dev(np.array([1.0])), mode="bogus")
+
+
 def test_repeated_writes_land_in_index_order_by_default_and_in_no_order_under_gpu_semantics():
     idx = np.zeros(16, np.int64)
     values = np.arange(1.0, 17.0)

@@ -1,6 +1,6 @@
 """The trainer's sparse path of a distributed table: ``split_ids`` (ids and row-sparse gradients),
-``merge_ids`` over several Ids inputs at once, and ``SelectedRows.merged`` (one stable sort and a
-segmented sum) against ``np.add.at``."""
+``merge_ids`` over several Ids inputs at once, and ``SelectedRows.merged`` / ``sum`` against a loop
+adding each id's rows as Paddle 1.8 does, and against Paddle's own numbers."""
 import numpy as np
 import pytest
 
@@ -207,12 +207,14 @@ def test_scatter_add_of_rows_is_add_at_bit_for_bit(dtype):
 
 
 def _merge_reference(rows, value):
-    """NumPy's own merge of repeated rows: the sorted distinct rows, and each one's values gathered in a
-    stable sort (the order they came) and summed by ``np.add.reduceat``."""
+    """Paddle 1.8's CPU merge of repeated rows, one row at a time: the sorted distinct rows, each one
+    starting from zeros and receiving its value rows in the order they came."""
     uniq = np.unique(rows)
-    order = np.argsort(rows, kind="stable")
-    starts = np.searchsorted(rows[order], uniq)
-    return uniq, np.add.reduceat(value[order], starts, axis=0)
+    where = np.searchsorted(uniq, rows)
+    out = np.zeros((len(uniq),) + value.shape[1:], value.dtype)
+    for i, row in zip(where.tolist(), value):
+        out[i] = out[i] + row
+    return uniq, out
 
 
 def _ctr_gradient_rows(local, slots, batch, height):
@@ -222,22 +224,29 @@ def _ctr_gradient_rows(local, slots, batch, height):
 
 
 @pytest.mark.cpu_only("merge_rows' NumPy path on host arrays")
-def test_merge_rows_gives_numpys_sorted_merge_bit_for_bit():
+def test_merge_rows_sums_each_ids_rows_in_paddles_order_bit_for_bit():
     """Every path of the merge (ids ranked over their range, or sorted: ids far apart, over 65,536
-    distinct, negative) gives the sums of NumPy's stable sort and reduceat to the last bit, signed
-    zeros and NaNs included, for every dtype, row width and shape of the values."""
+    distinct, negative) sums each id's rows as Paddle 1.8 does, one after another from zeros, to the
+    last bit: values spread over twelve decades (so the order of the additions shows), signed zeros
+    (+0.0 out of -0.0 rows) and NaNs, for every dtype, row width and shape of the values, ids met
+    hundreds of times included (add.reduceat's sums differ from these in most such cases)."""
     from fluidist.core.tensor import merge_rows
     local = np.random.RandomState(11)
     cases = [(_ctr_gradient_rows(local, 26, 1024, 10 ** 6).reshape(-1), (16,), "float32"),
+             (_ctr_gradient_rows(local, 26, 128, 10 ** 5).reshape(-1), (1,), "float32"),
+             (_ctr_gradient_rows(local, 4, 300, 10 ** 4).reshape(-1), (), "float64"),
              (local.randint(0, 50, 400), (3,), "float64"), (local.randint(0, 9, 30).astype(np.int32), (), "float16"),
              (local.randint(0, 10 ** 5, 200), (2, 3), "float32"),                  # a range too wide for a mask
              (local.randint(0, 3 * 10 ** 5, 2 * 10 ** 5), (1,), "float32"),        # over 65,536 distinct ids
-             (local.randint(-5, 5, 100), (2,), "float32"), (np.array([7, 7]), (4,), "float32")]
-    for rows, width, dtype in cases:
-        value = (local.standard_normal((len(rows),) + width) * 10.0 ** local.uniform(-3, 3, (len(rows),) + width))
+             (local.randint(-5, 5, 100), (2,), "float32"), (np.array([7, 7]), (4,), "float32"),
+             (np.full(40, 3), (1,), "float32"), (np.full(40, 3), (), "float32"), (np.array([2, 9, 2, 2]), (0,), "float32"),
+             (local.randint(0, 3, 300), (5,), "int64")]
+    for case, (rows, width, dtype) in enumerate(cases):
+        value = (local.standard_normal((len(rows),) + width) * 10.0 ** local.randint(-4, 9, (len(rows),) + width))
         value = value.astype(dtype)
         value[local.rand(*value.shape) < 0.1] = -0.0
-        value.reshape(-1)[:3] = [np.nan, np.inf, 0.0][:value.size]
+        if case < 8:      # not where a NaN would hide every other sum
+            value.reshape(-1)[:3] = [np.nan, np.inf, 0.0][:value.size]
         want_rows, want = _merge_reference(rows, value)
         got_rows, got = merge_rows(np, rows, value)
         assert got_rows.dtype == rows.dtype and got.dtype == value.dtype
@@ -245,10 +254,53 @@ def test_merge_rows_gives_numpys_sorted_merge_bit_for_bit():
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), (len(rows), width, dtype)
 
 
+# Paddle 1.8.5's numbers (CPU): the SelectedRows below set in a scope, then Operator("sum", X=["A", "B"])
+# and Operator("merge_selected_rows", X="A") run there; rows of 4 sum to 7.0 in Paddle where the first row
+# plus the pairwise sum of the others gives 0.0, and -0.0 rows sum to +0.0.
+_PADDLE_A_ROWS = [4, 1, 4, 4, 9, 4, 1, 4, 4, 4, 4, 4]
+_PADDLE_A = [[1e8, 16777216.0], [1.0, -0.0], [1.0, 1.0], [-1e8, 1.0], [-0.0, -0.0], [1.0, 1.0],
+             [3.0, -0.0], [1.0, -16777216.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
+_PADDLE_B_ROWS = [4, 1, 9]
+_PADDLE_B = [[1.0, 1.0], [0.5, -0.0], [-0.0, -0.0]]
+_PADDLE_SUM = [[4.5, 0.0], [7.0, 5.0], [0.0, 0.0]]            # bits 0x40900000 0x0 0x40e00000 0x40a00000 0x0 0x0
+_PADDLE_MERGED_A = [[4.0, 0.0], [6.0, 4.0], [0.0, 0.0]]       # bits 0x40800000 0x0 0x40c00000 0x40800000 0x0 0x0
+
+
 @pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
-def test_sum_of_a_ctr_batchs_slot_gradients_is_numpys_merge_and_split_ids_takes_it_as_it_is():
+def test_sum_and_merge_selected_rows_add_repeated_rows_as_paddle_18_bit_for_bit():
+    from fluidist.op import Operator
+    scope = fluid.Scope()
+    _table(scope, "A", _PADDLE_A_ROWS, np.array(_PADDLE_A, np.float32), 10)
+    _table(scope, "B", _PADDLE_B_ROWS, np.array(_PADDLE_B, np.float32), 10)
+    summed, merged = scope.var("S").get_selected_rows(), scope.var("M").get_selected_rows()
+    Operator("sum", X=["A", "B"], Out="S").run(scope, fluid.CPUPlace())
+    Operator("merge_selected_rows", X="A", Out="M").run(scope, fluid.CPUPlace())
+    assert summed.rows() == [1, 4, 9] and merged.rows() == [1, 4, 9]
+    assert np.array(summed.get_tensor()).tobytes() == np.array(_PADDLE_SUM, np.float32).tobytes()
+    assert np.array(merged.get_tensor()).tobytes() == np.array(_PADDLE_MERGED_A, np.float32).tobytes()
+
+
+@pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
+def test_sum_of_row_sparse_inputs_without_a_repeated_row_keeps_their_rows_as_they_are():
+    """Paddle 1.8 (checked there): where no row repeats over the inputs, ``sum`` gives their rows one
+    after another, unsorted, and their values as they are (-0.0 kept); ``merge_selected_rows`` too."""
+    from fluidist.op import Operator
+    scope = fluid.Scope()
+    a, b = np.array([[1, -0.0], [2, 0]], np.float32), np.array([[3, -0.0], [4, 0]], np.float32)
+    _table(scope, "A", [7, 3], a, 20)
+    _table(scope, "B", [5, 1], b, 20)
+    out, merged = scope.var("Out").get_selected_rows(), scope.var("M").get_selected_rows()
+    Operator("sum", X=["A", "B"], Out="Out").run(scope, fluid.CPUPlace())
+    Operator("merge_selected_rows", X="A", Out="M").run(scope, fluid.CPUPlace())
+    assert out.rows() == [7, 3, 5, 1] and out.height() == 20
+    assert np.array(out.get_tensor()).tobytes() == np.concatenate([a, b]).tobytes()
+    assert merged.rows() == [7, 3] and np.array(merged.get_tensor()).tobytes() == a.tobytes()
+
+
+@pytest.mark.cpu_only("fluid.op.Operator runs on the CPU place it is given")
+def test_sum_of_a_ctr_batchs_slot_gradients_is_paddles_merge_and_split_ids_takes_it_as_it_is():
     """The trainer's ``sum`` of the 26 ``lookup_table_grad`` outputs of a CTR batch (one shared table):
-    the distinct ids sorted, each one's gradient rows summed as NumPy's stable merge sums them; the
+    the distinct ids sorted, each one's gradient rows summed as Paddle's merge sums them; the
     distributed table's ``split_ids`` then deals the merged rows to the shards unchanged."""
     from fluidist.op import Operator
     local = np.random.RandomState(5)
