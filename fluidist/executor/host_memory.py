@@ -3,7 +3,7 @@
 glibc's ``malloc`` serves an allocation above its mmap threshold (128 KiB at start, raised as blocks
 are freed, but never above 32 MiB) with a fresh ``mmap`` and hands it back to the system on ``free``.
 A kernel whose output is bigger than that - the weight gradient of a 3160 x 3160 ``fc`` is 40 MB -
-then pays at every step for the mapping, a page fault per 4 KiB page and the system's zeroing of each
+then pays at every step for the mapping, its page faults and the system's zeroing of each
 page: on the development machine 4.5 ms of the 11.8 ms that ``mul_grad``'s product takes (7.4 ms into
 a reused buffer). Paddle's CPU allocator keeps freed chunks for the next allocation; this does the same
 for NumPy's arrays: the first ``Executor`` of a process raises glibc's mmap and trim thresholds, so
