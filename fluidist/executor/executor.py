@@ -1,7 +1,8 @@
 """The Executor: plans a block once (a flat list of kernel calls), then runs it fast.
 
 Plans are cached per (program, block) and keyed on ``Program._version``, which every edit bumps,
-so an edit after the first run is always seen. The Executor never rewrites programs.
+so an edit after the first run is always seen. They are kept on the program, not the executor (see
+``Executor._plan``): a program the user drops goes with its plans. The Executor never rewrites programs.
 """
 from __future__ import annotations
 
