@@ -339,26 +339,34 @@ def vars_overview(plan):
     parameter block (``"Param"``) and, on the same pserver, its accumulators (``"Optimizer"``: the
     parameter-shaped ones cut like it, the one-element ones whole), with each block's offset in the
     flattened origin variable. Its entries are made when first read (``_record_placement``), from the
-    plan, which no later call changes.
+    plan, which no later call changes; when the transpiler goes first, ``keep_placement_only``."""
+    return VarsDistributed(fill=lambda overview: _record_placement(overview, *_placement_of(plan)))
 
-    The record is shared by the trainer and pserver programs and their clones, and may outlive the
-    transpiler: what its fill keeps is the plan's placement (names, blocks) and the fields of the
-    origin variables it describes, copied here (a few milliseconds for thousands of parameters), never
-    the plan or a Variable, which would keep the plan's copies of the origin programs alive."""
+
+def keep_placement_only(overview_ref, plan):
+    """The transpiler holding ``plan`` is gone: the record ``overview_ref()``, when still alive and not
+    yet read, is shared by the trainer and pserver programs and their clones; its fill now keeps what
+    it needs copied (``_placement_of``: a few milliseconds for thousands of parameters) instead of the
+    plan, which would keep the plan's copies of the origin programs alive as long as any of them."""
+    overview = overview_ref()
+    if overview is None or not overview._fill_pending():
+        return
+    placement = _placement_of(plan)
+    overview._replace_fill(lambda record: _record_placement(record, *placement))
+
+
+def _placement_of(plan):
+    """What ``_record_placement`` reads of ``plan``: no program and no Variable, only the fields of
+    the origin variables it describes ({name: ``_VAR_FIELDS``}) and the plan's placement (names,
+    blocks; ``accumulator_name`` a static method)."""
     origin_vars = plan.origin_main.global_block().vars
     names = list(plan.params)
     names.extend(itertools.chain.from_iterable(plan.accumulators.get(p, ()) for p in plan.params))
     names.extend(itertools.chain.from_iterable(plan.scalar_accumulators.get(p, ()) for p in plan.params))
     names = [n for n in names if n in origin_vars]      # (one that is not: the fill names it, as it did)
     origins = dict(zip(names, map(_VAR_FIELDS, map(vars, map(origin_vars.__getitem__, names)))))
-    params, param_blocks = plan.params, plan.param_blocks
-    accumulators, scalar_accumulators = plan.accumulators, plan.scalar_accumulators
-    name_on_pserver = type(plan).accumulator_name
-
-    def fill(overview):
-        _record_placement(overview, origins, params, param_blocks, accumulators, scalar_accumulators,
-                          name_on_pserver)
-    return VarsDistributed(fill=fill)
+    return (origins, plan.params, plan.param_blocks, plan.accumulators, plan.scalar_accumulators,
+            type(plan).accumulator_name)
 
 
 def _record_placement(overview, origins, params, param_blocks, accumulators, scalar_accumulators, name_on_pserver):
