@@ -93,8 +93,8 @@ def test_pserver_loads_its_rows_of_a_local_checkpoint(tmp_path):
 
 def test_a_clone_of_a_pserver_program_keeps_no_program_of_the_job_alive_and_loads_as_it(tmp_path):
     """The placement record a clone shares (not yet read: it is filled when first read) keeps neither
-    the transpiled programs nor the transpiler's copies of the origin programs alive; a load on the
-    clone then takes this pserver's rows, as on the program it was cloned from."""
+    the transpiled programs nor, once the transpiler is dropped too, its copies of the origin programs
+    alive; a load on the clone then takes this pserver's rows, as on the program it was cloned from."""
     main, startup, _, _ = build("fc", "adam")
     exe = fluid.Executor(fluid.CPUPlace())
     scope = fluid.Scope()
