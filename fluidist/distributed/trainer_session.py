@@ -21,6 +21,11 @@ _steps: dict = {}                             # (endpoint, trainer id) -> send_b
 _before_complete: list = []                   # callables run before any "complete" goes out
 _steps_lock = threading.Lock()
 _close_targets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {(endpoint, trainer id)} to notify
+# (a weak reference to the executor, its set of _close_targets) of every executor that talked to pservers,
+# kept past the executor's life: a script that drops its executor without close() (a function's local,
+# freed on return) is still done at its exit; a closed executor's set is empty
+_target_sets: list = []
+_target_sets_lock = threading.Lock()
 
 
 def remember(executor, endpoints, trainer_id):
@@ -32,6 +37,9 @@ def remember(executor, endpoints, trainer_id):
     targets = _close_targets.get(executor)
     if targets is None:
         targets = _close_targets[executor] = set()
+        with _target_sets_lock:
+            _target_sets[:] = [(ref, t) for ref, t in _target_sets if t or ref() is not None]
+            _target_sets.append((weakref.ref(executor), targets))
         executor.on_close(functools.partial(_notify_complete, targets))
     for ep in endpoints:
         targets.add((ep, trainer_id))
@@ -69,11 +77,11 @@ def _notify_complete(targets, timeout_s=None):
 
 
 def notify_all_complete():
-    """Tell every pserver that any executor of this process talked to that its trainer is done (what
-    ``fleet.stop_worker()`` does when the user trained with an executor of their own). Several
-    executors may have talked to one pserver: it is told once."""
+    """Tell every pserver that any executor of this process talked to (one since freed included) that
+    its trainer is done (what ``fleet.stop_worker()`` does when the user trained with an executor of
+    their own). Several executors may have talked to one pserver: it is told once."""
     union = set()
-    for targets in list(_close_targets.values()):
+    for _, targets in list(_target_sets):
         union.update(targets)
         targets.clear()
     _notify_complete(union)
@@ -85,8 +93,9 @@ _exit = {"watching": False, "failed": False}
 
 def _watch_process_exit():
     """Once per process: at a normal exit, tell the pservers "complete" for every executor that did not
-    close (most scripts end without ``Executor.close()``; Paddle's pservers then kept serving until
-    killed, and fluidist's would report a lost trainer); an uncaught exception is not a normal end."""
+    close, freed or not (most scripts end without ``Executor.close()``; Paddle's pservers then kept
+    serving until killed, and fluidist's would report a lost trainer); an uncaught exception is not a
+    normal end."""
     if _exit["watching"]:
         return
     _exit["watching"] = True
@@ -103,7 +112,7 @@ def _complete_at_exit():
     if _exit["failed"]:
         return
     union = set()
-    for targets in list(_close_targets.values()):
+    for _, targets in list(_target_sets):
         union.update(targets)
         targets.clear()
     if not union:
@@ -182,7 +191,7 @@ def _tell_the_others(lost_endpoint, reason):
     _noticing.active = True
     try:
         pairs = set()
-        for targets in list(_close_targets.values()):
+        for _, targets in list(_target_sets):
             pairs |= {t for t in targets if t[0] != lost_endpoint}
             targets.clear()
         waits = []

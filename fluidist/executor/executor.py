@@ -1,7 +1,8 @@
 """The Executor: plans a block once (a flat list of kernel calls), then runs it fast.
 
 Plans are cached per (program, block) and keyed on ``Program._version``, which every edit bumps,
-so an edit after the first run is always seen. The Executor never rewrites programs.
+so an edit after the first run is always seen. They are kept on the program, not the executor (see
+``Executor._plan``): a program the user drops goes with its plans. The Executor never rewrites programs.
 """
 from __future__ import annotations
 
@@ -92,6 +93,11 @@ def _as_fetch_names(fetch_list):
     return names
 
 
+def _no_plan():
+    """What ``Executor._last_plan`` holds before a run (it holds a weak reference to a plan): none."""
+    return None
+
+
 class Executor:
     """Runs Programs on a place: ``Executor(CPUPlace()).run(program, feed, fetch_list)``. Without a
     place, ``CUDAPlace(0)`` where CuPy sees a GPU, else the CPU (``device.default_place``)."""
@@ -101,8 +107,8 @@ class Executor:
         self._on_host = not self.place.is_device and self.place.xp is np
         keep_freed_blocks()     # a step's big outputs reuse the last step's memory (host_memory.py)
         self._closed = False
-        self._plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self._last_plan = None      # the plan of the last run's block 0: the next run's first guess
+        self._planned: weakref.WeakSet = weakref.WeakSet()   # the programs holding plans of this executor
+        self._last_plan = _no_plan  # (weakly) the plan of the last run's block 0: the next run's first guess
         self._close_hooks: list = []
         self._run_feed: dict | None = None    # the feed of the run in progress (what a loader yielded)
         _executors.add(self)
@@ -115,13 +121,25 @@ class Executor:
     # ------------------------------------------------------------------ planning
     def _drop_plans(self):
         """Forget every plan (the kernel wrapper changed): the next run plans afresh."""
-        self._plans.clear()
-        self._last_plan = None
+        for program in list(self._planned):
+            program._executor_plans.pop(self, None)
+        self._planned.clear()
+        self._last_plan = _no_plan
 
     def _plan(self, program, block_idx):
-        per_prog = self._plans.get(program)
+        """This executor's plan of ``program``'s block ``block_idx``, made afresh after an edit.
+
+        Plans live on their program (``program._executor_plans``, keyed weakly by executor), not on
+        the executor: a plan holds its program (its ops and blocks do), so a cache on the executor
+        would keep every program it ever ran alive, with its plans. There, they go when the program
+        goes; a plan holds its executor weakly, so a program does not keep executors alive either."""
+        by_executor = program._executor_plans
+        if by_executor is None:
+            by_executor = program._executor_plans = weakref.WeakKeyDictionary()
+        per_prog = by_executor.get(self)
         if per_prog is None:
-            per_prog = self._plans[program] = {}
+            per_prog = by_executor[self] = {}
+            self._planned.add(program)
         plan = per_prog.get(block_idx)
         if plan is None or plan.version != program._version or plan.nan_inf != nan_inf.settings():
             plan = per_prog[block_idx] = Plan(self, program, block_idx)
@@ -236,10 +254,11 @@ class Executor:
             scope = global_scope()
         if type(feed) is not dict:
             feed = self._feed_dict(feed)
-        plan = self._last_plan      # (the checks of _plan, for the plan a loop runs again and again)
+        plan = self._last_plan()    # (the checks of _plan, for the plan a loop runs again and again)
         if plan is None or plan.program is not program or plan.version != program._version \
                 or plan.nan_inf != nan_inf.settings():
-            plan = self._last_plan = self._plan(program, 0)
+            plan = self._plan(program, 0)
+            self._last_plan = weakref.ref(plan)     # (weak: it keeps no program alive)
         self._run_feed = feed
         if feed:
             self._feed(plan, scope, feed)

@@ -34,19 +34,26 @@ def set_kernel_wrapper(wrapper):
 class ExecContext:
     """What a kernel sees besides its inputs: the array module, the scope, the op, the executor."""
 
-    __slots__ = ("xp", "place", "op", "executor", "program", "state", "opdef", "until_sync")
+    __slots__ = ("xp", "place", "op", "_executor", "program", "state", "opdef", "until_sync")
 
     def __init__(self, xp, place, op, executor, program, state, opdef):
         self.xp = xp
         self.place = place
         self.op = op
-        self.executor = executor
+        # weakly: the plan lives on its program, which must not keep the executor alive (nor its
+        # other plans); a kernel runs only while its executor runs it
+        self._executor = weakref.ref(executor)
         self.program = program
         self.state = state
         self.opdef = opdef
         # set by the plan (``queue_until_sync``): a comm-stream collective may be queued until its
         # ring's c_sync_comm_stream (and that sync runs the queue)
         self.until_sync = False
+
+    @property
+    def executor(self):
+        """The executor running the op."""
+        return self._executor()
 
     @property
     def scope(self):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import weakref
 from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
@@ -73,6 +74,9 @@ class Program:
         self._parameters_on_pservers = None     # a transpiler's VarsDistributed (shared by clones, as in Paddle)
         self._origin_program = None
         self._appending_grad_times = 0          # gradient passes appended (names a later pass's grads)
+        # {executor: {block index: its plan}} (executor.Executor._plan): the plans of executors that ran
+        # this program live here, so that they go with it; None until the first run
+        self._executor_plans: Optional[weakref.WeakKeyDictionary] = None
 
     # ---- seed
     @property

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any, Optional
 
 from ..framework.program import Program, default_main_program, default_startup_program
@@ -154,6 +155,8 @@ class DistributeTranspiler:
         ``_parameters_on_pservers``: ``fluid.io``'s distributed save and load read it."""
         self.vars_overview = ps.vars_overview(self._plan)
         program._parameters_on_pservers = self.vars_overview
+        # the record (filled when first read) holds the plan while this transpiler lives, not after
+        weakref.finalize(self, ps.keep_placement_only, weakref.ref(self.vars_overview), self._plan).atexit = False
 
     def _require_pserver_plan(self, what):
         if self._plan is None:

@@ -10,9 +10,10 @@ module is their face (``DistributeTranspiler`` calls it).
 """
 from .pserver_build import build_pserver_program, build_pserver_startup
 from .pserver_plan import (DistributedTable, PServerPlan, RowSlice, find_distributed_table, find_optimize_ops,
-                           lr_op_indices, plan_pserver, vars_overview)
+                           keep_placement_only, lr_op_indices, plan_pserver, vars_overview)
 from .pserver_trainer import async_lr_counter, finish_trainer, rewrite_trainer, trainer_counter_names
 
 __all__ = ["plan_pserver", "rewrite_trainer", "finish_trainer", "build_pserver_program", "build_pserver_startup",
            "PServerPlan", "RowSlice", "DistributedTable", "find_distributed_table", "lr_op_indices",
-           "find_optimize_ops", "async_lr_counter", "trainer_counter_names", "vars_overview"]
+           "find_optimize_ops", "async_lr_counter", "trainer_counter_names", "vars_overview",
+           "keep_placement_only"]

@@ -1,6 +1,8 @@
 """pserver mode's plan: ``plan_pserver`` reads the origin programs and decides everything once (which
 parameters and gradients are split into which blocks, which pserver holds each block, each
 parameter's optimize ops and accumulators)."""
+import itertools
+import operator
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -105,7 +107,8 @@ class PServerPlan:
     half_async: bool = False  # async with config.half_async: each step ends at the communicator's barrier
     startup_inits: Optional[tuple] = None   # pserver_build._startup_inits' classification, read once
 
-    def accumulator_name(self, acc, pb, several_blocks_here):
+    @staticmethod
+    def accumulator_name(acc, pb, several_blocks_here):
         """The name of accumulator ``acc`` for param block ``pb`` on its pserver: the same name, with a
         block suffix only when two blocks of the parameter live on that pserver."""
         return acc + (".block%d" % pb.index if several_blocks_here else "")
@@ -321,10 +324,14 @@ def _ctrl_var(block):
 
 
 
-def _pieces_of(plan, p):
+def _pieces_of(accumulators, scalar_accumulators, p):
     """(origin name, vtype, cut like the parameter?) of parameter ``p`` and its accumulators."""
-    return ([(p, "Param", True)] + [(n, "Optimizer", True) for n in plan.accumulators.get(p, ())]
-            + [(n, "Optimizer", False) for n in plan.scalar_accumulators.get(p, ())])
+    return ([(p, "Param", True)] + [(n, "Optimizer", True) for n in accumulators.get(p, ())]
+            + [(n, "Optimizer", False) for n in scalar_accumulators.get(p, ())])
+
+
+# a Variable's fields a VarStruct copies, read from where Variable keeps them (its __dict__)
+_VAR_FIELDS = operator.itemgetter("name", "shape", "dtype", "type", "lod_level", "persistable")
 
 
 def vars_overview(plan):
@@ -332,22 +339,52 @@ def vars_overview(plan):
     parameter block (``"Param"``) and, on the same pserver, its accumulators (``"Optimizer"``: the
     parameter-shaped ones cut like it, the one-element ones whole), with each block's offset in the
     flattened origin variable. Its entries are made when first read (``_record_placement``), from the
-    plan, which no later call changes: the origin program it reads is the plan's own copy."""
-    return VarsDistributed(fill=lambda overview: _record_placement(plan, overview))
+    plan, which no later call changes; when the transpiler goes first, ``keep_placement_only``."""
+    return VarsDistributed(fill=lambda overview: _record_placement(overview, *_placement_of(plan)))
 
 
-def _record_placement(plan, overview):
-    origin = plan.origin_main.global_block()
-    for p in plan.params:
-        blocks = plan.param_blocks[p]
+def keep_placement_only(overview_ref, plan):
+    """The transpiler holding ``plan`` is gone: the record ``overview_ref()``, when still alive and not
+    yet read, is shared by the trainer and pserver programs and their clones; its fill now keeps what
+    it needs copied (``_placement_of``: a few milliseconds for thousands of parameters) instead of the
+    plan, which would keep the plan's copies of the origin programs alive as long as any of them."""
+    overview = overview_ref()
+    if overview is None or not overview._fill_pending():
+        return
+    placement = _placement_of(plan)
+    overview._replace_fill(lambda record: _record_placement(record, *placement))
+
+
+def _placement_of(plan):
+    """What ``_record_placement`` reads of ``plan``: no program and no Variable, only the fields of
+    the origin variables it describes ({name: ``_VAR_FIELDS``}) and the plan's placement (names,
+    blocks; ``accumulator_name`` a static method)."""
+    origin_vars = plan.origin_main.global_block().vars
+    names = list(plan.params)
+    names.extend(itertools.chain.from_iterable(plan.accumulators.get(p, ()) for p in plan.params))
+    names.extend(itertools.chain.from_iterable(plan.scalar_accumulators.get(p, ()) for p in plan.params))
+    names = [n for n in names if n in origin_vars]      # (one that is not: the fill names it, as it did)
+    origins = dict(zip(names, map(_VAR_FIELDS, map(vars, map(origin_vars.__getitem__, names)))))
+    return (origins, plan.params, plan.param_blocks, plan.accumulators, plan.scalar_accumulators,
+            type(plan).accumulator_name)
+
+
+def _record_placement(overview, origins, params, param_blocks, accumulators, scalar_accumulators, name_on_pserver):
+    """``overview``'s entries; ``origins``: {origin name: its ``_VAR_FIELDS``}."""
+    for p in params:
+        blocks = param_blocks[p]
         on_ep = defaultdict(int)
         for pb in blocks:
             on_ep[pb.endpoint] += 1
         for pb in blocks:
             offset = pb.row_begin * (_numel(pb.shape[1:]) if len(pb.shape) > 1 else 1)
-            for name, vtype, cut in _pieces_of(plan, p):
-                whole = VarStruct.of(origin.var(name))
-                here = pb.server_name if vtype == "Param" else plan.accumulator_name(name, pb, on_ep[pb.endpoint] > 1)
+            for name, vtype, cut in _pieces_of(accumulators, scalar_accumulators, p):
+                if name not in origins:
+                    raise ValueError("variable %r is not in block 0 of the origin program" % name)
+                o_name, o_shape, o_dtype, o_type, o_lod, o_persistable = origins[name]
+                whole = VarStruct(o_name, list(o_shape) if o_shape is not None else None, o_dtype, o_type,
+                                  o_lod or 0, bool(o_persistable))
+                here = pb.server_name if vtype == "Param" else name_on_pserver(name, pb, on_ep[pb.endpoint] > 1)
                 piece = VarStruct(here, list(pb.shape) if cut else whole.shape, whole.dtype, whole.type,
                                   whole.lod_level, whole.persistable)
                 sliced = len(blocks) > 1 and cut

@@ -1,6 +1,9 @@
 """Paddle 1.8's distributed checkpoint: ``fluid.io.save_persistables`` on a transpiled trainer program
 saves the pservers' optimizer state too, and ``fluid.io.load_persistables`` on a pserver program takes
 that pserver's blocks out of the whole variables saved (``program._parameters_on_pservers``)."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -86,6 +89,62 @@ def test_pserver_loads_its_rows_of_a_local_checkpoint(tmp_path):
     np.testing.assert_array_equal(np.array(ps_scope.find_var("fc_w.block1").get_tensor()), saved_w[32:])
     loaded = {v.slice.name for v in prog._parameters_on_pservers.get_distributed_vars_by_ep(ep)}
     assert "fc_w.block1" in loaded and "fc_w.block0" not in loaded
+
+
+def test_a_clone_of_a_pserver_program_keeps_no_program_of_the_job_alive_and_loads_as_it(tmp_path):
+    """The placement record a clone shares (not yet read: it is filled when first read) keeps neither
+    the transpiled programs nor, once the transpiler is dropped too, its copies of the origin programs
+    alive; a load on the clone then takes this pserver's rows, as on the program it was cloned from."""
+    main, startup, _, _ = build("fc", "adam")
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    fluid.io.save_persistables(exe, str(tmp_path), main, scope=scope)
+    saved = {n: np.array(scope.find_var(n).get_tensor()) for n in ("fc_w", "fc_b", "out_w")}
+    eps = ["127.0.0.1:6174", "127.0.0.1:6175"]
+    t, trainer, trainer_startup = _transpile(eps)
+    programs = {ep: t.get_pserver_program(ep) for ep in eps}
+    ep = next(ep for ep, p in programs.items() if "fc_w.block1" in p.global_block().vars)
+    ps_scope = fluid.Scope()
+    exe.run(t.get_startup_program(ep, programs[ep]), scope=ps_scope)
+    clone = programs[ep].clone()
+    job = [trainer, trainer_startup, t, t._plan.origin_main, t._plan.origin_startup] + list(programs.values())
+    refs = [weakref.ref(o) for o in job]
+    del t, trainer, trainer_startup, programs, job
+    gc.collect()
+    assert [r() for r in refs] == [None] * len(refs)
+    fluid.io.load_persistables(exe, str(tmp_path), clone, scope=ps_scope)
+    np.testing.assert_array_equal(np.array(ps_scope.find_var("fc_w.block1").get_tensor()), saved["fc_w"][32:])
+    entries = clone._parameters_on_pservers.get_distributed_vars_by_ep(ep)
+    for v in entries:   # each piece as the pserver program declares it, of its whole variable's shape
+        assert list(clone.global_block().var(v.slice.name).shape) == list(v.slice.shape)
+        assert v.origin.shape == list(main.global_block().var(v.origin.name).shape)
+        assert np.array(ps_scope.find_var(v.slice.name).get_tensor()).shape == tuple(v.slice.shape)
+    here = {v.origin.name for v in entries}
+    for name in set(saved) & here - {"fc_w"}:       # held whole by this pserver
+        np.testing.assert_array_equal(np.array(ps_scope.find_var(name).get_tensor()), saved[name])
+    assert "fc_w" in here and any(v.vtype == "Optimizer" for v in entries)
+
+
+def _entries(record):
+    return [(v.origin.name, v.origin.shape, v.origin.dtype, v.origin.persistable, v.slice.name, v.slice.shape,
+             v.is_slice, v.block_id, v.offset, v.vtype, v.endpoint) for v in record.distributed_vars]
+
+
+def test_a_clone_of_a_trainer_program_read_after_the_job_is_dropped_gives_its_placement():
+    """What a trainer's distributed save reads from a clone (its record filled after the transpiler
+    and the transpiled program are gone) is what the transpiled program itself gives."""
+    eps = ["127.0.0.1:6174", "127.0.0.1:6175"]
+    t, trainer, _ = _transpile(eps)
+    clone = trainer.clone(for_test=True)
+    ref = weakref.ref(trainer)
+    del t, trainer
+    gc.collect()
+    assert ref() is None
+    _, again, _ = _transpile(eps)
+    want = _entries(again._parameters_on_pservers)
+    assert _entries(clone._parameters_on_pservers) == want and len(want) == 25
+    assert clone._parameters_on_pservers is clone.clone()._parameters_on_pservers     # shared by clones
 
 
 def _job(tmp_path, name, eps, steps, extra_ps=(), extra_tr=()):

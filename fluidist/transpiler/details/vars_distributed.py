@@ -99,6 +99,16 @@ class VarsDistributed:
                 raise
         return self._distributed_vars
 
+    def _fill_pending(self) -> bool:
+        """Whether ``fill`` has yet to run."""
+        return self._fill is not None
+
+    def _replace_fill(self, fill: Callable[["VarsDistributed"], None]) -> None:
+        """Record the entries with ``fill`` instead, when first read (one that gives the same entries
+        from other sources: see ``transpiler.pserver_plan.keep_placement_only``)."""
+        if self._fill is not None:
+            self._fill = fill
+
     @distributed_vars.setter
     def distributed_vars(self, entries: List[VarDistributed]) -> None:
         self._fill = None
