@@ -99,6 +99,11 @@ class VarsDistributed:
                 raise
         return self._distributed_vars
 
+    @distributed_vars.setter
+    def distributed_vars(self, entries: List[VarDistributed]) -> None:
+        self._fill = None
+        self._distributed_vars = entries
+
     def _fill_pending(self) -> bool:
         """Whether ``fill`` has yet to run."""
         return self._fill is not None
@@ -108,11 +113,6 @@ class VarsDistributed:
         from other sources: see ``transpiler.pserver_plan.keep_placement_only``)."""
         if self._fill is not None:
             self._fill = fill
-
-    @distributed_vars.setter
-    def distributed_vars(self, entries: List[VarDistributed]) -> None:
-        self._fill = None
-        self._distributed_vars = entries
 
     def add_distributed_var(self, origin_var: Any, slice_var: Any, is_slice: Optional[bool] = None,
                             block_id: Optional[int] = None, offset: Optional[int] = None,
