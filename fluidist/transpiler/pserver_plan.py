@@ -2,7 +2,6 @@
 parameters and gradients are split into which blocks, which pserver holds each block, each
 parameter's optimize ops and accumulators)."""
 import itertools
-import operator
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -330,10 +329,6 @@ def _pieces_of(accumulators, scalar_accumulators, p):
             + [(n, "Optimizer", False) for n in scalar_accumulators.get(p, ())])
 
 
-# a Variable's fields a VarStruct copies, read from where Variable keeps them (its __dict__)
-_VAR_FIELDS = operator.itemgetter("name", "shape", "dtype", "type", "lod_level", "persistable")
-
-
 def vars_overview(plan):
     """Paddle's record of the placement (``program._parameters_on_pservers``, a VarsDistributed): each
     parameter block (``"Param"``) and, on the same pserver, its accumulators (``"Optimizer"``: the
@@ -356,21 +351,21 @@ def keep_placement_only(overview_ref, plan):
 
 
 def _placement_of(plan):
-    """What ``_record_placement`` reads of ``plan``: no program and no Variable, only the fields of
-    the origin variables it describes ({name: ``_VAR_FIELDS``}) and the plan's placement (names,
+    """What ``_record_placement`` reads of ``plan``: no program and no Variable, only the origin
+    variables it describes as ``VarStruct``s ({name: its fields}) and the plan's placement (names,
     blocks; ``accumulator_name`` a static method)."""
     origin_vars = plan.origin_main.global_block().vars
     names = list(plan.params)
     names.extend(itertools.chain.from_iterable(plan.accumulators.get(p, ()) for p in plan.params))
     names.extend(itertools.chain.from_iterable(plan.scalar_accumulators.get(p, ()) for p in plan.params))
     names = [n for n in names if n in origin_vars]      # (one that is not: the fill names it, as it did)
-    origins = dict(zip(names, map(_VAR_FIELDS, map(vars, map(origin_vars.__getitem__, names)))))
+    origins = {n: VarStruct.of(origin_vars[n]) for n in names}
     return (origins, plan.params, plan.param_blocks, plan.accumulators, plan.scalar_accumulators,
             type(plan).accumulator_name)
 
 
 def _record_placement(overview, origins, params, param_blocks, accumulators, scalar_accumulators, name_on_pserver):
-    """``overview``'s entries; ``origins``: {origin name: its ``_VAR_FIELDS``}."""
+    """``overview``'s entries; ``origins``: {origin name: its ``VarStruct``}."""
     for p in params:
         blocks = param_blocks[p]
         on_ep = defaultdict(int)
@@ -381,9 +376,7 @@ def _record_placement(overview, origins, params, param_blocks, accumulators, sca
             for name, vtype, cut in _pieces_of(accumulators, scalar_accumulators, p):
                 if name not in origins:
                     raise ValueError("variable %r is not in block 0 of the origin program" % name)
-                o_name, o_shape, o_dtype, o_type, o_lod, o_persistable = origins[name]
-                whole = VarStruct(o_name, list(o_shape) if o_shape is not None else None, o_dtype, o_type,
-                                  o_lod or 0, bool(o_persistable))
+                whole = origins[name]
                 here = pb.server_name if vtype == "Param" else name_on_pserver(name, pb, on_ep[pb.endpoint] > 1)
                 piece = VarStruct(here, list(pb.shape) if cut else whole.shape, whole.dtype, whole.type,
                                   whole.lod_level, whole.persistable)
