@@ -86,17 +86,14 @@ class ArrivalSums:
         if not acc.arrived:
             acc.first = value       # held, not copied: the next arrival is added to it in one pass
         else:
-            held = acc.first if acc.first is not None else acc.buf
+            held = acc.first if acc.first is not None else acc.buf     # (the running sum, once begun)
             if held.shape != value.shape or held.dtype != value.dtype:
                 acc.ok, acc.first = False, None
                 return
-            if acc.first is not None:
-                if acc.buf is None or acc.buf.shape != value.shape or acc.buf.dtype != value.dtype:
-                    acc.buf = np.empty(value.shape, value.dtype)
-                np.add(acc.first, value, out=acc.buf)
-                acc.first = None
-            else:
-                np.add(acc.buf, value, out=acc.buf)
+            if acc.buf is None or acc.buf.shape != value.shape or acc.buf.dtype != value.dtype:
+                acc.buf = np.empty(value.shape, value.dtype)
+            np.add(held, value, out=acc.buf)
+            acc.first = None
         acc.arrived.add(name)
         if _timeline.enabled:
             _timeline.complete("op", "sum on arrival", t0, time.perf_counter() - t0, var=name)

@@ -80,11 +80,17 @@ def notify_all_complete():
     """Tell every pserver that any executor of this process talked to (one since freed included) that
     its trainer is done (what ``fleet.stop_worker()`` does when the user trained with an executor of
     their own). Several executors may have talked to one pserver: it is told once."""
+    _notify_complete(_take_all_targets())
+
+
+def _take_all_targets():
+    """Every (endpoint, trainer id) any executor of this process (one since freed included) has yet
+    to tell it is done, taken: each executor's set is left empty."""
     union = set()
     for _, targets in list(_target_sets):
         union.update(targets)
         targets.clear()
-    _notify_complete(union)
+    return union
 
 
 EXIT_NOTICE_TIMEOUT = 5.0                     # seconds the pservers get to take a process's exit notice
@@ -111,10 +117,7 @@ def _watch_process_exit():
 def _complete_at_exit():
     if _exit["failed"]:
         return
-    union = set()
-    for _, targets in list(_target_sets):
-        union.update(targets)
-        targets.clear()
+    union = _take_all_targets()
     if not union:
         return
     try:
@@ -190,10 +193,7 @@ def _tell_the_others(lost_endpoint, reason):
         return
     _noticing.active = True
     try:
-        pairs = set()
-        for _, targets in list(_target_sets):
-            pairs |= {t for t in targets if t[0] != lost_endpoint}
-            targets.clear()
+        pairs = {t for t in _take_all_targets() if t[0] != lost_endpoint}
         waits = []
         for ep, tid in sorted(pairs):
             try:
