@@ -10,11 +10,11 @@ import pytest
 
 import fluidist as fluid
 from fluidist.device.standin import StandinPlace
-from fluidist.executor import plan as plan_mod
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "examples"))
 from digits import cnn  # noqa: E402
+from kernel_wrappers import wrapped_kernels  # noqa: E402 (tests/kernel_wrappers.py)
 
 LR = 0.05
 
@@ -63,9 +63,7 @@ def train(build, kind, steps, way, place=None):
     scope = fluid.Scope()
     exe = fluid.Executor(place or fluid.CPUPlace())
     exe.run(startup, scope=scope)
-    if way == "kernels":
-        plan_mod.set_kernel_wrapper(lambda kernel, op: (lambda ctx, ins, attrs: kernel(ctx, ins, attrs)))
-    try:
+    with wrapped_kernels(on=way == "kernels"):
         plan = exe._plan(main, 0)
         if way == "interpreted":
             plan._fast = lambda vals, lods: 0      # "an input is missing at step 0": the interpreter runs all
@@ -73,8 +71,6 @@ def train(build, kind, steps, way, place=None):
         for x, y in batches(kind, steps):
             got, = exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)
             losses.append(np.array(got))
-    finally:
-        plan_mod.set_kernel_wrapper(None)
     params = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in main.all_parameters()}
     return np.array(losses), params, plan
 
@@ -122,13 +118,8 @@ def test_an_op_error_in_the_generated_step_names_the_op_and_its_variables(way):
     exe.run(startup, scope=scope)
     scope.find_var("fc_1.w_0").get_tensor().set(np.ones((5, 1), "float32"), fluid.CPUPlace())
     x, y = next(batches("mlp", 1))
-    if way == "kernels":
-        plan_mod.set_kernel_wrapper(lambda kernel, op: (lambda ctx, ins, attrs: kernel(ctx, ins, attrs)))
-    try:
-        with pytest.raises(ValueError) as info:
-            exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)
-    finally:
-        plan_mod.set_kernel_wrapper(None)
+    with wrapped_kernels(on=way == "kernels"), pytest.raises(ValueError) as info:
+        exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)
     assert isinstance(info.value, fluid.core.EnforceNotMet)
     assert "(in op 3 'mul' of block 0: X=fc_0.tmp_2, Y=fc_1.w_0 -> Out=fc_1.tmp_0)" in str(info.value)
 

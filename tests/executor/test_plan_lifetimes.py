@@ -13,6 +13,8 @@ import fluidist as fluid
 from fluidist.executor import executor as executor_mod
 from fluidist.executor import plan as plan_mod
 
+from kernel_wrappers import wrapped_kernels  # tests/kernel_wrappers.py
+
 X = np.arange(8, dtype="float32").reshape(2, 4) / 8
 
 
@@ -107,18 +109,9 @@ def test_each_block_is_planned_once_for_each_executor_while_the_program_is_uncha
 def test_kernels_see_the_executor_running_them():
     main, startup, loss = _trained_program()
     seen = []
-
-    def wrapper(kernel, op):
-        def noted(ctx, ins, attrs):
-            seen.append(ctx.executor)
-            return kernel(ctx, ins, attrs)
-        return noted
     a, b = fluid.Executor(fluid.CPUPlace()), fluid.Executor(fluid.CPUPlace())
-    plan_mod.set_kernel_wrapper(wrapper)
-    try:
+    with wrapped_kernels(lambda ctx, op: seen.append(ctx.executor)):
         _losses(a, main, startup, loss, steps=1)
         count = len(seen)
         _losses(b, main, startup, loss, steps=1)
-    finally:
-        plan_mod.set_kernel_wrapper(None)
     assert count > 0 and seen[:count] == [a] * count and seen[count:] == [b] * count

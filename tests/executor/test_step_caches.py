@@ -9,9 +9,9 @@ import pytest
 import fluidist as fluid
 from fluidist.device.standin import StandinPlace
 from fluidist.device.places import is_device_array
-from fluidist.executor import plan as plan_mod
 
 from test_codegen import batches, mlp_program
+from kernel_wrappers import wrapped_kernels  # tests/kernel_wrappers.py
 
 
 def _scaled(factor):
@@ -47,17 +47,8 @@ def test_a_kernel_wrapper_set_between_runs_wraps_the_next_run_and_unset_stops():
     x = np.array([[1.0, 2.0]], "float32")
     exe.run(main, feed={"x": x}, fetch_list=[y], scope=scope)
     seen = []
-
-    def wrapper(kernel, op):
-        def counted(ctx, ins, attrs):
-            seen.append(op.type)
-            return kernel(ctx, ins, attrs)
-        return counted
-    plan_mod.set_kernel_wrapper(wrapper)
-    try:
+    with wrapped_kernels(lambda ctx, op: seen.append(op.type)):
         got = exe.run(main, feed={"x": x}, fetch_list=[y], scope=scope)[0]
-    finally:
-        plan_mod.set_kernel_wrapper(None)
     assert seen == ["scale"]
     np.testing.assert_array_equal(got, [[2, 4]])
     exe.run(main, feed={"x": x}, fetch_list=[y], scope=scope)
@@ -102,13 +93,9 @@ def _train(place, sizes, way="bound"):
     main, startup, loss = mlp_program()
     scope, exe = fluid.Scope(), fluid.Executor(place)
     exe.run(startup, scope=scope)
-    if way == "kernels":
-        plan_mod.set_kernel_wrapper(lambda kernel, op: (lambda ctx, ins, attrs: kernel(ctx, ins, attrs)))
-    try:
+    with wrapped_kernels(on=way == "kernels"):
         losses = [np.array(exe.run(main, feed={"x": x, "y": y}, fetch_list=[loss], scope=scope)[0])
                   for n in sizes for x, y in batches("mlp", 1, n)]
-    finally:
-        plan_mod.set_kernel_wrapper(None)
     return losses, {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in main.all_parameters()}
 
 
